@@ -1,0 +1,452 @@
+"""Shared LaTeX → sympy helpers and the per-item time limit for the symbolic scorers.
+
+Why a worker process: sympy's `simplify`/`evalf` can run for minutes (or exhaust memory) on a
+pathological answer, and Python cannot interrupt a running C-level computation from another
+thread; `signal.alarm` only works in the main thread. So every symbolic verdict runs in a
+persistent helper process. On timeout that process is killed and a fresh one is started for the
+next call; the timed-out item counts as "not equal" and is recorded (log warning + counter).
+
+The pool is thread-safe: each call borrows one idle worker (starting one if needed, at most
+`max_workers` at a time), so scorers may be called from any number of threads.
+
+Workers are started with `subprocess` running `python -c` (not `multiprocessing`), so a caller's
+`__main__` module is never re-imported in the child.
+
+Everything in the "worker side" section below runs inside the helper process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import functools
+import importlib
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Callable
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIME_LIMIT_S = 10.0
+"""Per-item limit (seconds) for one symbolic verdict; override with MAPS_SCORER_TIME_LIMIT."""
+
+DEFAULT_MEMORY_LIMIT_BYTES = 3 * 1024**3
+"""Address-space cap of a helper process, so `10^{10^{10}}`-like input fails instead of OOM."""
+
+_STARTUP_TIMEOUT_S = 120.0  # importing sympy on a loaded 2-core CI box can take a while
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration and records of timeouts
+# --------------------------------------------------------------------------------------------
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        log.warning("ignoring %s=%r (not a number)", name, raw)
+        return default
+    return value if value > 0 else default
+
+
+_time_limit_s = _env_float("MAPS_SCORER_TIME_LIMIT", DEFAULT_TIME_LIMIT_S)
+
+
+def time_limit() -> float:
+    """The current per-item time limit in seconds."""
+    return _time_limit_s
+
+
+def set_time_limit(seconds: float) -> None:
+    """Change the per-item time limit (seconds, > 0) for all later calls in this process."""
+    global _time_limit_s
+    if not seconds > 0:
+        raise ValueError(f"time limit must be positive, got {seconds!r}")
+    _time_limit_s = float(seconds)
+
+
+@dataclass(frozen=True)
+class Incident:
+    """One item whose symbolic check did not finish normally (timeout or helper crash)."""
+
+    function: str
+    kind: str  # "timeout" | "crash" (helper died) | "error" (the function raised)
+    seconds: float
+    detail: str
+
+
+_incidents: list[Incident] = []
+_incidents_lock = threading.Lock()
+
+
+def incidents() -> list[Incident]:
+    """Timeouts and helper crashes recorded so far in this process (oldest first)."""
+    with _incidents_lock:
+        return list(_incidents)
+
+
+def clear_incidents() -> None:
+    """Forget recorded incidents (e.g. between runs)."""
+    with _incidents_lock:
+        _incidents.clear()
+
+
+def _record(incident: Incident) -> None:
+    with _incidents_lock:
+        _incidents.append(incident)
+    log.warning(
+        "symbolic check %s after %.1fs in %s (counted as not equal): %s",
+        incident.kind,
+        incident.seconds,
+        incident.function,
+        incident.detail,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Caller side: the pool of helper processes
+# --------------------------------------------------------------------------------------------
+
+
+class WorkerFailed(RuntimeError):
+    """A helper process timed out or died; the message says which."""
+
+
+class RemoteError(WorkerFailed):
+    """The function raised inside a healthy helper (the helper stays in use)."""
+
+
+def _package_root() -> str:
+    return str(Path(__file__).resolve().parents[2])
+
+
+def _child_program(read_fd: int, write_fd: int, memory_limit: int) -> str:
+    root = _package_root()
+    return (
+        "import sys\n"
+        f"sys.path.insert(0, {root!r})\n"
+        "from maps_autogen.benchmarks._symbolic import _serve\n"
+        f"_serve({read_fd}, {write_fd}, {memory_limit})\n"
+    )
+
+
+class _Worker:
+    """One helper process and the two pipe ends we talk to it through."""
+
+    def __init__(self, memory_limit: int) -> None:
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _child_program(to_child_r, from_child_w, memory_limit)],
+                pass_fds=(to_child_r, from_child_w),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                close_fds=True,
+            )
+        finally:
+            os.close(to_child_r)
+            os.close(from_child_w)
+        self.send_conn = Connection(to_child_w, readable=False)
+        self.recv_conn = Connection(from_child_r, writable=False)
+        self.ready = False
+
+    def wait_ready(self) -> None:
+        """Block until the helper has imported sympy (it sends one hello message)."""
+        if self.ready:
+            return
+        if not self.recv_conn.poll(_STARTUP_TIMEOUT_S):
+            self.kill()
+            raise WorkerFailed("helper process did not start in time")
+        try:
+            self.recv_conn.recv()
+        except (EOFError, OSError) as exc:
+            self.kill()
+            raise WorkerFailed(f"helper process died while starting: {exc!r}") from exc
+        self.ready = True
+
+    def call(self, target: tuple[str, str], args: tuple[Any, ...], timeout: float) -> Any:
+        """Run `module.function(*args)` in the helper; WorkerFailed on timeout or death."""
+        self.wait_ready()
+        try:
+            self.send_conn.send((target, args))
+            if not self.recv_conn.poll(timeout):
+                raise WorkerFailed("timeout")
+            status, payload = self.recv_conn.recv()
+        except (EOFError, OSError, BrokenPipeError) as exc:
+            raise WorkerFailed(f"helper process died: {exc!r}") from exc
+        if status == "ok":
+            return payload
+        raise RemoteError(f"helper raised {payload}")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        """Stop the helper now and release its pipes."""
+        try:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        for conn in (self.send_conn, self.recv_conn):
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """Ask the helper to exit (closing its input does), then make sure it has."""
+        try:
+            self.send_conn.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
+
+
+class WorkerPool:
+    """At most `max_workers` helper processes, shared by all threads of this process."""
+
+    def __init__(self, max_workers: int | None = None, memory_limit: int | None = None) -> None:
+        self.max_workers = max_workers or max(1, os.cpu_count() or 1)
+        self.memory_limit = DEFAULT_MEMORY_LIMIT_BYTES if memory_limit is None else memory_limit
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._free_slots = self.max_workers
+        # Waiting callers in arrival order: a plain semaphore lets a busy thread re-acquire its
+        # slot again and again while others starve (seen: 27 s waits behind 2 slots).
+        self._waiters: collections.deque[threading.Event] = collections.deque()
+        self._pid = os.getpid()
+
+    def _acquire_slot(self) -> None:
+        with self._lock:
+            if self._free_slots > 0 and not self._waiters:
+                self._free_slots -= 1
+                return
+            turn = threading.Event()
+            self._waiters.append(turn)
+        turn.wait()  # the releasing caller hands its slot straight to us
+
+    def _release_slot(self) -> None:
+        with self._lock:
+            if self._waiters:
+                self._waiters.popleft().set()
+            else:
+                self._free_slots += 1
+
+    def _take(self) -> _Worker:
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.alive():
+                    return worker
+                worker.kill()
+        return _Worker(self.memory_limit)
+
+    def _give_back(self, worker: _Worker) -> None:
+        with self._lock:
+            keep = len(self._idle) < self.max_workers
+            if keep:
+                self._idle.append(worker)
+        if not keep:
+            worker.close()
+
+    def run(self, target: tuple[str, str], args: tuple[Any, ...], timeout: float) -> Any:
+        """Run a function in a helper within `timeout` seconds; WorkerFailed otherwise."""
+        self._check_fork()
+        self._acquire_slot()
+        try:
+            worker = self._take()
+            try:
+                result = worker.call(target, args, timeout)
+            except RemoteError:
+                self._give_back(worker)
+                raise
+            except BaseException:
+                # A helper that timed out may still be computing: only killing it stops that.
+                worker.kill()
+                raise
+            self._give_back(worker)
+            return result
+        finally:
+            self._release_slot()
+
+    def warm_up(self, count: int | None = None) -> None:
+        """Start `count` helpers now (default: all) so the first items don't pay for it."""
+        count = self.max_workers if count is None else min(count, self.max_workers)
+        with self._lock:
+            missing = max(0, count - len(self._idle))
+        workers = [_Worker(self.memory_limit) for _ in range(missing)]
+        for worker in workers:
+            worker.wait_ready()
+        for worker in workers:
+            self._give_back(worker)
+
+    def shutdown(self) -> None:
+        """Stop every idle helper (busy ones are stopped when their call returns)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.close()
+
+    def _check_fork(self) -> None:
+        # After os.fork() the child must not share the parent's pipes.
+        if os.getpid() != self._pid:
+            self._lock = threading.Lock()
+            self._idle = []
+            self._free_slots = self.max_workers
+            self._waiters = collections.deque()
+            self._pid = os.getpid()
+
+
+_pool: WorkerPool | None = None
+_pool_lock = threading.Lock()
+
+
+def pool() -> WorkerPool:
+    """The process-wide helper pool (created on first use; MAPS_SCORER_WORKERS sizes it)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            workers = int(_env_float("MAPS_SCORER_WORKERS", float(os.cpu_count() or 1)))
+            _pool = WorkerPool(max_workers=workers)
+            atexit.register(_pool.shutdown)
+        return _pool
+
+
+def run_bounded(
+    func: Callable[..., Any],
+    *args: Any,
+    fallback: Any,
+    timeout: float | None = None,
+) -> Any:
+    """Run module-level `func(*args)` in a helper process within the time limit.
+
+    `func` must be importable by module and name and its arguments and result picklable. When
+    the helper times out, dies, or `func` raises, the incident is recorded and `fallback` is
+    returned (scorers pass False: "not equal").
+    """
+    limit = time_limit() if timeout is None else timeout
+    target = (func.__module__, func.__qualname__)
+    started = time.monotonic()
+    try:
+        return pool().run(target, args, limit)
+    except WorkerFailed as exc:
+        elapsed = time.monotonic() - started
+        kind = "timeout" if str(exc) == "timeout" else "error" if isinstance(exc, RemoteError) else "crash"
+        _record(Incident(f"{target[0]}.{target[1]}", kind, elapsed, _short(args)))
+        return fallback
+
+
+def _short(args: tuple[Any, ...], limit: int = 200) -> str:
+    text = repr(args)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+# --------------------------------------------------------------------------------------------
+# Worker side (runs inside the helper process)
+# --------------------------------------------------------------------------------------------
+
+
+def _serve(read_fd: int, write_fd: int, memory_limit: int) -> None:
+    """Main loop of a helper: answer (target, args) requests until the input pipe closes."""
+    recv_conn = Connection(read_fd, writable=False)
+    send_conn = Connection(write_fd, readable=False)
+    _limit_memory(memory_limit)
+    # The official OlympiadBench judge lifts CPython's int→str digit cap; keep its behaviour.
+    if hasattr(sys, "set_int_max_str_digits"):
+        sys.set_int_max_str_digits(1_000_000)
+    parse_latex("1")  # load the ANTLR parser before saying hello
+    send_conn.send("ready")
+    functions: dict[tuple[str, str], Callable[..., Any]] = {}
+    while True:
+        try:
+            target, args = recv_conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            func = functions.get(target)
+            if func is None:
+                func = getattr(importlib.import_module(target[0]), target[1])
+                functions[target] = func
+            reply: tuple[str, Any] = ("ok", func(*args))
+        except BaseException as exc:  # noqa: BLE001 - everything must go back to the caller
+            reply = ("error", f"{type(exc).__name__}: {exc}"[:500])
+        try:
+            send_conn.send(reply)
+        except (OSError, ValueError):
+            return
+
+
+def _limit_memory(limit: int) -> None:
+    if limit <= 0:
+        return
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+class _ParseFailure:
+    """Marker cached for LaTeX that does not parse, so repeated failures are cheap too."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_cached(text: str) -> Any:
+    from sympy.parsing.latex import parse_latex as sympy_parse_latex
+
+    try:
+        return sympy_parse_latex(text)
+    except Exception as exc:  # noqa: BLE001 - re-raised by parse_latex below
+        return _ParseFailure(exc)
+
+
+def parse_latex(text: str) -> Any:
+    """sympy's ANTLR LaTeX parser, memoised; raises what the parser raises.
+
+    sympy expressions are immutable, so sharing one parsed object between callers is safe.
+    """
+    result = _parse_cached(text)
+    if isinstance(result, _ParseFailure):
+        # Drop the old traceback: re-raising one cached object would otherwise keep growing it.
+        raise result.error.with_traceback(None)
+    return result
+
+
+__all__ = [
+    "DEFAULT_TIME_LIMIT_S",
+    "Incident",
+    "RemoteError",
+    "WorkerFailed",
+    "WorkerPool",
+    "clear_incidents",
+    "incidents",
+    "parse_latex",
+    "pool",
+    "run_bounded",
+    "set_time_limit",
+    "time_limit",
+]

@@ -1,0 +1,38 @@
+"""What every benchmark scorer provides: a verdict per record, under a named rule version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping, Protocol
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of scoring one record.
+
+    `extraction` is the answer read from the response, `prediction` its normalised form (None
+    where the benchmark has no such stage), `correct` the official verdict.
+    """
+
+    extraction: str | None
+    prediction: str | None
+    correct: bool
+
+
+class RecordError(ValueError):
+    """A record lacks a required field or a field has the wrong type; the message names it."""
+
+
+class Scorer(Protocol):
+    """A benchmark's official scoring rules."""
+
+    name: ClassVar[str]
+    rule_versions: ClassVar[tuple[str, ...]]  # the first is the default ("current")
+
+    def score(self, record: Mapping[str, Any], rules: str = "current") -> Verdict:
+        """Score one record (the benchmark's own fields); raise RecordError if it is unusable."""
+        ...
+
+    def subset(self, record: Mapping[str, Any]) -> str:
+        """The subset (subtask) a record counts towards in summaries."""
+        ...

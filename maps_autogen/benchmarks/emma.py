@@ -1,0 +1,247 @@
+"""EMMA: the official rule-based ("fast") answer extraction and verdict, in both versions.
+
+Record fields: `pid` (e.g. "Math_20"), `type` ("Multiple Choice"/"Open-ended"), `options`,
+`answer`, optional `gt_content` (the option text or the open answer), `response`; other fields
+pass through. Rule versions (EMMA-Bench/EMMA evaluation/evaluate.py + utils.py):
+
+- `current`: letters also as "X.", an "answer:" phrase, "" when nothing is found, and a
+  word-to-number step in the equality check;
+- `legacy` (the first release): none of those; the whole response is the fallback extraction.
+
+Verdict: the extraction equals the answer letter or the option text, where "equal" is
+case-folded stripped equality, then (current) word-to-number, then LaTeX → sympy: the values
+rounded to 2 decimals coincide or the difference simplifies to 0. Upstream parses with
+latex2sympy2; we use sympy's own LaTeX parser plus the few conversions of latex2sympy2 that
+change verdicts on real outputs (see `_as_latex2sympy_would`). The sympy part runs in a helper
+process under the per-item time limit (a timeout counts as "not equal").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Mapping
+
+from maps_autogen.benchmarks import _symbolic
+from maps_autogen.benchmarks.base import RecordError, Verdict
+
+CHOICE_LETTERS = "ABCDEFGH"
+_PHRASES = {
+    "current": ("final answer is", "correct answer is", "answer should be", "answer is", "answer:"),
+    "legacy": ("final answer is", "correct answer is", "answer should be", "answer is"),
+}
+_TEXT_COMMAND = re.compile(r"\\text{(.*?)}")
+
+
+# --------------------------------------------------------------------------------------------
+# Extraction (pure string work, run in the caller)
+# --------------------------------------------------------------------------------------------
+
+
+def is_float_literal(text: str) -> bool:
+    """Whether Python's float() accepts the text (so "nan", "1e3", " 2_0 " count)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def boxed_contents(text: str) -> list[str]:
+    """Contents of every `\\boxed{…}` by brace matching; an unclosed box yields nothing.
+
+    Scanning resumes right after each box's closing brace, so boxes nested inside a box are
+    not reported on their own.
+    """
+    found: list[str] = []
+    i = 0
+    while i < len(text):
+        if text.startswith("\\boxed{", i):
+            start = i = i + len("\\boxed{")
+            depth = 0
+            while i < len(text):
+                if text[i] == "{":
+                    depth += 1
+                elif text[i] == "}":
+                    if depth == 0:
+                        found.append(text[start:i])
+                        break
+                    depth -= 1
+                i += 1
+        i += 1
+    return found
+
+
+def extract_answer(response: str, rules: str = "current") -> str:
+    """The official fast extraction from a response (see the module docstring for versions)."""
+    text = response.strip()
+    for letter in CHOICE_LETTERS:
+        if text.upper() == letter or text.startswith(f"{letter}:"):
+            return letter
+        if rules == "current" and text.startswith(f"{letter}."):
+            return letter
+    if is_float_literal(text):
+        return text
+    if "boxed{" in text:
+        boxes = boxed_contents(text)
+        if boxes:
+            # Coding answers come as \boxed{\text{…}}: the last \text{} inside wins.
+            inner = _TEXT_COMMAND.findall(boxes[-1])
+            return (inner[-1] if inner else boxes[-1]).strip()
+    lowered = text.lower()
+    for phrase in _PHRASES[rules]:
+        if phrase in lowered:
+            tail = lowered.split(phrase)[-1].strip()
+            return tail.split("\n")[0].split(".")[0]
+    return "" if rules == "current" else text
+
+
+# --------------------------------------------------------------------------------------------
+# Equality (runs in the helper process)
+# --------------------------------------------------------------------------------------------
+
+
+def _word_number(text: str) -> str | None:
+    """word2number's reading of the text ("seven" → "7"), None when it finds none."""
+    from word2number import w2n
+
+    try:
+        return str(w2n.word_to_num(text))
+    except Exception:  # noqa: BLE001 - upstream catches ValueError; others crashed its run
+        return None
+
+
+_PERCENT = re.compile(r"\\?%")
+_THOUSANDS = re.compile(r"^\s*-?\d{1,3}(?:,\d{3})+(?:\.\d+)?\s*$")
+
+
+def _as_latex2sympy_would(text: str) -> Any:
+    """Parse LaTeX roughly the way latex2sympy2 (EMMA's parser) reads it.
+
+    latex2sympy2 has its own grammar; where it disagrees with sympy's parser in ways that flip
+    verdicts, we adapt: "1,000" is a number, a trailing percent divides by 100, `e` is Euler's
+    number, and for "lhs = rhs" the right side is the value. Raises when parsing fails.
+    """
+    import sympy
+
+    from maps_autogen.benchmarks._symbolic import parse_latex
+
+    text = text.replace("$", " ")
+    if _THOUSANDS.match(text):
+        text = text.replace(",", "")
+    percent = False
+    stripped = text.rstrip()
+    match = _PERCENT.search(stripped)
+    if match and match.end() == len(stripped):
+        percent, text = True, stripped[: match.start()]
+    expr = parse_latex(text)
+    if isinstance(expr, sympy.Eq):
+        expr = expr.rhs
+    expr = expr.subs(sympy.Symbol("e"), sympy.E)
+    return expr / 100 if percent else expr
+
+
+def answers_equal(model_answer: str, target: str, rules: str = "current") -> bool:
+    """Upstream's equality of an extraction with one ground-truth string."""
+    import sympy
+
+    model_answer, target = model_answer.lower(), target.lower()
+    if model_answer.strip() == target.strip():
+        return True
+    if rules == "current":
+        as_number = _word_number(model_answer)
+        if as_number is not None and as_number.strip() == target.strip():
+            return True
+    try:
+        left = _as_latex2sympy_would(model_answer)
+        right = _as_latex2sympy_would(target)
+        if round(float(left.evalf()), 2) == round(float(right.evalf()), 2):
+            return True
+        if sympy.simplify(left - right) == 0:
+            return True
+    except Exception:  # noqa: BLE001 - upstream: any parse/evaluation failure means unequal
+        pass
+    return False
+
+
+def verdict(extraction: str, answer: str, gt_content: str | None, rules: str = "current") -> bool:
+    """Correct when the extraction equals the answer letter or, failing that, the option text."""
+    if answers_equal(extraction, answer, rules):
+        return True
+    return gt_content is not None and answers_equal(extraction, gt_content, rules)
+
+
+# --------------------------------------------------------------------------------------------
+# The scorer
+# --------------------------------------------------------------------------------------------
+
+
+def option_text(record: Mapping[str, Any]) -> str | None:
+    """`gt_content` if present, else the option the answer letter names (multiple choice)."""
+    given = record.get("gt_content")
+    if isinstance(given, str):
+        return given
+    kind = record.get("type")
+    options, answer = record.get("options"), record.get("answer")
+    if not (isinstance(kind, str) and kind.strip().lower() == "multiple choice"):
+        return None
+    if not isinstance(options, list) or not isinstance(answer, str):
+        return None
+    letter = answer.strip().upper()
+    if len(letter) != 1 or letter not in CHOICE_LETTERS:
+        return None
+    index = CHOICE_LETTERS.index(letter)
+    if index >= len(options) or not isinstance(options[index], str):
+        return None
+    return options[index]
+
+
+def _validated(record: Mapping[str, Any]) -> tuple[str, str | None]:
+    answer = record.get("answer")
+    if not isinstance(answer, str):
+        raise RecordError("field 'answer' must be a string")
+    response = record.get("response")
+    if response is not None and not isinstance(response, str):
+        raise RecordError("field 'response' must be a string or null")
+    gt_content = record.get("gt_content")
+    if gt_content is not None and not isinstance(gt_content, str):
+        raise RecordError("field 'gt_content' must be a string or null")
+    options = record.get("options")
+    if options is not None and not isinstance(options, list):
+        raise RecordError("field 'options' must be a list or null")
+    return answer, response
+
+
+class EmmaScorer:
+    """Official EMMA fast-eval verdicts; rule versions "current" and "legacy"."""
+
+    name: ClassVar[str] = "emma"
+    rule_versions: ClassVar[tuple[str, ...]] = ("current", "legacy")
+
+    def score(self, record: Mapping[str, Any], rules: str = "current") -> Verdict:
+        """Extract from `response` and compare with `answer` and the option text."""
+        if rules not in self.rule_versions:
+            raise ValueError(f"unknown EMMA rule version {rules!r}; use one of {self.rule_versions}")
+        answer, response = _validated(record)
+        if not response:
+            # Upstream skips extraction for missing or empty responses and marks them wrong.
+            return Verdict(extraction=None, prediction=None, correct=False)
+        extraction = extract_answer(response, rules)
+        correct = _symbolic.run_bounded(
+            verdict, extraction, answer, option_text(record), rules, fallback=False
+        )
+        return Verdict(extraction=extraction, prediction=None, correct=bool(correct))
+
+    def subset(self, record: Mapping[str, Any]) -> str:
+        """`subset` if given, else the subject before "_" in the pid ("Math_20" → "Math")."""
+        subset = record.get("subset")
+        if isinstance(subset, str) and subset:
+            return subset
+        pid = record.get("pid")
+        if isinstance(pid, str) and "_" in pid and pid.split("_")[0]:
+            return pid.split("_")[0]
+        return "all"
+
+
+SCORER = EmmaScorer()
+
+__all__ = ["SCORER", "EmmaScorer", "answers_equal", "extract_answer", "option_text", "verdict"]

@@ -1,0 +1,401 @@
+"""One MAPS chat on AG2: the UserProxy opens it, the GroupChatManager runs it, the five
+reasoning roles are AssistantAgents, and the speaker selection is the pure `flow.decide_next`.
+
+Each role's request is rebuilt from its declared inputs by an AG2 `process_all_messages_before_reply`
+hook, so no role sees the whole history; model calls go through `MapsModelClient`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Callable, Protocol
+
+import autogen
+from autogen.io import IOStream
+
+from maps_autogen.errors import MapsError
+from maps_autogen.flow import FlowSettings, Rollback, Turn, decide_next
+from maps_autogen.llm import ChatBackend, Completion, MapsModelClient
+from maps_autogen.problem import Problem
+from maps_autogen.prompts import PromptSet, render
+from maps_autogen.roles import (
+    DIMENSION_OF_STEP,
+    MANAGER_NAME,
+    STEPS,
+    USER_PROXY_NAME,
+    CriticVerdict,
+    Role,
+    SolverAnswer,
+    critic_schema,
+    solver_schema,
+)
+from maps_autogen.secrets import redact
+from maps_autogen.transcript import utc_now
+from maps_autogen.verdict import parse_critic_reply, parse_solver_reply
+from maps_autogen.views import build_request, format_options, revision_for
+
+logger = logging.getLogger(__name__)
+# AG2 announces at INFO level that our custom model client awaits registration; it always is.
+logging.getLogger("autogen.oai.client").setLevel(logging.WARNING)
+
+
+class Observer(Protocol):
+    """Receives chat records as they happen: "message", "event", and live "turn_start"/"token"."""
+
+    def emit(self, record: dict[str, Any]) -> None: ...
+
+
+class Observers:
+    """Fans records out to several observers."""
+
+    def __init__(self, *observers: Observer | None):
+        self._observers = [observer for observer in observers if observer is not None]
+
+    def emit(self, record: dict[str, Any]) -> None:
+        for observer in self._observers:
+            observer.emit(record)
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    """How one chat runs."""
+
+    flow: FlowSettings
+    image_roles: frozenset[Role]  # roles that receive the images themselves
+    human: bool = False
+
+
+def chat_settings(
+    problem: Problem,
+    *,
+    sees_images: dict[Role, bool],
+    threshold: float,
+    max_rollbacks: int,
+    final_review: bool,
+    max_rounds: int,
+    without: frozenset[Role] = frozenset(),
+    human: bool = False,
+) -> ChatSettings:
+    """Settings for `problem`: no image skips the Interpreter; an ablated Interpreter hands the
+    images to the first step that runs."""
+    steps = tuple(
+        step for step in STEPS if step not in without and (step is not Role.INTERPRETER or problem.has_images)
+    )
+    image_roles = {role for role, sees in sees_images.items() if sees}
+    if Role.INTERPRETER in without and problem.has_images and steps:
+        image_roles.add(steps[0])
+    flow = FlowSettings(
+        steps=steps,
+        critic=Role.CRITIC not in without,
+        threshold=threshold,
+        max_rollbacks=max_rollbacks,
+        final_review=final_review,
+        max_rounds=max_rounds,
+    )
+    return ChatSettings(flow=flow, image_roles=frozenset(image_roles), human=human)
+
+
+@dataclass
+class CallRecord:
+    role: Role
+    completion: Completion
+    request: list[dict[str, Any]]
+    started_at: str
+
+
+@dataclass
+class ChatOutcome:
+    """What a chat produced."""
+
+    final_answer: str
+    stop_reason: str
+    solver_answer: SolverAnswer | None
+    rollbacks: list[Rollback]
+    verdicts: list[CriticVerdict | None]
+    calls: list[CallRecord]
+    seconds: float
+    error: str | None = None
+    turns: list[Turn] = field(default_factory=list)
+
+    def usage(self) -> dict[str, Any]:
+        """Calls, tokens and cost (None when any call's price is unknown)."""
+        completions = [call.completion for call in self.calls]
+        costs = [c.cost for c in completions]
+        return {
+            "calls": len(completions),
+            "prompt_tokens": sum(c.prompt_tokens or 0 for c in completions),
+            "completion_tokens": sum(c.completion_tokens or 0 for c in completions),
+            "cost": round(sum(costs), 8) if completions and all(c is not None for c in costs) else None,
+        }
+
+    def usage_by_role(self) -> dict[str, dict[str, Any]]:
+        table: dict[str, dict[str, Any]] = {}
+        for call in self.calls:
+            row = table.setdefault(call.role.value, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "seconds": 0.0})
+            row["calls"] += 1
+            row["prompt_tokens"] += call.completion.prompt_tokens or 0
+            row["completion_tokens"] += call.completion.completion_tokens or 0
+            row["cost"] = None if row["cost"] is None or call.completion.cost is None else row["cost"] + call.completion.cost
+            row["seconds"] += call.completion.seconds
+        return table
+
+
+class _SilentStream:
+    """AG2 prints every message by default; our own live view does the talking."""
+
+    def print(self, *objects: Any, sep: str = " ", end: str = "\n", flush: bool = False) -> None:
+        return None
+
+    def send(self, message: Any) -> None:
+        return None
+
+    def input(self, prompt: str = "", *, password: bool = False) -> str:
+        return input(prompt)
+
+
+def _without_images(messages: list[dict[str, Any]], image_files: list[str], data_urls: dict[str, str]) -> list[dict[str, Any]]:
+    """A request as the transcript stores it: image data replaced by the stored file's name."""
+    cleaned = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            parts = []
+            for part in content:
+                if part.get("type") == "image_url":
+                    url = part.get("image_url", {}).get("url", "")
+                    parts.append({"type": "image_file", "file": data_urls.get(url, "(image)")})
+                else:
+                    parts.append(part)
+            content = parts
+        cleaned.append({"role": message.get("role"), "content": content})
+    return cleaned
+
+
+class MapsChat:
+    """Runs one problem through the MAPS roles on AG2."""
+
+    def __init__(
+        self,
+        problem: Problem,
+        *,
+        prompts: PromptSet,
+        backends: dict[Role, ChatBackend],
+        settings: ChatSettings,
+        observer: Observer,
+        image_files: list[str] | None = None,
+        human_input: Callable[[str], str] | None = None,
+    ):
+        self.problem = problem
+        self.prompts = prompts
+        self.backends = backends
+        self.settings = settings
+        self.observer = observer
+        self.image_files = image_files or [f"image-{n}" for n in range(1, len(problem.images) + 1)]
+        self._data_urls = {image.data_url(): file for image, file in zip(problem.images, self.image_files)}
+        self._human_input = human_input
+        self.turns: list[Turn] = []
+        self.outputs: dict[Role, str] = {}
+        self.calls: list[CallRecord] = []
+        self.verdicts: list[CriticVerdict | None] = []
+        self.rollbacks: list[Rollback] = []
+        self.solver_answer: SolverAnswer | None = None
+        self._pending: dict[Role, CallRecord] = {}
+        self._current_round = 0
+        self._current_revision: Rollback | None = None
+        self._stop_reason: str | None = None
+
+    # ----- AG2 wiring -------------------------------------------------------------------
+    def _build_agents(self) -> tuple[autogen.UserProxyAgent, autogen.GroupChatManager, dict[Role, autogen.AssistantAgent]]:
+        never = lambda message: False  # noqa: E731 - only the Manager's plan ends a chat
+        user_proxy = autogen.UserProxyAgent(
+            USER_PROXY_NAME,
+            system_message=render(self.prompts.user_proxy.system, {"personality": self.prompts.personalities["user_proxy"]}),
+            human_input_mode="ALWAYS" if self.settings.human else "NEVER",
+            code_execution_config=False,
+            llm_config=False,
+            is_termination_msg=never,
+            default_auto_reply="",
+        )
+        assistants: dict[Role, autogen.AssistantAgent] = {}
+        for role in Role:
+            if role is not Role.CRITIC and role not in self.settings.flow.steps:
+                continue
+            if role is Role.CRITIC and not self.settings.flow.critic:
+                continue
+            backend = self.backends[role]
+            agent = autogen.AssistantAgent(
+                role.title,
+                system_message=self.prompts.system_message(role),
+                llm_config={
+                    "config_list": [{"model": backend.model.model, "model_client_cls": MapsModelClient.__name__}],
+                    "cache_seed": None,
+                },
+                is_termination_msg=never,
+                max_consecutive_auto_reply=10_000,
+            )
+            agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))
+            agent.register_hook("process_all_messages_before_reply", partial(self._role_view, role))
+            assistants[role] = agent
+        groupchat = autogen.GroupChat(
+            agents=[user_proxy, *assistants.values()],
+            messages=[],
+            # Our flow stops the chat; AG2's own bound only backs it up.
+            max_round=self.settings.flow.max_rounds + 2,
+            speaker_selection_method=partial(self._select_speaker, assistants, user_proxy),
+            allow_repeat_speaker=True,
+            send_introductions=False,
+        )
+        manager = autogen.GroupChatManager(
+            groupchat=groupchat,
+            name=MANAGER_NAME,
+            system_message=render(self.prompts.manager.system, {"personality": self.prompts.personalities["manager"]}),
+            llm_config=False,
+            is_termination_msg=never,
+        )
+        return user_proxy, manager, assistants
+
+    def _opening_message(self) -> str:
+        parts = [self.prompts.user_proxy.instruction.strip(), f"{self.prompts.task.labels['question']}: {self.problem.question}"]
+        if self.problem.context:
+            parts.append(f"{self.prompts.task.labels['context']}: {self.problem.context}")
+        if self.problem.options:
+            parts.append(f"{self.prompts.task.labels['options']}:\n{format_options(self.problem.options)}")
+        if self.problem.images:
+            parts.append(f"{self.prompts.task.labels['images']}: " + ", ".join(f"[{name}]" for name in self.image_files))
+        return "\n\n".join(parts)
+
+    # ----- the Manager's selection ----------------------------------------------------
+    def _select_speaker(self, assistants: dict[Role, autogen.AssistantAgent], user_proxy: Any, last_speaker: Any, groupchat: Any) -> Any:
+        if last_speaker is not user_proxy:
+            role = Role(last_speaker.name.lower())
+            self._record_turn(role, groupchat.messages[-1].get("content") or "")
+        decision = decide_next(self.turns, self.settings.flow)
+        if decision.revision is not None and decision.revision.number > len(self.rollbacks):
+            self.rollbacks.append(decision.revision)
+            self.observer.emit({
+                "type": "event", "event": "rollback", "number": decision.revision.number,
+                "step": decision.revision.step.value, "dimension": decision.revision.dimension,
+                "scores": decision.revision.verdict.scores, "at": utc_now(),
+            })
+        if decision.next_role is None:
+            self._stop_reason = decision.stop_reason
+            return None
+        self._current_round = decision.round
+        self._current_revision = decision.revision
+        return assistants[decision.next_role]
+
+    def _record_turn(self, role: Role, content: str) -> None:
+        call = self._pending.pop(role, None)
+        parsed: dict[str, Any] | None = None
+        verdict: CriticVerdict | None = None
+        if role is Role.SOLVER:
+            answer = parse_solver_reply(content)
+            self.solver_answer = answer
+            parsed = {"final_answer": answer.final_answer, "parsed": answer.parsed, "repaired": answer.repaired}
+            if not answer.parsed:
+                self.observer.emit({"type": "event", "event": "solver_unparsed", "at": utc_now(),
+                                    "detail": "the Solver's reply was not valid JSON; its final answer falls back to the reply's text"})
+        if role is Role.CRITIC:
+            verdict = parse_critic_reply(content, self.settings.flow.dimensions)
+            self.verdicts.append(verdict)
+            if verdict is None:
+                self.observer.emit({"type": "event", "event": "critic_unparseable", "at": utc_now(),
+                                    "detail": "the Critic's reply has no usable scores; the chat ends and the Solver's answer stands"})
+            else:
+                parsed = {**verdict.to_dict(), "repaired": verdict.repaired}
+        self.outputs[role] = content
+        self.turns.append(Turn(role, verdict))
+        self.observer.emit({
+            "type": "message",
+            "agent": role.title,
+            "role": role.value,
+            "step": DIMENSION_OF_STEP.get(role, "review"),
+            "round": self._current_round,
+            "revision": self._current_revision is not None and self._current_revision.step is role,
+            "content": content,
+            "parsed": parsed,
+            "model": call.completion.model if call else None,
+            "started_at": call.started_at if call else None,
+            "seconds": round(call.completion.seconds, 4) if call else None,
+            "usage": call.completion.usage() if call else None,
+            "json_mode": call.completion.json_mode if call else None,
+            "request": call.request if call else None,
+        })
+
+    # ----- each role's view and call ---------------------------------------------------
+    def _role_view(self, role: Role, _history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        revision = None
+        if self._current_revision is not None and self._current_revision.step is role:
+            revision = revision_for(role, self.outputs, self._current_revision.verdict.feedback)
+        backend = self.backends[role]
+        images = "none"
+        if role in self.settings.image_roles:
+            images = "send" if backend.supports_images else "note"
+        content = build_request(
+            role, self.problem, self.outputs, self.prompts,
+            dimensions=self.settings.flow.dimensions, images=images, revision=revision,
+        )
+        self.observer.emit({"type": "turn_start", "role": role.value, "agent": role.title, "round": self._current_round,
+                            "revision": revision is not None})
+        return [{"role": "user", "content": content}]
+
+    def _call_model(self, role: Role, messages: list[dict[str, Any]]) -> Completion:
+        schema_name, schema = None, None
+        if role is Role.SOLVER:
+            schema_name, schema = "solver_answer", solver_schema()
+        elif role is Role.CRITIC:
+            schema_name, schema = "critic_verdict", critic_schema(self.settings.flow.dimensions)
+        started_at = utc_now()
+        completion = self.backends[role].complete(
+            messages, role=role.value, schema_name=schema_name, schema=schema,
+            on_token=lambda text: self.observer.emit({"type": "token", "role": role.value, "text": text}),
+        )
+        record = CallRecord(role, completion, _without_images(messages, self.image_files, self._data_urls), started_at)
+        self.calls.append(record)
+        self._pending[role] = record
+        return completion
+
+    # ----- running ------------------------------------------------------------------------
+    def run(self) -> ChatOutcome:
+        """Run the chat to its stop; model-service failures end it with stop reason `error`."""
+        started = time.monotonic()
+        if not self.problem.has_images and Role.INTERPRETER not in self.settings.flow.steps:
+            self.observer.emit({"type": "event", "event": "interpreter_skipped", "at": utc_now(),
+                                "detail": "the problem has no image, so the Interpreter is skipped and the Critic scores three dimensions"})
+        user_proxy, manager, _ = self._build_agents()
+        opening = self._opening_message()
+        self.observer.emit({"type": "message", "agent": USER_PROXY_NAME, "role": "user_proxy", "step": "task", "round": 0,
+                            "revision": False, "content": opening, "images": self.image_files})
+        error: str | None = None
+        with IOStream.set_default(_SilentStream()):
+            try:
+                user_proxy.initiate_chat(manager, message=opening, clear_history=True, silent=True)
+            except MapsError as failure:
+                error = redact(str(failure))
+                self._stop_reason = "error"
+            except Exception as failure:  # a bug or an AG2 failure: record it, keep finished work
+                logger.exception("chat failed")
+                error = redact(f"{failure.__class__.__name__}: {failure}")
+                self._stop_reason = "error"
+        stop_reason = self._stop_reason or "max_rounds"
+        if error:
+            self.observer.emit({"type": "event", "event": "error", "detail": error, "at": utc_now()})
+        final = self.solver_answer.final_answer if self.solver_answer else ""
+        self.observer.emit({"type": "event", "event": "stop", "stop_reason": stop_reason, "final_answer": final, "at": utc_now()})
+        return ChatOutcome(
+            final_answer=final,
+            stop_reason=stop_reason,
+            solver_answer=self.solver_answer,
+            rollbacks=list(self.rollbacks),
+            verdicts=list(self.verdicts),
+            calls=list(self.calls),
+            seconds=time.monotonic() - started,
+            error=error,
+            turns=list(self.turns),
+        )
+
+
+__all__ = ["ChatOutcome", "ChatSettings", "MapsChat", "Observer", "Observers", "chat_settings"]

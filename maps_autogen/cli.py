@@ -1,0 +1,124 @@
+"""The `maps` command line: thin commands that call public functions.
+
+This is the one place where domain errors become one-line messages and exit codes.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from maps_autogen.errors import MapsError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="maps-autogen")
+def cli() -> None:
+    """MAPS: a team of LLM agents solving multimodal scientific problems."""
+
+
+def _load_env() -> None:
+    from dotenv import load_dotenv
+
+    load_dotenv(Path.cwd() / ".env", override=False)
+
+
+@cli.command()
+@click.argument("images", nargs=-1)
+@click.option("-q", "--question", help="The question to solve.")
+@click.option("-c", "--context", default="", help="Context that comes with the question.")
+@click.option("-o", "--option", "options", multiple=True, help="An answer option (repeat for each option).")
+@click.option("--problem", "problem_file", type=click.Path(path_type=Path), help="A problem.yaml (question, context, options, images).")
+@click.option("--config", "config_file", type=click.Path(path_type=Path), help="agents.yaml to use (default: ./agents.yaml, else the built-in one).")
+@click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME, or an endpoint name (e.g. local).")
+@click.option("--threshold", type=click.FloatRange(0, 5), help="Critic pass threshold (overrides critic.threshold).")
+@click.option("--max-rollbacks", type=click.IntRange(0, 20), help="Maximum rollbacks (overrides critic.max_rollbacks).")
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Where run folders go.")
+@click.option("--quiet", is_flag=True, help="Print only the final answer.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the outcome.")
+@click.option("--human", is_flag=True, help="Let the UserProxy ask you for extra context before the team starts.")
+def solve(images, question, context, options, problem_file, config_file, model, threshold, max_rollbacks, runs_dir, quiet, as_json, human) -> None:
+    """Solve one problem: IMAGES are diagram files, http(s) URLs or data URLs."""
+    import json as json_module
+
+    from maps_autogen.config import load_config, with_overrides
+    from maps_autogen.errors import ProblemError, ServiceError
+    from maps_autogen.live import LiveConsole
+    from maps_autogen.problem import build_problem, load_problem_file
+    from maps_autogen.solve import assemble_team, solve_problem
+
+    _load_env()
+    if problem_file is not None and (question or images or options or context):
+        raise ProblemError("give either --problem FILE or the problem on the command line, not both", fix="drop one of them")
+    if problem_file is None and not question:
+        raise ProblemError("no question given", fix='pass -q "your question" or --problem problem.yaml')
+    loaded = with_overrides(load_config(config_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
+    max_side = loaded.config.images.max_side
+    if problem_file is not None:
+        problem = load_problem_file(problem_file, max_side=max_side)
+    else:
+        problem = build_problem(question, context=context, options=options, image_sources=images, max_side=max_side)
+    if human and not quiet and not as_json:
+        extra = click.prompt("UserProxy: anything to add to the context? (Enter to start)", default="", show_default=False)
+        if extra.strip():
+            from dataclasses import replace
+
+            problem = replace(problem, context=(problem.context + "\n" + extra.strip()).strip())
+    team = assemble_team(loaded)
+    live = None if (quiet or as_json) else LiveConsole()
+    if live is not None:
+        click.echo(team.announcement, err=True)
+    result = solve_problem(problem, team, runs_dir=runs_dir, observer=live, human=human)
+    if as_json:
+        click.echo(json_module.dumps(result.summary(), ensure_ascii=False))
+    elif quiet:
+        click.echo(result.outcome.final_answer)
+    else:
+        click.echo(f"\nFinal answer: {result.outcome.final_answer}")
+        click.echo(f"Stop reason: {result.outcome.stop_reason}; run saved in {result.run_dir}")
+    if result.outcome.stop_reason == "error":
+        raise ServiceError(result.outcome.error or "the chat failed", fix=f"finished steps are saved in {result.run_dir}")
+
+
+@cli.command()
+@click.argument("benchmark", type=click.Choice(["mathvista", "olympiadbench", "emma"]))
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--rules", type=click.Choice(["current", "legacy"]), default="current", show_default=True,
+              help="Which version of the official rules to apply (benchmarks with one version ignore it).")
+@click.option("--out", "out_path", type=click.Path(path_type=Path), default=None,
+              help="Where to write the scored JSONL (default: FILE with .scored.jsonl).")
+def score(benchmark: str, file: Path, rules: str, out_path: Path | None) -> None:
+    """Re-score recorded model outputs with the benchmark's official rules."""
+    from maps_autogen.scoring import render_summary, score_file
+
+    report = score_file(benchmark, file, rules=rules, out_path=out_path)
+    for skipped in report.skipped:
+        click.echo(f"warning: line {skipped.line_no}: {skipped.reason}", err=True)
+    click.echo(render_summary(report))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `maps` console script."""
+    try:
+        cli.main(args=argv, prog_name="maps", standalone_mode=False)
+    except MapsError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(error.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Resolve which service and model each role talks to: OpenAI, a compatible server, or the
+embedded local model."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from maps_autogen.config import LoadedConfig, LocalEndpoint, ModelChoice, OpenAIEndpoint, PriceConfig
+from maps_autogen.errors import ConfigError
+from maps_autogen.roles import Role
+from maps_autogen.secrets import register_secret
+
+OPENAI_URL = "https://api.openai.com/v1"
+EMBEDDED_MODEL_LABEL = "SmolLM2-135M-Instruct (embedded)"
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A concrete model on a concrete endpoint. `api_key` is never serialised or printed."""
+
+    endpoint_name: str
+    kind: str  # "openai" | "local"
+    model: str
+    base_url: str | None  # None for a local endpoint until its server starts
+    timeout_s: float
+    max_retries: int
+    json_mode: str
+    stream: bool
+    temperature: float | None
+    max_tokens: int | None
+    price: PriceConfig | None = None
+    local: LocalEndpoint | None = None
+    api_key: str = field(default="", repr=False)
+
+    def describe(self) -> dict[str, Any]:
+        """What a transcript records about this model (no secrets)."""
+        return {
+            "endpoint": self.endpoint_name,
+            "kind": self.kind,
+            "model": self.model,
+            "base_url": self.base_url,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "json_mode": self.json_mode,
+        }
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """USD for a call, when the model's price is known."""
+        if self.price is None:
+            return None
+        return (prompt_tokens * self.price.prompt_per_million + completion_tokens * self.price.completion_per_million) / 1e6
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The model of every role, plus the one-line announcement of how it was chosen."""
+
+    models: dict[Role, ResolvedModel]
+    announcement: str
+
+    @property
+    def uses_local(self) -> bool:
+        return any(model.kind == "local" for model in self.models.values())
+
+
+def _first_of_kind(loaded: LoadedConfig, kind: str) -> str | None:
+    return next((name for name, ep in loaded.config.endpoints.items() if ep.kind == kind), None)
+
+
+def _auto_endpoint(loaded: LoadedConfig, env: Mapping[str, str]) -> tuple[str, str]:
+    """(endpoint name, why) for `endpoint: auto`."""
+    openai_name = _first_of_kind(loaded, "openai")
+    if openai_name and env.get("OPENAI_API_KEY"):
+        return openai_name, "OPENAI_API_KEY is set"
+    local_name = _first_of_kind(loaded, "local")
+    if local_name:
+        return local_name, "no API key is set"
+    raise ConfigError(
+        f"no model is available: OPENAI_API_KEY is not set and {loaded.path} declares no local endpoint",
+        fix="set OPENAI_API_KEY (or put it in .env), or pass --model",
+    )
+
+
+def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, str]) -> tuple[ResolvedModel, str]:
+    config = loaded.config
+    why = "chosen in the config or with --model"
+    name = choice.endpoint
+    if name == "auto":
+        name, why = _auto_endpoint(loaded, env)
+    if name not in config.endpoints:
+        known = ", ".join(sorted(config.endpoints))
+        raise ConfigError(f"{loaded.path}: model.endpoint '{name}' is not declared under endpoints", fix=f"use one of: {known}, auto")
+    endpoint = config.endpoints[name]
+    common = dict(
+        endpoint_name=name,
+        timeout_s=endpoint.timeout_s,
+        max_retries=endpoint.max_retries,
+        json_mode=endpoint.json_mode,
+        stream=endpoint.stream,
+        temperature=choice.temperature,
+        max_tokens=choice.max_tokens,
+    )
+    if isinstance(endpoint, LocalEndpoint):
+        model_name = choice.name or (endpoint.model_path and os.path.basename(endpoint.model_path)) or EMBEDDED_MODEL_LABEL
+        return ResolvedModel(kind="local", model=model_name, base_url=None, local=endpoint, **common), why
+    assert isinstance(endpoint, OpenAIEndpoint)
+    base_url = endpoint.base_url or env.get("OPENAI_BASE_URL") or OPENAI_URL
+    api_key = ""
+    if endpoint.api_key_env:
+        api_key = env.get(endpoint.api_key_env, "")
+        if not api_key:
+            raise ConfigError(
+                f"endpoint '{name}' needs an API key in ${endpoint.api_key_env}, which is not set",
+                fix=f"export {endpoint.api_key_env}=... or put it in .env",
+            )
+        register_secret(api_key)
+    model_name = choice.name or endpoint.default_model
+    price = config.prices.get(model_name)
+    return ResolvedModel(kind="openai", model=model_name, base_url=base_url.rstrip("/"), price=price, api_key=api_key, **common), why
+
+
+def resolve_models(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -> Resolution:
+    """Resolve every role's model; raise ConfigError naming what is missing."""
+    env = os.environ if env is None else env
+    models: dict[Role, ResolvedModel] = {}
+    reasons: dict[str, str] = {}
+    for role in Role:
+        resolved, why = _resolve_one(loaded, loaded.config.model_for(role), env)
+        models[role] = resolved
+        reasons[resolved.endpoint_name] = why
+    return Resolution(models=models, announcement=_announce(models, reasons))
+
+
+def _announce(models: dict[Role, ResolvedModel], reasons: dict[str, str]) -> str:
+    distinct = {(m.endpoint_name, m.kind, m.model, m.base_url) for m in models.values()}
+    parts = []
+    for endpoint_name, kind, model, base_url in sorted(distinct, key=str):
+        if kind == "local":
+            parts.append(
+                f"using the embedded offline model {model} ({reasons[endpoint_name]}): demonstration quality only; "
+                "for real results set OPENAI_API_KEY or pass --model / --config"
+            )
+        else:
+            parts.append(f"using {model} at {base_url} ({reasons[endpoint_name]})")
+    return "; ".join(parts)

@@ -1,0 +1,47 @@
+"""The error types the CLI turns into one-line messages.
+
+Every error a user can cause or meet carries a message that names the problem and the fix.
+`UsageError`s (bad input, bad config) exit with code 2; `ServiceError`s (the model service
+failed) exit with code 1. Messages must never contain secrets.
+"""
+
+from __future__ import annotations
+
+
+class MapsError(Exception):
+    """Base class: an expected failure with a user-facing one-line message."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, fix: str | None = None):
+        self.problem = message
+        self.fix = fix
+        super().__init__(message if not fix else f"{message} ({fix})")
+
+
+class UsageError(MapsError):
+    """The user's input or configuration is wrong (exit code 2)."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """agents.yaml or a prompt file is missing, malformed or has unknown keys."""
+
+
+class ProblemError(UsageError):
+    """The problem (question, images, problem file) is unusable."""
+
+
+class DataError(UsageError):
+    """A data file (benchmark data, results to score) is unusable."""
+
+
+class ServiceError(MapsError):
+    """The model service failed in a way retries could not fix (exit code 1)."""
+
+    exit_code = 1
+
+
+class LocalModelError(ServiceError):
+    """The embedded local model server could not be started or died."""

@@ -1,0 +1,115 @@
+"""The one Problem type every source produces (command line, problem file, benchmarks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from maps_autogen.config import read_yaml
+from maps_autogen.errors import ConfigError, ProblemError
+from maps_autogen.images import ImageInput, load_image
+
+PROBLEM_FILE_KEYS = {"question", "context", "options", "images", "answer_format", "id"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A problem as the team sees it: question, context, options, images."""
+
+    question: str
+    context: str = ""
+    options: tuple[str, ...] = ()
+    images: tuple[ImageInput, ...] = ()
+    answer_format: str = ""  # a benchmark's instruction on how to state the answer
+    id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.question or not self.question.strip():
+            raise ProblemError("the question is empty", fix="give the question with -q/--question or in the problem file")
+
+    @property
+    def has_images(self) -> bool:
+        return bool(self.images)
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready description (images by name and size, never inlined)."""
+        return {
+            "id": self.id,
+            "question": self.question,
+            "context": self.context,
+            "options": list(self.options),
+            "answer_format": self.answer_format,
+            "images": [
+                {"name": image.name, "source": image.source, "mime": image.mime, "width": image.width, "height": image.height}
+                for image in self.images
+            ],
+            "metadata": self.metadata,
+        }
+
+
+def build_problem(
+    question: str,
+    *,
+    context: str = "",
+    options: Sequence[str] = (),
+    image_sources: Sequence[str] = (),
+    max_side: int,
+    base_dir: Path | None = None,
+    answer_format: str = "",
+    problem_id: str | None = None,
+) -> Problem:
+    """Validate the parts of a problem and load its images."""
+    if not question or not question.strip():
+        raise ProblemError("the question is empty", fix="give the question with -q/--question or in the problem file")
+    images = tuple(
+        load_image(source, max_side=max_side, base_dir=base_dir, index=index)
+        for index, source in enumerate(image_sources, start=1)
+    )
+    return Problem(
+        question=question.strip(),
+        context=(context or "").strip(),
+        options=tuple(str(option).strip() for option in options),
+        images=images,
+        answer_format=(answer_format or "").strip(),
+        id=problem_id,
+    )
+
+
+def _string_list(data: dict[str, Any], key: str, path: Path) -> list[str]:
+    value = data.get(key) or []
+    if isinstance(value, (str, int, float)):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, (str, int, float)) for item in value):
+        raise ProblemError(f"{path}: '{key}' must be a list of strings", fix=f"write {key} as a YAML list")
+    return [str(item) for item in value]
+
+
+def load_problem_file(path: Path, *, max_side: int) -> Problem:
+    """Read a problem.yaml (question, context, options, images, answer_format, id); image paths
+    are relative to the file."""
+    if not path.is_file():
+        raise ProblemError(f"problem file {path} does not exist", fix="check the --problem path")
+    try:
+        data = read_yaml(path)
+    except ConfigError as error:
+        raise ProblemError(error.problem, fix=error.fix) from None
+    if not isinstance(data, dict):
+        raise ProblemError(f"{path}: expected a mapping with at least 'question'", fix="see examples/")
+    unknown = sorted(set(data) - PROBLEM_FILE_KEYS)
+    if unknown:
+        raise ProblemError(f"{path}: unknown key '{unknown[0]}'", fix=f"allowed keys: {', '.join(sorted(PROBLEM_FILE_KEYS))}")
+    question = data.get("question")
+    if not isinstance(question, str):
+        raise ProblemError(f"{path}: 'question' is missing or not text", fix="add question: ...")
+    return build_problem(
+        question,
+        context=str(data.get("context") or ""),
+        options=_string_list(data, "options", path),
+        image_sources=_string_list(data, "images", path),
+        max_side=max_side,
+        base_dir=path.resolve().parent,
+        answer_format=str(data.get("answer_format") or ""),
+        problem_id=str(data["id"]) if data.get("id") is not None else None,
+    )

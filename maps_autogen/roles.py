@@ -1,0 +1,104 @@
+"""Role names, the step order and the typed outputs of the Solver and the Critic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Role(StrEnum):
+    """The five reasoning roles, in their order of speaking."""
+
+    INTERPRETER = "interpreter"
+    ALIGNER = "aligner"
+    SCHOLAR = "scholar"
+    SOLVER = "solver"
+    CRITIC = "critic"
+
+    @property
+    def title(self) -> str:
+        return self.value.capitalize()
+
+
+# The four solving steps, in order; the Critic reviews them.
+STEPS: tuple[Role, ...] = (Role.INTERPRETER, Role.ALIGNER, Role.SCHOLAR, Role.SOLVER)
+
+# The Critic scores one dimension per step.
+DIMENSION_OF_STEP: dict[Role, str] = {
+    Role.INTERPRETER: "caption",
+    Role.ALIGNER: "alignment",
+    Role.SCHOLAR: "knowledge",
+    Role.SOLVER: "solution",
+}
+STEP_OF_DIMENSION: dict[str, Role] = {dim: step for step, dim in DIMENSION_OF_STEP.items()}
+DIMENSIONS: tuple[str, ...] = tuple(DIMENSION_OF_STEP[step] for step in STEPS)
+
+MANAGER_NAME = "Manager"
+USER_PROXY_NAME = "UserProxy"
+
+STOP_REASONS = ("critic_passed", "rollback_limit", "critic_unparseable", "max_rounds", "error")
+
+
+@dataclass(frozen=True)
+class SolverAnswer:
+    """The Solver's reply: its reasoning phases and the final answer.
+
+    `parsed` is False when the reply was not valid JSON and the final answer fell back to the
+    reply's text.
+    """
+
+    final_answer: str
+    process: Any = None
+    parsed: bool = True
+    repaired: bool = False
+
+
+@dataclass(frozen=True)
+class CriticVerdict:
+    """The Critic's scores (1-5 per dimension) and Socratic feedback per dimension."""
+
+    scores: dict[str, int]
+    need_feedback: bool
+    worst_step: str | None = None
+    feedback: dict[str, str] = field(default_factory=dict)
+    repaired: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scores": dict(self.scores),
+            "need_feedback": self.need_feedback,
+            "worst_step": self.worst_step,
+            "feedback": dict(self.feedback),
+        }
+
+
+def solver_schema() -> dict[str, Any]:
+    """JSON schema of the Solver's reply (strict-mode compatible)."""
+    phases = {f"Phase {n}": {"type": "string"} for n in range(1, 5)}
+    return {
+        "type": "object",
+        "properties": {
+            "process": {"type": "object", "properties": phases, "required": list(phases), "additionalProperties": False},
+            "final_answer": {"type": "string"},
+        },
+        "required": ["process", "final_answer"],
+        "additionalProperties": False,
+    }
+
+
+def critic_schema(dimensions: tuple[str, ...]) -> dict[str, Any]:
+    """JSON schema of the Critic's reply for the dimensions under review."""
+    scores = {dim: {"type": "integer", "minimum": 1, "maximum": 5} for dim in dimensions}
+    feedback = {dim: {"type": "string"} for dim in dimensions}
+    return {
+        "type": "object",
+        "properties": {
+            "scores": {"type": "object", "properties": scores, "required": list(dimensions), "additionalProperties": False},
+            "need_feedback": {"type": "boolean"},
+            "worst_step": {"type": "string", "enum": list(dimensions)},
+            "feedback": {"type": "object", "properties": feedback, "required": list(dimensions), "additionalProperties": False},
+        },
+        "required": ["scores", "need_feedback", "worst_step", "feedback"],
+        "additionalProperties": False,
+    }

@@ -1,0 +1,279 @@
+"""Re-score recorded model outputs with a benchmark's official rules (`maps score`).
+
+Generic over the benchmarks: each benchmark module supplies a `Scorer` (see
+`maps_autogen.benchmarks.base`); this module reads and writes JSONL, keeps every input field,
+skips unusable lines with their line numbers, and summarises accuracy per subset.
+`score_record` is the single code path shared with `maps eval`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from maps_autogen.benchmarks import RecordError, Scorer, Verdict, get_scorer
+from maps_autogen.errors import DataError, UsageError
+
+logger = logging.getLogger(__name__)
+
+SCORED_SUFFIX = ".scored.jsonl"
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    """An input line that could not be scored: its 1-based number and why."""
+
+    line_no: int
+    reason: str
+
+
+@dataclass
+class SubsetTally:
+    """Correct and total counts for one subset (or one extraction method)."""
+
+    correct: int = 0
+    total: int = 0
+
+    @property
+    def accuracy(self) -> float:
+        """Fraction correct; 0.0 for an empty tally."""
+        return self.correct / self.total if self.total else 0.0
+
+    def add(self, correct: bool) -> None:
+        """Count one scored line."""
+        self.total += 1
+        self.correct += int(correct)
+
+
+@dataclass
+class ScoreReport:
+    """What `score_file` did: per-subset tallies, skipped lines and where the output went."""
+
+    benchmark: str
+    rules: str
+    input_path: Path
+    out_path: Path
+    subsets: dict[str, SubsetTally] = field(default_factory=dict)
+    methods: dict[str, SubsetTally] = field(default_factory=dict)
+    skipped: list[SkippedLine] = field(default_factory=list)
+
+    @property
+    def overall(self) -> SubsetTally:
+        """The tally over every scored line."""
+        return SubsetTally(
+            correct=sum(tally.correct for tally in self.subsets.values()),
+            total=sum(tally.total for tally in self.subsets.values()),
+        )
+
+
+def resolve_scorer(benchmark: str, rules: str) -> Scorer:
+    """The benchmark's scorer, after checking `rules` (UsageError for an unknown value).
+
+    A benchmark with a single rule version accepts any known version name and ignores it, so
+    `--rules legacy` can be passed uniformly across benchmarks.
+    """
+    try:
+        scorer = get_scorer(benchmark)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    except ModuleNotFoundError as error:
+        if not (error.name or "").startswith("maps_autogen.benchmarks."):
+            raise  # a missing third-party package is a real installation problem
+        raise UsageError(
+            f"scoring for {benchmark} is not available in this version",
+            fix="update maps-autogen",
+        ) from None
+    known = {"current", "legacy", *scorer.rule_versions}
+    if rules not in known:
+        raise UsageError(
+            f"unknown rules {rules!r}", fix=f"use one of: {', '.join(sorted(known))}"
+        )
+    return scorer
+
+
+def _effective_rules(scorer: Scorer, rules: str) -> str:
+    """The version to pass to the scorer: a single-version benchmark always gets its own."""
+    return rules if rules in scorer.rule_versions else scorer.rule_versions[0]
+
+
+def score_record(benchmark: str, record: Mapping[str, Any], rules: str = "current") -> Verdict:
+    """Score one in-memory record with the benchmark's official rules.
+
+    Raises RecordError when the record is unusable and UsageError for an unknown benchmark or
+    rules value.
+    """
+    scorer = resolve_scorer(benchmark, rules)
+    return scorer.score(record, _effective_rules(scorer, rules))
+
+
+def has_prediction_stage(scorer: Scorer) -> bool:
+    """Whether a benchmark normalises its extraction into a prediction.
+
+    Read from an optional class attribute `has_prediction` (MathVista sets it): there a None
+    prediction means "normalisation failed" and is written, as in the official files; for
+    benchmarks without the stage a None prediction is simply left out.
+    """
+    return bool(getattr(scorer, "has_prediction", False))
+
+
+def scored_line(
+    record: Mapping[str, Any], verdict: Verdict, *, with_prediction: bool = True
+) -> dict[str, Any]:
+    """The output object: the input unchanged plus `extraction`, `prediction` (when
+    `with_prediction` or the verdict has one) and `correct`; also `extraction_method: "rules"`
+    when the scorer extracted the answer from the response itself."""
+    out = dict(record)
+    if record.get("extraction") is None and verdict.extraction is not None:
+        # Say how the answer was obtained, so rule-extracted and LLM-extracted results can be
+        # reported apart. A given extraction keeps whatever label it came with.
+        out.setdefault("extraction_method", "rules")
+    out["extraction"] = verdict.extraction
+    if with_prediction or verdict.prediction is not None:
+        out["prediction"] = verdict.prediction
+    out["correct"] = verdict.correct
+    return out
+
+
+def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text) for each non-blank line of a UTF-8 text file."""
+    try:
+        handle = path.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(
+            f"results file {path} not found", fix="check the path or run `maps eval` first"
+        ) from None
+    except IsADirectoryError:
+        raise DataError(f"{path} is a folder", fix="pass a JSONL results file") from None
+    except OSError as error:
+        raise DataError(
+            f"cannot read {path}: {error.strerror or error}", fix="check the file's permissions"
+        ) from None
+    with handle:
+        try:
+            for line_no, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield line_no, line
+        except UnicodeDecodeError:
+            raise DataError(
+                f"{path} is not UTF-8 text", fix="pass a JSONL results file"
+            ) from None
+
+
+def default_out_path(input_path: Path) -> Path:
+    """`results.jsonl` → `results.scored.jsonl` (any other suffix is replaced the same way)."""
+    return input_path.with_name(input_path.stem + SCORED_SUFFIX) if input_path.suffix else \
+        input_path.with_name(input_path.name + SCORED_SUFFIX)
+
+
+@contextmanager
+def _atomic_writer(path: Path) -> Iterator[TextIO]:
+    """A text handle on a temporary file beside `path`, renamed over it on success: readers
+    never see a half-written file, and a failed run leaves any previous output intact."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        try:
+            os.unlink(temp_name)
+        except OSError:
+            pass
+        raise
+
+
+def score_file(
+    benchmark: str,
+    input_path: Path | str,
+    *,
+    rules: str = "current",
+    out_path: Path | str | None = None,
+) -> ScoreReport:
+    """Score every line of a JSONL results file and write the scored copy.
+
+    Each output line is the input object unchanged plus `extraction`, `prediction` (when the
+    benchmark has a normalisation stage) and `correct`. Lines that are not JSON objects or that
+    the scorer rejects are skipped and listed in the report; blank lines are ignored. The output
+    (default: input with `.scored.jsonl`) is written atomically. Raises DataError when the
+    input cannot be read and UsageError for an unknown benchmark or rules value.
+    """
+    input_path = Path(input_path)
+    scorer = resolve_scorer(benchmark, rules)
+    effective = _effective_rules(scorer, rules)
+    target = Path(out_path) if out_path is not None else default_out_path(input_path)
+    if target.resolve() == input_path.resolve():
+        raise UsageError(f"output {target} would overwrite the input", fix="pass another --out")
+    report = ScoreReport(benchmark=benchmark, rules=effective, input_path=input_path,
+                         out_path=target)
+    with_prediction = has_prediction_stage(scorer)
+    with _atomic_writer(target) as out_file:
+        for line_no, text in _iter_lines(input_path):
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as error:
+                report.skipped.append(SkippedLine(line_no, f"not valid JSON ({error.msg})"))
+                continue
+            if not isinstance(record, dict):
+                report.skipped.append(
+                    SkippedLine(line_no, f"expected a JSON object, got {type(record).__name__}")
+                )
+                continue
+            try:
+                verdict = scorer.score(record, effective)
+            except RecordError as error:
+                report.skipped.append(SkippedLine(line_no, str(error)))
+                continue
+            out = scored_line(record, verdict, with_prediction=with_prediction)
+            out_file.write(json.dumps(out, ensure_ascii=False) + "\n")
+            report.subsets.setdefault(scorer.subset(record), SubsetTally()).add(verdict.correct)
+            # Lines that came with an unlabelled extraction count as "given".
+            method = str(out.get("extraction_method") or "given")
+            report.methods.setdefault(method, SubsetTally()).add(verdict.correct)
+    logger.info("scored %d lines of %s into %s", report.overall.total, input_path, target)
+    return report
+
+
+def _tally_row(label: str, tally: SubsetTally, width: int) -> str:
+    return f"  {label:<{width}}  {tally.correct:>6} / {tally.total:<6} {100 * tally.accuracy:6.2f}%"
+
+
+def render_summary(report: ScoreReport) -> str:
+    """A plain-text summary: accuracy per subset and overall, per extraction method when the
+    lines say how they were extracted, skipped lines, and the output path."""
+    labels = [*report.subsets, "overall", *report.methods]
+    width = max(len(label) for label in labels)
+    lines = [f"{report.benchmark} ({report.rules} rules): {report.input_path}"]
+    for name in sorted(report.subsets):
+        lines.append(_tally_row(name, report.subsets[name], width))
+    lines.append(_tally_row("overall", report.overall, width))
+    if set(report.methods) - {"given"}:
+        lines.append("by extraction method:")
+        for name in sorted(report.methods):
+            lines.append(_tally_row(name, report.methods[name], width))
+    lines.append(f"skipped lines: {len(report.skipped)}")
+    lines.append(f"written: {report.out_path}")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "ScoreReport",
+    "SkippedLine",
+    "SubsetTally",
+    "default_out_path",
+    "has_prediction_stage",
+    "render_summary",
+    "resolve_scorer",
+    "score_file",
+    "score_record",
+    "scored_line",
+]

@@ -1,0 +1,176 @@
+"""Solving problems: assemble the team once, then run one chat per problem into a run folder.
+
+`maps solve` and `maps eval` both go through `Team` and `solve_problem`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from maps_autogen.chat import ChatOutcome, MapsChat, Observer, Observers, chat_settings
+from maps_autogen.config import LoadedConfig
+from maps_autogen.endpoints import Resolution, ResolvedModel, resolve_models
+from maps_autogen.llm import ChatBackend
+from maps_autogen.problem import Problem
+from maps_autogen.prompts import PromptSet, load_prompts
+from maps_autogen.roles import Role
+from maps_autogen.transcript import RunWriter, new_run_id, utc_now
+
+
+def _package_version() -> str:
+    try:
+        return importlib.metadata.version("maps-autogen")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@dataclass
+class Team:
+    """Everything that stays the same across problems: config, prompts, models, backends."""
+
+    loaded: LoadedConfig
+    prompts: PromptSet
+    resolution: Resolution
+    backends: dict[Role, ChatBackend]
+
+    @property
+    def announcement(self) -> str:
+        return self.resolution.announcement
+
+
+_backend_lock = threading.Lock()
+
+
+def _backend_for(model: ResolvedModel, cache: dict[tuple[str, str], ChatBackend]) -> ChatBackend:
+    key = (model.endpoint_name, model.model)
+    if key not in cache:
+        base_url = model.base_url
+        if model.kind == "local":
+            from maps_autogen.local_server import shared_local_server, settings_from_endpoint
+
+            base_url = shared_local_server(settings_from_endpoint(model.local)).base_url
+        cache[key] = ChatBackend(model, base_url=base_url)
+    return cache[key]
+
+
+def assemble_team(loaded: LoadedConfig, env: dict[str, str] | None = None) -> Team:
+    """Load prompts, resolve every role's model and open the backends (starting the local
+    model server if a role needs it)."""
+    prompts = load_prompts(loaded)
+    resolution = resolve_models(loaded, os.environ if env is None else env)
+    cache: dict[tuple[str, str], ChatBackend] = {}
+    with _backend_lock:
+        backends = {role: _backend_for(model, cache) for role, model in resolution.models.items()}
+    return Team(loaded=loaded, prompts=prompts, resolution=resolution, backends=backends)
+
+
+@dataclass
+class SolveResult:
+    run_id: str
+    run_dir: Path
+    outcome: ChatOutcome
+    run: dict[str, Any]
+
+    def summary(self) -> dict[str, Any]:
+        """What `maps solve --json` prints."""
+        return {
+            "run_id": self.run_id,
+            "final_answer": self.outcome.final_answer,
+            "stop_reason": self.outcome.stop_reason,
+            "rollbacks": [rollback.step.value for rollback in self.outcome.rollbacks],
+            "usage": self.outcome.usage(),
+            "run_dir": str(self.run_dir),
+            "error": self.outcome.error,
+        }
+
+
+def solve_problem(
+    problem: Problem,
+    team: Team,
+    *,
+    runs_dir: Path,
+    observer: Observer | None = None,
+    run_id: str | None = None,
+    without: frozenset[Role] = frozenset(),
+    human: bool = False,
+    human_input: Callable[[str], str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> SolveResult:
+    """Run one problem through the team; write runs_dir/<run-id>/ (run.json, transcript.jsonl,
+    images/). Model-service failures end the chat with stop reason `error`; the files are
+    written either way."""
+    config = team.loaded.config
+    run_id = run_id or new_run_id("solve")
+    run_dir = runs_dir / run_id
+    writer = RunWriter(run_dir)
+    try:
+        image_files = writer.save_images(problem)
+        settings = chat_settings(
+            problem,
+            sees_images={role: config.roles[role].sees_images for role in Role},
+            threshold=config.critic.threshold,
+            max_rollbacks=config.critic.max_rollbacks,
+            final_review=config.critic.final_review,
+            max_rounds=config.stop.max_rounds,
+            without=without,
+            human=human,
+        )
+        started_at = utc_now()
+        chat = MapsChat(
+            problem,
+            prompts=team.prompts,
+            backends=team.backends,
+            settings=settings,
+            observer=Observers(writer, observer),
+            image_files=image_files,
+            human_input=human_input,
+        )
+        base_run = {
+            "kind": "solve",
+            "run_id": run_id,
+            "maps_version": _package_version(),
+            "started_at": started_at,
+            "problem": {**problem.describe(), "image_files": image_files},
+            "config_path": str(team.loaded.path),
+            "config": config.model_dump(mode="json"),
+            "models": {role.value: model.describe() for role, model in team.resolution.models.items()},
+            "flow": {
+                "steps": [step.value for step in settings.flow.steps],
+                "critic": settings.flow.critic,
+                "threshold": settings.flow.threshold,
+                "max_rollbacks": settings.flow.max_rollbacks,
+                "final_review": settings.flow.final_review,
+                "max_rounds": settings.flow.max_rounds,
+                "image_roles": sorted(role.value for role in settings.image_roles),
+                "without": sorted(role.value for role in without),
+            },
+            **(extra or {}),
+        }
+        writer.write_run({**base_run, "status": "running"})
+        outcome = chat.run()
+        run = {
+            **base_run,
+            "status": "finished",
+            "finished_at": utc_now(),
+            "seconds": round(outcome.seconds, 4),
+            "stop_reason": outcome.stop_reason,
+            "final_answer": outcome.final_answer,
+            "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
+            "rollbacks": [
+                {"number": r.number, "step": r.step.value, "dimension": r.dimension, "scores": r.verdict.scores}
+                for r in outcome.rollbacks
+            ],
+            "critic_verdicts": [v.to_dict() if v else None for v in outcome.verdicts],
+            "usage": outcome.usage(),
+            "usage_by_role": outcome.usage_by_role(),
+            "error": outcome.error,
+        }
+        writer.write_run(run)
+    finally:
+        writer.close()
+    return SolveResult(run_id=run_id, run_dir=run_dir, outcome=outcome, run=run)

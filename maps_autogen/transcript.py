@@ -1,0 +1,123 @@
+"""Versioned run folders: run.json (the run's summary) and transcript.jsonl (one record per
+message or event), with each image stored once as a file."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from maps_autogen.errors import DataError
+from maps_autogen.problem import Problem
+from maps_autogen.secrets import redact
+
+SCHEMA_VERSION = 1
+RUN_FILE = "run.json"
+TRANSCRIPT_FILE = "transcript.jsonl"
+IMAGES_DIR = "images"
+
+
+def new_run_id(kind: str = "solve") -> str:
+    """A sortable, unique run id: kind-YYYYmmdd-HHMMSS-xxxxxx."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{kind}-{stamp}-{secrets.token_hex(3)}"
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON so that a reader (or a crash) never sees a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = redact(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+class RunWriter:
+    """Writes one run folder as the chat goes: images first, then a record per message/event."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise DataError(f"cannot create run folder {run_dir}: {error.strerror or error}", fix="choose another --runs-dir") from None
+        self._lock = threading.Lock()
+        self._transcript = open(run_dir / TRANSCRIPT_FILE, "a", encoding="utf-8")
+        self._index = 0
+
+    def save_images(self, problem: Problem) -> list[str]:
+        """Store each image once; returns the file paths relative to the run folder."""
+        files = []
+        for number, image in enumerate(problem.images, start=1):
+            relative = f"{IMAGES_DIR}/image-{number}.{image.extension}"
+            target = self.run_dir / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(image.data)
+            files.append(relative)
+        return files
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Append one record (a complete line, flushed at once so a crash loses nothing)."""
+        with self._lock:
+            full = {"schema_version": SCHEMA_VERSION, "index": self._index, **record}
+            self._index += 1
+            self._transcript.write(redact(json.dumps(full, ensure_ascii=False, default=str)) + "\n")
+            self._transcript.flush()
+
+    def write_run(self, run: dict[str, Any]) -> Path:
+        path = self.run_dir / RUN_FILE
+        write_json_atomic(path, {"schema_version": SCHEMA_VERSION, **run})
+        return path
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._transcript.closed:
+                self._transcript.close()
+
+    # The writer is also a chat observer: it keeps messages and events, not live tokens.
+    def emit(self, record: dict[str, Any]) -> None:
+        if record.get("type") in ("message", "event"):
+            self.append(record)
+
+
+def read_transcript(run_dir: Path) -> Iterator[dict[str, Any]]:
+    """The records of a run's transcript, skipping a torn last line."""
+    path = run_dir / TRANSCRIPT_FILE
+    if not path.is_file():
+        raise DataError(f"{run_dir} has no {TRANSCRIPT_FILE}", fix="pass a run folder written by maps solve or maps eval")
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+def read_run(run_dir: Path) -> dict[str, Any]:
+    """A run's run.json."""
+    path = run_dir / RUN_FILE
+    if not path.is_file():
+        raise DataError(f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise DataError(f"cannot read {path}: {error}", fix="the run folder may be damaged") from None

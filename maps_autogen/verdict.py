@@ -1,0 +1,194 @@
+"""The one tolerant parser for the Solver's and the Critic's JSON replies.
+
+Models wrap JSON in code fences, add prose around it, or leave trailing commas; this module
+finds the object anyway and says whether it had to repair anything.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from maps_autogen.roles import DIMENSION_OF_STEP, DIMENSIONS, CriticVerdict, Role, SolverAnswer
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_SMART_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
+_PY_LITERALS = re.compile(r"(?<![\"\w])(True|False|None)(?![\"\w])")
+_FINAL_ANSWER_LINE = re.compile(r"final[ _]answer\s*[\"']?\s*[:：=]\s*(.+)", re.IGNORECASE)
+
+
+def _balanced_objects(text: str) -> list[str]:
+    """Every top-level {...} span of `text`, respecting JSON strings, in order of appearance."""
+    spans: list[str] = []
+    depth = 0
+    start = -1
+    in_string = False
+    escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"' and depth > 0:
+            in_string = True
+        elif char == "{":
+            if depth == 0:
+                start = index
+            depth += 1
+        elif char == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append(text[start : index + 1])
+    return spans
+
+
+def _repairs(candidate: str) -> list[str]:
+    """Progressively repaired versions of a JSON candidate (the cheap, safe repairs only)."""
+    no_trailing = _TRAILING_COMMA.sub(r"\1", candidate)
+    quoted = no_trailing.translate(_SMART_QUOTES)
+    literals = _PY_LITERALS.sub(lambda m: {"True": "true", "False": "false", "None": "null"}[m.group(1)], quoted)
+    return [no_trailing, quoted, literals]
+
+
+def _loads_object(candidate: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(candidate, strict=False)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def extract_json_object(text: str | None) -> tuple[dict[str, Any] | None, bool]:
+    """Find the JSON object in a model reply.
+
+    Returns (object, repaired): `repaired` is True when the object was not the whole reply as
+    valid JSON (it had to be cut out of fences/prose or fixed). (None, True) when nothing parses.
+    """
+    if not text:
+        return None, True
+    stripped = text.strip()
+    direct = _loads_object(stripped)
+    if direct is not None:
+        return direct, False
+    candidates = [block.strip() for block in _FENCE.findall(stripped)]
+    candidates += _balanced_objects(stripped)
+    # A reply that opens an object but never closes it is usually cut off; nothing to recover.
+    for candidate in candidates:
+        for version in [candidate, *_repairs(candidate)]:
+            found = _loads_object(version)
+            if found is not None:
+                return found, True
+    return None, True
+
+
+def _answer_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        return ", ".join(_answer_text(item) for item in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
+
+
+def parse_solver_reply(text: str | None) -> SolverAnswer:
+    """Parse the Solver's JSON; when that fails, fall back to the reply's own text."""
+    found, repaired = extract_json_object(text)
+    if found is not None:
+        keys = {key.lower().replace(" ", "_"): key for key in found}
+        if "final_answer" in keys:
+            return SolverAnswer(
+                final_answer=_answer_text(found[keys["final_answer"]]),
+                process=found.get(keys.get("process", "process")),
+                parsed=True,
+                repaired=repaired,
+            )
+    body = (text or "").strip()
+    lines = _FINAL_ANSWER_LINE.findall(body)
+    fallback = lines[-1].strip().strip('"').strip() if lines else body
+    return SolverAnswer(final_answer=fallback, process=None, parsed=False, repaired=True)
+
+
+def _score(value: Any) -> int | float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)) or not 0 <= value <= 5:
+        return None
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _flag(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"true", "yes", "false", "no"}:
+        return value.strip().lower() in {"true", "yes"}
+    return None
+
+
+_STEP_NAMES = {role.value: DIMENSION_OF_STEP[role] for role in DIMENSION_OF_STEP}
+
+
+def _dimension_name(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    name = value.strip().lower()
+    if name in DIMENSIONS:
+        return name
+    return _STEP_NAMES.get(name)
+
+
+def parse_critic_reply(text: str | None, dimensions: tuple[str, ...] = DIMENSIONS) -> CriticVerdict | None:
+    """Parse the Critic's verdict; None when it is unusable.
+
+    Usable means: a `scores` object with a number in 0..5 for every dimension in `dimensions`
+    (scores for other dimensions are ignored). `worst_step` may name a dimension or a step.
+    """
+    found, repaired = extract_json_object(text)
+    if found is None:
+        return None
+    scores_raw = found.get("scores")
+    if not isinstance(scores_raw, dict):
+        return None
+    scores_by_name = {_dimension_name(key): value for key, value in scores_raw.items()}
+    scores: dict[str, int | float] = {}
+    for dimension in dimensions:
+        score = _score(scores_by_name.get(dimension))
+        if score is None:
+            return None
+        scores[dimension] = score
+    feedback_raw = found.get("feedback")
+    feedback: dict[str, str] = {}
+    if isinstance(feedback_raw, dict):
+        for key, value in feedback_raw.items():
+            dimension = _dimension_name(key)
+            if dimension in dimensions and value is not None:
+                feedback[dimension] = _answer_text(value)
+    elif isinstance(feedback_raw, str) and feedback_raw.strip():
+        feedback = {dimension: feedback_raw.strip() for dimension in dimensions}
+    worst = _dimension_name(found.get("worst_step"))
+    need_feedback = _flag(found.get("need_feedback"))
+    return CriticVerdict(
+        scores=scores,
+        need_feedback=need_feedback if need_feedback is not None else False,
+        worst_step=worst if worst in dimensions else None,
+        feedback=feedback,
+        repaired=repaired,
+    )
+
+
+def dimensions_for(steps: tuple[Role, ...]) -> tuple[str, ...]:
+    """The Critic's dimensions for the steps that run (no image: no caption)."""
+    return tuple(DIMENSION_OF_STEP[step] for step in steps if step in DIMENSION_OF_STEP)

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Set up everything the project needs in ./.venv, from the project's own files.
+# Safe to run repeatedly; used by `make demo`, `make test` and CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e ".[dev]"

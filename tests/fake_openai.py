@@ -1,0 +1,193 @@
+"""A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions API with scripted
+replies, and records every request it receives (headers and JSON body)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+
+@dataclass
+class Reply:
+    """What the server answers to one request."""
+
+    content: str = ""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    raw_body: bytes | None = None  # sent as-is (e.g. malformed JSON)
+    usage: bool = True
+
+
+@dataclass
+class Received:
+    headers: dict[str, str]
+    body: dict[str, Any]
+    at: float
+
+    @property
+    def role(self) -> str | None:
+        return self.headers.get("x-maps-role")
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.body.get("messages", [])
+
+    def user_text(self) -> str:
+        """The text of the user message(s), image parts left out."""
+        texts = []
+        for message in self.messages:
+            if message.get("role") != "user":
+                continue
+            content = message.get("content")
+            if isinstance(content, str):
+                texts.append(content)
+            else:
+                texts.extend(part.get("text", "") for part in content if part.get("type") == "text")
+        return "\n".join(texts)
+
+    def image_urls(self) -> list[str]:
+        urls = []
+        for message in self.messages:
+            content = message.get("content")
+            if isinstance(content, list):
+                urls.extend(part["image_url"]["url"] for part in content if part.get("type") == "image_url")
+        return urls
+
+
+Script = Callable[[Received], Reply]
+
+
+class RoleScript:
+    """Replies per role (from the X-Maps-Role header), in order; the last one repeats."""
+
+    def __init__(self, replies: dict[str, list[Reply | str]], default: str = "ok"):
+        self._replies = {role: [r if isinstance(r, Reply) else Reply(r) for r in items] for role, items in replies.items()}
+        self._default = default
+        self._lock = threading.Lock()
+
+    def __call__(self, request: Received) -> Reply:
+        with self._lock:
+            queue = self._replies.get(request.role or "", [])
+            if not queue:
+                return Reply(self._default)
+            return queue.pop(0) if len(queue) > 1 else queue[0]
+
+
+def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    prompt_tokens = len(json.dumps(body.get("messages", []))) // 4
+    completion_tokens = max(1, len(reply.content) // 4)
+    result: dict[str, Any] = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake-model"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content}, "finish_reason": "stop"}],
+    }
+    if reply.usage:
+        result["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
+    return result
+
+
+class FakeOpenAI:
+    """Start with `with FakeOpenAI(script) as server:`; `server.base_url` ends in /v1."""
+
+    def __init__(self, script: Script | None = None):
+        self.script: Script = script or (lambda request: Reply("ok"))
+        self.received: list[Received] = []
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    body = {}
+                request = Received({k.lower(): v for k, v in self.headers.items()}, body, time.time())
+                with outer._lock:
+                    outer.received.append(request)
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, b'{"error": {"message": "not found"}}', {})
+                    return
+                reply = outer.script(request)
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                if reply.raw_body is not None:
+                    self._send(reply.status, reply.raw_body, reply.headers)
+                elif reply.status != 200:
+                    payload = json.dumps({"error": {"message": reply.content or "scripted failure", "type": "fake"}}).encode()
+                    self._send(reply.status, payload, reply.headers)
+                elif body.get("stream"):
+                    self._stream(body, reply)
+                else:
+                    self._send(200, json.dumps(_completion(body, reply)).encode(), reply.headers)
+
+            def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for key, value in headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def _stream(self, body: dict[str, Any], reply: Reply) -> None:
+                full = _completion(body, reply)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                words = [reply.content[i : i + 8] for i in range(0, len(reply.content), 8)] or [""]
+
+                def event(data: dict[str, Any] | str) -> None:
+                    text = data if isinstance(data, str) else json.dumps(data)
+                    chunk = f"data: {text}\n\n".encode()
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+
+                base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": full["created"], "model": full["model"]}
+                try:
+                    for piece in words:
+                        event({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+                    event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                    if reply.usage and (body.get("stream_options") or {}).get("include_usage"):
+                        event({**base, "choices": [], "usage": full["usage"]})
+                    event("[DONE]")
+                    self.wfile.write(b"0\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def roles(self) -> list[str | None]:
+        with self._lock:
+            return [request.role for request in self.received]
+
+    def __enter__(self) -> "FakeOpenAI":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,134 @@
+"""Conformance with the official MathVista evaluator on recorded testmini verdicts.
+
+The data live outside the repository (../shared/conformance/, read in place, never copied):
+13 model runs whose extraction, prediction and verdict were produced by the official code.
+Our normalisation and verdict must reproduce all of them; the rule-only extractor's agreement
+with the official (mostly LLM) extraction is measured and printed, with only a sanity floor.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from maps_autogen.benchmarks.mathvista import SCORER, extract_answer, normalize
+
+CONFORMANCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+DATA_FILE = CONFORMANCE_DIR / "mathvista_testmini_verdicts.dev.jsonl.gz"
+EXPECTED_RECORDS = 12_998
+
+# Floors well under today's figures (about 72% same prediction, 88% same verdict): they catch
+# a broken extractor, not a small regression.
+RULE_ONLY_PREDICTION_FLOOR = 0.60
+RULE_ONLY_VERDICT_FLOOR = 0.80
+
+
+def load_records() -> list[dict[str, Any]]:
+    if not DATA_FILE.exists():
+        pytest.skip(f"conformance data not found at {DATA_FILE} (only present in the dev setup)")
+    with gzip.open(DATA_FILE, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict[str, Any]]:
+    return load_records()
+
+
+def rule_versions_of(record: dict[str, Any]) -> tuple[str, ...]:
+    """Which of our rule versions the record's source file was scored with.
+
+    The field reads e.g. "int_only(pre-2024 code)", "int_float", or "both_rules_agree" (files
+    where the two integer rules give the same predictions: both must reproduce them).
+    """
+    rule = record["integer_rule_of_file"]
+    if rule.startswith("int_float"):
+        return ("current",)
+    if rule.startswith("int_only"):
+        return ("legacy",)
+    if rule.startswith("both"):
+        return ("current", "legacy")
+    raise AssertionError(f"unknown integer_rule_of_file {rule!r} in pid {record['pid']}")
+
+
+def disagreements(records: list[dict[str, Any]]) -> Iterator[str]:
+    for record in records:
+        for rules in rule_versions_of(record):
+            prediction = normalize(
+                record["extraction"],
+                question_type=record["question_type"],
+                answer_type=record["answer_type"],
+                choices=record["choices"],
+                precision=record["precision"],
+                rules=rules,
+            )
+            verdict = SCORER.score(record, rules)
+            if (
+                prediction != record["prediction"]
+                or verdict.prediction != record["prediction"]
+                or verdict.correct != record["true_false"]
+            ):
+                yield (
+                    f"{record['source_file']} pid={record['pid']} rules={rules} "
+                    f"extraction={record['extraction']!r} official={record['prediction']!r}/"
+                    f"{record['true_false']} ours={verdict.prediction!r}/{verdict.correct}"
+                )
+
+
+def test_data_file_is_complete(records: list[dict[str, Any]]) -> None:
+    assert len(records) == EXPECTED_RECORDS
+
+
+def test_every_official_prediction_and_verdict_is_reproduced(
+    records: list[dict[str, Any]],
+) -> None:
+    bad = list(disagreements(records))
+    agreement = 1 - len(bad) / len(records)
+    print(f"\nMathVista conformance: {len(records)} records, agreement {100 * agreement:.2f}%")
+    assert not bad, f"{len(bad)} of {len(records)} records disagree; first ones:\n" + "\n".join(
+        bad[:10]
+    )
+
+
+def test_both_integer_rules_are_exercised(records: list[dict[str, Any]]) -> None:
+    # The conformance data must actually pin the legacy rule down: some records have an
+    # extraction like "5.0" whose official prediction is None under int_only.
+    legacy_only = [
+        r for r in records
+        if r["answer_type"] == "integer" and r["integer_rule_of_file"].startswith("int_only")
+        and r["prediction"] is None
+        and normalize(r["extraction"], question_type="free_form", answer_type="integer",
+                      rules="current") is not None
+    ]
+    assert legacy_only, "no record distinguishes the legacy integer rule from the current one"
+
+
+def test_rule_only_extraction_agreement(records: list[dict[str, Any]]) -> None:
+    same_extraction = same_prediction = same_verdict = 0
+    for record in records:
+        rules = rule_versions_of(record)[0]
+        ours = extract_answer(
+            record["response"],
+            question_type=record["question_type"],
+            answer_type=record["answer_type"],
+            choices=record["choices"],
+        )
+        without_extraction = {k: v for k, v in record.items() if k != "extraction"}
+        verdict = SCORER.score(without_extraction, rules)
+        same_extraction += ours == record["extraction"]
+        same_prediction += verdict.prediction == record["prediction"]
+        same_verdict += verdict.correct == record["true_false"]
+    total = len(records)
+    print(
+        f"\nRule-only extraction vs official extraction on {total} records: "
+        f"same extraction {100 * same_extraction / total:.1f}%, "
+        f"same normalised prediction {100 * same_prediction / total:.1f}%, "
+        f"same verdict {100 * same_verdict / total:.1f}%"
+    )
+    assert same_prediction / total >= RULE_ONLY_PREDICTION_FLOOR
+    assert same_verdict / total >= RULE_ONLY_VERDICT_FLOOR
