@@ -180,7 +180,10 @@ def find_config(explicit: Path | None = None, cwd: Path | None = None) -> Path:
 
 
 def _describe(error: dict[str, Any]) -> str:
-    where = ".".join(str(part) for part in error["loc"] if not str(part).startswith("function-"))
+    loc = [str(part) for part in error["loc"] if not str(part).startswith("function-")]
+    if len(loc) >= 3 and loc[0] == "endpoints" and loc[2] in ("openai", "local"):
+        del loc[2]  # pydantic puts the endpoint's `kind` tag into the path; the user never wrote it
+    where = ".".join(loc)
     if error["type"] == "extra_forbidden":
         return f"unknown key '{where}'"
     if error["type"] == "missing":

@@ -26,6 +26,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import selectors
 import signal
 import socket
@@ -61,7 +62,7 @@ DEFAULT_N_CTX = 8192
 LOCAL_API_KEY = "local-no-key"
 
 _HOST = "127.0.0.1"
-_STOP_GRACE_S = 3.0  # clean exit after stdin EOF takes ~5 ms; allow slack for a busy slot
+_STOP_GRACE_S = 3.0  # the child exits within ~10 ms of stdin EOF, even mid-reply
 _KILL_GRACE_S = 2.0
 _DEATH_GRACE_S = 1.0  # a dropped connection may be seen a moment before the child is reaped
 
@@ -180,6 +181,7 @@ _GGUF_SCALARS: dict[int, str] = {
     0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d",
 }
 _GGUF_MAX_DIMS = 8
+_MMPROJ_ARCHITECTURE = "clip"  # what llama.cpp's mmproj converters write as general.architecture
 
 
 class _GGUFReader:
@@ -326,8 +328,10 @@ def _resolve_chat_template(setting: str | Path | None, info: GGUFInfo) -> str:
     if isinstance(setting, Path) or text.endswith(".jinja") or ("{{" not in text and "{%" not in text):
         path = Path(text).expanduser()
         if not path.is_file():
+            looks_like_path = isinstance(setting, Path) or text.endswith(".jinja") or os.sep in text
             raise ConfigError(
-                f"chat template file not found: {text}",
+                f"chat template file not found: {text}" if looks_like_path
+                else f"chat_template {text!r} is neither Jinja text nor an existing .jinja file",
                 fix="give Jinja template text or the path of a .jinja file",
             )
         return path.read_text(encoding="utf-8")
@@ -364,9 +368,18 @@ def _plan_launch(settings: LocalModelSettings) -> _LaunchPlan:
         raise LocalModelError("the local model runtime xllamacpp is not installed", fix=RUNTIME_FIX)
     model_path = (settings.model_path or embedded_model_path()).resolve()
     info = _check_gguf(model_path, "local model")
+    if info.architecture == _MMPROJ_ARCHITECTURE:
+        raise LocalModelError(f"{model_path} is an mmproj (image projector) file, not a language model",
+                              fix="set it as mmproj_path and give the model GGUF as model_path")
     mmproj_path = settings.mmproj_path.resolve() if settings.mmproj_path else None
     if mmproj_path is not None:
-        _check_gguf(mmproj_path, "mmproj")
+        mmproj_info = _check_gguf(mmproj_path, "mmproj")
+        if mmproj_info.architecture != _MMPROJ_ARCHITECTURE:
+            raise LocalModelError(
+                f"{mmproj_path} is not an mmproj (image projector) file: its architecture is "
+                f"{mmproj_info.architecture!r}, not {_MMPROJ_ARCHITECTURE!r}",
+                fix="use the mmproj-*.gguf published with the vision model",
+            )
     n_ctx = settings.n_ctx
     if info.context_length is not None and n_ctx > info.context_length:
         logger.warning("n_ctx %d exceeds the model's trained context %d; using %d",
@@ -391,20 +404,28 @@ def _plan_launch(settings: LocalModelSettings) -> _LaunchPlan:
 # --------------------------------------------------------------------------------------------
 
 
-def _last_error_line(log_path: Path) -> str | None:
-    """The last error llama.cpp logged (its lines carry an ' E ' level marker), if any."""
+_LOG_ERROR = re.compile(r"^\S+ E (?:\w+ +)?[\w:~]+: (.*)$")
+
+
+def _log_errors(log_path: Path) -> list[str]:
+    """The messages of the error lines ("<time> E <module> <function>: <message>") in the
+    last 64 kB of llama.cpp's log, oldest first."""
     try:
         with log_path.open("rb") as log:
             log.seek(max(0, log_path.stat().st_size - 64_000))
             lines = log.read().decode("utf-8", errors="replace").splitlines()
     except OSError:
-        return None
-    errors = [line for line in lines if " E " in line or "Error" in line or "error:" in line]
-    if not errors:
-        return None
-    # Strip llama.cpp's "0.00.003.974 E srv    load_model: " prefix down to the message.
-    line = errors[-1].strip()
-    return line.split(": ", 1)[-1] if " E " in line else line
+        return []
+    return [match.group(1).strip() for line in lines if (match := _LOG_ERROR.match(line.strip()))]
+
+
+def _most_specific(errors: list[str], *keys: str) -> str | None:
+    """The first error mentioning any of `keys`; llama.cpp logs the specific cause first and
+    generic follow-ups ("failed to load model", "exiting due to ...") after it."""
+    for error in errors:
+        if any(key in error for key in keys):
+            return error.removeprefix("error loading model: ").removeprefix("error: ")
+    return None
 
 
 def _describe_exit(code: int) -> str:
@@ -416,12 +437,23 @@ def _describe_exit(code: int) -> str:
     return f"exit code {code}"
 
 
-def _shutdown_child(proc: subprocess.Popen[bytes], log_path: Path, delete_log: bool) -> None:
+@dataclass
+class _Child:
+    """The server process and its log; what the finalizer needs, without the LocalServer."""
+
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    own_log: bool  # a temporary log we may delete
+    keep_log: bool = False  # set when a failure message points the user at the log
+
+
+def _shutdown_child(child: _Child) -> None:
     """Stop the child: EOF on its stdin, then SIGTERM, then SIGKILL; always reap it.
 
     A module-level function (not a method) so weakref.finalize can hold it without keeping
     the LocalServer alive.
     """
+    proc, log_path = child.proc, child.log_path
     with contextlib.suppress(OSError):
         if proc.stdin is not None:
             proc.stdin.close()
@@ -436,8 +468,7 @@ def _shutdown_child(proc: subprocess.Popen[bytes], log_path: Path, delete_log: b
             proc.wait()
     if proc.stdout is not None:
         proc.stdout.close()
-    clean = proc.returncode in (0, -signal.SIGTERM)
-    if delete_log and clean:
+    if child.own_log and not child.keep_log and proc.returncode in (0, -signal.SIGTERM):
         with contextlib.suppress(OSError):
             log_path.unlink()
     logger.debug("local model server pid %d stopped (%s)", proc.pid, _describe_exit(proc.returncode))
@@ -498,13 +529,18 @@ class LocalServer:
         self._plan = _plan_launch(self.settings)
         self._lock = threading.RLock()
         self._stopped = False
-        self._log_path, delete_log = self._open_log_path()
+        self._log_path, own_log = self._open_log_path()
         self._proc = self._spawn()
-        self._finalizer = weakref.finalize(self, _shutdown_child, self._proc, self._log_path, delete_log)
+        self._child = _Child(self._proc, self._log_path, own_log)
+        self._finalizer = weakref.finalize(self, _shutdown_child, self._child)
         try:
             self._root_url = self._await_ready()
         except BaseException:
-            # Includes KeyboardInterrupt during start-up: never leave the child behind.
+            # Includes KeyboardInterrupt during start-up: never leave the child behind. It
+            # reads stdin only once the model is loaded, so do not wait for a clean exit.
+            self._child.keep_log = True
+            with contextlib.suppress(OSError):
+                self._proc.terminate()
             self._finalizer()
             raise
         _LIVE_SERVERS.add(self)
@@ -561,7 +597,9 @@ class LocalServer:
         code = self._proc.poll()
         if code is None:
             return
-        detail = _last_error_line(self._log_path)
+        self._child.keep_log = True
+        errors = _log_errors(self._log_path)
+        detail = errors[-1] if errors else None
         raise LocalModelError(
             f"the local model server (pid {self._proc.pid}) died unexpectedly ({_describe_exit(code)}"
             + (f": {detail}" if detail else "") + ")",
@@ -663,18 +701,25 @@ class LocalServer:
         )
 
     def _startup_failure(self, error: str | None) -> LocalModelError:
-        detail = _last_error_line(self._log_path) or error or _describe_exit(self._proc.poll() or 0)
-        if "bind" in detail and self._plan.port:
+        """Classify a failed start from llama.cpp's log (xllamacpp only says "Failed to init")."""
+        errors = _log_errors(self._log_path)
+        if _most_specific(errors, "couldn't bind") and self._plan.port:
             # Lost a race for the port after our own check.
             return LocalModelError(f"port {self._plan.port} on {_HOST} is already in use",
                                    fix="choose another port, or leave the port unset")
-        if "load" in detail and ("model" in detail or "mmproj" in detail or "multimodal" in detail):
+        see_log = f"see {self._log_path}"
+        mmproj = _most_specific(errors, "CLIP", "mmproj", "multimodal")
+        if mmproj and self._plan.mmproj_path is not None:
+            return LocalModelError(f"llama.cpp could not load the mmproj file {self._plan.mmproj_path}: {mmproj}",
+                                   fix=f"use the mmproj file made for this model; {see_log}")
+        model = _most_specific(errors, "error loading model", "failed to load model")
+        if model:
             return LocalModelError(
-                f"llama.cpp could not load {self._plan.model_path.name}: {detail}",
-                fix=f"the file may be corrupt or of an unsupported architecture; see {self._log_path}",
+                f"llama.cpp could not load the local model {self._plan.model_path}: {model}",
+                fix=f"the file may be corrupt or of an architecture this llama.cpp does not know; {see_log}",
             )
-        return LocalModelError(f"the local model server failed to start: {detail}",
-                               fix=f"see {self._log_path}")
+        detail = (errors[-1] if errors else None) or error or _describe_exit(self._proc.poll() or 0)
+        return LocalModelError(f"the local model server failed to start: {detail}", fix=see_log)
 
 
 def _liveness_transport_class() -> type:
@@ -849,8 +894,10 @@ def _serve_main() -> int:
     _send(handshake, {"ok": True, "address": server.listening_address, "pid": os.getpid()})
     while stdin.read(65536):  # blocks; returns b"" at EOF
         pass
-    del server  # ~Server stops the HTTP thread and frees the model
-    return 0
+    # Exit at once: ~Server would first finish any reply being generated (seconds), and there
+    # is nothing to save; the OS frees the model and closes the socket.
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -141,10 +141,10 @@ def scored_line(
     return out
 
 
-def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, text) for each non-blank line of a UTF-8 text file."""
+def _open_input(path: Path) -> TextIO:
+    """Open a results file for reading; DataError (one line, with the fix) if that fails."""
     try:
-        handle = path.open(encoding="utf-8")
+        return path.open(encoding="utf-8")
     except FileNotFoundError:
         raise DataError(
             f"results file {path} not found", fix="check the path or run `maps eval` first"
@@ -155,15 +155,27 @@ def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
         raise DataError(
             f"cannot read {path}: {error.strerror or error}", fix="check the file's permissions"
         ) from None
-    with handle:
-        try:
-            for line_no, line in enumerate(handle, start=1):
-                if line.strip():
-                    yield line_no, line
-        except UnicodeDecodeError:
-            raise DataError(
-                f"{path} is not UTF-8 text", fix="pass a JSONL results file"
-            ) from None
+
+
+def _iter_lines(handle: TextIO, path: Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text) for each non-blank line of an open UTF-8 text file."""
+    try:
+        for line_no, line in enumerate(handle, start=1):
+            if line.strip():
+                yield line_no, line
+    except UnicodeDecodeError:
+        raise DataError(f"{path} is not UTF-8 text", fix="pass a JSONL results file") from None
+
+
+def _json_line(obj: Mapping[str, Any]) -> str:
+    """One JSONL line, readable UTF-8 where possible. A lone surrogate (legal as a JSON escape
+    in the input, not encodable as UTF-8) forces ASCII escapes so the line still round-trips."""
+    text = json.dumps(obj, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(obj)
+    return text + "\n"
 
 
 def default_out_path(input_path: Path) -> Path:
@@ -216,8 +228,9 @@ def score_file(
     report = ScoreReport(benchmark=benchmark, rules=effective, input_path=input_path,
                          out_path=target)
     with_prediction = has_prediction_stage(scorer)
-    with _atomic_writer(target) as out_file:
-        for line_no, text in _iter_lines(input_path):
+    # Open the input first, so a missing file creates nothing on the output side.
+    with _open_input(input_path) as in_file, _atomic_writer(target) as out_file:
+        for line_no, text in _iter_lines(in_file, input_path):
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as error:
@@ -234,7 +247,7 @@ def score_file(
                 report.skipped.append(SkippedLine(line_no, str(error)))
                 continue
             out = scored_line(record, verdict, with_prediction=with_prediction)
-            out_file.write(json.dumps(out, ensure_ascii=False) + "\n")
+            out_file.write(_json_line(out))
             report.subsets.setdefault(scorer.subset(record), SubsetTally()).add(verdict.correct)
             # Lines that came with an unlabelled extraction count as "given".
             method = str(out.get("extraction_method") or "given")

@@ -211,6 +211,12 @@ def test_list_is_compared_as_text() -> None:
     assert SCORER.score(line).correct is False
 
 
+def test_list_extraction_stored_as_json_array_is_read_like_str() -> None:
+    line = record(answer_type="list", answer="[2014, 2016]", extraction=[2014, 2016])
+    verdict = SCORER.score(line)
+    assert verdict.extraction == "[2014, 2016]" and verdict.correct is True
+
+
 def test_missing_extraction_normalises_to_none() -> None:
     for question_type, answer_type in [
         ("multi_choice", "text"),
@@ -361,7 +367,9 @@ def test_extract_multi_choice(response: str, expected: str | None) -> None:
 
 
 def test_extract_list() -> None:
-    extract = lambda text: extract_answer(text, question_type="free_form", answer_type="list")  # noqa: E731
+    def extract(text: str) -> str | None:
+        return extract_answer(text, question_type="free_form", answer_type="list")
+
     assert extract("The peaks are in [2014, 2016].") == "[2014, 2016]"
     assert extract("Candidates [1, 2] and finally [3, 4]") == "[3, 4]"
     assert extract("no list here") is None
@@ -385,6 +393,8 @@ def test_extract_then_score_end_to_end() -> None:
         ({"question_type": "multi_choice", "answer_type": "text", "choices": None}, "choices"),
         ({"answer_type": "float", "precision": None}, "precision"),
         ({"answer_type": "float", "precision": "two"}, "precision"),
+        ({"answer_type": "float", "precision": 1.5}, "precision"),
+        ({"answer_type": "float", "precision": True}, "precision"),
     ],
 )
 def test_invalid_records_raise_record_error_naming_the_field(
@@ -429,16 +439,19 @@ def test_subset_prefers_subset_field_then_category() -> None:
 
 
 def test_prompt_template_has_the_variables_and_fills_them() -> None:
-    text = load_prompt("extract_mathvista.md",
-                       {"question": "Q?", "answer_form": "a whole number", "response": "R!"})
+    variables = {"question": "Q?", "question_type": "free_form", "answer_type": "integer",
+                 "precision": "", "options": "-", "response": "R!"}
+    text = load_prompt("extract_mathvista.md", variables)
     assert "Q?" in text and "R!" in text and "{{" not in text
 
 
 def test_prompt_missing_variable_is_an_error() -> None:
     from maps_autogen.errors import ConfigError
 
+    variables = {"question": "Q", "question_type": "free_form", "answer_type": "integer",
+                 "precision": "", "options": "-"}
     with pytest.raises(ConfigError, match="response"):
-        load_prompt("extract_mathvista.md", {"question": "Q", "answer_form": "x"})
+        load_prompt("extract_mathvista.md", variables)
 
 
 def test_llm_extraction_calls_the_supplied_model_and_is_marked() -> None:

@@ -170,9 +170,10 @@ def test_output_may_not_overwrite_input(results_file: Path) -> None:
 
 def test_missing_input_is_a_one_line_data_error(tmp_path: Path) -> None:
     with pytest.raises(DataError) as caught:
-        score_file("mathvista", tmp_path / "absent.jsonl")
+        score_file("mathvista", tmp_path / "absent.jsonl", out_path=tmp_path / "new" / "o.jsonl")
     message = str(caught.value)
     assert "absent.jsonl" in message and "not found" in message and "\n" not in message
+    assert list(tmp_path.iterdir()) == []  # no output folder, file or temporary file
 
 
 def test_folder_and_non_utf8_inputs_are_data_errors(tmp_path: Path) -> None:
@@ -182,6 +183,7 @@ def test_folder_and_non_utf8_inputs_are_data_errors(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(DataError, match="UTF-8"):
         score_file("mathvista", binary)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.jsonl"]  # temp file removed
 
 
 def test_unknown_rules_value_is_a_usage_error(results_file: Path) -> None:
@@ -202,6 +204,14 @@ def test_score_record_uses_the_same_path() -> None:
     assert score_record("mathvista", GOOD[0], rules="legacy").correct is False
 
 
+def test_unicode_and_lone_surrogates_round_trip(tmp_path: Path) -> None:
+    line = free_form("1", "4", extraction="4", note="角度 ✓")
+    raw = json.dumps(line, ensure_ascii=False)[:-1] + ', "odd": "\\ud800"}'
+    path = write_jsonl(tmp_path / "r.jsonl", [raw])
+    (out,) = read_jsonl(score_file("mathvista", path).out_path)
+    assert out["note"] == "角度 ✓" and out["odd"] == "\ud800" and out["correct"] is True
+
+
 def test_empty_file_gives_an_empty_report(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "r.jsonl", ["", "  "])
     report = score_file("mathvista", path)
@@ -216,7 +226,9 @@ def test_empty_file_gives_an_empty_report(tmp_path: Path) -> None:
 def run_maps(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     if not MAPS.exists():
         pytest.fail(f"{MAPS} is missing: run `.venv/bin/pip install -e . --no-deps`")
-    return subprocess.run([str(MAPS), *args], cwd=cwd, capture_output=True, text=True,
+    # Scoring needs no model: keep anything that could point at one out of the child's view.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MAPS_"))}
+    return subprocess.run([str(MAPS), *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=120, check=False)
 
 

@@ -60,15 +60,27 @@ class MathVistaRecord(BaseModel):
     @field_validator("precision", mode="before")
     @classmethod
     def _precision_as_int(cls, value: Any) -> int | None:
-        # The official code applies int() to precision; accept what int() accepts (1, 1.0, "2").
+        # The official code applies int() to precision: accept 1, 1.0 and "2" (and "2.0", as
+        # JSON writers produce it), reject anything that is not a whole number.
         if value is None:
             return None
+        problem = "must be a whole number of decimal places"
         if isinstance(value, bool):
-            raise ValueError("must be a whole number of decimal places")
+            raise ValueError(problem)
         try:
-            return int(float(value)) if isinstance(value, str) else int(value)
+            number = float(value) if isinstance(value, str) else value
+            if isinstance(number, float) and not number.is_integer():
+                raise ValueError(problem)
+            return int(number)
         except (TypeError, ValueError, OverflowError):
-            raise ValueError("must be a whole number of decimal places") from None
+            raise ValueError(problem) from None
+
+    @field_validator("extraction", mode="before")
+    @classmethod
+    def _list_extraction_as_text(cls, value: Any) -> Any:
+        # Some tools store a list answer as a JSON array; the official code applies str() to
+        # the extraction, which turns [1, 2] into "[1, 2]".
+        return str(value) if isinstance(value, list) else value
 
     def check_consistency(self) -> None:
         """Raise RecordError when the fields cannot be scored together."""
@@ -502,20 +514,21 @@ def load_prompt(name: str, variables: Mapping[str, str]) -> str:
     return _PLACEHOLDER.sub(fill, template)
 
 
-def _format_task(record: MathVistaRecord) -> str:
-    """How the question's expected answer form is described to the extractor."""
-    if record.question_type == "multi_choice":
-        options = "\n".join(
-            f"({chr(ord('A') + index)}) {choice}" for index, choice in enumerate(record.choices or [])
-        )
-        return f"multiple choice; reply with the option letter\nOptions:\n{options}"
-    if record.answer_type == "float":
-        return f"a number with {record.precision} decimal place(s)"
-    if record.answer_type == "integer":
-        return "a whole number"
-    if record.answer_type == "list":
-        return "a Python list, e.g. [1, 2]"
-    return "a short text"
+def _prompt_variables(record: MathVistaRecord, response: str) -> dict[str, str]:
+    """The data the extraction prompt is filled with; all wording lives in the prompt file."""
+    options = "\n".join(
+        f"({chr(ord('A') + index)}) {choice}"
+        for index, choice in enumerate(record.choices or [])
+    )
+    extra = record.model_extra or {}
+    return {
+        "question": str(extra.get("query") or extra.get("question") or ""),
+        "question_type": record.question_type,
+        "answer_type": record.answer_type,
+        "precision": "" if record.precision is None else str(record.precision),
+        "options": options or "-",
+        "response": response.strip(),
+    }
 
 
 def extract_with_llm(
@@ -532,14 +545,10 @@ def extract_with_llm(
     parsed = parse_record(record)
     if response is None or not response.strip():
         return None
-    question = str(record.get("query") or record.get("question") or "")
-    prompt = load_prompt(
-        PROMPT_FILE,
-        {"question": question, "answer_form": _format_task(parsed), "response": response.strip()},
-    )
-    reply = complete(prompt).strip()
-    reply = re.sub(r"^extracted answer\s*:\s*", "", reply, flags=re.IGNORECASE).strip()
-    return reply
+    prompt = load_prompt(PROMPT_FILE, _prompt_variables(parsed, response))
+    reply = re.sub(r"^extracted answer\s*:\s*", "", complete(prompt).strip(), flags=re.IGNORECASE)
+    # The prompt asks for one line; a chatty model may add an explanation below it.
+    return reply.strip().split("\n", 1)[0].strip()
 
 
 def with_llm_extraction(
@@ -610,7 +619,8 @@ class MathVistaScorer:
     def score(self, record: Mapping[str, Any], rules: str = "current") -> Verdict:
         """Score one record; raise RecordError if it is unusable or `rules` is unknown."""
         if rules not in self.rule_versions:
-            raise ValueError(f"unknown rules {rules!r}; choose one of: {', '.join(self.rule_versions)}")
+            known = ", ".join(self.rule_versions)
+            raise ValueError(f"unknown rules {rules!r}; choose one of: {known}")
         return score_parsed(parse_record(record), rules)
 
     def subset(self, record: Mapping[str, Any]) -> str:

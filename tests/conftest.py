@@ -1,0 +1,79 @@
+"""Shared test helpers: the scripted server, images, running the real `maps` command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from PIL import Image
+
+REPO = Path(__file__).resolve().parents[1]
+_SCRIPT = Path(sys.executable).parent / "maps"
+# The installed console script when there is one (as a user runs it), else the module.
+MAPS = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "maps_autogen.cli"]
+TEST_KEY = "sk-test-0123456789-secret"
+
+
+def make_png(path: Path, size: tuple[int, int] = (320, 200), color: str = "white") -> Path:
+    image = Image.new("RGB", size, color)
+    for x in range(0, size[0], 7):  # a little structure so the file is not trivially small
+        image.putpixel((x, size[1] // 2), (0, 0, 0))
+    image.save(path)
+    return path
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The test process's environment without anything that would pick a real model."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MAPS_"))}
+    env.update(extra)
+    return env
+
+
+def run_maps(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the real `maps` command in a subprocess."""
+    return subprocess.run([*MAPS, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def write_config(path: Path, **changes: Any) -> Path:
+    """The default agents.yaml with nested `changes` applied (dotted keys: critic.threshold)."""
+    data = yaml.safe_load((REPO / "agents.yaml").read_text())
+    for dotted, value in changes.items():
+        target = data
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            target = target.setdefault(key, {})
+        target[leaf] = value
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def critic_json(caption: int | None = 5, alignment: int = 5, knowledge: int = 5, solution: int = 5, worst: str = "solution", feedback: dict[str, str] | None = None) -> str:
+    feedback = feedback or {}
+    scores = {"alignment": alignment, "knowledge": knowledge, "solution": solution}
+    if caption is not None:
+        scores = {"caption": caption, **scores}
+    return json.dumps({
+        "scores": scores,
+        "need_feedback": min(scores.values()) < 5,
+        "worst_step": worst,
+        "feedback": {dim: feedback.get(dim, f"question about {dim}?") for dim in scores},
+    })
+
+
+def solver_json(answer: str) -> str:
+    return json.dumps({"process": {"Phase 1": "frame", "Phase 2": "evidence", "Phase 3": "reason", "Phase 4": "check"}, "final_answer": answer})
+
+
+def all_text_in(folder: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl"))
+
+
+@pytest.fixture
+def png(tmp_path: Path) -> Path:
+    return make_png(tmp_path / "lever.png")

@@ -1,0 +1,126 @@
+"""agents.yaml: defaults, validation that names key and file, overrides, personalities, and
+the built-in defaults shipping inside the wheel."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from maps_autogen.config import defaults_dir, load_config, with_overrides
+from maps_autogen.endpoints import resolve_models
+from maps_autogen.errors import ConfigError
+from maps_autogen.prompts import load_prompts, render
+from maps_autogen.roles import Role
+from tests.conftest import REPO, write_config
+
+
+def test_builtin_defaults_load_and_match_the_documented_values(tmp_path: Path) -> None:
+    loaded = load_config(cwd=tmp_path)
+    assert loaded.path == (REPO / "agents.yaml").resolve()
+    config = loaded.config
+    assert config.critic.threshold == 5 and config.critic.max_rollbacks == 1 and config.critic.final_review is False
+    assert [role for role in Role if config.roles[role].sees_images] == [Role.INTERPRETER]
+    assert config.personality.profile == "big_seven" and config.images.max_side == 1568
+    prompts = load_prompts(loaded)
+    for role in Role:
+        assert prompts.system_message(role).startswith(f"You are the {role.title}")
+
+
+def test_working_folder_config_wins_over_builtin(tmp_path: Path) -> None:
+    path = write_config(tmp_path / "agents.yaml", **{"critic.threshold": 3})
+    loaded = load_config(cwd=tmp_path)
+    assert loaded.path == path.resolve() and loaded.config.critic.threshold == 3
+    # Prompt files not beside the config come from the built-in prompts/.
+    assert load_prompts(loaded).roles[Role.SOLVER].source.startswith(str(defaults_dir()))
+
+
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [
+        ({"critic.max_rolbacks": 2}, "unknown key 'critic.max_rolbacks'"),
+        ({"roles.solver.sees_image": True}, "unknown key 'roles.solver.sees_image'"),
+        ({"endpoints.openai.api_key": "sk-oops"}, "unknown key 'endpoints.openai.api_key'"),
+        ({"critic.threshold": 9}, "'critic.threshold'"),
+        ({"model.endpoint": 3}, "'model.endpoint'"),
+    ],
+)
+def test_invalid_configs_name_the_key_and_the_file(tmp_path: Path, changes: dict, needle: str) -> None:
+    path = write_config(tmp_path / "agents.yaml", **changes)
+    with pytest.raises(ConfigError) as caught:
+        load_config(cwd=tmp_path)
+    assert needle in str(caught.value) and str(path) in str(caught.value)
+    assert "sk-oops" not in str(caught.value)
+
+
+def test_overrides_apply_to_every_role(tmp_path: Path) -> None:
+    write_config(tmp_path / "agents.yaml", **{"roles.critic.model": {"endpoint": "openai", "name": "x"}})
+    loaded = with_overrides(load_config(cwd=tmp_path), model="openai:gpt-4o-mini", threshold=4, max_rollbacks=3)
+    assert loaded.config.critic.threshold == 4 and loaded.config.critic.max_rollbacks == 3
+    models = resolve_models(loaded, {"OPENAI_API_KEY": "k" * 8}).models
+    assert {m.model for m in models.values()} == {"gpt-4o-mini"}
+    colon = with_overrides(load_config(cwd=tmp_path), model="llama3:8b")
+    assert colon.config.model.name == "llama3:8b" and colon.config.model.endpoint == "auto"
+
+
+def test_endpoint_resolution_order(tmp_path: Path) -> None:
+    loaded = load_config(cwd=tmp_path)
+    with_key = resolve_models(loaded, {"OPENAI_API_KEY": "sk-abcdef"})
+    assert with_key.models[Role.SOLVER].kind == "openai" and with_key.models[Role.SOLVER].model == "gpt-4o"
+    assert "OPENAI_API_KEY is set" in with_key.announcement and "sk-abcdef" not in with_key.announcement
+    offline = resolve_models(loaded, {})
+    assert offline.models[Role.SOLVER].kind == "local" and offline.uses_local
+    assert "offline" in offline.announcement and "demonstration quality" in offline.announcement
+    explicit = resolve_models(with_overrides(loaded, model="local"), {"OPENAI_API_KEY": "sk-abcdef"})
+    assert explicit.models[Role.CRITIC].kind == "local"
+    base = resolve_models(loaded, {"OPENAI_API_KEY": "sk-abcdef", "OPENAI_BASE_URL": "http://127.0.0.1:8000/v1/"})
+    assert base.models[Role.ALIGNER].base_url == "http://127.0.0.1:8000/v1"
+
+
+def test_personality_profiles(tmp_path: Path) -> None:
+    seven = load_prompts(load_config(cwd=tmp_path))
+    assert "Extraversion" in seven.system_message(Role.INTERPRETER) and "Sensitivity" in seven.system_message(Role.CRITIC)
+    write_config(tmp_path / "agents.yaml", personality="big_five")
+    five = load_prompts(load_config(cwd=tmp_path))
+    assert "Openness" in five.system_message(Role.INTERPRETER) and "Neuroticism" in five.system_message(Role.CRITIC)
+    write_config(tmp_path / "agents.yaml", personality={"profile": "custom", "custom": {"solver": "Calm and exact."}})
+    custom = load_prompts(load_config(cwd=tmp_path))
+    assert "Calm and exact." in custom.system_message(Role.SOLVER)
+    write_config(tmp_path / "agents.yaml", personality="big_six")
+    with pytest.raises(ConfigError, match="unknown personality profile 'big_six'"):
+        load_prompts(load_config(cwd=tmp_path))
+
+
+def test_prompt_variables_must_have_values() -> None:
+    assert render("a {{x}} b {{ y }}", {"x": 1, "y": "z"}) == "a 1 b z"
+    with pytest.raises(ConfigError, match="'{{missing}}' has no value"):
+        render("{{missing}}", {})
+
+
+def test_prompt_file_with_unknown_key(tmp_path: Path) -> None:
+    (tmp_path / "solver.yaml").write_text("system: s\ninstruction: i\nrevision: r\nexamples: e\n")
+    write_config(tmp_path / "agents.yaml", **{"roles.solver.prompt": "solver.yaml"})
+    with pytest.raises(ConfigError, match="unknown key 'examples'"):
+        load_prompts(load_config(cwd=tmp_path))
+
+
+def test_no_prompt_text_in_python() -> None:
+    """Prompt text lives in prompts/: the role instructions appear in no Python module."""
+    sources = "\n".join(p.read_text() for p in (REPO / "maps_autogen").rglob("*.py"))
+    for phrase in ("You are the", "Socratic question", "Reply with one JSON object"):
+        assert phrase not in sources
+
+
+def test_wheel_ships_the_builtin_defaults(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path)],
+                   check=True, capture_output=True)
+    wheel = next(tmp_path.glob("maps_autogen-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        assert archive.read("maps_autogen/_defaults/agents.yaml") == (REPO / "agents.yaml").read_bytes()
+        for prompt in (REPO / "prompts").glob("*.yaml"):
+            assert archive.read(f"maps_autogen/_defaults/prompts/{prompt.name}") == prompt.read_bytes()
+    assert "maps_autogen/cli.py" in names
