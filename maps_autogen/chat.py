@@ -33,7 +33,7 @@ from maps_autogen.roles import (
     solver_schema,
 )
 from maps_autogen.secrets import redact
-from maps_autogen.transcript import utc_now
+from maps_autogen.transcript import request_for_transcript, utc_now
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply
 from maps_autogen.views import build_request, format_options, revision_for
 
@@ -154,24 +154,6 @@ class _SilentStream:
 
     def input(self, prompt: str = "", *, password: bool = False) -> str:
         return input(prompt)
-
-
-def _without_images(messages: list[dict[str, Any]], image_files: list[str], data_urls: dict[str, str]) -> list[dict[str, Any]]:
-    """A request as the transcript stores it: image data replaced by the stored file's name."""
-    cleaned = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, list):
-            parts = []
-            for part in content:
-                if part.get("type") == "image_url":
-                    url = part.get("image_url", {}).get("url", "")
-                    parts.append({"type": "image_file", "file": data_urls.get(url, "(image)")})
-                else:
-                    parts.append(part)
-            content = parts
-        cleaned.append({"role": message.get("role"), "content": content})
-    return cleaned
 
 
 class MapsChat:
@@ -353,7 +335,7 @@ class MapsChat:
             messages, role=role.value, schema_name=schema_name, schema=schema,
             on_token=lambda text: self.observer.emit({"type": "token", "role": role.value, "text": text}),
         )
-        record = CallRecord(role, completion, _without_images(messages, self.image_files, self._data_urls), started_at)
+        record = CallRecord(role, completion, request_for_transcript(messages, self._data_urls), started_at)
         self.calls.append(record)
         self._pending[role] = record
         return completion

@@ -5,6 +5,7 @@ This is the one place where domain errors become one-line messages and exit code
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -97,6 +98,69 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None) -> None
     for skipped in report.skipped:
         click.echo(f"warning: line {skipped.line_no}: {skipped.reason}", err=True)
     click.echo(render_summary(report))
+
+
+@cli.command(name="eval")
+@click.argument("benchmark", type=click.Choice(["mathvista", "olympiadbench", "emma"]))
+@click.option("--subset", "subsets", multiple=True, help="A subset to run (repeatable; default: all). Paper column names work too.")
+@click.option("--data", type=click.Path(path_type=Path), help="A local copy: save_to_disk folder, parquet or JSONL (per config for multi-config benchmarks).")
+@click.option("--limit", type=click.IntRange(min=1), help="Run only the first N selected problems.")
+@click.option("--sample", type=click.IntRange(min=1), help="Sample N problems per subset (seeded).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample and the paper's sampled subsets.")
+@click.option("--method", type=click.Choice(["maps", "direct", "cot"]), default="maps", show_default=True)
+@click.option("--without", "without", multiple=True, type=click.Choice(["interpreter", "aligner", "scholar", "critic"]), help="Ablate a role (repeatable).")
+@click.option("--concurrency", type=click.IntRange(min=1, max=512), default=8, show_default=True, help="Problems in flight at once.")
+@click.option("--rules", type=click.Choice(["current", "legacy"]), default="current", show_default=True, help="Official scoring rule version.")
+@click.option("--no-cache", is_flag=True, help="Do not reuse cached model replies.")
+@click.option("--max-cost", type=click.FloatRange(min=0), help="Stop cleanly once this many USD are spent (resume carries on).")
+@click.option("--shard", help="Run shard i of n (1-based, e.g. 2/4); combine shards with maps merge.")
+@click.option("--resume", type=click.Path(path_type=Path), help="Continue an eval run folder: skip finished problems, retry failed ones.")
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
+@click.option("--config", "config_file", type=click.Path(path_type=Path))
+@click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME or an endpoint name.")
+@click.option("--threshold", type=click.FloatRange(0, 5))
+@click.option("--max-rollbacks", type=click.IntRange(0, 20))
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, concurrency, rules, no_cache, max_cost,
+                 shard, resume, runs_dir, config_file, model, threshold, max_rollbacks, quiet) -> None:
+    """Run a whole benchmark (or part of it) and score it with the official rules."""
+    from maps_autogen.config import load_config, with_overrides
+    from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
+    from maps_autogen.roles import Role
+
+    _load_env()
+    if method != "maps" and without:
+        raise click.UsageError("--without applies to --method maps only")
+    loaded = with_overrides(load_config(config_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
+    request = EvalRequest(
+        benchmark=benchmark, subsets=tuple(subsets), data=data, limit=limit, sample=sample, seed=seed, method=method,
+        without=frozenset(Role(role) for role in without), concurrency=concurrency, rules=rules, cache=not no_cache,
+        max_cost=max_cost, shard=Shard.parse(shard) if shard else None, runs_dir=runs_dir, resume=resume,
+    )
+    outcome = EvalRun(request, loaded, progress=not quiet).run()
+    click.echo(outcome.table)
+    summary = outcome.summary
+    cost = summary["usage"]["cost"]
+    spent = "unknown" if cost is None else f"${cost:.4f}"
+    click.echo(f"\n{summary['average']['scored']} scored, {summary['failed']} failed; cost {spent}; run saved in {outcome.eval_dir}")
+    if outcome.stopped_for_cost:
+        click.echo(f"stopped: --max-cost reached; continue with: maps eval {benchmark} --resume {outcome.eval_dir}")
+    elif not summary["complete"]:
+        click.echo(f"some problems failed; retry them with: maps eval {benchmark} --resume {outcome.eval_dir}")
+
+
+@cli.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="The merged run folder (default: runs/<new id>).")
+def merge(runs, out) -> None:
+    """Combine the shard runs of one evaluation into one run."""
+    from maps_autogen.eval.results import SUMMARY_FILE
+    from maps_autogen.eval.runner import merge_runs
+    from maps_autogen.transcript import new_run_id
+
+    target = merge_runs(list(runs), out or Path("runs") / new_run_id("merged"))
+    summary = json.loads((target / SUMMARY_FILE).read_text())
+    click.echo(f"merged {len(runs)} runs into {target}: {summary['average']['scored']} scored, accuracy {summary['average']['accuracy']}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -108,6 +108,8 @@ class AppConfig(_Strict):
     task_prompt: str = "prompts/task.yaml"
     manager_prompt: str = "prompts/manager.yaml"
     user_proxy_prompt: str = "prompts/user_proxy.yaml"
+    answer_formats: str = "prompts/answer_formats.yaml"
+    baseline_prompts: str = "prompts/baselines.yaml"
     roles: dict[Role, RoleConfig]
     critic: CriticConfig = CriticConfig()
     stop: StopConfig = StopConfig()

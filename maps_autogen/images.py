@@ -81,16 +81,21 @@ def load_image(source: str, *, max_side: int, base_dir: Path | None = None, inde
     display = source if not source.startswith("data:") else f"data URL #{index}"
     if name == "image":
         name = f"image-{index}"
+    return image_from_bytes(raw, name=name, source=display, max_side=max_side)
+
+
+def image_from_bytes(raw: bytes, *, name: str, source: str, max_side: int) -> ImageInput:
+    """Validate, orient, downscale and encode image bytes (from a file, a URL or a data set)."""
     try:
         with Image.open(io.BytesIO(raw)) as probe:
             probe.verify()
         image = Image.open(io.BytesIO(raw))
         image.load()
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError):
-        raise ProblemError(f"{display} is not a readable image", fix="use a PNG, JPEG, GIF, WebP or BMP file") from None
+        raise ProblemError(f"{source} is not a readable image", fix="use a PNG, JPEG, GIF, WebP or BMP file") from None
     fmt = image.format or ""
     if fmt not in SUPPORTED_FORMATS:
-        raise ProblemError(f"{display} is a {fmt or 'unknown'} image, which is not supported", fix="convert it to PNG or JPEG")
+        raise ProblemError(f"{source} is a {fmt or 'unknown'} image, which is not supported", fix="convert it to PNG or JPEG")
     oriented = ImageOps.exif_transpose(image)
     rotated = _has_orientation(image)
     too_big = max(oriented.size) > max_side
@@ -98,7 +103,7 @@ def load_image(source: str, *, max_side: int, base_dir: Path | None = None, inde
         oriented = oriented.copy()
         oriented.thumbnail((max_side, max_side), Image.LANCZOS)
     if not (too_big or rotated) and fmt in _SENDABLE:
-        return ImageInput(name, display, raw, SUPPORTED_FORMATS[fmt], image.width, image.height)
+        return ImageInput(name, source, raw, SUPPORTED_FORMATS[fmt], image.width, image.height)
     out = io.BytesIO()
     if fmt == "JPEG":
         oriented.convert("RGB").save(out, format="JPEG", quality=90)
@@ -108,7 +113,18 @@ def load_image(source: str, *, max_side: int, base_dir: Path | None = None, inde
             oriented = oriented.convert("RGBA")
         oriented.save(out, format="PNG")
         mime = "image/png"
-    return ImageInput(name, display, out.getvalue(), mime, oriented.width, oriented.height)
+    return ImageInput(name, source, out.getvalue(), mime, oriented.width, oriented.height)
+
+
+def image_from_pil(image: Image.Image, *, name: str, max_side: int) -> ImageInput:
+    """An image a data set decoded (PIL) made ready to send."""
+    out = io.BytesIO()
+    fmt = image.format if image.format in _SENDABLE else "PNG"
+    frame = image if fmt != "JPEG" else image.convert("RGB")
+    if fmt == "PNG" and frame.mode not in ("RGB", "RGBA", "L", "LA", "P"):
+        frame = frame.convert("RGBA")
+    frame.save(out, format=fmt)
+    return image_from_bytes(out.getvalue(), name=name, source=name, max_side=max_side)
 
 
 def _has_orientation(image: Image.Image) -> bool:

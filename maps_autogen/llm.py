@@ -19,6 +19,7 @@ from typing import Any, Callable
 import httpx
 import openai
 
+from maps_autogen.cache import ResponseCache, cache_key
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import ServiceError
 from maps_autogen.secrets import redact
@@ -115,8 +116,16 @@ def shared_openai_client(base_url: str, api_key: str, timeout_s: float, max_conn
 class ChatBackend:
     """Makes chat-completion calls to one model, with bounded retries and JSON-mode fallback."""
 
-    def __init__(self, model: ResolvedModel, *, base_url: str | None = None, max_connections: int = 64):
+    def __init__(
+        self,
+        model: ResolvedModel,
+        *,
+        base_url: str | None = None,
+        max_connections: int = 64,
+        cache: ResponseCache | None = None,
+    ):
         self.model = model
+        self.cache = cache
         self.base_url = base_url or model.base_url
         if not self.base_url:
             raise ValueError(f"endpoint {model.endpoint_name} has no base URL yet")
@@ -141,8 +150,22 @@ class ChatBackend:
         on_token: TokenCallback | None = None,
     ) -> Completion:
         """One chat completion; retries timeouts, connection errors, 429, 5xx and malformed
-        replies with backoff; raises ServiceError with a one-line message when it gives up."""
+        replies with backoff; raises ServiceError with a one-line message when it gives up.
+        With a cache, an identical earlier request is answered from it (cost 0)."""
         started = time.monotonic()
+        key = None
+        if self.cache is not None:
+            key = cache_key({
+                "base_url": self.base_url, "model": self.model.model, "temperature": self.model.temperature,
+                "max_tokens": self.model.max_tokens, "json_mode": self._json_mode, "schema": schema, "messages": messages,
+            })
+            hit = self.cache.get(key)
+            if hit is not None:
+                return Completion(
+                    text=hit["text"], model=hit["model"] or self.model.model, prompt_tokens=hit["prompt_tokens"],
+                    completion_tokens=hit["completion_tokens"], cost=0.0, seconds=time.monotonic() - started,
+                    attempts=0, json_mode=self._json_mode if schema else "none", cached=True,
+                )
         attempt = 0
         while True:
             attempt += 1
@@ -173,6 +196,8 @@ class ChatBackend:
             prompt_tokens = usage.get("prompt_tokens") if usage else None
             completion_tokens = usage.get("completion_tokens") if usage else None
             cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0) if usage else None
+            if self.cache is not None and key is not None:
+                self.cache.put(key, text, model_name or self.model.model, prompt_tokens, completion_tokens)
             return Completion(
                 text=text,
                 model=model_name or self.model.model,

@@ -10,8 +10,9 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
+from maps_autogen.cache import ResponseCache
 from maps_autogen.chat import ChatOutcome, MapsChat, Observer, Observers, chat_settings
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import Resolution, ResolvedModel, resolve_models
@@ -46,26 +47,34 @@ class Team:
 _backend_lock = threading.Lock()
 
 
-def _backend_for(model: ResolvedModel, cache: dict[tuple[str, str], ChatBackend]) -> ChatBackend:
-    key = (model.endpoint_name, model.model)
-    if key not in cache:
-        base_url = model.base_url
-        if model.kind == "local":
-            from maps_autogen.local_server import shared_local_server, settings_from_endpoint
+def _open_backend(model: ResolvedModel, *, cache: ResponseCache | None, max_connections: int) -> ChatBackend:
+    base_url = model.base_url
+    if model.kind == "local":
+        from maps_autogen.local_server import shared_local_server, settings_from_endpoint
 
-            base_url = shared_local_server(settings_from_endpoint(model.local)).base_url
-        cache[key] = ChatBackend(model, base_url=base_url)
-    return cache[key]
+        base_url = shared_local_server(settings_from_endpoint(model.local)).base_url
+    return ChatBackend(model, base_url=base_url, cache=cache, max_connections=max_connections)
 
 
-def assemble_team(loaded: LoadedConfig, env: dict[str, str] | None = None) -> Team:
+def assemble_team(
+    loaded: LoadedConfig,
+    env: Mapping[str, str] | None = None,
+    *,
+    cache: ResponseCache | None = None,
+    max_connections: int = 64,
+) -> Team:
     """Load prompts, resolve every role's model and open the backends (starting the local
-    model server if a role needs it)."""
+    model server if a role needs it). Roles on the same model share one backend."""
     prompts = load_prompts(loaded)
     resolution = resolve_models(loaded, os.environ if env is None else env)
-    cache: dict[tuple[str, str], ChatBackend] = {}
+    opened: dict[tuple[str, str], ChatBackend] = {}
+    backends: dict[Role, ChatBackend] = {}
     with _backend_lock:
-        backends = {role: _backend_for(model, cache) for role, model in resolution.models.items()}
+        for role, model in resolution.models.items():
+            key = (model.endpoint_name, model.model)
+            if key not in opened:
+                opened[key] = _open_backend(model, cache=cache, max_connections=max_connections)
+            backends[role] = opened[key]
     return Team(loaded=loaded, prompts=prompts, resolution=resolution, backends=backends)
 
 

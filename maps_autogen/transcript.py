@@ -48,6 +48,22 @@ def write_json_atomic(path: Path, data: Any) -> None:
         raise
 
 
+def request_for_transcript(messages: list[dict[str, Any]], image_files: dict[str, str]) -> list[dict[str, Any]]:
+    """A request as the transcript stores it: image data replaced by the stored file's name
+    (`image_files` maps each data URL to its file), so images are stored once."""
+    cleaned = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = [
+                {"type": "image_file", "file": image_files.get(part.get("image_url", {}).get("url", ""), "(image)")}
+                if part.get("type") == "image_url" else part
+                for part in content
+            ]
+        cleaned.append({"role": message.get("role"), "content": content})
+    return cleaned
+
+
 class RunWriter:
     """Writes one run folder as the chat goes: images first, then a record per message/event."""
 

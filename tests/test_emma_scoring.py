@@ -85,9 +85,16 @@ def test_numeric_equality_rounds_to_two_decimals() -> None:
     assert equal("0.34", "\\frac{1}{3}") is False
 
 
-def test_symbolic_difference_simplifying_to_zero() -> None:
-    assert equal("(x+1)^2", "x^2+2x+1") is True
-    assert equal("x+1", "x+2") is False
+def test_free_symbols_never_reach_simplification() -> None:
+    # Upstream converts both sides to float first; with free symbols that raises and the
+    # whole sympy step is abandoned, so even identical expressions in other forms differ.
+    assert equal("(x+1)^2", "x^2+2x+1") is False
+    assert equal("x+1", "x+1") is True
+
+
+def test_numeric_forms_are_equal() -> None:
+    assert equal("\\sqrt{4}", "2") is True
+    assert equal("2^{10}", "1024") is True
 
 
 def test_latex2sympy_readings_percent_thousands_e_and_equations() -> None:

@@ -19,6 +19,8 @@ process under the per-item time limit (a timeout counts as "not equal").
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from typing import Any, ClassVar, Mapping
 
 from maps_autogen.benchmarks import _symbolic
@@ -175,6 +177,38 @@ def verdict(extraction: str, answer: str, gt_content: str | None, rules: str = "
 # --------------------------------------------------------------------------------------------
 
 
+_TIMED_OUT = object()
+_CACHE_SIZE = 4096
+_cache: OrderedDict[tuple[str, str, str | None, str], bool] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _cached_verdict(extraction: str, answer: str, gt_content: str | None, rules: str) -> bool:
+    """`verdict` under the time limit, memoised: runs repeat the same (extraction, answer) a lot.
+
+    Plain string matches are settled here; only the rest goes to the helper process. Timeouts
+    are not memoised (a later, less loaded attempt may finish).
+    """
+    targets = (answer,) if gt_content is None else (answer, gt_content)
+    if any(extraction.lower().strip() == t.lower().strip() for t in targets):
+        return True
+    key = (extraction, answer, gt_content, rules)
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    result = _symbolic.run_bounded(
+        verdict, extraction, answer, gt_content, rules, fallback=_TIMED_OUT
+    )
+    if result is _TIMED_OUT:
+        return False
+    with _cache_lock:
+        _cache[key] = bool(result)
+        if len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return bool(result)
+
+
 def option_text(record: Mapping[str, Any]) -> str | None:
     """`gt_content` if present, else the option the answer letter names (multiple choice)."""
     given = record.get("gt_content")
@@ -226,10 +260,8 @@ class EmmaScorer:
             # Upstream skips extraction for missing or empty responses and marks them wrong.
             return Verdict(extraction=None, prediction=None, correct=False)
         extraction = extract_answer(response, rules)
-        correct = _symbolic.run_bounded(
-            verdict, extraction, answer, option_text(record), rules, fallback=False
-        )
-        return Verdict(extraction=extraction, prediction=None, correct=bool(correct))
+        correct = _cached_verdict(extraction, answer, option_text(record), rules)
+        return Verdict(extraction=extraction, prediction=None, correct=correct)
 
     def subset(self, record: Mapping[str, Any]) -> str:
         """`subset` if given, else the subject before "_" in the pid ("Math_20" → "Math")."""

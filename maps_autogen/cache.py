@@ -1,0 +1,62 @@
+"""A response cache for model calls, keyed by everything that shapes the reply.
+
+The key covers the endpoint, model, sampling settings, response format and the complete
+messages (image data included), so a rolled-back step, whose request carries its previous
+output and the Critic's new feedback, can never be served an old reply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+CACHE_SCHEMA_VERSION = 1
+
+
+def cache_key(request: dict[str, Any]) -> str:
+    """A stable hash of a chat request."""
+    canonical = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(f"v{CACHE_SCHEMA_VERSION}:{canonical}".encode()).hexdigest()
+
+
+class ResponseCache:
+    """SQLite-backed, safe to share between threads (and processes, through SQLite's locks)."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, model TEXT,"
+                " prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)"
+            )
+            self._db.commit()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT text, model, prompt_tokens, completion_tokens FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        return {"text": row[0], "model": row[1], "prompt_tokens": row[2], "completion_tokens": row[3]}
+
+    def put(self, key: str, text: str, model: str, prompt_tokens: int | None, completion_tokens: int | None) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
+                (key, text, model, prompt_tokens, completion_tokens, time.time()),
+            )
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

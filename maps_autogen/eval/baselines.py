@@ -1,0 +1,125 @@
+"""The single-call baselines of the paper's Table 1: `direct` and `cot`, with the same model as
+the Solver. Each writes a run folder in the same format as a MAPS chat."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from maps_autogen.config import read_yaml
+from maps_autogen.errors import ConfigError, MapsError
+from maps_autogen.llm import Completion
+from maps_autogen.problem import Problem
+from maps_autogen.roles import Role
+from maps_autogen.secrets import redact
+from maps_autogen.solve import Team
+from maps_autogen.transcript import RunWriter, request_for_transcript, utc_now
+from maps_autogen.views import format_options
+
+METHODS = ("direct", "cot")
+
+
+@dataclass(frozen=True)
+class BaselinePrompt:
+    system: str
+    instruction: str
+
+
+def load_baseline_prompts(path: Path) -> dict[str, BaselinePrompt]:
+    """prompts/baselines.yaml: a system message and an instruction per method."""
+    data = read_yaml(path)
+    prompts = {}
+    for method in METHODS:
+        entry = data.get(method) if isinstance(data, dict) else None
+        if not isinstance(entry, dict) or set(entry) != {"system", "instruction"}:
+            raise ConfigError(f"{path}: '{method}' needs exactly the keys system and instruction", fix="see the default prompts/baselines.yaml")
+        prompts[method] = BaselinePrompt(str(entry["system"]).strip(), str(entry["instruction"]).strip())
+    return prompts
+
+
+def baseline_request(problem: Problem, prompt: BaselinePrompt, labels: dict[str, str], ending: str, *, send_images: bool) -> list[dict[str, Any]]:
+    """The one request of a baseline: instruction, question, context, options, answer format."""
+    sections = [prompt.instruction, f"## {labels['question']}\n{problem.question}"]
+    if problem.context:
+        sections.append(f"## {labels['context']}\n{problem.context}")
+    if problem.options:
+        sections.append(f"## {labels['options']}\n{format_options(problem.options)}")
+    if problem.answer_format or ending:
+        sections.append(f"## {labels['answer_format']}\n" + " ".join(part for part in (problem.answer_format, ending) if part))
+    text = "\n\n".join(sections)
+    content: str | list[dict[str, Any]] = text
+    if send_images and problem.images:
+        content = [{"type": "text", "text": text}] + [
+            {"type": "image_url", "image_url": {"url": image.data_url()}} for image in problem.images
+        ]
+    return [{"role": "system", "content": prompt.system}, {"role": "user", "content": content}]
+
+
+@dataclass
+class BaselineOutcome:
+    response: str
+    completion: Completion | None
+    seconds: float
+    error: str | None = None
+
+    def usage(self) -> dict[str, Any]:
+        c = self.completion
+        return {
+            "calls": 1 if c else 0,
+            "prompt_tokens": (c.prompt_tokens or 0) if c else 0,
+            "completion_tokens": (c.completion_tokens or 0) if c else 0,
+            "cost": c.cost if c else 0.0,
+        }
+
+
+def run_baseline(
+    problem: Problem,
+    team: Team,
+    method: str,
+    *,
+    prompt: BaselinePrompt,
+    ending: str,
+    run_dir: Path,
+    extra: dict[str, Any] | None = None,
+) -> BaselineOutcome:
+    """One model call on the whole problem; writes run.json and transcript.jsonl in run_dir."""
+    backend = team.backends[Role.SOLVER]
+    writer = RunWriter(run_dir)
+    started = time.monotonic()
+    try:
+        image_files = writer.save_images(problem)
+        messages = baseline_request(problem, prompt, team.prompts.task.labels, ending, send_images=backend.supports_images)
+        opening = messages[1]["content"] if isinstance(messages[1]["content"], str) else messages[1]["content"][0]["text"]
+        writer.append({"type": "message", "agent": "UserProxy", "role": "user_proxy", "step": "task", "round": 0,
+                       "revision": False, "content": opening, "images": image_files})
+        completion, error = None, None
+        try:
+            completion = backend.complete(messages, role=method)
+        except MapsError as failure:
+            error = redact(str(failure))
+        request = request_for_transcript(messages, {image.data_url(): file for image, file in zip(problem.images, image_files)})
+        if completion is not None:
+            writer.append({"type": "message", "agent": method.upper() if method == "cot" else method.capitalize(), "role": method,
+                           "step": "answer", "round": 0, "revision": False, "content": completion.text, "parsed": None,
+                           "model": completion.model, "seconds": round(completion.seconds, 4), "usage": completion.usage(),
+                           "request": request})
+        else:
+            writer.append({"type": "event", "event": "error", "detail": error, "at": utc_now()})
+        outcome = BaselineOutcome(completion.text if completion else "", completion, time.monotonic() - started, error)
+        writer.write_run({
+            "kind": "baseline",
+            "method": method,
+            "problem": {**problem.describe(), "image_files": image_files},
+            "models": {"solver": backend.model.describe()},
+            "final_answer": outcome.response,
+            "stop_reason": "error" if error else None,
+            "error": error,
+            "seconds": round(outcome.seconds, 4),
+            "usage": outcome.usage(),
+            **(extra or {}),
+        })
+    finally:
+        writer.close()
+    return outcome

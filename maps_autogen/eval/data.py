@@ -1,0 +1,144 @@
+"""Loading benchmark rows: from the Hugging Face hub with `datasets`, or from a local copy
+(a `save_to_disk` folder, parquet, or JSONL with image files beside it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from maps_autogen.errors import DataError
+from maps_autogen.images import ImageInput, image_from_bytes, image_from_pil, load_image
+
+LOCAL_SUFFIXES = (".parquet", ".jsonl", ".json")
+
+
+def _is_saved_dataset(path: Path) -> bool:
+    return path.is_dir() and any((path / marker).exists() for marker in ("dataset_info.json", "state.json", "dataset_dict.json"))
+
+
+def _from_disk(path: Path, split: str) -> Iterator[dict[str, Any]]:
+    import datasets
+
+    try:
+        loaded = datasets.load_from_disk(str(path))
+    except Exception as error:  # datasets raises many types for a damaged folder
+        raise DataError(f"cannot read the saved data set at {path}: {error}", fix="pass a folder written by save_to_disk") from None
+    if isinstance(loaded, datasets.DatasetDict):
+        if split in loaded:
+            loaded = loaded[split]
+        elif len(loaded) == 1:
+            loaded = next(iter(loaded.values()))
+        else:
+            raise DataError(f"{path} has splits {', '.join(loaded)} but not '{split}'", fix=f"save the '{split}' split")
+    yield from loaded
+
+
+def _from_parquet(path: Path) -> Iterator[dict[str, Any]]:
+    import datasets
+
+    try:
+        loaded = datasets.load_dataset("parquet", data_files=str(path), split="train")
+    except Exception as error:
+        raise DataError(f"cannot read parquet file {path}: {error}", fix="check the file") from None
+    yield from loaded
+
+
+def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError as error:
+        raise DataError(f"cannot read {path}: {error.strerror or error}", fix="check the --data path") from None
+    with handle:
+        if path.suffix == ".json":
+            try:
+                data = json.load(handle)
+            except json.JSONDecodeError as error:
+                raise DataError(f"{path} is not valid JSON: {error.msg} at line {error.lineno}", fix="fix the file") from None
+            rows = data if isinstance(data, list) else list(data.values()) if isinstance(data, dict) else []
+            yield from rows
+            return
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DataError(f"{path} line {number} is not valid JSON: {error.msg}", fix="fix the line") from None
+
+
+def local_rows(path: Path, config: str | None, split: str) -> tuple[Iterator[dict[str, Any]], Path]:
+    """Rows of one config from a local copy, and the folder relative image paths start from.
+
+    `path` may be the data of that config itself (a saved folder, parquet or JSONL), or a
+    folder holding one entry per config: `<config>/`, `<config>.parquet` or `<config>.jsonl`.
+    """
+    if not path.exists():
+        raise DataError(f"local data {path} does not exist", fix="check the --data path")
+    if config is not None and path.is_dir() and not _is_saved_dataset(path):
+        for candidate in (path / config, *(path / f"{config}{suffix}" for suffix in LOCAL_SUFFIXES)):
+            if candidate.exists():
+                return local_rows(candidate, None, split)
+        raise DataError(f"{path} has no data for '{config}'", fix=f"add {config}/ (save_to_disk), {config}.parquet or {config}.jsonl")
+    if _is_saved_dataset(path):
+        return _from_disk(path, split), path
+    if path.is_dir():
+        for suffix in LOCAL_SUFFIXES:
+            candidate = path / f"{split}{suffix}"
+            if candidate.exists():
+                return local_rows(candidate, None, split)
+        raise DataError(f"{path} is not a saved data set and holds no {split}.parquet or {split}.jsonl", fix="see maps eval --help for the layouts")
+    if path.suffix == ".parquet":
+        return _from_parquet(path), path.parent
+    if path.suffix in (".jsonl", ".json"):
+        return _from_jsonl(path), path.parent
+    raise DataError(f"{path} is not a data set this tool reads", fix="use a save_to_disk folder, .parquet or .jsonl")
+
+
+def hub_rows(hub_id: str, config: str | None, split: str) -> Iterator[dict[str, Any]]:
+    """Rows from the Hugging Face hub (cached by `datasets`)."""
+    try:
+        import datasets
+
+        loaded = datasets.load_dataset(hub_id, config, split=split)
+    except Exception as error:  # offline, unknown id, auth: all mean "use a local copy"
+        detail = " ".join(str(error).split())[:200]
+        raise DataError(
+            f"cannot load {hub_id}{f' ({config})' if config else ''} from the Hugging Face hub: {detail}",
+            fix="check the network, or download the data elsewhere and pass --data PATH",
+        ) from None
+    yield from loaded
+
+
+def rows_for(hub_id: str, config: str | None, split: str, data: Path | None) -> tuple[Iterator[dict[str, Any]], Path | None]:
+    """Rows of one config, from `data` when given, else from the hub."""
+    if data is not None:
+        return local_rows(data, config, split)
+    return hub_rows(hub_id, config, split), None
+
+
+def image_from_field(value: Any, *, name: str, base_dir: Path | None, max_side: int) -> ImageInput | None:
+    """An image from a data set field: a decoded PIL image, {"bytes", "path"}, or a path."""
+    if value is None or value == "":
+        return None
+    try:
+        from PIL import Image
+
+        if isinstance(value, Image.Image):
+            return image_from_pil(value, name=name, max_side=max_side)
+    except ImportError:  # pragma: no cover - pillow is a dependency
+        pass
+    if isinstance(value, dict):
+        if value.get("bytes"):
+            return image_from_bytes(bytes(value["bytes"]), name=name, source=name, max_side=max_side)
+        value = value.get("path")
+        if not value:
+            return None
+    if isinstance(value, (bytes, bytearray)):
+        return image_from_bytes(bytes(value), name=name, source=name, max_side=max_side)
+    if isinstance(value, str):
+        return load_image(value, max_side=max_side, base_dir=base_dir)
+    raise DataError(f"image field '{name}' has an unexpected type {type(value).__name__}", fix="check the data set's schema")
+
+
+__all__ = ["hub_rows", "image_from_field", "local_rows", "rows_for"]

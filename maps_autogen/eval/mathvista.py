@@ -1,0 +1,93 @@
+"""MathVista testmini as an eval task: general (460) and math (540) problems."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from maps_autogen.eval.data import image_from_field, rows_for
+from maps_autogen.eval.tasks import AnswerFormats, EvalItem, Row, Subset
+from maps_autogen.problem import Problem
+
+
+def _metadata(fields: dict[str, Any]) -> dict[str, Any]:
+    metadata = fields.get("metadata") or {}
+    return metadata if isinstance(metadata, dict) else {}
+
+
+class MathVistaTask:
+    name = "mathvista"
+    title = "MathVista"
+    hub_id = "AI4Math/MathVista"
+    split = "testmini"
+    subsets = (
+        Subset("general", "Gen.", 460, "general-vqa"),
+        Subset("math", "Math", 540, "math-targeted-vqa"),
+    )
+
+    def rows(self, subsets: tuple[Subset, ...], data: Path | None) -> Iterator[Row]:
+        wanted = {subset.source: subset.name for subset in subsets}
+        rows, base_dir = rows_for(self.hub_id, None, self.split, data)
+        for fields in rows:
+            category = _metadata(fields).get("category") or fields.get("category")
+            if category in wanted:
+                yield Row(wanted[category], dict(fields), base_dir)
+
+    def answer_format(self, fields: dict[str, Any], formats: AnswerFormats) -> str:
+        if fields.get("question_type") == "multi_choice":
+            text = formats.render(self.name, "multi_choice")
+        else:
+            answer_type = fields.get("answer_type") or "text"
+            variables = {"precision": fields.get("precision")} if answer_type == "float" else {}
+            text = formats.render(self.name, answer_type if answer_type in ("integer", "float", "list") else "text", **variables)
+        if fields.get("unit"):
+            text += " " + formats.render(self.name, "unit", unit=fields["unit"])
+        return text
+
+    def to_item(self, row: Row, *, prompts: AnswerFormats, max_side: int) -> EvalItem:
+        fields = row.fields
+        pid = str(fields["pid"])
+        image = image_from_field(fields.get("decoded_image") or fields.get("image"), name=f"{pid}.png", base_dir=row.base_dir, max_side=max_side)
+        choices = [str(choice) for choice in fields.get("choices") or []]
+        metadata = _metadata(fields)
+        problem = Problem(
+            question=str(fields["question"]),
+            options=tuple(choices),
+            images=(image,) if image else (),
+            answer_format=self.answer_format(fields, prompts),
+            id=pid,
+        )
+        record = {
+            "pid": pid,
+            "question_type": fields.get("question_type"),
+            "answer_type": fields.get("answer_type"),
+            "precision": fields.get("precision"),
+            "choices": choices or None,
+            "unit": fields.get("unit"),
+            "answer": str(fields.get("answer")),
+            "category": metadata.get("category"),
+            "subset": row.subset,
+        }
+        return EvalItem(
+            pid=pid,
+            subset=row.subset,
+            problem=problem,
+            record=record,
+            gold=str(fields.get("answer")),
+            metadata={
+                "question_type": fields.get("question_type"),
+                "answer_type": fields.get("answer_type"),
+                "category": metadata.get("category"),
+                "task": metadata.get("task"),
+                "grade": metadata.get("grade"),
+                "skills": metadata.get("skills"),
+                "source": metadata.get("source"),
+            },
+        )
+
+    def render_response(self, final_answer: str, item: EvalItem) -> str:
+        # MathVista's extractor reads a bare answer (a letter, a number, a list) directly.
+        return final_answer.strip()
+
+
+TASK = MathVistaTask()

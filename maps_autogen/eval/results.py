@@ -1,0 +1,150 @@
+"""Eval results: the append-only results.jsonl, the summary, and the paper's Table 1 layout."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from maps_autogen.eval.tasks import Task
+from maps_autogen.transcript import SCHEMA_VERSION, write_json_atomic
+
+RESULTS_FILE = "results.jsonl"
+MANIFEST_FILE = "manifest.json"
+SUMMARY_FILE = "summary.json"
+FEEDBACK_TARGETS = ("interpreter", "aligner", "scholar", "solver", "none")
+
+
+class ResultsLog:
+    """results.jsonl: one complete line per finished problem, appended with a single write and
+    fsync'd, so a kill at any moment leaves at worst a torn last line, which is ignored and cut
+    off before the next append."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+
+    def read(self) -> dict[str, dict[str, Any]]:
+        """The latest record per pid (a pid retried after a failure appears more than once)."""
+        latest: dict[str, dict[str, Any]] = {}
+        for record in self._records():
+            latest[str(record["pid"])] = record
+        return latest
+
+    def _records(self) -> Iterable[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        records = []
+        with open(self.path, "rb") as handle:
+            for line in handle:
+                if not line.endswith(b"\n"):
+                    break  # a torn last line from a killed process
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(record, dict) and "pid" in record:
+                    records.append(record)
+        return records
+
+    def _cut_torn_tail(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb+") as handle:
+            data = handle.read()
+            if data and not data.endswith(b"\n"):
+                handle.truncate(data.rfind(b"\n") + 1)
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = (json.dumps({"schema_version": SCHEMA_VERSION, **record}, ensure_ascii=False, default=str) + "\n").encode()
+        with self._lock:
+            self._cut_torn_tail()
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def compact(self, order: Sequence[str]) -> list[dict[str, Any]]:
+        """Rewrite the file atomically with one line per pid, in `order` (others after)."""
+        with self._lock:
+            latest = self.read()
+            rank = {pid: n for n, pid in enumerate(order)}
+            records = sorted(latest.values(), key=lambda r: (rank.get(str(r["pid"]), len(rank)), str(r["pid"])))
+            temp = self.path.with_name(f".{self.path.name}.tmp")
+            with open(temp, "w", encoding="utf-8") as handle:
+                for record in records:
+                    handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, self.path)
+            return records
+
+
+def _accuracy(correct: int, scored: int) -> float | None:
+    return round(100.0 * correct / scored, 2) if scored else None
+
+
+def summarize(records: Sequence[dict[str, Any]], task: Task, subset_names: Sequence[str]) -> dict[str, Any]:
+    """Accuracy per subset and on average (pooled over the subsets run, as the paper does),
+    failures, feedback shares (Figure 4), stop reasons, usage and cost."""
+    subsets: dict[str, dict[str, Any]] = {}
+    for name in subset_names:
+        mine = [r for r in records if r.get("subset") == name]
+        scored = [r for r in mine if r.get("status") == "ok"]
+        correct = sum(1 for r in scored if r.get("correct"))
+        subsets[name] = {"n": len(mine), "scored": len(scored), "correct": correct, "failed": len(mine) - len(scored),
+                         "accuracy": _accuracy(correct, len(scored))}
+    scored = [r for r in records if r.get("status") == "ok"]
+    correct = sum(1 for r in scored if r.get("correct"))
+    feedback = {target: 0 for target in FEEDBACK_TARGETS}
+    stop_reasons: dict[str, int] = {}
+    for record in scored:
+        target = record.get("feedback_step") or "none"
+        feedback[target] = feedback.get(target, 0) + 1
+        reason = record.get("stop_reason") or "none"
+        stop_reasons[reason] = stop_reasons.get(reason, 0) + 1
+    costs = [(r.get("usage") or {}).get("cost") for r in records]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "benchmark": task.name,
+        "subsets": subsets,
+        "average": {"n": len(records), "scored": len(scored), "correct": correct, "accuracy": _accuracy(correct, len(scored))},
+        "failed": len(records) - len(scored),
+        "feedback_shares": {k: round(v / len(scored), 4) if scored else None for k, v in feedback.items()},
+        "stop_reasons": stop_reasons,
+        "usage": {
+            "calls": sum((r.get("usage") or {}).get("calls") or 0 for r in records),
+            "prompt_tokens": sum((r.get("usage") or {}).get("prompt_tokens") or 0 for r in records),
+            "completion_tokens": sum((r.get("usage") or {}).get("completion_tokens") or 0 for r in records),
+            "cost": round(sum(c for c in costs if c), 6) if all(c is not None for c in costs) else None,
+        },
+        "seconds": round(sum(r.get("seconds") or 0 for r in records), 3),
+    }
+
+
+def table1(summary: dict[str, Any], task: Task, label: str) -> str:
+    """The paper's Table 1 layout (subtask columns, then the benchmark average) as Markdown."""
+    columns = [s for s in task.subsets if s.name in summary["subsets"]]
+    header = ["Method", *(s.column for s in columns), "Avg."]
+
+    def cell(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    row = [label, *(cell(summary["subsets"][s.name]["accuracy"]) for s in columns), cell(summary["average"]["accuracy"])]
+    lines = [
+        f"{task.title}",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+        "| " + " | ".join(row) + " |",
+    ]
+    return "\n".join(lines)
+
+
+def write_summary(eval_dir: Path, summary: dict[str, Any]) -> Path:
+    path = eval_dir / SUMMARY_FILE
+    write_json_atomic(path, summary)
+    return path

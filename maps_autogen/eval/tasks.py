@@ -1,0 +1,120 @@
+"""What a benchmark task provides to the runner, and the registry of tasks."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Protocol
+
+from maps_autogen.errors import UsageError
+from maps_autogen.problem import Problem
+
+
+@dataclass(frozen=True)
+class Subset:
+    """A subtask as the paper reports it."""
+
+    name: str  # e.g. "Math_En_COMP"
+    column: str  # the paper's Table 1 column, e.g. "MECO"
+    paper_size: int
+    source: str  # the hub config (or category) the subset comes from
+    default_sample: int | None = None  # the paper samples this many (seeded) from the subset
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    """One benchmark problem, ready for the engine and the scorer."""
+
+    pid: str
+    subset: str
+    problem: Problem
+    record: dict[str, Any]  # the scorer's fields for this problem (no response yet)
+    gold: str
+    metadata: dict[str, Any] = field(default_factory=dict)  # question/answer type, category, difficulty
+
+
+@dataclass(frozen=True)
+class Row:
+    """A raw data set row with the subset it was loaded for and where relative paths start."""
+
+    subset: str
+    fields: dict[str, Any]
+    base_dir: Path | None
+
+
+class Task(Protocol):
+    name: str
+    title: str
+    hub_id: str
+    subsets: tuple[Subset, ...]
+
+    def rows(self, subsets: tuple[Subset, ...], data: Path | None) -> Iterator[Row]:
+        """Rows of the chosen subsets, from the hub or from a local copy."""
+        ...
+
+    def to_item(self, row: Row, *, prompts: "AnswerFormats", max_side: int) -> EvalItem:
+        """Turn a row into an EvalItem (Problem with its answer-format instruction)."""
+        ...
+
+    def render_response(self, final_answer: str, item: EvalItem) -> str:
+        """The Solver's final answer in the text form this benchmark's official extractor reads."""
+        ...
+
+
+TASK_MODULES = {
+    "mathvista": "maps_autogen.eval.mathvista",
+    "olympiadbench": "maps_autogen.eval.olympiadbench",
+    "emma": "maps_autogen.eval.emma",
+}
+
+
+def get_task(name: str) -> Task:
+    """The task of a benchmark by name (each module exposes a module-level `TASK`)."""
+    if name not in TASK_MODULES:
+        raise UsageError(f"unknown benchmark '{name}'", fix=f"use one of: {', '.join(TASK_MODULES)}")
+    return importlib.import_module(TASK_MODULES[name]).TASK
+
+
+def find_subsets(task: Task, names: tuple[str, ...]) -> tuple[Subset, ...]:
+    """The named subsets (case-insensitive; paper column names accepted), or all of them."""
+    if not names:
+        return task.subsets
+    chosen = []
+    for name in names:
+        match = next((s for s in task.subsets if name.lower() in (s.name.lower(), s.column.lower(), s.source.lower())), None)
+        if match is None:
+            known = ", ".join(s.name for s in task.subsets)
+            raise UsageError(f"{task.title} has no subset '{name}'", fix=f"use one of: {known}")
+        if match not in chosen:
+            chosen.append(match)
+    return tuple(chosen)
+
+
+class AnswerFormats:
+    """The per-benchmark answer-format instructions from prompts/answer_formats.yaml."""
+
+    def __init__(self, templates: dict[str, dict[str, str]], source: str):
+        self.templates = templates
+        self.source = source
+
+    def render(self, benchmark: str, case: str, **variables: Any) -> str:
+        from maps_autogen.errors import ConfigError
+        from maps_autogen.prompts import render
+
+        try:
+            template = self.templates[benchmark][case]
+        except KeyError:
+            raise ConfigError(f"{self.source}: no answer format '{benchmark}.{case}'", fix="see the default prompts/answer_formats.yaml") from None
+        return render(template, variables, source=self.source).strip()
+
+
+def load_answer_formats(path: Path) -> AnswerFormats:
+    """Read prompts/answer_formats.yaml."""
+    from maps_autogen.config import read_yaml
+    from maps_autogen.errors import ConfigError
+
+    data = read_yaml(path)
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ConfigError(f"{path}: expected benchmark -> case -> text", fix="see the default prompts/answer_formats.yaml")
+    return AnswerFormats({b: {c: str(t) for c, t in cases.items()} for b, cases in data.items()}, str(path))

@@ -1,0 +1,109 @@
+"""Small benchmark data sets in the published schemas, and a scripted server that answers
+each problem as told, for the `maps eval` tests."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import critic_json, make_png, solver_json
+from tests.fake_openai import Received, Reply
+
+QUESTION_ID = re.compile(r"\[q:([A-Za-z0-9_-]+)\]")
+
+
+def write_mathvista_jsonl(folder: Path, n: int = 12) -> tuple[Path, dict[str, dict[str, Any]]]:
+    """testmini.jsonl with images beside it; pids 1..n alternate general / math."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "images").mkdir(exist_ok=True)
+    rows = {}
+    with open(folder / "testmini.jsonl", "w") as handle:
+        for number in range(1, n + 1):
+            pid = str(number)
+            make_png(folder / "images" / f"{pid}.png", color=("white" if number % 2 else "yellow"))
+            multi = number % 3 == 0
+            row = {
+                "pid": pid,
+                "question": f"[q:{pid}] What is shown in figure {pid}?",
+                "image": f"images/{pid}.png",
+                "choices": ["red", "green", "blue"] if multi else None,
+                "unit": None,
+                "precision": None,
+                "answer": "green" if multi else str(number * 2),
+                "question_type": "multi_choice" if multi else "free_form",
+                "answer_type": "text" if multi else "integer",
+                "metadata": {"category": "general-vqa" if number % 2 else "math-targeted-vqa", "context": "diagram",
+                             "grade": "high school", "language": "english", "skills": ["arithmetic reasoning"],
+                             "source": "synthetic", "split": "testmini", "task": "figure question answering"},
+                "query": f"What is shown in figure {pid}?",
+            }
+            handle.write(json.dumps(row) + "\n")
+            rows[pid] = row
+    return folder / "testmini.jsonl", rows
+
+
+class ProblemScript:
+    """Answers each role for each problem (identified by the [q:ID] tag in its question):
+    the Solver gives `answers[pid]`; the Critic passes unless `critic_low` names the pid;
+    `fail` names pids whose requests fail with HTTP 500."""
+
+    def __init__(self, answers: dict[str, str], *, critic_low: set[str] = frozenset(), fail: set[str] = frozenset(),
+                 delay_s: float = 0.0, baseline: bool = False):
+        self.answers = answers
+        self.critic_low = set(critic_low)
+        self.fail = set(fail)
+        self.delay_s = delay_s
+        self.baseline = baseline
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.critic_seen: dict[str, int] = {}
+
+    def _pid(self, request: Received) -> str | None:
+        for message in request.messages:
+            content = message.get("content")
+            texts = [content] if isinstance(content, str) else [p.get("text", "") for p in content or [] if p.get("type") == "text"]
+            for text in texts:
+                match = QUESTION_ID.search(text or "")
+                if match:
+                    return match.group(1)
+        return None
+
+    def pid_of_critic(self, request: Received) -> str | None:
+        return self._pid(request)
+
+    def __call__(self, request: Received) -> Reply:
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.delay_s:
+                import time
+
+                time.sleep(self.delay_s)
+            return self._reply(request)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def _reply(self, request: Received) -> Reply:
+        role = request.role
+        pid = self._pid(request)
+        if pid in self.fail:
+            return Reply("scripted outage", status=500)
+        answer = self.answers.get(pid or "", "0")
+        if role in ("direct", "cot"):
+            return Reply(f"Reasoning about the figure.\nThe answer is {answer}")
+        if role == "solver":
+            return Reply(solver_json(answer))
+        if role == "critic":
+            with self.lock:
+                self.critic_seen[pid or ""] = self.critic_seen.get(pid or "", 0) + 1
+                first = self.critic_seen[pid or ""] == 1
+            if pid in self.critic_low and first:
+                return Reply(critic_json(5, 5, 5, 2, worst="solution"))
+            return Reply(critic_json(5, 5, 5, 5))
+        return Reply(f"{role} notes for [q:{pid}]")
