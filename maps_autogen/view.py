@@ -47,14 +47,17 @@ body { margin: 0; background: var(--bg); color: var(--fg);
 main { max-width: 1100px; margin: 0 auto; padding: 16px 20px 60px; }
 h1 { font-size: 1.35rem; margin: 8px 0 4px; } h2 { font-size: 1.15rem; margin: 22px 0 8px; }
 h3 { font-size: 1rem; margin: 14px 0 6px; }
+.card > h2:first-child { margin-top: 2px; }
 a { color: #1d4ed8; }
 .muted { color: var(--muted); }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 12px 14px; margin: 10px 0; }
 .text { white-space: pre-wrap; overflow-wrap: anywhere; margin: 6px 0 0;
   font: 13.5px/1.45 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; }
+.text.question { font-family: inherit; font-size: 16px; }
 .kv { display: grid; grid-template-columns: max-content 1fr; gap: 3px 14px; margin: 4px 0; }
-.kv dt { color: var(--muted); } .kv dd { margin: 0; overflow-wrap: anywhere; }
+.kv dt { color: var(--muted); } .kv dd { margin: 0; overflow-wrap: anywhere; } .kv dd > .text { margin: 0; }
 table { border-collapse: collapse; margin: 6px 0; font-size: 14px; }
+caption { text-align: left; font-weight: 600; padding: 2px 0; }
 th, td { border: 1px solid var(--line); padding: 3px 9px; text-align: left; vertical-align: top; }
 th { background: #eef0f4; font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -76,6 +79,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .role-scholar { border-left-color: var(--scholar); } .role-scholar .agent { color: var(--scholar); }
 .role-solver { border-left-color: var(--solver); } .role-solver .agent { color: var(--solver); }
 .role-critic { border-left-color: var(--critic); } .role-critic .agent { color: var(--critic); }
+.scores td.score { text-align: center; }
 .scores td.low { background: #fee2e2; color: var(--bad); font-weight: 700; }
 .scores td.pass { background: #dcfce7; color: var(--good); }
 .event { border-radius: 6px; padding: 7px 12px; margin: 10px 0; font-weight: 600; }
@@ -144,15 +148,16 @@ SCRIPT = """
     if (one) { window.scrollTo(0, 0); }
   }
 
-  function setDetails(open) {
-    var scope = document.querySelector("section.problem:not([hidden])") || document;
+  function setDetails(button) {
+    var scope = button.closest("section.problem") || document;
+    var open = button.getAttribute("data-details") === "open";
     Array.prototype.forEach.call(scope.querySelectorAll("details"), function (d) { d.open = open; });
   }
 
   filters.forEach(function (select) { select.addEventListener("change", applyFilters); });
-  var expand = document.getElementById("expand-all"), collapse = document.getElementById("collapse-all");
-  if (expand) { expand.addEventListener("click", function () { setDetails(true); }); }
-  if (collapse) { collapse.addEventListener("click", function () { setDetails(false); }); }
+  Array.prototype.forEach.call(document.querySelectorAll("button[data-details]"), function (button) {
+    button.addEventListener("click", function () { setDetails(button); });
+  });
   window.addEventListener("hashchange", route);
   applyFilters();
   route();
@@ -196,10 +201,11 @@ PAGE = """<!DOCTYPE html>
 </html>
 """
 
+# Opens or closes the collapsed parts (requests, raw Critic replies) of the page or problem it is in.
 TOOLBAR = (
     '<div class="toolbar"><span class="muted">Details:</span>'
-    '<button type="button" id="expand-all">expand all</button>'
-    '<button type="button" id="collapse-all">collapse all</button></div>'
+    '<button type="button" data-details="open">expand all</button>'
+    '<button type="button" data-details="close">collapse all</button></div>'
 )
 
 
@@ -376,7 +382,7 @@ def _render_usage_table(run: dict[str, Any]) -> str:
         settings = _kv([
             ("steps", _e(" → ".join(map(str, flow.get("steps") or [])))),
             ("critic", _e(f"{'on' if flow.get('critic') else 'off'}, threshold {flow.get('threshold')}, "
-                          f"max rollbacks {flow.get('max_rollbacks')}, final review {flow.get('final_review')}")),
+                          f"max rollbacks {flow.get('max_rollbacks')}, final review {'on' if flow.get('final_review') else 'off'}")),
             ("without", _e(", ".join(map(str, flow.get("without") or [])) or "–")),
         ])
     return (f'<section class="card usage"><h2>Models and usage</h2><table class="usage-table"><thead>{head}</thead>'
@@ -591,7 +597,7 @@ def _render_eval_header(manifest: dict[str, Any], rows: list[dict[str, Any]]) ->
         ("without", _e(", ".join(map(str, manifest.get("without") or [])) or "–")),
         ("models", _e(_compact(manifest.get("models") or {}))),
         ("created", _e(manifest.get("created_at"))),
-        ("problems", f"{len(rows)} finished, {failed} failed"),
+        ("problems", f"{len(rows)} done, {failed} of them failed"),
         ("cost", _cost(total_cost)),
     ]
     accuracy = (f'<p class="headline">Accuracy <strong id="accuracy">{_e(_accuracy(rows))}</strong> '
@@ -600,7 +606,7 @@ def _render_eval_header(manifest: dict[str, Any], rows: list[dict[str, Any]]) ->
             f'<section class="card">{_kv(pairs)}{_render_subset_table(rows)}</section>')
 
 
-def _render_problem_section(eval_dir: Path, row: dict[str, Any], anchor: str) -> str:
+def _render_problem_section(eval_dir: Path, row: dict[str, Any], anchor: str, nav: str) -> str:
     pairs = [
         ("subset", _e(row.get("subset", ""))),
         ("verdict", _verdict_pill(row.get("correct")) or _e(_verdict_of(row))),
@@ -615,13 +621,13 @@ def _render_problem_section(eval_dir: Path, row: dict[str, Any], anchor: str) ->
     if isinstance(metadata, dict):
         pairs.extend((key, _e(_compact(value))) for key, value in metadata.items())
     parts = [f'<section class="problem" id="{anchor}" data-pid="{_e(row.get("pid"))}">',
-             '<p><a href="#index">← all problems</a></p>',
+             f'<nav class="toolbar"><a href="#index">← all problems</a>{nav}</nav>',
              f'<h2>Problem {_e(row.get("pid"))}</h2><section class="card result">{_kv(pairs)}</section>']
     run_dir = _inside(eval_dir, row.get("run_dir"))
     if run_dir is not None and (run_dir / RUN_FILE).is_file() and (run_dir / TRANSCRIPT_FILE).is_file():
         # The requests repeat the prompts in every turn; over hundreds of problems they would
         # dominate the file, so the eval page leaves them out (`maps view` on the problem's folder shows them).
-        parts.append(_solve_body(run_dir, gold=row.get("gold"), correct=row.get("correct"), include_requests=False))
+        parts.append(TOOLBAR + _solve_body(run_dir, gold=row.get("gold"), correct=row.get("correct"), include_requests=False))
     else:
         parts.append('<p class="muted">No transcript was saved for this problem.</p>')
     parts.append("</section>")
@@ -639,9 +645,22 @@ def _render_eval(eval_dir: Path) -> tuple[str, str]:
              f'<table id="index-table"><thead>{head}</thead><tbody>{table_rows}</tbody></table>'
              + ("" if rows else f'<p class="muted">No finished problems yet ({RESULTS_FILE} is empty or missing).</p>')
              + "</section>")
-    sections = "".join(_render_problem_section(eval_dir, row, anchor) for row, anchor in zip(rows, anchors))
+    sections = "".join(
+        _render_problem_section(eval_dir, row, anchor, _problem_nav(anchors, number))
+        for number, (row, anchor) in enumerate(zip(rows, anchors))
+    )
     title = f"maps view: {manifest.get('eval_id') or eval_dir.name}"
-    return title, _render_eval_header(manifest, rows) + TOOLBAR + index + sections
+    return title, _render_eval_header(manifest, rows) + index + sections
+
+
+def _problem_nav(anchors: list[str], number: int) -> str:
+    """Links to the previous and next problem (in results order, whatever the filters)."""
+    links = []
+    if number > 0:
+        links.append(f'<a href="#{anchors[number - 1]}">previous</a>')
+    if number + 1 < len(anchors):
+        links.append(f'<a href="#{anchors[number + 1]}">next</a>')
+    return "".join(links)
 
 
 def _read_manifest(eval_dir: Path) -> dict[str, Any]:

@@ -20,10 +20,12 @@ MAPS = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "maps_auto
 TEST_KEY = "sk-test-0123456789-secret"
 
 
-def make_png(path: Path, size: tuple[int, int] = (320, 200), color: str = "white") -> Path:
+def make_png(path: Path, size: tuple[int, int] = (320, 200), color: str = "white", mark: int = 0) -> Path:
     image = Image.new("RGB", size, color)
     for x in range(0, size[0], 7):  # a little structure so the file is not trivially small
         image.putpixel((x, size[1] // 2), (0, 0, 0))
+    for n in range(mark):  # `mark` makes images of different problems differ
+        image.putpixel((n % size[0], n // size[0]), (255, 0, 0))
     image.save(path)
     return path
 

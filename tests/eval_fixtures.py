@@ -23,7 +23,7 @@ def write_mathvista_jsonl(folder: Path, n: int = 12) -> tuple[Path, dict[str, di
     with open(folder / "testmini.jsonl", "w") as handle:
         for number in range(1, n + 1):
             pid = str(number)
-            make_png(folder / "images" / f"{pid}.png", color=("white" if number % 2 else "yellow"))
+            make_png(folder / "images" / f"{pid}.png", mark=number)
             multi = number % 3 == 0
             row = {
                 "pid": pid,
@@ -106,4 +106,4 @@ class ProblemScript:
             if pid in self.critic_low and first:
                 return Reply(critic_json(5, 5, 5, 2, worst="solution"))
             return Reply(critic_json(5, 5, 5, 5))
-        return Reply(f"{role} notes for [q:{pid}]")
+        return Reply(f"{role} notes" + (f" for [q:{pid}]" if pid else ""))

@@ -278,7 +278,7 @@ def test_corrupt_model_files(tmp_path: Path) -> None:
                            (cut_in_data, "could not load")):
         started = time.monotonic()
         with pytest.raises(LocalModelError) as error:
-            LocalServer(LocalModelSettings(model_path=path))
+            LocalServer(LocalModelSettings(model_path=path, log_path=tmp_path / "server.log"))
         assert_one_line(error, expected, path.name)
         assert time.monotonic() - started < 15
 
@@ -311,8 +311,8 @@ def test_requested_free_port_is_used() -> None:
 
 
 @pytest.mark.local
-def test_server_killed_mid_run_fails_fast_and_clearly() -> None:
-    running = LocalServer(LocalModelSettings(n_ctx=2048))
+def test_server_killed_mid_run_fails_fast_and_clearly(tmp_path: Path) -> None:
+    running = LocalServer(LocalModelSettings(n_ctx=2048, log_path=tmp_path / "server.log"))
     try:
         client = client_for(running, max_retries=0)
         stream = iter(client.chat.completions.create(

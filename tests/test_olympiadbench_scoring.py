@@ -159,8 +159,10 @@ def test_interval_unions_and_the_space_quirk() -> None:
     assert judge("(0,1)\\cup (2,3)", "(0,1)\\cup(2,3.0)") is False
 
 
-def test_tuples_ignore_extra_components() -> None:
+def test_tuples_ignore_extra_or_missing_components() -> None:
     assert judge("(1,2,3)", "(1,2)") is True
+    assert judge("(1,2)", "(1,2,3)") is True
+    assert judge("(1,3)", "(1,2)") is False
 
 
 # ---- judge: expressions and equations -------------------------------------------------------
@@ -188,6 +190,15 @@ def test_only_right_side_of_equals_is_compared() -> None:
 
 def test_e_is_a_plain_symbol() -> None:
     assert judge("e", "2.718281828") is False
+
+
+def test_parser_quirks_subscript_after_power_and_differential() -> None:
+    # sympy's LaTeX parser drops the subscript of `r^2_0`, so it equals `r^2`
+    assert judge("r^2_0", "r^2") is True
+    assert judge("r_0^2", "r^2") is False
+    # `d g` is read as the differential dg (one symbol), so it does not commute like m g
+    assert judge("m g", "g m") is True
+    assert judge("d g", "g d") is False
 
 
 def test_equations_equal_up_to_integer_factor() -> None:
