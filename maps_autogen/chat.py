@@ -35,7 +35,7 @@ from maps_autogen.roles import (
 from maps_autogen.secrets import redact
 from maps_autogen.transcript import request_for_transcript, utc_now
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply
-from maps_autogen.views import build_request, format_options, revision_for
+from maps_autogen.role_inputs import build_request, format_options, revision_for
 
 logger = logging.getLogger(__name__)
 # AG2 announces at INFO level that our custom model client awaits registration; it always is.

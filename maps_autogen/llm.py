@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import httpx
-import openai
 
 from maps_autogen.cache import ResponseCache, cache_key
 from maps_autogen.endpoints import ResolvedModel
@@ -95,26 +94,50 @@ def backoff_delay(attempt: int, retry_after: float | None) -> float:
 
 
 _clients_lock = threading.Lock()
-_clients: dict[tuple[str, str, float, int], openai.OpenAI] = {}
+_clients: dict[tuple[float, int], httpx.Client] = {}
 
 
-def shared_openai_client(base_url: str, api_key: str, timeout_s: float, max_connections: int = 64) -> openai.OpenAI:
-    """One OpenAI client (and HTTP connection pool) per endpoint per process."""
-    key = (base_url, api_key, timeout_s, max_connections)
+def shared_http_client(timeout_s: float, max_connections: int = 64) -> httpx.Client:
+    """One HTTP connection pool per timeout and size per process, shared by every chat."""
+    key = (timeout_s, max_connections)
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
-            http = httpx.Client(
+            client = httpx.Client(
                 timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
                 limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
             )
-            client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", max_retries=0, http_client=http)
             _clients[key] = client
         return client
 
 
+class _Rejected(Exception):
+    """The service answered with a status that retrying will not fix."""
+
+    def __init__(self, status: int, detail: str):
+        super().__init__(f"HTTP {status}" + (f": {detail}" if detail else ""))
+        self.status = status
+        self.detail = detail
+
+
+def _error_detail(response: httpx.Response) -> str:
+    """The service's own error message, shortened to one line."""
+    try:
+        body = json.loads(response.read())
+        detail = body.get("error", body) if isinstance(body, dict) else body
+        message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
+    except (ValueError, httpx.HTTPError):
+        message = ""
+    return " ".join(str(message).split())[:200]
+
+
 class ChatBackend:
-    """Makes chat-completion calls to one model, with bounded retries and JSON-mode fallback."""
+    """Makes chat-completion calls to one model, with bounded retries and JSON-mode fallback.
+
+    Requests go straight over a shared httpx pool: the OpenAI-compatible chat API is a single
+    POST, and skipping an SDK's typed request transforms keeps the CPU cost per call low when
+    dozens of chats run at once.
+    """
 
     def __init__(
         self,
@@ -129,7 +152,9 @@ class ChatBackend:
         self.base_url = base_url or model.base_url
         if not self.base_url:
             raise ValueError(f"endpoint {model.endpoint_name} has no base URL yet")
-        self._client = shared_openai_client(self.base_url, model.api_key, model.timeout_s, max_connections)
+        self._url = f"{self.base_url.rstrip('/')}/chat/completions"
+        self._http = shared_http_client(model.timeout_s, max_connections)
+        self._headers = {"Authorization": f"Bearer {model.api_key}"} if model.api_key else {}
         self._json_mode = model.json_mode
         self.supports_images = model.kind != "local" or bool(model.local and model.local.mmproj_path)
 
@@ -182,17 +207,18 @@ class ChatBackend:
                 logger.warning("model call failed (%s); retry %d in %.1fs", redact(str(error)), attempt, delay)
                 time.sleep(delay)
                 continue
-            except openai.BadRequestError as error:
-                if response_format is not None and self._json_mode in JSON_MODE_FALLBACK and _mentions_format(error):
+            except _Rejected as error:
+                mentions_format = any(word in error.detail.lower() for word in ("response_format", "json_schema", "json schema"))
+                if error.status == 400 and response_format is not None and self._json_mode in JSON_MODE_FALLBACK and mentions_format:
                     self._json_mode = JSON_MODE_FALLBACK[self._json_mode]
                     logger.warning("endpoint rejected the JSON mode; falling back to %s", self._json_mode)
                     attempt -= 1
                     continue
-                raise ServiceError(redact(f"the model service rejected the request: {_status_text(error)}"), fix="check the model name and settings in agents.yaml") from None
-            except openai.AuthenticationError as error:
-                raise ServiceError(redact(f"the model service refused the API key: {_status_text(error)}"), fix="check the key in the endpoint's api_key_env variable") from None
-            except openai.APIStatusError as error:
-                raise ServiceError(redact(f"the model service answered {_status_text(error)}"), fix="check the endpoint URL and model name") from None
+                if error.status in (401, 403):
+                    raise ServiceError(redact(f"the model service refused the API key: {error}"), fix="check the key in the endpoint's api_key_env variable") from None
+                if error.status == 400:
+                    raise ServiceError(redact(f"the model service rejected the request: {error}"), fix="check the model name and settings in agents.yaml") from None
+                raise ServiceError(redact(f"the model service answered {error}"), fix="check the endpoint URL and model name") from None
             prompt_tokens = usage.get("prompt_tokens") if usage else None
             completion_tokens = usage.get("completion_tokens") if usage else None
             cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0) if usage else None
@@ -216,78 +242,78 @@ class ChatBackend:
         response_format: dict[str, Any] | None,
         on_token: TokenCallback | None,
     ) -> tuple[str, str | None, dict[str, Any] | None]:
-        params: dict[str, Any] = {"model": self.model.model, "messages": messages}
+        body: dict[str, Any] = {"model": self.model.model, "messages": messages}
         if self.model.temperature is not None:
-            params["temperature"] = self.model.temperature
+            body["temperature"] = self.model.temperature
         if self.model.max_tokens is not None:
-            params["max_tokens"] = self.model.max_tokens
+            body["max_tokens"] = self.model.max_tokens
         if response_format is not None:
-            params["response_format"] = response_format
+            body["response_format"] = response_format
+        if self.model.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
         # The role travels as a header so gateways (and our tests) can attribute each request.
-        params["extra_headers"] = {"X-Maps-Role": role}
+        headers = {**self._headers, "X-Maps-Role": role}
         try:
-            if self.model.stream:
-                return self._streamed(params, on_token)
-            reply = self._client.chat.completions.create(**params)
-        except openai.APITimeoutError:
+            with self._http.stream("POST", self._url, json=body, headers=headers) as response:
+                self._check_status(response)
+                if self.model.stream:
+                    return self._read_stream(response, on_token)
+                raw = response.read()
+        except httpx.TimeoutException:
             raise _Retryable(f"the model service at {self.base_url} did not answer within {self.model.timeout_s:g}s") from None
-        except openai.APIConnectionError:
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
             raise _Retryable(f"cannot reach the model service at {self.base_url}") from None
-        except (openai.RateLimitError, openai.InternalServerError) as error:
-            raise _Retryable(f"the model service answered {_status_text(error)}", _retry_after(error.response)) from None
-        except openai.APIStatusError as error:
-            if error.status_code in (408, 409) or error.status_code >= 500:
-                raise _Retryable(f"the model service answered {_status_text(error)}", _retry_after(error.response)) from None
-            raise
-        except (json.JSONDecodeError, openai.APIResponseValidationError, UnicodeDecodeError):
-            raise _Retryable("the model service sent a malformed reply (not valid JSON)") from None
-        choices = getattr(reply, "choices", None)
-        if not isinstance(choices, list) or not choices or choices[0].message is None or choices[0].message.content is None:
+        except httpx.HTTPError as error:
+            raise _Retryable(f"the request to {self.base_url} failed: {error.__class__.__name__}") from None
+        try:
+            reply = json.loads(raw)
+            choice = reply["choices"][0]
+            text = choice["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise _Retryable("the model service sent a malformed reply (not a chat completion in JSON)") from None
+        if not isinstance(text, str):
             raise _Retryable("the model service sent a reply without message content")
-        usage = reply.usage.model_dump() if getattr(reply, "usage", None) is not None else None
-        return choices[0].message.content, getattr(reply, "model", None), usage
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else None
+        return text, reply.get("model"), usage
 
-    def _streamed(self, params: dict[str, Any], on_token: TokenCallback | None) -> tuple[str, str | None, dict[str, Any] | None]:
-        params = {**params, "stream": True, "stream_options": {"include_usage": True}}
+    @staticmethod
+    def _check_status(response: httpx.Response) -> None:
+        status = response.status_code
+        if status < 400:
+            return
+        detail = _error_detail(response)
+        message = f"HTTP {status}" + (f": {detail}" if detail else "")
+        if status in (408, 409, 429) or status >= 500:
+            raise _Retryable(f"the model service answered {message}", _retry_after(response))
+        raise _Rejected(status, detail)
+
+    def _read_stream(self, response: httpx.Response, on_token: TokenCallback | None) -> tuple[str, str | None, dict[str, Any] | None]:
         pieces: list[str] = []
         usage = None
         model_name = None
-        try:
-            with self._client.chat.completions.create(**params) as stream:
-                for chunk in stream:
-                    model_name = getattr(chunk, "model", None) or model_name
-                    if getattr(chunk, "usage", None) is not None:
-                        usage = chunk.usage.model_dump()
-                    for choice in chunk.choices or []:
-                        delta = choice.delta.content if choice.delta else None
-                        if delta:
-                            pieces.append(delta)
-                            if on_token is not None:
-                                on_token(delta)
-        except (json.JSONDecodeError, openai.APIResponseValidationError):
-            raise _Retryable("the model service sent a malformed streamed reply") from None
-        except httpx.HTTPError:
-            raise _Retryable(f"the stream from {self.base_url} broke off") from None
+        for line in response.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                break
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise _Retryable("the model service sent a malformed streamed reply") from None
+            model_name = chunk.get("model") or model_name
+            if isinstance(chunk.get("usage"), dict):
+                usage = chunk["usage"]
+            for choice in chunk.get("choices") or []:
+                delta = (choice.get("delta") or {}).get("content")
+                if delta:
+                    pieces.append(delta)
+                    if on_token is not None:
+                        on_token(delta)
         if not pieces:
             raise _Retryable("the model service streamed no content")
         return "".join(pieces), model_name, usage
-
-
-def _status_text(error: openai.APIStatusError) -> str:
-    message = ""
-    try:
-        body = error.response.json()
-        detail = body.get("error", body) if isinstance(body, dict) else body
-        message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
-    except Exception:  # the body is whatever the server sent; the status code is enough
-        message = ""
-    message = " ".join(str(message).split())[:200]
-    return f"HTTP {error.status_code}" + (f": {message}" if message else "")
-
-
-def _mentions_format(error: openai.BadRequestError) -> bool:
-    text = _status_text(error).lower()
-    return "response_format" in text or "json_schema" in text or "json schema" in text
 
 
 class _AG2Response:

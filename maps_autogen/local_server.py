@@ -12,8 +12,11 @@ not in this process, because
 - it can always be stopped: close its stdin (clean exit), then SIGTERM, then SIGKILL;
 - it cannot outlive us: the child blocks reading its stdin pipe and exits on EOF, which the
   kernel delivers whenever this process ends, however it ends (even SIGKILL);
-- llama.cpp's native logging goes to a log file instead of the user's terminal.
-The price is ~0.1 s more start-up than in-process (measured, see benchmarks/local_model.py).
+- llama.cpp's native logging goes to a log file instead of the user's terminal;
+- in-process, xllamacpp's ~Server hung interpreter exit in 1 of 20 runs; the child never runs
+  it (os._exit), and the parent never loads llama.cpp at all.
+The price is ~0.2 s more start-up than in-process (interpreter start and health check; see
+benchmarks/local_model.py), and ~0 s more per request (both go over local HTTP anyway).
 
 The parent validates what it can before spawning (file exists, GGUF header and tensor table
 parse, port free) so common faults give a precise message without reading llama.cpp's log.
@@ -392,7 +395,9 @@ def _plan_launch(settings: LocalModelSettings) -> _LaunchPlan:
             )
     n_ctx = settings.n_ctx
     if info.context_length is not None and n_ctx > info.context_length:
-        logger.warning("n_ctx %d exceeds the model's trained context %d; using %d",
+        # Beyond the trained context a model degrades into noise; only tell loudly if asked for.
+        log = logger.info if settings.n_ctx == DEFAULT_N_CTX else logger.warning
+        log("n_ctx %d exceeds the model's trained context %d; using %d",
                        n_ctx, info.context_length, info.context_length)
         n_ctx = info.context_length
     if settings.port is not None:
@@ -427,6 +432,18 @@ def _log_errors(log_path: Path) -> list[str]:
     except OSError:
         return []
     return [match.group(1).strip() for line in lines if (match := _LOG_ERROR.match(line.strip()))]
+
+
+def _last_log_line(log_path: Path) -> str | None:
+    """The log's last non-empty line (e.g. a Python traceback's summary), if any."""
+    try:
+        with log_path.open("rb") as log:
+            log.seek(max(0, log_path.stat().st_size - 4_000))
+            lines = [line.strip() for line in log.read().decode("utf-8", errors="replace").splitlines()]
+    except OSError:
+        return None
+    lines = [line for line in lines if line]
+    return lines[-1] if lines else None
 
 
 def _most_specific(errors: list[str], *keys: str) -> str | None:
@@ -546,6 +563,7 @@ class LocalServer:
         self._child = _Child(self._proc, self._log_path, own_log)
         self._finalizer = weakref.finalize(self, _shutdown_child, self._child)
         try:
+            self._send_plan()
             self._root_url = self._await_ready()
         except BaseException:
             # Includes KeyboardInterrupt during start-up: never leave the child behind. It
@@ -685,10 +703,15 @@ class LocalServer:
                 # in order, instead of it dying mid-request while we still clean up.
                 start_new_session=True,
             )
-        assert proc.stdin is not None
-        proc.stdin.write(self._plan.to_json().encode() + b"\n")
-        proc.stdin.flush()
         return proc
+
+    def _send_plan(self) -> None:
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(self._plan.to_json().encode() + b"\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died at once (e.g. cannot import us); _await_ready reports it from the log
 
     def _await_ready(self) -> str:
         deadline = time.monotonic() + self.settings.startup_timeout_s
@@ -730,7 +753,8 @@ class LocalServer:
                 f"llama.cpp could not load the local model {self._plan.model_path}: {model}",
                 fix=f"the file may be corrupt or of an architecture this llama.cpp does not know; {see_log}",
             )
-        detail = (errors[-1] if errors else None) or error or _describe_exit(self._proc.poll() or 0)
+        detail = ((errors[-1] if errors else None) or _last_log_line(self._log_path) or error
+                  or _describe_exit(self._proc.poll() or 0))
         return LocalModelError(f"the local model server failed to start: {detail}", fix=see_log)
 
 
@@ -851,9 +875,9 @@ def _install_exit_hooks() -> None:
         return
     _HOOKS_INSTALLED = True
     atexit.register(_stop_all_servers)
-    if threading.current_thread() is threading.main_thread():
-        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-            signal.signal(signal.SIGTERM, _on_sigterm)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if in_main_thread and signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 # --------------------------------------------------------------------------------------------
@@ -906,7 +930,8 @@ def _serve_main() -> int:
         server = xllamacpp.Server(_build_params(xllamacpp, plan))
     except Exception as error:  # xllamacpp raises RuntimeError with a generic message
         _send(handshake, {"ok": False, "error": str(error)})
-        return 3
+        sys.stderr.flush()
+        os._exit(3)  # skip interpreter teardown: see the ~Server note below
     _send(handshake, {"ok": True, "address": server.listening_address, "pid": os.getpid()})
     while stdin.read(65536):  # blocks; returns b"" at EOF
         pass
@@ -915,8 +940,9 @@ def _serve_main() -> int:
         # way nothing went wrong here, so do not leave a temporary log behind.
         with contextlib.suppress(OSError):
             os.unlink(plan["delete_log"])
-    # Exit at once: ~Server would first finish any reply being generated (seconds), and there
-    # is nothing to save; the OS frees the model and closes the socket.
+    # Exit at once, never running ~Server: it first finishes any reply being generated
+    # (seconds), and in-process it hung interpreter exit in 1 of 20 runs ("waiting for main
+    # loop exit"). There is nothing to save; the OS frees the model and closes the socket.
     sys.stderr.flush()
     os._exit(0)
 

@@ -33,15 +33,16 @@ def utc_now() -> str:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so that a reader (or a crash) never sees a half-written file."""
+    """Write JSON so that a reader (or a killed process) never sees a half-written file.
+
+    The rename is atomic; there is no fsync, because surviving `kill -9` needs none and these
+    files are rewritten often (results.jsonl, the record of finished work, is fsync'd)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     text = redact(json.dumps(data, ensure_ascii=False, indent=2, default=str))
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

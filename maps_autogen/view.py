@@ -16,7 +16,8 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from maps_autogen.errors import DataError
 from maps_autogen.transcript import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, read_run, read_transcript
@@ -365,7 +366,8 @@ def _render_usage_table(run: dict[str, Any]) -> str:
     models = run.get("models") or {}
     if not by_role and not models:
         return ""
-    head = "<tr><th>role</th><th>model</th><th class=num>calls</th><th class=num>prompt tokens</th><th class=num>completion tokens</th><th class=num>cost</th><th class=num>time</th></tr>"
+    head = ("<tr><th>role</th><th>model</th><th class=num>calls</th><th class=num>prompt tokens</th>"
+            "<th class=num>completion tokens</th><th class=num>cost</th><th class=num>time</th></tr>")
     body = []
     for role in dict.fromkeys([*models, *by_role]):
         row = by_role.get(role) or {}
@@ -394,7 +396,8 @@ def _render_scores(parsed: dict[str, Any], threshold: float | None) -> str:
     if not isinstance(scores, dict) or not scores:
         return ""
     worst = parsed.get("worst_step")
-    feedback = parsed.get("feedback") if isinstance(parsed.get("feedback"), dict) else {}
+    raw_feedback = parsed.get("feedback")
+    feedback: dict[str, Any] = raw_feedback if isinstance(raw_feedback, dict) else {}
     head = "".join(f"<th>{_e(dim)}</th>" for dim in scores)
     cells = []
     for dim, score in scores.items():
@@ -429,7 +432,8 @@ def _render_request(request: Any) -> str:
 
 def _render_message(record: dict[str, Any], threshold: float | None, include_requests: bool, number: int) -> str:
     role = record.get("role") or "other"
-    parsed = record.get("parsed") if isinstance(record.get("parsed"), dict) else {}
+    raw_parsed = record.get("parsed")
+    parsed: dict[str, Any] = raw_parsed if isinstance(raw_parsed, dict) else {}
     meta = [f"turn {number}", f"step {record.get('step', '–')}", f"round {record.get('round', '–')}"]
     if record.get("model"):
         meta.append(str(record["model"]))
@@ -554,8 +558,11 @@ def _render_filters(rows: list[dict[str, Any]]) -> str:
     subsets = sorted({str(row.get("subset", "")) for row in rows})
     stops = sorted({str(row.get("stop_reason") or "") for row in rows} - {""})
     steps = sorted({step for row in rows for step in _rollback_steps(row)})
+    verdicts = [("", "all"), ("correct", "correct"), ("incorrect", "incorrect"), ("failed", "failed")]
+    if any(_verdict_of(row) == "unknown" for row in rows):
+        verdicts.append(("unknown", "not scored"))
     return '<div class="filters">' + "".join([
-        _select("verdict", "verdict", [("", "all"), ("correct", "correct"), ("incorrect", "incorrect"), ("failed", "failed")]),
+        _select("verdict", "verdict", verdicts),
         _select("subset", "subset", [("", "all")] + [(s, s or "(none)") for s in subsets]),
         _select("stop", "stop reason", [("", "all")] + [(s, s) for s in stops]),
         _select("rollbacks", "rolled back", [("", "all"), ("*", "any rollback"), ("-", "no rollback")] + [(s, s) for s in steps]),
@@ -625,9 +632,12 @@ def _render_problem_section(eval_dir: Path, row: dict[str, Any], anchor: str, na
              f'<h2>Problem {_e(row.get("pid"))}</h2><section class="card result">{_kv(pairs)}</section>']
     run_dir = _inside(eval_dir, row.get("run_dir"))
     if run_dir is not None and (run_dir / RUN_FILE).is_file() and (run_dir / TRANSCRIPT_FILE).is_file():
-        # The requests repeat the prompts in every turn; over hundreds of problems they would
-        # dominate the file, so the eval page leaves them out (`maps view` on the problem's folder shows them).
-        parts.append(TOOLBAR + _solve_body(run_dir, gold=row.get("gold"), correct=row.get("correct"), include_requests=False))
+        try:
+            # The requests repeat the prompts in every turn; over hundreds of problems they would
+            # dominate the file, so the eval page leaves them out (`maps view` on the problem's folder shows them).
+            parts.append(TOOLBAR + _solve_body(run_dir, gold=row.get("gold"), correct=row.get("correct"), include_requests=False))
+        except DataError as error:  # one damaged problem folder must not hide the other problems
+            parts.append(f'<p class="event error">! {_e(error)}</p>')
     else:
         parts.append('<p class="muted">No transcript was saved for this problem.</p>')
     parts.append("</section>")
@@ -640,14 +650,14 @@ def _render_eval(eval_dir: Path) -> tuple[str, str]:
     anchors = [f"p{number}" for number in range(1, len(rows) + 1)]  # pids can hold any character
     head = ("<tr><th>problem</th><th>subset</th><th>verdict</th><th>prediction</th><th>gold</th><th>stop reason</th>"
             "<th>rolled back</th><th class=num>calls</th><th class=num>cost</th><th class=num>time</th></tr>")
-    table_rows = "".join(_render_index_row(row, anchor) for row, anchor in zip(rows, anchors))
+    table_rows = "".join(_render_index_row(row, anchor) for row, anchor in zip(rows, anchors, strict=True))
     index = (f'<section id="index"><h2>Problems</h2>{_render_filters(rows)}'
              f'<table id="index-table"><thead>{head}</thead><tbody>{table_rows}</tbody></table>'
              + ("" if rows else f'<p class="muted">No finished problems yet ({RESULTS_FILE} is empty or missing).</p>')
              + "</section>")
     sections = "".join(
         _render_problem_section(eval_dir, row, anchor, _problem_nav(anchors, number))
-        for number, (row, anchor) in enumerate(zip(rows, anchors))
+        for number, (row, anchor) in enumerate(zip(rows, anchors, strict=True))
     )
     title = f"maps view: {manifest.get('eval_id') or eval_dir.name}"
     return title, _render_eval_header(manifest, rows) + index + sections
@@ -707,7 +717,8 @@ def write_view(run_dir: Path, out: Path | None = None) -> Path:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        # errors="replace": a hand-edited transcript may hold a lone surrogate that UTF-8 cannot encode
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as handle:
             handle.write(page)
         os.chmod(temp, 0o644)  # mkstemp makes it private; the page is meant to be opened and shared
         try:

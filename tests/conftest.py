@@ -37,9 +37,10 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_maps(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run the real `maps` command in a subprocess."""
-    return subprocess.run([*MAPS, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+def run_maps(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real `maps` command in a subprocess (with no terminal input unless `stdin`)."""
+    return subprocess.run([*MAPS, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
 
 
 def write_config(path: Path, **changes: Any) -> Path:

@@ -97,11 +97,24 @@ def test_numeric_forms_are_equal() -> None:
     assert equal("2^{10}", "1024") is True
 
 
-def test_latex2sympy_readings_percent_thousands_e_and_equations() -> None:
+def test_latex2sympy_readings_of_percent_and_commas() -> None:
     assert equal("50\\%", "0.5") is True
+    assert equal("50%", "0.5") is False  # an unescaped % is a LaTeX comment, not a percent
     assert equal("1,000", "1000") is True
-    assert equal("e", "2.718") is True  # latex2sympy2 reads e as Euler's number
-    assert equal("x=3", "3") is True  # and "lhs = rhs" as its right side
+    assert equal("1,2", "1") is False  # a list (sympy alone would stop at the comma)
+
+
+def test_latex2sympy_readings_of_constants() -> None:
+    assert equal("e", "2.718") is True
+    assert equal("\\pi", "3.14") is True
+    assert equal("$5$", "5") is True
+
+
+def test_latex2sympy_readings_of_assignments() -> None:
+    assert equal("x=3", "3") is True
+    assert equal("a = b = 3", "3") is True
+    assert equal("x = 4\\%", "0.04") is True
+    assert equal("2x=4", "4") is False  # an equation to solve, not a value
 
 
 def test_letters_are_not_numbers() -> None:
@@ -163,7 +176,11 @@ def test_scorer_registration_and_versions() -> None:
 
 @pytest.mark.parametrize(
     ("changes", "field"),
-    [({"answer": 3}, "answer"), ({"response": ["C"]}, "response"), ({"gt_content": 1}, "gt_content")],
+    [
+        ({"answer": 3}, "answer"),
+        ({"response": ["C"]}, "response"),
+        ({"gt_content": 1}, "gt_content"),
+    ],
 )
 def test_scorer_rejects_bad_records(changes: dict[str, object], field: str) -> None:
     with pytest.raises(RecordError, match=field):

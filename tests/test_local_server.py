@@ -17,12 +17,14 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Literal
 
 import httpx
 import openai
 import pytest
+from openai.types.shared_params import ResponseFormatJSONSchema
 from pydantic import BaseModel, ConfigDict, Field
 
 from maps_autogen.errors import ConfigError, LocalModelError
@@ -91,14 +93,14 @@ class Answer(BaseModel):
     confidence: int = Field(ge=0, le=100)
 
 
-def json_schema_format(model: type[BaseModel]) -> dict[str, object]:
+def json_schema_format(model: type[BaseModel]) -> ResponseFormatJSONSchema:
     """The OpenAI structured-output request field for a pydantic model."""
     return {"type": "json_schema",
             "json_schema": {"name": model.__name__, "schema": model.model_json_schema(), "strict": True}}
 
 
 @pytest.fixture(scope="module")
-def server() -> LocalServer:
+def server() -> Iterator[LocalServer]:
     with LocalServer() as running:
         yield running
 
@@ -207,8 +209,8 @@ def test_json_schema_reply_parses_and_validates(server: LocalServer) -> None:
             model=server.model_name,
             messages=[{"role": "system", "content": "You are a physics tutor. Reply with JSON only."},
                       {"role": "user", "content": question}],
-            response_format=json_schema_format(Answer),  # type: ignore[arg-type]
-            max_tokens=512, temperature=0.2, seed=1,
+            response_format=json_schema_format(Answer),
+            max_tokens=512, temperature=0, seed=1,
         )
         choice = reply.choices[0]
         assert choice.finish_reason == "stop", choice.message.content
@@ -302,12 +304,21 @@ def test_requested_port_in_use() -> None:
 
 
 @pytest.mark.local
-def test_requested_free_port_is_used() -> None:
+def test_requested_port_context_clamp_and_reply_cap() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with LocalServer(LocalModelSettings(port=port, n_ctx=1024)) as running:
+    settings = LocalModelSettings(port=port, n_ctx=4 * DEFAULT_N_CTX, default_max_tokens=5)
+    with LocalServer(settings) as running:
         assert running.base_url == f"http://127.0.0.1:{port}/v1"
+        props = httpx.get(f"http://127.0.0.1:{port}/props", trust_env=False).json()
+        assert props["default_generation_settings"]["n_ctx"] == DEFAULT_N_CTX  # the trained context
+        reply = client_for(running, max_retries=0).chat.completions.create(  # no max_tokens
+            model=running.model_name, messages=[{"role": "user", "content": "Write a long essay."}],
+            extra_body={"ignore_eos": True},
+        )
+        assert reply.usage is not None and reply.usage.completion_tokens == 5
+        assert reply.choices[0].finish_reason == "length"
 
 
 @pytest.mark.local
@@ -355,8 +366,10 @@ def test_stop_leaves_no_process_and_is_idempotent() -> None:
 
 
 _PARENT = textwrap.dedent("""
-    import time
+    import signal, time
     from maps_autogen.local_server import LocalModelSettings, shared_local_server
+    # As in a terminal: a non-interactive shell may start us with SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     print(shared_local_server(LocalModelSettings(n_ctx=1024)).pid, flush=True)
     time.sleep(60)
 """)

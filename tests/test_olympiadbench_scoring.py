@@ -284,6 +284,14 @@ def test_timeout_counts_as_not_equal_and_is_recorded() -> None:
     assert judge("1", "1.0") is True  # the pool recovers with a fresh helper
 
 
+def test_a_helper_that_cannot_start_is_an_error_not_a_verdict() -> None:
+    # 24 MB of address space is too little to import sympy: a broken setup must be loud.
+    broken = _symbolic.WorkerPool(max_workers=1, memory_limit=24 * 1024**2)
+    with pytest.raises(_symbolic.HelperStartError):
+        broken.run(("maps_autogen.benchmarks.olympiadbench", "judge"), ("1", "1"), 5.0)
+    broken.shutdown()
+
+
 def test_scoring_from_many_threads() -> None:
     cases = [("\\frac{2}{4}", "0.5", True), ("(x+1)^2", "x^2+2x+1", True), ("3", "4", False)] * 8
     with ThreadPoolExecutor(max_workers=6) as executor:

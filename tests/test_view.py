@@ -10,11 +10,11 @@ there, that the filters work and that nothing hostile executed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
 import queue
-import re
 import shutil
 import subprocess
 import threading
@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
@@ -131,7 +132,7 @@ def write_eval_files(eval_dir: Path) -> None:
 class Node:
     tag: str
     attrs: dict[str, str]
-    children: list["Node"] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list)
     text_parts: list[str] = field(default_factory=list)
 
     @property
@@ -142,12 +143,12 @@ class Node:
         """All text inside, in document order."""
         return "".join(self.text_parts)
 
-    def walk(self) -> Iterator["Node"]:
+    def walk(self) -> Iterator[Node]:
         yield self
         for child in self.children:
             yield from child.walk()
 
-    def find_all(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> list["Node"]:
+    def find_all(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> list[Node]:
         return [node for node in self.walk() if (tag is None or node.tag == tag) and (cls is None or cls in node.classes)
                 and all(node.attrs.get(key.replace("_", "-")) == value for key, value in attrs.items())]
 
@@ -211,7 +212,7 @@ def test_every_turn_is_shown_in_order_with_usage(runs: Runs) -> None:
     turns = dom.find_all("article", cls="turn")
     assert [turn.attrs["data-role"] for turn in turns] == ROLLBACK_ROLES
     messages = [record for record in runs.records if record["type"] == "message"]
-    for turn, record in zip(turns, messages):
+    for turn, record in zip(turns, messages, strict=True):
         assert f"role-{record['role']}" in turn.classes  # the role's colour
         if record["role"] != "critic":  # the Critic's reply is shown as its scores table
             assert turn.find_all(cls="content")[0].text() == record["content"]
@@ -368,7 +369,7 @@ def test_write_view_default_and_explicit_paths(runs: Runs, tmp_path: Path) -> No
 
 
 def test_errors_name_the_problem_and_the_fix(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="does not exist.*maps solve or maps eval"):
+    with pytest.raises(DataError, match=r"does not exist.*maps solve or maps eval"):
         render_view(tmp_path / "nope")
     (tmp_path / "file.txt").write_text("x")
     with pytest.raises(DataError, match="is a file, not a run folder"):
@@ -378,11 +379,11 @@ def test_errors_name_the_problem_and_the_fix(tmp_path: Path) -> None:
         render_view(tmp_path / "empty")
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "manifest.json").write_text("{")
-    with pytest.raises(DataError, match="cannot read .*manifest.json"):
+    with pytest.raises(DataError, match=r"cannot read .*manifest\.json"):
         render_view(tmp_path / "broken")
     (tmp_path / "no-transcript").mkdir()
     (tmp_path / "no-transcript" / "run.json").write_text("{}")
-    with pytest.raises(DataError, match="no transcript.jsonl"):
+    with pytest.raises(DataError, match=r"no transcript\.jsonl"):
         render_view(tmp_path / "no-transcript")
 
 
@@ -440,7 +441,7 @@ class Chromium:
             os.dup2(read_end, 3)
             os.dup2(write_end, 4)
 
-        self._log = open(profile.parent / "chromium.log", "wb")  # Chromium is chatty on stderr (D-Bus and the like)
+        self._log = open(profile.parent / "chromium.log", "wb")  # noqa: SIM115 - closed in close(); Chromium is chatty on stderr
         self.process = subprocess.Popen(
             [binary, *BROWSER_FLAGS, f"--user-data-dir={profile}", "about:blank"],
             preexec_fn=wire_pipes, close_fds=False, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
@@ -491,7 +492,7 @@ class Chromium:
                     return event
             self.events.append(self._next_message(deadline))
 
-    def open(self, page: Path) -> "Tab":
+    def open(self, page: Path) -> Tab:
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Page", "Runtime", "Network"):
@@ -502,10 +503,8 @@ class Chromium:
         return Tab(self, session)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError, queue.Empty, OSError):  # it may be gone already
             self.call("Browser.close", timeout=10)
-        except (RuntimeError, queue.Empty, OSError):
-            pass
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -580,7 +579,7 @@ def test_browser_solve_page(runs: Runs, chromium: Chromium, tmp_path: Path) -> N
     })""")
     assert seen["roles"] == ROLLBACK_ROLES
     # The CSS applied: each role has its own colour (the Scholar and its revision share one).
-    colours = dict(zip(seen["roles"], seen["colours"]))
+    colours = dict(zip(seen["roles"], seen["colours"], strict=True))
     assert len(set(colours.values())) == 6 and seen["lowColour"] == "rgb(185, 28, 28)"
     assert seen["scores"] == [{"caption": "5", "alignment": "4", "knowledge": "2", "solution": "3"},
                               {"caption": "5", "alignment": "5", "knowledge": "5", "solution": "5"}]
@@ -613,7 +612,8 @@ def test_browser_eval_filters_and_navigation(runs: Runs, chromium: Chromium, tmp
         return tab.js(visible)
 
     # Before any #anchor, the index shows and every problem section is hidden.
-    assert tab.js("[document.getElementById('index').hidden, Array.from(document.querySelectorAll('section.problem')).filter(s => !s.hidden).length]") == [False, 0]
+    shown_sections = "Array.from(document.querySelectorAll('section.problem')).filter(s => !s.hidden).map(s => s.id)"
+    assert tab.js(f"[document.getElementById('index').hidden, {shown_sections}]") == [False, []]
     assert tab.js("document.getElementById('filter-count').textContent") == "showing 4 of 4 (25.0% correct)"
     assert choose(verdict="correct") == ["p1"]
     assert choose(verdict="incorrect") == ["p2", "p4"]
@@ -635,9 +635,27 @@ def test_browser_eval_filters_and_navigation(runs: Runs, chromium: Chromium, tmp
     assert shown == {"index": True, "sections": ["p1"], "roles": ROLLBACK_ROLES, "scores": 2}
     tab.screenshot(tmp_path / "eval-problem.png")
     tab.js("document.querySelector('#p1 nav a[href=\"#p2\"]').click(), new Promise(done => setTimeout(done, 100))")
-    assert tab.js("Array.from(document.querySelectorAll('section.problem')).filter(s => !s.hidden).map(s => s.id)") == ["p2"]
+    assert tab.js(shown_sections) == ["p2"]
     tab.js("location.hash = '#p1', new Promise(done => setTimeout(done, 100))")
     tab.js("document.querySelector('#p1 a[href=\"#index\"]').click(), new Promise(done => setTimeout(done, 100))")
     assert tab.js("document.getElementById('index').hidden") is False
     assert HOSTILE_PID in tab.js("document.getElementById('p3').innerText")
     assert_clean(tab)
+
+
+def test_eval_page_survives_missing_results_and_a_damaged_problem(tmp_path: Path) -> None:
+    eval_dir = tmp_path / "eval-partial"
+    eval_dir.mkdir()
+    (eval_dir / "manifest.json").write_text(json.dumps({"kind": "eval", "eval_id": "eval-partial", "benchmark": "emma"}))
+    assert "No finished problems yet" in render_view(eval_dir)  # an eval that has just started
+    damaged = eval_dir / "problems" / "1"
+    damaged.mkdir(parents=True)
+    (damaged / "run.json").write_text("{")
+    (damaged / "transcript.jsonl").write_text("")
+    rows = [result_row("1", "math", None, run_dir="problems/1"), result_row("2", "math", True, run_dir="problems/2")]
+    (eval_dir / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    dom = parse(render_view(eval_dir))
+    sections = dom.find_all("section", cls="problem")
+    assert "cannot read" in sections[0].text() and "No transcript was saved" in sections[1].text()
+    verdicts = [option.attrs["value"] for option in dom.find_all("select", id="filter-verdict")[0].find_all("option")]
+    assert verdicts[-1] == "unknown"

@@ -4,7 +4,8 @@ Why a worker process: sympy's `simplify`/`evalf` can run for minutes (or exhaust
 pathological answer, and Python cannot interrupt a running C-level computation from another
 thread; `signal.alarm` only works in the main thread. So every symbolic verdict runs in a
 persistent helper process. On timeout that process is killed and a fresh one is started for the
-next call; the timed-out item counts as "not equal" and is recorded (log warning + counter).
+next call; the timed-out item counts as "not equal" and is recorded (a log warning and an entry
+in `incidents()`). The limit covers the computation only, not the wait for a free helper.
 
 The pool is thread-safe: each call borrows one idle worker (starting one if needed, at most
 `max_workers` at a time), so scorers may be called from any number of threads.
@@ -86,7 +87,8 @@ class Incident:
     detail: str
 
 
-_incidents: list[Incident] = []
+_MAX_INCIDENTS = 10_000  # keep the newest ones: a long run must not grow without bound
+_incidents: collections.deque[Incident] = collections.deque(maxlen=_MAX_INCIDENTS)
 _incidents_lock = threading.Lock()
 
 
@@ -123,6 +125,15 @@ class WorkerFailed(RuntimeError):
     """A helper process timed out or died; the message says which."""
 
 
+class HelperStartError(RuntimeError):
+    """A helper process cannot start (e.g. sympy or antlr4 missing): a setup problem, raised
+    rather than counted as "not equal" so a broken environment cannot pass for low scores."""
+
+
+class WorkerTimeout(WorkerFailed):
+    """The helper did not answer within the time limit (it is killed)."""
+
+
 class RemoteError(WorkerFailed):
     """The function raised inside a healthy helper (the helper stays in use)."""
 
@@ -155,6 +166,10 @@ class _Worker:
                 stdout=subprocess.DEVNULL,
                 close_fds=True,
             )
+        except BaseException:
+            os.close(to_child_w)
+            os.close(from_child_r)
+            raise
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
@@ -168,12 +183,15 @@ class _Worker:
             return
         if not self.recv_conn.poll(_STARTUP_TIMEOUT_S):
             self.kill()
-            raise WorkerFailed("helper process did not start in time")
+            raise HelperStartError(f"helper process did not start in {_STARTUP_TIMEOUT_S:g}s")
         try:
-            self.recv_conn.recv()
+            hello = self.recv_conn.recv()
         except (EOFError, OSError) as exc:
             self.kill()
-            raise WorkerFailed(f"helper process died while starting: {exc!r}") from exc
+            raise HelperStartError(f"helper process died while starting: {exc!r}") from exc
+        if hello != "ready":
+            self.kill()
+            raise HelperStartError(f"helper process cannot start: {hello}")
         self.ready = True
 
     def call(self, target: tuple[str, str], args: tuple[Any, ...], timeout: float) -> Any:
@@ -182,7 +200,7 @@ class _Worker:
         try:
             self.send_conn.send((target, args))
             if not self.recv_conn.poll(timeout):
-                raise WorkerFailed("timeout")
+                raise WorkerTimeout(f"no answer within {timeout:g}s")
             status, payload = self.recv_conn.recv()
         except (EOFError, OSError, BrokenPipeError) as exc:
             raise WorkerFailed(f"helper process died: {exc!r}") from exc
@@ -292,8 +310,13 @@ class WorkerPool:
         with self._lock:
             missing = max(0, count - len(self._idle))
         workers = [_Worker(self.memory_limit) for _ in range(missing)]
-        for worker in workers:
-            worker.wait_ready()
+        try:
+            for worker in workers:
+                worker.wait_ready()
+        except BaseException:
+            for worker in workers:
+                worker.kill()
+            raise
         for worker in workers:
             self._give_back(worker)
 
@@ -339,7 +362,7 @@ def run_bounded(
 
     `func` must be importable by module and name and its arguments and result picklable. When
     the helper times out, dies, or `func` raises, the incident is recorded and `fallback` is
-    returned (scorers pass False: "not equal").
+    returned (scorers pass False: "not equal"). HelperStartError when no helper can start.
     """
     limit = time_limit() if timeout is None else timeout
     target = (func.__module__, func.__qualname__)
@@ -348,8 +371,13 @@ def run_bounded(
         return pool().run(target, args, limit)
     except WorkerFailed as exc:
         elapsed = time.monotonic() - started
-        kind = "timeout" if str(exc) == "timeout" else "error" if isinstance(exc, RemoteError) else "crash"
-        _record(Incident(f"{target[0]}.{target[1]}", kind, elapsed, _short(args)))
+        if isinstance(exc, WorkerTimeout):
+            kind = "timeout"
+        elif isinstance(exc, RemoteError):
+            kind = "error"
+        else:
+            kind = "crash"
+        _record(Incident(f"{target[0]}.{target[1]}", kind, elapsed, f"{exc}; args {_short(args)}"))
         return fallback
 
 
@@ -371,7 +399,11 @@ def _serve(read_fd: int, write_fd: int, memory_limit: int) -> None:
     # The official OlympiadBench judge lifts CPython's int→str digit cap; keep its behaviour.
     if hasattr(sys, "set_int_max_str_digits"):
         sys.set_int_max_str_digits(1_000_000)
-    parse_latex("1")  # load the ANTLR parser before saying hello
+    try:
+        parse_latex("1")  # load sympy and the ANTLR parser before saying hello
+    except Exception as exc:  # noqa: BLE001 - reported to the caller as a setup problem
+        send_conn.send(f"{type(exc).__name__}: {exc} (needs sympy and antlr4-python3-runtime)")
+        return
     send_conn.send("ready")
     functions: dict[tuple[str, str], Callable[..., Any]] = {}
     while True:
@@ -439,8 +471,10 @@ def parse_latex(text: str) -> Any:
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
     "Incident",
+    "HelperStartError",
     "RemoteError",
     "WorkerFailed",
+    "WorkerTimeout",
     "WorkerPool",
     "clear_incidents",
     "incidents",

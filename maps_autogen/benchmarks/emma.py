@@ -112,34 +112,53 @@ def _word_number(text: str) -> str | None:
         return None
 
 
-_PERCENT = re.compile(r"\\?%")
+_PERCENT_NUMBER = re.compile(r"^\s*(-?\d[\d,]*(?:\.\d+)?)\s*\\%\s*$")
 _THOUSANDS = re.compile(r"^\s*-?\d{1,3}(?:,\d{3})+(?:\.\d+)?\s*$")
+
+
+def _has_top_level_comma(text: str) -> bool:
+    depth = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            return True
+    return False
 
 
 def _as_latex2sympy_would(text: str) -> Any:
     """Parse LaTeX roughly the way latex2sympy2 (EMMA's parser) reads it.
 
-    latex2sympy2 has its own grammar; where it disagrees with sympy's parser in ways that flip
-    verdicts, we adapt: "1,000" is a number, a trailing percent divides by 100, `e` is Euler's
-    number, and for "lhs = rhs" the right side is the value. Raises when parsing fails.
+    latex2sympy2 has its own grammar; where it reads common answers differently from sympy's
+    parser we adapt: `$` is ignored, "1,000" is a number but "1,2" a list (not a number),
+    "50\\%" is 1/2, `e` and `\\pi` are the constants (sympy 1.12 leaves both as plain
+    symbols), and "x = value" is the value. Raises when parsing fails.
+    Not emulated: latex2sympy2 remembers "x = 1" assignments across calls (global state).
     """
     import sympy
 
     from maps_autogen.benchmarks._symbolic import parse_latex
 
     text = text.replace("$", " ")
+    if "=" in text:
+        # latex2sympy2 reads "symbol = value" as an assignment worth its value; any other
+        # equation becomes a list of solutions or a relation: never a number.
+        lhs, rhs = text.split("=", 1)
+        if not isinstance(parse_latex(lhs), sympy.Symbol):
+            raise ValueError("an equation, not a value")
+        return _as_latex2sympy_would(rhs)
+    percent = _PERCENT_NUMBER.match(text)
+    if percent:
+        return sympy.Rational(percent.group(1).replace(",", "")) / 100
     if _THOUSANDS.match(text):
         text = text.replace(",", "")
-    percent = False
-    stripped = text.rstrip()
-    match = _PERCENT.search(stripped)
-    if match and match.end() == len(stripped):
-        percent, text = True, stripped[: match.start()]
+    elif _has_top_level_comma(text):
+        # sympy would silently stop at the comma; latex2sympy2 returns a list
+        raise ValueError("a list, not a number")
     expr = parse_latex(text)
-    if isinstance(expr, sympy.Eq):
-        expr = expr.rhs
-    expr = expr.subs(sympy.Symbol("e"), sympy.E)
-    return expr / 100 if percent else expr
+    return expr.subs({sympy.Symbol("e"): sympy.E, sympy.Symbol("pi"): sympy.pi})
 
 
 def answers_equal(model_answer: str, target: str, rules: str = "current") -> bool:
@@ -155,8 +174,12 @@ def answers_equal(model_answer: str, target: str, rules: str = "current") -> boo
             return True
     try:
         left = _as_latex2sympy_would(model_answer)
+        # Upstream parses the target before converting the extraction to float, but any
+        # failure ends the comparison as "unequal" either way; failing first skips parsing
+        # long option texts (code, sentences) for extractions that are no number at all.
+        left_value = round(float(left.evalf()), 2)
         right = _as_latex2sympy_would(target)
-        if round(float(left.evalf()), 2) == round(float(right.evalf()), 2):
+        if left_value == round(float(right.evalf()), 2):
             return True
         if sympy.simplify(left - right) == 0:
             return True
@@ -254,7 +277,8 @@ class EmmaScorer:
     def score(self, record: Mapping[str, Any], rules: str = "current") -> Verdict:
         """Extract from `response` and compare with `answer` and the option text."""
         if rules not in self.rule_versions:
-            raise ValueError(f"unknown EMMA rule version {rules!r}; use one of {self.rule_versions}")
+            known = ", ".join(self.rule_versions)
+            raise ValueError(f"unknown EMMA rule version {rules!r}; use one of: {known}")
         answer, response = _validated(record)
         if not response:
             # Upstream skips extraction for missing or empty responses and marks them wrong.

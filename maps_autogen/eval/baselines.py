@@ -16,7 +16,7 @@ from maps_autogen.roles import Role
 from maps_autogen.secrets import redact
 from maps_autogen.solve import Team
 from maps_autogen.transcript import RunWriter, request_for_transcript, utc_now
-from maps_autogen.views import format_options
+from maps_autogen.role_inputs import format_options
 
 METHODS = ("direct", "cot")
 

@@ -11,7 +11,7 @@ from maps_autogen.images import load_image
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import load_prompts
 from maps_autogen.roles import Role
-from maps_autogen.views import Revision, build_request, format_options
+from maps_autogen.role_inputs import Revision, build_request, format_options
 from tests.conftest import make_png
 
 OUTPUTS = {Role.INTERPRETER: "P-caption", Role.ALIGNER: "L-aligned", Role.SCHOLAR: "S-knowledge", Role.SOLVER: "A-solution"}
