@@ -115,6 +115,33 @@ class LocalModelSettings:
             raise ConfigError(f"local model default_max_tokens must be at least 1, got {self.default_max_tokens}")
 
 
+def settings_from_endpoint(endpoint: Any, base_dir: Path | None = None) -> LocalModelSettings:
+    """LocalModelSettings from an agents.yaml `local` endpoint (maps_autogen.config.LocalEndpoint).
+
+    Reads model_path, mmproj_path, n_ctx, n_threads and chat_template by name (duck-typed, so
+    this module does not import the config and its dependencies into the server child).
+    Relative file paths resolve against base_dir (e.g. the config file's folder) when given,
+    else against the working directory. A chat_template that is Jinja text is kept as is.
+    """
+
+    def path_of(value: str | None) -> Path | None:
+        if not value:
+            return None
+        path = Path(value).expanduser()
+        return base_dir / path if base_dir is not None and not path.is_absolute() else path
+
+    template: str | Path | None = getattr(endpoint, "chat_template", None)
+    if isinstance(template, str) and template and "{{" not in template and "{%" not in template:
+        template = path_of(template)
+    return LocalModelSettings(
+        model_path=path_of(getattr(endpoint, "model_path", None)),
+        mmproj_path=path_of(getattr(endpoint, "mmproj_path", None)),
+        n_ctx=getattr(endpoint, "n_ctx", DEFAULT_N_CTX),
+        n_threads=getattr(endpoint, "n_threads", None),
+        chat_template=template,
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Locating the embedded model
 # --------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +51,12 @@ class ProblemScript:
     the Solver gives `answers[pid]`; the Critic passes unless `critic_low` names the pid;
     `fail` names pids whose requests fail with HTTP 500."""
 
-    def __init__(self, answers: dict[str, str], *, critic_low: set[str] = frozenset(), fail: set[str] = frozenset(),
-                 delay_s: float = 0.0, baseline: bool = False):
+    def __init__(self, answers: dict[str, str], *, critic_low: set[str] | dict[str, str] = frozenset(), fail: set[str] = frozenset(),
+                 delay_s: float = 0.0, baseline: bool = False, delay_for: dict[str, float] | None = None):
         self.answers = answers
-        self.critic_low = set(critic_low)
+        # pid -> the dimension the first review scores low (a set means "solution")
+        self.critic_low = dict(critic_low) if isinstance(critic_low, dict) else dict.fromkeys(critic_low, "solution")
+        self.delay_for = delay_for or {}
         self.fail = set(fail)
         self.delay_s = delay_s
         self.baseline = baseline
@@ -80,10 +83,9 @@ class ProblemScript:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            if self.delay_s:
-                import time
-
-                time.sleep(self.delay_s)
+            delay = self.delay_s + self.delay_for.get(self._pid(request) or "", 0.0)
+            if delay:
+                time.sleep(delay)
             return self._reply(request)
         finally:
             with self.lock:
@@ -104,6 +106,7 @@ class ProblemScript:
                 self.critic_seen[pid or ""] = self.critic_seen.get(pid or "", 0) + 1
                 first = self.critic_seen[pid or ""] == 1
             if pid in self.critic_low and first:
-                return Reply(critic_json(5, 5, 5, 2, worst="solution"))
+                scores = {"caption": 5, "alignment": 5, "knowledge": 5, "solution": 5, self.critic_low[pid]: 2}
+                return Reply(critic_json(**scores, worst=self.critic_low[pid]))
             return Reply(critic_json(5, 5, 5, 5))
         return Reply(f"{role} notes" + (f" for [q:{pid}]" if pid else ""))

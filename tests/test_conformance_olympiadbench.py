@@ -54,6 +54,20 @@ def test_official_examples_in_pipeline_argument_order() -> None:
     assert not wrong, f"{len(wrong)}/{len(examples)} disagree:\n" + "\n".join(wrong[:SHOW])
 
 
+def test_official_examples_in_the_other_argument_order() -> None:
+    # Not how the pipeline calls it, but the recorded verdicts pin the judge's asymmetries.
+    examples = json.loads(EXAMPLES.read_text(encoding="utf-8"))
+    ours = _parallel(
+        lambda e: ob.judge_bounded(e["gt"], e["answer"], _precision(e["precision"])), examples
+    )
+    wrong = [
+        f"judge({e['gt']!r}, {e['answer']!r}): official {e['judge_gt_first']}, ours {mine}"
+        for e, mine in zip(examples, ours)
+        if mine != e["judge_gt_first"]
+    ]
+    assert not wrong, f"{len(wrong)}/{len(examples)} disagree:\n" + "\n".join(wrong[:SHOW])
+
+
 def test_judged_cases_scored_from_response() -> None:
     records = [json.loads(line) for line in JUDGED.read_text(encoding="utf-8").splitlines() if line]
     assert len(records) == 1003

@@ -35,6 +35,7 @@ from maps_autogen.local_server import (
     LocalServer,
     embedded_model_path,
     read_gguf_info,
+    settings_from_endpoint,
     shared_local_server,
     stop_shared_local_server,
 )
@@ -137,6 +138,21 @@ def test_settings_reject_nonsense_values() -> None:
     for bad in ({"n_ctx": 16}, {"port": 70000}, {"n_threads": 0}, {"startup_timeout_s": 0}):
         with pytest.raises(ConfigError):
             LocalModelSettings(**bad)  # type: ignore[arg-type]
+
+
+def test_settings_from_a_config_endpoint(tmp_path: Path) -> None:
+    from maps_autogen.config import LocalEndpoint
+
+    assert settings_from_endpoint(LocalEndpoint()) == LocalModelSettings()
+    endpoint = LocalEndpoint(model_path="models/m.gguf", mmproj_path="/abs/mmproj.gguf", n_ctx=4096,
+                             n_threads=3, chat_template="templates/t.jinja")
+    settings = settings_from_endpoint(endpoint, base_dir=tmp_path)
+    assert settings.model_path == tmp_path / "models/m.gguf"
+    assert settings.mmproj_path == Path("/abs/mmproj.gguf")
+    assert settings.chat_template == tmp_path / "templates/t.jinja"
+    assert (settings.n_ctx, settings.n_threads) == (4096, 3)
+    jinja = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    assert settings_from_endpoint(LocalEndpoint(chat_template=jinja)).chat_template == jinja
 
 
 def test_missing_embedded_package_names_the_fix() -> None:

@@ -270,6 +270,10 @@ def equation_equal(first: str, second: str) -> bool:
     """Two equations `a = b` match when (a−b)/(c−d) or its inverse is a nonzero integer."""
     import sympy
 
+    if first.count("=") != 1 or second.count("=") != 1:
+        # Upstream would fail on this only after simplifying the first side; the verdict is
+        # the same ("unequal"), found without the (sometimes seconds-long) simplification.
+        return False
     left, right = _moved_to_left(first), _moved_to_left(second)
     ratios = (sympy.simplify(left / right), sympy.simplify(right / left))
     return any(bool(r.is_Integer) and r != 0 for r in ratios)
