@@ -90,11 +90,30 @@ def solve(images, question, context, options, problem_file, config_file, model, 
               help="Which version of the official rules to apply (benchmarks with one version ignore it).")
 @click.option("--out", "out_path", type=click.Path(path_type=Path), default=None,
               help="Where to write the scored JSONL (default: FILE with .scored.jsonl).")
-def score(benchmark: str, file: Path, rules: str, out_path: Path | None) -> None:
+@click.option("--llm-extract", is_flag=True, help="MathVista: ask the configured model to extract answers the rules cannot read.")
+@click.option("--config", "config_file", type=click.Path(path_type=Path), help="agents.yaml for --llm-extract.")
+@click.option("--model", help="Model for --llm-extract: NAME, ENDPOINT:NAME or an endpoint name.")
+def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_extract: bool, config_file: Path | None, model: str | None) -> None:
     """Re-score recorded model outputs with the benchmark's official rules."""
     from maps_autogen.scoring import render_summary, score_file
 
-    report = score_file(benchmark, file, rules=rules, out_path=out_path)
+    extractor = None
+    if llm_extract:
+        if benchmark != "mathvista":
+            raise click.UsageError("--llm-extract is MathVista's optional step; the other benchmarks score by rules only")
+        from maps_autogen.benchmarks.mathvista import with_llm_extraction
+        from maps_autogen.config import load_config, with_overrides
+        from maps_autogen.roles import Role
+        from maps_autogen.solve import assemble_team
+
+        _load_env()
+        backend = assemble_team(with_overrides(load_config(config_file), model=model)).backends[Role.SOLVER]
+
+        def complete(prompt: str) -> str:
+            return backend.complete([{"role": "user", "content": prompt}], role="extractor").text
+
+        extractor = lambda record: with_llm_extraction(record, complete)  # noqa: E731
+    report = score_file(benchmark, file, rules=rules, out_path=out_path, llm_extract=extractor)
     for skipped in report.skipped:
         click.echo(f"warning: line {skipped.line_no}: {skipped.reason}", err=True)
     click.echo(render_summary(report))

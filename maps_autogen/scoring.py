@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from maps_autogen.benchmarks import RecordError, Scorer, Verdict, get_scorer
 from maps_autogen.errors import DataError, UsageError
@@ -210,6 +210,7 @@ def score_file(
     *,
     rules: str = "current",
     out_path: Path | str | None = None,
+    llm_extract: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
 ) -> ScoreReport:
     """Score every line of a JSONL results file and write the scored copy.
 
@@ -218,6 +219,10 @@ def score_file(
     the scorer rejects are skipped and listed in the report; blank lines are ignored. The output
     (default: input with `.scored.jsonl`) is written atomically. Raises DataError when the
     input cannot be read and UsageError for an unknown benchmark or rules value.
+
+    `llm_extract` (off by default) is asked for the lines whose response the rules cannot
+    read; it returns the record with an LLM-made `extraction` (`extraction_method: "llm"`),
+    and the summary reports those lines separately.
     """
     input_path = Path(input_path)
     scorer = resolve_scorer(benchmark, rules)
@@ -243,6 +248,10 @@ def score_file(
                 continue
             try:
                 verdict = scorer.score(record, effective)
+                if llm_extract is not None and record.get("extraction") is None and verdict.extraction is None \
+                        and str(record.get("response") or "").strip():
+                    record = dict(llm_extract(record))
+                    verdict = scorer.score(record, effective)
             except RecordError as error:
                 report.skipped.append(SkippedLine(line_no, str(error)))
                 continue

@@ -248,3 +248,29 @@ def test_cli_missing_file_is_exit_2_with_one_line_error(tmp_path: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith("error:"), done.stderr
     assert "nothing.jsonl" in lines[0]
     assert "Traceback" not in done.stderr
+
+
+def test_llm_extraction_through_the_configured_model(tmp_path: Path) -> None:
+    """`maps score mathvista --llm-extract`: only lines the rules cannot read go to the model
+    (the scripted server on 127.0.0.1), and the summary reports them apart."""
+    from tests.conftest import TEST_KEY, clean_env, run_maps
+    from tests.fake_openai import FakeOpenAI, Reply
+
+    lines = [
+        {"pid": "1", "question_type": "free_form", "answer_type": "integer", "precision": None, "choices": None,
+         "answer": "12", "response": "The quantity is roughly a dozen."},
+        {"pid": "2", "question_type": "free_form", "answer_type": "integer", "precision": None, "choices": None,
+         "answer": "7", "response": "The answer is 7."},
+    ]
+    source = tmp_path / "outputs.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with FakeOpenAI(lambda request: Reply("12")) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        result = run_maps(["score", "mathvista", str(source), "--llm-extract"], env=env, cwd=tmp_path)
+        prompts = [r.user_text() for r in server.received]
+    assert result.returncode == 0, result.stderr
+    assert len(prompts) == 1 and "roughly a dozen" in prompts[0] and [r.role for r in server.received] == ["extractor"]
+    scored = [json.loads(line) for line in (tmp_path / "outputs.scored.jsonl").read_text().splitlines()]
+    assert scored[0]["extraction"] == "12" and scored[0]["extraction_method"] == "llm" and scored[0]["correct"] is True
+    assert scored[1]["extraction_method"] == "rules" and scored[1]["correct"] is True
+    assert "by extraction method:" in result.stdout and "llm" in result.stdout

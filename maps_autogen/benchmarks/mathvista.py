@@ -480,38 +480,18 @@ def extract_answer(
 # Optional LLM extraction (off by default; the caller supplies the model call)
 # --------------------------------------------------------------------------------------------
 
-_PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
-
-
-def _prompts_dir() -> Path:
-    """The prompts folder: the packaged copy in a wheel, else the repository's top level."""
-    package_dir = Path(__file__).resolve().parents[1]
-    packaged = package_dir / "_defaults" / "prompts"
-    if packaged.is_dir():
-        return packaged
-    return package_dir.parent / "prompts"
-
-
 def load_prompt(name: str, variables: Mapping[str, str]) -> str:
-    """Read prompts/<name> and fill its {{variable}} placeholders; a missing variable is an
-    error. (Stand-in for the shared prompt loader.)"""
+    """Read prompts/<name> (the built-in prompts) and fill its {{variable}} placeholders."""
+    from maps_autogen.config import defaults_dir
     from maps_autogen.errors import ConfigError
+    from maps_autogen.prompts import render
 
-    path = _prompts_dir() / name
+    path = defaults_dir() / "prompts" / name
     try:
         template = path.read_text(encoding="utf-8")
     except OSError:
-        raise ConfigError(
-            f"prompt file {path} is missing or unreadable", fix="restore it from the repository"
-        ) from None
-
-    def fill(match: re.Match[str]) -> str:
-        key = match.group(1)
-        if key not in variables:
-            raise ConfigError(f"prompt {name} uses {{{{{key}}}}} but no value was given")
-        return variables[key]
-
-    return _PLACEHOLDER.sub(fill, template)
+        raise ConfigError(f"prompt file {path} is missing or unreadable", fix="restore it from the repository") from None
+    return render(template, variables, source=str(path))
 
 
 def _prompt_variables(record: MathVistaRecord, response: str) -> dict[str, str]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -100,6 +101,10 @@ def hub_rows(hub_id: str, config: str | None, split: str) -> Iterator[dict[str, 
     try:
         import datasets
 
+        if any(os.environ.get(name, "").lower() in ("1", "true", "yes") for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")):
+            # `datasets` reads these only when first imported; honour them at call time so an
+            # offline run fails at once instead of after its network retries.
+            datasets.config.HF_HUB_OFFLINE = True
         loaded = datasets.load_dataset(hub_id, config, split=split)
     except Exception as error:  # offline, unknown id, auth: all mean "use a local copy"
         detail = " ".join(str(error).split())[:200]
