@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import os
 import resource
 import subprocess
 import sys

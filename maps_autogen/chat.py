@@ -11,7 +11,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import autogen
 from autogen.io import IOStream
@@ -168,7 +168,6 @@ class MapsChat:
         settings: ChatSettings,
         observer: Observer,
         image_files: list[str] | None = None,
-        human_input: Callable[[str], str] | None = None,
     ):
         self.problem = problem
         self.prompts = prompts
@@ -177,7 +176,6 @@ class MapsChat:
         self.observer = observer
         self.image_files = image_files or [f"image-{n}" for n in range(1, len(problem.images) + 1)]
         self._data_urls = {image.data_url(): file for image, file in zip(problem.images, self.image_files)}
-        self._human_input = human_input
         self.turns: list[Turn] = []
         self.outputs: dict[Role, str] = {}
         self.calls: list[CallRecord] = []

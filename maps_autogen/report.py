@@ -171,6 +171,12 @@ def table1(runs: Sequence[Run]) -> tuple[str, str]:
     return _markdown(header, body), out.getvalue()
 
 
+def _accuracies(run: Run, subsets: Sequence[Any]) -> list[float | None]:
+    """A run's accuracy per subset, then pooled."""
+    values = [_cell([r for r in run.records if r.get("subset") == s.name]).accuracy for s in subsets]
+    return values + [_cell(run.records).accuracy]
+
+
 def table2(runs: Sequence[Run]) -> str | None:
     """Ablations against the full MAPS run of the same benchmark and models: accuracy and delta."""
     sections = []
@@ -185,14 +191,10 @@ def table2(runs: Sequence[Run]) -> str | None:
         subsets = [s for s in task.subsets if any(r.get("subset") == s.name for r in base.records)]
         header = ["Variation", *(s.column for s in subsets), "Avg."]
 
-        def accuracies(run: Run) -> list[float | None]:
-            values = [_cell([r for r in run.records if r.get("subset") == s.name]).accuracy for s in subsets]
-            return values + [_cell(run.records).accuracy]
-
-        reference = accuracies(base)
+        reference = _accuracies(base, subsets)
         body = [[f"MAPS ({base.models})", *(f"{v:.2f}" if v is not None else "-" for v in reference)]]
         for run in ablated:
-            values = accuracies(run)
+            values = _accuracies(run, subsets)
             body.append([f"w/o {'+'.join(run.without)}", *(
                 "-" if v is None or r is None else f"{v:.2f} ({v - r:+.2f})" for v, r in zip(values, reference)
             )])

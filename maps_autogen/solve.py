@@ -10,7 +10,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from maps_autogen.cache import ResponseCache
 from maps_autogen.chat import ChatOutcome, MapsChat, Observer, Observers, chat_settings
@@ -107,7 +107,6 @@ def solve_problem(
     run_id: str | None = None,
     without: frozenset[Role] = frozenset(),
     human: bool = False,
-    human_input: Callable[[str], str] | None = None,
     extra: dict[str, Any] | None = None,
 ) -> SolveResult:
     """Run one problem through the team; write runs_dir/<run-id>/ (run.json, transcript.jsonl,
@@ -137,7 +136,6 @@ def solve_problem(
             settings=settings,
             observer=Observers(writer, observer),
             image_files=image_files,
-            human_input=human_input,
         )
         base_run = {
             "kind": "solve",

@@ -7,7 +7,6 @@ import base64
 import json
 from pathlib import Path
 
-import pytest
 
 from tests.conftest import TEST_KEY, all_text_in, clean_env, critic_json, make_png, run_maps, solver_json, write_config
 from tests.fake_openai import FakeOpenAI, Reply, RoleScript

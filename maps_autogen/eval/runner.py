@@ -430,7 +430,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     (out / PROBLEMS_DIR).mkdir(parents=True, exist_ok=True)
     log = ResultsLog(out / RESULTS_FILE)
     for run_dir in run_dirs:
-        for pid, record in ResultsLog(run_dir / RESULTS_FILE).read().items():
+        for record in ResultsLog(run_dir / RESULTS_FILE).read().values():
             log.append(record)
             source = run_dir / record["run_dir"]
             if source.is_dir():
