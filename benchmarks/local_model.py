@@ -1,9 +1,11 @@
 """Figures for the embedded local model (a script that prints, not a test).
 
-    .venv/bin/python benchmarks/local_model.py [--replies 10] [--threads N] [--skip in_process_start]
+    .venv/bin/python benchmarks/local_model.py [--replies 10] [--solves 10] [--threads N] [--skip solve]
 
 Prints: server start time (child process, and in-process for comparison), generation speed,
-the JSON-schema parse and validation rate over N constrained replies, and peak RSS.
+the JSON-schema parse and validation rate over N constrained replies, the wall time of a full
+`maps solve` on the shipped example and the share of Solver/Critic replies that parsed without
+repair over those runs, and peak RSS.
 Figures depend on what else the machine is doing: the load average is printed with them.
 
 To add a measurement (e.g. a full `maps solve` timing), write a function taking the Bench and
@@ -50,6 +52,7 @@ class Bench:
 
     settings: LocalModelSettings
     replies: int
+    solves: int = 10
     _server: LocalServer | None = field(default=None, repr=False)
 
     @property
@@ -211,12 +214,47 @@ def measure_rss(bench: Bench) -> list[Figure]:
     ]
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def measure_solve(bench: Bench) -> list[Figure]:
+    """Full `maps solve` runs on the shipped example with the embedded model (no API key):
+    wall time, and the share of Solver/Critic replies that parsed without any repair."""
+    import tempfile
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    maps = Path(sys.executable).parent / "maps"
+    runs_dir = Path(tempfile.mkdtemp(prefix="maps-local-bench-"))
+    walls: list[float] = []
+    clean = total = 0
+    for _ in range(bench.solves):
+        started = time.monotonic()
+        result = subprocess.run([str(maps), "solve", "--problem", str(ROOT / "examples/lever/problem.yaml"), "--json",
+                                 "--runs-dir", str(runs_dir)], env=env, capture_output=True, text=True)
+        walls.append(time.monotonic() - started)
+        if result.returncode != 0:
+            return [Figure("maps solve", "failed", "", result.stderr.strip().splitlines()[-1] if result.stderr else "")]
+        run_dir = Path(json.loads(result.stdout)["run_dir"])
+        for line in (run_dir / "transcript.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            if record.get("type") == "message" and record.get("role") in ("solver", "critic"):
+                total += 1
+                parsed = record.get("parsed")
+                clean += bool(parsed) and not parsed.get("repaired") and parsed.get("parsed", True)
+    return [
+        Figure("maps solve on examples/lever, first run", round(walls[0], 1), "s", "includes the server start"),
+        Figure("maps solve, mean over runs", round(statistics.mean(walls), 1), "s", f"{bench.solves} runs"),
+        Figure("Solver/Critic replies parsed without repair", f"{clean}/{total}", "", f"{bench.solves} runs"),
+    ]
+
+
 Measurement = Callable[[Bench], list[Figure]]
 MEASUREMENTS: list[tuple[str, Measurement]] = [
     ("start", measure_start),
     ("in_process_start", measure_in_process_start),
     ("generation", measure_generation),
     ("json_schema", measure_json_schema),
+    ("solve", measure_solve),
     ("rss", measure_rss),  # keep last: it reports the peak after everything above
 ]
 
@@ -224,12 +262,13 @@ MEASUREMENTS: list[tuple[str, Measurement]] = [
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--replies", type=int, default=10, help="constrained replies to score")
+    parser.add_argument("--solves", type=int, default=10, help="full maps solve runs to time and score")
     parser.add_argument("--threads", type=int, default=None, help="n_threads (default: CPUs - 1)")
     parser.add_argument("--n-ctx", type=int, default=LocalModelSettings().n_ctx)
     parser.add_argument("--skip", nargs="*", default=[], choices=[name for name, _ in MEASUREMENTS])
     args = parser.parse_args(argv)
 
-    bench = Bench(LocalModelSettings(n_threads=args.threads, n_ctx=args.n_ctx), replies=args.replies)
+    bench = Bench(LocalModelSettings(n_threads=args.threads, n_ctx=args.n_ctx), replies=args.replies, solves=args.solves)
     print(f"model: {embedded_model_path().name}  cpus: {os.cpu_count()}  "
           f"load average at start: {os.getloadavg()[0]:.2f}")
     try:

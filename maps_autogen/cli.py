@@ -34,7 +34,7 @@ def _load_env() -> None:
 @click.option("--problem", "problem_file", type=click.Path(path_type=Path), help="A problem.yaml (question, context, options, images).")
 @click.option("--config", "config_file", type=click.Path(path_type=Path), help="agents.yaml to use (default: ./agents.yaml, else the built-in one).")
 @click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME, or an endpoint name (e.g. local).")
-@click.option("--threshold", type=click.FloatRange(0, 5), help="Critic pass threshold (overrides critic.threshold).")
+@click.option("--threshold", type=click.FloatRange(0, 6), help="Critic pass threshold, scores 1-5 (6 never passes; overrides critic.threshold).")
 @click.option("--max-rollbacks", type=click.IntRange(0, 20), help="Maximum rollbacks (overrides critic.max_rollbacks).")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Where run folders go.")
 @click.option("--quiet", is_flag=True, help="Print only the final answer.")
@@ -137,7 +137,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--config", "config_file", type=click.Path(path_type=Path))
 @click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME or an endpoint name.")
-@click.option("--threshold", type=click.FloatRange(0, 5))
+@click.option("--threshold", type=click.FloatRange(0, 6))
 @click.option("--max-rollbacks", type=click.IntRange(0, 20))
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, concurrency, rules, no_cache, max_cost,

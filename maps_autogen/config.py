@@ -53,6 +53,9 @@ class LocalEndpoint(_Strict):
     n_ctx: int = Field(default=8192, ge=512)
     n_threads: int | None = Field(default=None, ge=1)
     chat_template: str | None = None
+    # A 135M model drifts into repetition on long replies: cap them and discourage repeats.
+    max_tokens: int = Field(default=256, ge=16)
+    repeat_penalty: float = Field(default=1.15, ge=1.0, le=2.0)
     timeout_s: float = Field(default=600, gt=0)
     max_retries: int = Field(default=1, ge=0)
     json_mode: Literal["schema", "object", "none"] = "schema"
@@ -78,7 +81,8 @@ class RoleConfig(_Strict):
 
 
 class CriticConfig(_Strict):
-    threshold: float = Field(default=5, ge=0, le=5)
+    # Scores are 1-5; a threshold of 6 never passes, so every allowed rollback runs.
+    threshold: float = Field(default=5, ge=0, le=6)
     max_rollbacks: int = Field(default=1, ge=0, le=20)
     final_review: bool = False
 

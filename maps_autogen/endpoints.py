@@ -32,6 +32,7 @@ class ResolvedModel:
     max_tokens: int | None
     price: PriceConfig | None = None
     local: LocalEndpoint | None = None
+    extra_body: dict[str, Any] = field(default_factory=dict)  # server-specific sampling settings
     api_key: str = field(default="", repr=False)
 
     def describe(self) -> dict[str, Any]:
@@ -104,7 +105,9 @@ def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, st
     )
     if isinstance(endpoint, LocalEndpoint):
         model_name = choice.name or (endpoint.model_path and os.path.basename(endpoint.model_path)) or EMBEDDED_MODEL_LABEL
-        return ResolvedModel(kind="local", model=model_name, base_url=None, local=endpoint, **common), why
+        common["max_tokens"] = min(choice.max_tokens or endpoint.max_tokens, endpoint.max_tokens)
+        return ResolvedModel(kind="local", model=model_name, base_url=None, local=endpoint,
+                             extra_body={"repeat_penalty": endpoint.repeat_penalty}, **common), why
     assert isinstance(endpoint, OpenAIEndpoint)
     base_url = endpoint.base_url or env.get("OPENAI_BASE_URL") or OPENAI_URL
     api_key = ""

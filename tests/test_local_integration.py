@@ -1,0 +1,43 @@
+"""The whole MAPS chat against the real embedded model (no API key, no network): every role
+speaks, the Critic's scores parse, one rollback runs, and the transcript is complete."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, clean_env, run_maps
+
+pytestmark = pytest.mark.local
+
+
+def test_full_chat_on_the_embedded_model(tmp_path: Path) -> None:
+    # Threshold 6 never passes (scores are 1-5), so the one allowed rollback always runs,
+    # whatever the tiny model scores.
+    result = run_maps(["solve", "--problem", str(REPO / "examples/lever/problem.yaml"), "--json", "--threshold", "6",
+                       "--runs-dir", str(tmp_path / "runs")], env=clean_env(), cwd=tmp_path, timeout=900)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["stop_reason"] == "rollback_limit" and len(summary["rollbacks"]) == 1
+    assert summary["final_answer"].strip()
+    run_dir = Path(summary["run_dir"])
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["models"]["solver"]["kind"] == "local" and run["status"] == "finished"
+    records = [json.loads(line) for line in (run_dir / "transcript.jsonl").read_text().splitlines()]
+    messages = [r for r in records if r["type"] == "message"]
+    roles = [m["role"] for m in messages]
+    assert roles[:6] == ["user_proxy", "interpreter", "aligner", "scholar", "solver", "critic"]
+    rerun_from = summary["rollbacks"][0]
+    steps = ["interpreter", "aligner", "scholar", "solver"]
+    assert roles[6:] == steps[steps.index(rerun_from):]  # the weak step and every later one re-ran
+    critic = next(m for m in messages if m["role"] == "critic")
+    assert set(critic["parsed"]["scores"]) == {"caption", "alignment", "knowledge", "solution"}
+    assert all(1 <= score <= 5 for score in critic["parsed"]["scores"].values())
+    assert all(m["usage"]["completion_tokens"] > 0 for m in messages[1:])
+    events = [r["event"] for r in records if r["type"] == "event"]
+    assert events.count("rollback") == 1 and events[-1] == "stop"
+    # The model cannot see images, so the Interpreter got a note instead of the picture.
+    interpreter = messages[1]["request"][1]["content"]
+    assert isinstance(interpreter, str) and "lever.png" in interpreter and "cannot see images" in interpreter
