@@ -195,6 +195,22 @@ def report(runs, out) -> None:
     click.echo("wrote: " + ", ".join(str(path) for path in result.files))
 
 
+@cli.command()
+@click.argument("run", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="Where to write the page (default: RUN/view.html).")
+@click.option("--open", "open_page", is_flag=True, help="Open the page in the default browser.")
+def view(run, out, open_page) -> None:
+    """One self-contained HTML page to read a solve run or every problem of an eval run."""
+    import webbrowser
+
+    from maps_autogen.view import write_view
+
+    page = write_view(run, out)
+    click.echo(str(page))
+    if open_page:
+        webbrowser.open(page.resolve().as_uri())
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `maps` console script."""
     try:
