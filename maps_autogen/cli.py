@@ -211,8 +211,21 @@ def view(run, out, open_page) -> None:
         webbrowser.open(page.resolve().as_uri())
 
 
+def _configure_logging() -> None:
+    """Warnings to stderr, one line each, with every registered secret masked."""
+    import logging
+
+    from maps_autogen.secrets import RedactingFilter
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(existing, RedactingFilter) for existing in handler.filters):
+            handler.addFilter(RedactingFilter())
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `maps` console script."""
+    _configure_logging()
     try:
         cli.main(args=argv, prog_name="maps", standalone_mode=False)
     except MapsError as error:

@@ -147,3 +147,21 @@ def test_rejected_key_is_never_echoed(png: Path, tmp_path: Path) -> None:
         result = run_maps(["solve", str(png), "-q", "x", "--runs-dir", str(tmp_path / "runs")], env=env_for(server), cwd=tmp_path)
     line = assert_one_line_error(result, 1, "refused the API key", "***")
     assert TEST_KEY not in all_text_in(tmp_path / "runs") and TEST_KEY not in line
+
+
+def test_retry_warnings_are_one_line_and_masked(png: Path, tmp_path: Path) -> None:
+    inner = RoleScript({"solver": [solver_json("A")], "critic": [critic_json()]})
+    failures = {"interpreter": 1}
+
+    def script(request):
+        if failures.get(request.role, 0):
+            failures[request.role] -= 1
+            return Reply(f"overloaded for key {TEST_KEY}", status=503, headers={"Retry-After": "0"})
+        return inner(request)
+
+    with FakeOpenAI(script) as server:
+        result = run_maps(["solve", str(png), "-q", "x", "--runs-dir", str(tmp_path / "runs"), "--quiet"], env=env_for(server), cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout == "A\n"
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("WARNING: ")]
+    assert len(warnings) == 1 and "HTTP 503" in warnings[0] and "***" in warnings[0]
+    assert TEST_KEY not in result.stderr
