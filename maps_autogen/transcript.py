@@ -113,20 +113,29 @@ class RunWriter:
             self.append(record)
 
 
-def read_transcript(run_dir: Path) -> Iterator[dict[str, Any]]:
-    """The records of a run's transcript, skipping a torn last line."""
-    path = run_dir / TRANSCRIPT_FILE
-    if not path.is_file():
-        raise DataError(f"{run_dir} has no {TRANSCRIPT_FILE}", fix="pass a run folder written by maps solve or maps eval")
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL file we wrote, skipping blank and torn lines."""
+    rows = []
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             line = line.strip()
             if not line:
                 continue
             try:
-                yield json.loads(line)
+                row = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            if isinstance(row, dict):
+                rows.append(row)
+    return rows
+
+
+def read_transcript(run_dir: Path) -> Iterator[dict[str, Any]]:
+    """The records of a run's transcript, skipping a torn last line."""
+    path = run_dir / TRANSCRIPT_FILE
+    if not path.is_file():
+        raise DataError(f"{run_dir} has no {TRANSCRIPT_FILE}", fix="pass a run folder written by maps solve or maps eval")
+    yield from read_jsonl(path)
 
 
 def read_run(run_dir: Path) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 from collections.abc import Iterable
 
 from maps_autogen.errors import DataError
-from maps_autogen.transcript import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, read_run, read_transcript
+from maps_autogen.transcript import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, read_jsonl, read_run, read_transcript
 
 VIEW_FILE = "view.html"
 MANIFEST_FILE = "manifest.json"
@@ -260,23 +260,6 @@ def _verdict_pill(correct: Any) -> str:
     if correct is False:
         return '<span class="pill bad verdict">incorrect</span>'
     return ""
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a JSONL file, skipping blank and torn lines."""
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict):
-                rows.append(row)
-    return rows
 
 
 def _inside(base: Path, relative: Any) -> Path | None:
@@ -527,7 +510,7 @@ def _load_results(eval_dir: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in _read_jsonl(path):
+    for row in read_jsonl(path):
         rows[(str(row.get("subset", "")), str(row.get("pid", "")))] = row
     return list(rows.values())
 
