@@ -130,7 +130,8 @@ def test_a_failing_problem_is_recorded_and_the_run_goes_on(tmp_path: Path, mathv
     assert "some problems failed" in result.stdout
     with FakeOpenAI(ProblemScript(scripted_answers(rows))) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
-        resumed = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(runs), "--resume", str(run_dir)], env=env, cwd=tmp_path)
+        # The manifest remembers where the data came from: --data is not needed to resume.
+        resumed = run_maps(["eval", "mathvista", "--runs-dir", str(runs), "--resume", str(run_dir)], env=env, cwd=tmp_path)
         retried = {r.role for r in server.received}
         assert len(server.received) == 5  # only the failed problem ran again
     assert resumed.returncode == 0 and retried == {"interpreter", "aligner", "scholar", "solver", "critic"}

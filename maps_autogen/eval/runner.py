@@ -211,7 +211,8 @@ class EvalRun:
         if manifest is not None:
             # The manifest fixes what the run is; the command line only sets how it runs.
             request = replace(request, subsets=tuple(manifest["subsets"]), method=manifest["method"],
-                              without=frozenset(Role(r) for r in manifest["without"]), rules=manifest["rules"])
+                              without=frozenset(Role(r) for r in manifest["without"]), rules=manifest["rules"],
+                              data=request.data or (Path(manifest["data"]) if manifest.get("data") else None))
             self.request = request
         subsets = find_subsets(self.task, request.subsets)
         items = load_items(self.task, subsets, request.data, self.loaded)
@@ -265,7 +266,7 @@ class EvalRun:
             "created_at": utc_now(),
             "benchmark": self.task.name,
             "hub_id": self.task.hub_id,
-            "data": str(request.data) if request.data else None,
+            "data": str(request.data.resolve()) if request.data else None,
             "subsets": [s.name for s in subsets],
             "ids": [item.pid for item in selection.items],
             "subset_of_id": {item.pid: item.subset for item in selection.items},
