@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
@@ -118,7 +118,6 @@ class ChatOutcome:
     calls: list[CallRecord]
     seconds: float
     error: str | None = None
-    turns: list[Turn] = field(default_factory=list)
 
     def usage(self) -> dict[str, Any]:
         """Calls, tokens and cost (None when any call's price is unknown)."""
@@ -374,7 +373,6 @@ class MapsChat:
             calls=list(self.calls),
             seconds=time.monotonic() - started,
             error=error,
-            turns=list(self.turns),
         )
 
 

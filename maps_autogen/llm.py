@@ -14,6 +14,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import httpx
@@ -329,8 +330,8 @@ class _AG2Response:
     """The minimal response object AG2's OpenAIWrapper needs from a custom client."""
 
     def __init__(self, completion: Completion):
-        message = type("Message", (), {"content": completion.text, "function_call": None, "tool_calls": None})()
-        self.choices = [type("Choice", (), {"message": message, "finish_reason": "stop"})()]
+        message = SimpleNamespace(content=completion.text, function_call=None, tool_calls=None)
+        self.choices = [SimpleNamespace(message=message, finish_reason="stop")]
         self.model = completion.model
         self.completion = completion
         self.cost = completion.cost or 0.0

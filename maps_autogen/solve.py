@@ -64,13 +64,15 @@ def assemble_team(
     loaded: LoadedConfig,
     env: Mapping[str, str] | None = None,
     *,
+    resolution: Resolution | None = None,
     cache: ResponseCache | None = None,
     max_connections: int = 64,
 ) -> Team:
-    """Load prompts, resolve every role's model and open the backends (starting the local
-    model server if a role needs it). Roles on the same model share one backend."""
+    """Load prompts, resolve every role's model (unless `resolution` is given) and open the
+    backends (starting the local model server if a role needs it). Roles on the same model
+    share one backend."""
     prompts = load_prompts(loaded)
-    resolution = resolve_models(loaded, os.environ if env is None else env)
+    resolution = resolution or resolve_models(loaded, os.environ if env is None else env)
     opened: dict[tuple[str, str], ChatBackend] = {}
     backends: dict[Role, ChatBackend] = {}
     with _backend_lock:

@@ -235,8 +235,8 @@ def test_ablations(tmp_path: Path, mathvista) -> None:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / "a"), "--limit", "2", "--without", "critic"], env=env, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
-        assert [r.role for r in server.received] == ["interpreter", "aligner", "scholar", "solver"] * 2 or \
-            sorted(r.role for r in server.received) == sorted(["interpreter", "aligner", "scholar", "solver"] * 2)
+        # Two problems, no Critic: each runs the four steps once (the two may interleave).
+        assert sorted(r.role for r in server.received) == sorted(["interpreter", "aligner", "scholar", "solver"] * 2)
         server.received.clear()
         result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / "b"), "--limit", "1", "--without", "interpreter"], env=env, cwd=tmp_path)
         assert result.returncode == 0, result.stderr

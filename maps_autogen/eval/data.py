@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from maps_autogen.errors import DataError
+from maps_autogen.eval.tasks import Row, Subset
 from maps_autogen.images import ImageInput, image_from_bytes, image_from_pil, load_image
 
 LOCAL_SUFFIXES = (".parquet", ".jsonl", ".json")
+_IMAGE_FIELD = re.compile(r"image_(\d+)")
+_PLACEHOLDER = re.compile(r"<image_(\d+)>")
 
 
 def _is_saved_dataset(path: Path) -> bool:
@@ -146,4 +150,80 @@ def image_from_field(value: Any, *, name: str, base_dir: Path | None, max_side: 
     raise DataError(f"image field '{name}' has an unexpected type {type(value).__name__}", fix="check the data set's schema")
 
 
-__all__ = ["hub_rows", "image_from_field", "local_rows", "rows_for"]
+# --------------------------------------------------------------------------------------------
+# Helpers for tasks whose rows hold numbered images (OlympiadBench, EMMA)
+# --------------------------------------------------------------------------------------------
+
+
+def required(fields: Mapping[str, Any], key: str) -> Any:
+    """A field every row must have; a DataError naming it otherwise."""
+    value = fields.get(key)
+    if value is None or value == "":
+        raise DataError(f"a data set row has no '{key}'", fix="check that the data follows the benchmark's published schema")
+    return value
+
+
+def row_images(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None, max_side: int) -> tuple[tuple[ImageInput, ...], dict[int, int]]:
+    """The row's images from image_1, image_2, ... (in number order, empty ones skipped), and the
+    renumbering {field number: position} to apply to `<image_N>` placeholders.
+
+    The engine labels images by their position, so when a number is skipped the placeholders
+    must be renumbered for "<image_2>" to keep naming the second image shown.
+    """
+    numbers = sorted(int(m.group(1)) for key in fields if (m := _IMAGE_FIELD.fullmatch(str(key))))
+    images: list[ImageInput] = []
+    positions: dict[int, int] = {}
+    for number in numbers:
+        position = len(images) + 1
+        image = image_from_field(fields[f"image_{number}"], name=f"{pid}_image_{position}.png", base_dir=base_dir, max_side=max_side)
+        if image is not None:
+            images.append(image)
+            positions[number] = position
+    return tuple(images), positions
+
+
+def renumber_placeholders(text: str, positions: Mapping[int, int]) -> str:
+    """`<image_N>` → `<image_position>` (one pass, so renumbered tags are not renumbered again)."""
+    if all(number == position for number, position in positions.items()):
+        return text
+    return _PLACEHOLDER.sub(lambda m: f"<image_{positions.get(int(m.group(1)), int(m.group(1)))}>", text)
+
+
+def config_rows(
+    hub_id: str,
+    split: str,
+    subsets: tuple[Subset, ...],
+    data: Path | None,
+    *,
+    key: str,
+    belongs: Callable[[Subset, Mapping[str, Any]], bool],
+) -> Iterator[Row]:
+    """Rows of each subset's hub config (or local entry), in subset order.
+
+    `belongs` drops rows whose own fields contradict the subset, so one local file holding
+    several configs is split correctly. When a single local source serves every subset and a
+    row would still count for two of them, the subsets cannot be told apart: a DataError asks
+    for one entry per config instead of silently counting the row twice.
+    """
+    shared_source = data is not None and not _has_config_entries(data, subsets)
+    claimed: dict[str, str] = {}
+    for subset in subsets:
+        rows, base_dir = rows_for(hub_id, subset.source, split, data)
+        for fields in rows:
+            if not belongs(subset, fields):
+                continue
+            if shared_source:
+                row_key = str(fields.get(key))
+                if claimed.setdefault(row_key, subset.name) != subset.name:
+                    raise DataError(
+                        f"{data} holds rows of several configs that cannot be told apart ({key} {row_key} counts for {claimed[row_key]} and {subset.name})",
+                        fix="pass a folder with one entry per config: <config>/, <config>.parquet or <config>.jsonl",
+                    )
+            yield Row(subset.name, dict(fields), base_dir)
+
+
+def _has_config_entries(data: Path, subsets: tuple[Subset, ...]) -> bool:
+    """Whether `data` is a folder with an entry per config (the layout `rows_for` looks up)."""
+    if not data.is_dir():
+        return False
+    return any((data / s.source).exists() or any((data / f"{s.source}{suffix}").exists() for suffix in LOCAL_SUFFIXES) for s in subsets)

@@ -5,9 +5,6 @@ str: the first is the ground truth, later ones are alternatives), context, image
 modality, difficulty, is_multiple_answer, unit, answer_type, error, question_type, subfield,
 subject, language. Several answers live in ONE string ("$a$ , $b$"); a compound
 `answer_type` ("Expression,Numerical") and a comma `unit`/`error` then give one entry per answer.
-
-Also home of the small helpers the image-question tasks share (numbered image fields,
-`<image_N>` placeholders, `\\boxed{}` contents).
 """
 
 from __future__ import annotations
@@ -15,123 +12,19 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from maps_autogen.benchmarks.olympiadbench import CHINESE_MARKER, ENGLISH_MARKER
-from maps_autogen.errors import DataError
-from maps_autogen.eval.data import LOCAL_SUFFIXES, image_from_field, rows_for
-from maps_autogen.eval.tasks import AnswerFormats, EvalItem, Row, Subset
-from maps_autogen.images import ImageInput
+from maps_autogen.eval.data import config_rows, renumber_placeholders, required, row_images
+from maps_autogen.eval.tasks import AnswerFormats, EvalItem, Row, Subset, boxed_contents, one_line
 from maps_autogen.problem import Problem
 
 ANSWER_TYPES = ("Numerical", "Expression", "Equation", "Interval", "Tuple")
-_IMAGE_FIELD = re.compile(r"image_(\d+)")
-_PLACEHOLDER = re.compile(r"<image_(\d+)>")
 _DOLLAR_PIECE = re.compile(r"\$(.*?)\$")
 # Separators a Solver may put between several answers instead of the comma the judge splits on.
 _ANSWER_SEPARATORS = re.compile(r"\s*(?:\n|;|；|，|\band\b)\s*")
 _LANGUAGES = {"en": "English", "zh": "Chinese"}
 _SUBJECTS = {"maths": "Math", "physics": "Physics"}
-
-
-# --------------------------------------------------------------------------------------------
-# Helpers shared by the image-question tasks
-# --------------------------------------------------------------------------------------------
-
-
-def required(fields: Mapping[str, Any], key: str) -> Any:
-    """A field every row must have; a DataError naming it otherwise."""
-    value = fields.get(key)
-    if value is None or value == "":
-        raise DataError(f"a data set row has no '{key}'", fix="check that the data follows the benchmark's published schema")
-    return value
-
-
-def row_images(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None, max_side: int) -> tuple[tuple[ImageInput, ...], dict[int, int]]:
-    """The row's images from image_1, image_2, ... (in number order, empty ones skipped), and the
-    renumbering {field number: position} to apply to `<image_N>` placeholders.
-
-    The engine labels images by their position, so when a number is skipped the placeholders
-    must be renumbered for "<image_2>" to keep naming the second image shown.
-    """
-    numbers = sorted(int(m.group(1)) for key in fields if (m := _IMAGE_FIELD.fullmatch(str(key))))
-    images: list[ImageInput] = []
-    positions: dict[int, int] = {}
-    for number in numbers:
-        position = len(images) + 1
-        image = image_from_field(fields[f"image_{number}"], name=f"{pid}_image_{position}.png", base_dir=base_dir, max_side=max_side)
-        if image is not None:
-            images.append(image)
-            positions[number] = position
-    return tuple(images), positions
-
-
-def renumber_placeholders(text: str, positions: Mapping[int, int]) -> str:
-    """`<image_N>` → `<image_position>` (one pass, so renumbered tags are not renumbered again)."""
-    if all(number == position for number, position in positions.items()):
-        return text
-    return _PLACEHOLDER.sub(lambda m: f"<image_{positions.get(int(m.group(1)), int(m.group(1)))}>", text)
-
-
-def boxed_contents(text: str) -> list[str]:
-    """Contents of the top-level `\\boxed{…}`s by brace matching; an unclosed box ends the search."""
-    found: list[str] = []
-    start = text.find("\\boxed{")
-    while start != -1:
-        depth, pos = 1, start + len("\\boxed{")
-        while pos < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[pos], 0)
-            pos += 1
-        if depth:
-            break
-        found.append(text[start + len("\\boxed{") : pos - 1].strip())
-        start = text.find("\\boxed{", pos)
-    return found
-
-
-def one_line(text: str) -> str:
-    """The text on one line: the official extractors read the answer up to the end of a line."""
-    return " ".join(text.split())
-
-
-def config_rows(
-    hub_id: str,
-    split: str,
-    subsets: tuple[Subset, ...],
-    data: Path | None,
-    *,
-    key: str,
-    belongs: Callable[[Subset, Mapping[str, Any]], bool],
-) -> Iterator[Row]:
-    """Rows of each subset's hub config (or local entry), in subset order.
-
-    `belongs` drops rows whose own fields contradict the subset, so one local file holding
-    several configs is split correctly. When a single local source serves every subset and a
-    row would still count for two of them, the subsets cannot be told apart: a DataError asks
-    for one entry per config instead of silently counting the row twice.
-    """
-    shared_source = data is not None and not _has_config_entries(data, subsets)
-    claimed: dict[str, str] = {}
-    for subset in subsets:
-        rows, base_dir = rows_for(hub_id, subset.source, split, data)
-        for fields in rows:
-            if not belongs(subset, fields):
-                continue
-            if shared_source:
-                row_key = str(fields.get(key))
-                if claimed.setdefault(row_key, subset.name) != subset.name:
-                    raise DataError(
-                        f"{data} holds rows of several configs that cannot be told apart ({key} {row_key} counts for {claimed[row_key]} and {subset.name})",
-                        fix="pass a folder with one entry per config: <config>/, <config>.parquet or <config>.jsonl",
-                    )
-            yield Row(subset.name, dict(fields), base_dir)
-
-
-def _has_config_entries(data: Path, subsets: tuple[Subset, ...]) -> bool:
-    """Whether `data` is a folder with an entry per config (the layout `rows_for` looks up)."""
-    if not data.is_dir():
-        return False
-    return any((data / s.source).exists() or any((data / f"{s.source}{suffix}").exists() for suffix in LOCAL_SUFFIXES) for s in subsets)
 
 
 # --------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
+from maps_autogen.endpoints import Resolution, resolve_models
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
@@ -176,6 +177,13 @@ class _Progress:
             self._progress.stop()
 
 
+def _check_prices(resolution: Resolution) -> None:
+    """--max-cost can only be enforced when every paid model's price is known."""
+    unpriced = sorted({m.model for m in resolution.models.values() if m.price is None and m.kind != "local"})
+    if unpriced:
+        raise UsageError(f"--max-cost needs the price of {', '.join(unpriced)}", fix="add it under prices: in agents.yaml")
+
+
 class EvalRun:
     """One `maps eval` invocation over one eval folder."""
 
@@ -214,11 +222,15 @@ class EvalRun:
                               without=frozenset(Role(r) for r in manifest["without"]), rules=manifest["rules"],
                               data=request.data or (Path(manifest["data"]) if manifest.get("data") else None))
             self.request = request
+        # Resolved once, before anything is written: a missing key or price fails the run cleanly.
+        resolution = resolve_models(self.loaded, self.env if self.env is not None else os.environ)
+        if request.max_cost is not None:
+            _check_prices(resolution)
         subsets = find_subsets(self.task, request.subsets)
         items = load_items(self.task, subsets, request.data, self.loaded)
         if manifest is None:
             selection = select_items(items, subsets, sample=request.sample, seed=request.seed, limit=request.limit, shard=request.shard)
-            manifest = self._new_manifest(eval_dir, subsets, selection)
+            manifest = self._new_manifest(eval_dir, subsets, selection, resolution)
         else:
             wanted = set(manifest["ids"])
             selection = Selection([item for item in items if item.pid in wanted], manifest.get("sampled", {}))
@@ -231,12 +243,10 @@ class EvalRun:
         log = ResultsLog(eval_dir / RESULTS_FILE)
         done = {pid for pid, record in log.read().items() if record.get("status") == "ok"}
         todo = [item for item in selection.items if item.pid not in done]
-        if request.max_cost is not None:
-            self._check_prices()
         cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
-        team = assemble_team(self.loaded, self.env, cache=cache, max_connections=max(64, request.concurrency))
+        team = assemble_team(self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency))
         try:
-            stopped_for_cost = self._run_items(todo, team, eval_dir, log, [s.name for s in subsets])
+            stopped_for_cost = self._run_items(todo, team, eval_dir, log)
         finally:
             if cache is not None:
                 cache.close()
@@ -254,11 +264,8 @@ class EvalRun:
         method = manifest["method"] if not manifest["without"] else f"maps w/o {'+'.join(manifest['without'])}"
         return f"{method} ({', '.join(models)})"
 
-    def _new_manifest(self, eval_dir: Path, subsets: Sequence[Subset], selection: Selection) -> dict[str, Any]:
-        from maps_autogen.endpoints import resolve_models
-
+    def _new_manifest(self, eval_dir: Path, subsets: Sequence[Subset], selection: Selection, resolution: Resolution) -> dict[str, Any]:
         request = self.request
-        models = resolve_models(self.loaded, self.env if self.env is not None else os.environ).models
         return {
             "schema_version": SCHEMA_VERSION,
             "kind": "eval",
@@ -280,21 +287,13 @@ class EvalRun:
             "rules": request.rules,
             "config_path": str(self.loaded.path),
             "config": self.loaded.config.model_dump(mode="json"),
-            "models": {role.value: model.describe() for role, model in models.items()},
+            "models": {role.value: model.describe() for role, model in resolution.models.items()},
             "versions": _versions(),
             "git_commit": _git_commit(),
         }
 
-    def _check_prices(self) -> None:
-        from maps_autogen.endpoints import resolve_models
-
-        models = resolve_models(self.loaded, self.env if self.env is not None else os.environ).models
-        unpriced = sorted({m.model for m in models.values() if m.price is None and m.kind != "local"})
-        if unpriced:
-            raise UsageError(f"--max-cost needs the price of {', '.join(unpriced)}", fix="add it under prices: in agents.yaml")
-
     # ----- running ----------------------------------------------------------------------
-    def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog, subset_names: list[str]) -> bool:
+    def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog) -> bool:
         request = self.request
         progress = _Progress(len(todo), self.progress)
         spent = 0.0
@@ -423,11 +422,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} already exists and is not empty", fix="choose another --out")
     task = get_task(first["benchmark"])
-    ids: list[str] = []
-    for manifest in manifests:
-        ids.extend(pid for pid in manifest["ids"] if pid not in ids)
-    order = {pid: n for n, pid in enumerate(sorted(ids, key=lambda pid: _original_position(manifests, pid)))}
-    ids.sort(key=order.__getitem__)
+    ids = sorted({pid for manifest in manifests for pid in manifest["ids"]}, key=lambda pid: _original_position(manifests, pid))
     (out / PROBLEMS_DIR).mkdir(parents=True, exist_ok=True)
     log = ResultsLog(out / RESULTS_FILE)
     for run_dir in run_dirs:
@@ -448,7 +443,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     return out
 
 
-def _original_position(manifests: Sequence[dict[str, Any]], pid: str) -> tuple[int, int]:
+def _original_position(manifests: Sequence[dict[str, Any]], pid: str) -> int:
     """Shards take every n-th problem of one ordered list; restore that order."""
     for manifest in manifests:
         if pid in manifest["ids"]:
@@ -456,9 +451,9 @@ def _original_position(manifests: Sequence[dict[str, Any]], pid: str) -> tuple[i
             position = manifest["ids"].index(pid)
             if shard:
                 index, count = (int(x) for x in shard.split("/"))
-                return (position * count + index - 1, 0)
-            return (position, 0)
-    return (10**9, 0)
+                return position * count + index - 1
+            return position
+    return 10**9
 
 
 __all__ = ["EvalOutcome", "EvalRequest", "EvalRun", "Shard", "merge_runs", "select_items"]

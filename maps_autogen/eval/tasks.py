@@ -62,6 +62,32 @@ class Task(Protocol):
         ...
 
 
+# --------------------------------------------------------------------------------------------
+# Rendering answers for the official extractors
+# --------------------------------------------------------------------------------------------
+
+
+def boxed_contents(text: str) -> list[str]:
+    """Contents of the top-level `\\boxed{…}`s by brace matching; an unclosed box ends the search."""
+    found: list[str] = []
+    start = text.find("\\boxed{")
+    while start != -1:
+        depth, pos = 1, start + len("\\boxed{")
+        while pos < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[pos], 0)
+            pos += 1
+        if depth:
+            break
+        found.append(text[start + len("\\boxed{") : pos - 1].strip())
+        start = text.find("\\boxed{", pos)
+    return found
+
+
+def one_line(text: str) -> str:
+    """The text on one line: the official extractors read the answer up to the end of a line."""
+    return " ".join(text.split())
+
+
 TASK_MODULES = {
     "mathvista": "maps_autogen.eval.mathvista",
     "olympiadbench": "maps_autogen.eval.olympiadbench",
