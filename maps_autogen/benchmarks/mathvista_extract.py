@@ -1,0 +1,484 @@
+"""Rule-based answer extraction for MathVista: what a model meant, read from its free text.
+
+The official MathVista pipeline asks an LLM to pull the answer out of each response. This
+module does the same job with deterministic rules and no model call, so results files that only
+carry raw responses can be scored offline. It reads choice letters in their usual forms
+("(B)", "B.", "Answer: B", "the answer is option B", "选项为B"), an option's own text, the final
+number of a worked solution (not its intermediate values), units, thousands separators,
+fractions, simple LaTeX (\\frac, \\boxed), percentages, scientific notation, lists, and tells a
+refusal ("cannot be determined") from a response it cannot read.
+
+Untrusted text: the response is cut to a fixed size first and every pattern below is either
+free of unbounded repetition or has one unbounded run next to a fixed token, so matching is
+linear in the (bounded) input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from maps_autogen.benchmarks.emma import boxed_contents
+
+# Longer responses keep their head and tail: answers are stated up front or at the end.
+MAX_RESPONSE_CHARS = 16_000
+_KEEP_EACH_END = MAX_RESPONSE_CHARS // 2
+
+ExtractionStatus = Literal["answer", "no_answer", "unreadable"]
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The outcome of reading one response.
+
+    `status` is "answer" (with `answer` set), "no_answer" (the response is empty or declines
+    to answer: nothing to extract, nothing for an LLM to find) or "unreadable" (there is text,
+    but the rules cannot tell which answer it gives; an LLM extractor may try).
+    """
+
+    answer: str | None
+    status: ExtractionStatus
+
+
+NO_ANSWER = Extraction(None, "no_answer")
+UNREADABLE = Extraction(None, "unreadable")
+
+
+# --------------------------------------------------------------------------------------------
+# Shared text helpers
+# --------------------------------------------------------------------------------------------
+
+
+def bound_text(text: str) -> str:
+    """`text` cut to MAX_RESPONSE_CHARS: its head and tail, joined by a blank line."""
+    if len(text) <= MAX_RESPONSE_CHARS:
+        return text
+    return text[:_KEEP_EACH_END] + "\n\n" + text[-_KEEP_EACH_END:]
+
+
+# A model that goes on to invent the next exercise ("\n\nQuestion: ...", "Hint: ...") has
+# answered before it: what follows is not its answer to this problem.
+_CONTINUATION = re.compile(r"^[ \t*#]{0,8}(?:Question|Hint)\s{0,4}[:：]", re.MULTILINE)
+
+
+def cut_continuation(text: str) -> str:
+    """`text` up to the first line starting "Question:" or "Hint:" that follows some content."""
+    for match in _CONTINUATION.finditer(text):
+        head = text[: match.start()]
+        if head.strip():
+            return head
+    return text
+
+
+_BOXED_START = "\\boxed{"
+_MARKUP = re.compile(r"\*\*|__|[*`$]|\\text(?:bf)?\{|\\mathrm\{|\\left|\\right|\\[,;! ]")
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last closed \\boxed{...}, braces matched; None if there is none."""
+    boxes = boxed_contents(text) if _BOXED_START in text else []
+    return boxes[-1] if boxes else None
+
+
+def strip_markup(text: str) -> str:
+    """Drop markdown emphasis, math dollars, simple LaTeX wrappers and spacing commands."""
+    return _MARKUP.sub("", text).replace("}", "").replace("{", "")
+
+
+# Phrases after which models state their final answer.
+_ANSWER_CUES = re.compile(
+    # "answer/option/choice", optionally a short qualifier ("to the question"), then a verb or
+    # a colon: a bare mention such as "each option" or "answer choices" is not a cue.
+    r"\b(?:answer|option|choice|final value|final result|result)\b"
+    r"(?:[^.\n:：]{0,40}?\b(?:is|would be|should be|will be|be)\b\s{0,3}[:：=]?"
+    r"|\s{0,3}[:：=])\s{0,3}"
+    r"|\bI (?:would )?(?:choose|pick|select|go with)\s{1,3}(?:option\s{1,3})?"
+    r"|答案(?:应该|应)?(?:是|为|為|选)?\s{0,3}[:：]?\s{0,3}|故选\s{0,3}[:：]?\s{0,3}"
+    r"|选项(?:是|为|為)?\s{0,3}[:：]?\s{0,3}|应选\s{0,3}|选择?\s{0,3}",
+    re.IGNORECASE,
+)
+# What follows a cue is read up to the end of its line, at most this far.
+_STATEMENT_CHARS = 200
+# Only the last few cues are tried: earlier ones are usually intermediate results.
+_CUES_TRIED = 4
+
+
+def statements_after_cues(text: str) -> list[str]:
+    """The statements after the last answer phrases ("the answer is", "答案是", ...), last
+    first: each the rest of its line (bounded), skipping cues that end their line."""
+    ends = [match.end() for match in _ANSWER_CUES.finditer(text)]
+    statements: list[str] = []
+    for end in reversed(ends):
+        statement = text[end:end + _STATEMENT_CHARS].split("\n", 1)[0]
+        if statement.strip():
+            statements.append(statement)
+            if len(statements) == _CUES_TRIED:
+                break
+    return statements
+
+
+# Declining to answer. Only consulted when no answer was found: a response that reasons
+# "without the image we cannot be sure" and then answers is an answer.
+_REFUSAL = re.compile(
+    r"\b(?:cannot|can ?not|can't|unable to|not possible to|impossible to|not able to)\s{1,3}"
+    r"(?:be\s{1,3})?(?:determine|determined|tell|answer|calculate|provide|say|find|solve|know)"
+    r"|\bnot enough information|\binsufficient information|\bno (?:answer|information)\b"
+    r"|\bwithout (?:the |any |more |additional |further )?(?:image|information|context|data)"
+    r"|\bI'?m sorry|\bsorry, but|\bN/A\b|\bnot (?:provided|given|applicable)\b|无法",
+    re.IGNORECASE,
+)
+
+
+def last_paragraph(text: str) -> str:
+    """The last paragraph (block of lines after a blank line) of the text."""
+    paragraphs = [part for part in re.split(r"\n[ \t]{0,8}\n", text) if part.strip()]
+    return paragraphs[-1] if paragraphs else text
+
+
+def is_refusal(text: str) -> bool:
+    """Whether the text declines to give an answer."""
+    return _REFUSAL.search(text) is not None
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers
+# --------------------------------------------------------------------------------------------
+
+_DIGITS = r"(?:\d{1,3}(?:,\d{3})+(?!\d|,\d)|\d+)(?:\.\d+)?|\.\d+"
+_SIGN = r"[-+−–]?"
+# One token: a LaTeX fraction, a plain fraction (float answers only) or a decimal number with
+# an optional exponent. Each alternative is a fixed sequence of bounded or single runs.
+_LATEX_FRACTION = r"\\[dt]?frac\{\s{0,3}(-?[\d.]{1,20})\s{0,3}\}\{\s{0,3}([\d.]{1,20})\s{0,3}\}"
+_PLAIN_FRACTION = r"(?<![\w./])(-?\d{1,12})\s{0,2}/\s{0,2}(\d{1,12})(?![\w/]|\.\d)"
+_NUMBER = rf"(?<![\w.])({_SIGN}(?:{_DIGITS}))(?:[eE]([-+−]?\d{{1,3}}))?(?![\d])"
+_NUMBER_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_NUMBER}")
+_NUMBER_OR_FRACTION_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_PLAIN_FRACTION}|{_NUMBER}")
+# "3.2 × 10^4", "3.2 \times 10^{-4}", right after a number.
+_TIMES_TEN = re.compile(r"\s{0,2}(?:×|\\times|x|\*)\s{0,2}10\s{0,2}\^\s{0,2}\{?\s{0,2}([-+−]?\d{1,3})\}?")
+
+_NUMBER_WORDS = {
+    word: str(value)
+    for value, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+_LEADING_WORD = re.compile(r"\W{0,10}([A-Za-z]{1,12})\b")
+
+
+def _plain(token: str) -> str:
+    """A number token in Python's form: no thousands separators, ASCII minus, no plus."""
+    return token.replace(",", "").replace("−", "-").replace("–", "-").lstrip("+")
+
+
+def _ratio(numerator: str, denominator: str) -> str | None:
+    try:
+        value = float(_plain(numerator)) / float(denominator)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+    return str(value)
+
+
+def _scaled(mantissa: str, exponent: str) -> str | None:
+    try:
+        return str(float(f"{_plain(mantissa)}e{_plain(exponent)}"))
+    except (ValueError, OverflowError):
+        return None
+
+
+def numbers_in(text: str, *, fractions: bool = False) -> list[str]:
+    """Every number in `text`, in order, as a plain decimal string.
+
+    LaTeX fractions become their value; with `fractions`, so do plain "a/b" (for float
+    answers: for integer answers "3/4 of 12" is two numbers). "1.2e-3" and "1.2 × 10^-3" are
+    read as one number; thousands separators and Unicode minus signs are normalised.
+    """
+    pattern = _NUMBER_OR_FRACTION_TOKEN if fractions else _NUMBER_TOKEN
+    found: list[str] = []
+    for match in pattern.finditer(text):
+        groups = match.groups()
+        if groups[0] is not None:
+            value = _ratio(groups[0], groups[1])
+        elif fractions and groups[2] is not None:
+            value = _ratio(groups[2], groups[3])
+        else:
+            mantissa, exponent = groups[-2], groups[-1]
+            if exponent is None:
+                scale = _TIMES_TEN.match(text, match.end())
+                exponent = scale.group(1) if scale else None
+            value = _scaled(mantissa, exponent) if exponent is not None else _plain(mantissa)
+        if value is not None:
+            found.append(value)
+    return found
+
+
+def number_word(text: str) -> str | None:
+    """The value of a leading English number word ("two" → "2"), zero to twenty."""
+    match = _LEADING_WORD.match(text)
+    return _NUMBER_WORDS.get(match.group(1).lower()) if match else None
+
+
+def is_plain_number(text: str) -> bool:
+    """Whether float() reads the whole text."""
+    try:
+        float(text)
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
+def _number_in_statement(statement: str, fractions: bool) -> str | None:
+    """The number a final statement gives: after its last "=" if it shows a calculation
+    ("2 + 3 = 5"), else its first number ("4 of the 7 cars"), else a number word."""
+    cleaned = strip_markup(statement)
+    if "=" in cleaned:
+        after = numbers_in(cleaned.rsplit("=", 1)[1], fractions=fractions)
+        if after:
+            return after[0]
+    numbers = numbers_in(cleaned, fractions=fractions)
+    if numbers:
+        return numbers[0]
+    return number_word(cleaned)
+
+
+def extract_number(response: str, answer_type: str) -> Extraction:
+    """Integer / float answers: the whole response if it is a number or a number word; else
+    the number in the last \\boxed{}; else the one the last answer phrase states; else, unless
+    the response declines to answer, the last number it gives."""
+    text = response.strip()
+    if is_plain_number(text):
+        return Extraction(text, "answer")
+    fractions = answer_type == "float"
+    if len(text) <= 12:
+        short = number_word(text) if not numbers_in(text) else None
+        if short is not None:
+            return Extraction(short, "answer")
+    text = cut_continuation(text)
+    boxed = last_boxed(text)
+    if boxed is not None:
+        number = _number_in_statement(boxed, fractions)
+        if number is not None:
+            return Extraction(number, "answer")
+    for statement in statements_after_cues(text):
+        if is_refusal(statement):
+            return NO_ANSWER
+        number = _number_in_statement(statement, fractions)
+        if number is not None:
+            return Extraction(number, "answer")
+    if is_refusal(last_paragraph(text)):
+        return NO_ANSWER
+    numbers = numbers_in(strip_markup(text), fractions=fractions)
+    if numbers:
+        return Extraction(numbers[-1], "answer")
+    return NO_ANSWER if is_refusal(text) else UNREADABLE
+
+
+# --------------------------------------------------------------------------------------------
+# Multiple choice
+# --------------------------------------------------------------------------------------------
+
+# A letter followed by punctuation or the end ("C", "C.", "(C) text", "C: text") ...
+_LEADING_LETTER = re.compile(r"[(（\[]?([A-Z])(?:[)）\]]|[.:：。,，]|$)")
+# ... or, right after an answer phrase, by anything but a letter or digit ("is C because").
+_LEADING_LETTER_LOOSE = re.compile(r"(?:option\s{1,3}|choice\s{1,3})?[(（\[]?([A-Z])(?![A-Za-z0-9])",
+                                   re.IGNORECASE)
+_OPTION_LINE = re.compile(r"\s{0,8}[(（]?[A-Z][)）.]\s")
+_PAREN_CAPITAL = re.compile(r"[(（]([A-Z])[)）]")
+# "(B) is correct", "option B is the right answer", "B是正确答案".
+_LETTER_IS_CORRECT = re.compile(
+    r"(?<![A-Za-z])[(（]?([A-Z])[)）]?\s{0,3}(?:is\s{1,3}(?:the\s{1,3})?(?:correct|right)\b|是正确)"
+)
+
+
+def _in_range(letter: str, n_choices: int) -> bool:
+    return 0 <= ord(letter) - ord("A") < n_choices
+
+
+def _leading_letter(text: str, n_choices: int, *, loose: bool = False) -> str | None:
+    """A choice letter at the start of `text` ("C", "(C)", "C.", "C: ..."), if in range.
+
+    Only with `loose` (right after an answer phrase) may a space follow the bare letter:
+    elsewhere "A cube has..." or "I think..." would read as answers.
+    """
+    cleaned = strip_markup(text).strip()
+    if loose:
+        match = _LEADING_LETTER_LOOSE.match(cleaned)
+        letter = match.group(1) if match else None
+        # "option b" is a letter; a lone lower-case "a" after "is" is an article.
+        if letter is not None and letter.islower() and not match.group(0).lower().startswith(("option", "choice")):
+            letter = None
+        letter = letter.upper() if letter else None
+    else:
+        match = _LEADING_LETTER.match(cleaned)
+        letter = match.group(1) if match else None
+    return letter if letter is not None and _in_range(letter, n_choices) else None
+
+
+def _parenthesised_letter(text: str, n_choices: int) -> str | None:
+    """The first parenthesised capital "(C)" in `text` that is in range."""
+    for match in _PAREN_CAPITAL.finditer(text):
+        if _in_range(match.group(1), n_choices):
+            return match.group(1)
+    return None
+
+
+def _letter_said_correct(text: str, n_choices: int) -> str | None:
+    """The last letter the text calls correct ("(B) is the correct answer")."""
+    found = None
+    for match in _LETTER_IS_CORRECT.finditer(text):
+        if _in_range(match.group(1), n_choices):
+            found = match.group(1)
+    return found
+
+
+def _comparable(text: str) -> str:
+    """Text as compared with an option: no markup, no end punctuation, lower case, one space."""
+    return " ".join(strip_markup(text).strip().rstrip(".。!").strip().lower().split())
+
+
+def _choice_text_in(text: str, choices: Sequence[str]) -> str | None:
+    """The choice that `text` starts or ends with (the longest such choice), if any."""
+    cleaned = _comparable(text)
+    best: str | None = None
+    for choice in choices:
+        option = _comparable(choice)
+        if not option:
+            continue
+        starts = cleaned.startswith(option) and not cleaned[len(option):len(option) + 1].isalnum()
+        # "... is 80." ends with the option as a whole word.
+        ends = cleaned.endswith(option) and not cleaned[: -len(option)][-1:].isalnum()
+        if (starts or ends) and (best is None or len(option) > len(_comparable(best))):
+            best = choice
+    return best
+
+
+def _exact_choice(text: str, choices: Sequence[str]) -> str | None:
+    """The option the whole text is (ignoring case, markup and a final period)."""
+    cleaned = _comparable(text)
+    for choice in choices:
+        if _comparable(choice) == cleaned:
+            return choice
+    return None
+
+
+def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
+    """Multiple choice: a letter (A, B, ...) or an option's text.
+
+    The whole response if it is an option or a bare letter; else, in order, the last
+    \\boxed{}, the line after the last answer phrase, a letter called correct, the first line
+    and the last line: a leading letter, an option's text at either end, or a parenthesised
+    letter.
+    """
+    text = response.strip()
+    n_choices = len(choices)
+    whole = _exact_choice(text, choices)
+    if whole is not None:
+        return Extraction(whole, "answer")
+    if len(strip_markup(text).strip()) <= 4:
+        letter = _leading_letter(text, n_choices)
+        if letter is not None:
+            return Extraction(letter, "answer")
+    text = cut_continuation(text)
+    lines = [line for line in text.split("\n") if line.strip()]
+    boxed = last_boxed(text)
+    for piece in ([boxed] if boxed is not None else []) + statements_after_cues(text):
+        if piece is not boxed and is_refusal(piece):
+            return NO_ANSWER
+        found = (
+            _leading_letter(piece, n_choices, loose=True)
+            or _choice_text_in(piece, choices)
+            or _parenthesised_letter(piece, n_choices)
+        )
+        if found is not None:
+            return Extraction(found, "answer")
+    said = _letter_said_correct(text, n_choices)
+    if said is not None:
+        return Extraction(said, "answer")
+    if not lines or is_refusal(last_paragraph(text)):
+        return NO_ANSWER
+    if len(lines) > 1 and all(_OPTION_LINE.match(line) for line in lines):
+        # A list of options ("(C) Yes\n(D) No") chooses none of them.
+        return NO_ANSWER
+    for line in (lines[0], lines[-1]):
+        found = _leading_letter(line, n_choices) or _choice_text_in(line, choices)
+        if found is not None:
+            return Extraction(found, "answer")
+    found = _parenthesised_letter(lines[-1], n_choices)
+    if found is not None:
+        return Extraction(found, "answer")
+    return UNREADABLE
+
+
+# --------------------------------------------------------------------------------------------
+# Lists, free text, and the entry point
+# --------------------------------------------------------------------------------------------
+
+_LIST = re.compile(r"\[[^\[\]\n]{0,500}\]")
+
+
+def extract_list(response: str) -> Extraction:
+    """List: the bracketed list in the last \\boxed{}, else the last [...] in the response."""
+    text = cut_continuation(response.strip())
+    boxed = last_boxed(text)
+    if boxed is not None and _LIST.search(boxed):
+        text = boxed
+    matches = _LIST.findall(text)
+    if matches:
+        return Extraction(matches[-1], "answer")
+    return NO_ANSWER if is_refusal(text) else UNREADABLE
+
+
+def extract_text(response: str) -> Extraction:
+    """Free-form text: \\boxed{} content, else the first line after the last answer phrase,
+    else the whole response."""
+    text = cut_continuation(response.strip())
+    boxed = last_boxed(text)
+    if boxed is not None:
+        return Extraction(strip_markup(boxed).strip(), "answer")
+    for statement in statements_after_cues(text)[:1]:
+        stated = strip_markup(statement).strip().rstrip(".").strip()
+        if stated:
+            return Extraction(stated, "answer")
+    return Extraction(text, "answer")
+
+
+def extract(
+    response: str | None,
+    *,
+    question_type: str,
+    answer_type: str,
+    choices: Sequence[str] | None = None,
+) -> Extraction:
+    """Read the answer a raw MathVista response gives, by rules alone.
+
+    Pure and total: never raises for any string, and the work is linear in the response
+    (which is first cut to MAX_RESPONSE_CHARS). Multiple choice gives a letter or an option's
+    text; integer and float give a plain decimal number; list gives the bracketed list; text
+    gives the stated answer.
+    """
+    if response is None or not response.strip():
+        return NO_ANSWER
+    text = bound_text(response)
+    if question_type == "multi_choice":
+        return extract_choice(text, choices or [])
+    if answer_type in ("integer", "float"):
+        return extract_number(text, answer_type)
+    if answer_type == "list":
+        return extract_list(text)
+    return extract_text(text)
+
+
+__all__ = [
+    "MAX_RESPONSE_CHARS",
+    "Extraction",
+    "ExtractionStatus",
+    "extract",
+    "extract_choice",
+    "extract_list",
+    "extract_number",
+    "extract_text",
+    "is_refusal",
+    "numbers_in",
+]
