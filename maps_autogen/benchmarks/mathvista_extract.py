@@ -92,7 +92,7 @@ _ANSWER_CUES = re.compile(
     # "answer/option/choice", optionally a short qualifier ("to the question"), then a verb or
     # a colon: a bare mention such as "each option" or "answer choices" is not a cue.
     r"\b(?:answer|option|choice|final value|final result|result)\b"
-    r"(?:[^.\n:：]{0,40}?\b(?:is|would be|should be|will be|be)\b\s{0,3}[:：=]?"
+    r"(?:[^.,(\n:：]{0,40}?\b(?:is|would be|should be|will be|be)\b\s{0,3}[:：=]?"
     r"|\s{0,3}[:：=])\s{0,3}"
     r"|\bI (?:would )?(?:choose|pick|select|go with)\s{1,3}(?:option\s{1,3})?"
     r"|答案(?:应该|应)?(?:是|为|為|选)?\s{0,3}[:：]?\s{0,3}|故选\s{0,3}[:：]?\s{0,3}"
@@ -289,6 +289,8 @@ _PAREN_CAPITAL = re.compile(r"[(（]([A-Z])[)）]")
 # "(B) is correct", "option B is the right answer", "B是正确答案".
 _LETTER_IS_CORRECT = re.compile(
     r"(?<![A-Za-z])[(（]?([A-Z])[)）]?\s{0,3}(?:is\s{1,3}(?:the\s{1,3})?(?:correct|right)\b|是正确)"
+    # ... or "x is (B)", "BF is **(B).**".
+    r"|\b(?:is|be)\s{1,3}[(（]([A-Z])[)）](?![^\S\n]{0,3}(?:is|are)\b)"
 )
 
 
@@ -327,9 +329,10 @@ def _parenthesised_letter(text: str, n_choices: int) -> str | None:
 def _letter_said_correct(text: str, n_choices: int) -> str | None:
     """The last letter the text calls correct ("(B) is the correct answer")."""
     found = None
-    for match in _LETTER_IS_CORRECT.finditer(text):
-        if _in_range(match.group(1), n_choices):
-            found = match.group(1)
+    for match in _LETTER_IS_CORRECT.finditer(strip_markup(text)):
+        letter = match.group(1) or match.group(2)
+        if _in_range(letter, n_choices):
+            found = letter
     return found
 
 
