@@ -96,7 +96,7 @@ _ANSWER_CUES = re.compile(
     r"|\s{0,3}[:：=])\s{0,3}"
     r"|\bI (?:would )?(?:choose|pick|select|go with)\s{1,3}(?:option\s{1,3})?"
     r"|答案(?:应该|应)?(?:是|为|為|选)?\s{0,3}[:：]?\s{0,3}|故选\s{0,3}[:：]?\s{0,3}"
-    r"|选项(?:是|为|為)?\s{0,3}[:：]?\s{0,3}|应选\s{0,3}|选择?\s{0,3}",
+    r"|选项(?:是|为|為)?\s{0,3}[:：]?\s{0,3}|应选(?!项)\s{0,3}|选(?!项)择?\s{0,3}",
     re.IGNORECASE,
 )
 # What follows a cue is read up to the end of its line, at most this far.
@@ -243,10 +243,34 @@ def _number_in_statement(statement: str, fractions: bool) -> str | None:
     return number_word(cleaned)
 
 
+_WHOLE_WITH_ZERO_DECIMALS = re.compile(r"(-?\d+)\.0+")
+# A short bold span ("**70**", "**week 3**"): how several models mark their answer.
+_BOLD = re.compile(r"\*\*([^*\n]{1,60})\*\*")
+
+
+def _as_answer(number: str, answer_type: str) -> Extraction:
+    """An integer answer stated with zero decimals ("$13.00") is that integer."""
+    if answer_type == "integer":
+        whole = _WHOLE_WITH_ZERO_DECIMALS.fullmatch(number)
+        if whole is not None:
+            number = whole.group(1)
+    return Extraction(number, "answer")
+
+
+def _last_bold_number(text: str, fractions: bool) -> str | None:
+    found = None
+    for match in _BOLD.finditer(text):
+        numbers = numbers_in(match.group(1), fractions=fractions)
+        if numbers:
+            found = numbers[0]
+    return found
+
+
 def extract_number(response: str, answer_type: str) -> Extraction:
     """Integer / float answers: the whole response if it is a number or a number word; else
     the number in the last \\boxed{}; else the one the last answer phrase states; else, unless
-    the response declines to answer, the last number it gives."""
+    the response declines to answer, the last number in bold, else the last number it gives.
+    An integer written with zero decimals ("$13.00") is given as that integer."""
     text = response.strip()
     if is_plain_number(text):
         return Extraction(text, "answer")
@@ -260,18 +284,21 @@ def extract_number(response: str, answer_type: str) -> Extraction:
     if boxed is not None:
         number = _number_in_statement(boxed, fractions)
         if number is not None:
-            return Extraction(number, "answer")
+            return _as_answer(number, answer_type)
     for statement in statements_after_cues(text):
         if is_refusal(statement):
             return NO_ANSWER
         number = _number_in_statement(statement, fractions)
         if number is not None:
-            return Extraction(number, "answer")
+            return _as_answer(number, answer_type)
     if is_refusal(last_paragraph(text)):
         return NO_ANSWER
+    bold = _last_bold_number(text, fractions)
+    if bold is not None:
+        return _as_answer(bold, answer_type)
     numbers = numbers_in(strip_markup(text), fractions=fractions)
     if numbers:
-        return Extraction(numbers[-1], "answer")
+        return _as_answer(numbers[-1], answer_type)
     return NO_ANSWER if is_refusal(text) else UNREADABLE
 
 
@@ -292,6 +319,10 @@ _LETTER_IS_CORRECT = re.compile(
     # ... or "x is (B)", "BF is **(B).**".
     r"|\b(?:is|be)\s{1,3}[(（]([A-Z])[)）](?![^\S\n]{0,3}(?:is|are)\b)"
 )
+
+
+# A letter closing the response: "... so the count is C.", "...面积为D。", "B (No)".
+_TRAILING_LETTER = re.compile(r"(?<![A-Za-z'’])([A-Z])(?:\s{0,2}[(（][^()（）\n]{0,40}[)）])?[\s.。!*]{0,6}$")
 
 
 def _in_range(letter: str, n_choices: int) -> bool:
@@ -401,6 +432,9 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
         return Extraction(said, "answer")
     if not lines or is_refusal(last_paragraph(text)):
         return NO_ANSWER
+    trailing = _TRAILING_LETTER.search(strip_markup(text[-80:]))
+    if trailing is not None and _in_range(trailing.group(1), n_choices):
+        return Extraction(trailing.group(1), "answer")
     if len(lines) > 1 and all(_OPTION_LINE.match(line) for line in lines):
         # A list of options ("(C) Yes\n(D) No") chooses none of them.
         return NO_ANSWER
