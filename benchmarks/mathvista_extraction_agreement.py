@@ -36,6 +36,7 @@ from maps_autogen.benchmarks.mathvista_extract import (  # noqa: E402
     extract,
     numbers_in,
 )
+from maps_autogen.benchmarks.program_output import parse_program, program_output  # noqa: E402
 
 DATA_NAME = "mathvista_testmini_verdicts.dev.jsonl.gz"
 # ../shared/conformance beside the checkout (or beside the folder holding a git worktree).
@@ -96,8 +97,16 @@ def cause_of(outcome: Outcome) -> str:
     official_true = record["true_false"]
     if not response.strip():
         return "official extraction without a response (blank response, official verdict from elsewhere)"
+    program = parse_program(response)
+    if program is not None:
+        printed = program_output(program)
+        if printed is None:
+            return "program outside the subset we work out (unreadable; the official extractor guessed)"
+        if not _official_text_in(printed, record):
+            return "program: official extraction is not what the program prints"
+        return "program: we read its output differently"
     if _CODE.search(response):
-        return "program instead of an answer (the official pipeline ran it; we never execute code)"
+        return "prose with code: official took a value computed in the code"
     kept = cut_continuation(response.strip())
     if kept != response.strip() and not _official_text_in(kept, record) \
             and _official_text_in(response[len(kept):], record):

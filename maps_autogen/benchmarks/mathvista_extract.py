@@ -15,12 +15,14 @@ linear in the (bounded) input.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from maps_autogen.benchmarks.emma import boxed_contents
+from maps_autogen.benchmarks.program_output import parse_program, program_output
 
 # Longer responses keep their head and tail: answers are stated up front or at the end.
 MAX_RESPONSE_CHARS = 16_000
@@ -380,12 +382,52 @@ def _choice_text_in(text: str, choices: Sequence[str]) -> str | None:
         option = _comparable(choice)
         if not option:
             continue
-        starts = cleaned.startswith(option) and not cleaned[len(option):len(option) + 1].isalnum()
-        # "... is 80." ends with the option as a whole word.
-        ends = cleaned.endswith(option) and not cleaned[: -len(option)][-1:].isalnum()
+        after = cleaned[len(option):len(option) + 2]
+        # "2" does not start "2.83" or "25"; "... is 80." ends with the option "80".
+        starts = cleaned.startswith(option) and not after[:1].isalnum() \
+            and not (after[:1] in ".," and after[1:2].isdigit())
+        before = cleaned[: -len(option)][-2:]
+        ends = cleaned.endswith(option) and not before[-1:].isalnum() \
+            and not (option[:1].isdigit() and (before[-1:] in "-−" or (before[-1:] == "." and before[:1].isdigit())))
         if (starts or ends) and (best is None or len(option) > len(_comparable(best))):
             best = choice
     return best
+
+
+_OPTION_NUMBER = re.compile(r"([-+]?\d{0,12}(?:\.\d{1,12})?)\s{0,2}(?:√\s{0,2}\{?(\d{1,12}(?:\.\d{1,12})?)\}?)?"
+                            r"\s{0,2}(?:°|%|[a-zA-Z]{1,4}|[a-zA-Z]{1,2}\^?[23²³])?")
+# A stated value and an option's value this close (relatively) are the same answer.
+_VALUE_TOLERANCE = 2e-3
+
+
+def option_value(option: str) -> float | None:
+    """The numeric value of an option such as "36°", "4.5 cm", "2√{2}" or "√3"; else None."""
+    match = _OPTION_NUMBER.fullmatch(option.strip())
+    if match is None:
+        return None
+    coefficient, root = match.groups()
+    try:
+        value = float(coefficient) if coefficient not in ("", "+", "-") else (-1.0 if coefficient == "-" else 1.0)
+        if root is None and coefficient in ("", "+", "-"):
+            return None
+        return value * math.sqrt(float(root)) if root is not None else value
+    except (ValueError, OverflowError):
+        return None
+
+
+def _choice_by_value(statement: str, choices: Sequence[str]) -> str | None:
+    """The one option whose value equals the number a statement gives ("2.828" → "2√{2}")."""
+    number = _number_in_statement(statement, fractions=True)
+    if number is None:
+        return None
+    try:
+        stated = float(number)
+    except (ValueError, OverflowError):
+        return None
+    close = [choice for choice in choices
+             if (value := option_value(choice)) is not None
+             and abs(value - stated) <= _VALUE_TOLERANCE * max(1.0, abs(value))]
+    return close[0] if len(close) == 1 else None
 
 
 def _exact_choice(text: str, choices: Sequence[str]) -> str | None:
@@ -417,13 +459,17 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     text = cut_continuation(text)
     lines = [line for line in text.split("\n") if line.strip()]
     boxed = last_boxed(text)
-    for piece in ([boxed] if boxed is not None else []) + statements_after_cues(text):
+    pieces = ([boxed] if boxed is not None else []) + statements_after_cues(text)
+    if len(text) <= _STATEMENT_CHARS and "\n" not in text:
+        pieces.append(text)  # a one-line reply ("2.83", "It is 36 degrees") is its own statement
+    for piece in pieces:
         if piece is not boxed and is_refusal(piece):
             return NO_ANSWER
         found = (
             _leading_letter(piece, n_choices, loose=True)
             or _choice_text_in(piece, choices)
             or _parenthesised_letter(piece, n_choices)
+            or _choice_by_value(piece, choices)
         )
         if found is not None:
             return Extraction(found, "answer")
@@ -498,6 +544,13 @@ def extract(
     if response is None or not response.strip():
         return NO_ANSWER
     text = bound_text(response)
+    program = parse_program(text)
+    if program is not None:
+        # An answer written as a program: read what it prints (worked out, never run).
+        printed = program_output(program)
+        if printed is None:
+            return UNREADABLE
+        text = printed
     if question_type == "multi_choice":
         return extract_choice(text, choices or [])
     if answer_type in ("integer", "float"):
