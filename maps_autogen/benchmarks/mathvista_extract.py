@@ -84,8 +84,13 @@ def last_boxed(text: str) -> str | None:
     return boxes[-1] if boxes else None
 
 
+_LATEX_FRACTION_FORM = re.compile(r"\\[dt]?frac\{([^{}\n]{1,20})\}\{([^{}\n]{1,20})\}")
+
+
 def strip_markup(text: str) -> str:
-    """Drop markdown emphasis, math dollars, simple LaTeX wrappers and spacing commands."""
+    """Drop markdown emphasis, math dollars, simple LaTeX wrappers and spacing commands;
+    \\frac{a}{b} becomes a/b."""
+    text = _LATEX_FRACTION_FORM.sub(r"\1/\2", text)
     return _MARKUP.sub("", text).replace("}", "").replace("{", "")
 
 
@@ -199,7 +204,10 @@ def numbers_in(text: str, *, fractions: bool = False) -> list[str]:
     """
     pattern = _NUMBER_OR_FRACTION_TOKEN if fractions else _NUMBER_TOKEN
     found: list[str] = []
+    resume = 0  # end of the last "× 10^k", whose digits are part of the number before it
     for match in pattern.finditer(text):
+        if match.start() < resume:
+            continue
         groups = match.groups()
         if groups[0] is not None:
             value = _ratio(groups[0], groups[1])
@@ -210,6 +218,7 @@ def numbers_in(text: str, *, fractions: bool = False) -> list[str]:
             if exponent is None:
                 scale = _TIMES_TEN.match(text, match.end())
                 exponent = scale.group(1) if scale else None
+                resume = scale.end() if scale else resume
             value = _scaled(mantissa, exponent) if exponent is not None else _plain(mantissa)
         if value is not None:
             found.append(value)
@@ -275,6 +284,8 @@ def extract_number(response: str, answer_type: str) -> Extraction:
     An integer written with zero decimals ("$13.00") is given as that integer."""
     text = response.strip()
     if is_plain_number(text):
+        # A bare number (or a program's printed result) is taken as written, as the official
+        # pipeline takes it: under the legacy integer rule "5.0" is then not "5".
         return Extraction(text, "answer")
     fractions = answer_type == "float"
     if len(text) <= 12:
@@ -442,10 +453,12 @@ def _exact_choice(text: str, choices: Sequence[str]) -> str | None:
 def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     """Multiple choice: a letter (A, B, ...) or an option's text.
 
-    The whole response if it is an option or a bare letter; else, in order, the last
-    \\boxed{}, the line after the last answer phrase, a letter called correct, the first line
-    and the last line: a leading letter, an option's text at either end, or a parenthesised
-    letter.
+    The whole response if it is an option or a bare letter; else, in order: the last
+    \\boxed{} and the statements after the last answer phrases (a leading letter, an option's
+    text at either end, a parenthesised letter, or a value equal to one option's); a letter
+    called correct; no answer if the response ends by declining or only lists options; a
+    letter closing the response; the first and last lines (a leading letter or an option's
+    text); a parenthesised letter in the last line; the value a one-line reply states.
     """
     text = response.strip()
     n_choices = len(choices)
@@ -459,10 +472,7 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     text = cut_continuation(text)
     lines = [line for line in text.split("\n") if line.strip()]
     boxed = last_boxed(text)
-    pieces = ([boxed] if boxed is not None else []) + statements_after_cues(text)
-    if len(text) <= _STATEMENT_CHARS and "\n" not in text:
-        pieces.append(text)  # a one-line reply ("2.83", "It is 36 degrees") is its own statement
-    for piece in pieces:
+    for piece in ([boxed] if boxed is not None else []) + statements_after_cues(text):
         if piece is not boxed and is_refusal(piece):
             return NO_ANSWER
         found = (
@@ -489,9 +499,10 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
         if found is not None:
             return Extraction(found, "answer")
     found = _parenthesised_letter(lines[-1], n_choices)
-    if found is not None:
-        return Extraction(found, "answer")
-    return UNREADABLE
+    if found is None and len(lines) == 1 and len(text) <= _STATEMENT_CHARS:
+        # A one-line reply stating a value ("2.83", "It is 36 degrees").
+        found = _choice_by_value(text, choices)
+    return Extraction(found, "answer") if found is not None else UNREADABLE
 
 
 # --------------------------------------------------------------------------------------------
