@@ -154,8 +154,9 @@ def adversarial_timing() -> None:
         "parentheses": "(A" * (megabyte // 2),
         "spaces then fraction": " " * megabyte + "3/",
         "question lines": "\nQuestion:" * (megabyte // 10),
+        "busy program": "a = list(range(2000))\nn = 0\nfor i in a:\n    for j in a:\n        n += -j in a\nprint(n)",
     }
-    print("\n1 MB adversarial responses (each question type):")
+    print("\nadversarial responses of 1 MB (and a busy program), all four answer kinds:")
     for name, text in texts.items():
         started = time.perf_counter()
         for question_type, answer_type in [("multi_choice", "text"), ("free_form", "integer"),

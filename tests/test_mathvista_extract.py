@@ -208,6 +208,8 @@ def test_program_answers_are_read_from_their_output() -> None:
         "import os\nprint(os.listdir('/'))",  # other modules are names only
         "print(open('/etc/passwd').read())",  # no such builtin
         "x = 1\nprint(x.__class__)",  # no attribute access on values
+        "print(['x' * 1000] * 1000)",  # printed text measured before it is built
+        "a = list(range(2000))\nn = 0\nfor i in a:\n    for j in a:\n        n += -j in a\nprint(n)",  # steps
     ],
 )
 def test_programs_outside_the_subset_or_budgets_are_unreadable(program: str) -> None:

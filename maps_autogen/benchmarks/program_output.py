@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 MAX_SOURCE_CHARS = 20_000
-MAX_STEPS = 50_000
-MAX_LENGTH = 10_000  # elements of a sequence or characters of a string
+# Steps times the longest sequence bounds the work (one step may scan a whole sequence).
+MAX_STEPS = 20_000
+MAX_LENGTH = 2_000  # elements of a sequence or characters of a string
 MAX_INT_BITS = 4_096
 MAX_CALL_DEPTH = 30
 MAX_FACTORIAL = 500
@@ -48,13 +49,32 @@ def _checked(value: Any) -> Any:
     if isinstance(value, int):
         if value.bit_length() > MAX_INT_BITS:
             raise Unsupported("integer too large")
-    elif isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            raise Unsupported("not a finite number")
     elif isinstance(value, (str, list, tuple, dict, set, range)):
         if len(value) > MAX_LENGTH:
             raise Unsupported("sequence too long")
     return value
+
+
+def _text(value: Any) -> str:
+    """str(value), refused when the text would be too long (checked before it is built)."""
+    budget = MAX_LENGTH
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+            budget -= 4 * len(item)
+        elif isinstance(item, (list, tuple, set)):
+            pending.extend(item)
+            budget -= 2 * len(item)
+        elif isinstance(item, str):
+            budget -= len(item) + 2
+        else:
+            budget -= 30  # a number, bool or None prints in at most a few dozen characters
+        if budget < 0:
+            raise Unsupported("text too long")
+    return str(value)
 
 
 def _bounded_int(value: Any, limit: int) -> int:
@@ -152,7 +172,7 @@ def _range(*args: Any) -> range:
 
 _BUILTINS: dict[str, Callable[..., Any]] = {
     "len": _builtin(len), "max": _builtin(max), "min": _builtin(min), "sum": _builtin(sum),
-    "abs": abs, "round": _round, "int": _int, "float": _float, "bool": bool,
+    "abs": abs, "round": _round, "int": _int, "float": _float, "bool": bool, "str": _text,
     "sorted": _builtin(sorted), "list": _builtin(list), "tuple": _builtin(tuple),
     "set": _builtin(set), "dict": _builtin(dict), "range": _range,
     "enumerate": _builtin(lambda items: list(enumerate(items))),
@@ -227,8 +247,8 @@ class _Interpreter:
 
     # -- statements ---------------------------------------------------------------------------
 
-    def tick(self) -> None:
-        self.steps += 1
+    def tick(self, cost: int = 1) -> None:
+        self.steps += cost
         if self.steps > MAX_STEPS:
             raise Unsupported("too many steps")
 
@@ -353,6 +373,8 @@ class _Interpreter:
             left = self.eval(node.left, scope)
             for operator, comparator in zip(node.ops, node.comparators):
                 right = self.eval(comparator, scope)
+                if isinstance(operator, (ast.In, ast.NotIn)) and isinstance(right, (list, tuple, str)):
+                    self.tick(len(right) // 20)  # a membership test scans the sequence
                 if not _COMPARE[type(operator)](left, right):
                     return False
                 left = right
@@ -398,7 +420,9 @@ class _Interpreter:
         if not _FORMAT_SPEC.fullmatch(spec):
             raise Unsupported("format spec")
         if part.conversion == ord("r"):
-            value = repr(value)
+            value = repr(_text(value))
+        elif isinstance(value, (list, tuple, set, dict)):
+            value = _text(value)
         return _checked(format(value, spec))
 
     def formatted_spec(self, spec: ast.expr, scope: dict[str, Any]) -> str:
@@ -494,7 +518,7 @@ class _Interpreter:
             raise Unsupported("print keywords")
         separator = str(keywords.get("sep", " "))
         end = str(keywords.get("end", "\n"))
-        text = separator.join(str(arg) for arg in args) + end
+        text = separator.join(_text(arg) for arg in args) + end
         if sum(len(part) for part in self.output) + len(text) > MAX_LENGTH:
             raise Unsupported("too much output")
         self.output.append(text)
@@ -537,12 +561,11 @@ def program_output(tree: ast.Module) -> str | None:
         if not interpreter.output and tree.body and isinstance(tree.body[-1], ast.Expr):
             value = interpreter.eval(tree.body[-1].value, scope)
             if value is not None:
-                interpreter.output.append(str(value))
+                interpreter.output.append(_text(value))
     except (Unsupported, _Return, _Break, _Continue):
         return None
-    except (ArithmeticError, TypeError, ValueError, IndexError, KeyError, AttributeError,
-            RecursionError, MemoryError):
-        # The program itself fails (or would): it prints nothing we can read as an answer.
+    except Exception:  # noqa: BLE001 - any failure of the program itself (a TypeError, a
+        # ZeroDivisionError, a RecursionError...) means it prints no answer we can read.
         return None
     text = "".join(interpreter.output).strip()
     return text or None
