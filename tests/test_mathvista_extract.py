@@ -61,6 +61,14 @@ def floating(response: str) -> Extraction:
         ("The angle ADE measures 36 degrees", ANGLES, "36°"),
         # A value equal to one option: 2.828... is 2√2, and "2" does not start "2.83".
         ("2.8284271247461903", ["1", "2", "2√{2}", "√{6}"], "2√{2}"),
+        # A printed list around an option, and an option named with a typo.
+        ("['Insects']", ["Hawk", "Insects", "Snake"], "Insects"),
+        ("Adult spider population would decrease", ["Adults spider population would decrease",
+                                                    "Adult spider population would double"],
+         "Adults spider population would decrease"),
+        # A boxed value that is no option is still the answer given (the official
+        # normalisation maps it to the nearest option).
+        ("Since Q is the incenter, $JQ = r = \\boxed{8}$.", ["18.79", "14.03", "12.2"], "8"),
     ],
 )
 def test_letters_and_option_text(response: str, choices: list[str], expected: str) -> None:

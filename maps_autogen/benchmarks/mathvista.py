@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from maps_autogen.benchmarks.base import RecordError, Verdict
-from maps_autogen.benchmarks.mathvista_extract import extract
+from maps_autogen.benchmarks.mathvista_extract import extract, levenshtein
 
 QuestionType = Literal["multi_choice", "free_form"]
 AnswerType = Literal["text", "integer", "float", "list"]
@@ -114,26 +114,6 @@ def parse_record(record: Mapping[str, Any]) -> MathVistaRecord:
 # --------------------------------------------------------------------------------------------
 # Normalisation (the official rules)
 # --------------------------------------------------------------------------------------------
-
-
-def levenshtein(a: str, b: str) -> int:
-    """Edit distance (insertions, deletions, substitutions, each cost 1) between two strings."""
-    if len(a) < len(b):
-        a, b = b, a
-    # Two rows suffice; keep the shorter string as the row to bound memory.
-    previous = list(range(len(b) + 1))
-    for i, char_a in enumerate(a, start=1):
-        current = [i]
-        for j, char_b in enumerate(b, start=1):
-            current.append(
-                min(
-                    previous[j] + 1,
-                    current[j - 1] + 1,
-                    previous[j - 1] + (char_a != char_b),
-                )
-            )
-        previous = current
-    return previous[-1]
 
 
 def nearest_choice(text: str, choices: Sequence[str]) -> str:

@@ -381,8 +381,9 @@ def _letter_said_correct(text: str, n_choices: int) -> str | None:
 
 
 def _comparable(text: str) -> str:
-    """Text as compared with an option: no markup, no end punctuation, lower case, one space."""
-    return " ".join(strip_markup(text).strip().rstrip(".。!").strip().lower().split())
+    """Text as compared with an option: no markup, no end punctuation, no list brackets or
+    quotes around it (a printed ['Insects']), lower case, one space."""
+    return " ".join(strip_markup(text).strip().rstrip(".。!").strip("[]'\" ").lower().split())
 
 
 def _choice_text_in(text: str, choices: Sequence[str]) -> str | None:
@@ -439,6 +440,39 @@ def _choice_by_value(statement: str, choices: Sequence[str]) -> str | None:
              if (value := option_value(choice)) is not None
              and abs(value - stated) <= _VALUE_TOLERANCE * max(1.0, abs(value))]
     return close[0] if len(close) == 1 else None
+
+
+def levenshtein(a: str, b: str) -> int:
+    """Edit distance (insertions, deletions, substitutions, each cost 1) between two strings."""
+    if len(a) < len(b):
+        a, b = b, a
+    # Two rows suffice; keep the shorter string as the row to bound memory.
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, start=1):
+        current = [i]
+        for j, char_b in enumerate(b, start=1):
+            current.append(
+                min(
+                    previous[j] + 1,
+                    current[j - 1] + 1,
+                    previous[j - 1] + (char_a != char_b),
+                )
+            )
+        previous = current
+    return previous[-1]
+
+
+# A one-line reply this close to one option (edits per character) names it despite a typo.
+_NEAR_MISS_RATE = 0.1
+
+
+def _near_choice(text: str, choices: Sequence[str]) -> str | None:
+    """The one option a short reply matches up to a few typos ("Adult" for "Adults")."""
+    cleaned = _comparable(text)
+    near = [choice for choice in choices
+            if (option := _comparable(choice))
+            and levenshtein(cleaned, option) <= _NEAR_MISS_RATE * max(len(option), len(cleaned))]
+    return near[0] if len(near) == 1 else None
 
 
 def _exact_choice(text: str, choices: Sequence[str]) -> str | None:
@@ -501,7 +535,11 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     found = _parenthesised_letter(lines[-1], n_choices)
     if found is None and len(lines) == 1 and len(text) <= _STATEMENT_CHARS:
         # A one-line reply stating a value ("2.83", "It is 36 degrees").
-        found = _choice_by_value(text, choices)
+        found = _choice_by_value(text, choices) or _near_choice(text, choices)
+    if found is None and boxed is not None and strip_markup(boxed).strip():
+        # A boxed value that is no option is still what the model answered; the official
+        # normalisation then maps it to the nearest option.
+        found = strip_markup(boxed).strip()
     return Extraction(found, "answer") if found is not None else UNREADABLE
 
 
