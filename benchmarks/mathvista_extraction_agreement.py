@@ -149,6 +149,7 @@ def adversarial_timing() -> None:
     megabyte = 1_000_000
     texts = {
         "digits and commas": "1," * (megabyte // 2),
+        "thousands chain": "1" + ",000" * (megabyte // 4) + "0",
         "answer cues": "the answer is " * (megabyte // 14),
         "open boxes": "\\boxed{" * (megabyte // 7),
         "parentheses": "(A" * (megabyte // 2),

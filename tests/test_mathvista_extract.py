@@ -252,6 +252,11 @@ def test_megabyte_adversarial_responses_are_extracted(
     assert choice(response, ["6", "7", "8"]).answer == expected_choice
 
 
+def test_a_broken_thousands_chain_is_not_one_number() -> None:
+    # 3,000 groups then a stray digit: read once (not once per group), as the number "1".
+    assert integer("1" + ",000" * 3000 + "0").answer == "1"
+
+
 def test_long_responses_keep_their_head_and_tail() -> None:
     middle = "filler text. " * (MAX_RESPONSE_CHARS // 5)
     assert integer("The answer is 3.\n" + middle).answer == "3"

@@ -153,13 +153,15 @@ def is_refusal(text: str) -> bool:
 # Numbers
 # --------------------------------------------------------------------------------------------
 
-_DIGITS = r"(?:\d{1,3}(?:,\d{3})+(?!\d|,\d)|\d+)(?:\.\d+)?|\.\d+"
+# Thousands groups are matched possessively and a number never starts inside such a chain
+# ("1,000,000" is scanned once, not once per group), which keeps the scan linear.
+_DIGITS = r"(?:\d{1,3}(?:,\d{3})++(?!\d|,\d)|\d+)(?:\.\d+)?|\.\d+"
 _SIGN = r"[-+−–]?"
 # One token: a LaTeX fraction, a plain fraction (float answers only) or a decimal number with
 # an optional exponent. Each alternative is a fixed sequence of bounded or single runs.
 _LATEX_FRACTION = r"\\[dt]?frac\{\s{0,3}(-?[\d.]{1,20})\s{0,3}\}\{\s{0,3}([\d.]{1,20})\s{0,3}\}"
 _PLAIN_FRACTION = r"(?<![\w./])(-?\d{1,12})\s{0,2}/\s{0,2}(\d{1,12})(?![\w/]|\.\d)"
-_NUMBER = rf"(?<![\w.])({_SIGN}(?:{_DIGITS}))(?:[eE]([-+−]?\d{{1,3}}))?(?![\d])"
+_NUMBER = rf"(?<![\w.])(?<!\d,)({_SIGN}(?:{_DIGITS}))(?:[eE]([-+−]?\d{{1,3}}))?(?![\d])"
 _NUMBER_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_NUMBER}")
 _NUMBER_OR_FRACTION_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_PLAIN_FRACTION}|{_NUMBER}")
 # "3.2 × 10^4", "3.2 \times 10^{-4}", right after a number.
@@ -484,6 +486,11 @@ def _exact_choice(text: str, choices: Sequence[str]) -> str | None:
     return None
 
 
+# A boxed value that is no option is kept as the answer only when short: it goes on to an
+# edit-distance match against every option.
+_BOXED_VALUE_CHARS = 100
+
+
 def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     """Multiple choice: a letter (A, B, ...) or an option's text.
 
@@ -536,7 +543,7 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     if found is None and len(lines) == 1 and len(text) <= _STATEMENT_CHARS:
         # A one-line reply stating a value ("2.83", "It is 36 degrees").
         found = _choice_by_value(text, choices) or _near_choice(text, choices)
-    if found is None and boxed is not None and strip_markup(boxed).strip():
+    if found is None and boxed is not None and 0 < len(strip_markup(boxed).strip()) <= _BOXED_VALUE_CHARS:
         # A boxed value that is no option is still what the model answered; the official
         # normalisation then maps it to the nearest option.
         found = strip_markup(boxed).strip()
