@@ -9,6 +9,8 @@ answers written as programs.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from maps_autogen.benchmarks.mathvista import SCORER
 from maps_autogen.benchmarks.mathvista_extract import MAX_RESPONSE_CHARS, Extraction, extract
@@ -261,3 +263,18 @@ def test_long_responses_keep_their_head_and_tail() -> None:
     middle = "filler text. " * (MAX_RESPONSE_CHARS // 5)
     assert integer("The answer is 3.\n" + middle).answer == "3"
     assert integer(middle + "\nSo the answer is 8.").answer == "8"
+
+
+PROGRAM_PIECES = ["print(", ")", "x", " = ", "1", "9", " + ", " * ", " ** ", " / ", "[", "]", ", ",
+                  "\n", "    ", "for i in range(", "):", "if x > 1:", "def f(a):", "return a",
+                  "f(", "'s'", "import math\n", "math.sqrt(", "while x:", "x += 1", "len(", "str("]
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from(PROGRAM_PIECES), max_size=40))
+def test_extraction_of_program_like_text_never_raises(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    for question_type, answer_type in [("free_form", "integer"), ("multi_choice", "text")]:
+        result = extract(text, question_type=question_type, answer_type=answer_type, choices=YES_NO)
+        assert result.status in ("answer", "no_answer", "unreadable")
+        assert (result.answer is None) == (result.status != "answer")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -127,7 +128,7 @@ def _sized(iterable: Any) -> Any:
     raise Unsupported("not a container")
 
 
-def _length_of_join(separator: str, items: Any) -> str:
+def _bounded_join(separator: str, items: Any) -> str:
     items = _sized(items)
     if not all(isinstance(item, str) for item in items):
         raise Unsupported("join of non-strings")
@@ -178,9 +179,8 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "enumerate": _builtin(lambda items: list(enumerate(items))),
     "zip": _builtin(lambda *lists: list(zip(*lists))),
     "reversed": _builtin(lambda items: list(reversed(items))),
-    "any": _builtin(any), "all": _builtin(all), "divmod": divmod, "pow": None,  # pow: below
+    "any": _builtin(any), "all": _builtin(all), "divmod": divmod,
 }
-del _BUILTINS["pow"]
 
 _STRING_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "split", "startswith",
                    "endswith", "count", "find", "index", "title", "capitalize", "isdigit"}
@@ -483,7 +483,7 @@ class _Interpreter:
         if node.keywords:
             raise Unsupported("keyword arguments")
         if isinstance(owner, str) and name == "join":
-            return _length_of_join(owner, *args)
+            return _bounded_join(owner, *args)
         allowed = (_STRING_METHODS if isinstance(owner, str) else _LIST_METHODS if isinstance(owner, list)
                    else _DICT_METHODS if isinstance(owner, dict) else set())
         if name not in allowed:
@@ -539,7 +539,10 @@ def parse_program(text: str) -> ast.Module | None:
     if len(text) > MAX_SOURCE_CHARS or ("print" not in text and "def " not in text and "import" not in text):
         return None
     try:
-        tree = ast.parse(text)
+        with warnings.catch_warnings():
+            # Prose that almost parses ("1if") makes the parser warn; that is not ours to show.
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     for node in ast.walk(tree):
