@@ -144,6 +144,8 @@ def test_units_in_options_are_matched_by_value() -> None:
         "Without the image, it is impossible to determine the age gap between the two people.",
         "I'm sorry, but I cannot answer questions about people in images.",
         "The answer is: Cannot be determined.",
+        "To determine the amplitude, we need to know the function. Please provide the function.",
+        "Since the value of S is not given, the answer is indeterminate.",
         "",
         "   ",
     ],

@@ -130,10 +130,15 @@ def statements_after_cues(text: str) -> list[str]:
 # "without the image we cannot be sure" and then answers is an answer.
 _REFUSAL = re.compile(
     r"\b(?:cannot|can ?not|can't|unable to|not possible to|impossible to|not able to)\s{1,3}"
-    r"(?:be\s{1,3})?(?:determine|determined|tell|answer|calculate|provide|say|find|solve|know)"
+    r"(?:be\s{1,3})?(?:determine|determined|tell|answer|calculate|provide|say|find|solve|know"
+    r"|help|process|see|view|access)"
+    r"|\b(?:need|needs|require|requires)\s{1,3}(?:more|additional|further)\s{1,3}information"
     r"|\bnot enough information|\binsufficient information|\bno (?:answer|information)\b"
     r"|\bwithout (?:the |any |more |additional |further )?(?:image|information|context|data)"
-    r"|\bI'?m sorry|\bsorry, but|\bN/A\b|\bnot (?:provided|given|applicable)\b|无法",
+    r"|\bI'?m sorry|\bsorry, but|\bN/A\b|\bnot (?:provided|given|applicable)\b|无法"
+    r"|\bplease provide\b|\b(?:do not|don't) have (?:enough|sufficient|the) information"
+    r"|\bmissing the (?:necessary|required) information|\bindeterminate\b"
+    r"|\bnone of the (?:given |above |provided )?(?:options|choices)\b",
     re.IGNORECASE,
 )
 
