@@ -196,6 +196,8 @@ def test_scorer_says_how_each_record_was_extracted() -> None:
         ("objects = ['red cube', 'blue ball', 'red cylinder']\n"
          "objects = [o for o in objects if 'red' not in o]\nprint(len(objects))", "1"),
         ("import math\narea = (3 + 4) ** 2\narea", "49"),  # notebook style: the last bare expression
+        ("ratio = 2/5\nAC = 25\nAB = ratio * AC\nAB", "10.0"),  # a notebook cell, no print
+        ("print(6 * 7)", "42"),
     ],
 )
 def test_program_output_is_worked_out(program: str, expected: str) -> None:

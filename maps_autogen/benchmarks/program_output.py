@@ -534,9 +534,10 @@ def _as_load(target: ast.expr) -> ast.expr:
 
 
 def parse_program(text: str) -> ast.Module | None:
-    """The syntax tree of `text` if it reads as a Python program (it parses and defines,
-    imports or prints something), else None. Bounded: long texts are not programs."""
-    if len(text) > MAX_SOURCE_CHARS or ("print" not in text and "def " not in text and "import" not in text):
+    """The syntax tree of `text` if it reads as a Python program, else None: it parses, and
+    defines, imports or prints something, or is a notebook cell (assignments, then the bare
+    name or expression to show). Bounded: long texts are not programs."""
+    if len(text) > MAX_SOURCE_CHARS or ("\n" not in text.strip() and "print(" not in text):
         return None
     try:
         with warnings.catch_warnings():
@@ -550,6 +551,9 @@ def parse_program(text: str) -> ast.Module | None:
             return tree
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
             return tree
+    body = tree.body
+    if len(body) >= 2 and isinstance(body[-1], ast.Expr) and isinstance(body[0], ast.Assign):
+        return tree
     return None
 
 
