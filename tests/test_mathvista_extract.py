@@ -168,6 +168,17 @@ def test_text_without_an_answer_is_unreadable_not_refused() -> None:
     assert choice("It depends on the angle of view.", YES_NO) == Extraction(None, "unreadable")
 
 
+def test_eval_scores_free_text_baseline_replies_with_the_same_rules() -> None:
+    # `maps eval` scores a direct/CoT reply through score_record, i.e. through these rules.
+    from maps_autogen.scoring import score_record
+
+    record = {"pid": "9", "question_type": "multi_choice", "answer_type": "text",
+              "choices": ANGLES, "answer": "36°",
+              "response": "The pentagon's angle is 180°/5 = 36°.\nThe answer is (C) 36°."}
+    verdict = score_record("mathvista", record)
+    assert (verdict.extraction, verdict.prediction, verdict.correct) == ("C", "36°", True)
+
+
 def test_scorer_says_how_each_record_was_extracted() -> None:
     base = {"pid": "1", "question_type": "free_form", "answer_type": "integer", "answer": "5"}
     assert SCORER.score({**base, "extraction": "5"}).extraction_method == "given"
@@ -198,6 +209,7 @@ def test_scorer_says_how_each_record_was_extracted() -> None:
         ("import math\narea = (3 + 4) ** 2\narea", "49"),  # notebook style: the last bare expression
         ("ratio = 2/5\nAC = 25\nAB = ratio * AC\nAB", "10.0"),  # a notebook cell, no print
         ("print(6 * 7)", "42"),
+        ("scores = [3, 9, 4]\nprint(sorted(scores, reverse=True)[0])", "9"),
     ],
 )
 def test_program_output_is_worked_out(program: str, expected: str) -> None:

@@ -158,9 +158,9 @@ def _float(value: Any = 0.0) -> float:
 def _builtin(function: Callable[..., Any]) -> Callable[..., Any]:
     """A builtin whose container arguments are size-checked first."""
 
-    def call(*args: Any) -> Any:
+    def call(*args: Any, **keywords: Any) -> Any:
         return function(*(_sized(arg) if isinstance(arg, (str, list, tuple, dict, set, range)) else arg
-                          for arg in args))
+                          for arg in args), **keywords)
 
     return call
 
