@@ -123,7 +123,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.argument("benchmark", type=click.Choice(["mathvista", "olympiadbench", "emma"]))
 @click.option("--subset", "subsets", multiple=True, help="A subset to run (repeatable; default: all). Paper column names work too.")
 @click.option("--data", type=click.Path(path_type=Path), help="A local copy: save_to_disk folder, parquet or JSONL (per config for multi-config benchmarks).")
-@click.option("--limit", type=click.IntRange(min=1), help="Run only the first N selected problems.")
+@click.option("--limit", type=click.IntRange(min=1), help="Run N problems spread evenly over the subsets (deterministic).")
 @click.option("--sample", type=click.IntRange(min=1), help="Sample N problems per subset (seeded).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample and the paper's sampled subsets.")
 @click.option("--method", type=click.Choice(["maps", "direct", "cot"]), default="maps", show_default=True)
@@ -143,13 +143,18 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, concurrency, rules, no_cache, max_cost,
                  shard, resume, runs_dir, config_file, model, threshold, max_rollbacks, quiet) -> None:
     """Run a whole benchmark (or part of it) and score it with the official rules."""
+    if method != "maps" and without:
+        raise click.UsageError("--without applies to --method maps only")
+    if data is None and resume is None:  # no network and no cached copy: fail before the slow imports
+        from maps_autogen.eval.hub import check_hub
+        from maps_autogen.eval.tasks import get_task
+
+        check_hub(get_task(benchmark).hub_id)
     from maps_autogen.config import load_config, with_overrides
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
     from maps_autogen.roles import Role
 
     _load_env()
-    if method != "maps" and without:
-        raise click.UsageError("--without applies to --method maps only")
     loaded = with_overrides(load_config(config_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
     request = EvalRequest(
         benchmark=benchmark, subsets=tuple(subsets), data=data, limit=limit, sample=sample, seed=seed, method=method,

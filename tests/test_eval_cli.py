@@ -264,7 +264,7 @@ def test_bad_eval_input(tmp_path: Path) -> None:
     env = clean_env(OPENAI_API_KEY=TEST_KEY)
     missing = run_maps(["eval", "mathvista", "--data", str(tmp_path / "nope.jsonl")], env=env, cwd=tmp_path)
     assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
-    shard = run_maps(["eval", "mathvista", "--shard", "5/4"], env=env, cwd=tmp_path)
+    shard = run_maps(["eval", "mathvista", "--data", str(tmp_path / "nope.jsonl"), "--shard", "5/4"], env=env, cwd=tmp_path)
     assert shard.returncode == 2 and "--shard" in shard.stderr
     subset = run_maps(["eval", "mathvista", "--subset", "chemistry", "--data", str(tmp_path)], env=env, cwd=tmp_path)
     assert subset.returncode == 2 and "no subset 'chemistry'" in subset.stderr

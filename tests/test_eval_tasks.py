@@ -447,7 +447,7 @@ def test_mathvista_from_every_layout(tmp_path: Path, formats: AnswerFormats, lay
     assert loaded["1"].problem.options == ("35°", "55°", "125°", "145°")
     assert loaded["1"].problem.answer_format == formats.render("mathvista", "multi_choice")
     assert loaded["2"].problem.answer_format == formats.render("mathvista", "integer") + " " + formats.render("mathvista", "unit", unit="cm")
-    assert loaded["3"].problem.answer_format == formats.render("mathvista", "float", precision=2.0)
+    assert "rounded to 2 decimal places." in loaded["3"].problem.answer_format and "2.0" not in loaded["3"].problem.answer_format
     only_general = list(MATHVISTA.rows(find_subsets(MATHVISTA, ("general",)), data))
     assert [row.fields["pid"] for row in only_general] == ["2"]
     for pid, right, wrong in (("1", "D", "A"), ("2", "7", "8"), ("3", "1.45", "1.5")):
