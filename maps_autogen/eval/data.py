@@ -104,7 +104,8 @@ def local_rows(path: Path, config: str | None, split: str) -> tuple[Iterator[dic
         for candidate in (path / config, *(path / f"{config}{suffix}" for suffix in LOCAL_SUFFIXES)):
             if candidate.exists():
                 return local_rows(candidate, None, split)
-        raise DataError(f"{path} has no data for '{config}'", fix=f"add {config}/ (save_to_disk), {config}.parquet or {config}.jsonl")
+        if not split_files(path, split):  # else the folder is one config's own download
+            raise DataError(f"{path} has no data for '{config}'", fix=f"add {config}/ (save_to_disk), {config}.parquet or {config}.jsonl")
     if _is_saved_dataset(path):
         return _from_disk(path, split), path
     if path.is_dir():
