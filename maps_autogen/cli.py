@@ -190,12 +190,13 @@ def merge(runs, out) -> None:
 @cli.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="Folder for the tables and figures (default: runs/report-<stamp>).")
-def report(runs, out) -> None:
-    """Tables and figures comparing eval runs (Table 1 and 2, Figures 4 and 6, cost per role)."""
+@click.option("--paper", is_flag=True, help="Add the paper's Table 1 rows beside ours, with the difference, and random-choice rows.")
+def report(runs, out, paper) -> None:
+    """Tables and figures comparing eval runs (Table 1 and 2, Figures 4, 5 and 6, cost per role)."""
     from maps_autogen.report import write_report
     from maps_autogen.transcript import new_run_id
 
-    result = write_report(list(runs), out or Path("runs") / new_run_id("report"))
+    result = write_report(list(runs), out or Path("runs") / new_run_id("report"), paper=paper)
     click.echo(result.markdown)
     click.echo("wrote: " + ", ".join(str(path) for path in result.files))
 

@@ -188,7 +188,7 @@ def test_olympiadbench_record_gold_and_metadata(olympiad_items: dict[str, EvalIt
     }
     assert item.gold == "$L=\\frac{a}{b}$ , $1.0 \\cdot 10^{6}$"
     assert item.metadata == {"answer_type": "Expression,Numerical", "difficulty": "Competition", "subfield": "Geometry",
-                             "subject": "Physics", "language": "English", "question_type": "Open-ended"}
+                             "subject": "Physics", "language": "English", "question_type": "Open-ended", "choices": 0}
     assert olympiad_items["2231"].record["language"] == "Chinese"
 
 
@@ -355,7 +355,7 @@ def test_emma_records_formats_and_metadata(emma_items: dict[str, EvalItem], form
                                   "answer": "c", "gt_content": "it slides right", "subset": "Physics"}
     assert text_choice.gold == "C"
     assert open_item.record["gt_content"] == "35" and open_item.gold == "35"
-    assert open_item.metadata == {"type": "Open-ended", "category": "Path Tracing", "task": "Physics task", "source": "EMMA", "subject": "Physics"}
+    assert open_item.metadata == {"type": "Open-ended", "category": "Path Tracing", "task": "Physics task", "source": "EMMA", "subject": "Physics", "choices": 0}
 
 
 @pytest.mark.parametrize(

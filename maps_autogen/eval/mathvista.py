@@ -97,6 +97,7 @@ class MathVistaTask:
                 "grade": metadata.get("grade"),
                 "skills": metadata.get("skills"),
                 "source": metadata.get("source"),
+                "choices": len(choices),  # what a random guess chooses from (0: open answer)
             },
         )
 
