@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 from maps_autogen.images import ImageInput
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
-from maps_autogen.roles import DIMENSION_OF_STEP, Role
+from maps_autogen.roles import DIMENSION_OF_STEP, Role, option_letter
 
 # The declared inputs of each role (MAPS_SPEC "The four steps"), in the order they are shown.
 ROLE_INPUTS: dict[Role, tuple[str, ...]] = {
@@ -37,11 +37,6 @@ class Revision:
 
 
 IMAGE_PLACEHOLDER = re.compile(r"<image_(\d+)>")
-
-
-def option_letter(index: int) -> str:
-    """The letter of the option at `index` (0-based): A, B, ..., then numbers past Z."""
-    return chr(ord("A") + index) if index < 26 else str(index + 1)
 
 
 def format_options(options: tuple[str, ...]) -> str:

@@ -159,6 +159,10 @@ def test_multi_image_emma_problem_on_the_wire(tmp_path: Path, method: str) -> No
     assert_tagged_in_order(with_images[0])
     if method == "maps":  # the Interpreter knows what each image is, and is told not to solve
         assert "not for you to solve" in joined_text(with_images[0])
+        # The Solver answers a multiple-choice problem with one of its option letters.
+        solver = next(r for r in received if r.role == "solver" and "[q:m1]" in r.user_text())
+        schema = solver.body["response_format"]["json_schema"]["schema"]
+        assert schema["properties"]["final_answer"]["enum"] == ["A", "B", "C", "D"]
 
 
 def test_images_the_text_never_names_follow_it_after_their_tags(tmp_path: Path) -> None:
