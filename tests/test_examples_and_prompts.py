@@ -1,7 +1,6 @@
 """The shipped examples and the prompts a newcomer's first run depends on: the text example
-states its numbers, the vision example needs its image, no prompt offers a placeholder a model
-could copy as its answer, and (on the embedded model) the Critic's verdict depends on what it
-reviews."""
+states its numbers, the vision example needs its image, and no prompt offers a placeholder a
+model could copy as its answer."""
 
 from __future__ import annotations
 
@@ -40,41 +39,3 @@ def test_the_vision_example_needs_its_image() -> None:
         assert value not in text
     assert [(image.name, image.width, image.height) for image in problem.images] == [("circuit.png", 640, 360)]
     assert problem.options == ("1 A", "3 A", "4 A", "4.5 A")
-
-
-@pytest.mark.local
-def test_embedded_critic_verdicts_depend_on_what_it_reviews() -> None:
-    """Two problems' material, one sound and one nonsense, reviewed by the embedded model's
-    Critic: the verdicts (scores and weakest step) differ."""
-    from maps_autogen.config import load_config
-    from maps_autogen.problem import Problem
-    from maps_autogen.role_inputs import build_request
-    from maps_autogen.roles import Role, critic_schema
-    from maps_autogen.solve import assemble_team
-    from maps_autogen.verdict import parse_critic_reply
-
-    team = assemble_team(load_config(cwd=Path("/nonexistent")), env={})
-    dimensions = ("caption", "alignment", "knowledge", "solution")
-    lever = Problem("A 3 kg mass hangs 0.4 m left of the pivot of a light lever. What mass at 0.6 m right balances it?",
-                    options=("1 kg", "2 kg", "3 kg", "4.5 kg"))
-    circuit = Problem("A 12 V battery drives a 4 ohm and a 12 ohm resistor in parallel. What current flows through the battery?",
-                      options=("1 A", "3 A", "4 A", "4.5 A"))
-    material = {
-        "lever": (lever, {Role.INTERPRETER: "A horizontal lever on a pivot: a 3 kg mass at 0.4 m on the left, m at 0.6 m on the right.",
-                          Role.ALIGNER: "Torques balance: 3 kg x 0.4 m = m x 0.6 m.",
-                          Role.SCHOLAR: "Lever law for a light lever in equilibrium: m1 d1 = m2 d2.",
-                          Role.SOLVER: "m = 3 x 0.4 / 0.6 = 2 kg, option B. Final answer: B"}),
-        "circuit": (circuit, {Role.INTERPRETER: "Bananas on a table.",
-                              Role.ALIGNER: "The battery is 900 tonnes and the sky is green.",
-                              Role.SCHOLAR: "Nothing is known about circuits.",
-                              Role.SOLVER: "The current is purple. Final answer: E"}),
-    }
-    verdicts = {}
-    for name, (problem, outputs) in material.items():
-        request = build_request(Role.CRITIC, problem, outputs, team.prompts, dimensions=dimensions)
-        messages = [{"role": "system", "content": team.prompts.system_message(Role.CRITIC)}, {"role": "user", "content": request}]
-        reply = team.backends[Role.CRITIC].complete(messages, role="critic", schema_name="critic_verdict", schema=critic_schema(dimensions))
-        verdict = parse_critic_reply(reply.text, dimensions)
-        assert verdict is not None, reply.text
-        verdicts[name] = (verdict.scores, verdict.worst_step)
-    assert verdicts["lever"] != verdicts["circuit"], verdicts
