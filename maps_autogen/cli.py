@@ -122,7 +122,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @cli.command(name="eval")
 @click.argument("benchmark", type=click.Choice(["mathvista", "olympiadbench", "emma"]))
 @click.option("--subset", "subsets", multiple=True, help="A subset to run (repeatable; default: all). Paper column names work too.")
-@click.option("--data", type=click.Path(path_type=Path), help="A local copy: save_to_disk folder, parquet or JSONL (per config for multi-config benchmarks).")
+@click.option("--data", type=click.Path(path_type=Path), help="A local copy: a hub download as it comes, a save_to_disk folder, parquet or JSONL (README: Running benchmarks).")
 @click.option("--limit", type=click.IntRange(min=1), help="Run N problems spread evenly over the subsets (deterministic).")
 @click.option("--sample", type=click.IntRange(min=1), help="Sample N problems per subset (seeded).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample and the paper's sampled subsets.")

@@ -285,6 +285,17 @@ def _overall(values: dict[str, float]) -> float | None:
     return round(sum(values.values()) / len(values), 2) if values else None
 
 
+def _paper_average(paper: PaperRow, benchmarks: Sequence[str]) -> float | None:
+    """The paper's mean of these benchmarks' averages."""
+    return _overall({b: value for b in benchmarks if (value := paper.value(f"{b}/Avg.")) is not None})
+
+
+def _difference(cell: Cell | None, paper_value: float | None) -> str:
+    if cell is None or cell.accuracy is None or paper_value is None:
+        return "-"
+    return f"{cell.accuracy - paper_value:+.2f}"
+
+
 def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
     """Table 1 beside the paper: the paper's rows with every cell as printed, a random-choice
     row computed from the data, then ours; for each of our rows that reproduces a paper row
@@ -298,15 +309,11 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
         columns.append((benchmark, "Avg.", f"{task.title} Avg."))
     header = ["Source", "Method", *(h for _, _, h in columns), "Avg.", "Δ vs paper"]
     body: list[list[str]] = []
-
-    def paper_overall(paper: PaperRow) -> float | None:
-        values = {b: paper.value(f"{b}/Avg.") for b in benchmarks}
-        return _overall({b: v for b, v in values.items() if v is not None})
-
+    every_benchmark = len(benchmarks) == len(BENCHMARK_ORDER)
     for paper in paper_table1_rows():
-        cells = [paper.cells.get(f"{b}/{s}", "-") for b, s, _ in columns]
-        overall = paper.cells[OVERALL] if len(benchmarks) == len(BENCHMARK_ORDER) else f"{paper_overall(paper):.2f}"
-        body.append(["paper", paper.label, *cells, overall, ""])
+        average = _paper_average(paper, benchmarks)
+        overall = paper.cells[OVERALL] if every_benchmark else ("-" if average is None else f"{average:.2f}")
+        body.append(["paper", paper.label, *(paper.cells.get(f"{b}/{s}", "-") for b, s, _ in columns), overall, ""])
     ours = [(random_choice_row(runs), None)] + [(row, next((r for r in runs if r.label == row.label), None)) for row in table1_rows(runs)]
     differences: list[list[str]] = []
     for row, run in ours:
@@ -314,13 +321,12 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
         paper = paper_row_for(run.manifest["method"], run.model_names) if run is not None and not run.without else None
         delta = "-"
         if paper is not None and overall is not None:
-            reference = _overall({b: v for b in row.benchmark_avgs if (v := paper.value(f"{b}/Avg.")) is not None})
-            delta = f"{overall - reference:+.2f} ({paper.label})" if reference is not None else "-"
-            differences.append([f"{row.label} − {paper.label}", *(
-                f"{cell.accuracy - value:+.2f}" if (cell := row.cells.get((b, s))) and cell.accuracy is not None
-                and (value := paper.value(f"{b}/{s}")) is not None else "-" for b, s, _ in columns)])
+            reference = _paper_average(paper, list(row.benchmark_avgs))
+            delta = "-" if reference is None else f"{overall - reference:+.2f} ({paper.label})"
+            differences.append([f"{row.label} − {paper.label}",
+                                *(_difference(row.cells.get((b, s)), paper.value(f"{b}/{s}")) for b, s, _ in columns)])
         body.append(["this report", row.label, *(row.cells.get((b, s), Cell(None, None, 0)).text(False) for b, s, _ in columns),
-                     f"{overall:.2f}" if overall is not None else "-", delta])
+                     "-" if overall is None else f"{overall:.2f}", delta])
     markdown = _markdown(header, body)
     if differences:
         markdown += "\n\nDifference against the paper (points, ours − paper):\n\n" + _markdown(["Run", *(h for _, _, h in columns)], differences)
