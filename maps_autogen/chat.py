@@ -324,7 +324,7 @@ class MapsChat:
     def _call_model(self, role: Role, messages: list[dict[str, Any]]) -> Completion:
         schema_name, schema = None, None
         if role is Role.SOLVER:
-            schema_name, schema = "solver_answer", solver_schema()
+            schema_name, schema = "solver_answer", solver_schema(len(self.problem.options))
         elif role is Role.CRITIC:
             schema_name, schema = "critic_verdict", critic_schema(self.settings.flow.dimensions)
         started_at = utc_now()

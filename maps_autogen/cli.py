@@ -122,8 +122,8 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @cli.command(name="eval")
 @click.argument("benchmark", type=click.Choice(["mathvista", "olympiadbench", "emma"]))
 @click.option("--subset", "subsets", multiple=True, help="A subset to run (repeatable; default: all). Paper column names work too.")
-@click.option("--data", type=click.Path(path_type=Path), help="A local copy: save_to_disk folder, parquet or JSONL (per config for multi-config benchmarks).")
-@click.option("--limit", type=click.IntRange(min=1), help="Run only the first N selected problems.")
+@click.option("--data", type=click.Path(path_type=Path), help="A local copy: a hub download as it comes, a save_to_disk folder, parquet or JSONL (README: Running benchmarks).")
+@click.option("--limit", type=click.IntRange(min=1), help="Run N problems spread evenly over the subsets (deterministic).")
 @click.option("--sample", type=click.IntRange(min=1), help="Sample N problems per subset (seeded).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample and the paper's sampled subsets.")
 @click.option("--method", type=click.Choice(["maps", "direct", "cot"]), default="maps", show_default=True)
@@ -143,13 +143,18 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, concurrency, rules, no_cache, max_cost,
                  shard, resume, runs_dir, config_file, model, threshold, max_rollbacks, quiet) -> None:
     """Run a whole benchmark (or part of it) and score it with the official rules."""
+    if method != "maps" and without:
+        raise click.UsageError("--without applies to --method maps only")
+    if data is None and resume is None:  # no network and no cached copy: fail before the slow imports
+        from maps_autogen.eval.hub import check_hub
+        from maps_autogen.eval.tasks import get_task
+
+        check_hub(get_task(benchmark).hub_id)
     from maps_autogen.config import load_config, with_overrides
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
     from maps_autogen.roles import Role
 
     _load_env()
-    if method != "maps" and without:
-        raise click.UsageError("--without applies to --method maps only")
     loaded = with_overrides(load_config(config_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
     request = EvalRequest(
         benchmark=benchmark, subsets=tuple(subsets), data=data, limit=limit, sample=sample, seed=seed, method=method,
@@ -185,12 +190,13 @@ def merge(runs, out) -> None:
 @cli.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="Folder for the tables and figures (default: runs/report-<stamp>).")
-def report(runs, out) -> None:
-    """Tables and figures comparing eval runs (Table 1 and 2, Figures 4 and 6, cost per role)."""
+@click.option("--paper", is_flag=True, help="Add the paper's Table 1 rows beside ours, with the difference, and random-choice rows.")
+def report(runs, out, paper) -> None:
+    """Tables and figures comparing eval runs (Table 1 and 2, Figures 4, 5 and 6, cost per role)."""
     from maps_autogen.report import write_report
     from maps_autogen.transcript import new_run_id
 
-    result = write_report(list(runs), out or Path("runs") / new_run_id("report"))
+    result = write_report(list(runs), out or Path("runs") / new_run_id("report"), paper=paper)
     click.echo(result.markdown)
     click.echo("wrote: " + ", ".join(str(path) for path in result.files))
 

@@ -183,6 +183,7 @@ class OlympiadBenchTask:
                 "subject": fields.get("subject"),
                 "language": language,
                 "question_type": fields.get("question_type"),
+                "choices": 0,  # open-ended: a random guess never scores
             },
         )
 

@@ -30,7 +30,7 @@ from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.eval.results import MANIFEST_FILE, RESULTS_FILE, ResultsLog, summarize, table1, write_summary
-from maps_autogen.eval.tasks import EvalItem, Subset, Task, find_subsets, get_task, load_answer_formats
+from maps_autogen.eval.tasks import EvalItem, Subset, Task, find_subsets, get_task, load_answer_formats, spread_limit
 from maps_autogen.roles import Role
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
@@ -102,7 +102,7 @@ def select_items(items: Sequence[EvalItem], subsets: Sequence[Subset], *, sample
         chosen.update(pids)
     selected = [item for item in items if item.pid in chosen]
     if limit is not None:
-        selected = selected[:limit]
+        selected = spread_limit(selected, subsets, limit)
     if shard is not None:
         selected = [item for n, item in enumerate(selected) if n % shard.count == shard.index - 1]
     return Selection(selected, sampled)
