@@ -215,7 +215,7 @@ def _configure_logging() -> None:
     """Warnings to stderr, one line each, with every registered secret masked."""
     import logging
 
-    from maps_autogen.secrets import RedactingFilter
+    from maps_autogen.redact import RedactingFilter
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     for handler in logging.getLogger().handlers:

@@ -22,7 +22,7 @@ import httpx
 from maps_autogen.cache import ResponseCache, cache_key
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import ServiceError
-from maps_autogen.secrets import redact
+from maps_autogen.redact import redact
 
 logger = logging.getLogger(__name__)
 

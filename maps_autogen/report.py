@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any, Sequence
 from maps_autogen.errors import DataError
 from maps_autogen.eval.results import FEEDBACK_TARGETS, MANIFEST_FILE, RESULTS_FILE, ResultsLog
 from maps_autogen.eval.tasks import get_task
+from maps_autogen.files import FILE_MODE, write_text_atomic
 
 BENCHMARK_ORDER = ("mathvista", "emma", "olympiadbench")  # the paper's column order
 BOOTSTRAP_SAMPLES = 1000
@@ -283,6 +285,7 @@ def plot_feedback(shares: dict[str, dict[str, float]], path: Path) -> Path:
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    os.chmod(path, FILE_MODE)
     plt.close(fig)
     return path
 
@@ -301,6 +304,7 @@ def plot_times(times: dict[str, dict[str, float]], path: Path) -> Path:
     fig.suptitle("Solving time")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    os.chmod(path, FILE_MODE)
     plt.close(fig)
     return path
 
@@ -319,13 +323,13 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Report:
     files: list[Path] = []
     parts = ["# MAPS report", "Runs: " + ", ".join(f"`{run.path}` ({run.label}, {run.benchmark}, {len(run.scored)} scored)" for run in runs)]
     markdown1, csv1 = table1(runs)
-    (out / "table1.md").write_text(markdown1 + "\n")
-    (out / "table1.csv").write_text(csv1)
+    write_text_atomic(out / "table1.md", markdown1 + "\n")
+    write_text_atomic(out / "table1.csv", csv1)
     files += [out / "table1.md", out / "table1.csv"]
     parts += ["## Table 1: accuracy (%) with 95% bootstrap intervals", markdown1]
     ablation = table2(runs)
     if ablation:
-        (out / "table2.md").write_text(ablation + "\n")
+        write_text_atomic(out / "table2.md", ablation + "\n")
         files.append(out / "table2.md")
         parts += ["## Table 2: ablations (delta against full MAPS)", ablation]
     shares = feedback_shares(runs)
@@ -340,13 +344,13 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Report:
         parts += ["## Figure 6: solving time", "![](figure6.png)"]
     usage = usage_by_role(runs)
     if usage:
-        (out / "usage.md").write_text(_usage_table(usage) + "\n")
+        write_text_atomic(out / "usage.md", _usage_table(usage) + "\n")
         files.append(out / "usage.md")
         parts += ["## Cost and tokens per problem, by role", _usage_table(usage)]
     markdown = "\n\n".join(parts) + "\n"
-    (out / "report.md").write_text(markdown)
+    write_text_atomic(out / "report.md", markdown)
     files.append(out / "report.md")
-    (out / "report.json").write_text(json.dumps({"feedback_shares": shares, "solving_times": times, "usage_by_role": usage,
+    write_text_atomic(out / "report.json", json.dumps({"feedback_shares": shares, "solving_times": times, "usage_by_role": usage,
                                                  "table1": [{"label": r.label, "cells": {f"{b}/{s}": vars(c) for (b, s), c in r.cells.items()}}
                                                             for r in table1_rows(runs)]}, indent=2, default=str))
     files.append(out / "report.json")

@@ -20,7 +20,7 @@ from maps_autogen.llm import ChatBackend
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.roles import Role
-from maps_autogen.secrets import register_secret
+from maps_autogen.redact import register_secret
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
 
 

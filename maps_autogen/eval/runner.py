@@ -241,7 +241,7 @@ class EvalRun:
         eval_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
         log = ResultsLog(eval_dir / RESULTS_FILE)
-        done = {pid for pid, record in log.read().items() if record.get("status") == "ok"}
+        done = log.finished_ids()
         todo = [item for item in selection.items if item.pid not in done]
         cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
         team = assemble_team(self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency))
