@@ -100,12 +100,25 @@ def _escape_table() -> dict[int, str]:
 
 
 _TERMINAL_ESCAPES = _escape_table()
+_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _TERMINAL_ESCAPES}
+
+
+def escape_controls(text: str) -> str:
+    """Control characters and escape sequences shown escaped (``ESC[2J`` prints as
+    ``\\x1b[2J``), so a terminal never interprets them."""
+    return text.translate(_TERMINAL_ESCAPES)
 
 
 def terminal_safe(text: str) -> str:
-    """Untrusted text as the terminal should show it: secrets masked, control characters and
-    escape sequences shown escaped (``ESC[2J`` prints as ``\\x1b[2J``), never interpreted."""
-    return redact(text).translate(_TERMINAL_ESCAPES)
+    """Untrusted text as the terminal should show it: secrets masked, controls escaped."""
+    return escape_controls(redact(text))
+
+
+def terminal_safe_json(text: str) -> str:
+    """JSON text (from json.dumps, which already escapes C0 controls) safe for the terminal:
+    secrets masked; DEL, C1 controls and bidi overrides written as JSON \\u escapes, so the
+    output stays valid JSON."""
+    return redact(text).translate(_JSON_ESCAPES)
 
 
 class RedactingFilter(logging.Filter):

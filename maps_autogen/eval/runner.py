@@ -30,6 +30,7 @@ from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.eval.results import MANIFEST_FILE, RESULTS_FILE, ResultsLog, summarize, table1, write_summary
+from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.eval.tasks import EvalItem, Subset, Task, find_subsets, get_task, load_answer_formats
 from maps_autogen.roles import Role
 from maps_autogen.scoring import score_record
@@ -139,7 +140,8 @@ def load_items(task: Task, subsets: Sequence[Subset], data: Path | None, loaded:
     """Every problem of the chosen subsets, in data set order."""
     formats = load_answer_formats(loaded.resolve(loaded.config.answer_formats))
     max_side = loaded.config.images.max_side
-    return [task.to_item(row, prompts=formats, max_side=max_side) for row in task.rows(tuple(subsets), data)]
+    with image_limits(ImageLimits.of(loaded.config.limits)):
+        return [task.to_item(row, prompts=formats, max_side=max_side) for row in task.rows(tuple(subsets), data)]
 
 
 @dataclass
