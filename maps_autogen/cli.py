@@ -152,8 +152,9 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--threshold", type=click.FloatRange(0, 6))
 @click.option("--max-rollbacks", type=click.IntRange(0, 20))
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--allow-outside-paths", is_flag=True, help="Let data set rows refer to files outside the data folder (trusted data only).")
 def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, concurrency, rules, no_cache, max_cost,
-                 shard, resume, runs_dir, config_file, model, threshold, max_rollbacks, quiet) -> None:
+                 shard, resume, runs_dir, config_file, model, threshold, max_rollbacks, quiet, allow_outside_paths) -> None:
     """Run a whole benchmark (or part of it) and score it with the official rules."""
     from maps_autogen.config import load_config, with_overrides
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
@@ -167,6 +168,7 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
         benchmark=benchmark, subsets=tuple(subsets), data=data, limit=limit, sample=sample, seed=seed, method=method,
         without=frozenset(Role(role) for role in without), concurrency=concurrency, rules=rules, cache=not no_cache,
         max_cost=max_cost, shard=Shard.parse(shard) if shard else None, runs_dir=runs_dir, resume=resume,
+        allow_outside_paths=allow_outside_paths,
     )
     outcome = EvalRun(request, loaded, progress=not quiet).run()
     _say(outcome.table)

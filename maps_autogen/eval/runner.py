@@ -29,6 +29,7 @@ from maps_autogen.endpoints import Resolution, resolve_models
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
+from maps_autogen.eval.paths import outside_paths_allowed
 from maps_autogen.eval.results import MANIFEST_FILE, RESULTS_FILE, ResultsLog, summarize, table1, write_summary
 from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.eval.tasks import EvalItem, Subset, Task, find_subsets, get_task, load_answer_formats
@@ -79,6 +80,7 @@ class EvalRequest:
     shard: Shard | None = None
     runs_dir: Path = Path("runs")
     resume: Path | None = None
+    allow_outside_paths: bool = False  # data set rows may refer to files outside the data folder
 
 
 @dataclass
@@ -229,7 +231,8 @@ class EvalRun:
         if request.max_cost is not None:
             _check_prices(resolution)
         subsets = find_subsets(self.task, request.subsets)
-        items = load_items(self.task, subsets, request.data, self.loaded)
+        with outside_paths_allowed(request.allow_outside_paths):
+            items = load_items(self.task, subsets, request.data, self.loaded)
         if manifest is None:
             selection = select_items(items, subsets, sample=request.sample, seed=request.seed, limit=request.limit, shard=request.shard)
             manifest = self._new_manifest(eval_dir, subsets, selection, resolution)
@@ -287,6 +290,7 @@ class EvalRun:
             "method": request.method,
             "without": sorted(role.value for role in request.without),
             "rules": request.rules,
+            "allow_outside_paths": request.allow_outside_paths,
             "config_path": str(self.loaded.path),
             "config": self.loaded.config.model_dump(mode="json"),
             "models": {role.value: model.describe() for role, model in resolution.models.items()},
