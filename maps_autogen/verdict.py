@@ -10,9 +10,10 @@ tried, and JSON nested deeper than MAX_JSON_DEPTH counts as unparseable.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from maps_autogen.roles import DIMENSION_OF_STEP, DIMENSIONS, CriticVerdict, Role, SolverAnswer
 
@@ -82,16 +83,18 @@ def _too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
             if depth > limit:
                 return True
             children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
+            stack.extend([(child, depth + 1) for child in children if type(child) in (dict, list)])
     return False
 
 
-def _repairs(candidate: str) -> list[str]:
-    """Progressively repaired versions of a JSON candidate (the cheap, safe repairs only)."""
+def _repairs(candidate: str) -> Iterator[str]:
+    """Progressively repaired versions of a JSON candidate (the cheap, safe repairs only),
+    each made only when the previous one did not parse."""
     no_trailing = _TRAILING_COMMA.sub(r"\1", candidate)
+    yield no_trailing
     quoted = no_trailing.translate(_SMART_QUOTES)
-    literals = _PY_LITERALS.sub(lambda m: {"True": "true", "False": "false", "None": "null"}[m.group(1)], quoted)
-    return [no_trailing, quoted, literals]
+    yield quoted
+    yield _PY_LITERALS.sub(lambda m: {"True": "true", "False": "false", "None": "null"}[m.group(1)], quoted)
 
 
 def _loads_object(candidate: str) -> dict[str, Any] | None:
@@ -120,7 +123,7 @@ def extract_json_object(text: str | None) -> tuple[dict[str, Any] | None, bool]:
     candidates = [c for c in [*_fenced_blocks(stripped), *_balanced_objects(stripped)] if ":" in c]
     # A reply that opens an object but never closes it is usually cut off; nothing to recover.
     for candidate in candidates[:MAX_CANDIDATES]:
-        for version in [candidate, *_repairs(candidate)]:
+        for version in itertools.chain([candidate], _repairs(candidate)):
             found = _loads_object(version)
             if found is not None:
                 return found, True
