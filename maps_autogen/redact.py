@@ -129,4 +129,7 @@ class RedactingFilter(logging.Filter):
         cleaned = terminal_safe(message)
         if cleaned != message:
             record.msg, record.args = cleaned, None
+        if record.exc_info and not record.exc_text:
+            # The formatter prints exc_text as it is: clean the traceback here too.
+            record.exc_text = terminal_safe(logging.Formatter().formatException(record.exc_info))
         return True

@@ -177,6 +177,18 @@ def test_megabyte_adversarial_replies_parse(reply: str, expected: str | None) ->
     assert parse_critic_reply(reply) is None
 
 
+def test_scoring_helpers_are_linear_on_adversarial_answers() -> None:
+    from maps_autogen.benchmarks.emma import extract_answer
+    from maps_autogen.eval.olympiadbench import answer_pieces
+
+    # `\s*\n` around the separators split a long run of spaces in quadratic time.
+    assert answer_pieces("x" + " " * MEGABYTE + "y; z", multiple=True) == ["x y", "z"]
+    # `\\text{(.*?)}` rescanned the line for every unclosed \text{ (balanced by the next line).
+    nested = "\\text{" * 100_000
+    inside = nested + "\n" + "}" * 100_000
+    assert extract_answer("\\boxed{" + inside + "}") == inside
+
+
 def test_json_nested_beyond_the_limit_is_a_parse_failure() -> None:
     deep = '{"final_answer": ' + "[" * 600 + '"x"' + "]" * 600 + "}"
     answer = parse_solver_reply(deep)
