@@ -10,16 +10,16 @@ import stat
 import urllib.error
 import urllib.request
 import warnings
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import ContextManager
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from maps_autogen.config import LimitsConfig
 from maps_autogen.errors import ProblemError
+from maps_autogen.limits import scoped
 
 SUPPORTED_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp", "BMP": "image/bmp"}
 # Formats the chat APIs accept as they are; others (BMP) are re-encoded as PNG.
@@ -43,14 +43,9 @@ class ImageLimits:
 _limits: ContextVar[ImageLimits] = ContextVar("image_limits", default=ImageLimits())
 
 
-@contextmanager
-def image_limits(limits: ImageLimits) -> Iterator[None]:
+def image_limits(limits: ImageLimits) -> ContextManager[None]:
     """Apply `limits` to every image loaded inside the block (the config's `limits:`)."""
-    token = _limits.set(limits)
-    try:
-        yield
-    finally:
-        _limits.reset(token)
+    return scoped(_limits, limits)
 
 
 def _megabytes(size: int) -> str:

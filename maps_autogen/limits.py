@@ -1,8 +1,12 @@
-"""Bounding what a model service sends us: reply text and response bodies."""
+"""Bounding untrusted input: reply text and response bodies, and scoped input settings."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterable, Iterator, TypeVar
+
+T = TypeVar("T")
 
 DEFAULT_REPLY_BYTES = 256 * 1024
 
@@ -19,6 +23,17 @@ def body_limit(max_reply_bytes: int) -> int:
     """The largest response body we read for a reply of `max_reply_bytes`: JSON escaping can
     grow text up to 6-fold (\\uXXXX), plus room for the envelope."""
     return 6 * max_reply_bytes + 64 * 1024
+
+
+@contextmanager
+def scoped(variable: ContextVar[T], value: T) -> Iterator[None]:
+    """`variable` set to `value` for the duration of the block (an input setting such as the
+    image limits, applied where data is loaded without threading it through every call)."""
+    token = variable.set(value)
+    try:
+        yield
+    finally:
+        variable.reset(token)
 
 
 def read_capped(chunks: Iterable[bytes], limit: int) -> bytes | None:

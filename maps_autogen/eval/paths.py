@@ -7,25 +7,20 @@ for data sets the user trusts.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Iterator
+from typing import ContextManager
 
 from maps_autogen.errors import DataError
+from maps_autogen.limits import scoped
 
 _allow_outside: ContextVar[bool] = ContextVar("allow_outside_paths", default=False)
 _NOT_FILES = ("http://", "https://", "data:")
 
 
-@contextmanager
-def outside_paths_allowed(allowed: bool) -> Iterator[None]:
+def outside_paths_allowed(allowed: bool) -> ContextManager[None]:
     """Within the block, data set file references may leave the data folder when `allowed`."""
-    token = _allow_outside.set(allowed)
-    try:
-        yield
-    finally:
-        _allow_outside.reset(token)
+    return scoped(_allow_outside, allowed)
 
 
 def checked_reference(reference: str, base_dir: Path | None, *, what: str) -> str:
