@@ -415,3 +415,13 @@ def test_results_log_repairs_a_torn_tail_once_and_appends_without_rereading(tmp_
     log.append({"pid": "2", "status": "ok"})
     assert path.read_text().count("torn") == 1
     assert log.finished_ids() == {"1", "2"}
+
+
+def test_maps_score_skips_a_line_nested_too_deeply(tmp_path: Path) -> None:
+    from maps_autogen.scoring import score_file
+
+    source = tmp_path / "results.jsonl"
+    source.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    report = score_file("mathvista", source)
+    assert [(skipped.line_no, skipped.reason) for skipped in report.skipped] == [(1, "JSON nested too deeply")]
+    assert stat.S_IMODE(report.out_path.stat().st_mode) == 0o644
