@@ -31,6 +31,7 @@ RETRY_BASE_S = 0.5
 RETRY_CAP_S = 30.0
 RETRY_AFTER_CAP_S = 120.0
 JSON_MODE_FALLBACK = {"schema": "object", "object": "none"}
+ERROR_BODY_BYTES = 64 * 1024
 
 TokenCallback = Callable[[str], None]
 
@@ -128,10 +129,10 @@ class _Rejected(Exception):
 def _error_detail(response: httpx.Response) -> str:
     """The service's own error message, shortened to one line."""
     try:
-        body = json.loads(response.read())
+        body = json.loads(read_capped(response.iter_bytes(), ERROR_BODY_BYTES) or b"")  # an error page is not worth megabytes
         detail = body.get("error", body) if isinstance(body, dict) else body
         message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
-    except (ValueError, httpx.HTTPError):
+    except (ValueError, RecursionError, httpx.HTTPError):
         message = ""
     return " ".join(str(message).split())[:200]
 

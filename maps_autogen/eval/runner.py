@@ -31,8 +31,8 @@ from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.eval.paths import outside_paths_allowed
 from maps_autogen.eval.results import MANIFEST_FILE, RESULTS_FILE, ResultsLog, summarize, table1, write_summary
-from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.eval.tasks import EvalItem, Subset, Task, find_subsets, get_task, load_answer_formats
+from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.roles import Role
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
