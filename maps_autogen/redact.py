@@ -22,10 +22,12 @@ _lock = threading.Lock()
 _secrets: set[str] = set()
 _longest = 0
 
-# A bearer token or an Authorization header value. Each quantifier is followed by a character
-# class it cannot match, so matching is linear in the text's length.
+# A bearer token or an Authorization header value: 8+ token characters including a digit (so
+# prose such as "Authorization: required" is left alone). Each quantifier is followed by a
+# character class it cannot match, so matching is linear in the text's length.
 _CREDENTIALS = re.compile(
-    r"(?P<lead>\bBearer[ \t]+|\bAuthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?!Bearer\b))[A-Za-z0-9._~+/=-]{8,}",
+    r"(?P<lead>\bBearer[ \t]+|\bAuthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?!Bearer\b))"
+    r"(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}",
     re.IGNORECASE,
 )
 

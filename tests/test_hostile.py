@@ -145,6 +145,7 @@ def test_bearer_and_authorization_values_are_masked_without_eating_prose() -> No
     assert redact("Authorization: Bearer abcDEF123456789xyz") == "Authorization: Bearer ***"
     assert redact('{"authorization": "tok_live_1234567890"}') == '{"authorization": "***"}'
     assert redact("the bearer of the bond") == "the bearer of the bond"
+    assert redact("Authorization: required here") == "Authorization: required here"
     assert terminal_safe("a\x1b[2Jb\tc\nd") == "a\\x1b[2Jb\tc\nd"
 
 
