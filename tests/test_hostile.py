@@ -408,9 +408,10 @@ def test_reply_body_far_over_the_limit_is_refused_without_reading_it_whole(tmp_p
 def test_results_log_repairs_a_torn_tail_once_and_appends_without_rereading(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     path.write_text(json.dumps({"pid": "1", "status": "ok"}) + "\n" + json.dumps({"pid": "2", "status": "failed"}) + "\n" + '{"pid": "3", "sta')
+    assert set(ResultsLog(path).read()) == {"1", "2"} and path.read_text().endswith("sta")  # readers change nothing
     log = ResultsLog(path)
-    assert path.read_text().count("\n") == 2 and not path.read_text().endswith("sta")  # cut at open
     assert log.finished_ids() == {"1"}
+    assert path.read_text().count("\n") == 2 and not path.read_text().endswith("sta")  # the writer cut it once
     with open(path, "a") as handle:  # another torn tail after opening is not looked for again
         handle.write("torn")
     log.append({"pid": "2", "status": "ok"})

@@ -21,15 +21,22 @@ FEEDBACK_TARGETS = ("interpreter", "aligner", "scholar", "solver", "none")
 
 class ResultsLog:
     """results.jsonl: one complete line per finished problem, appended with a single write and
-    fsync'd, so a kill at any moment leaves at worst a torn last line. The torn line is cut off
-    once, when the log is opened; after that an append is one write, whatever the file's size,
-    and the finished ids are kept in memory."""
+    fsync'd, so a kill at any moment leaves at worst a torn last line. A writer cuts the torn
+    line off once (at its first `finished_ids` or `append`) and keeps the finished ids in
+    memory; after that an append is one write, whatever the file's size. Readers (`read`)
+    never change the file."""
 
     def __init__(self, path: Path):
         self.path = path
         self._lock = threading.Lock()
-        self._cut_torn_tail()
-        self._status = {pid: str(record.get("status")) for pid, record in self.read().items()}
+        self._status: dict[str, str] | None = None  # pid -> latest status, once prepared
+
+    def _prepared(self) -> dict[str, str]:
+        """The statuses by pid, after the one-time torn-tail repair (call with the lock held)."""
+        if self._status is None:
+            self._cut_torn_tail()
+            self._status = {pid: str(record.get("status")) for pid, record in self.read().items()}
+        return self._status
 
     def read(self) -> dict[str, dict[str, Any]]:
         """The latest record per pid (a pid retried after a failure appears more than once)."""
@@ -41,7 +48,7 @@ class ResultsLog:
     def finished_ids(self) -> set[str]:
         """The pids whose latest record is a success (from memory, not from the file)."""
         with self._lock:
-            return {pid for pid, status in self._status.items() if status == "ok"}
+            return {pid for pid, status in self._prepared().items() if status == "ok"}
 
     def _records(self) -> Iterable[dict[str, Any]]:
         if not self.path.exists():
@@ -85,13 +92,14 @@ class ResultsLog:
     def append(self, record: dict[str, Any]) -> None:
         line = (redact(json.dumps({"schema_version": SCHEMA_VERSION, **record}, ensure_ascii=False, default=str)) + "\n").encode()
         with self._lock:
+            status = self._prepared()
             fd = open_append(self.path)
             try:
                 os.write(fd, line)
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            self._status[str(record["pid"])] = str(record.get("status"))
+            status[str(record["pid"])] = str(record.get("status"))
 
     def compact(self, order: Sequence[str]) -> list[dict[str, Any]]:
         """Rewrite the file atomically with one line per pid, in `order` (others after)."""
