@@ -118,6 +118,17 @@ def test_escape_sequences_print_escaped_under_live_json_and_quiet(hostile_runs: 
     assert "\x1b[2J" in summary["final_answer"] and "\x9b31m" in summary["final_answer"]
 
 
+def test_error_line_from_a_hostile_service_is_escaped_and_masked(tmp_path: Path) -> None:
+    with FakeOpenAI(lambda request: Reply(f"bad model {HOSTILE} {_echo(request)}", status=400)) as server:
+        env = clean_env(OPENAI_API_KEY=TEST_KEY, OPENAI_BASE_URL=server.base_url)
+        result = run_maps(["solve", "-q", "x", "--quiet", "--runs-dir", str(tmp_path / "runs")], env=env, cwd=tmp_path)
+    assert result.returncode == 1
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert "bad model \\x1b]0;pwned\\x07\\x1b[2J" in line and "Bearer ***" in line
+    for raw in ("\x1b", "\x07", "\x9b", TEST_KEY):
+        assert raw not in result.stdout + result.stderr
+
+
 def test_live_view_keeps_its_own_styling_but_escapes_the_reply(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FORCE_COLOR", "1")
     monkeypatch.delenv("NO_COLOR", raising=False)
