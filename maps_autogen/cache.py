@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from maps_autogen.files import PRIVATE_FILE_MODE, open_append
+from maps_autogen.redact import redact
 
 CACHE_SCHEMA_VERSION = 1
 
@@ -29,6 +33,8 @@ class ResponseCache:
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
+        # Created private before SQLite opens it; SQLite gives its -wal/-shm files the same mode.
+        os.close(open_append(path, PRIVATE_FILE_MODE))
         self.path = path
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
@@ -53,7 +59,7 @@ class ResponseCache:
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
-                (key, text, model, prompt_tokens, completion_tokens, time.time()),
+                (key, redact(text), redact(model), prompt_tokens, completion_tokens, time.time()),
             )
             self._db.commit()
 

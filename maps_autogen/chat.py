@@ -32,7 +32,7 @@ from maps_autogen.roles import (
     critic_schema,
     solver_schema,
 )
-from maps_autogen.secrets import redact
+from maps_autogen.redact import redact
 from maps_autogen.transcript import request_for_transcript, utc_now
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply
 from maps_autogen.role_inputs import build_request, format_options, revision_for

@@ -22,7 +22,8 @@ import httpx
 from maps_autogen.cache import ResponseCache, cache_key
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import ServiceError
-from maps_autogen.secrets import redact
+from maps_autogen.limits import DEFAULT_REPLY_BYTES, body_limit, cap_reply, read_capped
+from maps_autogen.redact import redact
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +31,7 @@ RETRY_BASE_S = 0.5
 RETRY_CAP_S = 30.0
 RETRY_AFTER_CAP_S = 120.0
 JSON_MODE_FALLBACK = {"schema": "object", "object": "none"}
+ERROR_BODY_BYTES = 64 * 1024
 
 TokenCallback = Callable[[str], None]
 
@@ -47,6 +49,7 @@ class Completion:
     attempts: int
     json_mode: str
     cached: bool = False
+    truncated: bool = False  # the reply was longer than limits.reply_bytes and was cut
 
     def usage(self) -> dict[str, Any]:
         return {
@@ -56,6 +59,7 @@ class Completion:
             "seconds": round(self.seconds, 4),
             "attempts": self.attempts,
             "cached": self.cached,
+            **({"truncated": True} if self.truncated else {}),
         }
 
 
@@ -125,10 +129,10 @@ class _Rejected(Exception):
 def _error_detail(response: httpx.Response) -> str:
     """The service's own error message, shortened to one line."""
     try:
-        body = json.loads(response.read())
+        body = json.loads(read_capped(response.iter_bytes(), ERROR_BODY_BYTES) or b"")  # an error page is not worth megabytes
         detail = body.get("error", body) if isinstance(body, dict) else body
         message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
-    except (ValueError, httpx.HTTPError):
+    except (ValueError, RecursionError, httpx.HTTPError):
         message = ""
     return " ".join(str(message).split())[:200]
 
@@ -149,9 +153,11 @@ class ChatBackend:
         max_connections: int = 64,
         cache: ResponseCache | None = None,
         health_check: Callable[[], None] | None = None,
+        max_reply_bytes: int = DEFAULT_REPLY_BYTES,
     ):
         self.model = model
         self.cache = cache
+        self.max_reply_bytes = max_reply_bytes
         # Called when the service cannot be reached: the embedded server raises its own clear
         # error (it died, and why) instead of a generic connection failure.
         self._health_check = health_check
@@ -228,10 +234,11 @@ class ChatBackend:
                 if error.status == 400:
                     raise ServiceError(redact(f"the model service rejected the request: {error}"), fix="check the model name and settings in agents.yaml") from None
                 raise ServiceError(redact(f"the model service answered {error}"), fix="check the endpoint URL and model name") from None
+            text, truncated = cap_reply(text, self.max_reply_bytes)
             prompt_tokens = usage.get("prompt_tokens") if usage else None
             completion_tokens = usage.get("completion_tokens") if usage else None
             cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0) if usage else None
-            if self.cache is not None and key is not None:
+            if self.cache is not None and key is not None and not truncated:  # a cut reply is incomplete
                 self.cache.put(key, text, model_name or self.model.model, prompt_tokens, completion_tokens)
             return Completion(
                 text=text,
@@ -242,6 +249,7 @@ class ChatBackend:
                 seconds=time.monotonic() - started,
                 attempts=attempt,
                 json_mode=self._json_mode if response_format else "none",
+                truncated=truncated,
             )
 
     def _once(
@@ -269,7 +277,12 @@ class ChatBackend:
                 self._check_status(response)
                 if self.model.stream:
                     return self._read_stream(response, on_token)
-                raw = response.read()
+                raw = read_capped(response.iter_bytes(), body_limit(self.max_reply_bytes))
+                if raw is None:
+                    raise ServiceError(
+                        f"the model service at {self.base_url} sent a reply body over {body_limit(self.max_reply_bytes):,} bytes",
+                        fix="raise limits.reply_bytes in agents.yaml if such replies are expected",
+                    )
         except httpx.TimeoutException:
             raise _Retryable(f"the model service at {self.base_url} did not answer within {self.model.timeout_s:g}s") from None
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
@@ -300,6 +313,7 @@ class ChatBackend:
 
     def _read_stream(self, response: httpx.Response, on_token: TokenCallback | None) -> tuple[str, str | None, dict[str, Any] | None]:
         pieces: list[str] = []
+        received = 0  # bytes kept; past the reply limit the rest is read but dropped
         usage = None
         model_name = None
         for line in response.iter_lines():
@@ -317,7 +331,8 @@ class ChatBackend:
                 usage = chunk["usage"]
             for choice in chunk.get("choices") or []:
                 delta = (choice.get("delta") or {}).get("content")
-                if delta:
+                if delta and received <= self.max_reply_bytes:
+                    received += len(delta.encode("utf-8", errors="surrogatepass"))
                     pieces.append(delta)
                     if on_token is not None:
                         on_token(delta)

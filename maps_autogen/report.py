@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from maps_autogen.errors import DataError
 from maps_autogen.eval.results import FEEDBACK_TARGETS, MANIFEST_FILE, RESULTS_FILE, ResultsLog
 from maps_autogen.eval.tasks import get_task
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
+from maps_autogen.files import FILE_MODE, write_text_atomic
 
 BENCHMARK_ORDER = ("mathvista", "emma", "olympiadbench")  # the paper's column order
 BOOTSTRAP_SAMPLES = 1000
@@ -361,6 +363,15 @@ def _pyplot():
     return plt
 
 
+def _save_figure(fig: Any, path: Path) -> None:
+    """Write a figure as PNG with the mode of every file we write, and free it."""
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=120)
+    os.chmod(path, FILE_MODE)
+    plt.close(fig)
+
+
 def plot_feedback(shares: dict[str, dict[str, float]], path: Path) -> Path:
     """Figure 4: stacked bars of where the Critic's feedback went, per benchmark."""
     plt = _pyplot()
@@ -381,8 +392,7 @@ def plot_feedback(shares: dict[str, dict[str, float]], path: Path) -> Path:
     ax.set_title("Where the Critic's feedback went (first rollback per problem)")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_figure(fig, path)
     return path
 
 
@@ -404,8 +414,7 @@ def plot_times(times: dict[str, dict[str, float]], path: Path, *, paper_scale: b
             ax.set_ylabel("mean solving time (s)")
     fig.suptitle(f"Solving time relative to {PAPER_TIME_SCALE_S:.0f} s (the paper's scale)" if paper_scale else "Solving time")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_figure(fig, path)
     return path
 
 
@@ -433,8 +442,7 @@ def plot_models(data: dict[str, dict[str, dict[str, float]]], path: Path) -> Pat
     fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8, frameon=False)
     fig.suptitle("Accuracy per base model")
     fig.tight_layout(rect=(0, 0.06 + 0.05 * ((len(labels) - 1) // 3), 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_figure(fig, path)
     return path
 
 
@@ -453,19 +461,19 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
     files: list[Path] = []
     parts = ["# MAPS report", "Runs: " + ", ".join(f"`{run.path}` ({run.label}, {run.benchmark}, {len(run.scored)} scored)" for run in runs)]
     markdown1, csv1 = table1(runs)
-    (out / "table1.md").write_text(markdown1 + "\n")
-    (out / "table1.csv").write_text(csv1)
+    write_text_atomic(out / "table1.md", markdown1 + "\n")
+    write_text_atomic(out / "table1.csv", csv1)
     files += [out / "table1.md", out / "table1.csv"]
     parts += ["## Table 1: accuracy (%) with 95% bootstrap intervals", markdown1]
     if paper:
         markdown_paper, csv_paper = paper_table(runs)
-        (out / "table1_paper.md").write_text(markdown_paper + "\n")
-        (out / "table1_paper.csv").write_text(csv_paper)
+        write_text_atomic(out / "table1_paper.md", markdown_paper + "\n")
+        write_text_atomic(out / "table1_paper.csv", csv_paper)
         files += [out / "table1_paper.md", out / "table1_paper.csv"]
         parts += ["## Table 1 beside the paper (the paper's cells as printed; random choice expected from the data)", markdown_paper]
     ablation = table2(runs)
     if ablation:
-        (out / "table2.md").write_text(ablation + "\n")
+        write_text_atomic(out / "table2.md", ablation + "\n")
         files.append(out / "table2.md")
         parts += ["## Table 2: ablations (delta against full MAPS)", ablation]
     shares = feedback_shares(runs)
@@ -486,13 +494,13 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
                   "![](figure6_paper_scale.png)"]
     usage = usage_by_role(runs)
     if usage:
-        (out / "usage.md").write_text(_usage_table(usage) + "\n")
+        write_text_atomic(out / "usage.md", _usage_table(usage) + "\n")
         files.append(out / "usage.md")
         parts += ["## Cost and tokens per problem, by role", _usage_table(usage)]
     markdown = "\n\n".join(parts) + "\n"
-    (out / "report.md").write_text(markdown)
+    write_text_atomic(out / "report.md", markdown)
     files.append(out / "report.md")
-    (out / "report.json").write_text(json.dumps({"feedback_shares": shares, "solving_times": times, "usage_by_role": usage,
+    write_text_atomic(out / "report.json", json.dumps({"feedback_shares": shares, "solving_times": times, "usage_by_role": usage,
                                                  "accuracy_by_model": models,
                                                  "table1": [{"label": r.label, "cells": {f"{b}/{s}": vars(c) for (b, s), c in r.cells.items()}}
                                                             for r in table1_rows(runs)]}, indent=2, default=str))

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from maps_autogen.benchmarks import RecordError, Scorer, Verdict, get_scorer
 from maps_autogen.errors import DataError, UsageError
+from maps_autogen.files import atomic_text_writer
 
 logger = logging.getLogger(__name__)
 
@@ -189,26 +187,6 @@ def default_out_path(input_path: Path) -> Path:
         input_path.with_name(input_path.name + SCORED_SUFFIX)
 
 
-@contextmanager
-def _atomic_writer(path: Path) -> Iterator[TextIO]:
-    """A text handle on a temporary file beside `path`, renamed over it on success: readers
-    never see a half-written file, and a failed run leaves any previous output intact."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        try:
-            os.unlink(temp_name)
-        except OSError:
-            pass
-        raise
-
-
 def score_file(
     benchmark: str,
     input_path: Path | str,
@@ -240,12 +218,15 @@ def score_file(
                          out_path=target, llm_requests=0 if llm_extract is not None else None)
     with_prediction = has_prediction_stage(scorer)
     # Open the input first, so a missing file creates nothing on the output side.
-    with _open_input(input_path) as in_file, _atomic_writer(target) as out_file:
+    with _open_input(input_path) as in_file, atomic_text_writer(target, fsync=True) as out_file:
         for line_no, text in _iter_lines(in_file, input_path):
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as error:
                 report.skipped.append(SkippedLine(line_no, f"not valid JSON ({error.msg})"))
+                continue
+            except RecursionError:
+                report.skipped.append(SkippedLine(line_no, "JSON nested too deeply"))
                 continue
             if not isinstance(record, dict):
                 report.skipped.append(

@@ -13,7 +13,7 @@ from maps_autogen.errors import ConfigError, MapsError
 from maps_autogen.llm import Completion
 from maps_autogen.problem import Problem
 from maps_autogen.roles import Role
-from maps_autogen.secrets import redact
+from maps_autogen.redact import redact
 from maps_autogen.solve import Team
 from maps_autogen.transcript import RunWriter, request_for_transcript, utc_now
 from maps_autogen.role_inputs import format_options, interleave_images

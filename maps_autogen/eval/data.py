@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from maps_autogen.errors import DataError
 from maps_autogen.eval.hub import check_hub, import_datasets, offline_error, offline_requested
+from maps_autogen.eval.paths import checked_reference
 from maps_autogen.eval.tasks import Row, Subset
 from maps_autogen.images import ImageInput, image_from_bytes, image_from_pil, load_image
 
@@ -80,6 +81,8 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 data = json.load(handle)
             except json.JSONDecodeError as error:
                 raise DataError(f"{path} is not valid JSON: {error.msg} at line {error.lineno}", fix="fix the file") from None
+            except RecursionError:
+                raise DataError(f"{path} nests JSON too deeply", fix="fix the file") from None
             rows = data if isinstance(data, list) else list(data.values()) if isinstance(data, dict) else []
             yield from rows
             return
@@ -90,6 +93,8 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
             except json.JSONDecodeError as error:
                 raise DataError(f"{path} line {number} is not valid JSON: {error.msg}", fix="fix the line") from None
+            except RecursionError:
+                raise DataError(f"{path} line {number} nests JSON too deeply", fix="fix the line") from None
 
 
 def local_rows(path: Path, config: str | None, split: str) -> tuple[Iterator[dict[str, Any]], Path]:
@@ -178,7 +183,7 @@ def _decode_field(value: Any, *, name: str, base_dir: Path | None, max_side: int
     if isinstance(value, (bytes, bytearray)):
         return image_from_bytes(bytes(value), name=name, source=name, max_side=max_side)
     if isinstance(value, str):
-        return load_image(value, max_side=max_side, base_dir=base_dir)
+        return load_image(checked_reference(value, base_dir, what=name), max_side=max_side, base_dir=base_dir)
     raise DataError(f"image field '{name}' has an unexpected type {type(value).__name__}", fix="check the data set's schema")
 
 

@@ -29,8 +29,10 @@ from maps_autogen.endpoints import Resolution, resolve_models
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
+from maps_autogen.eval.paths import outside_paths_allowed
 from maps_autogen.eval.results import MANIFEST_FILE, RESULTS_FILE, ResultsLog, summarize, table1, write_summary
 from maps_autogen.eval.tasks import EvalItem, Subset, Task, find_subsets, get_task, load_answer_formats, spread_limit
+from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.roles import Role
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
@@ -78,6 +80,7 @@ class EvalRequest:
     shard: Shard | None = None
     runs_dir: Path = Path("runs")
     resume: Path | None = None
+    allow_outside_paths: bool = False  # data set rows may refer to files outside the data folder
 
 
 @dataclass
@@ -139,7 +142,8 @@ def load_items(task: Task, subsets: Sequence[Subset], data: Path | None, loaded:
     """Every problem of the chosen subsets, in data set order."""
     formats = load_answer_formats(loaded.resolve(loaded.config.answer_formats))
     max_side = loaded.config.images.max_side
-    return [task.to_item(row, prompts=formats, max_side=max_side) for row in task.rows(tuple(subsets), data)]
+    with image_limits(ImageLimits.of(loaded.config.limits)):
+        return [task.to_item(row, prompts=formats, max_side=max_side) for row in task.rows(tuple(subsets), data)]
 
 
 @dataclass
@@ -227,7 +231,8 @@ class EvalRun:
         if request.max_cost is not None:
             _check_prices(resolution)
         subsets = find_subsets(self.task, request.subsets)
-        items = load_items(self.task, subsets, request.data, self.loaded)
+        with outside_paths_allowed(request.allow_outside_paths):
+            items = load_items(self.task, subsets, request.data, self.loaded)
         if manifest is None:
             selection = select_items(items, subsets, sample=request.sample, seed=request.seed, limit=request.limit, shard=request.shard)
             manifest = self._new_manifest(eval_dir, subsets, selection, resolution)
@@ -241,7 +246,7 @@ class EvalRun:
         eval_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
         log = ResultsLog(eval_dir / RESULTS_FILE)
-        done = {pid for pid, record in log.read().items() if record.get("status") == "ok"}
+        done = log.finished_ids()
         todo = [item for item in selection.items if item.pid not in done]
         cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
         team = assemble_team(self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency))
@@ -285,6 +290,7 @@ class EvalRun:
             "method": request.method,
             "without": sorted(role.value for role in request.without),
             "rules": request.rules,
+            "allow_outside_paths": request.allow_outside_paths,
             "config_path": str(self.loaded.path),
             "config": self.loaded.config.model_dump(mode="json"),
             "models": {role.value: model.describe() for role, model in resolution.models.items()},
