@@ -29,6 +29,7 @@ from maps_autogen.view.assets import CSS, SCRIPT, PageMode, content_security_pol
 
 INDEX_PAGE = "index.html"
 PROBLEMS_PAGES = "problems"  # one page per problem: problems/<key>.html
+PROBLEMS_DIR = "problems"  # where an eval keeps each problem's run folder (maps_autogen.eval.runner)
 FILES_PREFIX = "files"  # images, by their path inside the run folder: files/<path>
 
 # Only raster formats the run writer stores; anything else is listed by name, never embedded or served.
@@ -170,14 +171,14 @@ def page_key(pid: Any) -> str:
     return f"{readable}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
 
 
-def read_complete_lines(path: Path, start: int = 0) -> tuple[list[dict[str, Any]], int]:
-    """The JSON objects on the complete lines of a JSONL file from byte `start`, and the offset
-    after the last complete line (a line still being written is left for the next read; a
-    damaged line is skipped)."""
+def read_complete_lines(path: Path, start: int = 0, stop: int | None = None) -> tuple[list[dict[str, Any]], int]:
+    """The JSON objects on the complete lines of a JSONL file from byte `start` (up to byte
+    `stop`), and the offset after the last complete line (a line still being written is left
+    for the next read; a damaged line is skipped)."""
     try:
         with open(path, "rb") as handle:
             handle.seek(start)
-            data = handle.read()
+            data = handle.read() if stop is None else handle.read(max(0, stop - start))
     except FileNotFoundError:
         return [], start
     complete = data[: data.rfind(b"\n") + 1]
@@ -400,13 +401,14 @@ def _render_message(record: dict[str, Any], threshold: float | None, include_req
             f'<span class="meta">{_e(" · ".join(meta))}</span></header>{"".join(body)}</article>')
 
 
-def _render_event(record: dict[str, Any]) -> str:
+def _render_event(record: dict[str, Any], question: Any = None) -> str:
     event = str(record.get("event") or "event")
     if event == "rollback":
         scores = ", ".join(f"{key} {value}" for key, value in (record.get("scores") or {}).items())
+        sent_back = f'<div class="question">Question sent back: <span class="text">{_e(question)}</span></div>' if question else ""
         return (f'<div class="event rollback" data-event="rollback">↺ Rollback {_e(record.get("number"))}: '
                 f're-running from the {_e(record.get("step"))} step ({_e(record.get("dimension"))} scored low) '
-                f'<span class="detail">{_e(scores)}</span></div>')
+                f'<span class="detail">{_e(scores)}</span>{sent_back}</div>')
     if event == "stop":
         return (f'<div class="event stop" data-event="stop">■ Stopped: {_e(record.get("stop_reason"))} '
                 f'<span class="detail">final answer: {_e(record.get("final_answer"))}</span></div>')
@@ -416,17 +418,36 @@ def _render_event(record: dict[str, Any]) -> str:
             f'<span class="detail">{_e(record.get("detail", ""))}</span></div>')
 
 
-def render_records(records: Iterable[dict[str, Any]], threshold: float | None, include_requests: bool, turns_before: int = 0) -> tuple[str, int]:
-    """The turns and events of transcript records, numbering turns after `turns_before`; returns
-    the markup and the number of turns (messages) it holds."""
-    parts, number = [], turns_before
+@dataclass
+class TranscriptState:
+    """What rendering a record needs from the records before it: the turn count (turns are
+    numbered) and the last Critic's feedback (a rollback shows the question it sends back).
+    A live feed keeps one across its batches."""
+
+    turns: int = 0
+    feedback: dict[str, Any] = field(default_factory=dict)
+
+    def absorb(self, record: dict[str, Any]) -> None:
+        if record.get("type") != "message":
+            return
+        self.turns += 1
+        parsed = record.get("parsed")
+        if record.get("role") == "critic" and isinstance(parsed, dict) and isinstance(parsed.get("feedback"), dict):
+            self.feedback = parsed["feedback"]
+
+
+def render_records(records: Iterable[dict[str, Any]], threshold: float | None, include_requests: bool,
+                   state: TranscriptState | None = None) -> str:
+    """The turns and events of transcript records, continuing from `state` (which it updates)."""
+    state = state if state is not None else TranscriptState()
+    parts = []
     for record in records:
+        state.absorb(record)
         if record.get("type") == "message":
-            number += 1
-            parts.append(_render_message(record, threshold, include_requests, number))
+            parts.append(_render_message(record, threshold, include_requests, state.turns))
         elif record.get("type") == "event":
-            parts.append(_render_event(record))
-    return "".join(parts), number - turns_before
+            parts.append(_render_event(record, state.feedback.get(str(record.get("dimension")))))
+    return "".join(parts)
 
 
 def threshold_of(run: dict[str, Any]) -> float | None:
@@ -439,12 +460,12 @@ def _render_transcript(run_dir: Path, run: dict[str, Any], include_requests: boo
     if not path.is_file():
         raise DataError(f"{run_dir} has no {TRANSCRIPT_FILE}", fix="pass a run folder written by maps solve or maps eval")
     records, offset = read_complete_lines(path)
-    turns_html, turns = render_records(records, threshold_of(run), include_requests)
+    turns_html = render_records(records, threshold_of(run), include_requests)
     empty = "" if turns_html else '<p class="muted empty">The transcript is empty.</p>'
     live = ""
     if links.live:
         # The live feed carries on from exactly what this page shows.
-        query = {"offset": offset, "turns": turns, **({"problem": live_key} if live_key else {})}
+        query = {"offset": offset, **({"problem": live_key} if live_key else {})}
         live = f' data-live="{_e(links.events("transcript", **query))}"'
     return f'<section class="transcript"{live}><h2>Transcript</h2>{empty}{turns_html}</section>'
 
@@ -486,7 +507,29 @@ def load_results(eval_dir: Path) -> tuple[list[dict[str, Any]], int]:
     return list(rows.values()), offset
 
 
+def unfinished_rows(eval_dir: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows for the problems with a folder but no result yet: in flight while the eval runs (or
+    left over by a killed one). Only folders no result names are read."""
+    named = {Path(str(row.get("run_dir"))).name for row in rows if row.get("run_dir")}
+    try:
+        folders = sorted(entry for entry in (eval_dir / PROBLEMS_DIR).iterdir() if entry.name not in named and entry.is_dir())
+    except OSError:
+        return []
+    unfinished = []
+    for folder in folders:
+        try:
+            run = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue  # just created, or damaged
+        if isinstance(run, dict) and run.get("pid") is not None:
+            unfinished.append({"pid": run["pid"], "subset": run.get("subset", ""), "status": "unfinished", "gold": run.get("gold"),
+                               "stop_reason": run.get("stop_reason"), "usage": run.get("usage") or {}, "run_dir": f"{PROBLEMS_DIR}/{folder.name}"})
+    return unfinished
+
+
 def _verdict_of(row: dict[str, Any]) -> str:
+    if row.get("status") == "unfinished":
+        return "unfinished"
     if row.get("status") == "failed" or row.get("correct") is None:
         return "failed" if row.get("status") == "failed" else "unknown"
     return "correct" if row["correct"] else "incorrect"
@@ -630,7 +673,8 @@ def render_eval_index(eval_dir: Path, links: Links, *, single_file: bool = False
     """The title and body of an eval's index, and its rows. In one file, the rows link to the
     problems' sections (#p1, ...) the caller appends; otherwise to each problem's page."""
     manifest = read_manifest(eval_dir)
-    rows, offset = load_results(eval_dir)
+    finished, offset = load_results(eval_dir)
+    rows = finished + unfinished_rows(eval_dir, finished) if links.live else finished
     anchors = [f"p{number}" for number in range(1, len(rows) + 1)] if single_file else [""] * len(rows)
     table_rows = "".join(render_index_row(row, f"#{anchor}" if anchor else links.problem_page(row.get("pid")), anchor)
                          for row, anchor in zip(rows, anchors, strict=True))
@@ -641,7 +685,7 @@ def render_eval_index(eval_dir: Path, links: Links, *, single_file: bool = False
     status = LIVE_STATUS if links.live else ""
     heading = f'<h1>MAPS eval <span class="run-id">{_e(manifest.get("eval_id") or "")}</span></h1>{status}'
     title = f"maps view: {manifest.get('eval_id') or eval_dir.name}"
-    return title, heading + render_eval_summary(manifest, rows) + index, rows
+    return title, heading + render_eval_summary(manifest, finished) + index, rows
 
 
 def _result_card(row: dict[str, Any]) -> str:
