@@ -15,6 +15,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from collections.abc import Iterator
+
+import pytest
 
 BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--remote-debugging-pipe", "--window-size=1280,900"]
@@ -149,5 +152,22 @@ class Tab:
         (a blocked resource, a CSP violation)."""
         errors = [str(event["params"]["exceptionDetails"]) for event in self.page_events("Runtime.exceptionThrown")]
         errors += [str(event["params"]["args"]) for event in self.page_events("Runtime.consoleAPICalled") if event["params"]["type"] in ("error", "assert")]
-        errors += [event["params"]["entry"]["text"] for event in self.page_events("Log.entryAdded") if event["params"]["entry"]["level"] == "error"]
+        errors += [f'{event["params"]["entry"]["text"]} {event["params"]["entry"].get("url", "")}' for event in self.page_events("Log.entryAdded") if event["params"]["entry"]["level"] == "error"]
         return errors
+
+
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]:
+    """One browser per test module. Without Chromium the browser tests skip on a workstation
+    and fail in CI (CI=true), where scripts/setup_browser.sh has installed it."""
+    binary = find_chromium()
+    if binary is None:
+        reason = "no Chromium binary found (install it with scripts/setup_browser.sh, or set MAPS_CHROMIUM)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    browser = Chromium(binary, tmp_path_factory.mktemp("chromium") / "profile")
+    try:
+        yield browser
+    finally:
+        browser.close()

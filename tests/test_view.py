@@ -23,7 +23,7 @@ import pytest
 from maps_autogen.errors import DataError
 from maps_autogen.view import CSS, SCRIPT, render_view, write_view
 from tests.conftest import TEST_KEY, critic_json, make_png, solver_json, write_config
-from tests.chromium import Chromium, Tab, find_chromium
+from tests.chromium import Chromium, Tab, chromium  # noqa: F401 - chromium is a fixture
 from tests.fake_openai import FakeOpenAI, RoleScript
 
 # Each tries a different way to run script; `window.__pwned` or the title would show it worked.
@@ -402,18 +402,6 @@ def test_cli_view_command(runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 # ----- in a real browser ---------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]:
-    binary = find_chromium()
-    if binary is None:
-        pytest.skip("no Chromium binary found (install it with scripts/setup_browser.sh, or set MAPS_CHROMIUM)")
-    browser = Chromium(binary, tmp_path_factory.mktemp("chromium") / "profile")
-    try:
-        yield browser
-    finally:
-        browser.close()
-
 
 def assert_clean(tab: Tab) -> None:
     """Nothing hostile ran, the page's own code ran, nothing loaded from outside."""
