@@ -681,7 +681,8 @@ def render_eval_index(eval_dir: Path, links: Links, *, single_file: bool = False
     live = f' data-live="{_e(links.events("results", offset=offset))}"' if links.live else ""
     empty = "" if rows else f'<p class="muted empty">No finished problems yet ({RESULTS_FILE} is empty or missing).</p>'
     index = (f'<section id="index"{live}><h2>Problems</h2>{_render_filters(rows)}'
-             f'<table id="index-table"><thead>{INDEX_HEAD}</thead><tbody>{table_rows}</tbody></table>{empty}</section>')
+             f'<table id="index-table"><thead>{INDEX_HEAD}</thead><tbody>{table_rows}</tbody></table>{empty}'
+             '<button type="button" id="show-more" hidden></button></section>')
     status = LIVE_STATUS if links.live else ""
     heading = f'<h1>MAPS eval <span class="run-id">{_e(manifest.get("eval_id") or "")}</span></h1>{status}'
     title = f"maps view: {manifest.get('eval_id') or eval_dir.name}"

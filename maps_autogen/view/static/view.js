@@ -7,6 +7,11 @@
   var problems = Array.prototype.slice.call(document.querySelectorAll("section.problem"));
   var index = document.getElementById("index");
   var filters = Array.prototype.slice.call(document.querySelectorAll("select[data-filter]"));
+  // Laying out thousands of table rows takes seconds, so the index shows the matching rows a
+  // page at a time (the CSS hides the rows past the first page until this script runs).
+  var PAGE_ROWS = 500;
+  var pageLimit = PAGE_ROWS;
+  var more = document.getElementById("show-more");
 
   function rows() { return tbody ? Array.prototype.slice.call(tbody.rows) : []; }
 
@@ -49,7 +54,7 @@
     var all = rows(), shown = [], correct = 0;
     all.forEach(function (row) {
       var keep = matches(row);
-      row.hidden = !keep;
+      row.hidden = !keep || shown.length >= pageLimit;
       if (keep) { shown.push(row); if (row.getAttribute("data-verdict") === "correct") { correct += 1; } }
     });
     var counter = document.getElementById("filter-count");
@@ -57,8 +62,15 @@
       var share = shown.length ? " (" + (100 * correct / shown.length).toFixed(1) + "% correct)" : "";
       counter.textContent = "showing " + shown.length + " of " + all.length + share;
     }
+    if (more) {
+      var rest = shown.length - Math.min(shown.length, pageLimit);
+      more.hidden = rest === 0;
+      more.textContent = "show " + Math.min(rest, PAGE_ROWS) + " more (" + rest + " not listed yet)";
+    }
     drawHistogram(shown);
   }
+
+  function filtersChanged() { pageLimit = PAGE_ROWS; applyFilters(); }
 
   // With problem sections (one file), show either the index or the one problem the #anchor names.
   function route() {
@@ -133,7 +145,8 @@
     source.addEventListener("reload", function () { source.close(); location.reload(); });
   }
 
-  filters.forEach(function (select) { select.addEventListener("change", applyFilters); });
+  filters.forEach(function (select) { select.addEventListener("change", filtersChanged); });
+  if (more) { more.addEventListener("click", function () { pageLimit += PAGE_ROWS; applyFilters(); }); }
   document.addEventListener("click", function (event) {
     var button = event.target.closest ? event.target.closest("button[data-details]") : null;
     if (button) { setDetails(button); }
