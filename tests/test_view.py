@@ -278,6 +278,21 @@ def test_content_security_policy_allows_only_the_pages_own_code(runs: Runs) -> N
     assert not [node for node in dom.walk() if "style" in node.attrs]  # inline styles would be blocked
 
 
+def test_style_and_script_are_the_package_files() -> None:
+    """The CSS and JS live as files under the package; each page's policy hashes exactly them."""
+    from importlib.resources import files
+
+    from maps_autogen.view import PageMode, content_security_policy
+
+    static = files("maps_autogen.view").joinpath("static")
+    assert CSS == static.joinpath("view.css").read_text() and SCRIPT == static.joinpath("view.js").read_text()
+    for mode in PageMode:
+        policy = content_security_policy(mode)
+        assert f"script-src {csp_hash(SCRIPT)};" in policy and f"style-src {csp_hash(CSS)};" in policy
+    sources = "\n".join(path.read_text() for path in Path(str(files("maps_autogen.view"))).glob("*.py"))
+    assert "addEventListener" not in sources and "border-left" not in sources  # no script or style in Python strings
+
+
 def write_run(folder: Path, run: dict[str, Any], records: list[dict[str, Any]]) -> Path:
     folder.mkdir(parents=True)
     (folder / "run.json").write_text(json.dumps({"schema_version": 1, "kind": "solve", **run}))

@@ -13,6 +13,7 @@ import json
 import os
 import queue
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -27,9 +28,9 @@ import pytest
 from maps_autogen.view.render import page_key
 from maps_autogen.view.server import ViewServer
 from tests.chromium import Chromium, chromium  # noqa: F401 - chromium is a fixture
-from tests.conftest import MAPS, TEST_KEY, clean_env
+from tests.conftest import MAPS, TEST_KEY, clean_env, critic_json, solver_json
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
-from tests.fake_openai import FakeOpenAI, Received, Reply
+from tests.fake_openai import FakeOpenAI, Received, Reply, RoleScript
 from tests.view_fixtures import write_synthetic_eval
 
 WAIT_S = 120  # generous bound for a loaded machine; nothing here asserts on time
@@ -124,12 +125,12 @@ class GatedScript:
         return self.inner(request)
 
 
-def read_url_from(process: subprocess.Popen[str]) -> str:
-    """The viewer URL `maps eval --view` prints on stderr."""
+def read_url_from(process: subprocess.Popen[str]) -> tuple[str, str]:
+    """The viewer URL `maps eval/solve --view` prints on stderr, and the line it is on."""
     for line in process.stderr:  # type: ignore[union-attr]
         found = re.search(r"watch live: (http://127\.0\.0\.1:\d+/[\w-]+/)", line)
         if found:
-            return found.group(1)
+            return found.group(1), line
     raise AssertionError(f"no viewer URL printed; exit code {process.wait()}")
 
 
@@ -146,7 +147,7 @@ def test_eval_view_serves_the_run_live_while_it_writes(tmp_path: Path) -> None:
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         streams: list[EventStream] = []
         try:
-            url = read_url_from(process)
+            url, _ = read_url_from(process)
             assert TEST_KEY not in url
             # Problems 1 and 2 finish; problem 3 has started and waits for its first reply.
             deadline = time.monotonic() + WAIT_S
@@ -286,3 +287,52 @@ def test_browser_page_shows_turns_as_they_are_written(tmp_path: Path, chromium: 
         assert seen["images"] == [64]
         assert tab.console_errors() == []
         assert tab.js("window.__violations") == []
+
+
+def test_solve_view_serves_the_chat_while_it_runs(tmp_path: Path) -> None:
+    gate = threading.Event()
+    replies = RoleScript({"aligner": ["ALIGNED"], "scholar": ["KNOW"], "solver": [solver_json("12")], "critic": [critic_json(None, 5, 5, 5)]})
+
+    def script(request: Received) -> Reply:
+        if request.role == "critic":
+            gate.wait(WAIT_S)  # the chat waits for its review while we look
+        return replies(request)
+
+    with FakeOpenAI(script) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        process = subprocess.Popen([*MAPS, "solve", "-q", "What is 3 times 4?", "--runs-dir", str(tmp_path / "runs"), "--view", "--json"],
+                                   env=env, cwd=tmp_path, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            url, announcement = read_url_from(process)
+            deadline = time.monotonic() + WAIT_S
+            while 'data-role="solver"' not in (page := get(url)).body:
+                assert time.monotonic() < deadline and process.poll() is None, "the Solver's turn never showed"
+                time.sleep(0.1)
+            assert "the run has not finished" in page.body and 'data-role="critic"' not in page.body
+            feed = EventStream(live_feed_url(url, page.body))
+            gate.set()
+            assert 'data-dimension="solution">5</td>' in feed.until("append", 'data-role="critic"')
+            feed.close()
+        finally:
+            gate.set()
+            out, err = process.communicate(timeout=WAIT_S)
+    assert process.returncode == 0, err
+    outcome = json.loads(out)  # stdout stays one JSON object: the URL went to stderr
+    assert outcome["final_answer"] == "12" and f"maps view {outcome['run_dir']} --serve" in announcement
+
+
+def test_view_serve_command(tmp_path: Path) -> None:
+    eval_dir = tmp_path / "eval-cli"
+    write_synthetic_eval(eval_dir, 2)
+    process = subprocess.Popen([*MAPS, "view", str(eval_dir), "--serve"], env=clean_env(), cwd=tmp_path, text=True,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        url = process.stdout.readline().strip()  # type: ignore[union-attr]
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/[\w-]{20,}/", url), url
+        assert set(index_rows(get(url).body)) == {"q1", "q2"}
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=WAIT_S)
+    assert process.returncode == 0 and "stopped" in err
+    bad = subprocess.run([*MAPS, "view", str(tmp_path / "missing"), "--serve"], env=clean_env(), cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: run folder") and len(bad.stderr.strip().splitlines()) == 1

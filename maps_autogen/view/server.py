@@ -39,7 +39,8 @@ from maps_autogen.view.render import (
 
 POLL_S = 0.2  # how often a live feed looks at the files (new turns show within a second)
 UNFINISHED_EVERY = 5  # polls between looks for problems that started (reads the problems/ folder)
-KEEPALIVE_S = 15.0  # an SSE comment now and then keeps proxies and browsers from timing out
+KEEPALIVE_S = 15.0
+CLOSE_WAIT_S = 2.0  # how long closing waits for the live feeds' last words  # an SSE comment now and then keeps proxies and browsers from timing out
 _KEY = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
                      "Cache-Control": "no-store"}
@@ -84,6 +85,8 @@ class ViewServer:
         except OSError as error:
             raise UsageError(f"cannot serve on {host}:{port}: {error.strerror or error}", fix="choose another --port (0 picks a free one)") from None
         self._thread: threading.Thread | None = None
+        self._streams = 0  # live feeds open
+        self._streams_done = threading.Condition()
 
     @property
     def url(self) -> str:
@@ -99,7 +102,9 @@ class ViewServer:
         self._httpd.serve_forever()
 
     def close(self) -> None:
-        self.closing.set()  # ends the live feeds
+        self.closing.set()  # ends the live feeds, each after a last look at its file
+        with self._streams_done:
+            self._streams_done.wait_for(lambda: self._streams == 0, timeout=CLOSE_WAIT_S)
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(timeout=5)
@@ -226,20 +231,29 @@ class ViewServer:
         for key, value in _SECURITY_HEADERS.items():
             request.send_header(key, value)
         request.end_headers()
-        request.wfile.write(b"retry: 1000\n\n")
-        request.wfile.flush()
-        for chunk in events:
-            request.wfile.write(chunk)
+        with self._streams_done:
+            self._streams += 1
+        try:
+            request.wfile.write(b"retry: 1000\n\n")
             request.wfile.flush()
+            for chunk in events:
+                request.wfile.write(chunk)
+                request.wfile.flush()
+        finally:
+            with self._streams_done:
+                self._streams -= 1
+                self._streams_done.notify_all()
 
     def _ticks(self) -> Iterator[bool]:
-        """Yields every POLL_S seconds until the server closes; True when a keep-alive is due."""
+        """Yields every POLL_S seconds, and once more when the server closes (so the last turns of
+        a run that just ended still go out); True when a keep-alive is due."""
         waited = 0.0
         while not self.closing.wait(POLL_S):
             waited += POLL_S
             due = waited >= KEEPALIVE_S
             waited = 0.0 if due else waited
             yield due
+        yield False
 
     def _transcript_feed(self, query: dict[str, str], last_event: str | None) -> Iterator[bytes]:
         """New turns and events of a solve run's or an eval problem's transcript, from the offset
