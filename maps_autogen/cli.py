@@ -8,10 +8,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from maps_autogen.errors import MapsError
+
+if TYPE_CHECKING:
+    from maps_autogen.view.server import ViewServer
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -51,6 +55,7 @@ def solve(images, question, context, options, problem_file, config_file, model, 
     from maps_autogen.live import LiveConsole
     from maps_autogen.problem import build_problem, load_problem_file
     from maps_autogen.solve import assemble_team, solve_problem
+    from maps_autogen.transcript import new_run_id
 
     _load_env()
     if problem_file is not None and (question or images or options or context):
@@ -73,8 +78,6 @@ def solve(images, question, context, options, problem_file, config_file, model, 
     live = None if (quiet or as_json) else LiveConsole()
     if live is not None:
         click.echo(team.announcement, err=True)
-    from maps_autogen.transcript import new_run_id
-
     run_id = new_run_id("solve")
     viewer = _start_viewer(runs_dir / run_id) if live_view else None
     try:
@@ -250,8 +253,8 @@ def view(run, out, open_page, serve, port, host) -> None:
         webbrowser.open(page.resolve().as_uri())
 
 
-def _start_viewer(run_dir: Path):
-    """`--view`: the live viewer beside a running solve or eval, its URL on stderr."""
+def _start_viewer(run_dir: Path) -> "ViewServer":
+    """`--view`: the live viewer beside a running solve or eval, its URL on stderr (stdout may be --json)."""
     from maps_autogen.view.server import ViewServer
 
     server = ViewServer(run_dir).start()
@@ -259,7 +262,7 @@ def _start_viewer(run_dir: Path):
     return server
 
 
-def _stop_viewer(server) -> None:
+def _stop_viewer(server: "ViewServer | None") -> None:
     if server is not None:
         server.close()
 

@@ -186,7 +186,7 @@ def csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
-def assert_nothing_executable(dom: Node) -> None:
+def assert_nothing_executable(dom: Node, image_prefix: str = "data:image/png;base64,") -> None:
     """Only the page's own script; no event handler, javascript: URL, frame or foreign image."""
     scripts = dom.find_all("script")
     assert [node.text() for node in scripts] == [SCRIPT]
@@ -195,7 +195,7 @@ def assert_nothing_executable(dom: Node) -> None:
         assert not any(value.strip().lower().startswith("javascript:") for value in node.attrs.values()), node.attrs
         assert node.tag not in ("iframe", "svg", "object", "embed", "base", "form", "link")
     for image in dom.find_all("img"):
-        assert image.attrs["src"].startswith("data:image/png;base64,")
+        assert image.attrs["src"].startswith(image_prefix)
 
 
 # ----- the solve page ------------------------------------------------------------------------
@@ -291,6 +291,33 @@ def test_style_and_script_are_the_package_files() -> None:
         assert f"script-src {csp_hash(SCRIPT)};" in policy and f"style-src {csp_hash(CSS)};" in policy
     sources = "\n".join(path.read_text() for path in Path(str(files("maps_autogen.view"))).glob("*.py"))
     assert "addEventListener" not in sources and "border-left" not in sources  # no script or style in Python strings
+
+
+def test_served_page_and_live_fragments_are_escaped_too(runs: Runs, tmp_path: Path) -> None:
+    """The hostile run through the server: the page, and the turns its live feed sends as they
+    are written, show the injection attempts as text and hold nothing executable."""
+    import shutil
+
+    from maps_autogen.view.server import ViewServer
+    from tests.test_view_server import EventStream, get, live_feed_url
+
+    run_dir = Path(shutil.copytree(runs.solve_dir, tmp_path / "hostile"))
+    lines = (run_dir / "transcript.jsonl").read_text().splitlines(keepends=True)
+    (run_dir / "transcript.jsonl").write_text(lines[0])
+    with ViewServer(run_dir) as server:
+        served = get(server.url).body
+        feed = EventStream(live_feed_url(server.url, served))
+        with open(run_dir / "transcript.jsonl", "a") as handle:
+            handle.writelines(lines[1:])
+        feed.until("append", 'data-event="stop"')
+        feed.close()
+    fragments = "".join(data.get("html", "") for event, data in feed.received if event == "append")
+    dom = parse(served.replace("</main>", fragments + "</main>"))
+    assert_nothing_executable(dom, image_prefix="files/images/")
+    assert [turn.attrs["data-role"] for turn in dom.find_all("article", cls="turn")] == ROLLBACK_ROLES
+    for hostile in (HOSTILE_SCRIPT, HOSTILE_IMG, HOSTILE_BREAKOUT, HOSTILE_FEEDBACK, HOSTILE_QUESTION, HOSTILE_GOLD):
+        assert hostile in dom.text()
+    assert TEST_KEY not in served + fragments
 
 
 def write_run(folder: Path, run: dict[str, Any], records: list[dict[str, Any]]) -> Path:

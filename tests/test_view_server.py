@@ -336,3 +336,11 @@ def test_view_serve_command(tmp_path: Path) -> None:
     assert process.returncode == 0 and "stopped" in err
     bad = subprocess.run([*MAPS, "view", str(tmp_path / "missing"), "--serve"], env=clean_env(), cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S)
     assert bad.returncode == 2 and bad.stderr.startswith("error: run folder") and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_feeds_refuse_what_they_cannot_follow(served_eval: tuple[ViewServer, Path]) -> None:
+    server, _ = served_eval
+    assert get(server.url + "events/transcript?problem=nope-0").status == 404  # no such problem
+    assert get(server.url + "events/transcript?problem=../../x").status == 404
+    assert get(server.url + "events/nothing").status == 404
+    assert get(server.url + "events/transcript").status == 404  # an eval has no transcript of its own

@@ -567,6 +567,8 @@ def _render_filters(rows: list[dict[str, Any]]) -> str:
     verdicts = [("", "all"), ("correct", "correct"), ("incorrect", "incorrect"), ("failed", "failed")]
     if any(_verdict_of(row) == "unknown" for row in rows):
         verdicts.append(("unknown", "not scored"))
+    if any(_verdict_of(row) == "unfinished" for row in rows):
+        verdicts.append(("unfinished", "unfinished"))
     return '<div class="filters">' + "".join([
         _select("verdict", "verdict", verdicts),
         _select("subset", "subset", [("", "all")] + [(s, s or "(none)") for s in subsets]),

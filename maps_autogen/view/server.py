@@ -62,9 +62,10 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 
 def _read_run_or_empty(run_dir: Path) -> dict[str, Any]:
     try:
-        return json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+        run = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return {}  # between writes, or damaged: the feed goes on with what it has
+    return run if isinstance(run, dict) else {}
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -256,17 +257,23 @@ class ViewServer:
         yield False
 
     def _transcript_feed(self, query: dict[str, str], last_event: str | None) -> Iterator[bytes]:
-        """New turns and events of a solve run's or an eval problem's transcript, from the offset
-        the page (or the browser's reconnection) says it has; the outcome whenever run.json changes."""
+        """The feed of a solve run's transcript or of an eval problem's (`problem=<key>`), from
+        the offset the page (or the browser's reconnection) says it has; checked before the
+        response starts, so a bad request still gets its status."""
         key = query.get("problem")
         if key is None:
+            if kind_of(self.run_dir) != "solve":
+                raise _NotFound("an eval's transcripts are per problem")
             run_dir = self.run_dir
         else:
             row, _, _ = self._rows_around(key)
             run_dir = inside(self.run_dir, row.get("run_dir"))
             if run_dir is None:
                 raise _NotFound("this problem has no transcript")
-        offset = _parse_offset(last_event or query.get("offset", "0"))
+        return self._transcript_events(run_dir, _parse_offset(last_event or query.get("offset", "0")))
+
+    def _transcript_events(self, run_dir: Path, offset: int) -> Iterator[bytes]:
+        """New turns and events as they are written; the outcome whenever run.json changes."""
         path = run_dir / TRANSCRIPT_FILE
         state = TranscriptState()
         for record in read_complete_lines(path, 0, stop=offset)[0]:  # what the page already shows
@@ -291,10 +298,15 @@ class ViewServer:
                 yield b": keep-alive\n\n"
 
     def _results_feed(self, query: dict[str, str], last_event: str | None) -> Iterator[bytes]:
+        """The feed of an eval's index, checked before the response starts."""
+        if kind_of(self.run_dir) != "eval":
+            raise _NotFound("not an eval run")
+        return self._results_events(_parse_offset(last_event or query.get("offset", "0")))
+
+    def _results_events(self, offset: int) -> Iterator[bytes]:
         """Rows of problems that finished since the page's offset (and of problems that started,
         until their result replaces them), and the recomputed summary; a reload when
         results.jsonl was rewritten (the eval compacts it when it ends)."""
-        offset = _parse_offset(last_event or query.get("offset", "0"))
         path = self.run_dir / RESULTS_FILE
         links = Links(PageMode.SERVED, self.run_dir)
         first = _stamp(path)
