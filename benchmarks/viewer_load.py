@@ -6,6 +6,8 @@ MAPS transcript and an image per problem), then measures:
   index's load time in Chromium (navigation start to the end of the load event, from the page's
   own Navigation Timing, plus the time until the script has run: rows filtered, histogram drawn);
 - the served index (`maps view RUN --serve`): the same load time, server rendering included;
+- the live feed: seconds from a turn appended to a transcript to that turn shown on its served
+  page (the first size only);
 - with --single-file, the old one-file page too (slow: every problem and image inlined).
 Target: the index under 3 s at 5,000 problems.
 
@@ -15,6 +17,8 @@ Target: the index under 3 s at 5,000 problems.
 from __future__ import annotations
 
 import argparse
+import json
+import statistics
 import sys
 import tempfile
 import time
@@ -42,6 +46,30 @@ def measure(browser: Chromium, target: Path | str) -> dict:
     errors = tab.console_errors()
     browser.call("Target.closeTarget", {"targetId": browser.call("Target.getTargets")["targetInfos"][-1]["targetId"]})
     return {**timing, "wall_s": wall, "errors": len(errors)}
+
+
+# Resolves when the page shows more turns than it had before the write: a live turn is on screen.
+WAIT_FOR_TURN = """new Promise(done => { const wait = () => document.querySelectorAll('article.turn').length > window.__had
+  ? done() : setTimeout(wait, 5); wait(); })"""
+
+
+def live_latency(browser: Chromium, eval_dir: Path, rounds: int = 5) -> list[float]:
+    """Seconds from a turn appended to a problem's transcript to that turn shown on its served page."""
+    run_dir = eval_dir / "problems" / "q1"
+    transcript = run_dir / "transcript.jsonl"
+    record = json.loads(transcript.read_text().splitlines()[2])
+    latencies = []
+    with ViewServer(run_dir) as server:
+        tab = browser.open(server.url)
+        tab.js("new Promise(done => { const wait = () => document.getElementById('live-status').textContent.endsWith('on') ? done() : setTimeout(wait, 20); wait(); })")
+        for _ in range(rounds):
+            tab.js("window.__had = document.querySelectorAll('article.turn').length")
+            started = time.perf_counter()
+            with open(transcript, "a") as handle:
+                handle.write(json.dumps(record) + "\n")
+            tab.js(WAIT_FOR_TURN)
+            latencies.append(time.perf_counter() - started)
+    return latencies
 
 
 def report(label: str, size_bytes: int | None, result: dict) -> None:
@@ -73,6 +101,10 @@ def main() -> None:
                 report("exported index.html", index.stat().st_size, measure(browser, index))
                 with ViewServer(eval_dir) as server:
                     report("served index", None, measure(browser, server.url))
+                if size == args.sizes[0]:
+                    latencies = live_latency(browser, eval_dir)
+                    print(f"  live turn, written -> on the served page: median {statistics.median(latencies):.2f} s, "
+                          f"max {max(latencies):.2f} s over {len(latencies)} turns (target: within a second)")
                 if args.single_file:
                     page = write_view(eval_dir, base / f"single-{size}.html")
                     report("single file (old)", page.stat().st_size, measure(browser, page))
