@@ -21,7 +21,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
@@ -191,7 +191,8 @@ def _check_prices(resolution: Resolution) -> None:
 class EvalRun:
     """One `maps eval` invocation over one eval folder."""
 
-    def __init__(self, request: EvalRequest, loaded: LoadedConfig, *, progress: bool = True, env: dict[str, str] | None = None):
+    def __init__(self, request: EvalRequest, loaded: LoadedConfig, *, progress: bool = True, env: dict[str, str] | None = None,
+                 on_ready: Callable[[Path], None] | None = None):
         if request.method not in METHODS:
             raise UsageError(f"unknown method '{request.method}'", fix=f"use one of: {', '.join(METHODS)}")
         if request.concurrency < 1:
@@ -201,6 +202,7 @@ class EvalRun:
         self.task = get_task(request.benchmark)
         self.progress = progress
         self.env = env
+        self.on_ready = on_ready  # called with the eval folder once its manifest is written (maps eval --view)
         self._lock = threading.Lock()
 
     # ----- setting up -------------------------------------------------------------------
@@ -245,6 +247,8 @@ class EvalRun:
             manifest.setdefault("resumed_at", []).append(utc_now())
         eval_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
+        if self.on_ready is not None:
+            self.on_ready(eval_dir)
         log = ResultsLog(eval_dir / RESULTS_FILE)
         done = log.finished_ids()
         todo = [item for item in selection.items if item.pid not in done]
