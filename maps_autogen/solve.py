@@ -10,7 +10,7 @@ import os
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from maps_autogen.cache import ResponseCache
 from maps_autogen.chat import ChatOutcome, MapsChat, Observer, Observers, chat_settings
@@ -114,10 +114,12 @@ def solve_problem(
     without: frozenset[Role] = frozenset(),
     human: bool = False,
     extra: dict[str, Any] | None = None,
+    evaluate: Callable[[ChatOutcome], dict[str, Any]] | None = None,
 ) -> SolveResult:
     """Run one problem through the team; write runs_dir/<run-id>/ (run.json, transcript.jsonl,
     images/). Model-service failures end the chat with stop reason `error`; the files are
-    written either way."""
+    written either way. run.json is written twice: when the chat starts and when it ends, with
+    what `evaluate` returns for the outcome (an eval's verdict) merged in."""
     config = team.loaded.config
     run_id = run_id or new_run_id("solve")
     run_dir = runs_dir / run_id
@@ -182,6 +184,7 @@ def solve_problem(
             "usage": outcome.usage(),
             "usage_by_role": outcome.usage_by_role(),
             "error": outcome.error,
+            **(evaluate(outcome) if evaluate is not None else {}),
         }
         writer.write_run(run)
     finally:
