@@ -23,6 +23,7 @@ from maps_autogen.cache import ResponseCache, cache_key
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import ServiceError
 from maps_autogen.secrets import redact
+from maps_autogen.tokens import estimate_usage
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class Completion:
     attempts: int
     json_mode: str
     cached: bool = False
+    tokens_estimated: bool = False  # the server reported no usage: counted by tokens.METHOD
 
     def usage(self) -> dict[str, Any]:
         return {
@@ -56,6 +58,7 @@ class Completion:
             "seconds": round(self.seconds, 4),
             "attempts": self.attempts,
             "cached": self.cached,
+            "tokens_estimated": self.tokens_estimated,
         }
 
 
@@ -228,11 +231,17 @@ class ChatBackend:
                 if error.status == 400:
                     raise ServiceError(redact(f"the model service rejected the request: {error}"), fix="check the model name and settings in agents.yaml") from None
                 raise ServiceError(redact(f"the model service answered {error}"), fix="check the endpoint URL and model name") from None
-            prompt_tokens = usage.get("prompt_tokens") if usage else None
-            completion_tokens = usage.get("completion_tokens") if usage else None
-            cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0) if usage else None
             if self.cache is not None and key is not None:
-                self.cache.put(key, text, model_name or self.model.model, prompt_tokens, completion_tokens)
+                self.cache.put(key, text, model_name or self.model.model,
+                               usage.get("prompt_tokens") if usage else None, usage.get("completion_tokens") if usage else None)
+            # A server that reports no usage (some local servers, some streams) still gets a cost
+            # estimate: the tokens are counted our way (tokens.METHOD) and marked as estimated.
+            tokens_estimated = not usage
+            if tokens_estimated:
+                usage = estimate_usage(messages, text)
+            prompt_tokens = usage.get("prompt_tokens")
+            completion_tokens = usage.get("completion_tokens")
+            cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0)
             return Completion(
                 text=text,
                 model=model_name or self.model.model,
@@ -242,6 +251,7 @@ class ChatBackend:
                 seconds=time.monotonic() - started,
                 attempts=attempt,
                 json_mode=self._json_mode if response_format else "none",
+                tokens_estimated=tokens_estimated,
             )
 
     def _once(
