@@ -22,6 +22,7 @@ import httpx
 from maps_autogen.cache import ResponseCache, cache_key
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import ServiceError
+from maps_autogen.pool import ReplicaPool, pooled_http_client
 from maps_autogen.secrets import redact
 from maps_autogen.tokens import estimate_usage
 
@@ -162,7 +163,12 @@ class ChatBackend:
         if not self.base_url:
             raise ValueError(f"endpoint {model.endpoint_name} has no base URL yet")
         self._url = f"{self.base_url.rstrip('/')}/chat/completions"
-        self._http = shared_http_client(model.timeout_s, max_connections)
+        # Several replicas of the model: a pool spreads the requests over them (pool.py).
+        self.pool = ReplicaPool(model.base_urls) if len(model.base_urls) > 1 and not base_url else None
+        if self.pool is not None:
+            self._http = pooled_http_client(self.pool, model.timeout_s, max_connections)
+        else:
+            self._http = shared_http_client(model.timeout_s, max_connections)
         self._headers = {"Authorization": f"Bearer {model.api_key}"} if model.api_key else {}
         self._json_mode = model.json_mode
         self.supports_images = model.kind != "local" or bool(model.local and model.local.mmproj_path)

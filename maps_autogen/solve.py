@@ -44,6 +44,16 @@ class Team:
     def announcement(self) -> str:
         return self.resolution.announcement
 
+    def replicas_served(self) -> dict[str, dict[str, int]]:
+        """Requests served by each replica, per endpoint with several (for the manifest)."""
+        served: dict[str, dict[str, int]] = {}
+        for backend in {id(b): b for b in self.backends.values()}.values():
+            if backend.pool is not None:
+                counts = served.setdefault(backend.model.endpoint_name, {})
+                for url, count in backend.pool.served().items():
+                    counts[url] = counts.get(url, 0) + count
+        return served
+
 
 _backend_lock = threading.Lock()
 

@@ -250,6 +250,7 @@ class EvalRun:
         finally:
             if cache is not None:
                 cache.close()
+            _record_replicas(eval_dir, manifest, team.replicas_served())
         records = log.compact(manifest["ids"])
         summary = summarize(records, self.task, [s.name for s in subsets])
         summary.update({"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
@@ -413,6 +414,17 @@ class EvalRun:
         except (OSError, json.JSONDecodeError):
             return
         write_json_atomic(run_json, {**run, **fields})
+
+
+def _record_replicas(eval_dir: Path, manifest: dict[str, Any], served: dict[str, dict[str, int]]) -> None:
+    """Add this invocation's requests per replica to the manifest (endpoints with replicas only)."""
+    if not served:
+        return
+    totals = manifest.setdefault("replicas_served", {})
+    for endpoint, counts in served.items():
+        for url, count in counts.items():
+            totals.setdefault(endpoint, {})[url] = totals.get(endpoint, {}).get(url, 0) + count
+    write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
 
 
 def _evaluation_fields(response: str, verdict: Any, gold: Any) -> dict[str, Any]:
