@@ -217,6 +217,13 @@ class ChatAgents:
             is_termination_msg=never,
         )
 
+    def forget(self) -> None:
+        """Drop the last chat's messages from every agent. `initiate_chat(clear_history=True)`
+        clears only the histories with the chat's two ends, so without this the Manager would
+        keep every speaker's replies of every chat."""
+        for agent in (self.user_proxy, self.manager, *self.assistants.values()):
+            agent.clear_history()
+
     def _bound(self) -> "MapsChat":
         if self.chat is None:
             raise RuntimeError("the agents were called with no chat bound to them")
@@ -421,6 +428,7 @@ class MapsChat:
                 self._stop_reason = "error"
             finally:
                 agents.chat = None
+                agents.forget()
         stop_reason = self._stop_reason or "max_rounds"
         if error:
             self.observer.emit({"type": "event", "event": "error", "detail": error, "at": utc_now()})

@@ -78,6 +78,9 @@ def test_reused_agents_give_the_transcripts_of_fresh_agents(tmp_path: Path) -> N
     assert second.outcome.stop_reason == "rollback_limit" and [r.step.value for r in second.outcome.rollbacks] == ["solver"]
     # The second problem really ran on the first one's agents: they hold its group chat.
     assert agents.chat is None
+    # ... and nothing of it stays in any agent's history (memory stays flat over thousands of problems).
+    assert not any(agent.chat_messages.get(other) for agent in [agents.manager, *agents.assistants.values()]
+                   for other in [agents.user_proxy, agents.manager, *agents.assistants.values()])
     assert agents.manager.groupchat.messages[-1]["content"] == second.outcome.calls[-1].completion.text
     assert run_folder(second.run_dir) == run_folder(fresh.run_dir)
 
