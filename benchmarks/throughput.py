@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -85,6 +86,12 @@ def rss_mb() -> float:
     return 0.0
 
 
+def cpu_seconds_of(pid: int) -> float:
+    """User + system CPU seconds a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -119,6 +126,8 @@ class Watcher:
         self.done_lines = 0
         self.rss_at_mark: float | None = None
         self.samples: list[float] = []
+        self.progress: list[tuple[int, float]] = []  # (results written, CPU seconds of this process)
+        self.peaks: list[tuple[int, float]] = []  # (results written, peak RSS so far)
         self._offset = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -136,8 +145,24 @@ class Watcher:
         while not self._stop.wait(0.5):
             self.samples.append(rss_mb())
             self._count()
+            self.progress.append((self.done_lines, time.process_time()))
+            self.peaks.append((self.done_lines, peak_rss_mb()))
             if self.rss_at_mark is None and self.done_lines >= self.mark:
                 self.rss_at_mark = peak_rss_mb()
+
+    def steady_cpu_per_problem(self) -> float | None:
+        """CPU seconds of this process per problem while problems were finishing (start-up,
+        data loading and the final summary left out)."""
+        running = [(done, cpu) for done, cpu in self.progress if 0 < done < self.progress[-1][0]] if self.progress else []
+        if len(running) < 2 or running[-1][0] == running[0][0]:
+            return None
+        return (running[-1][1] - running[0][1]) / (running[-1][0] - running[0][0])
+
+    def peak_while_running(self, total: int) -> float | None:
+        """Peak RSS at the last sample before the last problem finished (so before the run's
+        final compaction and summary)."""
+        running = [peak for done, peak in self.peaks if done < total]
+        return running[-1] if running else None
 
     def start(self) -> None:
         self._thread.start()
@@ -246,6 +271,7 @@ def main() -> None:
         request = EvalRequest(benchmark="mathvista", data=data, concurrency=args.concurrency, cache=False, runs_dir=work / "runs")
         run = EvalRun(request, loaded, progress=False, env=env)
         watcher = None
+        startup = 0.0
         cpu_start, wall_start = time.process_time(), time.monotonic()
         # The watcher needs the eval folder, which the run names when it starts: find it as it appears.
         result: dict[str, Any] = {}
@@ -254,12 +280,15 @@ def main() -> None:
         while runner.is_alive() and watcher is None:
             folders = list((work / "runs").glob("eval-*"))
             if folders:
+                startup = time.monotonic() - wall_start  # the folder appears once the data is loaded
                 watcher = Watcher(folders[0] / "results.jsonl")
                 watcher.start()
-            time.sleep(0.05)
+            time.sleep(0.01)
         runner.join()
         wall = time.monotonic() - wall_start
+        peak_after_run = peak_rss_mb()
         cpu = time.process_time() - cpu_start
+        service_cpu = cpu_seconds_of(server.pid)
         if watcher is not None:
             watcher.stop()
         outcome = result["outcome"]
@@ -285,13 +314,19 @@ def main() -> None:
         print(f"own time per problem: {1000 * statistics.median(seconds):.1f} ms median, {1000 * statistics.mean(seconds):.1f} ms mean "
               f"(each problem's wall time, the service answering at once; it includes the service's own work); "
               f"whole run {1000 * wall / len(records):.1f} ms wall and {1000 * cpu / len(records):.1f} ms CPU of this process per problem")
+        steady = watcher.steady_cpu_per_problem() if watcher else None
+        if steady is not None:
+            print(f"CPU of this process per problem while problems finish (start-up and summary left out): {1000 * steady:.1f} ms")
     else:
         ideal = simulated_seconds(calls_per_problem, args.concurrency, args.latency)
         print(f"throughput: {len(records) / wall:.2f} problems/s; zero-overhead simulation of the same run: {len(records) / ideal:.2f}; "
-              f"ratio {ideal / wall:.1%}")
+              f"ratio {ideal / wall:.1%} (whole run: {wall:.1f} s, of which {startup:.1f} s loading the data before the first "
+              f"problem; {ideal / (wall - startup):.1%} from the first problem on)")
         overhead_ms = 1000 * statistics.mean(r["seconds"] - r["usage"]["calls"] * args.latency for r in records)
         print(f"overhead per problem: {overhead_ms:.1f} ms (problem wall time minus the service's latency)")
-    print(f"CPU of this process per model call: {1000 * cpu / calls:.2f} ms (the whole run: orchestration, HTTP, files, scoring)")
+    print(f"CPU per model call: {1000 * cpu / calls:.2f} ms in this process (the whole run: orchestration, HTTP, files, "
+          f"scoring), {1000 * service_cpu / calls:.2f} ms in the fake service; load average {Path('/proc/loadavg').read_text().split()[0]} "
+          f"on {os.cpu_count()} cores")
     if ours_ms is not None:
         print(f"CPU per call, one Aligner request sent {args.cpu_calls} times: our client {ours_ms:.2f} ms, openai SDK {sdk_ms:.2f} ms")
     if not args.skip_tokens:
@@ -303,10 +338,12 @@ def main() -> None:
               f"${maps_tokens * usd:.4f} vs ${naive_tokens * usd:.4f} per problem")
         print(f"  counted as: {METHOD}")
     mark = f"{watcher.rss_at_mark:.0f} MB after 1,000 problems, " if watcher and watcher.rss_at_mark else ""
+    running = watcher.peak_while_running(len(records)) if watcher else None
+    last = f"{running:.0f} MB just before the last problem finished, " if running else ""
     samples = watcher.samples if watcher else []
     quarters = ", ".join(f"{samples[min(len(samples) - 1, len(samples) * k // 4)]:.0f}" for k in (1, 2, 3, 4)) if samples else "-"
-    print(f"peak RSS: {mark}{peak_rss_mb():.0f} MB at the end; RSS at 25/50/75/100% of the run: {quarters} MB")
-
+    print(f"peak RSS: {mark}{last}{peak_after_run:.0f} MB once the run ended (after compacting results.jsonl and the summary); "
+          f"RSS at 25/50/75/100% of the run: {quarters} MB")
 
 if __name__ == "__main__":
     main()

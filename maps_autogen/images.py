@@ -96,8 +96,8 @@ def image_from_bytes(raw: bytes, *, name: str, source: str, max_side: int) -> Im
     fmt = image.format or ""
     if fmt not in SUPPORTED_FORMATS:
         raise ProblemError(f"{source} is a {fmt or 'unknown'} image, which is not supported", fix="convert it to PNG or JPEG")
-    oriented = ImageOps.exif_transpose(image)
     rotated = _has_orientation(image)
+    oriented = ImageOps.exif_transpose(image) if rotated else image  # (it copies even when nothing turns)
     too_big = max(oriented.size) > max_side
     if too_big:
         oriented = oriented.copy()
