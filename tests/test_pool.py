@@ -9,9 +9,11 @@ import threading
 from pathlib import Path
 
 import httpx
+import pytest
 
 from maps_autogen.config import load_config
 from maps_autogen.endpoints import resolve_models
+from maps_autogen.errors import ConfigError
 from maps_autogen.eval.runner import EvalRequest, EvalRun
 from maps_autogen.llm import ChatBackend
 from maps_autogen.pool import PoolTransport, ReplicaPool
@@ -103,3 +105,8 @@ def test_an_eval_records_which_replicas_served(tmp_path: Path) -> None:
     assert all(count > 0 for count in received.values())
     assert manifest["models"]["solver"]["replicas"] == [one.base_url, two.base_url]
     assert outcome.summary["complete"]
+
+
+def test_an_empty_replica_list_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="base_url"):
+        load_config(write_config(tmp_path / "agents.yaml", **{"endpoints.openai.base_url": []}))
