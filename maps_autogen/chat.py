@@ -129,6 +129,8 @@ class ChatOutcome:
             "prompt_tokens": sum(c.prompt_tokens or 0 for c in completions),
             "completion_tokens": sum(c.completion_tokens or 0 for c in completions),
             "cost": round(sum(costs), 8) if completions and all(c is not None for c in costs) else None,
+            # Some call's server reported no usage: its tokens (and cost) are our own count.
+            "tokens_estimated": any(c.tokens_estimated for c in completions),
         }
 
     def usage_by_role(self) -> dict[str, dict[str, Any]]:

@@ -25,8 +25,10 @@ PROBE_TIMEOUT_S = 3.0
 UNREACHABLE = (httpx.ConnectError, httpx.ConnectTimeout)
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: two replicas may share a URL
 class Replica:
+    """One server of the pool and its state."""
+
     base_url: str
     in_flight: int = 0
     served: int = 0

@@ -60,5 +60,6 @@ def test_a_server_without_usage_gets_estimated_tokens_and_cost(tmp_path: Path) -
     price = loaded.config.prices["gpt-4o"]
     expected_cost = (usage["prompt_tokens"] * price.prompt_per_million + usage["completion_tokens"] * price.completion_per_million) / 1e6
     assert usage["cost"] == pytest.approx(expected_cost)
+    assert usage["tokens_estimated"] is True
     messages = [json.loads(line) for line in (result.run_dir / "transcript.jsonl").read_text().splitlines()]
     assert all(m["usage"]["tokens_estimated"] for m in messages if m.get("usage"))
