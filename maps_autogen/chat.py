@@ -271,10 +271,8 @@ class MapsChat:
         settings: ChatSettings,
         observer: Observer,
         image_files: list[str] | None = None,
-        reuse_agents: bool = True,
     ):
         self.problem = problem
-        self.reuse_agents = reuse_agents
         self.prompts = prompts
         self.backends = backends
         self.settings = settings
@@ -412,7 +410,7 @@ class MapsChat:
         if not self.problem.has_images and Role.INTERPRETER not in self.settings.flow.steps:
             self.observer.emit({"type": "event", "event": "interpreter_skipped", "at": utc_now(),
                                 "detail": "the problem has no image, so the Interpreter is skipped and the Critic scores three dimensions"})
-        agents = agents_for(self.agent_shape()) if self.reuse_agents else ChatAgents(self.agent_shape())
+        agents = agents_for(self.agent_shape())
         opening = self._opening_message()
         self.observer.emit({"type": "message", "agent": USER_PROXY_NAME, "role": "user_proxy", "step": "task", "round": 0,
                             "revision": False, "content": opening, "images": self.image_files})
@@ -448,4 +446,4 @@ class MapsChat:
         )
 
 
-__all__ = ["ChatOutcome", "ChatSettings", "MapsChat", "Observer", "Observers", "chat_settings"]
+__all__ = ["AgentShape", "ChatAgents", "ChatOutcome", "ChatSettings", "MapsChat", "Observer", "Observers", "agents_for", "chat_settings"]
