@@ -8,6 +8,7 @@ hook, so no role sees the whole history; model calls go through `MapsModelClient
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -128,6 +129,8 @@ class ChatOutcome:
             "prompt_tokens": sum(c.prompt_tokens or 0 for c in completions),
             "completion_tokens": sum(c.completion_tokens or 0 for c in completions),
             "cost": round(sum(costs), 8) if completions and all(c is not None for c in costs) else None,
+            # Some call's server reported no usage: its tokens (and cost) are our own count.
+            "tokens_estimated": any(c.tokens_estimated for c in completions),
         }
 
     def usage_by_role(self) -> dict[str, dict[str, Any]]:
@@ -153,6 +156,107 @@ class _SilentStream:
 
     def input(self, prompt: str = "", *, password: bool = False) -> str:
         return input(prompt)
+
+
+@dataclass(frozen=True)
+class AgentShape:
+    """Everything that shapes a chat's AG2 agents: chats of one shape can share them."""
+
+    user_proxy_system: str
+    manager_system: str
+    assistants: tuple[tuple[Role, str, str], ...]  # (role, system message, model) of each role that runs
+    human: bool
+    max_round: int
+
+
+class ChatAgents:
+    """The AG2 agents of one chat shape, built once per worker thread and reused by its chats.
+
+    Building agents costs more than a chat's own work (AG2 constructs an `OpenAIWrapper` per
+    agent), so a chat binds itself to a ready set instead. Reuse is safe because
+    `initiate_chat(clear_history=True)` clears the group chat's messages, every agent's history
+    and reply counters, and all per-problem state lives in the bound `MapsChat`.
+    """
+
+    def __init__(self, shape: AgentShape):
+        never = lambda message: False  # noqa: E731 - only the Manager's plan ends a chat
+        self.chat: MapsChat | None = None
+        self.user_proxy = autogen.UserProxyAgent(
+            USER_PROXY_NAME,
+            system_message=shape.user_proxy_system,
+            human_input_mode="ALWAYS" if shape.human else "NEVER",
+            code_execution_config=False,
+            llm_config=False,
+            is_termination_msg=never,
+            default_auto_reply="",
+        )
+        self.assistants: dict[Role, autogen.AssistantAgent] = {}
+        for role, system_message, model in shape.assistants:
+            agent = autogen.AssistantAgent(
+                role.title,
+                system_message=system_message,
+                llm_config={"config_list": [{"model": model, "model_client_cls": MapsModelClient.__name__}], "cache_seed": None},
+                is_termination_msg=never,
+                max_consecutive_auto_reply=10_000,
+            )
+            agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))
+            agent.register_hook("process_all_messages_before_reply", partial(self._role_view, role))
+            self.assistants[role] = agent
+        groupchat = autogen.GroupChat(
+            agents=[self.user_proxy, *self.assistants.values()],
+            messages=[],
+            # Our flow stops the chat; AG2's own bound only backs it up.
+            max_round=shape.max_round,
+            speaker_selection_method=self._select_speaker,
+            allow_repeat_speaker=True,
+            send_introductions=False,
+        )
+        self.manager = autogen.GroupChatManager(
+            groupchat=groupchat,
+            name=MANAGER_NAME,
+            system_message=shape.manager_system,
+            llm_config=False,
+            is_termination_msg=never,
+        )
+
+    def forget(self) -> None:
+        """Drop the last chat's messages from every agent. `initiate_chat(clear_history=True)`
+        clears only the histories with the chat's two ends, so without this the Manager would
+        keep every speaker's replies of every chat."""
+        for agent in (self.user_proxy, self.manager, *self.assistants.values()):
+            agent.clear_history()
+
+    def _bound(self) -> "MapsChat":
+        if self.chat is None:
+            raise RuntimeError("the agents were called with no chat bound to them")
+        return self.chat
+
+    def _call_model(self, role: Role, messages: list[dict[str, Any]]) -> Completion:
+        return self._bound()._call_model(role, messages)
+
+    def _role_view(self, role: Role, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return self._bound()._role_view(role, history)
+
+    def _select_speaker(self, last_speaker: Any, groupchat: Any) -> Any:
+        return self._bound()._select_speaker(self.assistants, self.user_proxy, last_speaker, groupchat)
+
+
+MAX_AGENT_SHAPES_PER_THREAD = 8
+_thread_agents = threading.local()
+
+
+def agents_for(shape: AgentShape) -> ChatAgents:
+    """This thread's agents for `shape`, built on first use (a few shapes are kept per thread:
+    with and without images, say; the oldest is dropped beyond that)."""
+    kept: dict[AgentShape, ChatAgents] | None = getattr(_thread_agents, "by_shape", None)
+    if kept is None:
+        kept = _thread_agents.by_shape = {}
+    agents = kept.get(shape)
+    if agents is None:
+        if len(kept) >= MAX_AGENT_SHAPES_PER_THREAD:
+            kept.pop(next(iter(kept)))
+        agents = kept[shape] = ChatAgents(shape)
+    return agents
 
 
 class MapsChat:
@@ -186,55 +290,17 @@ class MapsChat:
         self._current_revision: Rollback | None = None
         self._stop_reason: str | None = None
 
-    # ----- AG2 wiring -------------------------------------------------------------------
-    def _build_agents(self) -> tuple[autogen.UserProxyAgent, autogen.GroupChatManager, dict[Role, autogen.AssistantAgent]]:
-        never = lambda message: False  # noqa: E731 - only the Manager's plan ends a chat
-        user_proxy = autogen.UserProxyAgent(
-            USER_PROXY_NAME,
-            system_message=render(self.prompts.user_proxy.system, {"personality": self.prompts.personalities["user_proxy"]}),
-            human_input_mode="ALWAYS" if self.settings.human else "NEVER",
-            code_execution_config=False,
-            llm_config=False,
-            is_termination_msg=never,
-            default_auto_reply="",
+    def agent_shape(self) -> AgentShape:
+        """The shape of this chat's agents: prompts, the roles that run, their models, --human."""
+        flow = self.settings.flow
+        roles = [role for role in Role if (role is Role.CRITIC and flow.critic) or (role is not Role.CRITIC and role in flow.steps)]
+        return AgentShape(
+            user_proxy_system=render(self.prompts.user_proxy.system, {"personality": self.prompts.personalities["user_proxy"]}),
+            manager_system=render(self.prompts.manager.system, {"personality": self.prompts.personalities["manager"]}),
+            assistants=tuple((role, self.prompts.system_message(role), self.backends[role].model.model) for role in roles),
+            human=self.settings.human,
+            max_round=flow.max_rounds + 2,
         )
-        assistants: dict[Role, autogen.AssistantAgent] = {}
-        for role in Role:
-            if role is not Role.CRITIC and role not in self.settings.flow.steps:
-                continue
-            if role is Role.CRITIC and not self.settings.flow.critic:
-                continue
-            backend = self.backends[role]
-            agent = autogen.AssistantAgent(
-                role.title,
-                system_message=self.prompts.system_message(role),
-                llm_config={
-                    "config_list": [{"model": backend.model.model, "model_client_cls": MapsModelClient.__name__}],
-                    "cache_seed": None,
-                },
-                is_termination_msg=never,
-                max_consecutive_auto_reply=10_000,
-            )
-            agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))
-            agent.register_hook("process_all_messages_before_reply", partial(self._role_view, role))
-            assistants[role] = agent
-        groupchat = autogen.GroupChat(
-            agents=[user_proxy, *assistants.values()],
-            messages=[],
-            # Our flow stops the chat; AG2's own bound only backs it up.
-            max_round=self.settings.flow.max_rounds + 2,
-            speaker_selection_method=partial(self._select_speaker, assistants, user_proxy),
-            allow_repeat_speaker=True,
-            send_introductions=False,
-        )
-        manager = autogen.GroupChatManager(
-            groupchat=groupchat,
-            name=MANAGER_NAME,
-            system_message=render(self.prompts.manager.system, {"personality": self.prompts.personalities["manager"]}),
-            llm_config=False,
-            is_termination_msg=never,
-        )
-        return user_proxy, manager, assistants
 
     def _opening_message(self) -> str:
         parts = [self.prompts.user_proxy.instruction.strip(), f"{self.prompts.task.labels['question']}: {self.problem.question}"]
@@ -344,14 +410,15 @@ class MapsChat:
         if not self.problem.has_images and Role.INTERPRETER not in self.settings.flow.steps:
             self.observer.emit({"type": "event", "event": "interpreter_skipped", "at": utc_now(),
                                 "detail": "the problem has no image, so the Interpreter is skipped and the Critic scores three dimensions"})
-        user_proxy, manager, _ = self._build_agents()
+        agents = agents_for(self.agent_shape())
         opening = self._opening_message()
         self.observer.emit({"type": "message", "agent": USER_PROXY_NAME, "role": "user_proxy", "step": "task", "round": 0,
                             "revision": False, "content": opening, "images": self.image_files})
         error: str | None = None
+        agents.chat = self
         with IOStream.set_default(_SilentStream()):
             try:
-                user_proxy.initiate_chat(manager, message=opening, clear_history=True, silent=True)
+                agents.user_proxy.initiate_chat(agents.manager, message=opening, clear_history=True, silent=True)
             except MapsError as failure:
                 error = redact(str(failure))
                 self._stop_reason = "error"
@@ -359,6 +426,9 @@ class MapsChat:
                 logger.exception("chat failed")
                 error = redact(f"{failure.__class__.__name__}: {failure}")
                 self._stop_reason = "error"
+            finally:
+                agents.chat = None
+                agents.forget()
         stop_reason = self._stop_reason or "max_rounds"
         if error:
             self.observer.emit({"type": "event", "event": "error", "detail": error, "at": utc_now()})
@@ -376,4 +446,4 @@ class MapsChat:
         )
 
 
-__all__ = ["ChatOutcome", "ChatSettings", "MapsChat", "Observer", "Observers", "chat_settings"]
+__all__ = ["AgentShape", "ChatAgents", "ChatOutcome", "ChatSettings", "MapsChat", "Observer", "Observers", "agents_for", "chat_settings"]

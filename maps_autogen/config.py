@@ -35,7 +35,8 @@ class OpenAIEndpoint(_Strict):
     """An OpenAI-compatible chat-completions service (OpenAI, vLLM, llama.cpp, gateways)."""
 
     kind: Literal["openai"] = "openai"
-    base_url: str | None = None  # None: $OPENAI_BASE_URL, else OpenAI's own
+    # None: $OPENAI_BASE_URL, else OpenAI's own; a list: replicas of one model (pool.py)
+    base_url: str | Annotated[list[str], Field(min_length=1)] | None = None
     api_key_env: str | None = "OPENAI_API_KEY"  # the variable's name; None: no key needed
     default_model: str = "gpt-4o"
     timeout_s: float = Field(default=120, gt=0)

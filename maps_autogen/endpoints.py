@@ -34,10 +34,11 @@ class ResolvedModel:
     local: LocalEndpoint | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)  # server-specific sampling settings
     api_key: str = field(default="", repr=False)
+    base_urls: tuple[str, ...] = ()  # every replica when the endpoint lists several (base_url is the first)
 
     def describe(self) -> dict[str, Any]:
         """What a transcript records about this model (no secrets)."""
-        return {
+        described = {
             "endpoint": self.endpoint_name,
             "kind": self.kind,
             "model": self.model,
@@ -46,6 +47,9 @@ class ResolvedModel:
             "max_tokens": self.max_tokens,
             "json_mode": self.json_mode,
         }
+        if len(self.base_urls) > 1:
+            described["replicas"] = list(self.base_urls)
+        return described
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
         """USD for a call, when the model's price is known."""
@@ -109,7 +113,8 @@ def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, st
         return ResolvedModel(kind="local", model=model_name, base_url=None, local=endpoint,
                              extra_body={"repeat_penalty": endpoint.repeat_penalty}, **common), why
     assert isinstance(endpoint, OpenAIEndpoint)
-    base_url = endpoint.base_url or env.get("OPENAI_BASE_URL") or OPENAI_URL
+    replicas = tuple(url.rstrip("/") for url in endpoint.base_url) if isinstance(endpoint.base_url, list) else ()
+    base_url = (replicas[0] if replicas else endpoint.base_url) or env.get("OPENAI_BASE_URL") or OPENAI_URL
     api_key = ""
     if endpoint.api_key_env:
         api_key = env.get(endpoint.api_key_env, "")
@@ -121,7 +126,8 @@ def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, st
         register_secret(api_key)
     model_name = choice.name or endpoint.default_model
     price = config.prices.get(model_name)
-    return ResolvedModel(kind="openai", model=model_name, base_url=base_url.rstrip("/"), price=price, api_key=api_key, **common), why
+    return ResolvedModel(kind="openai", model=model_name, base_url=base_url.rstrip("/"), price=price, api_key=api_key,
+                         base_urls=replicas, **common), why
 
 
 def resolve_models(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -> Resolution:
@@ -137,7 +143,7 @@ def resolve_models(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -
 
 
 def _announce(models: dict[Role, ResolvedModel], reasons: dict[str, str]) -> str:
-    distinct = {(m.endpoint_name, m.kind, m.model, m.base_url) for m in models.values()}
+    distinct = {(m.endpoint_name, m.kind, m.model, ", ".join(m.base_urls) or m.base_url) for m in models.values()}
     parts = []
     for endpoint_name, kind, model, base_url in sorted(distinct, key=str):
         if kind == "local":

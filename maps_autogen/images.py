@@ -162,8 +162,8 @@ def image_from_bytes(raw: bytes, *, name: str, source: str, max_side: int) -> Im
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
         raise ProblemError(f"{source} is not a readable image", fix="use a PNG, JPEG, GIF, WebP or BMP file") from None
     fmt = image.format or ""
-    oriented = ImageOps.exif_transpose(image)
     rotated = _has_orientation(image)
+    oriented = ImageOps.exif_transpose(image) if rotated else image  # (it copies even when nothing turns)
     too_big = max(oriented.size) > max_side
     if too_big:
         oriented = oriented.copy()

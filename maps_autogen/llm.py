@@ -23,7 +23,9 @@ from maps_autogen.cache import ResponseCache, cache_key
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import ServiceError
 from maps_autogen.limits import DEFAULT_REPLY_BYTES, body_limit, cap_reply, read_capped
+from maps_autogen.pool import ReplicaPool, pooled_http_client
 from maps_autogen.redact import redact
+from maps_autogen.tokens import estimate_usage
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +52,7 @@ class Completion:
     json_mode: str
     cached: bool = False
     truncated: bool = False  # the reply was longer than limits.reply_bytes and was cut
+    tokens_estimated: bool = False  # the server reported no usage: counted by tokens.METHOD
 
     def usage(self) -> dict[str, Any]:
         return {
@@ -60,6 +63,7 @@ class Completion:
             "attempts": self.attempts,
             "cached": self.cached,
             **({"truncated": True} if self.truncated else {}),
+            "tokens_estimated": self.tokens_estimated,
         }
 
 
@@ -165,7 +169,12 @@ class ChatBackend:
         if not self.base_url:
             raise ValueError(f"endpoint {model.endpoint_name} has no base URL yet")
         self._url = f"{self.base_url.rstrip('/')}/chat/completions"
-        self._http = shared_http_client(model.timeout_s, max_connections)
+        # Several replicas of the model: a pool spreads the requests over them (pool.py).
+        self.pool = ReplicaPool(model.base_urls) if len(model.base_urls) > 1 and not base_url else None
+        if self.pool is not None:
+            self._http = pooled_http_client(self.pool, model.timeout_s, max_connections)
+        else:
+            self._http = shared_http_client(model.timeout_s, max_connections)
         self._headers = {"Authorization": f"Bearer {model.api_key}"} if model.api_key else {}
         self._json_mode = model.json_mode
         self.supports_images = model.kind != "local" or bool(model.local and model.local.mmproj_path)
@@ -235,11 +244,17 @@ class ChatBackend:
                     raise ServiceError(redact(f"the model service rejected the request: {error}"), fix="check the model name and settings in agents.yaml") from None
                 raise ServiceError(redact(f"the model service answered {error}"), fix="check the endpoint URL and model name") from None
             text, truncated = cap_reply(text, self.max_reply_bytes)
-            prompt_tokens = usage.get("prompt_tokens") if usage else None
-            completion_tokens = usage.get("completion_tokens") if usage else None
-            cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0) if usage else None
             if self.cache is not None and key is not None and not truncated:  # a cut reply is incomplete
-                self.cache.put(key, text, model_name or self.model.model, prompt_tokens, completion_tokens)
+                self.cache.put(key, text, model_name or self.model.model,
+                               usage.get("prompt_tokens") if usage else None, usage.get("completion_tokens") if usage else None)
+            # A server that reports no usage (some local servers, some streams) still gets a cost
+            # estimate: the tokens are counted our way (tokens.METHOD) and marked as estimated.
+            tokens_estimated = not usage
+            if tokens_estimated:
+                usage = estimate_usage(messages, text)
+            prompt_tokens = usage.get("prompt_tokens")
+            completion_tokens = usage.get("completion_tokens")
+            cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0)
             return Completion(
                 text=text,
                 model=model_name or self.model.model,
@@ -250,6 +265,7 @@ class ChatBackend:
                 attempts=attempt,
                 json_mode=self._json_mode if response_format else "none",
                 truncated=truncated,
+                tokens_estimated=tokens_estimated,
             )
 
     def _once(

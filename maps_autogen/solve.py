@@ -10,7 +10,7 @@ import os
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from maps_autogen.cache import ResponseCache
 from maps_autogen.chat import ChatOutcome, MapsChat, Observer, Observers, chat_settings
@@ -43,6 +43,16 @@ class Team:
     @property
     def announcement(self) -> str:
         return self.resolution.announcement
+
+    def replicas_served(self) -> dict[str, dict[str, int]]:
+        """Requests served by each replica, per endpoint with several (for the manifest)."""
+        served: dict[str, dict[str, int]] = {}
+        for backend in {id(b): b for b in self.backends.values()}.values():
+            if backend.pool is not None:
+                counts = served.setdefault(backend.model.endpoint_name, {})
+                for url, count in backend.pool.served().items():
+                    counts[url] = counts.get(url, 0) + count
+        return served
 
 
 _backend_lock = threading.Lock()
@@ -115,10 +125,12 @@ def solve_problem(
     without: frozenset[Role] = frozenset(),
     human: bool = False,
     extra: dict[str, Any] | None = None,
+    evaluate: Callable[[ChatOutcome], dict[str, Any]] | None = None,
 ) -> SolveResult:
     """Run one problem through the team; write runs_dir/<run-id>/ (run.json, transcript.jsonl,
     images/). Model-service failures end the chat with stop reason `error`; the files are
-    written either way."""
+    written either way. run.json is written twice: when the chat starts and when it ends, with
+    what `evaluate` returns for the outcome (an eval's verdict) merged in."""
     config = team.loaded.config
     run_id = run_id or new_run_id("solve")
     run_dir = runs_dir / run_id
@@ -183,6 +195,7 @@ def solve_problem(
             "usage": outcome.usage(),
             "usage_by_role": outcome.usage_by_role(),
             "error": outcome.error,
+            **(evaluate(outcome) if evaluate is not None else {}),
         }
         writer.write_run(run)
     finally:

@@ -79,12 +79,14 @@ class RunWriter:
         return files
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one record (a complete line, flushed at once so a crash loses nothing)."""
+        """Append one record as a complete line. Lines are flushed at the end of each turn (a
+        message) and on close, so a crash loses at most the events of the turn under way."""
         with self._lock:
             full = {"schema_version": SCHEMA_VERSION, "index": self._index, **record}
             self._index += 1
             self._transcript.write(redact(json.dumps(full, ensure_ascii=False, default=str)) + "\n")
-            self._transcript.flush()
+            if record.get("type") == "message":
+                self._transcript.flush()
 
     def write_run(self, run: dict[str, Any]) -> Path:
         path = self.run_dir / RUN_FILE

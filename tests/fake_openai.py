@@ -28,6 +28,7 @@ class Received:
     headers: dict[str, str]
     body: dict[str, Any]
     at: float
+    method: str = "POST"
 
     @property
     def role(self) -> str | None:
@@ -102,7 +103,7 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAI:
     """Start with `with FakeOpenAI(script) as server:`; `server.base_url` ends in /v1."""
 
-    def __init__(self, script: Script | None = None):
+    def __init__(self, script: Script | None = None, port: int = 0):
         self.script: Script = script or (lambda request: Reply("ok"))
         self.received: list[Received] = []
         self._lock = threading.Lock()
@@ -116,6 +117,15 @@ class FakeOpenAI:
 
             def log_message(self, *args: Any) -> None:
                 return None
+
+            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+                # GET /models answers as OpenAI-compatible servers do (a replica pool's health probe).
+                with outer._lock:
+                    outer.received.append(Received({k.lower(): v for k, v in self.headers.items()}, {}, time.time(), "GET"))
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode(), {})
+                else:
+                    self._send(404, b'{"error": {"message": "not found"}}', {})
 
             def do_POST(self) -> None:  # noqa: N802 - the http.server API
                 length = int(self.headers.get("content-length") or 0)
@@ -180,7 +190,7 @@ class FakeOpenAI:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self._server = _Server(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

@@ -259,6 +259,7 @@ class EvalRun:
         finally:
             if cache is not None:
                 cache.close()
+            _record_replicas(eval_dir, manifest, team.replicas_served())
         records = log.compact(manifest["ids"])
         summary = summarize(records, self.task, [s.name for s in subsets])
         summary.update({"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
@@ -369,9 +370,19 @@ class EvalRun:
         extra = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "benchmark": self.task.name, "method": request.method}
         base = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "metadata": item.metadata,
                 "method": request.method, "run_dir": f"{PROBLEMS_DIR}/{name}"}
+        scored: dict[str, Any] = {}
         if request.method == "maps":
+
+            def evaluate(outcome: Any) -> dict[str, Any]:
+                # Scored before run.json's final write, so the verdict goes in with it.
+                if outcome.stop_reason == "error":
+                    return {}
+                response = self.task.render_response(outcome.final_answer, item) if outcome.solver_answer else ""
+                scored["verdict"] = score_record(self.task.name, {**item.record, "response": response}, request.rules)
+                return _evaluation_fields(response, scored["verdict"], item.gold)
+
             result = solve_problem(item.problem, team, runs_dir=eval_dir / PROBLEMS_DIR, run_id=name,
-                                   without=request.without, extra=extra)
+                                   without=request.without, extra=extra, evaluate=evaluate)
             outcome = result.outcome
             error = outcome.error if outcome.stop_reason == "error" else None
             response = self.task.render_response(outcome.final_answer, item) if outcome.solver_answer else ""
@@ -384,7 +395,7 @@ class EvalRun:
                 "usage": outcome.usage(),
                 "usage_by_role": outcome.usage_by_role(),
             }
-            run_json = result.run_dir / "run.json"
+            run_json = None  # already holds the verdict
         else:
             ending = formats.render(self.task.name, "baseline_ending")
             baseline = run_baseline(item.problem, team, request.method, prompt=baseline_prompts[request.method],
@@ -397,23 +408,40 @@ class EvalRun:
         seconds = time.monotonic() - started
         if error:
             return {**self._failed_record(item, error, seconds), **chat, **base, "status": "failed", "error": error}
-        verdict = score_record(self.task.name, {**item.record, "response": response}, request.rules)
+        verdict = scored.get("verdict") or score_record(self.task.name, {**item.record, "response": response}, request.rules)
         record = {**base, "status": "ok", "response": response, "extraction": verdict.extraction,
                   "prediction": verdict.prediction, "correct": bool(verdict.correct), **chat,
                   "seconds": round(seconds, 3), "error": None}
-        self._annotate_run(run_json, record)
+        if run_json is not None:
+            self._annotate_run(run_json, _evaluation_fields(response, verdict, item.gold))
         return record
 
     @staticmethod
-    def _annotate_run(run_json: Path, record: dict[str, Any]) -> None:
-        """Put the verdict into the problem's run.json, for the viewer."""
+    def _annotate_run(run_json: Path, fields: dict[str, Any]) -> None:
+        """Put the verdict into a baseline's run.json, for the viewer."""
         try:
             run = json.loads(run_json.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             return
-        run["evaluation"] = {key: record[key] for key in ("response", "extraction", "prediction", "correct", "gold")}
-        run["correct"] = record["correct"]
-        write_json_atomic(run_json, run)
+        write_json_atomic(run_json, {**run, **fields})
+
+
+def _record_replicas(eval_dir: Path, manifest: dict[str, Any], served: dict[str, dict[str, int]]) -> None:
+    """Add this invocation's requests per replica to the manifest (endpoints with replicas only)."""
+    if not served:
+        return
+    totals = manifest.setdefault("replicas_served", {})
+    for endpoint, counts in served.items():
+        for url, count in counts.items():
+            totals.setdefault(endpoint, {})[url] = totals.get(endpoint, {}).get(url, 0) + count
+    write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
+
+
+def _evaluation_fields(response: str, verdict: Any, gold: Any) -> dict[str, Any]:
+    """What a problem's run.json records of its scoring, for the viewer."""
+    evaluation = {"response": response, "extraction": verdict.extraction, "prediction": verdict.prediction,
+                  "correct": bool(verdict.correct), "gold": gold}
+    return {"evaluation": evaluation, "correct": evaluation["correct"]}
 
 
 def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
