@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from maps_autogen.benchmarks import NAMES as BENCHMARK_NAMES
 from maps_autogen.errors import MapsError
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def solve(images, question, context, options, problem_file, config_file, model, 
 
 
 @cli.command()
-@click.argument("benchmark", type=click.Choice(["mathvista", "olympiadbench", "emma"]))
+@click.argument("benchmark", type=click.Choice(BENCHMARK_NAMES))
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--rules", type=click.Choice(["current", "legacy"]), default="current", show_default=True,
               help="Which version of the official rules to apply (benchmarks with one version ignore it).")
@@ -125,7 +126,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
     if llm_extract:
         if benchmark != "mathvista":
             raise click.UsageError("--llm-extract is MathVista's optional step; the other benchmarks score by rules only")
-        from maps_autogen.benchmarks.mathvista import with_llm_extraction
+        from maps_autogen.benchmarks.mathvista.scorer import with_llm_extraction
         from maps_autogen.config import load_config, with_overrides
         from maps_autogen.roles import Role
         from maps_autogen.solve import assemble_team
@@ -144,7 +145,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 
 
 @cli.command(name="eval")
-@click.argument("benchmark", type=click.Choice(["mathvista", "olympiadbench", "emma"]))
+@click.argument("benchmark", type=click.Choice(BENCHMARK_NAMES))
 @click.option("--subset", "subsets", multiple=True, help="A subset to run (repeatable; default: all). Paper column names work too.")
 @click.option("--data", type=click.Path(path_type=Path), help="A local copy: a hub download as it comes, a save_to_disk folder, parquet or JSONL (README: Running benchmarks).")
 @click.option("--limit", type=click.IntRange(min=1), help="Run N problems spread evenly over the subsets (deterministic).")
@@ -173,9 +174,9 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
         raise click.UsageError("--without applies to --method maps only")
     if data is None and resume is None:  # no network and no cached copy: fail before the slow imports
         from maps_autogen.eval.hub import check_hub
-        from maps_autogen.eval.tasks import get_task
+        from maps_autogen.benchmarks import get_benchmark
 
-        check_hub(get_task(benchmark).hub_id)
+        check_hub(get_benchmark(benchmark).task.hub_id)
     from maps_autogen.config import load_config, with_overrides
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
     from maps_autogen.roles import Role

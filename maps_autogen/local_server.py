@@ -16,7 +16,7 @@ not in this process, because
 - in-process, xllamacpp's ~Server hung interpreter exit in 1 of 20 runs; the child never runs
   it (os._exit), and the parent never loads llama.cpp at all.
 The price is ~0.2 s more start-up than in-process (interpreter start and health check; see
-benchmarks/local_model.py), and ~0 s more per request (both go over local HTTP anyway).
+perf/local_model.py), and ~0 s more per request (both go over local HTTP anyway).
 
 The parent validates what it can before spawning (file exists, GGUF header and tensor table
 parse, port free) so common faults give a precise message without reading llama.cpp's log.

@@ -4,7 +4,7 @@ The data live outside the repository (../shared/conformance/ beside the checkout
 the folder holding a git worktree; read in place, never copied): 13 model runs whose
 extraction, prediction and verdict were produced by the official code. Our normalisation and
 verdict must reproduce all of them. Scored from the raw response alone, our rule-based
-extractor must reach the agreement floor below (benchmarks/mathvista_extraction_agreement.py
+extractor must reach the agreement floor below (perf/mathvista_extraction_agreement.py
 prints the full report, with the disagreements grouped by cause). Without the data the tests
 skip on a user's clone but fail in CI (CI=true).
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from maps_autogen.benchmarks.mathvista import SCORER, extract_answer, normalize
+from maps_autogen.benchmarks.mathvista.scorer import SCORER, extract_answer, normalize
 
 DATA_NAME = "mathvista_testmini_verdicts.dev.jsonl.gz"
 _REPO = Path(__file__).resolve().parents[1]

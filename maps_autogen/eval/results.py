@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from maps_autogen.eval.tasks import Task
+from maps_autogen.benchmarks.tasks import Task
 from maps_autogen.files import atomic_text_writer, open_append
 from maps_autogen.redact import redact
 from maps_autogen.transcript import SCHEMA_VERSION, write_json_atomic

@@ -31,7 +31,8 @@ from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.eval.paths import outside_paths_allowed
 from maps_autogen.eval.results import MANIFEST_FILE, RESULTS_FILE, ResultsLog, summarize, table1, write_summary
-from maps_autogen.eval.tasks import EvalItem, Subset, Task, find_subsets, get_task, load_answer_formats, spread_limit
+from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, find_subsets, load_answer_formats, spread_limit
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.roles import Role
 from maps_autogen.scoring import score_record
@@ -199,7 +200,7 @@ class EvalRun:
             raise UsageError("--concurrency must be at least 1", fix="e.g. --concurrency 8")
         self.request = request
         self.loaded = loaded
-        self.task = get_task(request.benchmark)
+        self.task = get_benchmark(request.benchmark).task
         self.progress = progress
         self.env = env
         self.on_ready = on_ready  # called with the eval folder once its manifest is written (maps eval --view)
@@ -459,7 +460,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
                 raise UsageError(f"{run_dir} differs from {run_dirs[0]} in '{key}'", fix="merge only shards of one evaluation")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} already exists and is not empty", fix="choose another --out")
-    task = get_task(first["benchmark"])
+    task = get_benchmark(first["benchmark"]).task
     ids = sorted({pid for manifest in manifests for pid in manifest["ids"]}, key=lambda pid: _original_position(manifests, pid))
     (out / PROBLEMS_DIR).mkdir(parents=True, exist_ok=True)
     log = ResultsLog(out / RESULTS_FILE)

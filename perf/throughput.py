@@ -14,9 +14,9 @@ its problem by the image's hash. Prints:
 - CPU milliseconds per model call of our client beside the `openai` SDK's, on the same service;
 - peak RSS after 1,000 problems and at the end.
 
-    .venv/bin/python benchmarks/throughput.py --problems 200 --concurrency 1 --latency 0
-    .venv/bin/python benchmarks/throughput.py --problems 500 --concurrency 32 --latency 0.5
-    .venv/bin/python benchmarks/throughput.py --problems 5000 --concurrency 8 --latency 0 --skip-tokens
+    .venv/bin/python perf/throughput.py --problems 200 --concurrency 1 --latency 0
+    .venv/bin/python perf/throughput.py --problems 500 --concurrency 32 --latency 0.5
+    .venv/bin/python perf/throughput.py --problems 5000 --concurrency 8 --latency 0 --skip-tokens
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ capacity is slots / latency requests per second. The benchmark drives each repli
 both through one pooled endpoint, with `--clients` threads calling without pause, and prints the
 pool's throughput against the sum of the replicas' measured capacities.
 
-    .venv/bin/python benchmarks/pool.py --latencies 0.05 0.15 --slots 4 --clients 16 --calls 800
+    .venv/bin/python perf/pool.py --latencies 0.05 0.15 --slots 4 --clients 16 --calls 800
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Figures for the embedded local model (a script that prints, not a test).
 
-    .venv/bin/python benchmarks/local_model.py [--replies 10] [--solves 10] [--threads N] [--skip solve]
+    .venv/bin/python perf/local_model.py [--replies 10] [--solves 10] [--threads N] [--skip solve]
 
 Prints: server start time (child process, and in-process for comparison), generation speed,
 the JSON-schema parse and validation rate over N constrained replies, the wall time of a full
