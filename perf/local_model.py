@@ -33,7 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from maps_autogen.local_server import LocalModelSettings, LocalServer, embedded_model_path
+from maps_autogen.local.server import LocalServer  # noqa: E402
+from maps_autogen.local.embedded import embedded_model_path  # noqa: E402
+from maps_autogen.local.settings import LocalModelSettings  # noqa: E402
 
 
 @dataclass(frozen=True)
