@@ -80,5 +80,5 @@ class LiveConsole:
             self.console.print(Text(f"\n↺ rollback {record['number']}: re-running from the {record['step']} step ({scores})", style="bold cyan"))
         elif event == "stop":
             self.console.print(Text(f"\n■ stopped: {record['stop_reason']}", style="bold"))
-        elif event in ("interpreter_skipped", "solver_unparsed", "critic_unparseable", "error"):
+        elif event in ("interpreter_skipped", "solver_unparsed", "critic_unparseable", "truncated", "error"):
             self.console.print(Text(f"\n! {record.get('detail', event)}", style="yellow"))

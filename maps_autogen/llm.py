@@ -10,10 +10,11 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import math
 import random
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -21,7 +22,7 @@ import httpx
 
 from maps_autogen.cache import ResponseCache, cache_key
 from maps_autogen.endpoints import ResolvedModel
-from maps_autogen.errors import ServiceError
+from maps_autogen.errors import FatalServiceError, RunInterrupted, ServiceError
 from maps_autogen.secrets import redact
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,8 @@ RETRY_AFTER_CAP_S = 120.0
 JSON_MODE_FALLBACK = {"schema": "object", "object": "none"}
 
 TokenCallback = Callable[[str], None]
+# Checks a complete reply's text: None when it is usable, else why not (e.g. "not valid JSON").
+ReplyCheck = Callable[[str], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,10 @@ class Completion:
     attempts: int
     json_mode: str
     cached: bool = False
+    finish_reason: str | None = None  # "length": the reply hit max_tokens and is cut short
+    served_model: str | None = None  # the model the service says answered, when it differs from `model`
+    sent: dict[str, Any] = field(default_factory=dict)  # the settings read back from the request body sent
+    rejected: str | None = None  # why the reply's text failed its check on the last allowed attempt
 
     def usage(self) -> dict[str, Any]:
         return {
@@ -76,14 +83,17 @@ def _retry_after(response: httpx.Response | None) -> float | None:
             return max(0.0, float(headers["retry-after-ms"]) / 1000)
         except ValueError:
             pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
+    value = (headers.get("retry-after") or "").strip()
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+            seconds = parsed.timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None  # empty or unparseable ("soon"): the default backoff applies
+    # NaN and infinities are as unusable as text; negative means "now".
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def backoff_delay(attempt: int, retry_after: float | None) -> float:
@@ -113,6 +123,10 @@ def shared_http_client(timeout_s: float, max_connections: int = 64) -> httpx.Cli
         return client
 
 
+class _Cancelled(Exception):
+    """The run was cancelled (Ctrl-C) while this request was in flight."""
+
+
 class _Rejected(Exception):
     """The service answered with a status that retrying will not fix."""
 
@@ -133,12 +147,33 @@ def _error_detail(response: httpx.Response) -> str:
     return " ".join(str(message).split())[:200]
 
 
+def _rejection_error(error: "_Rejected") -> ServiceError:
+    """The one-line error for a status that retrying will not fix. Errors every other request
+    would meet too (key, permission, unknown model or URL, no image input) are fatal."""
+    detail = error.detail.lower()
+    if error.status in (401, 403):
+        return FatalServiceError(redact(f"the model service refused the API key: {error}"),
+                                 fix="check the key in the endpoint's api_key_env variable and its permissions")
+    if error.status == 404:
+        return FatalServiceError(redact(f"the model service has no such model or URL: {error}"),
+                                 fix="check the model name and the endpoint's base_url")
+    if error.status == 400 and "image" in detail:
+        return FatalServiceError(redact(f"the model does not accept images: {error}"),
+                                 fix="use a vision model, or set sees_images: false for the roles in agents.yaml")
+    if error.status == 400:
+        return ServiceError(redact(f"the model service rejected the request: {error}"), fix="check the model name and settings in agents.yaml")
+    return ServiceError(redact(f"the model service answered {error}"), fix="check the endpoint URL and model name")
+
+
 class ChatBackend:
     """Makes chat-completion calls to one model, with bounded retries and JSON-mode fallback.
 
     Requests go straight over a shared httpx pool: the OpenAI-compatible chat API is a single
     POST, and skipping an SDK's typed request transforms keeps the CPU cost per call low when
     dozens of chats run at once.
+
+    A reply counts only when it is complete (a stream ends with a finish reason and `[DONE]`)
+    and, when the caller gives a check, passes it; only such replies are cached.
     """
 
     def __init__(
@@ -149,12 +184,15 @@ class ChatBackend:
         max_connections: int = 64,
         cache: ResponseCache | None = None,
         health_check: Callable[[], None] | None = None,
+        cancel: threading.Event | None = None,
     ):
         self.model = model
         self.cache = cache
         # Called when the service cannot be reached: the embedded server raises its own clear
         # error (it died, and why) instead of a generic connection failure.
         self._health_check = health_check
+        # Set on Ctrl-C: no new request starts and retries stop waiting.
+        self._cancel = cancel or threading.Event()
         self.base_url = base_url or model.base_url
         if not self.base_url:
             raise ValueError(f"endpoint {model.endpoint_name} has no base URL yet")
@@ -171,86 +209,8 @@ class ChatBackend:
             return {"type": "json_object"}
         return {"type": "json_schema", "json_schema": {"name": schema_name or "reply", "schema": schema, "strict": True}}
 
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        role: str,
-        schema_name: str | None = None,
-        schema: dict[str, Any] | None = None,
-        on_token: TokenCallback | None = None,
-    ) -> Completion:
-        """One chat completion; retries timeouts, connection errors, 429, 5xx and malformed
-        replies with backoff; raises ServiceError with a one-line message when it gives up.
-        With a cache, an identical earlier request is answered from it (cost 0)."""
-        started = time.monotonic()
-        key = None
-        if self.cache is not None:
-            key = cache_key({
-                "base_url": self.base_url, "model": self.model.model, "temperature": self.model.temperature,
-                "max_tokens": self.model.max_tokens, "extra": self.model.extra_body, "json_mode": self._json_mode,
-                "schema": schema, "messages": messages,
-            })
-            hit = self.cache.get(key)
-            if hit is not None:
-                return Completion(
-                    text=hit["text"], model=hit["model"] or self.model.model, prompt_tokens=hit["prompt_tokens"],
-                    completion_tokens=hit["completion_tokens"], cost=0.0, seconds=time.monotonic() - started,
-                    attempts=0, json_mode=self._json_mode if schema else "none", cached=True,
-                )
-        attempt = 0
-        while True:
-            attempt += 1
-            response_format = self._response_format(schema_name, schema)
-            try:
-                text, model_name, usage = self._once(messages, role, response_format, on_token)
-            except _Retryable as error:
-                if error.unreachable and self._health_check is not None:
-                    self._health_check()
-                if attempt > self.model.max_retries:
-                    raise ServiceError(
-                        redact(f"{error} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})"),
-                        fix="check that the service is up, or raise max_retries/timeout_s in agents.yaml",
-                    ) from None
-                delay = backoff_delay(attempt, error.retry_after)
-                logger.warning("model call failed (%s); retry %d in %.1fs", redact(str(error)), attempt, delay)
-                time.sleep(delay)
-                continue
-            except _Rejected as error:
-                mentions_format = any(word in error.detail.lower() for word in ("response_format", "json_schema", "json schema"))
-                if error.status == 400 and response_format is not None and self._json_mode in JSON_MODE_FALLBACK and mentions_format:
-                    self._json_mode = JSON_MODE_FALLBACK[self._json_mode]
-                    logger.warning("endpoint rejected the JSON mode; falling back to %s", self._json_mode)
-                    attempt -= 1
-                    continue
-                if error.status in (401, 403):
-                    raise ServiceError(redact(f"the model service refused the API key: {error}"), fix="check the key in the endpoint's api_key_env variable") from None
-                if error.status == 400:
-                    raise ServiceError(redact(f"the model service rejected the request: {error}"), fix="check the model name and settings in agents.yaml") from None
-                raise ServiceError(redact(f"the model service answered {error}"), fix="check the endpoint URL and model name") from None
-            prompt_tokens = usage.get("prompt_tokens") if usage else None
-            completion_tokens = usage.get("completion_tokens") if usage else None
-            cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0) if usage else None
-            if self.cache is not None and key is not None:
-                self.cache.put(key, text, model_name or self.model.model, prompt_tokens, completion_tokens)
-            return Completion(
-                text=text,
-                model=model_name or self.model.model,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                cost=cost,
-                seconds=time.monotonic() - started,
-                attempts=attempt,
-                json_mode=self._json_mode if response_format else "none",
-            )
-
-    def _once(
-        self,
-        messages: list[dict[str, Any]],
-        role: str,
-        response_format: dict[str, Any] | None,
-        on_token: TokenCallback | None,
-    ) -> tuple[str, str | None, dict[str, Any] | None]:
+    def request_body(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON body of a chat request: the one place the sampling settings go on the wire."""
         body: dict[str, Any] = {"model": self.model.model, "messages": messages}
         if self.model.temperature is not None:
             body["temperature"] = self.model.temperature
@@ -262,17 +222,150 @@ class ChatBackend:
         if self.model.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
+        return body
+
+    @staticmethod
+    def sent_settings(body: dict[str, Any]) -> dict[str, Any]:
+        """What a run records about a request: every setting of its body except the messages."""
+        settings = {key: value for key, value in body.items() if key not in ("messages", "response_format", "stream_options")}
+        if "response_format" in body:
+            settings["response_format"] = body["response_format"]["type"]
+        return settings
+
+    def settings(self) -> dict[str, Any]:
+        """The settings this backend sends with every request (model, sampling, format)."""
+        return self.sent_settings(self.request_body([]))
+
+    def _cache_key(self, body: dict[str, Any]) -> str:
+        # Everything that shapes the reply: the URL and the whole body (model, every sampling
+        # setting, the response format with its schema, the messages with their images).
+        # Streaming is only how the reply travels.
+        shaping = {key: value for key, value in body.items() if key not in ("stream", "stream_options")}
+        return cache_key({"url": self._url, "body": shaping})
+
+    def _from_cache(self, key: str, body: dict[str, Any], check: ReplyCheck | None, started: float) -> Completion | None:
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is None:
+            return None
+        if check is not None and check(hit["text"]) is not None:
+            self.cache.delete(key)  # an entry that no longer passes is never served again
+            return None
+        return Completion(
+            text=hit["text"], model=self.model.model, prompt_tokens=hit["prompt_tokens"],
+            completion_tokens=hit["completion_tokens"], cost=0.0, seconds=time.monotonic() - started,
+            attempts=0, json_mode=self._json_mode if "response_format" in body else "none", cached=True,
+            finish_reason=hit.get("finish_reason"), served_model=_differing(hit["model"], self.model.model),
+            sent=self.sent_settings(body),
+        )
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        role: str,
+        schema_name: str | None = None,
+        schema: dict[str, Any] | None = None,
+        on_token: TokenCallback | None = None,
+        check: ReplyCheck | None = None,
+    ) -> Completion:
+        """One chat completion; retries timeouts, connection errors, 429, 5xx, malformed or
+        incomplete replies and replies failing `check`, with backoff; raises ServiceError with a
+        one-line message when it gives up (FatalServiceError when every request would fail).
+        With a cache, an identical earlier accepted request is answered from it (cost 0).
+        When the last allowed attempt still fails `check`, its reply is returned with
+        `rejected` set (and is not cached), so the caller can record it as such."""
+        started = time.monotonic()
+        response_format = self._response_format(schema_name, schema)
+        body = self.request_body(messages, response_format)
+        key = self._cache_key(body) if self.cache is not None else None
+        if key is not None:
+            hit = self._from_cache(key, body, check, started)
+            if hit is not None:
+                return hit
+        attempt = 0
+        while True:
+            attempt += 1
+            if self._cancel.is_set():
+                raise RunInterrupted("the run was interrupted")
+            response_format = self._response_format(schema_name, schema)
+            body = self.request_body(messages, response_format)
+            try:
+                text, model_name, usage, finish_reason = self._once(body, role, on_token)
+                rejected = check(text) if check is not None else None
+                if rejected is not None and attempt <= self.model.max_retries:
+                    raise _Retryable(f"the model's reply is unusable: {rejected}")
+            except _Cancelled:
+                raise RunInterrupted("the run was interrupted") from None
+            except _Retryable as error:
+                if error.unreachable and self._health_check is not None:
+                    self._health_check()
+                if attempt > self.model.max_retries:
+                    raise ServiceError(
+                        redact(f"{error} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})"),
+                        fix="check that the service is up, or raise max_retries/timeout_s in agents.yaml",
+                    ) from None
+                delay = backoff_delay(attempt, error.retry_after)
+                logger.warning("model call failed (%s); retry %d in %.1fs", redact(str(error)), attempt, delay)
+                if self._cancel.wait(delay):
+                    raise RunInterrupted("the run was interrupted") from None
+                continue
+            except _Rejected as error:
+                mentions_format = any(word in error.detail.lower() for word in ("response_format", "json_schema", "json schema"))
+                if error.status == 400 and response_format is not None and self._json_mode in JSON_MODE_FALLBACK and mentions_format:
+                    self._json_mode = JSON_MODE_FALLBACK[self._json_mode]
+                    logger.warning("endpoint rejected the JSON mode; falling back to %s", self._json_mode)
+                    attempt -= 1
+                    continue
+                raise _rejection_error(error) from None
+            prompt_tokens = usage.get("prompt_tokens") if usage else None
+            completion_tokens = usage.get("completion_tokens") if usage else None
+            cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0) if usage else None
+            if finish_reason == "length":
+                logger.warning("the %s reply was cut off at max_tokens (%s)", role, self.model.max_tokens)
+            if key is not None and rejected is None:
+                self.cache.put(self._cache_key(body), text, model_name or self.model.model, prompt_tokens, completion_tokens, finish_reason)
+            return Completion(
+                text=text,
+                model=self.model.model,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                cost=cost,
+                seconds=time.monotonic() - started,
+                attempts=attempt,
+                json_mode=self._json_mode if response_format else "none",
+                finish_reason=finish_reason,
+                served_model=_differing(model_name, self.model.model),
+                sent=self.sent_settings(body),
+                rejected=rejected,
+            )
+
+    def _once(
+        self,
+        body: dict[str, Any],
+        role: str,
+        on_token: TokenCallback | None,
+    ) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
         # The role travels as a header so gateways (and our tests) can attribute each request.
         headers = {**self._headers, "X-Maps-Role": role}
+        # timeout_s bounds every read and also the whole request: a service that trickles a
+        # token every few seconds still ends within the deadline.
+        deadline = time.monotonic() + self.model.timeout_s
+        too_slow = f"the model service at {self.base_url} did not answer within {self.model.timeout_s:g}s"
         try:
             with self._http.stream("POST", self._url, json=body, headers=headers) as response:
                 self._check_status(response)
                 if self.model.stream:
-                    return self._read_stream(response, on_token)
-                raw = response.read()
+                    return self._read_stream(response, on_token, deadline, too_slow)
+                chunks = []
+                for chunk in response.iter_bytes():
+                    chunks.append(chunk)
+                    self._check_deadline(deadline, too_slow)
+                raw = b"".join(chunks)
         except httpx.TimeoutException:
-            raise _Retryable(f"the model service at {self.base_url} did not answer within {self.model.timeout_s:g}s") from None
+            raise _Retryable(too_slow) from None
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+            if self._cancel.is_set():
+                raise _Cancelled() from None
             raise _Retryable(f"cannot reach the model service at {self.base_url}", unreachable=True) from None
         except httpx.HTTPError as error:
             raise _Retryable(f"the request to {self.base_url} failed: {error.__class__.__name__}") from None
@@ -285,7 +378,14 @@ class ChatBackend:
         if not isinstance(text, str):
             raise _Retryable("the model service sent a reply without message content")
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else None
-        return text, reply.get("model"), usage
+        finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+        return text, reply.get("model"), usage, finish_reason if isinstance(finish_reason, str) else None
+
+    def _check_deadline(self, deadline: float, message: str) -> None:
+        if self._cancel.is_set():
+            raise _Cancelled()
+        if time.monotonic() > deadline:
+            raise _Retryable(message)
 
     @staticmethod
     def _check_status(response: httpx.Response) -> None:
@@ -298,15 +398,21 @@ class ChatBackend:
             raise _Retryable(f"the model service answered {message}", _retry_after(response))
         raise _Rejected(status, detail)
 
-    def _read_stream(self, response: httpx.Response, on_token: TokenCallback | None) -> tuple[str, str | None, dict[str, Any] | None]:
+    def _read_stream(
+        self, response: httpx.Response, on_token: TokenCallback | None, deadline: float, too_slow: str,
+    ) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
         pieces: list[str] = []
         usage = None
         model_name = None
+        finish_reason = None
+        done = False
         for line in response.iter_lines():
+            self._check_deadline(deadline, too_slow)
             if not line.startswith("data:"):
                 continue
             data = line[5:].strip()
             if data == "[DONE]":
+                done = True
                 break
             try:
                 chunk = json.loads(data)
@@ -321,9 +427,20 @@ class ChatBackend:
                     pieces.append(delta)
                     if on_token is not None:
                         on_token(delta)
+                if isinstance(choice.get("finish_reason"), str):
+                    finish_reason = choice["finish_reason"]
+        if not done or finish_reason is None:
+            # A stream cut off cleanly looks like a short reply: only the end markers tell.
+            missing = " and ".join(part for part, absent in (("a finish reason", finish_reason is None), ("[DONE]", not done)) if absent)
+            raise _Retryable(f"the model service's streamed reply ended without {missing} (incomplete)")
         if not pieces:
             raise _Retryable("the model service streamed no content")
-        return "".join(pieces), model_name, usage
+        return "".join(pieces), model_name, usage, finish_reason
+
+
+def _differing(reported: str | None, requested: str) -> str | None:
+    """The model name the service reported, when it is not the one requested."""
+    return reported if reported and reported != requested else None
 
 
 class _AG2Response:
@@ -331,7 +448,7 @@ class _AG2Response:
 
     def __init__(self, completion: Completion):
         message = SimpleNamespace(content=completion.text, function_call=None, tool_calls=None)
-        self.choices = [SimpleNamespace(message=message, finish_reason="stop")]
+        self.choices = [SimpleNamespace(message=message, finish_reason=completion.finish_reason or "stop")]
         self.model = completion.model
         self.completion = completion
         self.cost = completion.cost or 0.0
