@@ -58,7 +58,8 @@ def test_a_truncated_stream_is_not_scored_not_cached_and_resume_redoes_it(tmp_pa
     write_config(tmp_path / "agents.yaml", **{"endpoints.openai.stream": True, "endpoints.openai.max_retries": 0})
     runs = tmp_path / "runs"
     cut = Reply('{"process": {"Phase 1": "frame"}, "final_answer": "2"}', cut_after=2)
-    with FakeOpenAI(Faulty(scripted_answers(rows), {("1", "solver"): [cut]})) as server:
+    renamed = Reply("scholar notes for [q:2]", model="gpt-4o-2024-08-06")  # the service names its snapshot
+    with FakeOpenAI(Faulty(scripted_answers(rows), {("1", "solver"): [cut], ("2", "scholar"): [renamed]})) as server:
         first = run_maps(eval_args(data, runs, "--limit", "2"), env=env_for(server), cwd=tmp_path)
         assert first.returncode == 1, first.stderr
         run_dir = eval_dir_of(runs)
@@ -74,6 +75,9 @@ def test_a_truncated_stream_is_not_scored_not_cached_and_resume_redoes_it(tmp_pa
     # Only the failed problem ran again; its first three steps came from the cache.
     assert again == ["solver", "critic"]
     assert all(line["status"] == "ok" for line in results(run_dir))
+    two = {line["pid"]: line for line in results(run_dir)}["2"]
+    assert two["models"]["scholar"]["served_model"] == "gpt-4o-2024-08-06" and two["models"]["scholar"]["model"] == "gpt-4o"
+    assert json.loads((run_dir / "manifest.json").read_text())["served_models"] == {"scholar": ["gpt-4o-2024-08-06"]}
 
 
 def test_an_unparseable_reply_is_never_cached_and_a_bad_cached_entry_is_evicted(tmp_path: Path, mathvista) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -74,13 +75,18 @@ class ResultsLog:
             latest = self.read()
             rank = {pid: n for n, pid in enumerate(order)}
             records = sorted(latest.values(), key=lambda r: (rank.get(str(r["pid"]), len(rank)), str(r["pid"])))
-            temp = self.path.with_name(f".{self.path.name}.tmp")
-            with open(temp, "w", encoding="utf-8") as handle:
-                for record in records:
-                    handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, self.path)
+            # A unique temp name: two writers can never clobber each other's half-written file.
+            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    for record in records:
+                        handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(temp, self.path)
+            except BaseException:
+                Path(temp).unlink(missing_ok=True)
+                raise
             return records
 
 

@@ -327,6 +327,10 @@ class EvalRun:
                 if cache is not None:
                     cache.close()
             records = log.compact(manifest["ids"])
+            served = _served_models(records)
+            if served != manifest.get("served_models", {}):
+                manifest["served_models"] = served
+                write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
             summary = summarize(records, self.task, [s.name for s in subsets])
             summary.update({"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
                             "complete": len([r for r in records if r.get("status") == "ok"]) == len(manifest["ids"]),
@@ -513,6 +517,16 @@ def _models_sent(calls: Iterable[tuple[str, Completion]]) -> dict[str, dict[str,
             entry["served_model"] = completion.served_model
         models[role] = entry
     return models
+
+
+def _served_models(records: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """Per role, the model names the service reported where they differ from the one sent."""
+    served: dict[str, set[str]] = {}
+    for record in records:
+        for role, sent in (record.get("models") or {}).items():
+            if sent.get("served_model"):
+                served.setdefault(role, set()).add(sent["served_model"])
+    return {role: sorted(names) for role, names in sorted(served.items())}
 
 
 def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
