@@ -30,10 +30,10 @@ from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInte
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.eval.results import MANIFEST_FILE, RESULTS_FILE, ResultsLog, summarize, table1, write_summary
-from maps_autogen.llm import Completion
 from maps_autogen.eval.tasks import EvalItem, Subset, Task, find_subsets, get_task, load_answer_formats
 from maps_autogen.eval.validate import validate_rows
 from maps_autogen.interrupts import exit_on_second_interrupt
+from maps_autogen.llm import Completion
 from maps_autogen.roles import Role
 from maps_autogen.runlock import RunLock
 from maps_autogen.scoring import score_record
@@ -315,17 +315,13 @@ class EvalRun:
         # One writer per run folder: a second --resume of a live run stops here, before it
         # reads what is pending (it would solve, and pay for, the same problems again).
         lock = RunLock(eval_dir)
-        lock.acquire()
         try:
+            lock.acquire()
             write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
             log = ResultsLog(eval_dir / RESULTS_FILE)
             done = {pid for pid, record in log.read().items() if record.get("status") == "ok"}
             todo = [item for item in selection.items if item.pid not in done]
-            try:
-                stop = self._run_items(todo, team, eval_dir, log)
-            finally:
-                if cache is not None:
-                    cache.close()
+            stop = self._run_items(todo, team, eval_dir, log)
             records = log.compact(manifest["ids"])
             served = _served_models(records)
             if served != manifest.get("served_models", {}):
@@ -339,6 +335,8 @@ class EvalRun:
             write_summary(eval_dir, summary)
         finally:
             lock.release()
+            if cache is not None:
+                cache.close()
         return EvalOutcome(eval_dir, summary, table1(summary, self.task, self.label(manifest)), stop.for_cost, len(todo),
                            fatal=stop.fatal, interrupted=stop.interrupted)
 
@@ -407,7 +405,7 @@ class EvalRun:
                     try:
                         record, failure = future.result()
                     except Exception as error:  # a bug in one problem must not stop the run
-                        logger.error("problem %s failed: %s: %s", item.pid, error.__class__.__name__, error)
+                        logger.exception("problem %s failed", item.pid)
                         record = self._failed_record(item, f"{error.__class__.__name__}: {error}", 0.0)
                     if isinstance(failure, RunInterrupted):
                         continue  # cancelled by a fatal error elsewhere: still pending, not failed
