@@ -89,6 +89,7 @@ def test_an_unparseable_reply_is_never_cached_and_a_bad_cached_entry_is_evicted(
         first = run_maps(eval_args(data, runs, "--limit", "1"), env=env_for(server), cwd=tmp_path)
         assert first.returncode == 0, first.stderr
         assert not any("not say it in JSON" in text for text in cached_texts(runs))
+        assert results(eval_dir_of(runs))[0]["solver_parsed"] is False  # the fallback is visible in the results
         before = len(server.received)
         second = run_maps(eval_args(data, runs, "--limit", "1"), env=env_for(server), cwd=tmp_path)
         assert second.returncode == 0, second.stderr

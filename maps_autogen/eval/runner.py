@@ -465,6 +465,8 @@ class EvalRun:
                 "critic_scores": [v.scores if v else None for v in outcome.verdicts],
                 "feedback_step": outcome.rollbacks[0].step.value if outcome.rollbacks else None,
                 "final_answer": outcome.final_answer,
+                # False: the Solver's last allowed reply never parsed and its text was scored.
+                "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
                 "usage": outcome.usage(),
                 "usage_by_role": outcome.usage_by_role(),
                 "models": _models_sent((call.role.value, call.completion) for call in outcome.calls),
