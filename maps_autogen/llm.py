@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import random
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,12 @@ RETRY_BASE_S = 0.5
 RETRY_CAP_S = 30.0
 RETRY_AFTER_CAP_S = 120.0
 JSON_MODE_FALLBACK = {"schema": "object", "object": "none"}
+# How services say a model takes no images (OpenAI: "image_url is only supported by certain
+# models"; vLLM: "... is not a multimodal model"); other image errors concern one problem only.
+_NO_IMAGE_INPUT = re.compile(
+    r"(image|vision|multimodal)\S*.{0,60}\b(not|only|un)\s*supported|(not|n't)\s+support\S*.{0,40}(image|vision)|not a multimodal model",
+    re.IGNORECASE,
+)
 
 TokenCallback = Callable[[str], None]
 # Checks a complete reply's text: None when it is usable, else why not (e.g. "not valid JSON").
@@ -157,7 +164,7 @@ def _rejection_error(error: "_Rejected") -> ServiceError:
     if error.status == 404:
         return FatalServiceError(redact(f"the model service has no such model or URL: {error}"),
                                  fix="check the model name and the endpoint's base_url")
-    if error.status == 400 and "image" in detail:
+    if error.status == 400 and _NO_IMAGE_INPUT.search(detail):
         return FatalServiceError(redact(f"the model does not accept images: {error}"),
                                  fix="use a vision model, or set sees_images: false for the roles in agents.yaml")
     if error.status == 400:
