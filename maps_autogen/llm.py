@@ -307,7 +307,9 @@ class ChatBackend:
                 if error.unreachable and self._health_check is not None:
                     self._health_check()
                 if attempt > self.model.max_retries:
-                    raise ServiceError(
+                    # A service that cannot be reached at all fails every other request too.
+                    failure = FatalServiceError if error.unreachable else ServiceError
+                    raise failure(
                         redact(f"{error} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})"),
                         fix="check that the service is up, or raise max_retries/timeout_s in agents.yaml",
                     ) from None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import sqlite3
 import subprocess
 import threading
@@ -154,6 +155,19 @@ def test_a_fatal_service_error_stops_the_eval_at_once(tmp_path: Path, mathvista,
     assert 1 <= len(recorded) <= 2 and all(line["status"] == "failed" for line in recorded)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["complete"] is False and expected in summary["stopped_by"]
+
+
+def test_an_unreachable_service_stops_the_eval_instead_of_failing_every_problem(tmp_path: Path, mathvista) -> None:
+    data, _ = mathvista
+    write_config(tmp_path / "agents.yaml", **{"endpoints.openai.max_retries": 0})
+    with socket.socket() as probe:  # a port where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = clean_env(OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1", OPENAI_API_KEY=TEST_KEY)
+    result = run_maps(eval_args(data, tmp_path / "runs", "--concurrency", "1"), env=env, cwd=tmp_path)
+    assert result.returncode == 1 and "error: stopped early: cannot reach the model service" in result.stderr
+    recorded = results(eval_dir_of(tmp_path / "runs"))
+    assert len(recorded) == 1 and recorded[0]["status"] == "failed"  # the other 11 stay pending for --resume
 
 
 def _wait_for(condition, what: str, timeout: float = 120) -> None:
