@@ -81,7 +81,7 @@ def test_a_truncated_stream_is_not_scored_not_cached_and_resume_redoes_it(tmp_pa
     assert json.loads((run_dir / "manifest.json").read_text())["served_models"] == {"scholar": ["gpt-4o-2024-08-06"]}
 
 
-def test_an_unparseable_reply_is_never_cached_and_a_bad_cached_entry_is_evicted(tmp_path: Path, mathvista) -> None:
+def test_the_cache_keeps_only_accepted_replies_evicts_bad_ones_and_keys_on_each_roles_settings(tmp_path: Path, mathvista) -> None:
     data, rows = mathvista
     write_config(tmp_path / "agents.yaml", **{"endpoints.openai.max_retries": 0})
     runs = tmp_path / "runs"
@@ -101,11 +101,18 @@ def test_an_unparseable_reply_is_never_cached_and_a_bad_cached_entry_is_evicted(
         before = len(server.received)
         third = run_maps(eval_args(data, runs, "--limit", "1"), env=env_for(server), cwd=tmp_path)
         asked = [r.role for r in server.received[before:]]
-    assert third.returncode == 0, third.stderr
-    assert asked == ["solver"]  # evicted and asked again; the Critic's request is unchanged and cached
-    assert "garbage" not in cached_texts(runs)
-    newest = sorted(runs.glob("eval-*"))[-1]
-    assert results(newest)[0]["status"] == "ok" and results(newest)[0]["correct"] is True
+        assert third.returncode == 0, third.stderr
+        assert asked == ["solver"]  # evicted and asked again; the Critic's request is unchanged and cached
+        assert "garbage" not in cached_texts(runs)
+        # Another sampling setting for one role is another request: only that role is asked again.
+        write_config(tmp_path / "agents.yaml", **{"endpoints.openai.max_retries": 0,
+                                                   "roles.critic.model": {"endpoint": "auto", "temperature": 0.7}})
+        before = len(server.received)
+        fourth = run_maps(eval_args(data, runs, "--limit", "1"), env=env_for(server), cwd=tmp_path)
+        asked = [(r.role, r.body["temperature"]) for r in server.received[before:]]
+    assert fourth.returncode == 0, fourth.stderr
+    assert asked == [("critic", 0.7)]
+    assert all(results(run_dir)[0]["status"] == "ok" for run_dir in runs.glob("eval-*"))
 
 
 def test_resume_with_another_model_or_method_is_refused_unless_allowed(tmp_path: Path, mathvista) -> None:
