@@ -60,7 +60,9 @@ def test_a_truncated_stream_is_not_scored_not_cached_and_resume_redoes_it(tmp_pa
     runs = tmp_path / "runs"
     cut = Reply('{"process": {"Phase 1": "frame"}, "final_answer": "2"}', cut_after=2)
     renamed = Reply("scholar notes for [q:2]", model="gpt-4o-2024-08-06")  # the service names its snapshot
-    with FakeOpenAI(Faulty(scripted_answers(rows), {("1", "solver"): [cut], ("2", "scholar"): [renamed]})) as server:
+    long = Reply("aligner notes for [q:2], going on and on", finish_reason="length")
+    faults = {("1", "solver"): [cut], ("2", "scholar"): [renamed], ("2", "aligner"): [long]}
+    with FakeOpenAI(Faulty(scripted_answers(rows), faults)) as server:
         first = run_maps(eval_args(data, runs, "--limit", "2"), env=env_for(server), cwd=tmp_path)
         assert first.returncode == 1, first.stderr
         run_dir = eval_dir_of(runs)
@@ -76,8 +78,9 @@ def test_a_truncated_stream_is_not_scored_not_cached_and_resume_redoes_it(tmp_pa
     # Only the failed problem ran again; its first three steps came from the cache.
     assert again == ["solver", "critic"]
     assert all(line["status"] == "ok" for line in results(run_dir))
-    two = {line["pid"]: line for line in results(run_dir)}["2"]
+    one, two = ({line["pid"]: line for line in results(run_dir)}[pid] for pid in ("1", "2"))
     assert two["models"]["scholar"]["served_model"] == "gpt-4o-2024-08-06" and two["models"]["scholar"]["model"] == "gpt-4o"
+    assert two["truncated"] == ["aligner"] and one["truncated"] == []
     assert json.loads((run_dir / "manifest.json").read_text())["served_models"] == {"scholar": ["gpt-4o-2024-08-06"]}
 
 
