@@ -90,9 +90,8 @@ def _sources(task: Task, subsets: Sequence[Subset], data: Path | None) -> list[s
 
 
 def _numbered(task: Task, subsets: Sequence[Subset], data: Path | None) -> Iterable[tuple[str, Any]]:
-    split = getattr(task, "split")
     for config in _sources(task, subsets, data):
-        rows, _ = rows_for(task.hub_id, config, split, data)
+        rows, _ = rows_for(task.hub_id, config, task.split, data)
         origin = str(data) if data is not None else f"{task.hub_id}{f' ({config})' if config else ''}"
         for number, fields in enumerate(rows, start=1):
             line = getattr(fields, "line", None)
