@@ -4,9 +4,13 @@
 setup:
 	bash scripts/setup.sh
 
-# Solve the shipped example (with OPENAI_API_KEY set it uses gpt-4o, else the offline model).
+# Solve the shipped example (with OPENAI_API_KEY set it uses gpt-4o, else the offline model),
+# then say where its transcript is and write the viewer page. examples/circuit needs a vision model.
 demo: setup
-	.venv/bin/maps solve --problem examples/lever/problem.yaml
+	.venv/bin/maps solve --problem examples/lever/problem.yaml --runs-dir runs/demo
+	@run=$$(ls -td runs/demo/*/ | head -n 1); \
+	echo "Transcript: $${run}transcript.jsonl"; \
+	echo "Viewer page: $$(.venv/bin/maps view "$$run")"
 
 # The whole suite, including the embedded-model and headless-Chromium tests.
 test: setup

@@ -31,5 +31,38 @@ def draw_lever(path: Path) -> None:
     image.save(path)
 
 
+def _resistor(draw: ImageDraw.ImageDraw, x: int, top: int, bottom: int, label: str, font) -> None:
+    """A vertical resistor (a box on a wire) between y=top and y=bottom at x, labelled at its right."""
+    middle = (top + bottom) // 2
+    draw.line((x, top, x, middle - 35), fill="black", width=3)
+    draw.rectangle((x - 14, middle - 35, x + 14, middle + 35), outline="black", width=3, fill="white")
+    draw.line((x, middle + 35, x, bottom), fill="black", width=3)
+    draw.text((x + 22, middle - 6), label, fill="black", font=font)
+
+
+def draw_circuit(path: Path) -> None:
+    """A battery driving two resistors in parallel; the values appear only in the picture."""
+    image = Image.new("RGB", (640, 360), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default()
+    left, right, top, bottom = 90, 500, 70, 290
+    # the outer wires: top rail, bottom rail, and the battery's branch on the left
+    draw.line((left, top, right, top), fill="black", width=3)
+    draw.line((left, bottom, right, bottom), fill="black", width=3)
+    middle = (top + bottom) // 2
+    draw.line((left, top, left, middle - 12), fill="black", width=3)
+    draw.line((left, middle + 12, left, bottom), fill="black", width=3)
+    # battery: a long plate (+) above a short plate (-)
+    draw.line((left - 30, middle - 12, left + 30, middle - 12), fill="black", width=4)
+    draw.line((left - 15, middle + 12, left + 15, middle + 12), fill="black", width=6)
+    draw.text((left - 42, middle - 24), "+", fill="black", font=font)
+    draw.text((left + 40, middle - 6), "12 V", fill="black", font=font)
+    _resistor(draw, 300, top, bottom, "R1 = 4 ohm", font)
+    _resistor(draw, right, top, bottom, "R2 = 12 ohm", font)
+    draw.text((250, 20), "Battery and two resistors", fill="black", font=font)
+    image.save(path)
+
+
 if __name__ == "__main__":
     draw_lever(HERE / "lever" / "lever.png")
+    draw_circuit(HERE / "circuit" / "circuit.png")

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from maps_autogen.files import PRIVATE_FILE_MODE, open_append
+from maps_autogen.redact import redact
 
 CACHE_SCHEMA_VERSION = 2
 # Version 1 stored replies before they were checked; its table is left unread.
@@ -33,6 +37,8 @@ class ResponseCache:
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
+        # Created private before SQLite opens it; SQLite gives its -wal/-shm files the same mode.
+        os.close(open_append(path, PRIVATE_FILE_MODE))
         self.path = path
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
@@ -59,7 +65,7 @@ class ResponseCache:
         with self._lock:
             self._db.execute(
                 f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, text, model, prompt_tokens, completion_tokens, finish_reason, time.time()),
+                (key, redact(text), redact(model), prompt_tokens, completion_tokens, finish_reason, time.time()),
             )
             self._db.commit()
 
@@ -68,11 +74,6 @@ class ResponseCache:
         with self._lock:
             self._db.execute(f"DELETE FROM {_TABLE} WHERE key = ?", (key,))
             self._db.commit()
-
-    def count(self) -> int:
-        """How many replies are stored."""
-        with self._lock:
-            return self._db.execute(f"SELECT COUNT(*) FROM {_TABLE}").fetchone()[0]
 
     def close(self) -> None:
         with self._lock:

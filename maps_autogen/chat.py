@@ -32,7 +32,7 @@ from maps_autogen.roles import (
     critic_schema,
     solver_schema,
 )
-from maps_autogen.secrets import redact
+from maps_autogen.redact import redact
 from maps_autogen.transcript import request_for_transcript, utc_now
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply
 from maps_autogen.role_inputs import build_request, format_options, revision_for
@@ -339,7 +339,7 @@ class MapsChat:
     def _call_model(self, role: Role, messages: list[dict[str, Any]]) -> Completion:
         schema_name, schema, check = None, None, None
         if role is Role.SOLVER:
-            schema_name, schema, check = "solver_answer", solver_schema(), _solver_check
+            schema_name, schema, check = "solver_answer", solver_schema(len(self.problem.options)), _solver_check
         elif role is Role.CRITIC:
             schema_name, schema = "critic_verdict", critic_schema(self.settings.flow.dimensions)
             check = partial(_critic_check, dimensions=self.settings.flow.dimensions)
@@ -349,7 +349,7 @@ class MapsChat:
             on_token=lambda text: self.observer.emit({"type": "token", "role": role.value, "text": text}),
         )
         if completion.finish_reason == "length":
-            self.observer.emit({"type": "event", "event": "truncated", "role": role.value, "at": utc_now(),
+            self.observer.emit({"type": "event", "event": "max_tokens_reached", "role": role.value, "at": utc_now(),
                                 "detail": f"the {role.title}'s reply was cut off at max_tokens ({completion.sent.get('max_tokens')})"})
         record = CallRecord(role, completion, request_for_transcript(messages, self._data_urls), started_at)
         self.calls.append(record)

@@ -20,6 +20,13 @@ def cli() -> None:
     """MAPS: a team of LLM agents solving multimodal scientific problems."""
 
 
+def _say(text: str, *, err: bool = False) -> None:
+    """Print a line that may hold untrusted text: secrets masked, control characters escaped."""
+    from maps_autogen.redact import terminal_safe
+
+    click.echo(terminal_safe(text), err=err)
+
+
 def _load_env() -> None:
     from dotenv import load_dotenv
 
@@ -46,6 +53,7 @@ def solve(images, question, context, options, problem_file, config_file, model, 
 
     from maps_autogen.config import load_config, with_overrides
     from maps_autogen.errors import ProblemError, ServiceError
+    from maps_autogen.images import ImageLimits, image_limits
     from maps_autogen.live import LiveConsole
     from maps_autogen.problem import build_problem, load_problem_file
     from maps_autogen.solve import assemble_team, solve_problem
@@ -57,10 +65,12 @@ def solve(images, question, context, options, problem_file, config_file, model, 
         raise ProblemError("no question given", fix='pass -q "your question" or --problem problem.yaml')
     loaded = with_overrides(load_config(config_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
     max_side = loaded.config.images.max_side
-    if problem_file is not None:
-        problem = load_problem_file(problem_file, max_side=max_side)
-    else:
-        problem = build_problem(question, context=context, options=options, image_sources=images, max_side=max_side)
+    limits = loaded.config.limits
+    with image_limits(ImageLimits.of(limits)):
+        if problem_file is not None:
+            problem = load_problem_file(problem_file, max_side=max_side, max_bytes=limits.problem_file_bytes)
+        else:
+            problem = build_problem(question, context=context, options=options, image_sources=images, max_side=max_side)
     if human and not quiet and not as_json:
         extra = click.prompt("UserProxy: anything to add to the context? (Enter to start)", default="", show_default=False)
         if extra.strip():
@@ -70,15 +80,17 @@ def solve(images, question, context, options, problem_file, config_file, model, 
     team = assemble_team(loaded)
     live = None if (quiet or as_json) else LiveConsole()
     if live is not None:
-        click.echo(team.announcement, err=True)
+        _say(team.announcement, err=True)
     result = solve_problem(problem, team, runs_dir=runs_dir, observer=live, human=human)
     if as_json:
-        click.echo(json_module.dumps(result.summary(), ensure_ascii=False))
+        from maps_autogen.redact import terminal_safe_json
+
+        click.echo(terminal_safe_json(json_module.dumps(result.summary(), ensure_ascii=False)))
     elif quiet:
-        click.echo(result.outcome.final_answer)
+        _say(result.outcome.final_answer)
     else:
-        click.echo(f"\nFinal answer: {result.outcome.final_answer}")
-        click.echo(f"Stop reason: {result.outcome.stop_reason}; run saved in {result.run_dir}")
+        _say(f"\nFinal answer: {result.outcome.final_answer}")
+        _say(f"Stop reason: {result.outcome.stop_reason}; run saved in {result.run_dir}")
     if result.outcome.stop_reason == "error":
         raise ServiceError(result.outcome.error or "the chat failed", fix=f"finished steps are saved in {result.run_dir}")
 
@@ -115,15 +127,15 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
         extractor = lambda record: with_llm_extraction(record, complete)  # noqa: E731
     report = score_file(benchmark, file, rules=rules, out_path=out_path, llm_extract=extractor)
     for skipped in report.skipped:
-        click.echo(f"warning: line {skipped.line_no}: {skipped.reason}", err=True)
-    click.echo(render_summary(report))
+        _say(f"warning: line {skipped.line_no}: {skipped.reason}", err=True)
+    _say(render_summary(report))
 
 
 @cli.command(name="eval")
 @click.argument("benchmark", type=click.Choice(["mathvista", "olympiadbench", "emma"]))
 @click.option("--subset", "subsets", multiple=True, help="A subset to run (repeatable; default: all). Paper column names work too.")
-@click.option("--data", type=click.Path(path_type=Path), help="A local copy: save_to_disk folder, parquet or JSONL (per config for multi-config benchmarks).")
-@click.option("--limit", type=click.IntRange(min=1), help="Run only the first N selected problems.")
+@click.option("--data", type=click.Path(path_type=Path), help="A local copy: a hub download as it comes, a save_to_disk folder, parquet or JSONL (README: Running benchmarks).")
+@click.option("--limit", type=click.IntRange(min=1), help="Run N problems spread evenly over the subsets (deterministic).")
 @click.option("--sample", type=click.IntRange(min=1), help="Sample N problems per subset (seeded).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample and the paper's sampled subsets.")
 @click.option("--method", type=click.Choice(["maps", "direct", "cot"]), default=None, help="maps (default), or a single-call baseline.")
@@ -141,29 +153,35 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--threshold", type=click.FloatRange(0, 6))
 @click.option("--max-rollbacks", type=click.IntRange(0, 20))
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--allow-outside-paths", is_flag=True, help="Let data set rows refer to files outside the data folder (trusted data only).")
 def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, concurrency, rules, no_cache, max_cost,
-                 shard, resume, allow_model_change, runs_dir, config_file, model, threshold, max_rollbacks, quiet) -> None:
+                 shard, resume, allow_model_change, runs_dir, config_file, model, threshold, max_rollbacks, quiet, allow_outside_paths) -> None:
     """Run a whole benchmark (or part of it) and score it with the official rules.
 
     Exit codes: 0 every problem scored (or --max-cost stopped it cleanly); 1 a problem failed or
     a fatal service error stopped the run; 2 bad input; 130 interrupted (Ctrl-C)."""
+    if method not in (None, "maps") and without:
+        raise click.UsageError("--without applies to --method maps only")
+    if data is None and resume is None:  # no network and no cached copy: fail before the slow imports
+        from maps_autogen.eval.hub import check_hub
+        from maps_autogen.eval.tasks import get_task
+
+        check_hub(get_task(benchmark).hub_id)
     from maps_autogen.config import load_config, with_overrides
     from maps_autogen.errors import RunInterrupted, ServiceError
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
     from maps_autogen.roles import Role
 
     _load_env()
-    if method not in (None, "maps") and without:
-        raise click.UsageError("--without applies to --method maps only")
     loaded = with_overrides(load_config(config_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
     request = EvalRequest(
         benchmark=benchmark, subsets=tuple(subsets), data=data, limit=limit, sample=sample, seed=seed, method=method,
         without=frozenset(Role(role) for role in without), concurrency=concurrency, rules=rules, cache=not no_cache,
         max_cost=max_cost, shard=Shard.parse(shard) if shard else None, runs_dir=runs_dir, resume=resume,
-        allow_model_change=allow_model_change,
+        allow_outside_paths=allow_outside_paths, allow_model_change=allow_model_change,
     )
     outcome = EvalRun(request, loaded, progress=not quiet).run()
-    click.echo(outcome.table)
+    _say(outcome.table)
     summary = outcome.summary
     cost = summary["usage"]["cost"]
     spent = "unknown" if cost is None else f"${cost:.4f}"
@@ -196,14 +214,15 @@ def merge(runs, out) -> None:
 @cli.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="Folder for the tables and figures (default: runs/report-<stamp>).")
-def report(runs, out) -> None:
-    """Tables and figures comparing eval runs (Table 1 and 2, Figures 4 and 6, cost per role)."""
+@click.option("--paper", is_flag=True, help="Add the paper's Table 1 rows beside ours, with the difference, and random-choice rows.")
+def report(runs, out, paper) -> None:
+    """Tables and figures comparing eval runs (Table 1 and 2, Figures 4, 5 and 6, cost per role)."""
     from maps_autogen.report import write_report
     from maps_autogen.transcript import new_run_id
 
-    result = write_report(list(runs), out or Path("runs") / new_run_id("report"))
-    click.echo(result.markdown)
-    click.echo("wrote: " + ", ".join(str(path) for path in result.files))
+    result = write_report(list(runs), out or Path("runs") / new_run_id("report"), paper=paper)
+    _say(result.markdown)
+    _say("wrote: " + ", ".join(str(path) for path in result.files))
 
 
 @cli.command()
@@ -226,7 +245,7 @@ def _configure_logging() -> None:
     """Warnings to stderr, one line each, with every registered secret masked."""
     import logging
 
-    from maps_autogen.secrets import RedactingFilter
+    from maps_autogen.redact import RedactingFilter
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     for handler in logging.getLogger().handlers:
@@ -241,7 +260,8 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=argv, prog_name="maps", standalone_mode=False)
     except MapsError as error:
         # One line per problem (a data check may report several bad rows).
-        click.echo("\n".join(f"error: {line}" for line in str(error).splitlines()), err=True)
+        for line in str(error).splitlines():
+            _say(f"error: {line}", err=True)
         sys.exit(error.exit_code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)

@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from maps_autogen.errors import ConfigError
+from maps_autogen.redact import register_key_variables
 from maps_autogen.roles import Role
 
 CONFIG_SCHEMA_VERSION = 1
@@ -95,6 +96,15 @@ class ImagesConfig(_Strict):
     max_side: int = Field(default=1568, ge=64)
 
 
+class LimitsConfig(_Strict):
+    """Bounds on untrusted input: model replies, images, problem files."""
+
+    reply_bytes: int = Field(default=256 * 1024, ge=1024)  # longer replies are truncated and flagged
+    image_file_bytes: int = Field(default=50 * 2**20, ge=1024)  # regular files only
+    image_pixels: int = Field(default=50_000_000, ge=4096)  # decoded; big JPEGs are reduced while decoding
+    problem_file_bytes: int = Field(default=2**20, ge=1024)  # problem.yaml (YAML aliases are refused)
+
+
 class PersonalityConfig(_Strict):
     profile: str = "big_seven"  # a profile in `file`, or "custom" with `custom` filled in
     file: str = "prompts/personalities.yaml"
@@ -118,6 +128,7 @@ class AppConfig(_Strict):
     critic: CriticConfig = CriticConfig()
     stop: StopConfig = StopConfig()
     images: ImagesConfig = ImagesConfig()
+    limits: LimitsConfig = LimitsConfig()
 
     @field_validator("personality", mode="before")
     @classmethod
@@ -210,16 +221,31 @@ def parse_config(data: Any, path: Path) -> AppConfig:
         raise ConfigError(f"{path}: {_describe(first)}{suffix}", fix="fix agents.yaml; the default one documents every key") from None
 
 
-def read_yaml(path: Path) -> Any:
-    """Read a YAML file, turning every failure into a one-line ConfigError."""
+class _NoAliasLoader(yaml.SafeLoader):
+    """A safe loader that refuses aliases (`*name`), so a small untrusted file cannot expand
+    into gigabytes (the "billion laughs" bomb)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in this file", event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def read_yaml(path: Path, *, allow_aliases: bool = True, max_bytes: int | None = None, limit_name: str = "") -> Any:
+    """Read a YAML file, turning every failure into a one-line ConfigError. Untrusted files
+    pass `allow_aliases=False` and a `max_bytes` bound (named `limit_name` in the error)."""
     try:
+        if max_bytes is not None and path.stat().st_size > max_bytes:
+            raise ConfigError(f"{path} is larger than {limit_name or 'the limit'} ({max_bytes:,} bytes)",
+                              fix=f"shorten the file or raise {limit_name} in agents.yaml" if limit_name else "shorten the file")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path} does not exist", fix="check the path") from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read {path}: {error.__class__.__name__}", fix="check the file's permissions and encoding") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=yaml.SafeLoader if allow_aliases else _NoAliasLoader)  # noqa: S506 - both are safe loaders
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -231,6 +257,8 @@ def load_config(explicit: Path | None = None, cwd: Path | None = None) -> Loaded
     """Find, read and validate the config."""
     path = find_config(explicit, cwd)
     config = parse_config(read_yaml(path), path)
+    # Every configured key is masked in all output, whether or not this run uses its endpoint.
+    register_key_variables(e.api_key_env for e in config.endpoints.values() if isinstance(e, OpenAIEndpoint))
     return LoadedConfig(config=config, path=path.resolve(), base_dir=path.resolve().parent)
 
 

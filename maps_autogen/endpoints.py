@@ -10,7 +10,7 @@ from typing import Any, Mapping
 from maps_autogen.config import LoadedConfig, LocalEndpoint, ModelChoice, OpenAIEndpoint, PriceConfig
 from maps_autogen.errors import ConfigError
 from maps_autogen.roles import Role
-from maps_autogen.secrets import register_secret
+from maps_autogen.redact import register_secret
 
 OPENAI_URL = "https://api.openai.com/v1"
 EMBEDDED_MODEL_LABEL = "SmolLM2-135M-Instruct (embedded)"

@@ -5,20 +5,82 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import os
+import stat
 import urllib.error
 import urllib.request
+import warnings
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ContextManager
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from maps_autogen.config import LimitsConfig
 from maps_autogen.errors import ProblemError
+from maps_autogen.limits import scoped
 
 SUPPORTED_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp", "BMP": "image/bmp"}
 # Formats the chat APIs accept as they are; others (BMP) are re-encoded as PNG.
 _SENDABLE = {"PNG", "JPEG", "GIF", "WEBP"}
-MAX_DOWNLOAD_BYTES = 25 * 1024 * 1024
 _EXTENSION = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
+
+
+@dataclass(frozen=True)
+class ImageLimits:
+    """How much an image may cost us (agents.yaml `limits:`): bytes read, pixels decoded."""
+
+    file_bytes: int = 50 * 2**20
+    pixels: int = 50_000_000
+
+    @classmethod
+    def of(cls, limits: LimitsConfig) -> "ImageLimits":
+        """The image limits of agents.yaml's `limits:` section."""
+        return cls(file_bytes=limits.image_file_bytes, pixels=limits.image_pixels)
+
+
+_limits: ContextVar[ImageLimits] = ContextVar("image_limits", default=ImageLimits())
+
+
+def image_limits(limits: ImageLimits) -> ContextManager[None]:
+    """Apply `limits` to every image loaded inside the block (the config's `limits:`)."""
+    return scoped(_limits, limits)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 2**20:.1f} MB"
+
+
+def _too_large(source: str, size: int | None, limit: int) -> ProblemError:
+    what = f"is {_megabytes(size)}" if size is not None else "is larger than that"
+    return ProblemError(f"image {source} {what}, over limits.image_file_bytes ({_megabytes(limit)})",
+                        fix="pass a smaller image or raise limits.image_file_bytes in agents.yaml")
+
+
+def _read_file(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, at most `limit`: devices (/dev/zero) and FIFOs are refused
+    without being opened, so nothing is read whole and nothing blocks."""
+    try:
+        info = path.stat()
+    except OSError as error:
+        raise ProblemError(f"cannot read image file {path}: {error.strerror or error}", fix="check the path and permissions") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ProblemError(f"image path {path} is not a regular file", fix="pass an image file")
+    if info.st_size > limit:
+        raise _too_large(str(path), info.st_size, limit)
+    try:
+        # O_NONBLOCK: should the path be swapped for a FIFO after the check, open does not wait.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise ProblemError(f"image path {path} is not a regular file", fix="pass an image file")
+            data = handle.read(limit + 1)
+    except OSError as error:
+        raise ProblemError(f"cannot read image file {path}: {error.strerror or error}", fix="check the file's permissions") from None
+    if len(data) > limit:
+        raise _too_large(str(path), None, limit)
+    return data
 
 
 @dataclass(frozen=True)
@@ -42,10 +104,13 @@ class ImageInput:
 
 
 def _read_source(source: str, base_dir: Path | None) -> tuple[bytes, str]:
+    limit = _limits.get().file_bytes
     if source.startswith("data:"):
         header, _, payload = source.partition(",")
         if ";base64" not in header or not payload:
             raise ProblemError("a data URL image is not base64-encoded", fix="use data:image/png;base64,...")
+        if len(payload) * 3 // 4 > limit:
+            raise _too_large("(data URL)", len(payload) * 3 // 4, limit)
         try:
             return base64.b64decode(payload, validate=False), "image"
         except (binascii.Error, ValueError):
@@ -54,12 +119,12 @@ def _read_source(source: str, base_dir: Path | None) -> tuple[bytes, str]:
         request = urllib.request.Request(source, headers={"User-Agent": "maps-autogen"})
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
-                data = response.read(MAX_DOWNLOAD_BYTES + 1)
+                data = response.read(limit + 1)
         except (urllib.error.URLError, OSError, ValueError) as error:
             reason = getattr(error, "reason", error)
             raise ProblemError(f"cannot download image {source}: {reason}", fix="check the URL or save the image and pass the file") from None
-        if len(data) > MAX_DOWNLOAD_BYTES:
-            raise ProblemError(f"image {source} is larger than {MAX_DOWNLOAD_BYTES // 2**20} MB", fix="pass a smaller image")
+        if len(data) > limit:
+            raise _too_large(source, None, limit)
         return data, source.rstrip("/").rsplit("/", 1)[-1] or "image"
     path = Path(source).expanduser()
     if not path.is_absolute() and base_dir is not None:
@@ -68,10 +133,7 @@ def _read_source(source: str, base_dir: Path | None) -> tuple[bytes, str]:
         raise ProblemError(f"image file {path} does not exist", fix="check the path")
     if path.is_dir():
         raise ProblemError(f"image path {path} is a folder, not a file", fix="pass an image file")
-    try:
-        return path.read_bytes(), path.name
-    except OSError as error:
-        raise ProblemError(f"cannot read image file {path}: {error.strerror or error}", fix="check the file's permissions") from None
+    return _read_file(path, limit), path.name
 
 
 def load_image(source: str, *, max_side: int, base_dir: Path | None = None, index: int = 1) -> ImageInput:
@@ -85,17 +147,21 @@ def load_image(source: str, *, max_side: int, base_dir: Path | None = None, inde
 
 
 def image_from_bytes(raw: bytes, *, name: str, source: str, max_side: int) -> ImageInput:
-    """Validate, orient, downscale and encode image bytes (from a file, a URL or a data set)."""
+    """Validate, orient, downscale and encode image bytes (from a file, a URL or a data set).
+
+    A big JPEG is decoded at a reduced scale (Pillow's draft mode) when it will be downscaled
+    anyway; an image whose decoded size is over limits.image_pixels is refused before decoding."""
+    limit = _limits.get().pixels
     try:
-        with Image.open(io.BytesIO(raw)) as probe:
-            probe.verify()
-        image = Image.open(io.BytesIO(raw))
-        image.load()
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError):
+        with warnings.catch_warnings():
+            # Our own pixel limit decides; Pillow's multi-line warning about big images is noise.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = _open_within_limit(raw, source, max_side, limit)
+    except Image.DecompressionBombError:
+        raise _too_many_pixels(source, None, limit) from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
         raise ProblemError(f"{source} is not a readable image", fix="use a PNG, JPEG, GIF, WebP or BMP file") from None
     fmt = image.format or ""
-    if fmt not in SUPPORTED_FORMATS:
-        raise ProblemError(f"{source} is a {fmt or 'unknown'} image, which is not supported", fix="convert it to PNG or JPEG")
     oriented = ImageOps.exif_transpose(image)
     rotated = _has_orientation(image)
     too_big = max(oriented.size) > max_side
@@ -118,6 +184,7 @@ def image_from_bytes(raw: bytes, *, name: str, source: str, max_side: int) -> Im
 
 def image_from_pil(image: Image.Image, *, name: str, max_side: int) -> ImageInput:
     """An image a data set decoded (PIL) made ready to send."""
+    _check_pixels(name, image.size, _limits.get().pixels)
     out = io.BytesIO()
     fmt = image.format if image.format in _SENDABLE else "PNG"
     frame = image if fmt != "JPEG" else image.convert("RGB")
@@ -125,6 +192,32 @@ def image_from_pil(image: Image.Image, *, name: str, max_side: int) -> ImageInpu
         frame = frame.convert("RGBA")
     frame.save(out, format=fmt)
     return image_from_bytes(out.getvalue(), name=name, source=name, max_side=max_side)
+
+
+def _open_within_limit(raw: bytes, source: str, max_side: int, limit: int) -> Image.Image:
+    """Verify the image, reduce a big JPEG while decoding, refuse too many pixels, decode."""
+    with Image.open(io.BytesIO(raw)) as probe:
+        probe.verify()  # checks structure and checksums without decoding the pixels
+    image = Image.open(io.BytesIO(raw))
+    fmt = image.format or ""
+    if fmt not in SUPPORTED_FORMATS:
+        raise ProblemError(f"{source} is a {fmt or 'unknown'} image, which is not supported", fix="convert it to PNG or JPEG")
+    if fmt == "JPEG" and max(image.size) > max_side:
+        image.draft(None, (max_side, max_side))  # decode at 1/2, 1/4 or 1/8 scale
+    _check_pixels(source, image.size, limit)
+    image.load()
+    return image
+
+
+def _too_many_pixels(source: str, size: tuple[int, int] | None, limit: int) -> ProblemError:
+    what = f"{size[0]}x{size[1]} = {size[0] * size[1]:,} pixels" if size else "more pixels than Pillow decodes"
+    return ProblemError(f"image {source} has {what}, over limits.image_pixels ({limit:,})",
+                        fix="pass a smaller image or raise limits.image_pixels in agents.yaml")
+
+
+def _check_pixels(source: str, size: tuple[int, int], limit: int) -> None:
+    if size[0] * size[1] > limit:
+        raise _too_many_pixels(source, size, limit)
 
 
 def _has_orientation(image: Image.Image) -> bool:

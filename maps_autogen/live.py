@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from maps_autogen.redact import StreamRedactor, escape_controls, terminal_safe
+
 ROLE_STYLES = {
     "user_proxy": "bold white",
     "interpreter": "bold magenta",
@@ -18,22 +20,33 @@ ROLE_STYLES = {
 }
 
 
+def _safe(value: Any) -> Text:
+    """Untrusted text as a rich Text: no markup, secrets masked, control characters escaped."""
+    return Text(terminal_safe(str(value)))
+
+
 class LiveConsole:
-    """Prints chat records as they arrive. Model output is printed as plain text (no markup)."""
+    """Prints chat records as they arrive. Model output is printed as plain text (no markup),
+    with secrets masked and terminal control sequences shown escaped; our own styling is
+    applied around it."""
 
     def __init__(self, file: TextIO | None = None, *, max_chars: int | None = None):
         self.console = Console(file=file, highlight=False, soft_wrap=True, emoji=False)
         self.max_chars = max_chars
         self._streaming_role: str | None = None
         self._streamed: set[tuple[str, int]] = set()
+        self._stream_redactor = StreamRedactor()
         self._turn = 0
 
     def _header(self, agent: str, role: str, detail: str) -> None:
-        self.console.print(Text(f"\n── {agent} ", style=ROLE_STYLES.get(role, "bold")) + Text(detail, style="dim"))
+        self.console.print(Text(f"\n── {terminal_safe(agent)} ", style=ROLE_STYLES.get(role, "bold")) + Text(terminal_safe(detail), style="dim"))
 
     def emit(self, record: dict[str, Any]) -> None:
         kind = record.get("type")
         if kind == "turn_start":
+            leftover = self._stream_redactor.flush()  # the tail of a stream that ended without a message
+            if leftover:
+                self.console.print(Text(escape_controls(leftover)))
             self._turn += 1
             self._streaming_role = record["role"]
             return
@@ -41,7 +54,7 @@ class LiveConsole:
             if (record["role"], self._turn) not in self._streamed:
                 self._streamed.add((record["role"], self._turn))
                 self._header(record["role"].capitalize(), record["role"], "(streaming)")
-            self.console.print(Text(record["text"]), end="")
+            self.console.print(Text(escape_controls(self._stream_redactor.feed(record["text"]))), end="")
             return
         if kind == "message":
             self._message(record)
@@ -56,29 +69,31 @@ class LiveConsole:
             usage = record.get("usage") or {}
             if usage.get("seconds") is not None:
                 detail += f", {usage['seconds']:.1f}s"
+            if usage.get("truncated"):
+                detail += ", reply truncated at limits.reply_bytes"
             self._header(record["agent"], role, detail)
             content = record.get("content") or ""
             if self.max_chars and len(content) > self.max_chars:
                 content = content[: self.max_chars] + " …"
-            self.console.print(Text(content))
+            self.console.print(_safe(content))
         else:
-            self.console.print()
+            self.console.print(Text(escape_controls(self._stream_redactor.flush())))
         parsed = record.get("parsed") or {}
         if role == "critic" and "scores" in parsed:
             table = Table(title="Critic's scores", show_header=True, header_style="bold")
             for dimension in parsed["scores"]:
-                table.add_column(dimension)
-            table.add_row(*(str(score) for score in parsed["scores"].values()))
+                table.add_column(_safe(dimension))
+            table.add_row(*(_safe(score) for score in parsed["scores"].values()))
             self.console.print(table)
         if role == "solver" and "final_answer" in parsed:
-            self.console.print(Text("Solver's answer: ", style="bold") + Text(parsed["final_answer"]))
+            self.console.print(Text("Solver's answer: ", style="bold") + _safe(parsed["final_answer"]))
 
     def _event(self, record: dict[str, Any]) -> None:
         event = record.get("event")
         if event == "rollback":
             scores = ", ".join(f"{k} {v}" for k, v in record.get("scores", {}).items())
-            self.console.print(Text(f"\n↺ rollback {record['number']}: re-running from the {record['step']} step ({scores})", style="bold cyan"))
+            self.console.print(Text(terminal_safe(f"\n↺ rollback {record['number']}: re-running from the {record['step']} step ({scores})"), style="bold cyan"))
         elif event == "stop":
-            self.console.print(Text(f"\n■ stopped: {record['stop_reason']}", style="bold"))
-        elif event in ("interpreter_skipped", "solver_unparsed", "critic_unparseable", "truncated", "error"):
-            self.console.print(Text(f"\n! {record.get('detail', event)}", style="yellow"))
+            self.console.print(Text(terminal_safe(f"\n■ stopped: {record['stop_reason']}"), style="bold"))
+        elif event in ("interpreter_skipped", "solver_unparsed", "critic_unparseable", "max_tokens_reached", "error"):
+            self.console.print(Text(terminal_safe(f"\n! {record.get('detail', event)}"), style="yellow"))

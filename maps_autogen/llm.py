@@ -17,14 +17,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import httpx
 
 from maps_autogen.cache import ResponseCache, cache_key
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import FatalServiceError, RunInterrupted, ServiceError
-from maps_autogen.secrets import redact
+from maps_autogen.limits import DEFAULT_REPLY_BYTES, body_limit, cap_reply, read_capped
+from maps_autogen.redact import redact
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ RETRY_BASE_S = 0.5
 RETRY_CAP_S = 30.0
 RETRY_AFTER_CAP_S = 120.0
 JSON_MODE_FALLBACK = {"schema": "object", "object": "none"}
+ERROR_BODY_BYTES = 64 * 1024
 # How services say a model takes no images (OpenAI: "image_url is only supported by certain
 # models"; vLLM: "... is not a multimodal model"); other image errors concern one problem only.
 _NO_IMAGE_INPUT = re.compile(
@@ -61,6 +63,7 @@ class Completion:
     served_model: str | None = None  # the model the service says answered, when it differs from `model`
     sent: dict[str, Any] = field(default_factory=dict)  # the settings read back from the request body sent
     rejected: str | None = None  # why the reply's text failed its check on the last allowed attempt
+    truncated: bool = False  # the reply was longer than limits.reply_bytes and was cut
 
     def usage(self) -> dict[str, Any]:
         return {
@@ -70,6 +73,7 @@ class Completion:
             "seconds": round(self.seconds, 4),
             "attempts": self.attempts,
             "cached": self.cached,
+            **({"truncated": True} if self.truncated else {}),
         }
 
 
@@ -146,10 +150,10 @@ class _Rejected(Exception):
 def _error_detail(response: httpx.Response) -> str:
     """The service's own error message, shortened to one line."""
     try:
-        body = json.loads(response.read())
+        body = json.loads(read_capped(response.iter_bytes(), ERROR_BODY_BYTES) or b"")  # an error page is not worth megabytes
         detail = body.get("error", body) if isinstance(body, dict) else body
         message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
-    except (ValueError, httpx.HTTPError):
+    except (ValueError, RecursionError, httpx.HTTPError):
         message = ""
     return " ".join(str(message).split())[:200]
 
@@ -192,9 +196,11 @@ class ChatBackend:
         cache: ResponseCache | None = None,
         health_check: Callable[[], None] | None = None,
         cancel: threading.Event | None = None,
+        max_reply_bytes: int = DEFAULT_REPLY_BYTES,
     ):
         self.model = model
         self.cache = cache
+        self.max_reply_bytes = max_reply_bytes
         # Called when the service cannot be reached: the embedded server raises its own clear
         # error (it died, and why) instead of a generic connection failure.
         self._health_check = health_check
@@ -298,6 +304,7 @@ class ChatBackend:
             body = self.request_body(messages, response_format)
             try:
                 text, model_name, usage, finish_reason = self._once(body, role, on_token)
+                text, truncated = cap_reply(text, self.max_reply_bytes)
                 rejected = check(text) if check is not None else None
                 if rejected is not None and attempt <= self.model.max_retries:
                     raise _Retryable(f"the model's reply is unusable: {rejected}")
@@ -331,7 +338,7 @@ class ChatBackend:
             cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0) if usage else None
             if finish_reason == "length":
                 logger.warning("the %s reply was cut off at max_tokens (%s)", role, self.model.max_tokens)
-            if key is not None and rejected is None:
+            if key is not None and rejected is None and not truncated:  # a cut reply is incomplete
                 self.cache.put(self._cache_key(body), text, model_name or self.model.model, prompt_tokens, completion_tokens, finish_reason)
             return Completion(
                 text=text,
@@ -346,6 +353,7 @@ class ChatBackend:
                 served_model=_differing(model_name, self.model.model),
                 sent=self.sent_settings(body),
                 rejected=rejected,
+                truncated=truncated,
             )
 
     def _once(
@@ -365,11 +373,12 @@ class ChatBackend:
                 self._check_status(response)
                 if self.model.stream:
                     return self._read_stream(response, on_token, deadline, too_slow)
-                chunks = []
-                for chunk in response.iter_bytes():
-                    chunks.append(chunk)
-                    self._check_deadline(deadline, too_slow)
-                raw = b"".join(chunks)
+                raw = read_capped(self._before_deadline(response.iter_bytes(), deadline, too_slow), body_limit(self.max_reply_bytes))
+                if raw is None:
+                    raise ServiceError(
+                        f"the model service at {self.base_url} sent a reply body over {body_limit(self.max_reply_bytes):,} bytes",
+                        fix="raise limits.reply_bytes in agents.yaml if such replies are expected",
+                    )
         except httpx.TimeoutException:
             raise _Retryable(too_slow) from None
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
@@ -389,6 +398,12 @@ class ChatBackend:
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else None
         finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
         return text, reply.get("model"), usage, finish_reason if isinstance(finish_reason, str) else None
+
+    def _before_deadline(self, chunks: Iterator[bytes], deadline: float, message: str) -> Iterator[bytes]:
+        """The body's chunks, stopping with a retryable error once the request's deadline passes."""
+        for chunk in chunks:
+            self._check_deadline(deadline, message)
+            yield chunk
 
     def _check_deadline(self, deadline: float, message: str) -> None:
         if self._cancel.is_set():
@@ -411,6 +426,7 @@ class ChatBackend:
         self, response: httpx.Response, on_token: TokenCallback | None, deadline: float, too_slow: str,
     ) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
         pieces: list[str] = []
+        received = 0  # bytes kept; past the reply limit the rest is read but dropped
         usage = None
         model_name = None
         finish_reason = None
@@ -432,7 +448,8 @@ class ChatBackend:
                 usage = chunk["usage"]
             for choice in chunk.get("choices") or []:
                 delta = (choice.get("delta") or {}).get("content")
-                if delta:
+                if delta and received <= self.max_reply_bytes:
+                    received += len(delta.encode("utf-8", errors="surrogatepass"))
                     pieces.append(delta)
                     if on_token is not None:
                         on_token(delta)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from maps_autogen.config import read_yaml
+from maps_autogen.config import LimitsConfig, read_yaml
 from maps_autogen.errors import ConfigError, ProblemError
 from maps_autogen.images import ImageInput, load_image
 
@@ -86,13 +86,13 @@ def _string_list(data: dict[str, Any], key: str, path: Path) -> list[str]:
     return [str(item) for item in value]
 
 
-def load_problem_file(path: Path, *, max_side: int) -> Problem:
+def load_problem_file(path: Path, *, max_side: int, max_bytes: int = LimitsConfig().problem_file_bytes) -> Problem:
     """Read a problem.yaml (question, context, options, images, answer_format, id); image paths
-    are relative to the file."""
+    are relative to the file. The file is untrusted: at most `max_bytes`, no YAML aliases."""
     if not path.is_file():
         raise ProblemError(f"problem file {path} does not exist", fix="check the --problem path")
     try:
-        data = read_yaml(path)
+        data = read_yaml(path, allow_aliases=False, max_bytes=max_bytes, limit_name="limits.problem_file_bytes")
     except ConfigError as error:
         raise ProblemError(error.problem, fix=error.fix) from None
     if not isinstance(data, dict):

@@ -1,12 +1,15 @@
-"""`maps report`: compare eval runs as the paper does: Table 1 (with bootstrap intervals),
-Table 2 (ablation deltas), Figure 4 (where the Critic's feedback went), Figure 6 (solving time
-by question type, answer type, category and difficulty), and cost and tokens per role."""
+"""`maps report`: compare eval runs as the paper does: Table 1 (with bootstrap intervals), with
+`--paper` the paper's own rows beside ours with the difference and a random-choice row computed
+from the data, Table 2 (ablation deltas), Figure 4 (where the Critic's feedback went), Figure 5
+(accuracy per base model and benchmark), Figure 6 (solving time by question type, answer type,
+category and difficulty; also on the paper's scale), and cost and tokens per role."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +18,15 @@ from typing import Any, Sequence
 from maps_autogen.errors import DataError
 from maps_autogen.eval.results import FEEDBACK_TARGETS, MANIFEST_FILE, RESULTS_FILE, ResultsLog
 from maps_autogen.eval.tasks import get_task
+from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
+from maps_autogen.files import FILE_MODE, write_text_atomic
 
 BENCHMARK_ORDER = ("mathvista", "emma", "olympiadbench")  # the paper's column order
 BOOTSTRAP_SAMPLES = 1000
+PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 100 s
+# One colour per series (Figure 5) and for Figure 6's bars, so a figure can be checked by colour.
+SERIES_COLOURS = ("#3a86ff", "#e76f51", "#2a9d8f", "#b5179e", "#e9c46a", "#6a4c93", "#8ac926", "#ff595e")
+TIME_COLOUR = "#3a86ff"
 # Figure 6 panels: which metadata field holds each property, per benchmark.
 TIME_FIELDS = {
     "question type": ("question_type", "type"),
@@ -42,6 +51,10 @@ class Run:
     @property
     def models(self) -> str:
         return ", ".join(sorted({m["model"] for m in self.manifest["models"].values()}))
+
+    @property
+    def model_names(self) -> set[str]:
+        return {m["model"] for m in self.manifest["models"].values()}
 
     @property
     def without(self) -> tuple[str, ...]:
@@ -247,6 +260,94 @@ def usage_by_role(runs: Sequence[Run]) -> dict[str, dict[str, float | None]]:
             for role, row in totals.items()} if problems else {}
 
 
+def random_choice_row(runs: Sequence[Run]) -> Row:
+    """The expected accuracy of guessing, from the problems the runs cover: 1/k for a problem
+    with k choices, 0 for an open answer; per subset, and pooled per benchmark."""
+    row = Row("random choice (expected, from the data)")
+    for benchmark in BENCHMARK_ORDER:
+        problems: dict[str, dict[str, Any]] = {}
+        for run in runs:
+            if run.benchmark == benchmark:
+                for record in run.records:
+                    problems.setdefault(str(record.get("pid")), record)
+        known = [r for r in problems.values() if isinstance((r.get("metadata") or {}).get("choices"), int)]
+        if not known:
+            continue
+        for subset in [*(s.name for s in get_task(benchmark).subsets), "Avg."]:
+            mine = [r for r in known if subset == "Avg." or r.get("subset") == subset]
+            if mine:
+                chance = sum(1 / r["metadata"]["choices"] for r in mine if r["metadata"]["choices"] > 0) / len(mine)
+                row.cells[(benchmark, subset)] = Cell(round(100 * chance, 2), None, len(mine))
+        row.benchmark_avgs[benchmark] = row.cells[(benchmark, "Avg.")].accuracy or 0.0
+    return row
+
+
+def _overall(values: dict[str, float]) -> float | None:
+    """The mean of the benchmark averages (the paper's last column)."""
+    return round(sum(values.values()) / len(values), 2) if values else None
+
+
+def _paper_average(paper: PaperRow, benchmarks: Sequence[str]) -> float | None:
+    """The paper's mean of these benchmarks' averages."""
+    return _overall({b: value for b in benchmarks if (value := paper.value(f"{b}/Avg.")) is not None})
+
+
+def _difference(cell: Cell | None, paper_value: float | None) -> str:
+    if cell is None or cell.accuracy is None or paper_value is None:
+        return "-"
+    return f"{cell.accuracy - paper_value:+.2f}"
+
+
+def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
+    """Table 1 beside the paper: the paper's rows with every cell as printed, a random-choice
+    row computed from the data, then ours; for each of our rows that reproduces a paper row
+    (same method and model), "Δ vs paper" is our average minus the paper's over the same
+    benchmarks, and a difference row gives it cell by cell. Markdown and CSV."""
+    benchmarks = [b for b in BENCHMARK_ORDER if any(run.benchmark == b for run in runs)]
+    columns: list[tuple[str, str, str]] = []
+    for benchmark in benchmarks:
+        task = get_task(benchmark)
+        columns += [(benchmark, s.name, f"{task.title} {s.column}") for s in task.subsets]
+        columns.append((benchmark, "Avg.", f"{task.title} Avg."))
+    header = ["Source", "Method", *(h for _, _, h in columns), "Avg.", "Δ vs paper"]
+    body: list[list[str]] = []
+    every_benchmark = len(benchmarks) == len(BENCHMARK_ORDER)
+    for paper in paper_table1_rows():
+        average = _paper_average(paper, benchmarks)
+        overall = paper.cells[OVERALL] if every_benchmark else ("-" if average is None else f"{average:.2f}")
+        body.append(["paper", paper.label, *(paper.cells.get(f"{b}/{s}", "-") for b, s, _ in columns), overall, ""])
+    ours = [(random_choice_row(runs), None)] + [(row, next((r for r in runs if r.label == row.label), None)) for row in table1_rows(runs)]
+    differences: list[list[str]] = []
+    for row, run in ours:
+        overall = _overall(row.benchmark_avgs)
+        paper = paper_row_for(run.manifest["method"], run.model_names) if run is not None and not run.without else None
+        delta = "-"
+        if paper is not None and overall is not None:
+            reference = _paper_average(paper, list(row.benchmark_avgs))
+            delta = "-" if reference is None else f"{overall - reference:+.2f} ({paper.label})"
+            differences.append([f"{row.label} − {paper.label}",
+                                *(_difference(row.cells.get((b, s)), paper.value(f"{b}/{s}")) for b, s, _ in columns)])
+        body.append(["this report", row.label, *(row.cells.get((b, s), Cell(None, None, 0)).text(False) for b, s, _ in columns),
+                     "-" if overall is None else f"{overall:.2f}", delta])
+    markdown = _markdown(header, body)
+    if differences:
+        markdown += "\n\nDifference against the paper (points, ours − paper):\n\n" + _markdown(["Run", *(h for _, _, h in columns)], differences)
+    out = io.StringIO()
+    csv.writer(out).writerows([header, *body])
+    return markdown, out.getvalue()
+
+
+def accuracy_by_model(runs: Sequence[Run]) -> dict[str, dict[str, dict[str, float]]]:
+    """Figure 5 data: per benchmark, per row (method and base model), accuracy per subset and
+    pooled ("Avg."); full runs only (ablations are Table 2's)."""
+    data: dict[str, dict[str, dict[str, float]]] = {}
+    for row in table1_rows([run for run in runs if not run.without]):
+        for (benchmark, subset), cell in row.cells.items():
+            if cell.accuracy is not None:
+                data.setdefault(benchmark, {}).setdefault(row.label, {})[subset] = cell.accuracy
+    return {b: data[b] for b in BENCHMARK_ORDER if b in data}
+
+
 def _usage_table(usage: dict[str, dict[str, float | None]]) -> str:
     body = [[role, f"{row['calls']:.2f}", f"{row['prompt_tokens']:.0f}", f"{row['completion_tokens']:.0f}",
              "-" if row["cost"] is None else f"${row['cost']:.5f}"] for role, row in usage.items()]
@@ -260,6 +361,15 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _save_figure(fig: Any, path: Path) -> None:
+    """Write a figure as PNG with the mode of every file we write, and free it."""
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=120)
+    os.chmod(path, FILE_MODE)
+    plt.close(fig)
 
 
 def plot_feedback(shares: dict[str, dict[str, float]], path: Path) -> Path:
@@ -282,26 +392,57 @@ def plot_feedback(shares: dict[str, dict[str, float]], path: Path) -> Path:
     ax.set_title("Where the Critic's feedback went (first rollback per problem)")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_figure(fig, path)
     return path
 
 
-def plot_times(times: dict[str, dict[str, float]], path: Path) -> Path:
-    """Figure 6: mean solving time per value of each property, one panel per property."""
+def plot_times(times: dict[str, dict[str, float]], path: Path, *, paper_scale: bool = False) -> Path:
+    """Figure 6: mean solving time per value of each property, one panel per property; on the
+    paper's scale, each time relative to 100 s (1.0 = 100 s)."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(times), figsize=(4.2 * len(times), 4), squeeze=False)
     for ax, (panel, values) in zip(axes[0], times.items()):
         labels = list(values)
-        ax.bar(range(len(labels)), list(values.values()), color="#3a86ff")
+        heights = [v / PAPER_TIME_SCALE_S for v in values.values()] if paper_scale else list(values.values())
+        ax.bar(range(len(labels)), heights, color=TIME_COLOUR)
         ax.set_xticks(range(len(labels)))
         ax.set_xticklabels([label if len(label) <= 18 else label[:17] + "…" for label in labels], rotation=35, ha="right", fontsize=8)
         ax.set_title(f"by {panel}")
-        ax.set_ylabel("mean solving time (s)")
-    fig.suptitle("Solving time")
+        if paper_scale:
+            ax.set_ylabel(f"solving time relative to {PAPER_TIME_SCALE_S:.0f} s")
+        else:
+            ax.set_ylabel("mean solving time (s)")
+    fig.suptitle(f"Solving time relative to {PAPER_TIME_SCALE_S:.0f} s (the paper's scale)" if paper_scale else "Solving time")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_figure(fig, path)
+    return path
+
+
+def plot_models(data: dict[str, dict[str, dict[str, float]]], path: Path) -> Path:
+    """Figure 5: accuracy per subset and pooled, one panel per benchmark, one bar colour per
+    row (method and base model), as the paper compares base models with and without MAPS."""
+    plt = _pyplot()
+    labels = list(dict.fromkeys(label for rows in data.values() for label in rows))
+    colours = {label: SERIES_COLOURS[n % len(SERIES_COLOURS)] for n, label in enumerate(labels)}
+    fig, axes = plt.subplots(1, len(data), figsize=(max(5.0, 1.2 + 1.1 * len(labels)) * len(data), 4.2), squeeze=False)
+    for ax, (benchmark, rows) in zip(axes[0], data.items()):
+        task = get_task(benchmark)
+        groups = [s.name for s in task.subsets if any(s.name in r for r in rows.values())] + ["Avg."]
+        width = 0.8 / max(1, len(rows))
+        for n, (label, values) in enumerate(rows.items()):
+            xs = [g + (n - (len(rows) - 1) / 2) * width for g, name in enumerate(groups) if name in values]
+            ax.bar(xs, [values[name] for name in groups if name in values], width=width * 0.92, color=colours[label])
+        ax.set_xticks(range(len(groups)))
+        columns = {s.name: s.column for s in task.subsets}
+        ax.set_xticklabels([columns.get(name, name) for name in groups], fontsize=9)
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(task.title)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colours[label]) for label in labels]
+    fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8, frameon=False)
+    fig.suptitle("Accuracy per base model")
+    fig.tight_layout(rect=(0, 0.06 + 0.05 * ((len(labels) - 1) // 3), 1, 1))
+    _save_figure(fig, path)
     return path
 
 
@@ -311,21 +452,28 @@ class Report:
     files: list[Path]
 
 
-def write_report(run_dirs: Sequence[Path], out: Path) -> Report:
-    """Read the runs and write table1.md/.csv, table2.md, figure4.png, figure6.png, usage.md and
-    report.md into `out`."""
+def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) -> Report:
+    """Read the runs and write table1.md/.csv, table2.md, figure4.png, figure5.png, figure6.png,
+    figure6_paper_scale.png, usage.md and report.md into `out`; with `paper`, also
+    table1_paper.md/.csv (the paper's rows beside ours)."""
     runs = [load_run(path) for path in run_dirs]
     out.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
     parts = ["# MAPS report", "Runs: " + ", ".join(f"`{run.path}` ({run.label}, {run.benchmark}, {len(run.scored)} scored)" for run in runs)]
     markdown1, csv1 = table1(runs)
-    (out / "table1.md").write_text(markdown1 + "\n")
-    (out / "table1.csv").write_text(csv1)
+    write_text_atomic(out / "table1.md", markdown1 + "\n")
+    write_text_atomic(out / "table1.csv", csv1)
     files += [out / "table1.md", out / "table1.csv"]
     parts += ["## Table 1: accuracy (%) with 95% bootstrap intervals", markdown1]
+    if paper:
+        markdown_paper, csv_paper = paper_table(runs)
+        write_text_atomic(out / "table1_paper.md", markdown_paper + "\n")
+        write_text_atomic(out / "table1_paper.csv", csv_paper)
+        files += [out / "table1_paper.md", out / "table1_paper.csv"]
+        parts += ["## Table 1 beside the paper (the paper's cells as printed; random choice expected from the data)", markdown_paper]
     ablation = table2(runs)
     if ablation:
-        (out / "table2.md").write_text(ablation + "\n")
+        write_text_atomic(out / "table2.md", ablation + "\n")
         files.append(out / "table2.md")
         parts += ["## Table 2: ablations (delta against full MAPS)", ablation]
     shares = feedback_shares(runs)
@@ -334,24 +482,31 @@ def write_report(run_dirs: Sequence[Path], out: Path) -> Report:
         parts += ["## Figure 4: feedback shares", "![](figure4.png)",
                   _markdown(["Benchmark", *(t if t != "none" else "no regeneration" for t in FEEDBACK_TARGETS)],
                             [[get_task(b).title, *(f"{100 * s[t]:.1f}%" for t in FEEDBACK_TARGETS)] for b, s in shares.items()])]
+    models = accuracy_by_model(runs)
+    if models:
+        files.append(plot_models(models, out / "figure5.png"))
+        parts += ["## Figure 5: accuracy per base model", "![](figure5.png)"]
     times = solving_times(runs)
     if times:
         files.append(plot_times(times, out / "figure6.png"))
-        parts += ["## Figure 6: solving time", "![](figure6.png)"]
+        files.append(plot_times(times, out / "figure6_paper_scale.png", paper_scale=True))
+        parts += ["## Figure 6: solving time", "![](figure6.png)", f"On the paper's scale (relative to {PAPER_TIME_SCALE_S:.0f} s):",
+                  "![](figure6_paper_scale.png)"]
     usage = usage_by_role(runs)
     if usage:
-        (out / "usage.md").write_text(_usage_table(usage) + "\n")
+        write_text_atomic(out / "usage.md", _usage_table(usage) + "\n")
         files.append(out / "usage.md")
         parts += ["## Cost and tokens per problem, by role", _usage_table(usage)]
     markdown = "\n\n".join(parts) + "\n"
-    (out / "report.md").write_text(markdown)
+    write_text_atomic(out / "report.md", markdown)
     files.append(out / "report.md")
-    (out / "report.json").write_text(json.dumps({"feedback_shares": shares, "solving_times": times, "usage_by_role": usage,
+    write_text_atomic(out / "report.json", json.dumps({"feedback_shares": shares, "solving_times": times, "usage_by_role": usage,
+                                                 "accuracy_by_model": models,
                                                  "table1": [{"label": r.label, "cells": {f"{b}/{s}": vars(c) for (b, s), c in r.cells.items()}}
                                                             for r in table1_rows(runs)]}, indent=2, default=str))
     files.append(out / "report.json")
     return Report(markdown, files)
 
 
-__all__ = ["Report", "bootstrap_interval", "feedback_shares", "load_run", "solving_times", "table1", "table2",
-           "usage_by_role", "write_report"]
+__all__ = ["Report", "accuracy_by_model", "bootstrap_interval", "feedback_shares", "load_run", "paper_table", "random_choice_row",
+           "solving_times", "table1", "table2", "usage_by_role", "write_report"]

@@ -6,17 +6,20 @@ this is what keeps the cost of a chat linear in its length.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from maps_autogen.images import ImageInput
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
-from maps_autogen.roles import DIMENSION_OF_STEP, Role
+from maps_autogen.roles import DIMENSION_OF_STEP, Role, option_letter
 
 # The declared inputs of each role (MAPS_SPEC "The four steps"), in the order they are shown.
 ROLE_INPUTS: dict[Role, tuple[str, ...]] = {
-    Role.INTERPRETER: ("images",),
+    # The Interpreter reads the problem's text only to know what each <image_k> is (its prompt
+    # says not to solve it): the placeholders are how a diagram is tied to the question or an option.
+    Role.INTERPRETER: ("images", "question", "context", "options"),
     Role.ALIGNER: ("question", "context", "options", "caption"),
     Role.SCHOLAR: ("question", "context", "caption", "alignment"),
     Role.SOLVER: ("question", "options", "caption", "alignment", "knowledge", "answer_format"),
@@ -33,14 +36,68 @@ class Revision:
     feedback: str
 
 
+IMAGE_PLACEHOLDER = re.compile(r"<image_(\d+)>")
+
+
 def format_options(options: tuple[str, ...]) -> str:
     """Options as lettered lines (A. ..., B. ...), unless they are already lettered."""
     lines = []
     for index, option in enumerate(options):
-        letter = chr(ord("A") + index) if index < 26 else str(index + 1)
+        letter = option_letter(index)
         already = len(option) > 1 and option[0] == letter and option[1] in ".):"
         lines.append(option if already else f"{letter}. {option}")
     return "\n".join(lines)
+
+
+def image_tag(number: int) -> str:
+    """The placeholder that names the `number`-th image (1-based) in the problem's text."""
+    return f"<image_{number}>"
+
+
+def _option_of_image(options: Sequence[str]) -> dict[int, str]:
+    """{image number: letter of the first option that shows it} (options such as "<image_3>")."""
+    letters: dict[int, str] = {}
+    for index, option in enumerate(options):
+        for match in IMAGE_PLACEHOLDER.finditer(option):
+            letters.setdefault(int(match.group(1)), option_letter(index))
+    return letters
+
+
+def image_part(image: ImageInput) -> dict[str, Any]:
+    """The chat API part that carries an image."""
+    return {"type": "image_url", "image_url": {"url": image.data_url()}}
+
+
+def interleave_images(text: str, images: Sequence[ImageInput], options: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The text as chat parts with every image right after its tag, so a model knows which
+    image each placeholder names: an image goes right after the first `<image_k>` of the text
+    (as the benchmarks' own evaluation code places it; an option "B. <image_3>" is thus followed
+    by its image); an image the text never names follows the text, after its tag (and its
+    option's letter when an option shows it). The text keeps every placeholder."""
+    parts: list[dict[str, Any]] = []
+    placed: set[int] = set()
+    start = 0
+    for match in IMAGE_PLACEHOLDER.finditer(text):
+        number = int(match.group(1))
+        if not 1 <= number <= len(images) or number in placed:
+            continue
+        parts.append({"type": "text", "text": text[start : match.end()]})
+        parts.append(image_part(images[number - 1]))
+        placed.add(number)
+        start = match.end()
+    tail = text[start:]
+    letters = _option_of_image(options)
+    for number, image in enumerate(images, start=1):
+        if number in placed:
+            continue
+        tag = image_tag(number) if number not in letters else f"{letters[number]}. {image_tag(number)}"
+        before = tail.rstrip()
+        parts.append({"type": "text", "text": f"{before}\n\n{tag}" if before else tag})
+        parts.append(image_part(image))
+        tail = ""
+    if tail:
+        parts.append({"type": "text", "text": tail})
+    return parts
 
 
 def _problem_text(name: str, problem: Problem) -> str:
@@ -71,7 +128,7 @@ def image_note(prompts: PromptSet, image: ImageInput, index: int) -> str:
     """The text that stands in for an image when the model cannot see images."""
     return render(
         prompts.task.image_note,
-        {"index": index, "name": image.name, "width": image.width, "height": image.height},
+        {"index": index, "tag": image_tag(index), "name": image.name, "width": image.width, "height": image.height},
         source=prompts.task.source,
     )
 
@@ -89,7 +146,7 @@ def build_request(
     """The user message of `role`'s request: the task preamble, its labelled inputs, the
     revision material when it re-runs, and its instruction.
 
-    `images` is "send" (images attached as data URLs), "note" (a text note per image, for
+    `images` is "send" (each image attached as a data URL right after its `<image_k>` tag), "note" (a text note per image, for
     models that cannot see) or "none" (this role does not receive images).
     """
     labels = prompts.task.labels
@@ -111,10 +168,7 @@ def build_request(
     text = "\n\n".join(section for section in sections if section)
     if images != "send" or not problem.has_images:
         return text
-    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
-    for image in problem.images:
-        parts.append({"type": "image_url", "image_url": {"url": image.data_url()}})
-    return parts
+    return interleave_images(text, problem.images, problem.options)
 
 
 def revision_for(role: Role, outputs: Mapping[Role, str], feedback: Mapping[str, str]) -> Revision:

@@ -73,14 +73,23 @@ class CriticVerdict:
         }
 
 
-def solver_schema() -> dict[str, Any]:
-    """JSON schema of the Solver's reply (strict-mode compatible)."""
+def option_letter(index: int) -> str:
+    """The letter of the option at `index` (0-based): A, B, ..., then numbers past Z."""
+    return chr(ord("A") + index) if index < 26 else str(index + 1)
+
+
+def solver_schema(option_count: int = 0) -> dict[str, Any]:
+    """JSON schema of the Solver's reply (strict-mode compatible). With options, the final
+    answer is one of their letters, so even a tiny model answers with a real choice."""
     phases = {f"Phase {n}": {"type": "string"} for n in range(1, 5)}
+    answer: dict[str, Any] = {"type": "string"}
+    if option_count:
+        answer["enum"] = [option_letter(n) for n in range(option_count)]
     return {
         "type": "object",
         "properties": {
             "process": {"type": "object", "properties": phases, "required": list(phases), "additionalProperties": False},
-            "final_answer": {"type": "string"},
+            "final_answer": answer,
         },
         "required": ["process", "final_answer"],
         "additionalProperties": False,

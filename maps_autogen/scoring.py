@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from maps_autogen.benchmarks import RecordError, Scorer, Verdict, get_scorer
 from maps_autogen.errors import DataError, UsageError
+from maps_autogen.files import atomic_text_writer
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +61,8 @@ class ScoreReport:
     subsets: dict[str, SubsetTally] = field(default_factory=dict)
     methods: dict[str, SubsetTally] = field(default_factory=dict)
     skipped: list[SkippedLine] = field(default_factory=list)
+    # Lines sent to the LLM extractor (those the rules could not read); None when it was off.
+    llm_requests: int | None = None
 
     @property
     def overall(self) -> SubsetTally:
@@ -127,10 +127,13 @@ def scored_line(
     record: Mapping[str, Any], verdict: Verdict, *, with_prediction: bool = True
 ) -> dict[str, Any]:
     """The output object: the input unchanged plus `extraction`, `prediction` (when
-    `with_prediction` or the verdict has one) and `correct`; also `extraction_method: "rules"`
-    when the scorer extracted the answer from the response itself."""
+    `with_prediction` or the verdict has one) and `correct`; also `extraction_method`
+    when the scorer extracted the answer from the response itself: the scorer's own label
+    ("rules", "unreadable") or, if it gives none, "rules"."""
     out = dict(record)
-    if record.get("extraction") is None and verdict.extraction is not None:
+    if record.get("extraction") is None and verdict.extraction_method not in (None, "given"):
+        out["extraction_method"] = verdict.extraction_method
+    elif record.get("extraction") is None and verdict.extraction is not None:
         # Say how the answer was obtained, so rule-extracted and LLM-extracted results can be
         # reported apart. A given extraction keeps whatever label it came with.
         out.setdefault("extraction_method", "rules")
@@ -184,26 +187,6 @@ def default_out_path(input_path: Path) -> Path:
         input_path.with_name(input_path.name + SCORED_SUFFIX)
 
 
-@contextmanager
-def _atomic_writer(path: Path) -> Iterator[TextIO]:
-    """A text handle on a temporary file beside `path`, renamed over it on success: readers
-    never see a half-written file, and a failed run leaves any previous output intact."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        try:
-            os.unlink(temp_name)
-        except OSError:
-            pass
-        raise
-
-
 def score_file(
     benchmark: str,
     input_path: Path | str,
@@ -220,9 +203,10 @@ def score_file(
     (default: input with `.scored.jsonl`) is written atomically. Raises DataError when the
     input cannot be read and UsageError for an unknown benchmark or rules value.
 
-    `llm_extract` (off by default) is asked for the lines whose response the rules cannot
-    read; it returns the record with an LLM-made `extraction` (`extraction_method: "llm"`),
-    and the summary reports those lines separately.
+    `llm_extract` (off by default) is asked only for the lines the scorer marks "unreadable"
+    (a response the rules cannot read, not one that gives no answer); it returns the record
+    with an LLM-made `extraction` (`extraction_method: "llm"`). The report counts those
+    requests, and the summary reports every line under how it was extracted.
     """
     input_path = Path(input_path)
     scorer = resolve_scorer(benchmark, rules)
@@ -231,15 +215,18 @@ def score_file(
     if target.resolve() == input_path.resolve():
         raise UsageError(f"output {target} would overwrite the input", fix="pass another --out")
     report = ScoreReport(benchmark=benchmark, rules=effective, input_path=input_path,
-                         out_path=target)
+                         out_path=target, llm_requests=0 if llm_extract is not None else None)
     with_prediction = has_prediction_stage(scorer)
     # Open the input first, so a missing file creates nothing on the output side.
-    with _open_input(input_path) as in_file, _atomic_writer(target) as out_file:
+    with _open_input(input_path) as in_file, atomic_text_writer(target, fsync=True) as out_file:
         for line_no, text in _iter_lines(in_file, input_path):
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as error:
                 report.skipped.append(SkippedLine(line_no, f"not valid JSON ({error.msg})"))
+                continue
+            except RecursionError:
+                report.skipped.append(SkippedLine(line_no, "JSON nested too deeply"))
                 continue
             if not isinstance(record, dict):
                 report.skipped.append(
@@ -248,8 +235,8 @@ def score_file(
                 continue
             try:
                 verdict = scorer.score(record, effective)
-                if llm_extract is not None and record.get("extraction") is None and verdict.extraction is None \
-                        and str(record.get("response") or "").strip():
+                if llm_extract is not None and verdict.extraction_method == "unreadable":
+                    report.llm_requests = (report.llm_requests or 0) + 1
                     record = dict(llm_extract(record))
                     verdict = scorer.score(record, effective)
             except RecordError as error:
@@ -282,6 +269,8 @@ def render_summary(report: ScoreReport) -> str:
         lines.append("by extraction method:")
         for name in sorted(report.methods):
             lines.append(_tally_row(name, report.methods[name], width))
+    if report.llm_requests is not None:
+        lines.append(f"sent to the LLM extractor (unreadable by the rules): {report.llm_requests}")
     lines.append(f"skipped lines: {len(report.skipped)}")
     lines.append(f"written: {report.out_path}")
     return "\n".join(lines)

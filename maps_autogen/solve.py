@@ -23,7 +23,7 @@ from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.errors import RunInterrupted
 from maps_autogen.interrupts import exit_on_second_interrupt
 from maps_autogen.roles import Role
-from maps_autogen.secrets import register_secret
+from maps_autogen.redact import register_secret
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
 
 
@@ -72,15 +72,17 @@ _backend_lock = threading.Lock()
 
 def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: ResponseCache | None, max_connections: int,
                   cancel: threading.Event) -> ChatBackend:
+    reply_bytes = loaded.config.limits.reply_bytes
     if model.kind != "local":
-        return ChatBackend(model, cache=cache, max_connections=max_connections, cancel=cancel)
+        return ChatBackend(model, cache=cache, max_connections=max_connections, cancel=cancel, max_reply_bytes=reply_bytes)
     from maps_autogen.local_server import shared_local_server, settings_from_endpoint
 
     # Started on first use, shared by the whole process, stopped at exit (and on Ctrl-C).
     server = shared_local_server(settings_from_endpoint(model.local, base_dir=loaded.base_dir))
     register_secret(server.api_key)
     local = replace(model, base_url=server.base_url, api_key=server.api_key)
-    return ChatBackend(local, cache=cache, max_connections=max_connections, health_check=server.ensure_alive, cancel=cancel)
+    return ChatBackend(local, cache=cache, max_connections=max_connections, health_check=server.ensure_alive, cancel=cancel,
+                       max_reply_bytes=reply_bytes)
 
 
 def assemble_team(

@@ -4,17 +4,16 @@ message or event), with each image stored once as a file."""
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import tempfile
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
 from maps_autogen.errors import DataError
+from maps_autogen.files import open_append, write_bytes_file, write_text_atomic
 from maps_autogen.problem import Problem
-from maps_autogen.secrets import redact
+from maps_autogen.redact import redact
 
 SCHEMA_VERSION = 1
 RUN_FILE = "run.json"
@@ -37,16 +36,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
     The rename is atomic; there is no fsync, because surviving `kill -9` needs none and these
     files are rewritten often (results.jsonl, the record of finished work, is fsync'd)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = redact(json.dumps(data, ensure_ascii=False, indent=2, default=str))
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
 def request_for_transcript(messages: list[dict[str, Any]], image_files: dict[str, str]) -> list[dict[str, Any]]:
@@ -75,7 +65,7 @@ class RunWriter:
         except OSError as error:
             raise DataError(f"cannot create run folder {run_dir}: {error.strerror or error}", fix="choose another --runs-dir") from None
         self._lock = threading.Lock()
-        self._transcript = open(run_dir / TRANSCRIPT_FILE, "a", encoding="utf-8")
+        self._transcript = open(open_append(run_dir / TRANSCRIPT_FILE), "a", encoding="utf-8")
         self._index = 0
 
     def save_images(self, problem: Problem) -> list[str]:
@@ -84,8 +74,7 @@ class RunWriter:
         for number, image in enumerate(problem.images, start=1):
             relative = f"{IMAGES_DIR}/image-{number}.{image.extension}"
             target = self.run_dir / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(image.data)
+            write_bytes_file(target, image.data)
             files.append(relative)
         return files
 

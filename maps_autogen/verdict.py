@@ -2,21 +2,30 @@
 
 Models wrap JSON in code fences, add prose around it, or leave trailing commas; this module
 finds the object anyway and says whether it had to repair anything.
+
+Replies are untrusted: every scan here is linear in the reply's length (no regex with adjacent
+unbounded quantifiers that can match the same characters), at most MAX_CANDIDATES spans are
+tried, and JSON nested deeper than MAX_JSON_DEPTH counts as unparseable.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from maps_autogen.roles import DIMENSION_OF_STEP, DIMENSIONS, CriticVerdict, Role, SolverAnswer
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _SMART_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
 _PY_LITERALS = re.compile(r"(?<![\"\w])(True|False|None)(?![\"\w])")
-_FINAL_ANSWER_LINE = re.compile(r"final[ _]answer\s*[\"']?\s*[:：=]\s*(.+)", re.IGNORECASE)
+# At most 64 spaces/quotes between "final answer" and the colon: a bounded run cannot backtrack
+# quadratically (the unbounded `\s*["']?\s*` took 26 s on 64k spaces).
+_FINAL_ANSWER_LINE = re.compile(r"final[ _]answer[\s\"']{0,64}[:：=]\s*(.+)", re.IGNORECASE)
+_FENCE_MARK = "```"
+MAX_JSON_DEPTH = 64
+MAX_CANDIDATES = 64
 
 
 def _balanced_objects(text: str) -> list[str]:
@@ -48,12 +57,44 @@ def _balanced_objects(text: str) -> list[str]:
     return spans
 
 
-def _repairs(candidate: str) -> list[str]:
-    """Progressively repaired versions of a JSON candidate (the cheap, safe repairs only)."""
+def _fenced_blocks(text: str) -> list[str]:
+    """The contents of ```-fenced blocks (an optional `json` tag dropped), found with plain
+    string search so that an unclosed fence costs one scan."""
+    blocks: list[str] = []
+    start = text.find(_FENCE_MARK)
+    while start != -1:
+        end = text.find(_FENCE_MARK, start + len(_FENCE_MARK))
+        if end == -1:
+            break
+        block = text[start + len(_FENCE_MARK) : end]
+        if block[:4] in ("json", "JSON"):
+            block = block[4:]
+        blocks.append(block.strip())
+        start = text.find(_FENCE_MARK, end + len(_FENCE_MARK))
+    return blocks
+
+
+def _too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether a parsed JSON value nests lists/objects deeper than `limit` (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend([(child, depth + 1) for child in children if type(child) in (dict, list)])
+    return False
+
+
+def _repairs(candidate: str) -> Iterator[str]:
+    """Progressively repaired versions of a JSON candidate (the cheap, safe repairs only),
+    each made only when the previous one did not parse."""
     no_trailing = _TRAILING_COMMA.sub(r"\1", candidate)
+    yield no_trailing
     quoted = no_trailing.translate(_SMART_QUOTES)
-    literals = _PY_LITERALS.sub(lambda m: {"True": "true", "False": "false", "None": "null"}[m.group(1)], quoted)
-    return [no_trailing, quoted, literals]
+    yield quoted
+    yield _PY_LITERALS.sub(lambda m: {"True": "true", "False": "false", "None": "null"}[m.group(1)], quoted)
 
 
 def _loads_object(candidate: str) -> dict[str, Any] | None:
@@ -61,7 +102,9 @@ def _loads_object(candidate: str) -> dict[str, Any] | None:
         value = json.loads(candidate, strict=False)
     except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict) or _too_deep(value):
+        return None
+    return value
 
 
 def extract_json_object(text: str | None) -> tuple[dict[str, Any] | None, bool]:
@@ -76,11 +119,11 @@ def extract_json_object(text: str | None) -> tuple[dict[str, Any] | None, bool]:
     direct = _loads_object(stripped)
     if direct is not None:
         return direct, False
-    candidates = [block.strip() for block in _FENCE.findall(stripped)]
-    candidates += _balanced_objects(stripped)
+    # Only spans with a colon can hold a key; LaTeX braces such as {1}{2} cannot.
+    candidates = [c for c in [*_fenced_blocks(stripped), *_balanced_objects(stripped)] if ":" in c]
     # A reply that opens an object but never closes it is usually cut off; nothing to recover.
-    for candidate in candidates:
-        for version in [candidate, *_repairs(candidate)]:
+    for candidate in candidates[:MAX_CANDIDATES]:
+        for version in itertools.chain([candidate], _repairs(candidate)):
             found = _loads_object(version)
             if found is not None:
                 return found, True

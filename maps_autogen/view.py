@@ -20,6 +20,7 @@ from typing import Any
 from collections.abc import Iterable
 
 from maps_autogen.errors import DataError
+from maps_autogen.redact import redact
 from maps_autogen.transcript import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, read_jsonl, read_run, read_transcript
 
 VIEW_FILE = "view.html"
@@ -695,7 +696,7 @@ def render_view(run_dir: Path) -> str:
 def write_view(run_dir: Path, out: Path | None = None) -> Path:
     """Render `run_dir` and write the page to `out` (default: RUN/view.html); returns the path."""
     run_dir = Path(run_dir)
-    page = render_view(run_dir)
+    page = redact(render_view(run_dir))
     target = Path(out) if out is not None else run_dir / VIEW_FILE
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,15 +1,19 @@
 """Conformance with the official MathVista evaluator on recorded testmini verdicts.
 
-The data live outside the repository (../shared/conformance/, read in place, never copied):
-13 model runs whose extraction, prediction and verdict were produced by the official code.
-Our normalisation and verdict must reproduce all of them; the rule-only extractor's agreement
-with the official (mostly LLM) extraction is measured and printed, with only a sanity floor.
+The data live outside the repository (../shared/conformance/ beside the checkout, or beside
+the folder holding a git worktree; read in place, never copied): 13 model runs whose
+extraction, prediction and verdict were produced by the official code. Our normalisation and
+verdict must reproduce all of them. Scored from the raw response alone, our rule-based
+extractor must reach the agreement floor below (benchmarks/mathvista_extraction_agreement.py
+prints the full report, with the disagreements grouped by cause). Without the data the tests
+skip on a user's clone but fail in CI (CI=true).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,19 +22,28 @@ import pytest
 
 from maps_autogen.benchmarks.mathvista import SCORER, extract_answer, normalize
 
-CONFORMANCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "conformance"
-DATA_FILE = CONFORMANCE_DIR / "mathvista_testmini_verdicts.dev.jsonl.gz"
+DATA_NAME = "mathvista_testmini_verdicts.dev.jsonl.gz"
+_REPO = Path(__file__).resolve().parents[1]
+DATA_FILE = next((folder / "shared" / "conformance" / DATA_NAME for folder in _REPO.parents
+                  if (folder / "shared" / "conformance" / DATA_NAME).exists()),
+                 _REPO.parent / "shared" / "conformance" / DATA_NAME)
 EXPECTED_RECORDS = 12_998
 
-# Floors well under today's figures (about 72% same prediction, 88% same verdict): they catch
-# a broken extractor, not a small regression.
-RULE_ONLY_PREDICTION_FLOOR = 0.60
-RULE_ONLY_VERDICT_FLOOR = 0.80
+# What the rules reach from the response alone (measured: 92.2% same verdict, 282 false
+# accepts, 79.5% same prediction). Most of the remaining disagreements are the official
+# extractor's own errors (see the agreement script), so the floor sits just under the figure
+# to catch regressions, and false accepts may not grow.
+RULE_ONLY_VERDICT_FLOOR = 0.92
+RULE_ONLY_PREDICTION_FLOOR = 0.79
+RULE_ONLY_FALSE_ACCEPTS_CEILING = 285
 
 
 def load_records() -> list[dict[str, Any]]:
     if not DATA_FILE.exists():
-        pytest.skip(f"conformance data not found at {DATA_FILE} (only present in the dev setup)")
+        message = f"conformance data not found at {DATA_FILE} (only present in the dev setup)"
+        if os.environ.get("CI"):
+            pytest.fail(message + "; CI must have it")
+        pytest.skip(message)
     with gzip.open(DATA_FILE, "rt", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
@@ -109,7 +122,7 @@ def test_both_integer_rules_are_exercised(records: list[dict[str, Any]]) -> None
 
 
 def test_rule_only_extraction_agreement(records: list[dict[str, Any]]) -> None:
-    same_extraction = same_prediction = same_verdict = 0
+    same_extraction = same_prediction = same_verdict = false_accepts = 0
     for record in records:
         rules = rule_versions_of(record)[0]
         ours = extract_answer(
@@ -123,12 +136,14 @@ def test_rule_only_extraction_agreement(records: list[dict[str, Any]]) -> None:
         same_extraction += ours == record["extraction"]
         same_prediction += verdict.prediction == record["prediction"]
         same_verdict += verdict.correct == record["true_false"]
+        false_accepts += verdict.correct and not record["true_false"]
     total = len(records)
     print(
         f"\nRule-only extraction vs official extraction on {total} records: "
         f"same extraction {100 * same_extraction / total:.1f}%, "
         f"same normalised prediction {100 * same_prediction / total:.1f}%, "
-        f"same verdict {100 * same_verdict / total:.1f}%"
+        f"same verdict {100 * same_verdict / total:.2f}%, false accepts {false_accepts}"
     )
     assert same_prediction / total >= RULE_ONLY_PREDICTION_FLOOR
     assert same_verdict / total >= RULE_ONLY_VERDICT_FLOOR
+    assert false_accepts <= RULE_ONLY_FALSE_ACCEPTS_CEILING

@@ -26,6 +26,12 @@ def mathvista(tmp_path: Path):
     return write_mathvista_jsonl(tmp_path / "mathvista", 12)
 
 
+@pytest.fixture
+def two(tmp_path: Path):
+    """Problem 1 (general) and problem 2 (math): `--limit 1` runs problem 1."""
+    return write_mathvista_jsonl(tmp_path / "two", 2)
+
+
 class Faulty(ProblemScript):
     """ProblemScript, except that `faults[(pid, role)]` replies (in order) come first."""
 
@@ -54,8 +60,8 @@ def cached_texts(runs: Path) -> list[str]:
         return [row[0] for row in db.execute("SELECT text FROM accepted_replies")]
 
 
-def test_a_truncated_stream_is_not_scored_not_cached_and_resume_redoes_it(tmp_path: Path, mathvista) -> None:
-    data, rows = mathvista
+def test_a_truncated_stream_is_not_scored_not_cached_and_resume_redoes_it(tmp_path: Path, two) -> None:
+    data, rows = two
     write_config(tmp_path / "agents.yaml", **{"endpoints.openai.stream": True, "endpoints.openai.max_retries": 0})
     runs = tmp_path / "runs"
     cut = Reply('{"process": {"Phase 1": "frame"}, "final_answer": "2"}', cut_after=2)
@@ -63,7 +69,7 @@ def test_a_truncated_stream_is_not_scored_not_cached_and_resume_redoes_it(tmp_pa
     long = Reply("aligner notes for [q:2], going on and on", finish_reason="length")
     faults = {("1", "solver"): [cut], ("2", "scholar"): [renamed], ("2", "aligner"): [long]}
     with FakeOpenAI(Faulty(scripted_answers(rows), faults)) as server:
-        first = run_maps(eval_args(data, runs, "--limit", "2"), env=env_for(server), cwd=tmp_path)
+        first = run_maps(eval_args(data, runs), env=env_for(server), cwd=tmp_path)
         assert first.returncode == 1, first.stderr
         run_dir = eval_dir_of(runs)
         one = {line["pid"]: line for line in results(run_dir)}["1"]
@@ -80,12 +86,12 @@ def test_a_truncated_stream_is_not_scored_not_cached_and_resume_redoes_it(tmp_pa
     assert all(line["status"] == "ok" for line in results(run_dir))
     one, two = ({line["pid"]: line for line in results(run_dir)}[pid] for pid in ("1", "2"))
     assert two["models"]["scholar"]["served_model"] == "gpt-4o-2024-08-06" and two["models"]["scholar"]["model"] == "gpt-4o"
-    assert two["truncated"] == ["aligner"] and one["truncated"] == []
+    assert two["max_tokens_reached"] == ["aligner"] and one["max_tokens_reached"] == []
     assert json.loads((run_dir / "manifest.json").read_text())["served_models"] == {"scholar": ["gpt-4o-2024-08-06"]}
 
 
-def test_the_cache_keeps_only_accepted_replies_evicts_bad_ones_and_keys_on_each_roles_settings(tmp_path: Path, mathvista) -> None:
-    data, rows = mathvista
+def test_the_cache_keeps_only_accepted_replies_evicts_bad_ones_and_keys_on_each_roles_settings(tmp_path: Path, two) -> None:
+    data, rows = two
     write_config(tmp_path / "agents.yaml", **{"endpoints.openai.max_retries": 0})
     runs = tmp_path / "runs"
     faults = {("1", "solver"): [Reply("I think it is two, but I will not say it in JSON.")]}
@@ -118,12 +124,12 @@ def test_the_cache_keeps_only_accepted_replies_evicts_bad_ones_and_keys_on_each_
     assert all(results(run_dir)[0]["status"] == "ok" for run_dir in runs.glob("eval-*"))
 
 
-def test_resume_with_another_model_or_method_is_refused_unless_allowed(tmp_path: Path, mathvista) -> None:
-    data, rows = mathvista
+def test_resume_with_another_model_or_method_is_refused_unless_allowed(tmp_path: Path, two) -> None:
+    data, rows = two
     runs = tmp_path / "runs"
     with FakeOpenAI(ProblemScript(scripted_answers(rows), fail={"2"})) as server:
         write_config(tmp_path / "agents.yaml", **{"endpoints.openai.max_retries": 0})
-        first = run_maps(eval_args(data, runs, "--limit", "2"), env=env_for(server), cwd=tmp_path)
+        first = run_maps(eval_args(data, runs), env=env_for(server), cwd=tmp_path)
         assert first.returncode == 1
         run_dir = eval_dir_of(runs)
         count = len(server.received)

@@ -64,7 +64,7 @@ def test_a_reply_cut_at_max_tokens_is_recorded_on_the_turn_and_shown(png: Path, 
     records = transcript(only_run(tmp_path))
     scholar = next(r for r in records if r.get("role") == "scholar" and r.get("type") == "message")
     assert scholar["finish_reason"] == "length"
-    assert any(r.get("event") == "truncated" and r.get("role") == "scholar" for r in records)
+    assert any(r.get("event") == "max_tokens_reached" and r.get("role") == "scholar" for r in records)
     aligner = next(r for r in records if r.get("role") == "aligner" and r.get("type") == "message")
     assert aligner["finish_reason"] == "stop"
 

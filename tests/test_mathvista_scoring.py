@@ -357,7 +357,8 @@ def test_extract_float(response: str, expected: str) -> None:
         ("The answer is E.", None),  # out of range: no letter
         ("The correct answer is (B), not option A.", "B"),
         ("Let me check each option.\nThe answer is D.\n\n(A) is wrong because it is small.", "D"),
-        ("The answer choices are listed above.\nI choose C.", None),  # no cue, no lone letter
+        ("The answer choices are listed above.\nI choose C.", "C"),  # "answer choices" is no cue
+        ("The answer choices are listed above.\nThe last one, C, fits.", None),
         ("The answer is B because the angle is acute.", "B"),
         ("Counting edges.\nA cube has 12 edges.", None),  # an article is not a letter
     ],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,102 @@ def test_report_command_writes_tables_and_figures(runs) -> None:
 def test_report_rejects_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
     result = run_maps(["report", str(tmp_path)], env=clean_env(), cwd=tmp_path)
     assert result.returncode == 2 and "is not an eval run" in result.stderr and "Traceback" not in result.stderr
+
+
+# ---- the paper beside ours, and every figure read back -------------------------------------------
+
+
+def colour_regions(path: Path, colour: str, *, min_pixels: int = 6) -> int:
+    """How many separate regions of exactly `colour` a PNG shows (bars, legend swatches)."""
+    import numpy as np
+
+    pixels = np.asarray(Image.open(path).convert("RGB"))
+    mask = np.all(pixels == tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5)), axis=2)
+    seen = np.zeros_like(mask)
+    regions = 0
+    for y, x in zip(*np.nonzero(mask)):
+        if seen[y, x]:
+            continue
+        seen[y, x], stack, size = True, [(y, x)], 0
+        while stack:
+            cy, cx = stack.pop()
+            size += 1
+            for ny, nx in ((cy + 1, cx), (cy - 1, cx), (cy, cx + 1), (cy, cx - 1)):
+                if 0 <= ny < mask.shape[0] and 0 <= nx < mask.shape[1] and mask[ny, nx] and not seen[ny, nx]:
+                    seen[ny, nx] = True
+                    stack.append((ny, nx))
+        regions += size >= min_pixels
+    return regions
+
+
+def assert_a_real_picture(path: Path, min_size: tuple[int, int]) -> None:
+    with Image.open(path) as image:
+        assert image.format == "PNG" and image.width >= min_size[0] and image.height >= min_size[1]
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
+    assert colours is not None and len(colours) > 20  # not blank: drawn text, bars and axes
+
+
+@pytest.fixture(scope="module")
+def paper_report(runs) -> tuple[subprocess.CompletedProcess, Path]:
+    out = runs["tmp"] / "paper"
+    result = run_maps(["report", str(runs["maps"]), str(runs["ablation"]), str(runs["cot"]), "--paper", "--out", str(out)],
+                      env=clean_env(), cwd=runs["tmp"])
+    assert result.returncode == 0, result.stderr
+    return result, out
+
+
+def test_report_paper_shows_the_papers_cells_verbatim_and_the_difference(paper_report) -> None:
+    result, out = paper_report
+    # MathVista only: the paper's MathVista cells as printed, and the benchmark's average.
+    assert "| paper | MAPS (GPT-4o base) | 75.87 | 83.15 | 79.80 | 79.80 |  |" in result.stdout
+    assert "| paper | GPT-4o | 65.22 | 61.30 | 63.10 | 63.10 |  |" in result.stdout
+    assert "| paper | GPT-4o (CoT) | 65.22 | 62.59 | 63.80 | 63.80 |  |" in result.stdout
+    assert "| paper | Random Choice | 26.09 | 22.78 | 24.30 | 24.30 |  |" in result.stdout
+    # Ours: MAPS 100 / 66.67 (avg 83.33) against 79.80; CoT 50 against 63.80; the ablation has no paper row.
+    assert "| this report | maps (gpt-4o) | 100.00 | 66.67 | 83.33 | 83.33 | +3.53 (MAPS (GPT-4o base)) |" in result.stdout
+    assert "| this report | cot (gpt-4o) | 50.00 | 50.00 | 50.00 | 50.00 | -13.80 (GPT-4o (CoT)) |" in result.stdout
+    assert "| this report | maps w/o scholar (gpt-4o) | 83.33 | 66.67 | 75.00 | 75.00 | - |" in result.stdout
+    assert "| maps (gpt-4o) − MAPS (GPT-4o base) | +24.13 | -16.48 | +3.53 |" in result.stdout
+    # Random choice from the data: 2 of the 6 problems per subset have 3 choices, the rest are open.
+    assert "| this report | random choice (expected, from the data) | 11.11 | 11.11 | 11.11 | 11.11 | - |" in result.stdout
+    with open(out / "table1_paper.csv") as handle:
+        rows = list(csv.reader(handle))
+    assert ["paper", "MAPS (GPT-4o base)", "75.87", "83.15", "79.80", "79.80", ""] in rows
+
+
+def test_paper_rows_of_every_benchmark_are_the_published_ones() -> None:
+    from maps_autogen.paper import paper_row_for, table1_rows as paper_rows
+
+    maps_row = paper_row_for("maps", {"gpt-4o"})
+    assert maps_row is not None and paper_row_for("maps", {"gpt-4o-mini"}) is None
+    assert [maps_row.cells[k] for k in ("mathvista/Avg.", "emma/Avg.", "olympiadbench/Avg.", "Avg.")] == ["79.80", "58.00", "31.14", "56.31"]
+    assert paper_row_for("direct", {"gpt-4o-2024-08-06"}).cells["Avg."] == "39.41"
+    assert paper_row_for("cot", {"gpt-4o"}).cells["Avg."] == "40.47"
+    assert paper_row_for("cot", {"gpt-4o"}).cells["olympiadbench/Math_Zh_COMP"] == "12.50"
+    assert len(paper_rows()) == 15
+
+
+def test_every_figure_is_read_back(paper_report) -> None:
+    from maps_autogen.eval.results import FEEDBACK_TARGETS
+    from maps_autogen.report import SERIES_COLOURS, TIME_COLOUR
+
+    _, out = paper_report
+    data = json.loads((out / "report.json").read_text())
+    # Figure 4: per Critic target, a bar segment when it has a share, plus its legend swatch.
+    colours4 = {"interpreter": "#b5179e", "aligner": "#3a86ff", "scholar": "#2a9d8f", "solver": "#e9c46a", "none": "#adb5bd"}
+    assert_a_real_picture(out / "figure4.png", (600, 150))
+    shares = data["feedback_shares"]["mathvista"]
+    for target in FEEDBACK_TARGETS:
+        assert colour_regions(out / "figure4.png", colours4[target]) == (shares[target] > 0) + 1, target
+    # Figure 5: one colour per full run (maps, cot), a bar per subset and the average, plus a swatch.
+    assert_a_real_picture(out / "figure5.png", (600, 300))
+    by_model = data["accuracy_by_model"]["mathvista"]
+    assert list(by_model) == ["maps (gpt-4o)", "cot (gpt-4o)"]
+    for colour, values in zip(SERIES_COLOURS, by_model.values()):
+        assert colour_regions(out / "figure5.png", colour) == sum(v > 0 for v in values.values()) + 1
+    # Figure 6, in seconds and on the paper's scale: a bar per value of each property.
+    bars = sum(len(values) for values in data["solving_times"].values())
+    assert bars == 6  # question type, answer type and category, two values each
+    for figure in ("figure6.png", "figure6_paper_scale.png"):
+        assert_a_real_picture(out / figure, (1000, 300))
+        assert colour_regions(out / figure, TIME_COLOUR) == bars, figure

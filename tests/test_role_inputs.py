@@ -16,7 +16,7 @@ from tests.conftest import make_png
 
 OUTPUTS = {Role.INTERPRETER: "P-caption", Role.ALIGNER: "L-aligned", Role.SCHOLAR: "S-knowledge", Role.SOLVER: "A-solution"}
 EXPECTED = {
-    Role.INTERPRETER: set(),
+    Role.INTERPRETER: {"Q-question", "C-context", "A. O-one"},  # only to know what each image is
     Role.ALIGNER: {"Q-question", "C-context", "A. O-one", "P-caption"},
     Role.SCHOLAR: {"Q-question", "C-context", "P-caption", "L-aligned"},
     Role.SOLVER: {"Q-question", "A. O-one", "P-caption", "L-aligned", "S-knowledge", "F-format"},

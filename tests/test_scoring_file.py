@@ -77,6 +77,21 @@ def test_extraction_method_marks_rule_extraction_only(results_file: Path) -> Non
     assert [line.get("extraction_method") for line in out] == [None, "rules", "rules", None]
 
 
+def test_summary_reports_how_each_line_was_extracted(tmp_path: Path) -> None:
+    lines = [free_form("1", "4", extraction="4"), free_form("2", "9", response="So the answer is 9."),
+             free_form("3", "2", response="The picture is too blurry to count."),
+             free_form("4", "2", response="I cannot determine the number without the image.")]
+    path = write_jsonl(tmp_path / "r.jsonl", [json.dumps(line) for line in lines])
+    report = score_file("mathvista", path)
+    out = read_jsonl(report.out_path)
+    assert [line.get("extraction_method") for line in out] == [None, "rules", "unreadable", "rules"]
+    assert {name: tally.total for name, tally in report.methods.items()} == {
+        "given": 1, "rules": 2, "unreadable": 1}
+    assert report.llm_requests is None
+    text = render_summary(report)
+    assert "unreadable" in text and "given" in text and "LLM extractor" not in text
+
+
 def test_failed_normalisation_writes_null_prediction(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "r.jsonl", [json.dumps(free_form("1", "4", extraction="four"))])
     (line,) = read_jsonl(score_file("mathvista", path).out_path)
@@ -252,7 +267,7 @@ def test_cli_missing_file_is_exit_2_with_one_line_error(tmp_path: Path) -> None:
 
 def test_llm_extraction_through_the_configured_model(tmp_path: Path) -> None:
     """`maps score mathvista --llm-extract`: only lines the rules cannot read go to the model
-    (the scripted server on 127.0.0.1), and the summary reports them apart."""
+    (the scripted server on 127.0.0.1), not answers nor refusals; the summary counts them."""
     from tests.conftest import TEST_KEY, clean_env, run_maps
     from tests.fake_openai import FakeOpenAI, Reply
 
@@ -261,6 +276,8 @@ def test_llm_extraction_through_the_configured_model(tmp_path: Path) -> None:
          "answer": "12", "response": "The quantity is roughly a dozen."},
         {"pid": "2", "question_type": "free_form", "answer_type": "integer", "precision": None, "choices": None,
          "answer": "7", "response": "The answer is 7."},
+        {"pid": "3", "question_type": "free_form", "answer_type": "integer", "precision": None, "choices": None,
+         "answer": "5", "response": "Without the image I cannot determine the count."},
     ]
     source = tmp_path / "outputs.jsonl"
     source.write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -273,4 +290,6 @@ def test_llm_extraction_through_the_configured_model(tmp_path: Path) -> None:
     scored = [json.loads(line) for line in (tmp_path / "outputs.scored.jsonl").read_text().splitlines()]
     assert scored[0]["extraction"] == "12" and scored[0]["extraction_method"] == "llm" and scored[0]["correct"] is True
     assert scored[1]["extraction_method"] == "rules" and scored[1]["correct"] is True
+    assert scored[2]["extraction_method"] == "rules" and scored[2]["extraction"] is None
     assert "by extraction method:" in result.stdout and "llm" in result.stdout
+    assert "sent to the LLM extractor (unreadable by the rules): 1" in result.stdout

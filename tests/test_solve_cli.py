@@ -23,7 +23,7 @@ LABELS = {
     "feedback": "## The Critic's question about your previous answer",
 }
 DECLARED = {
-    "interpreter": set(),
+    "interpreter": {"question", "context", "options"},  # only to know what each image is
     "aligner": {"question", "context", "options", "caption"},
     "scholar": {"question", "context", "caption", "alignment"},
     "solver": {"question", "options", "caption", "alignment", "knowledge"},

@@ -17,6 +17,10 @@ class Verdict:
     extraction: str | None
     prediction: str | None
     correct: bool
+    # How `extraction` was obtained, for benchmarks that say so (MathVista): "given" (the
+    # record had one), "rules" (read from the response; None when it gives no answer) or
+    # "unreadable" (the rules could not read it). None: the benchmark does not say.
+    extraction_method: str | None = None
 
 
 class RecordError(ValueError):

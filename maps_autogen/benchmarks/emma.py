@@ -31,12 +31,31 @@ _PHRASES = {
     "current": ("final answer is", "correct answer is", "answer should be", "answer is", "answer:"),
     "legacy": ("final answer is", "correct answer is", "answer should be", "answer is"),
 }
-_TEXT_COMMAND = re.compile(r"\\text{(.*?)}")
+_TEXT_COMMAND = "\\text{"
 
 
 # --------------------------------------------------------------------------------------------
 # Extraction (pure string work, run in the caller)
 # --------------------------------------------------------------------------------------------
+
+
+def _text_command_contents(text: str) -> list[str]:
+    r"""What `re.findall(r"\\text{(.*?)}", text)` finds (the contents of each `\text{…}` up to
+    the first `}` on its line), in linear time: when no `}` closes a `\text{` before the line
+    ends, no later one on that line can close either, so the search skips to the next line."""
+    found: list[str] = []
+    position = 0
+    while (start := text.find(_TEXT_COMMAND, position)) != -1:
+        body = start + len(_TEXT_COMMAND)
+        line_end = text.find("\n", body)
+        line_end = len(text) if line_end == -1 else line_end
+        close = text.find("}", body, line_end)
+        if close == -1:
+            position = line_end
+            continue
+        found.append(text[body:close])
+        position = close + 1
+    return found
 
 
 def is_float_literal(text: str) -> bool:
@@ -87,7 +106,7 @@ def extract_answer(response: str, rules: str = "current") -> str:
         boxes = boxed_contents(text)
         if boxes:
             # Coding answers come as \boxed{\text{…}}: the last \text{} inside wins.
-            inner = _TEXT_COMMAND.findall(boxes[-1])
+            inner = _text_command_contents(boxes[-1])
             return (inner[-1] if inner else boxes[-1]).strip()
     lowered = text.lower()
     for phrase in _PHRASES[rules]:

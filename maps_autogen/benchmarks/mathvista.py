@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from maps_autogen.benchmarks.base import RecordError, Verdict
+from maps_autogen.benchmarks.mathvista_extract import extract, levenshtein
 
 QuestionType = Literal["multi_choice", "free_form"]
 AnswerType = Literal["text", "integer", "float", "list"]
@@ -27,8 +28,10 @@ RULE_VERSIONS: tuple[str, ...] = ("current", "legacy")
 # MathVista's own category labels, mapped to the names the paper's tables use.
 CATEGORY_TO_SUBSET = {"general-vqa": "general", "math-targeted-vqa": "math"}
 
+EXTRACTION_METHOD_GIVEN = "given"
 EXTRACTION_METHOD_RULES = "rules"
 EXTRACTION_METHOD_LLM = "llm"
+EXTRACTION_METHOD_UNREADABLE = "unreadable"
 
 PROMPT_FILE = "extract_mathvista.md"
 
@@ -111,26 +114,6 @@ def parse_record(record: Mapping[str, Any]) -> MathVistaRecord:
 # --------------------------------------------------------------------------------------------
 # Normalisation (the official rules)
 # --------------------------------------------------------------------------------------------
-
-
-def levenshtein(a: str, b: str) -> int:
-    """Edit distance (insertions, deletions, substitutions, each cost 1) between two strings."""
-    if len(a) < len(b):
-        a, b = b, a
-    # Two rows suffice; keep the shorter string as the row to bound memory.
-    previous = list(range(len(b) + 1))
-    for i, char_a in enumerate(a, start=1):
-        current = [i]
-        for j, char_b in enumerate(b, start=1):
-            current.append(
-                min(
-                    previous[j] + 1,
-                    current[j - 1] + 1,
-                    previous[j - 1] + (char_a != char_b),
-                )
-            )
-        previous = current
-    return previous[-1]
 
 
 def nearest_choice(text: str, choices: Sequence[str]) -> str:
@@ -218,239 +201,6 @@ def is_correct(prediction: str | None, answer: str) -> bool:
 # Rule-based extraction (no LLM)
 # --------------------------------------------------------------------------------------------
 
-# A number as models write it: optional sign, thousands separators, decimals, no exponent.
-_NUMBER = r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+−]?\.\d+"
-_NUMBER_RE = re.compile(rf"(?<![\w.])(?:{_NUMBER})(?!\d)")
-_FRACTION_RE = re.compile(r"(?<![\w.])([-+−]?\d+)\s*/\s*(\d+)(?!\d|\.\d)")
-_LIST_RE = re.compile(r"\[[^\[\]\n]{0,500}\]")
-
-# Phrases after which models state their final answer; the last occurrence is taken.
-_ANSWER_CUES = re.compile(
-    # "answer/option/choice", optionally a short qualifier ("to the question"), then a verb or
-    # a colon: a bare mention such as "each option" or "answer choices" is not a cue.
-    r"\b(?:answer|option|choice)\b(?:[^.\n:：]{0,40}?\b(?:is|are|would be|should be|will be)\b"
-    r"\s*[:：=]?|\s*[:：=])\s*"
-    r"|答案(?:是|为|為)?\s*[:：]?\s*|故选\s*[:：]?\s*|选\s*",
-    re.IGNORECASE,
-)
-_BOXED_START = "\\boxed{"
-_MARKUP = re.compile(r"[*_`$]|\\text\{|\\mathrm\{|\\textbf\{")
-
-
-def _last_boxed(text: str) -> str | None:
-    """Content of the last \\boxed{...}, matching braces; None if there is none or it is open."""
-    start = text.rfind(_BOXED_START)
-    if start < 0:
-        return None
-    depth = 1
-    position = start + len(_BOXED_START)
-    for index in range(position, len(text)):
-        char = text[index]
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return text[position:index]
-    return None
-
-
-def _strip_markup(text: str) -> str:
-    """Drop markdown emphasis, math dollars and simple LaTeX text wrappers."""
-    return _MARKUP.sub("", text).replace("}", "").replace("{", "")
-
-
-def _after_last_cue(text: str) -> str | None:
-    """The text after the last answer phrase ("the answer is", "Answer:", "答案是", ...)."""
-    last = None
-    for match in _ANSWER_CUES.finditer(text):
-        last = match
-    if last is None:
-        return None
-    tail = text[last.end():]
-    return tail if tail.strip() else None
-
-
-def _clean_number(token: str) -> str:
-    """A number token in plain Python form: no thousands separators, ASCII minus."""
-    return token.replace(",", "").replace("−", "-").lstrip("+")
-
-
-def _first_number(text: str) -> str | None:
-    match = _NUMBER_RE.search(text)
-    return _clean_number(match.group(0)) if match else None
-
-
-def _last_number(text: str) -> str | None:
-    matches = _NUMBER_RE.findall(text)
-    return _clean_number(matches[-1]) if matches else None
-
-
-def _fraction_value(text: str) -> str | None:
-    """A leading simple fraction "a/b" as a decimal string (b != 0)."""
-    match = _FRACTION_RE.match(text.strip())
-    if not match:
-        return None
-    try:
-        numerator = int(match.group(1).replace("−", "-"))
-        denominator = int(match.group(2))
-        return str(numerator / denominator)
-    except (ValueError, ZeroDivisionError, OverflowError):
-        # Division by zero, or digits beyond what int() or a float can hold.
-        return None
-
-
-_NUMBER_WORDS = {
-    word: str(value)
-    for value, word in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-        "fifteen sixteen seventeen eighteen nineteen twenty".split()
-    )
-}
-_LEADING_WORD = re.compile(r"^\W*([A-Za-z]+)\b")
-
-
-def _number_word(text: str) -> str | None:
-    """The value of a leading English number word ("two" → "2"), zero to twenty."""
-    match = _LEADING_WORD.match(text)
-    return _NUMBER_WORDS.get(match.group(1).lower()) if match else None
-
-
-def _is_plain_number(text: str) -> bool:
-    try:
-        float(text)
-    except (ValueError, OverflowError):
-        return False
-    return True
-
-
-def _extract_number(response: str, answer_type: str) -> str | None:
-    """Integer / float: the whole response if numeric (or a number word), else the number in
-    \\boxed{}, else the one after the last answer phrase, else the last number."""
-    text = response.strip()
-    if _is_plain_number(text):
-        return text
-    if len(text) <= 12 and _number_word(text) is not None:
-        # A bare "two" or "Three." as the whole reply.
-        return _number_word(text)
-    candidates: list[str] = []
-    boxed = _last_boxed(text)
-    if boxed is not None:
-        candidates.append(_strip_markup(boxed))
-    tail = _after_last_cue(text)
-    if tail is not None:
-        candidates.append(_strip_markup(tail.split("\n", 1)[0]))
-    for candidate in candidates:
-        if answer_type == "float":
-            fraction = _fraction_value(candidate)
-            if fraction is not None:
-                return fraction
-        number = _first_number(candidate) or _number_word(candidate)
-        if number is not None:
-            return number
-    return _last_number(_strip_markup(text))
-
-
-def _extract_list(response: str) -> str | None:
-    """List: the whole response if it is a list, else the last [...] in it."""
-    text = response.strip()
-    boxed = _last_boxed(text)
-    if boxed is not None and _LIST_RE.search(boxed):
-        text = boxed
-    matches = _LIST_RE.findall(text)
-    if matches:
-        return matches[-1]
-    return None
-
-
-# A letter followed by punctuation or the end ("C", "C.", "(C) text", "C: text") ...
-_LEADING_LETTER = re.compile(r"^(?:[(（]([A-Z])[)）]|([A-Z])(?:[.:)：。,，]|$))")
-# ... or, right after an answer phrase, also by a space ("the answer is C because").
-_LEADING_LETTER_LOOSE = re.compile(r"^[(（]?([A-Z])[)）]?(?:[.:)：。,，]|\s|$)")
-_PAREN_CAPITAL = re.compile(r"[(（]([A-Z])[)）]")
-
-
-def _leading_letter(text: str, n_choices: int, *, loose: bool = False) -> str | None:
-    """A choice letter at the start of `text` ("C", "(C)", "C.", "C: ..."), if in range.
-
-    Only with `loose` may a space follow the bare letter: elsewhere "A cube has..." or "I
-    think..." would read as answers.
-    """
-    pattern = _LEADING_LETTER_LOOSE if loose else _LEADING_LETTER
-    match = pattern.match(_strip_markup(text).strip())
-    if match is None:
-        return None
-    letter = next(group for group in match.groups() if group)
-    return letter if ord(letter) - ord("A") < n_choices else None
-
-
-def _parenthesised_letter(text: str, n_choices: int) -> str | None:
-    """The first parenthesised capital "(C)" in `text` that is in range."""
-    for match in _PAREN_CAPITAL.finditer(text):
-        if ord(match.group(1)) - ord("A") < n_choices:
-            return match.group(1)
-    return None
-
-
-def _choice_text_in(text: str, choices: Sequence[str]) -> str | None:
-    """The choice that `text` starts or ends with (the longest such choice), if any."""
-    cleaned = _strip_markup(text).strip().rstrip(".。!").strip().lower()
-    best: str | None = None
-    for choice in choices:
-        option = choice.strip().lower()
-        if not option:
-            continue
-        starts = cleaned.startswith(option) and not cleaned[len(option):len(option) + 1].isalnum()
-        # "... is 80." ends with the option as a whole word.
-        ends = cleaned.endswith(option) and not cleaned[: -len(option)][-1:].isalnum()
-        if (starts or ends) and (best is None or len(option) > len(best.strip())):
-            best = choice
-    return best
-
-
-def _extract_multi_choice(response: str, choices: Sequence[str]) -> str | None:
-    """Multiple choice: the response itself if it is a choice or a bare letter; else, in the
-    last \\boxed{}, the line after the last answer phrase, then the last line: a leading
-    letter, an option's text at either end, or a parenthesised letter."""
-    text = response.strip()
-    if text in choices:
-        return text
-    n_choices = len(choices)
-    letter = _leading_letter(text, n_choices)
-    if letter is not None and len(_strip_markup(text).strip()) <= 4:
-        return letter
-    pieces: list[tuple[str, bool]] = []  # (text, whether a letter may be followed by a space)
-    boxed = _last_boxed(text)
-    if boxed is not None:
-        pieces.append((boxed, False))
-    tail = _after_last_cue(text)
-    if tail is not None:
-        # Only the rest of that line: later paragraphs often discuss the other options.
-        pieces.append((tail.strip().split("\n", 1)[0], True))
-    pieces.append((text.rsplit("\n", 1)[-1], False))
-    for piece, loose in pieces:
-        found = (
-            _leading_letter(piece, n_choices, loose=loose)
-            or _choice_text_in(piece, choices)
-            or _parenthesised_letter(piece, n_choices)
-        )
-        if found is not None:
-            return found
-    return None
-
-
-def _extract_text(response: str) -> str | None:
-    """Free-form text: \\boxed{} content, else the first line after the last answer phrase."""
-    text = response.strip()
-    boxed = _last_boxed(text)
-    if boxed is not None:
-        return _strip_markup(boxed).strip()
-    tail = _after_last_cue(text)
-    if tail is not None:
-        return _strip_markup(tail.split("\n", 1)[0]).strip().rstrip(".").strip() or None
-    return text or None
-
-
 def extract_answer(
     response: str | None,
     *,
@@ -458,21 +208,10 @@ def extract_answer(
     answer_type: str,
     choices: Sequence[str] | None = None,
 ) -> str | None:
-    """Rule-only extraction of the answer from a raw model response; None if nothing is found.
-
-    Pure and total: never raises for any string. Multiple choice gives a letter or an option's
-    text; integer and float give a number as written (without thousands separators); list gives
-    the bracketed list; text gives the stated answer.
-    """
-    if response is None or not response.strip():
-        return None
-    if question_type == "multi_choice":
-        return _extract_multi_choice(response, choices or [])
-    if answer_type in ("integer", "float"):
-        return _extract_number(response, answer_type)
-    if answer_type == "list":
-        return _extract_list(response)
-    return _extract_text(response)
+    """Rule-only extraction of the answer from a raw model response; None if nothing is found
+    (see `maps_autogen.benchmarks.mathvista_extract.extract`, which also says why)."""
+    return extract(response, question_type=question_type, answer_type=answer_type,
+                   choices=choices).answer
 
 
 # --------------------------------------------------------------------------------------------
@@ -549,16 +288,20 @@ def score_parsed(record: MathVistaRecord, rules: str = "current") -> Verdict:
     """Score a validated record: from its `extraction` if present, else from `response`.
 
     Scoring from a response that is missing or blank, or from which the rules extract
-    nothing, is a wrong answer (prediction None), never a guess.
+    nothing, is a wrong answer (prediction None), never a guess. The verdict says how the
+    extraction was obtained: "given", "rules", or "unreadable" (text the rules cannot read).
     """
     extraction = record.extraction
+    method = EXTRACTION_METHOD_GIVEN
     if extraction is None:
-        extraction = extract_answer(
+        read = extract(
             record.response,
             question_type=record.question_type,
             answer_type=record.answer_type,
             choices=record.choices,
         )
+        extraction = read.answer
+        method = EXTRACTION_METHOD_UNREADABLE if read.status == "unreadable" else EXTRACTION_METHOD_RULES
     prediction = normalize(
         extraction,
         question_type=record.question_type,
@@ -568,7 +311,7 @@ def score_parsed(record: MathVistaRecord, rules: str = "current") -> Verdict:
         rules=rules,
     )
     return Verdict(extraction=extraction, prediction=prediction,
-                   correct=is_correct(prediction, record.answer))
+                   correct=is_correct(prediction, record.answer), extraction_method=method)
 
 
 def subset_of(record: Mapping[str, Any]) -> str:

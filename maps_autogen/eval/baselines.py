@@ -13,10 +13,10 @@ from maps_autogen.errors import ConfigError, MapsError
 from maps_autogen.llm import Completion
 from maps_autogen.problem import Problem
 from maps_autogen.roles import Role
-from maps_autogen.secrets import redact
+from maps_autogen.redact import redact
 from maps_autogen.solve import Team
 from maps_autogen.transcript import RunWriter, request_for_transcript, utc_now
-from maps_autogen.role_inputs import format_options
+from maps_autogen.role_inputs import format_options, interleave_images
 
 METHODS = ("direct", "cot")
 
@@ -40,7 +40,9 @@ def load_baseline_prompts(path: Path) -> dict[str, BaselinePrompt]:
 
 
 def baseline_request(problem: Problem, prompt: BaselinePrompt, labels: dict[str, str], ending: str, *, send_images: bool) -> list[dict[str, Any]]:
-    """The one request of a baseline: instruction, question, context, options, answer format."""
+    """The one request of a baseline: instruction, question, context, options, answer format;
+    each image right after its `<image_k>` placeholder, as the benchmarks' own evaluation code
+    places them (an image the text never names follows it, after its tag)."""
     sections = [prompt.instruction, f"## {labels['question']}\n{problem.question}"]
     if problem.context:
         sections.append(f"## {labels['context']}\n{problem.context}")
@@ -51,9 +53,7 @@ def baseline_request(problem: Problem, prompt: BaselinePrompt, labels: dict[str,
     text = "\n\n".join(sections)
     content: str | list[dict[str, Any]] = text
     if send_images and problem.images:
-        content = [{"type": "text", "text": text}] + [
-            {"type": "image_url", "image_url": {"url": image.data_url()}} for image in problem.images
-        ]
+        content = interleave_images(text, problem.images, problem.options)
     return [{"role": "system", "content": prompt.system}, {"role": "user", "content": content}]
 
 
@@ -92,7 +92,8 @@ def run_baseline(
     try:
         image_files = writer.save_images(problem)
         messages = baseline_request(problem, prompt, team.prompts.task.labels, ending, send_images=backend.supports_images)
-        opening = messages[1]["content"] if isinstance(messages[1]["content"], str) else messages[1]["content"][0]["text"]
+        content = messages[1]["content"]
+        opening = content if isinstance(content, str) else "".join(part["text"] for part in content if part["type"] == "text")
         writer.append({"type": "message", "agent": "UserProxy", "role": "user_proxy", "step": "task", "round": 0,
                        "revision": False, "content": opening, "images": image_files})
         completion, error, service_failure = None, None, None

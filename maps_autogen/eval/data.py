@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
-import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from maps_autogen.errors import DataError
+from maps_autogen.eval.hub import check_hub, import_datasets, offline_error, offline_requested
+from maps_autogen.eval.paths import checked_reference
 from maps_autogen.eval.tasks import Row, Subset
 from maps_autogen.images import ImageInput, image_from_bytes, image_from_pil, load_image
 
@@ -23,7 +25,7 @@ def _is_saved_dataset(path: Path) -> bool:
 
 
 def _from_disk(path: Path, split: str) -> Iterator[dict[str, Any]]:
-    import datasets
+    datasets = import_datasets()
 
     try:
         loaded = datasets.load_from_disk(str(path))
@@ -39,13 +41,14 @@ def _from_disk(path: Path, split: str) -> Iterator[dict[str, Any]]:
     yield from loaded
 
 
-def _from_parquet(path: Path) -> Iterator[dict[str, Any]]:
-    import datasets
+def _from_parquet(*paths: Path) -> Iterator[dict[str, Any]]:
+    """Rows of one parquet file, or of the shards of one split in order."""
+    datasets = import_datasets()
 
     try:
-        loaded = datasets.load_dataset("parquet", data_files=str(path), split="train")
+        loaded = datasets.load_dataset("parquet", data_files=[str(path) for path in paths], split="train")
     except Exception as error:
-        raise DataError(f"cannot read parquet file {path}: {error}", fix="check the file") from None
+        raise DataError(f"cannot read parquet file {paths[0] if len(paths) == 1 else paths[0].parent}: {error}", fix="check the file") from None
     yield from loaded
 
 
@@ -53,6 +56,24 @@ class NumberedRow(dict):
     """A row read from a JSONL line, remembering the line number for error messages."""
 
     line: int | None = None
+
+
+def split_files(folder: Path, split: str) -> list[Path]:
+    """The files of `split` in a folder, as a download from the hub lays them out: the first
+    found of `<split>.parquet|.jsonl|.json`; shards `<split>-00000-of-00002….parquet`;
+    `<split>/*.parquet`; the same three under `data/` (a repo snapshot); or every parquet file
+    of a folder named after the split (`<config>/<split>/0000.parquet`)."""
+    for base in (folder, folder / "data"):
+        for suffix in LOCAL_SUFFIXES:
+            if (base / f"{split}{suffix}").is_file():
+                return [base / f"{split}{suffix}"]
+        for pattern in (f"{split}-*.parquet", f"{split}/*.parquet"):
+            shards = sorted(path for path in base.glob(pattern) if path.is_file())
+            if shards:
+                return shards
+    if folder.name == split:
+        return sorted(path for path in folder.glob("*.parquet") if path.is_file())
+    return []
 
 
 def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -68,6 +89,8 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 data = json.load(handle)
             except json.JSONDecodeError as error:
                 raise DataError(f"{path} is not valid JSON: {error.msg} at line {error.lineno}", fix="fix the file") from None
+            except RecursionError:
+                raise DataError(f"{path} nests JSON too deeply", fix="fix the file") from None
             rows = data if isinstance(data, list) else list(data.values()) if isinstance(data, dict) else []
             yield from rows
             return
@@ -78,6 +101,8 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 row = json.loads(line)
             except json.JSONDecodeError as error:
                 raise DataError(f"{path} line {number} is not valid JSON: {error.msg}", fix="fix the line") from None
+            except RecursionError:
+                raise DataError(f"{path} line {number} nests JSON too deeply", fix="fix the line") from None
             if isinstance(row, dict):
                 row = NumberedRow(row)
                 row.line = number
@@ -96,15 +121,20 @@ def local_rows(path: Path, config: str | None, split: str) -> tuple[Iterator[dic
         for candidate in (path / config, *(path / f"{config}{suffix}" for suffix in LOCAL_SUFFIXES)):
             if candidate.exists():
                 return local_rows(candidate, None, split)
-        raise DataError(f"{path} has no data for '{config}'", fix=f"add {config}/ (save_to_disk), {config}.parquet or {config}.jsonl")
+        if not split_files(path, split):  # else the folder is one config's own download
+            raise DataError(f"{path} has no data for '{config}'", fix=f"add {config}/ (save_to_disk), {config}.parquet or {config}.jsonl")
     if _is_saved_dataset(path):
         return _from_disk(path, split), path
     if path.is_dir():
-        for suffix in LOCAL_SUFFIXES:
-            candidate = path / f"{split}{suffix}"
-            if candidate.exists():
-                return local_rows(candidate, None, split)
-        raise DataError(f"{path} is not a saved data set and holds no {split}.parquet or {split}.jsonl", fix="see maps eval --help for the layouts")
+        files = split_files(path, split)
+        if len(files) == 1:
+            return local_rows(files[0], None, split)
+        if files:
+            return _from_parquet(*files), files[0].parent
+        raise DataError(
+            f"{path} is not a saved data set and holds no '{split}' data ({split}.parquet, {split}.jsonl, {split}-*.parquet, {split}/*.parquet, data/…)",
+            fix="see the README's list of the layouts --data accepts",
+        )
     if path.suffix == ".parquet":
         return _from_parquet(path), path.parent
     if path.suffix in (".jsonl", ".json"):
@@ -113,16 +143,15 @@ def local_rows(path: Path, config: str | None, split: str) -> tuple[Iterator[dic
 
 
 def hub_rows(hub_id: str, config: str | None, split: str) -> Iterator[dict[str, Any]]:
-    """Rows from the Hugging Face hub (cached by `datasets`)."""
+    """Rows from the Hugging Face hub (cached by `datasets`); offline (the user's HF_HUB_OFFLINE,
+    or no network found by one short probe) they come from the cache or fail at once."""
+    offline = check_hub(hub_id)
     try:
-        import datasets
-
-        if any(os.environ.get(name, "").lower() in ("1", "true", "yes") for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")):
-            # `datasets` reads these only when first imported; honour them at call time so an
-            # offline run fails at once instead of after its network retries.
-            datasets.config.HF_HUB_OFFLINE = True
+        datasets = import_datasets(offline=offline)
         loaded = datasets.load_dataset(hub_id, config, split=split)
     except Exception as error:  # offline, unknown id, auth: all mean "use a local copy"
+        if offline:
+            raise offline_error(hub_id, requested=offline_requested()) from None
         detail = " ".join(str(error).split())[:200]
         raise DataError(
             f"cannot load {hub_id}{f' ({config})' if config else ''} from the Hugging Face hub: {detail}",
@@ -139,7 +168,15 @@ def rows_for(hub_id: str, config: str | None, split: str, data: Path | None) -> 
 
 
 def image_from_field(value: Any, *, name: str, base_dir: Path | None, max_side: int) -> ImageInput | None:
-    """An image from a data set field: a decoded PIL image, {"bytes", "path"}, or a path."""
+    """An image from a data set field: a decoded PIL image, {"bytes", "path"}, or a path.
+
+    `name` is the image's name without extension: the extension of its real format is added
+    (a JPEG is never stored as `<pid>.png`)."""
+    image = _decode_field(value, name=name, base_dir=base_dir, max_side=max_side)
+    return None if image is None else replace(image, name=f"{name}.{image.extension}")
+
+
+def _decode_field(value: Any, *, name: str, base_dir: Path | None, max_side: int) -> ImageInput | None:
     if value is None or value == "":
         return None
     try:
@@ -158,7 +195,7 @@ def image_from_field(value: Any, *, name: str, base_dir: Path | None, max_side: 
     if isinstance(value, (bytes, bytearray)):
         return image_from_bytes(bytes(value), name=name, source=name, max_side=max_side)
     if isinstance(value, str):
-        return load_image(value, max_side=max_side, base_dir=base_dir)
+        return load_image(checked_reference(value, base_dir, what=name), max_side=max_side, base_dir=base_dir)
     raise DataError(f"image field '{name}' has an unexpected type {type(value).__name__}", fix="check the data set's schema")
 
 
@@ -187,7 +224,7 @@ def row_images(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None, ma
     positions: dict[int, int] = {}
     for number in numbers:
         position = len(images) + 1
-        image = image_from_field(fields[f"image_{number}"], name=f"{pid}_image_{position}.png", base_dir=base_dir, max_side=max_side)
+        image = image_from_field(fields[f"image_{number}"], name=f"{pid}_image_{position}", base_dir=base_dir, max_side=max_side)
         if image is not None:
             images.append(image)
             positions[number] = position

@@ -106,6 +106,7 @@ class EmmaTask:
                 "task": fields.get("task"),
                 "source": fields.get("source"),
                 "subject": fields.get("subject"),
+                "choices": len(options) if multiple_choice else 0,  # what a random guess chooses from
             },
         )
 

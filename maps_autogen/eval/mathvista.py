@@ -15,6 +15,15 @@ def _metadata(fields: dict[str, Any]) -> dict[str, Any]:
     return metadata if isinstance(metadata, dict) else {}
 
 
+def decimal_places(precision: Any) -> int | None:
+    """The row's `precision` (stored as a float, 1.0) as a whole number of places, None if absent."""
+    try:
+        places = float(precision)
+    except (TypeError, ValueError):
+        return None
+    return int(places) if places == places and places >= 0 and places == int(places) else None
+
+
 class MathVistaTask:
     name = "mathvista"
     title = "MathVista"
@@ -36,10 +45,16 @@ class MathVistaTask:
     def answer_format(self, fields: dict[str, Any], formats: AnswerFormats) -> str:
         if fields.get("question_type") == "multi_choice":
             text = formats.render(self.name, "multi_choice")
+        elif fields.get("answer_type") == "float":
+            places = decimal_places(fields.get("precision"))
+            if places is None:
+                text = formats.render(self.name, "float_unrounded")
+            else:
+                places_text = formats.render(self.name, "one_place") if places == 1 else formats.render(self.name, "places", precision=places)
+                text = formats.render(self.name, "float", places=places_text)
         else:
             answer_type = fields.get("answer_type") or "text"
-            variables = {"precision": fields.get("precision")} if answer_type == "float" else {}
-            text = formats.render(self.name, answer_type if answer_type in ("integer", "float", "list") else "text", **variables)
+            text = formats.render(self.name, answer_type if answer_type in ("integer", "list") else "text")
         if fields.get("unit"):
             text += " " + formats.render(self.name, "unit", unit=fields["unit"])
         return text
@@ -47,7 +62,7 @@ class MathVistaTask:
     def to_item(self, row: Row, *, prompts: AnswerFormats, max_side: int) -> EvalItem:
         fields = row.fields
         pid = str(fields["pid"])
-        image = image_from_field(fields.get("decoded_image") or fields.get("image"), name=f"{pid}.png", base_dir=row.base_dir, max_side=max_side)
+        image = image_from_field(fields.get("decoded_image") or fields.get("image"), name=pid, base_dir=row.base_dir, max_side=max_side)
         choices = [str(choice) for choice in fields.get("choices") or []]
         metadata = _metadata(fields)
         problem = Problem(
@@ -82,6 +97,7 @@ class MathVistaTask:
                 "grade": metadata.get("grade"),
                 "skills": metadata.get("skills"),
                 "source": metadata.get("source"),
+                "choices": len(choices),  # what a random guess chooses from (0: open answer)
             },
         )
 

@@ -22,7 +22,9 @@ from maps_autogen.problem import Problem
 ANSWER_TYPES = ("Numerical", "Expression", "Equation", "Interval", "Tuple")
 _DOLLAR_PIECE = re.compile(r"\$(.*?)\$")
 # Separators a Solver may put between several answers instead of the comma the judge splits on.
-_ANSWER_SEPARATORS = re.compile(r"\s*(?:\n|;|；|，|\band\b)\s*")
+# No `\s*` around the separators: pieces are whitespace-normalised anyway, and `\s*\n` splits
+# a long run of spaces in quadratic time.
+_ANSWER_SEPARATORS = re.compile(r"\n|;|；|，|\band\b")
 _LANGUAGES = {"en": "English", "zh": "Chinese"}
 _SUBJECTS = {"maths": "Math", "physics": "Physics"}
 
@@ -88,7 +90,8 @@ def answer_pieces(answer: str, *, multiple: bool) -> list[str]:
     if dollars:
         return dollars
     if multiple:  # split before joining lines: a line break may be the separator
-        return [one_line(piece).strip(" ,") for piece in _ANSWER_SEPARATORS.split(answer) if piece.strip(" ,")]
+        pieces = (one_line(piece).strip(" ,") for piece in _ANSWER_SEPARATORS.split(answer))
+        return [piece for piece in pieces if piece]
     return [text]
 
 
@@ -183,6 +186,7 @@ class OlympiadBenchTask:
                 "subject": fields.get("subject"),
                 "language": language,
                 "question_type": fields.get("question_type"),
+                "choices": 0,  # open-ended: a random guess never scores
             },
         )
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from maps_autogen.eval.tasks import Task
+from maps_autogen.files import atomic_text_writer, open_append
+from maps_autogen.redact import redact
 from maps_autogen.transcript import SCHEMA_VERSION, write_json_atomic
 
 RESULTS_FILE = "results.jsonl"
@@ -20,12 +21,22 @@ FEEDBACK_TARGETS = ("interpreter", "aligner", "scholar", "solver", "none")
 
 class ResultsLog:
     """results.jsonl: one complete line per finished problem, appended with a single write and
-    fsync'd, so a kill at any moment leaves at worst a torn last line, which is ignored and cut
-    off before the next append."""
+    fsync'd, so a kill at any moment leaves at worst a torn last line. A writer cuts the torn
+    line off once (at its first `finished_ids` or `append`) and keeps the finished ids in
+    memory; after that an append is one write, whatever the file's size. Readers (`read`)
+    never change the file."""
 
     def __init__(self, path: Path):
         self.path = path
         self._lock = threading.Lock()
+        self._status: dict[str, str] | None = None  # pid -> latest status, once prepared
+
+    def _prepared(self) -> dict[str, str]:
+        """The statuses by pid, after the one-time torn-tail repair (call with the lock held)."""
+        if self._status is None:
+            self._cut_torn_tail()
+            self._status = {pid: str(record.get("status")) for pid, record in self.read().items()}
+        return self._status
 
     def read(self) -> dict[str, dict[str, Any]]:
         """The latest record per pid (a pid retried after a failure appears more than once)."""
@@ -33,6 +44,11 @@ class ResultsLog:
         for record in self._records():
             latest[str(record["pid"])] = record
         return latest
+
+    def finished_ids(self) -> set[str]:
+        """The pids whose latest record is a success (from memory, not from the file)."""
+        with self._lock:
+            return {pid for pid, status in self._prepared().items() if status == "ok"}
 
     def _records(self) -> Iterable[dict[str, Any]]:
         if not self.path.exists():
@@ -44,30 +60,46 @@ class ResultsLog:
                     break  # a torn last line from a killed process
                 try:
                     record = json.loads(line)
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
                     continue
                 if isinstance(record, dict) and "pid" in record:
                     records.append(record)
         return records
 
     def _cut_torn_tail(self) -> None:
+        """Drop a torn last line (a killed process), reading only the file's end."""
         if not self.path.exists():
             return
         with open(self.path, "rb+") as handle:
-            data = handle.read()
-            if data and not data.endswith(b"\n"):
-                handle.truncate(data.rfind(b"\n") + 1)
+            size = handle.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            handle.seek(size - 1)
+            if handle.read(1) == b"\n":
+                return
+            block = 65536
+            end = size
+            while end > 0:
+                start = max(0, end - block)
+                handle.seek(start)
+                newline = handle.read(end - start).rfind(b"\n")
+                if newline != -1:
+                    handle.truncate(start + newline + 1)
+                    return
+                end = start
+            handle.truncate(0)
 
     def append(self, record: dict[str, Any]) -> None:
-        line = (json.dumps({"schema_version": SCHEMA_VERSION, **record}, ensure_ascii=False, default=str) + "\n").encode()
+        line = (redact(json.dumps({"schema_version": SCHEMA_VERSION, **record}, ensure_ascii=False, default=str)) + "\n").encode()
         with self._lock:
-            self._cut_torn_tail()
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            status = self._prepared()
+            fd = open_append(self.path)
             try:
                 os.write(fd, line)
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            status[str(record["pid"])] = str(record.get("status"))
 
     def compact(self, order: Sequence[str]) -> list[dict[str, Any]]:
         """Rewrite the file atomically with one line per pid, in `order` (others after)."""
@@ -75,18 +107,9 @@ class ResultsLog:
             latest = self.read()
             rank = {pid: n for n, pid in enumerate(order)}
             records = sorted(latest.values(), key=lambda r: (rank.get(str(r["pid"]), len(rank)), str(r["pid"])))
-            # A unique temp name: two writers can never clobber each other's half-written file.
-            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    for record in records:
-                        handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(temp, self.path)
-            except BaseException:
-                Path(temp).unlink(missing_ok=True)
-                raise
+            with atomic_text_writer(self.path, fsync=True) as handle:
+                for record in records:
+                    handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
             return records
 
 

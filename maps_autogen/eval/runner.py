@@ -29,9 +29,11 @@ from maps_autogen.endpoints import Resolution, resolve_models
 from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInterrupted, UsageError
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
+from maps_autogen.eval.paths import outside_paths_allowed
 from maps_autogen.eval.results import MANIFEST_FILE, RESULTS_FILE, ResultsLog, summarize, table1, write_summary
-from maps_autogen.eval.tasks import EvalItem, Subset, Task, find_subsets, get_task, load_answer_formats
+from maps_autogen.eval.tasks import EvalItem, Subset, Task, find_subsets, get_task, load_answer_formats, spread_limit
 from maps_autogen.eval.validate import validate_rows
+from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.interrupts import exit_on_second_interrupt
 from maps_autogen.llm import Completion
 from maps_autogen.roles import Role
@@ -82,6 +84,7 @@ class EvalRequest:
     shard: Shard | None = None
     runs_dir: Path = Path("runs")
     resume: Path | None = None
+    allow_outside_paths: bool = False  # data set rows may refer to files outside the data folder
     allow_model_change: bool = False  # --resume may switch the models or method (the manifest records both)
 
 
@@ -107,7 +110,7 @@ def select_items(items: Sequence[EvalItem], subsets: Sequence[Subset], *, sample
         chosen.update(pids)
     selected = [item for item in items if item.pid in chosen]
     if limit is not None:
-        selected = selected[:limit]
+        selected = spread_limit(selected, subsets, limit)
     if shard is not None:
         selected = [item for n, item in enumerate(selected) if n % shard.count == shard.index - 1]
     return Selection(selected, sampled)
@@ -144,7 +147,8 @@ def load_items(task: Task, subsets: Sequence[Subset], data: Path | None, loaded:
     """Every problem of the chosen subsets, in data set order."""
     formats = load_answer_formats(loaded.resolve(loaded.config.answer_formats))
     max_side = loaded.config.images.max_side
-    return [task.to_item(row, prompts=formats, max_side=max_side) for row in task.rows(tuple(subsets), data)]
+    with image_limits(ImageLimits.of(loaded.config.limits)):
+        return [task.to_item(row, prompts=formats, max_side=max_side) for row in task.rows(tuple(subsets), data)]
 
 
 @dataclass
@@ -298,7 +302,8 @@ class EvalRun:
             _check_prices(resolution)
         subsets = find_subsets(self.task, request.subsets)
         validate_rows(self.task, subsets, request.data)
-        items = load_items(self.task, subsets, request.data, self.loaded)
+        with outside_paths_allowed(request.allow_outside_paths):
+            items = load_items(self.task, subsets, request.data, self.loaded)
         cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
         team = assemble_team(self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency))
         if manifest is None:
@@ -319,7 +324,7 @@ class EvalRun:
             lock.acquire()
             write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
             log = ResultsLog(eval_dir / RESULTS_FILE)
-            done = {pid for pid, record in log.read().items() if record.get("status") == "ok"}
+            done = log.finished_ids()
             todo = [item for item in selection.items if item.pid not in done]
             stop = self._run_items(todo, team, eval_dir, log)
             records = log.compact(manifest["ids"])
@@ -367,6 +372,7 @@ class EvalRun:
             "method": request.method,
             "without": sorted(role.value for role in request.without),
             "rules": request.rules,
+            "allow_outside_paths": request.allow_outside_paths,
             "config_path": str(self.loaded.path),
             "config": self.loaded.config.model_dump(mode="json"),
             "models": team.models_record(),
@@ -470,7 +476,7 @@ class EvalRun:
                 "usage": outcome.usage(),
                 "usage_by_role": outcome.usage_by_role(),
                 "models": _models_sent((call.role.value, call.completion) for call in outcome.calls),
-                "truncated": sorted({call.role.value for call in outcome.calls if call.completion.finish_reason == "length"}),
+                "max_tokens_reached": sorted({call.role.value for call in outcome.calls if call.completion.finish_reason == "length"}),
             }
             run_json = result.run_dir / "run.json"
         else:
@@ -483,7 +489,7 @@ class EvalRun:
             chat = {"stop_reason": "error" if error else None, "rollbacks": [], "critic_scores": [], "feedback_step": None,
                     "final_answer": response, "usage": baseline.usage(), "usage_by_role": {request.method: baseline.usage()},
                     "models": _models_sent([(request.method, baseline.completion)] if baseline.completion else []),
-                    "truncated": [request.method] if baseline.completion and baseline.completion.finish_reason == "length" else []}
+                    "max_tokens_reached": [request.method] if baseline.completion and baseline.completion.finish_reason == "length" else []}
             run_json = problem_dir / "run.json"
         seconds = time.monotonic() - started
         if error:

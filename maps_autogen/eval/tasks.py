@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator, Protocol, Sequence
 
 from maps_autogen.errors import UsageError
 from maps_autogen.problem import Problem
@@ -116,6 +116,26 @@ def find_subsets(task: Task, names: tuple[str, ...]) -> tuple[Subset, ...]:
         if match not in chosen:
             chosen.append(match)
     return tuple(chosen)
+
+
+def spread_limit(items: Sequence[EvalItem], subsets: Sequence[Subset], limit: int) -> list[EvalItem]:
+    """`limit` problems spread over the subsets, deterministically: the subsets take turns (in
+    their order) until `limit` are allotted or they run out, and within a subset the allotted
+    problems are evenly spaced over its rows; the result keeps the items' order."""
+    by_subset = {subset.name: [item for item in items if item.subset == subset.name] for subset in subsets}
+    allotted = dict.fromkeys(by_subset, 0)
+    remaining = min(limit, sum(len(group) for group in by_subset.values()))
+    while remaining:
+        for name, group in by_subset.items():
+            if remaining and allotted[name] < len(group):
+                allotted[name] += 1
+                remaining -= 1
+    chosen = {
+        id(group[(2 * n + 1) * len(group) // (2 * allotted[name])])
+        for name, group in by_subset.items()
+        for n in range(allotted[name])
+    }
+    return [item for item in items if id(item) in chosen]
 
 
 class AnswerFormats:

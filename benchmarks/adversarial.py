@@ -1,0 +1,112 @@
+"""Hostile inputs: how long the parsers take on 1 MB adversarial replies, what an append to a
+50k-line results.jsonl costs, and the peak memory of loading a 12000x12000 image.
+
+Prints one line per figure; nothing is asserted (tests/test_hostile.py asserts the results).
+
+    .venv/bin/python benchmarks/adversarial.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from maps_autogen.eval.results import ResultsLog  # noqa: E402
+from maps_autogen.redact import redact, register_secret, terminal_safe  # noqa: E402
+from maps_autogen.verdict import parse_critic_reply, parse_solver_reply  # noqa: E402
+
+MEGABYTE = 1 << 20
+OLD_FINAL_ANSWER = re.compile(r"final[ _]answer\s*[\"']?\s*[:：=]\s*(.+)", re.IGNORECASE)
+
+REPLIES = {
+    "final answer + 1 MB spaces": "final answer" + " " * MEGABYTE,
+    "'final answer ' x 80k": "final answer " * (MEGABYTE // 13),
+    "unclosed fence + 1 MB spaces": "```json" + " " * MEGABYTE,
+    "1 MB of '{'": "{" * MEGABYTE,
+    "262k '{a:}' spans": "{a:}" * (MEGABYTE // 4),
+    "512k-deep list": '{"final_answer": ' + "[" * (MEGABYTE // 2) + "]" * (MEGABYTE // 2) + "}",
+    "600-deep list": '{"final_answer": ' + "[" * 600 + '"x"' + "]" * 600 + "}",
+    "trailing commas": '{"final_answer": "5", "x": [' + "1," * (MEGABYTE // 2) + "]}",
+}
+
+PEAK = """
+import re, sys, time
+from maps_autogen.errors import ProblemError
+from maps_autogen.images import load_image
+started = time.perf_counter()
+try:
+    image = load_image(sys.argv[1], max_side=1568)
+    outcome = f"decoded to {image.width}x{image.height}"
+except ProblemError as error:
+    outcome = f"refused ({str(error)[:60]}...)"
+peak = int(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1)) // 1024
+print(f"{outcome}; {time.perf_counter() - started:.2f} s; peak RSS {peak} MB")
+"""
+
+
+def seconds(function, *args) -> float:
+    started = time.perf_counter()
+    function(*args)
+    return time.perf_counter() - started
+
+
+def parsers() -> None:
+    for name, reply in REPLIES.items():
+        took = seconds(lambda text: (parse_solver_reply(text), parse_critic_reply(text)), reply)
+        print(f"parse Solver + Critic, {name} ({len(reply) / MEGABYTE:.1f} MB): {took:.3f} s")
+    for spaces in (8_000, 16_000, 32_000):
+        took = seconds(OLD_FINAL_ANSWER.findall, "final answer" + " " * spaces)
+        print(f"old fallback pattern, {spaces:,} spaces: {took:.2f} s (quadratic)")
+    register_secret("sk-benchmark-0123456789")
+    text = ("some reply text with \x1b[2J escapes and sk-benchmark-0123456789 " * 20000)[:MEGABYTE]
+    print(f"redact 1 MB: {seconds(redact, text):.3f} s; terminal_safe 1 MB: {seconds(terminal_safe, text):.3f} s")
+
+
+def results_log(lines: int = 50_000) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "results.jsonl"
+        record = {"pid": "0", "status": "ok", "response": "x" * 200, "usage": {"cost": 0.001}}
+        path.write_text("".join(json.dumps({**record, "pid": str(n)}) + "\n" for n in range(lines)))
+        started = time.perf_counter()
+        path.read_bytes()  # what every append used to do (its torn-tail check read the whole file)
+        reread = time.perf_counter() - started
+        started = time.perf_counter()
+        log = ResultsLog(path)
+        log.finished_ids()  # the one-time torn-tail repair and the ids, at the start of a run
+        opened = time.perf_counter() - started
+        appends = 200
+        started = time.perf_counter()
+        for n in range(appends):
+            log.append({**record, "pid": f"new-{n}"})
+        per_append = (time.perf_counter() - started) / appends
+        print(f"results.jsonl with {lines:,} lines: start (torn-tail repair + ids) {opened * 1000:.0f} ms once; "
+              f"append {per_append * 1000:.2f} ms each (includes fsync); re-reading the file, as each append "
+              f"used to: {reread * 1000:.1f} ms")
+
+
+def images() -> None:
+    from PIL import Image
+
+    with tempfile.TemporaryDirectory() as folder:
+        jpeg = Path(folder) / "huge.jpg"
+        Image.new("L", (12000, 12000), 128).save(jpeg, quality=50)
+        png = Path(folder) / "huge.png"
+        Image.new("1", (12000, 12000), 1).save(png)
+        for path in (png, jpeg):
+            result = subprocess.run([sys.executable, "-c", PEAK, str(path)], capture_output=True, text=True,
+                                    env={"PYTHONPATH": str(ROOT)}, check=True)
+            print(f"12000x12000 {path.suffix[1:].upper()} ({path.stat().st_size // 1024} KB): {result.stdout.strip()}")
+
+
+if __name__ == "__main__":
+    parsers()
+    results_log()
+    images()

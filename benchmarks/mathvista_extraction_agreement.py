@@ -1,0 +1,247 @@
+"""Agreement of the rule-based MathVista extractor with the official verdicts.
+
+Scores every record of the developers' conformance set from its raw `response` only (the
+official `extraction` removed), with the integer rule its source file was scored with, and
+compares the verdict with the official one. Prints: agreement overall, by question type and
+answer type and by source file; false accepts (we credit, the official pipeline does not) and
+false rejects, also per 10,000 records; how each record was extracted; the remaining
+disagreements grouped by cause, with examples; agreement once the causes where the official
+verdict does not rest on the response's answer are left out (the official extractor's own
+errors: the limit for any extractor that reads the response); and the time to extract 1 MB
+adversarial responses.
+
+    .venv/bin/python benchmarks/mathvista_extraction_agreement.py [--data FILE] [--examples 3]
+
+The data live outside the repository (../shared/conformance/); this is a measurement, not a
+test: tests/test_conformance_mathvista.py asserts the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from maps_autogen.benchmarks.mathvista import SCORER  # noqa: E402
+from maps_autogen.benchmarks.mathvista_extract import (  # noqa: E402
+    cut_continuation,
+    extract,
+    numbers_in,
+)
+from maps_autogen.benchmarks.program_output import parse_program, program_output  # noqa: E402
+
+DATA_NAME = "mathvista_testmini_verdicts.dev.jsonl.gz"
+# ../shared/conformance beside the checkout (or beside the folder holding a git worktree).
+DEFAULT_DATA = next((folder / "shared" / "conformance" / DATA_NAME for folder in ROOT.parents
+                     if (folder / "shared" / "conformance" / DATA_NAME).exists()),
+                    ROOT.parent / "shared" / "conformance" / DATA_NAME)
+_CODE = re.compile(r"^\s{0,8}(?:print\(|def |import |from \w+ import |return )", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One record scored from its response, beside the official verdict."""
+
+    record: dict[str, Any]
+    extraction: str | None
+    prediction: str | None
+    correct: bool
+    method: str
+
+    @property
+    def agrees(self) -> bool:
+        return self.correct == self.record["true_false"]
+
+
+def rules_of(record: dict[str, Any]) -> str:
+    """The integer rule the record's source file was scored with (both agree: "current")."""
+    return "legacy" if record["integer_rule_of_file"].startswith("int_only") else "current"
+
+
+def score_from_response(record: dict[str, Any]) -> Outcome:
+    without_extraction = {key: value for key, value in record.items() if key != "extraction"}
+    verdict = SCORER.score(without_extraction, rules_of(record))
+    return Outcome(record, verdict.extraction, verdict.prediction, verdict.correct,
+                   verdict.extraction_method or "?")
+
+
+def _letter_stated(letter: str, text: str) -> bool:
+    return re.search(rf"(?<![A-Za-z]){re.escape(letter)}(?![A-Za-z])", text) is not None
+
+
+def _official_text_in(text: str, record: dict[str, Any]) -> bool:
+    """Whether the official extraction is stated in `text` (as a letter, text or number)."""
+    official = str(record["extraction"] or "").strip()
+    if not official:
+        return False
+    if record["question_type"] == "multi_choice" and len(official) == 1:
+        return _letter_stated(official, text)
+    if official.lower() in text.lower():
+        return True
+    wanted = numbers_in(official)
+    return bool(wanted) and wanted[0] in numbers_in(text)
+
+
+# Causes where the official verdict does not rest on the answer the response gives: the
+# limit of agreement for any extractor that reads only the response.
+OFFICIAL_SIDE = (
+    "official extraction without a response",
+    "program: official extraction is not what the program prints",
+    "program outside the subset",
+    "official read the model's invented follow-up exercise",
+    "no answer given; official mapped",
+    "official extraction not stated anywhere",
+)
+
+
+def cause_of(outcome: Outcome) -> str:
+    """The family a disagreement belongs to (first matching rule)."""
+    record = outcome.record
+    response = record["response"] or ""
+    official_true = record["true_false"]
+    if not response.strip():
+        return "official extraction without a response (blank response, official verdict from elsewhere)"
+    program = parse_program(response)
+    if program is not None:
+        printed = program_output(program)
+        if printed is None:
+            return "program outside the subset we work out (unreadable; the official extractor guessed)"
+        if not _official_text_in(printed, record):
+            return "program: official extraction is not what the program prints"
+        return "program: we read its output differently"
+    if _CODE.search(response):
+        return "prose with code: official took a value computed in the code"
+    kept = cut_continuation(response.strip())
+    if kept != response.strip() and not _official_text_in(kept, record) \
+            and _official_text_in(response[len(kept):], record):
+        return "official read the model's invented follow-up exercise, not its answer"
+    if outcome.method == "rules" and outcome.extraction is None and official_true:
+        return "no answer given; official mapped its placeholder (N/A, '') to a choice by edit distance"
+    if record["question_type"] == "multi_choice" and not _official_text_in(response, record):
+        return "official extraction not stated anywhere in the response"
+    if outcome.method == "unreadable":
+        return "rules could not read the response (unreadable)"
+    if outcome.extraction is None:
+        return "rules found no answer, official found one"
+    return "rules read a different answer" + (" (we credit it)" if outcome.correct else " (we reject it)")
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:6.2f}%" if whole else "     -"
+
+
+def _table(title: str, groups: dict[str, list[Outcome]]) -> None:
+    print(f"\n{title}")
+    width = max(len(name) for name in groups)
+    print(f"  {'':<{width}}  {'records':>7}  {'agree':>7}  {'false acc.':>10}  {'false rej.':>10}")
+    for name in sorted(groups):
+        outcomes = groups[name]
+        agree = sum(o.agrees for o in outcomes)
+        false_accepts = sum(o.correct and not o.record["true_false"] for o in outcomes)
+        false_rejects = sum(not o.correct and o.record["true_false"] for o in outcomes)
+        print(f"  {name:<{width}}  {len(outcomes):>7}  {_pct(agree, len(outcomes))}  "
+              f"{false_accepts:>10}  {false_rejects:>10}")
+
+
+def _snippet(text: str, limit: int = 160) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit // 2] + " … " + flat[-limit // 2:]
+
+
+def adversarial_timing() -> None:
+    """Extract from 1 MB responses built to defeat backtracking; print the slowest time."""
+    megabyte = 1_000_000
+    texts = {
+        "digits and commas": "1," * (megabyte // 2),
+        "thousands chain": "1" + ",000" * (megabyte // 4) + "0",
+        "answer cues": "the answer is " * (megabyte // 14),
+        "open boxes": "\\boxed{" * (megabyte // 7),
+        "parentheses": "(A" * (megabyte // 2),
+        "spaces then fraction": " " * megabyte + "3/",
+        "question lines": "\nQuestion:" * (megabyte // 10),
+        "busy program": "a = list(range(2000))\nn = 0\nfor i in a:\n    for j in a:\n        n += -j in a\nprint(n)",
+    }
+    print("\nadversarial responses of 1 MB (and a busy program), all four answer kinds:")
+    for name, text in texts.items():
+        started = time.perf_counter()
+        for question_type, answer_type in [("multi_choice", "text"), ("free_form", "integer"),
+                                           ("free_form", "float"), ("free_form", "list")]:
+            extract(text, question_type=question_type, answer_type=answer_type,
+                    choices=["A", "B", "C", "D"])
+        print(f"  {name:<22} {1000 * (time.perf_counter() - started):8.1f} ms")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--examples", type=int, default=3, help="examples printed per cause")
+    args = parser.parse_args()
+    if not args.data.exists():
+        print(f"error: {args.data} not found (pass --data)", file=sys.stderr)
+        return 2
+    with gzip.open(args.data, "rt", encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
+    started = time.perf_counter()
+    outcomes = [score_from_response(record) for record in records]
+    seconds = time.perf_counter() - started
+    total = len(outcomes)
+    agree = sum(o.agrees for o in outcomes)
+    false_accepts = sum(o.correct and not o.record["true_false"] for o in outcomes)
+    false_rejects = sum(not o.correct and o.record["true_false"] for o in outcomes)
+    same_extraction = sum(o.extraction == o.record["extraction"] for o in outcomes)
+    print(f"{args.data.name}: {total} records, scored from `response` in {seconds:.2f} s")
+    print(f"agreement with the official verdicts: {agree} / {total} = {100 * agree / total:.2f}%")
+    print(f"false accepts: {false_accepts} ({10_000 * false_accepts / total:.0f} per 10,000); "
+          f"false rejects: {false_rejects} ({10_000 * false_rejects / total:.0f} per 10,000)")
+    print(f"same extraction string as the official one: {100 * same_extraction / total:.1f}%")
+
+    by_type: dict[str, list[Outcome]] = defaultdict(list)
+    by_source: dict[str, list[Outcome]] = defaultdict(list)
+    by_method: dict[str, list[Outcome]] = defaultdict(list)
+    for outcome in outcomes:
+        record = outcome.record
+        by_type[f"{record['question_type']} / {record['answer_type']}"].append(outcome)
+        by_source[record["source_file"].rsplit("/", 1)[-1]].append(outcome)
+        by_method[outcome.method + (" (no answer)" if outcome.extraction is None and outcome.method == "rules" else "")].append(outcome)
+    _table("by question type / answer type:", by_type)
+    _table("by source file:", by_source)
+    _table("by how the answer was extracted:", by_method)
+
+    causes: dict[str, list[Outcome]] = defaultdict(list)
+    for outcome in outcomes:
+        if not outcome.agrees:
+            causes[cause_of(outcome)].append(outcome)
+    print(f"\ndisagreements by cause ({total - agree}):")
+    for cause, members in sorted(causes.items(), key=lambda item: -len(item[1])):
+        direction = Counter("false accept" if o.correct else "false reject" for o in members)
+        print(f"  {len(members):>5}  {cause}  [{', '.join(f'{n} {k}' for k, n in sorted(direction.items()))}]")
+        for outcome in members[: args.examples]:
+            record = outcome.record
+            print(f"         {record['source_file'].rsplit('/', 1)[-1]} pid={record['pid']} "
+                  f"answer={record['answer']!r} official={_snippet(str(record['extraction']), 40)!r}"
+                  f"→{record['true_false']} ours={outcome.extraction!r}→{outcome.correct}")
+            print(f"           response: {_snippet(record['response'])!r}")
+    official_side = [o for cause, members in causes.items() if cause.startswith(OFFICIAL_SIDE)
+                     for o in members]
+    rest = total - len(official_side)
+    rest_false_accepts = sum(o.correct for o in official_side)
+    print(f"\nleaving out the {len(official_side)} disagreements whose official verdict does not rest on "
+          f"the response's answer: agreement {agree} / {rest} = {100 * agree / rest:.2f}%, "
+          f"false accepts {false_accepts - rest_false_accepts} "
+          f"({10_000 * (false_accepts - rest_false_accepts) / rest:.0f} per 10,000)")
+    adversarial_timing()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

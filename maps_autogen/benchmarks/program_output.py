@@ -1,0 +1,581 @@
+"""What a short answer program prints, worked out without running it.
+
+Some models answer in Python ("x = 12 / 4\\nprint(x)"): their answer is the program's output.
+Untrusted code is never executed. Instead this module walks the parsed syntax tree of a
+small, side-effect-free subset of Python: numbers, strings, lists, tuples, dicts, arithmetic,
+comparisons, `if`/`for`/`while`, simple functions, comprehensions, f-strings, `print`, a few
+builtins and the `math` module. Steps, sizes (sequence lengths, integer bits) and call depth
+are bounded; anything outside the subset or the budgets gives None.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any
+
+MAX_SOURCE_CHARS = 20_000
+# Steps times the longest sequence bounds the work (one step may scan a whole sequence).
+MAX_STEPS = 20_000
+MAX_LENGTH = 2_000  # elements of a sequence or characters of a string
+MAX_INT_BITS = 4_096
+MAX_CALL_DEPTH = 30
+MAX_FACTORIAL = 500
+
+
+class Unsupported(Exception):
+    """The program leaves the subset or a budget: its output is not worked out."""
+
+
+class _Return(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+def _checked(value: Any) -> Any:
+    """`value` if within the size budgets, else Unsupported."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        if value.bit_length() > MAX_INT_BITS:
+            raise Unsupported("integer too large")
+    elif isinstance(value, (str, list, tuple, dict, set, range)):
+        if len(value) > MAX_LENGTH:
+            raise Unsupported("sequence too long")
+    return value
+
+
+def _text(value: Any) -> str:
+    """str(value), refused when the text would be too long (checked before it is built)."""
+    budget = MAX_LENGTH
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+            budget -= 4 * len(item)
+        elif isinstance(item, (list, tuple, set)):
+            pending.extend(item)
+            budget -= 2 * len(item)
+        elif isinstance(item, str):
+            budget -= len(item) + 2
+        else:
+            budget -= 30  # a number, bool or None prints in at most a few dozen characters
+        if budget < 0:
+            raise Unsupported("text too long")
+    return str(value)
+
+
+def _bounded_int(value: Any, limit: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= limit:
+        raise Unsupported("argument out of range")
+    return value
+
+
+def _factorial(value: Any) -> int:
+    return math.factorial(_bounded_int(value, MAX_FACTORIAL))
+
+
+def _comb(n: Any, k: Any) -> int:
+    return math.comb(_bounded_int(n, MAX_FACTORIAL), _bounded_int(k, MAX_FACTORIAL))
+
+
+def _perm(n: Any, k: Any = None) -> int:
+    return math.perm(_bounded_int(n, MAX_FACTORIAL), None if k is None else _bounded_int(k, MAX_FACTORIAL))
+
+
+_MATH_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    name: getattr(math, name)
+    for name in ("sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "radians",
+                 "degrees", "floor", "ceil", "log", "log10", "log2", "exp", "hypot", "fabs",
+                 "gcd", "trunc", "isclose", "copysign")
+}
+_MATH_FUNCTIONS.update({"factorial": _factorial, "comb": _comb, "perm": _perm})
+_MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
+
+
+class _Module:
+    """A name bound by `import`: math is usable, anything else only as a dead name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def attribute(self, attr: str) -> Any:
+        if self.name == "math":
+            if attr in _MATH_FUNCTIONS:
+                return _MATH_FUNCTIONS[attr]
+            if attr in _MATH_CONSTANTS:
+                return _MATH_CONSTANTS[attr]
+        raise Unsupported(f"{self.name}.{attr}")
+
+
+def _sized(iterable: Any) -> Any:
+    """A builtin's iterable argument, refused if it is not a bounded container."""
+    if isinstance(iterable, (str, list, tuple, dict, set, range)):
+        return _checked(iterable)
+    raise Unsupported("not a container")
+
+
+def _bounded_join(separator: str, items: Any) -> str:
+    items = _sized(items)
+    if not all(isinstance(item, str) for item in items):
+        raise Unsupported("join of non-strings")
+    if sum(len(item) for item in items) + len(separator) * len(items) > MAX_LENGTH:
+        raise Unsupported("string too long")
+    return separator.join(items)
+
+
+def _round(value: Any, digits: Any = None) -> Any:
+    if digits is not None and not (isinstance(digits, int) and -20 <= digits <= 20):
+        raise Unsupported("round digits")
+    return round(value) if digits is None else round(value, digits)
+
+
+def _int(value: Any = 0) -> int:
+    if isinstance(value, str) and len(value) > 100:
+        raise Unsupported("long number text")
+    return int(value)
+
+
+def _float(value: Any = 0.0) -> float:
+    if isinstance(value, str) and len(value) > 100:
+        raise Unsupported("long number text")
+    return float(value)
+
+
+def _builtin(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A builtin whose container arguments are size-checked first."""
+
+    def call(*args: Any, **keywords: Any) -> Any:
+        return function(*(_sized(arg) if isinstance(arg, (str, list, tuple, dict, set, range)) else arg
+                          for arg in args), **keywords)
+
+    return call
+
+
+def _range(*args: Any) -> range:
+    if not all(isinstance(arg, int) and not isinstance(arg, bool) for arg in args):
+        raise Unsupported("range of non-integers")
+    return _checked(range(*args))
+
+
+_BUILTINS: dict[str, Callable[..., Any]] = {
+    "len": _builtin(len), "max": _builtin(max), "min": _builtin(min), "sum": _builtin(sum),
+    "abs": abs, "round": _round, "int": _int, "float": _float, "bool": bool, "str": _text,
+    "sorted": _builtin(sorted), "list": _builtin(list), "tuple": _builtin(tuple),
+    "set": _builtin(set), "dict": _builtin(dict), "range": _range,
+    "enumerate": _builtin(lambda items: list(enumerate(items))),
+    "zip": _builtin(lambda *lists: list(zip(*lists))),
+    "reversed": _builtin(lambda items: list(reversed(items))),
+    "any": _builtin(any), "all": _builtin(all), "divmod": divmod,
+}
+
+_STRING_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "split", "startswith",
+                   "endswith", "count", "find", "index", "title", "capitalize", "isdigit"}
+_LIST_METHODS = {"append", "extend", "index", "count", "sort", "reverse", "pop", "insert",
+                 "remove", "copy"}
+_DICT_METHODS = {"get", "keys", "values", "items"}
+_FORMAT_SPEC = re.compile(r"[<>^]?[+-]?,?\d{0,2}(?:\.\d{1,2})?[fdeg%]?")
+
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+}
+_COMPARE: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+    ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
+}
+
+
+def _size_of(value: Any) -> int:
+    return len(value) if isinstance(value, (str, list, tuple)) else 0
+
+
+def _power(base: Any, exponent: Any) -> Any:
+    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0:
+        if exponent * max(abs(base).bit_length(), 1) > MAX_INT_BITS:
+            raise Unsupported("power too large")
+    elif isinstance(exponent, (int, float)) and abs(exponent) > 10_000:
+        raise Unsupported("power too large")
+    return pow(base, exponent)
+
+
+def _binary(operator: ast.operator, left: Any, right: Any) -> Any:
+    if isinstance(operator, ast.Pow):
+        return _power(left, right)
+    function = _BINARY.get(type(operator))
+    if function is None:
+        raise Unsupported(type(operator).__name__)
+    if isinstance(operator, ast.Mult):
+        # "ab" * 10**9 or [0] * 10**9 would be built before any check: check the size first.
+        for sequence, count in ((left, right), (right, left)):
+            if _size_of(sequence) and isinstance(count, int) and count * _size_of(sequence) > MAX_LENGTH:
+                raise Unsupported("sequence too long")
+        if isinstance(left, int) and isinstance(right, int) and \
+                left.bit_length() + right.bit_length() > MAX_INT_BITS:
+            raise Unsupported("integer too large")
+    if isinstance(operator, ast.Add) and _size_of(left) + _size_of(right) > MAX_LENGTH:
+        raise Unsupported("sequence too long")
+    if isinstance(operator, ast.Mod) and isinstance(left, str):
+        raise Unsupported("%-formatting")
+    return function(left, right)
+
+
+class _Interpreter:
+    """Walks one program; `output` collects what `print` would write."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.depth = 0
+        self.output: list[str] = []
+        self.globals: dict[str, Any] = {}
+
+    # -- statements ---------------------------------------------------------------------------
+
+    def tick(self, cost: int = 1) -> None:
+        self.steps += cost
+        if self.steps > MAX_STEPS:
+            raise Unsupported("too many steps")
+
+    def run_block(self, body: Iterable[ast.stmt], scope: dict[str, Any]) -> None:
+        for statement in body:
+            self.run(statement, scope)
+
+    def run(self, node: ast.stmt, scope: dict[str, Any]) -> None:
+        self.tick()
+        if isinstance(node, ast.Expr):
+            self.eval(node.value, scope)
+        elif isinstance(node, ast.Assign):
+            value = self.eval(node.value, scope)
+            for target in node.targets:
+                self.assign(target, value, scope)
+        elif isinstance(node, ast.AugAssign):
+            current = self.eval(_as_load(node.target), scope)
+            self.assign(node.target, _checked(_binary(node.op, current, self.eval(node.value, scope))), scope)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            self.assign(node.target, self.eval(node.value, scope), scope)
+        elif isinstance(node, ast.If):
+            self.run_block(node.body if self.eval(node.test, scope) else node.orelse, scope)
+        elif isinstance(node, ast.For):
+            self.run_for(node, scope)
+        elif isinstance(node, ast.While):
+            while self.eval(node.test, scope):
+                self.tick()
+                try:
+                    self.run_block(node.body, scope)
+                except _Break:
+                    break
+                except _Continue:
+                    continue
+        elif isinstance(node, ast.FunctionDef) and not node.decorator_list:
+            scope[node.name] = node
+        elif isinstance(node, ast.Return):
+            raise _Return(None if node.value is None else self.eval(node.value, scope))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                scope[alias.asname or alias.name.split(".")[0]] = _Module(alias.name)
+        elif isinstance(node, ast.ImportFrom) and node.module == "math":
+            for alias in node.names:
+                scope[alias.asname or alias.name] = _Module("math").attribute(alias.name)
+        elif isinstance(node, ast.Break):
+            raise _Break()
+        elif isinstance(node, ast.Continue):
+            raise _Continue()
+        elif not isinstance(node, ast.Pass):
+            raise Unsupported(type(node).__name__)
+
+    def run_for(self, node: ast.For, scope: dict[str, Any]) -> None:
+        items = self.eval(node.iter, scope)
+        for item in _sized(items):
+            self.tick()
+            self.assign(node.target, item, scope)
+            try:
+                self.run_block(node.body, scope)
+            except _Break:
+                return
+            except _Continue:
+                continue
+        self.run_block(node.orelse, scope)
+
+    def assign(self, target: ast.expr, value: Any, scope: dict[str, Any]) -> None:
+        if isinstance(target, ast.Name):
+            scope[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            values = list(_sized(value))
+            if len(values) != len(target.elts):
+                raise Unsupported("unpacking")
+            for element, item in zip(target.elts, values):
+                self.assign(element, item, scope)
+        elif isinstance(target, ast.Subscript):
+            container = self.eval(target.value, scope)
+            if not isinstance(container, (list, dict)):
+                raise Unsupported("item assignment")
+            container[self.eval(target.slice, scope)] = value
+            _checked(container)
+        else:
+            raise Unsupported("assignment target")
+
+    # -- expressions --------------------------------------------------------------------------
+
+    def eval(self, node: ast.expr, scope: dict[str, Any]) -> Any:
+        self.tick()
+        return _checked(self._eval(node, scope))
+
+    def _eval(self, node: ast.expr, scope: dict[str, Any]) -> Any:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (int, float, str, bool, type(None))):
+                return node.value
+            raise Unsupported("constant")
+        if isinstance(node, ast.Name):
+            if node.id in scope:
+                return scope[node.id]
+            if node.id in _BUILTINS or node.id == "print":
+                return node.id
+            if node.id in ("True", "False", "None"):
+                return {"True": True, "False": False, "None": None}[node.id]
+            raise Unsupported(f"name {node.id}")
+        if isinstance(node, ast.BinOp):
+            return _binary(node.op, self.eval(node.left, scope), self.eval(node.right, scope))
+        if isinstance(node, ast.UnaryOp):
+            operand = self.eval(node.operand, scope)
+            if isinstance(node.op, ast.USub):
+                return -operand
+            if isinstance(node.op, ast.UAdd):
+                return +operand
+            if isinstance(node.op, ast.Not):
+                return not operand
+            raise Unsupported("unary operator")
+        if isinstance(node, ast.BoolOp):
+            result: Any = None
+            for value in node.values:
+                result = self.eval(value, scope)
+                if isinstance(node.op, ast.And) and not result:
+                    return result
+                if isinstance(node.op, ast.Or) and result:
+                    return result
+            return result
+        if isinstance(node, ast.Compare):
+            left = self.eval(node.left, scope)
+            for operator, comparator in zip(node.ops, node.comparators):
+                right = self.eval(comparator, scope)
+                if isinstance(operator, (ast.In, ast.NotIn)) and isinstance(right, (list, tuple, str)):
+                    self.tick(len(right) // 20)  # a membership test scans the sequence
+                if not _COMPARE[type(operator)](left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.IfExp):
+            return self.eval(node.body if self.eval(node.test, scope) else node.orelse, scope)
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            items = [self.eval(element, scope) for element in node.elts]
+            return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
+        if isinstance(node, ast.Dict):
+            if any(key is None for key in node.keys):
+                raise Unsupported("dict unpacking")
+            return {self.eval(key, scope): self.eval(value, scope)  # type: ignore[arg-type]
+                    for key, value in zip(node.keys, node.values)}
+        if isinstance(node, ast.Subscript):
+            container = self.eval(node.value, scope)
+            if isinstance(node.slice, ast.Slice):
+                parts = [None if part is None else self.eval(part, scope)
+                         for part in (node.slice.lower, node.slice.upper, node.slice.step)]
+                return _sized(container)[slice(*parts)]
+            return _sized(container)[self.eval(node.slice, scope)]
+        if isinstance(node, ast.Attribute):
+            owner = self.eval(node.value, scope)
+            if isinstance(owner, _Module):
+                return owner.attribute(node.attr)
+            raise Unsupported("attribute")
+        if isinstance(node, ast.Call):
+            return self.call(node, scope)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            items = self.comprehension(node.elt, node.generators, scope)
+            return set(items) if isinstance(node, ast.SetComp) else items
+        if isinstance(node, ast.JoinedStr):
+            return "".join(self.formatted(part, scope) for part in node.values)
+        raise Unsupported(type(node).__name__)
+
+    def formatted(self, part: ast.expr, scope: dict[str, Any]) -> str:
+        if isinstance(part, ast.Constant):
+            return str(part.value)
+        if not isinstance(part, ast.FormattedValue):
+            raise Unsupported("f-string part")
+        value = self.eval(part.value, scope)
+        spec = "" if part.format_spec is None else self.formatted_spec(part.format_spec, scope)
+        if not _FORMAT_SPEC.fullmatch(spec):
+            raise Unsupported("format spec")
+        if part.conversion == ord("r"):
+            value = repr(_text(value))
+        elif isinstance(value, (list, tuple, set, dict)):
+            value = _text(value)
+        return _checked(format(value, spec))
+
+    def formatted_spec(self, spec: ast.expr, scope: dict[str, Any]) -> str:
+        if isinstance(spec, ast.JoinedStr) and all(isinstance(part, ast.Constant) for part in spec.values):
+            return "".join(str(part.value) for part in spec.values)  # type: ignore[attr-defined]
+        raise Unsupported("computed format spec")
+
+    def comprehension(self, element: ast.expr, generators: list[ast.comprehension],
+                      scope: dict[str, Any]) -> list[Any]:
+        results: list[Any] = []
+        inner = dict(scope)
+
+        def expand(level: int) -> None:
+            if level == len(generators):
+                results.append(self.eval(element, inner))
+                if len(results) > MAX_LENGTH:
+                    raise Unsupported("comprehension too long")
+                return
+            generator = generators[level]
+            for item in _sized(self.eval(generator.iter, inner)):
+                self.tick()
+                self.assign(generator.target, item, inner)
+                if all(self.eval(condition, inner) for condition in generator.ifs):
+                    expand(level + 1)
+
+        expand(0)
+        return results
+
+    def call(self, node: ast.Call, scope: dict[str, Any]) -> Any:
+        if any(isinstance(arg, ast.Starred) for arg in node.args):
+            raise Unsupported("starred arguments")
+        if isinstance(node.func, ast.Attribute):
+            owner = self.eval(node.func.value, scope)
+            args = [self.eval(arg, scope) for arg in node.args]
+            if isinstance(owner, _Module):
+                return owner.attribute(node.func.attr)(*args)
+            return self.method(owner, node.func.attr, args, node)
+        function = self.eval(node.func, scope)
+        args = [self.eval(arg, scope) for arg in node.args]
+        keywords = {keyword.arg: self.eval(keyword.value, scope) for keyword in node.keywords}
+        if function == "print":
+            return self.print(args, keywords)
+        if keywords and function not in ("sorted", "round", "max", "min"):
+            raise Unsupported("keyword arguments")
+        if isinstance(function, str) and function in _BUILTINS:
+            if keywords:
+                if set(keywords) - {"reverse", "ndigits"}:
+                    raise Unsupported("keyword arguments")
+                return _BUILTINS[function](*args, **keywords)
+            return _BUILTINS[function](*args)
+        if isinstance(function, ast.FunctionDef):
+            return self.call_function(function, args, scope)
+        if callable(function) and function in _MATH_FUNCTIONS.values():
+            return function(*args)
+        raise Unsupported("call")
+
+    def method(self, owner: Any, name: str, args: list[Any], node: ast.Call) -> Any:
+        if node.keywords:
+            raise Unsupported("keyword arguments")
+        if isinstance(owner, str) and name == "join":
+            return _bounded_join(owner, *args)
+        allowed = (_STRING_METHODS if isinstance(owner, str) else _LIST_METHODS if isinstance(owner, list)
+                   else _DICT_METHODS if isinstance(owner, dict) else set())
+        if name not in allowed:
+            raise Unsupported(f"method {name}")
+        result = getattr(owner, name)(*args)
+        _checked(owner)
+        return list(result) if name in ("keys", "values", "items") else result
+
+    def call_function(self, function: ast.FunctionDef, args: list[Any], scope: dict[str, Any]) -> Any:
+        parameters = function.args
+        if parameters.vararg or parameters.kwarg or parameters.kwonlyargs or parameters.posonlyargs:
+            raise Unsupported("parameters")
+        names = [arg.arg for arg in parameters.args]
+        defaults = [self.eval(default, scope) for default in parameters.defaults]
+        values = args + defaults[len(defaults) - (len(names) - len(args)):] if len(args) < len(names) else args
+        if len(values) != len(names):
+            raise Unsupported("arguments")
+        self.depth += 1
+        if self.depth > MAX_CALL_DEPTH:
+            raise Unsupported("recursion")
+        local = {**self.globals, **dict(zip(names, values))}
+        try:
+            self.run_block(function.body, local)
+        except _Return as returned:
+            return returned.value
+        finally:
+            self.depth -= 1
+        return None
+
+    def print(self, args: list[Any], keywords: dict[str | None, Any]) -> None:
+        if set(keywords) - {"sep", "end"}:
+            raise Unsupported("print keywords")
+        separator = str(keywords.get("sep", " "))
+        end = str(keywords.get("end", "\n"))
+        text = separator.join(_text(arg) for arg in args) + end
+        if sum(len(part) for part in self.output) + len(text) > MAX_LENGTH:
+            raise Unsupported("too much output")
+        self.output.append(text)
+        return None
+
+
+def _as_load(target: ast.expr) -> ast.expr:
+    if isinstance(target, ast.Name):
+        return ast.Name(id=target.id, ctx=ast.Load())
+    if isinstance(target, ast.Subscript):
+        return ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load())
+    raise Unsupported("augmented target")
+
+
+def parse_program(text: str) -> ast.Module | None:
+    """The syntax tree of `text` if it reads as a Python program, else None: it parses, and
+    defines, imports or prints something, or is a notebook cell (assignments, then the bare
+    name or expression to show). Bounded: long texts are not programs."""
+    if len(text) > MAX_SOURCE_CHARS or ("\n" not in text.strip() and "print(" not in text):
+        return None
+    try:
+        with warnings.catch_warnings():
+            # Prose that almost parses ("1if") makes the parser warn; that is not ours to show.
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.Import, ast.ImportFrom)):
+            return tree
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            return tree
+    body = tree.body
+    if len(body) >= 2 and isinstance(body[-1], ast.Expr) and isinstance(body[0], ast.Assign):
+        return tree
+    return None
+
+
+def program_output(tree: ast.Module) -> str | None:
+    """What the program prints (or, without any print, the value of its last bare
+    expression, as a notebook shows it), stripped; None when it cannot be worked out."""
+    interpreter = _Interpreter()
+    scope = interpreter.globals
+    try:
+        for statement in tree.body:
+            interpreter.run(statement, scope)
+        if not interpreter.output and tree.body and isinstance(tree.body[-1], ast.Expr):
+            value = interpreter.eval(tree.body[-1].value, scope)
+            if value is not None:
+                interpreter.output.append(_text(value))
+    except (Unsupported, _Return, _Break, _Continue):
+        return None
+    except Exception:  # noqa: BLE001 - any failure of the program itself (a TypeError, a
+        # ZeroDivisionError, a RecursionError...) means it prints no answer we can read.
+        return None
+    text = "".join(interpreter.output).strip()
+    return text or None
+
+
+__all__ = ["MAX_SOURCE_CHARS", "parse_program", "program_output"]

@@ -1,0 +1,296 @@
+"""Rule-based MathVista extraction, by family of hard cases.
+
+The cases are written here in short form after the kinds of responses found in the developers'
+conformance set (recorded outputs of ten models): choice letters against option text, the
+final number against intermediate ones, units, refusals, invented follow-up exercises and
+answers written as programs.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from maps_autogen.benchmarks.mathvista import SCORER
+from maps_autogen.benchmarks.mathvista_extract import MAX_RESPONSE_CHARS, Extraction, extract
+from maps_autogen.benchmarks.program_output import parse_program, program_output
+
+YES_NO = ["Yes", "No"]
+ANGLES = ["30°", "32°", "36°", "40°"]
+
+
+def choice(response: str, choices: list[str]) -> Extraction:
+    return extract(response, question_type="multi_choice", answer_type="text", choices=choices)
+
+
+def integer(response: str) -> Extraction:
+    return extract(response, question_type="free_form", answer_type="integer")
+
+
+def floating(response: str) -> Extraction:
+    return extract(response, question_type="free_form", answer_type="float")
+
+
+# --- letters against option text -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("response", "choices", "expected"),
+    [
+        ("The answer is (A) Yes.\n\nThe sandwich is clearly cut in half.", YES_NO, "A"),
+        ("The correct answer is **(A) 5.8**.\n\nWe can use the Law of Sines.", ["5.8", "6.5", "14.2"], "A"),
+        ("(D) The number of crustaceans will decrease", ["ducks up", "minnows up", "no effect",
+                                                          "The number of crustaceans will decrease"],
+         "D"),
+        ("B) Common water flea\n\nAlgae are producers in aquatic food chains.", ["Tilapia", "Common water flea"], "B"),
+        ("The time reads as 12 o'clock. Therefore, the answer is C (o'clock).", ["half", "quarter", "o'clock"], "C"),
+        ("因此，∠BDC的度数为55°，选项为D。", ["25°", "35°", "45°", "55°"], "D"),
+        ("所以，答案是25°，对应选项是D。", ["35°", "110°", "135°", "145°"], "D"),
+        ("No, Navy Blue is not the maximum. The maximum is Dark Red.", ["yes", "no"], "no"),
+        ("The population stabilizes around 80. So the most likely count is C.", ["20", "40", "80", "100"], "C"),
+        ("由三角形面积公式可知,ΔADC的面积为D。", ["3", "4", "5", "6"], "D"),
+        ("From the photo it is hard to say, my best guess is no.\nB (No)", YES_NO, "B"),
+        # A later mention of another option ("(D), NA, is not applicable") is no answer phrase.
+        ("The answer is (A). The squirrels will decrease.\n\nThe answer choice (D), NA, is not "
+         "applicable here.", ["decrease", "remains the same", "increase", "NA"], "A"),
+        ("The correct answer is (C). Option (A) is incorrect because the population would not "
+         "remain the same.", ["same", "double", "decrease", "increase"], "C"),
+        ("Since M is the midpoint, the length of NC is 1.5. The correct option is (D) 3.5.",
+         ["1.5", "2.5", "3", "3.5"], "D"),
+        # The option's own text, stated as the final value.
+        ("Reasoning...\nTherefore the angle is 36°.", ANGLES, "36°"),
+        ("The angle ADE measures 36 degrees", ANGLES, "36°"),
+        # A value equal to one option: 2.828... is 2√2, and "2" does not start "2.83".
+        ("2.8284271247461903", ["1", "2", "2√{2}", "√{6}"], "2√{2}"),
+        # A printed list around an option, and an option named with a typo.
+        ("['Insects']", ["Hawk", "Insects", "Snake"], "Insects"),
+        ("Adult spider population would decrease", ["Adults spider population would decrease",
+                                                    "Adult spider population would double"],
+         "Adults spider population would decrease"),
+        # A boxed value that is no option is still the answer given (the official
+        # normalisation maps it to the nearest option).
+        ("Since Q is the incenter, $JQ = r = \\boxed{8}$.", ["18.79", "14.03", "12.2"], "8"),
+    ],
+)
+def test_letters_and_option_text(response: str, choices: list[str], expected: str) -> None:
+    assert choice(response, choices) == Extraction(expected, "answer")
+
+
+# --- last stated result, not intermediate values ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        ("There are 10 objects.\nCounting, 10 - 2 - 3 = 5 objects are left.\n\nSo the answer is 5", "5"),
+        ("The answer is 2 + 3 = 5.", "5"),
+        ("Answer: 4 of the 7 cars", "4"),
+        ("The maximum rating in Maldives is **70**. This is the highest value since 2005.", "70"),
+        ("$4.00 + $3.00 + $6.00 = $13.00\n\nRuth needs $13.00.", "13"),
+        ("In total, 1,250 people came.", "1250"),
+        ("Step 1: 12 / 4 = 3\nStep 2: 3 * 7 = 21\nTherefore, there are 21 apples.", "21"),
+        ("We get \\boxed{36} in the end; 36 was checked with 2 methods.", "36"),
+        # The model answers, then invents and solves another exercise: its answer comes first.
+        ("The answer is 5.\n\nQuestion: How many edges does a cube have?\n\nA cube has 12 edges.", "5"),
+        ("Final value: 1.70", "1.70"),
+    ],
+)
+def test_last_stated_result(response: str, expected: str) -> None:
+    assert integer(response).answer == expected
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        ("The answer is \\frac{3}{4}.", "0.75"),
+        ("The ratio is 3/4.", "0.75"),
+        ("The velocity is 2.5 × 10^3 m/s.", "2500.0"),
+        ("The constant is 1.2e-3.", "0.0012"),
+        ("About 25% of the people agree.", "25"),
+        ("$x = \\boxed{2.5}$", "2.5"),
+    ],
+)
+def test_number_forms(response: str, expected: str) -> None:
+    assert floating(response).answer == expected
+
+
+# --- units -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        ("Therefore, the length of AC is 14.0 cm.", "14"),  # an integer answer written as 14.0
+        ("Answer: 12 apples", "12"),
+        ("The perimeter is 24cm.", "24"),
+        ("The age gap is 7 years.", "7"),
+    ],
+)
+def test_units_are_dropped_from_numbers(response: str, expected: str) -> None:
+    assert integer(response).answer == expected
+
+
+def test_units_in_options_are_matched_by_value() -> None:
+    assert choice("So the side is 4.5 centimetres long", ["3 cm", "4.5 cm", "6 cm"]) == Extraction("4.5 cm", "answer")
+
+
+# --- refusals and unreadable responses -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        "Without the image, it is impossible to determine the age gap between the two people.",
+        "I'm sorry, but I cannot answer questions about people in images.",
+        "The answer is: Cannot be determined.",
+        "To determine the amplitude, we need to know the function. Please provide the function.",
+        "Since the value of S is not given, the answer is indeterminate.",
+        "",
+        "   ",
+    ],
+)
+def test_refusals_give_no_extraction(response: str) -> None:
+    assert integer(response) == Extraction(None, "no_answer")
+    assert choice(response, YES_NO) == Extraction(None, "no_answer")
+
+
+def test_a_listing_of_options_chooses_none() -> None:
+    assert choice("(C) Yes\n(D) No", YES_NO) == Extraction(None, "no_answer")
+
+
+def test_hedging_then_answering_is_an_answer() -> None:
+    assert integer("Without the image we cannot be sure, but the answer is 4.").answer == "4"
+
+
+def test_text_without_an_answer_is_unreadable_not_refused() -> None:
+    assert integer("The picture is too blurry to count.") == Extraction(None, "unreadable")
+    assert choice("It depends on the angle of view.", YES_NO) == Extraction(None, "unreadable")
+
+
+def test_eval_scores_free_text_baseline_replies_with_the_same_rules() -> None:
+    # `maps eval` scores a direct/CoT reply through score_record, i.e. through these rules.
+    from maps_autogen.scoring import score_record
+
+    record = {"pid": "9", "question_type": "multi_choice", "answer_type": "text",
+              "choices": ANGLES, "answer": "36°",
+              "response": "The pentagon's angle is 180°/5 = 36°.\nThe answer is (C) 36°."}
+    verdict = score_record("mathvista", record)
+    assert (verdict.extraction, verdict.prediction, verdict.correct) == ("C", "36°", True)
+
+
+def test_scorer_says_how_each_record_was_extracted() -> None:
+    base = {"pid": "1", "question_type": "free_form", "answer_type": "integer", "answer": "5"}
+    assert SCORER.score({**base, "extraction": "5"}).extraction_method == "given"
+    read = SCORER.score({**base, "response": "So the answer is 5."})
+    assert (read.extraction, read.correct, read.extraction_method) == ("5", True, "rules")
+    refused = SCORER.score({**base, "response": "I cannot determine it from the image."})
+    assert (refused.extraction, refused.correct, refused.extraction_method) == (None, False, "rules")
+    unread = SCORER.score({**base, "response": "Hard to say."})
+    assert (unread.extraction, unread.correct, unread.extraction_method) == (None, False, "unreadable")
+
+
+# --- answers written as programs -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        ("dots = 9\ngroups = 3\n\ndots_in_each_group = dots // groups\nprint(dots_in_each_group)", "3"),
+        ("wednesday = 10.00\nthursday = 12.00\nprint(thursday - wednesday)", "2.0"),
+        ("def median(numbers):\n    s = sorted(numbers)\n    n = len(s)\n    if n % 2 == 0:\n"
+         "        return (s[n // 2 - 1] + s[n // 2]) / 2\n    return s[n // 2]\n\n"
+         "print(median([5, 2, 8, 3, 9, 1, 7, 4, 6]))", "5"),
+        ("import math\nradius = math.sqrt(3**2 + 4**2)\nprint(f'{radius:.1f}')", "5.0"),
+        ("count = 0\nfor i in range(1, 33):\n    if i not in [15, 11, 22]:\n        count += 1\n"
+         "print(count)", "29"),
+        ("objects = ['red cube', 'blue ball', 'red cylinder']\n"
+         "objects = [o for o in objects if 'red' not in o]\nprint(len(objects))", "1"),
+        ("import math\narea = (3 + 4) ** 2\narea", "49"),  # notebook style: the last bare expression
+        ("ratio = 2/5\nAC = 25\nAB = ratio * AC\nAB", "10.0"),  # a notebook cell, no print
+        ("print(6 * 7)", "42"),
+        ("scores = [3, 9, 4]\nprint(sorted(scores, reverse=True)[0])", "9"),
+    ],
+)
+def test_program_output_is_worked_out(program: str, expected: str) -> None:
+    tree = parse_program(program)
+    assert tree is not None and program_output(tree) == expected
+
+
+def test_program_answers_are_read_from_their_output() -> None:
+    program = 'green = 10\nblue = 8\n\nif green > blue:\n    answer = "Yes"\nelse:\n    answer = "No"\n\nprint(answer)'
+    assert choice(program, YES_NO) == Extraction("Yes", "answer")
+    assert integer("x = 12 / 4\nprint(x)") == Extraction("3.0", "answer")  # as printed
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import sympy as sp\nx = sp.symbols('x')\nprint(sp.solve(x - 2, x))",  # outside the subset
+        "while True:\n    pass\nprint(1)",  # step budget
+        "print('a' * 10**9)",  # size checked before building
+        "print(2 ** 10 ** 8)",  # integer size
+        "print(sum(range(10**12)))",  # range length
+        "import os\nprint(os.listdir('/'))",  # other modules are names only
+        "print(open('/etc/passwd').read())",  # no such builtin
+        "x = 1\nprint(x.__class__)",  # no attribute access on values
+        "print(['x' * 1000] * 1000)",  # printed text measured before it is built
+        "a = list(range(2000))\nn = 0\nfor i in a:\n    for j in a:\n        n += -j in a\nprint(n)",  # steps
+    ],
+)
+def test_programs_outside_the_subset_or_budgets_are_unreadable(program: str) -> None:
+    assert integer(program) == Extraction(None, "unreadable")
+
+
+def test_text_that_merely_parses_as_python_is_not_a_program() -> None:
+    assert parse_program("42") is None and parse_program("x = 5") is None
+    assert integer("x = 5").answer == "5"
+
+
+# --- bounded, linear work on hostile input ----------------------------------------------------
+
+MEGABYTE = 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("response", "expected_number", "expected_choice"),
+    [
+        ("1," * (MEGABYTE // 2), "1", None),
+        ("the answer is " * (MEGABYTE // 14), None, None),
+        ("\\boxed{" * (MEGABYTE // 7), None, None),
+        ("(A" * (MEGABYTE // 2), None, "A"),  # ends in "(A"
+        ("9" * MEGABYTE, "9" * (MAX_RESPONSE_CHARS // 2), None),  # head and tail kept
+        ("x" * MEGABYTE + "\nThe answer is (B) 7.", "7", "B"),
+    ],
+)
+def test_megabyte_adversarial_responses_are_extracted(
+    response: str, expected_number: str | None, expected_choice: str | None
+) -> None:
+    assert integer(response).answer == expected_number
+    assert choice(response, ["6", "7", "8"]).answer == expected_choice
+
+
+def test_a_broken_thousands_chain_is_not_one_number() -> None:
+    # 3,000 groups then a stray digit: read once (not once per group), as the number "1".
+    assert integer("1" + ",000" * 3000 + "0").answer == "1"
+
+
+def test_long_responses_keep_their_head_and_tail() -> None:
+    middle = "filler text. " * (MAX_RESPONSE_CHARS // 5)
+    assert integer("The answer is 3.\n" + middle).answer == "3"
+    assert integer(middle + "\nSo the answer is 8.").answer == "8"
+
+
+PROGRAM_PIECES = ["print(", ")", "x", " = ", "1", "9", " + ", " * ", " ** ", " / ", "[", "]", ", ",
+                  "\n", "    ", "for i in range(", "):", "if x > 1:", "def f(a):", "return a",
+                  "f(", "'s'", "import math\n", "math.sqrt(", "while x:", "x += 1", "len(", "str("]
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from(PROGRAM_PIECES), max_size=40))
+def test_extraction_of_program_like_text_never_raises(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    for question_type, answer_type in [("free_form", "integer"), ("multi_choice", "text")]:
+        result = extract(text, question_type=question_type, answer_type=answer_type, choices=YES_NO)
+        assert result.status in ("answer", "no_answer", "unreadable")
+        assert (result.answer is None) == (result.status != "answer")
