@@ -8,10 +8,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from maps_autogen.errors import MapsError
+
+if TYPE_CHECKING:
+    from maps_autogen.view.server import ViewServer
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,7 +51,9 @@ def _load_env() -> None:
 @click.option("--quiet", is_flag=True, help="Print only the final answer.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the outcome.")
 @click.option("--human", is_flag=True, help="Let the UserProxy ask you for extra context before the team starts.")
-def solve(images, question, context, options, problem_file, config_file, model, threshold, max_rollbacks, runs_dir, quiet, as_json, human) -> None:
+@click.option("--view", "live_view", is_flag=True, help="Watch the run in a browser: serve it live on 127.0.0.1 and print the URL.")
+def solve(images, question, context, options, problem_file, config_file, model, threshold, max_rollbacks, runs_dir, quiet, as_json, human,
+          live_view) -> None:
     """Solve one problem: IMAGES are diagram files, http(s) URLs or data URLs."""
     import json as json_module
 
@@ -57,6 +63,7 @@ def solve(images, question, context, options, problem_file, config_file, model, 
     from maps_autogen.live import LiveConsole
     from maps_autogen.problem import build_problem, load_problem_file
     from maps_autogen.solve import assemble_team, solve_problem
+    from maps_autogen.transcript import new_run_id
 
     _load_env()
     if problem_file is not None and (question or images or options or context):
@@ -81,7 +88,12 @@ def solve(images, question, context, options, problem_file, config_file, model, 
     live = None if (quiet or as_json) else LiveConsole()
     if live is not None:
         _say(team.announcement, err=True)
-    result = solve_problem(problem, team, runs_dir=runs_dir, observer=live, human=human)
+    run_id = new_run_id("solve")
+    viewer = _start_viewer(runs_dir / run_id) if live_view else None
+    try:
+        result = solve_problem(problem, team, runs_dir=runs_dir, observer=live, human=human, run_id=run_id)
+    finally:
+        _stop_viewer(viewer)
     if as_json:
         from maps_autogen.redact import terminal_safe_json
 
@@ -154,8 +166,10 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--max-rollbacks", type=click.IntRange(0, 20))
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--allow-outside-paths", is_flag=True, help="Let data set rows refer to files outside the data folder (trusted data only).")
+@click.option("--view", "live_view", is_flag=True, help="Watch the eval in a browser: serve it live on 127.0.0.1 and print the URL.")
 def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, concurrency, rules, no_cache, max_cost,
-                 shard, resume, allow_model_change, runs_dir, config_file, model, threshold, max_rollbacks, quiet, allow_outside_paths) -> None:
+                 shard, resume, allow_model_change, runs_dir, config_file, model, threshold, max_rollbacks, quiet, allow_outside_paths,
+                 live_view) -> None:
     """Run a whole benchmark (or part of it) and score it with the official rules.
 
     Exit codes: 0 every problem scored (or --max-cost stopped it cleanly); 1 a problem failed or
@@ -180,7 +194,13 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
         max_cost=max_cost, shard=Shard.parse(shard) if shard else None, runs_dir=runs_dir, resume=resume,
         allow_outside_paths=allow_outside_paths, allow_model_change=allow_model_change,
     )
-    outcome = EvalRun(request, loaded, progress=not quiet).run()
+    viewers = []
+    try:
+        on_ready = (lambda eval_dir: viewers.append(_start_viewer(eval_dir))) if live_view else None
+        outcome = EvalRun(request, loaded, progress=not quiet, on_ready=on_ready).run()
+    finally:
+        for viewer in viewers:
+            _stop_viewer(viewer)
     _say(outcome.table)
     summary = outcome.summary
     cost = summary["usage"]["cost"]
@@ -227,18 +247,55 @@ def report(runs, out, paper) -> None:
 
 @cli.command()
 @click.argument("run", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), help="Where to write the page (default: RUN/view.html).")
+@click.option("--out", type=click.Path(path_type=Path),
+              help="A .html file (one self-contained page) or a folder (index.html, a page per problem, images as files). "
+                   "Default: RUN/view.html for a solve run, the folder RUN/view/ for an eval run.")
 @click.option("--open", "open_page", is_flag=True, help="Open the page in the default browser.")
-def view(run, out, open_page) -> None:
-    """One self-contained HTML page to read a solve run or every problem of an eval run."""
+@click.option("--serve", is_flag=True, help="Serve the run from a local web server, updating live while it runs (Ctrl-C stops it).")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port for --serve (0: any free port).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address for --serve (the URL's token still guards it).")
+def view(run, out, open_page, serve, port, host) -> None:
+    """Read a solve run or an eval run in a browser: pages on disk, or live with --serve."""
     import webbrowser
 
-    from maps_autogen.view import write_view
+    from maps_autogen.view import write_pages
 
-    page = write_view(run, out)
+    if serve:
+        from maps_autogen.view.render import kind_of
+        from maps_autogen.view.server import ViewServer
+
+        if out is not None:
+            raise click.UsageError("--serve writes no files; drop --out")
+        kind_of(run)  # a folder that is not a run is a one-line error before anything starts
+        server = ViewServer(run, host=host, port=port)
+        click.echo(server.url)
+        if open_page:
+            webbrowser.open(server.url)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            click.echo("stopped", err=True)
+        finally:
+            server.close()
+        return
+    page = write_pages(run, out)
     click.echo(str(page))
     if open_page:
         webbrowser.open(page.resolve().as_uri())
+
+
+def _start_viewer(run_dir: Path) -> "ViewServer":
+    """`--view`: the live viewer beside a running solve or eval, its URL on stderr (stdout may be --json)."""
+    from maps_autogen.view.server import ViewServer
+
+    server = ViewServer(run_dir).start()
+    click.echo(f"watch live: {server.url} (until this command ends; then: maps view {run_dir} --serve)", err=True)
+    return server
+
+
+def _stop_viewer(server: "ViewServer | None") -> None:
+    if server is not None:
+        server.close()
 
 
 def _configure_logging() -> None:

@@ -124,3 +124,4 @@ def test_wheel_ships_the_builtin_defaults(tmp_path: Path) -> None:
         for prompt in (REPO / "prompts").glob("*.yaml"):
             assert archive.read(f"maps_autogen/_defaults/prompts/{prompt.name}") == prompt.read_bytes()
     assert "maps_autogen/cli.py" in names
+    assert {"maps_autogen/view/static/view.css", "maps_autogen/view/static/view.js"} <= names  # the viewer's assets

@@ -10,15 +10,8 @@ there, that the filters work and that nothing hostile executed.
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
-import os
-import queue
-import shutil
-import subprocess
-import threading
-import time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -30,6 +23,7 @@ import pytest
 from maps_autogen.errors import DataError
 from maps_autogen.view import CSS, SCRIPT, render_view, write_view
 from tests.conftest import TEST_KEY, critic_json, make_png, solver_json, write_config
+from tests.chromium import Chromium, Tab, chromium  # noqa: F401 - chromium is a fixture
 from tests.fake_openai import FakeOpenAI, RoleScript
 
 # Each tries a different way to run script; `window.__pwned` or the title would show it worked.
@@ -192,7 +186,7 @@ def csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
-def assert_nothing_executable(dom: Node) -> None:
+def assert_nothing_executable(dom: Node, image_prefix: str = "data:image/png;base64,") -> None:
     """Only the page's own script; no event handler, javascript: URL, frame or foreign image."""
     scripts = dom.find_all("script")
     assert [node.text() for node in scripts] == [SCRIPT]
@@ -201,7 +195,7 @@ def assert_nothing_executable(dom: Node) -> None:
         assert not any(value.strip().lower().startswith("javascript:") for value in node.attrs.values()), node.attrs
         assert node.tag not in ("iframe", "svg", "object", "embed", "base", "form", "link")
     for image in dom.find_all("img"):
-        assert image.attrs["src"].startswith("data:image/png;base64,")
+        assert image.attrs["src"].startswith(image_prefix)
 
 
 # ----- the solve page ------------------------------------------------------------------------
@@ -282,6 +276,48 @@ def test_content_security_policy_allows_only_the_pages_own_code(runs: Runs) -> N
     assert policy["style-src"] == csp_hash(dom.find_all("style")[0].text()) == csp_hash(CSS)
     assert "unsafe" not in first_meta.attrs["content"]
     assert not [node for node in dom.walk() if "style" in node.attrs]  # inline styles would be blocked
+
+
+def test_style_and_script_are_the_package_files() -> None:
+    """The CSS and JS live as files under the package; each page's policy hashes exactly them."""
+    from importlib.resources import files
+
+    from maps_autogen.view import PageMode, content_security_policy
+
+    static = files("maps_autogen.view").joinpath("static")
+    assert CSS == static.joinpath("view.css").read_text() and SCRIPT == static.joinpath("view.js").read_text()
+    for mode in PageMode:
+        policy = content_security_policy(mode)
+        assert f"script-src {csp_hash(SCRIPT)};" in policy and f"style-src {csp_hash(CSS)};" in policy
+    sources = "\n".join(path.read_text() for path in Path(str(files("maps_autogen.view"))).glob("*.py"))
+    assert "addEventListener" not in sources and "border-left" not in sources  # no script or style in Python strings
+
+
+def test_served_page_and_live_fragments_are_escaped_too(runs: Runs, tmp_path: Path) -> None:
+    """The hostile run through the server: the page, and the turns its live feed sends as they
+    are written, show the injection attempts as text and hold nothing executable."""
+    import shutil
+
+    from maps_autogen.view.server import ViewServer
+    from tests.test_view_server import EventStream, get, live_feed_url
+
+    run_dir = Path(shutil.copytree(runs.solve_dir, tmp_path / "hostile"))
+    lines = (run_dir / "transcript.jsonl").read_text().splitlines(keepends=True)
+    (run_dir / "transcript.jsonl").write_text(lines[0])
+    with ViewServer(run_dir) as server:
+        served = get(server.url).body
+        feed = EventStream(live_feed_url(server.url, served))
+        with open(run_dir / "transcript.jsonl", "a") as handle:
+            handle.writelines(lines[1:])
+        feed.until("append", 'data-event="stop"')
+        feed.close()
+    fragments = "".join(data.get("html", "") for event, data in feed.received if event == "append")
+    dom = parse(served.replace("</main>", fragments + "</main>"))
+    assert_nothing_executable(dom, image_prefix="files/images/")
+    assert [turn.attrs["data-role"] for turn in dom.find_all("article", cls="turn")] == ROLLBACK_ROLES
+    for hostile in (HOSTILE_SCRIPT, HOSTILE_IMG, HOSTILE_BREAKOUT, HOSTILE_FEEDBACK, HOSTILE_QUESTION, HOSTILE_GOLD):
+        assert hostile in dom.text()
+    assert TEST_KEY not in served + fragments
 
 
 def write_run(folder: Path, run: dict[str, Any], records: list[dict[str, Any]]) -> Path:
@@ -408,146 +444,6 @@ def test_cli_view_command(runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 # ----- in a real browser ---------------------------------------------------------------------
-
-BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--remote-debugging-pipe", "--window-size=1280,900"]
-
-# Installed before any of the page's code: records CSP violations and alerts without touching the page.
-WATCH = """
-window.__violations = [];
-document.addEventListener("securitypolicyviolation", function (e) { window.__violations.push(e.violatedDirective); });
-window.alert = window.confirm = window.prompt = function () { window.__pwned = "dialog"; };
-"""
-
-
-def find_chromium() -> str | None:
-    for name in (os.environ.get("MAPS_CHROMIUM"), "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-class Chromium:
-    """A headless Chromium driven over the DevTools protocol on a pipe (--remote-debugging-pipe:
-    Chromium reads commands on fd 3 and answers on fd 4, each message a NUL-terminated JSON
-    object), so no port, no websocket library and no driver download."""
-
-    def __init__(self, binary: str, profile: Path):
-        to_browser_r, self._to_browser = os.pipe()
-        self._from_browser, from_browser_w = os.pipe()
-
-        def wire_pipes() -> None:  # in the child: the pipe ends become fds 3 and 4, inheritable
-            read_end, write_end = os.dup(to_browser_r), os.dup(from_browser_w)
-            os.dup2(read_end, 3)
-            os.dup2(write_end, 4)
-
-        self._log = open(profile.parent / "chromium.log", "wb")  # noqa: SIM115 - closed in close(); Chromium is chatty on stderr
-        self.process = subprocess.Popen(
-            [binary, *BROWSER_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            preexec_fn=wire_pipes, close_fds=False, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
-        )
-        os.close(to_browser_r)
-        os.close(from_browser_w)
-        self._messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self.events: list[dict[str, Any]] = []
-        self._next_id = 0
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        buffer = b""
-        while chunk := os.read(self._from_browser, 1 << 16):
-            buffer += chunk
-            *complete, buffer = buffer.split(b"\0")
-            for message in complete:
-                self._messages.put(json.loads(message))
-        self._messages.put(None)
-
-    def _next_message(self, deadline: float) -> dict[str, Any]:
-        message = self._messages.get(timeout=max(0.1, deadline - time.monotonic()))
-        if message is None:
-            raise RuntimeError("Chromium closed the DevTools pipe")
-        return message
-
-    def call(self, method: str, params: dict[str, Any] | None = None, session: str | None = None, timeout: float = 30) -> dict[str, Any]:
-        self._next_id += 1
-        command: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
-        if session:
-            command["sessionId"] = session
-        os.write(self._to_browser, json.dumps(command).encode() + b"\0")
-        deadline = time.monotonic() + timeout
-        while True:
-            message = self._next_message(deadline)
-            if message.get("id") == self._next_id:
-                if "error" in message:
-                    raise RuntimeError(f"{method}: {message['error']}")
-                return message["result"]
-            self.events.append(message)
-
-    def wait_for(self, method: str, session: str, timeout: float = 30) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
-            for event in self.events:
-                if event.get("method") == method and event.get("sessionId") == session:
-                    self.events.remove(event)
-                    return event
-            self.events.append(self._next_message(deadline))
-
-    def open(self, page: Path) -> Tab:
-        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        for domain in ("Page", "Runtime", "Network"):
-            self.call(f"{domain}.enable", session=session)
-        self.call("Page.addScriptToEvaluateOnNewDocument", {"source": WATCH}, session=session)
-        self.call("Page.navigate", {"url": page.resolve().as_uri()}, session=session)
-        self.wait_for("Page.loadEventFired", session)
-        return Tab(self, session)
-
-    def close(self) -> None:
-        with contextlib.suppress(RuntimeError, queue.Empty, OSError):  # it may be gone already
-            self.call("Browser.close", timeout=10)
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        os.close(self._to_browser)
-        self._log.close()
-
-
-@dataclass
-class Tab:
-    browser: Chromium
-    session: str
-
-    def js(self, expression: str) -> Any:
-        """The value of a JavaScript expression in the page (JSON-able values only)."""
-        result = self.browser.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, session=self.session)
-        if "exceptionDetails" in result:
-            raise AssertionError(f"page script failed: {result['exceptionDetails']}")
-        return result["result"].get("value")
-
-    def screenshot(self, path: Path) -> Path:
-        size = self.browser.call("Page.getLayoutMetrics", session=self.session)["cssContentSize"]
-        clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 12000), "scale": 1}
-        shot = self.browser.call("Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True}, session=self.session)
-        path.write_bytes(base64.b64decode(shot["data"]))
-        return path
-
-    def page_events(self, method: str) -> list[dict[str, Any]]:
-        return [event for event in self.browser.events if event.get("method") == method and event.get("sessionId") == self.session]
-
-
-@pytest.fixture(scope="module")
-def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]:
-    binary = find_chromium()
-    if binary is None:
-        pytest.skip("no Chromium binary found (install it with scripts/setup_browser.sh, or set MAPS_CHROMIUM)")
-    browser = Chromium(binary, tmp_path_factory.mktemp("chromium") / "profile")
-    try:
-        yield browser
-    finally:
-        browser.close()
-
 
 def assert_clean(tab: Tab) -> None:
     """Nothing hostile ran, the page's own code ran, nothing loaded from outside."""

@@ -21,7 +21,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
@@ -229,7 +229,8 @@ def _check_prices(resolution: Resolution) -> None:
 class EvalRun:
     """One `maps eval` invocation over one eval folder."""
 
-    def __init__(self, request: EvalRequest, loaded: LoadedConfig, *, progress: bool = True, env: dict[str, str] | None = None):
+    def __init__(self, request: EvalRequest, loaded: LoadedConfig, *, progress: bool = True, env: dict[str, str] | None = None,
+                 on_ready: Callable[[Path], None] | None = None):
         if request.method is not None and request.method not in METHODS:
             raise UsageError(f"unknown method '{request.method}'", fix=f"use one of: {', '.join(METHODS)}")
         if request.concurrency < 1:
@@ -239,6 +240,7 @@ class EvalRun:
         self.task = get_task(request.benchmark)
         self.progress = progress
         self.env = env
+        self.on_ready = on_ready  # called with the eval folder once its manifest is written (maps eval --view)
         self._lock = threading.Lock()
 
     # ----- setting up -------------------------------------------------------------------
@@ -323,6 +325,8 @@ class EvalRun:
         try:
             lock.acquire()
             write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
+            if self.on_ready is not None:
+                self.on_ready(eval_dir)
             log = ResultsLog(eval_dir / RESULTS_FILE)
             done = log.finished_ids()
             todo = [item for item in selection.items if item.pid not in done]

@@ -1,0 +1,349 @@
+"""`maps view RUN --serve`: a small local web server over one run folder, live while the run goes on.
+
+It binds to 127.0.0.1 by default and every URL starts with a random token
+(`http://127.0.0.1:PORT/TOKEN/`), so other local users cannot read the run: requests without the
+token are refused, and so is any path that would leave the run folder (`..`, absolute paths,
+symlinks pointing out). Only pages it renders, images and two live feeds are served:
+
+- `TOKEN/` (index.html): a solve run's page, or an eval's index with its filters;
+- `TOKEN/problems/<key>.html`: one eval problem's page;
+- `TOKEN/files/<path>`: an image inside the run folder;
+- `TOKEN/events/transcript[?problem=<key>]` and `TOKEN/events/results`: server-sent events that
+  carry new turns and events (and the outcome when run.json changes) or newly finished problems
+  (and the updated summary), rendered by the same functions as the pages, polled from the files
+  every POLL_S seconds.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import secrets
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from maps_autogen.errors import DataError, UsageError
+from maps_autogen.transcript import RUN_FILE, TRANSCRIPT_FILE
+from maps_autogen.eval.results import RESULTS_FILE
+from maps_autogen.view.assets import PageMode, content_security_policy
+from maps_autogen.view.render import (
+    FILES_PREFIX, IMAGE_MIME, INDEX_PAGE, PROBLEMS_PAGES, Links, inside, kind_of, load_results, page, page_key, read_complete_lines,
+    read_manifest, render_eval_index, render_eval_summary, render_index_row, render_outcome, render_problem_page, render_records,
+    render_solve, render_usage_table, threshold_of, TranscriptState, unfinished_rows,
+)
+
+POLL_S = 0.2  # how often a live feed looks at the files (new turns show within a second)
+UNFINISHED_EVERY = 5  # polls between looks for problems that started (reads the problems/ folder)
+KEEPALIVE_S = 15.0
+CLOSE_WAIT_S = 2.0  # how long closing waits for the live feeds' last words  # an SSE comment now and then keeps proxies and browsers from timing out
+_KEY = re.compile(r"[A-Za-z0-9_-]{1,80}")
+_SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
+                     "Cache-Control": "no-store"}
+
+
+def _sse(event: str, data: dict[str, Any], event_id: str | None = None) -> bytes:
+    lines = [f"event: {event}"] + ([f"id: {event_id}"] if event_id else []) + [f"data: {json.dumps(data, ensure_ascii=True)}", "", ""]
+    return "\n".join(lines).encode("ascii")
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What changes when a file is rewritten (os.replace gives a new inode) or grows."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_ino, status.st_size, status.st_mtime_ns
+
+
+def _read_run_or_empty(run_dir: Path) -> dict[str, Any]:
+    try:
+        run = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}  # between writes, or damaged: the feed goes on with what it has
+    return run if isinstance(run, dict) else {}
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class ViewServer:
+    """The viewer's web server over `run_dir`; `start()` runs it on a background thread (beside
+    a solve or an eval), `serve_forever()` in the foreground (`maps view --serve`)."""
+
+    def __init__(self, run_dir: Path, *, host: str = "127.0.0.1", port: int = 0):
+        self.run_dir = Path(run_dir)
+        self.token = secrets.token_urlsafe(18)
+        self.closing = threading.Event()
+        try:
+            self._httpd = _HTTPServer((host, port), self._handler_class())
+        except OSError as error:
+            raise UsageError(f"cannot serve on {host}:{port}: {error.strerror or error}", fix="choose another --port (0 picks a free one)") from None
+        self._thread: threading.Thread | None = None
+        self._streams = 0  # live feeds open
+        self._streams_done = threading.Condition()
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/{self.token}/"
+
+    def start(self) -> ViewServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="maps-view", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self._httpd.serve_forever()
+
+    def close(self) -> None:
+        self.closing.set()  # ends the live feeds, each after a last look at its file
+        with self._streams_done:
+            self._streams_done.wait_for(lambda: self._streams == 0, timeout=CLOSE_WAIT_S)
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+        self._httpd.server_close()
+
+    def __enter__(self) -> ViewServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ----- what the server answers ------------------------------------------------------
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            server_version = "maps-view"
+            sys_version = ""
+
+            def log_message(self, *args: Any) -> None:
+                return None  # request lines hold the token
+
+            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+                server._answer(self)
+
+            def do_HEAD(self) -> None:  # noqa: N802
+                self._send(405, "text/plain", b"method not allowed\n")
+
+            def _send(self, status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                for key, value in {**_SECURITY_HEADERS, **(headers or {})}.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+        return Handler
+
+    def _answer(self, request: Any) -> None:
+        target = urlsplit(request.path)
+        segments = target.path.split("/")
+        if target.path == "/favicon.ico":  # browsers ask for it unprompted; there is none (and nothing to guard)
+            request._send(204, "image/x-icon", b"")
+            return
+        if len(segments) < 2 or not hmac.compare_digest(segments[1].encode(), self.token.encode()):
+            request._send(403, "text/plain; charset=utf-8", b"forbidden: the URL's token is missing or wrong\n")
+            return
+        decoded = [unquote(segment) for segment in segments[2:]]
+        # Nothing may climb out or start over from the root, encoded or not.
+        if any(part in (".", "..") or "/" in part or "\\" in part or "\0" in part for part in decoded) or (len(decoded) > 1 and "" in decoded[:-1]):
+            request._send(403, "text/plain; charset=utf-8", b"forbidden: path outside the run folder\n")
+            return
+        route = "/".join(decoded)
+        query = {key: values[-1] for key, values in parse_qs(target.query).items()}
+        try:
+            if route in ("", INDEX_PAGE):
+                self._send_page(request, self._index())
+            elif route.startswith(f"{PROBLEMS_PAGES}/") and route.endswith(".html") and len(decoded) == 2:
+                self._send_page(request, self._problem(route[len(PROBLEMS_PAGES) + 1 : -len(".html")]))
+            elif route.startswith(f"{FILES_PREFIX}/"):
+                self._send_file(request, route[len(FILES_PREFIX) + 1 :])
+            elif route == "events/transcript":
+                self._stream(request, self._transcript_feed(query, request.headers.get("Last-Event-ID")))
+            elif route == "events/results":
+                self._stream(request, self._results_feed(query, request.headers.get("Last-Event-ID")))
+            else:
+                request._send(404, "text/plain; charset=utf-8", b"not found\n")
+        except _NotFound as missing:
+            request._send(404, "text/plain; charset=utf-8", f"not found: {missing}\n".encode())
+        except DataError as error:  # the run has not started yet, or a file is damaged
+            request._send(503, "text/plain; charset=utf-8", f"{error}\nreload in a moment\n".encode())
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _send_page(self, request: Any, text: str) -> None:
+        request._send(200, "text/html; charset=utf-8", text.encode("utf-8", "replace"),
+                      {"Content-Security-Policy": content_security_policy(PageMode.SERVED)})
+
+    def _index(self) -> str:
+        links = Links(PageMode.SERVED, self.run_dir)
+        kind = kind_of(self.run_dir)
+        if kind == "solve":
+            title, body = render_solve(self.run_dir, links)
+        else:
+            title, body, _ = render_eval_index(self.run_dir, links)
+        return page(title, body, kind=kind, mode=PageMode.SERVED)
+
+    def _rows_around(self, key: str) -> tuple[dict[str, Any], Any, Any]:
+        """The result row whose page is `key`, and the previous and next problems' pids."""
+        if kind_of(self.run_dir) != "eval" or not _KEY.fullmatch(key):
+            raise _NotFound("no such problem")
+        rows, _ = load_results(self.run_dir)
+        rows += unfinished_rows(self.run_dir, rows)
+        keys = [page_key(row.get("pid")) for row in rows]
+        if key not in keys:
+            raise _NotFound("no such problem (yet)")
+        number = keys.index(key)
+        previous = rows[number - 1].get("pid") if number else None
+        following = rows[number + 1].get("pid") if number + 1 < len(rows) else None
+        return rows[number], previous, following
+
+    def _problem(self, key: str) -> str:
+        row, previous, following = self._rows_around(key)
+        links = Links(PageMode.SERVED, self.run_dir, root="../")
+        # Served pages are rendered on demand, so they can afford each turn's request.
+        title, body = render_problem_page(self.run_dir, row, links, previous=previous, following=following, include_requests=True)
+        return page(title, body, kind="problem", mode=PageMode.SERVED)
+
+    def _send_file(self, request: Any, relative: str) -> None:
+        path = inside(self.run_dir, relative)
+        mime = IMAGE_MIME.get(path.suffix.lower()) if path is not None else None
+        if path is None:
+            request._send(403, "text/plain; charset=utf-8", b"forbidden: path outside the run folder\n")
+        elif mime is None or not path.is_file():
+            request._send(404, "text/plain; charset=utf-8", b"not found: only the run's images are served\n")
+        else:
+            request._send(200, mime, path.read_bytes())
+
+    # ----- live feeds -------------------------------------------------------------------
+    def _stream(self, request: Any, events: Iterator[bytes]) -> None:
+        request.send_response(200)
+        request.send_header("Content-Type", "text/event-stream")
+        for key, value in _SECURITY_HEADERS.items():
+            request.send_header(key, value)
+        request.end_headers()
+        with self._streams_done:
+            self._streams += 1
+        try:
+            request.wfile.write(b"retry: 1000\n\n")
+            request.wfile.flush()
+            for chunk in events:
+                request.wfile.write(chunk)
+                request.wfile.flush()
+        finally:
+            with self._streams_done:
+                self._streams -= 1
+                self._streams_done.notify_all()
+
+    def _ticks(self) -> Iterator[bool]:
+        """Yields every POLL_S seconds, and once more when the server closes (so the last turns of
+        a run that just ended still go out); True when a keep-alive is due."""
+        waited = 0.0
+        while not self.closing.wait(POLL_S):
+            waited += POLL_S
+            due = waited >= KEEPALIVE_S
+            waited = 0.0 if due else waited
+            yield due
+        yield False
+
+    def _transcript_feed(self, query: dict[str, str], last_event: str | None) -> Iterator[bytes]:
+        """The feed of a solve run's transcript or of an eval problem's (`problem=<key>`), from
+        the offset the page (or the browser's reconnection) says it has; checked before the
+        response starts, so a bad request still gets its status."""
+        key = query.get("problem")
+        if key is None:
+            if kind_of(self.run_dir) != "solve":
+                raise _NotFound("an eval's transcripts are per problem")
+            run_dir = self.run_dir
+        else:
+            row, _, _ = self._rows_around(key)
+            run_dir = inside(self.run_dir, row.get("run_dir"))
+            if run_dir is None:
+                raise _NotFound("this problem has no transcript")
+        return self._transcript_events(run_dir, _parse_offset(last_event or query.get("offset", "0")))
+
+    def _transcript_events(self, run_dir: Path, offset: int) -> Iterator[bytes]:
+        """New turns and events as they are written; the outcome whenever run.json changes."""
+        path = run_dir / TRANSCRIPT_FILE
+        state = TranscriptState()
+        for record in read_complete_lines(path, 0, stop=offset)[0]:  # what the page already shows
+            state.absorb(record)
+        run_stamp = _stamp(run_dir / RUN_FILE)
+        for keepalive in self._ticks():
+            if (_stamp(path) or (0, 0, 0))[1] < offset:  # rewritten from scratch (a resumed eval re-ran it)
+                yield _sse("reload", {})
+                return
+            records, end = read_complete_lines(path, offset)
+            if records:
+                markup = render_records(records, threshold_of(_read_run_or_empty(run_dir)), True, state)
+                offset = end
+                yield _sse("append", {"html": markup}, str(offset))
+            stamp = _stamp(run_dir / RUN_FILE)
+            if stamp != run_stamp:
+                run_stamp = stamp
+                run = _read_run_or_empty(run_dir)
+                if run:
+                    yield _sse("replace", {"html": render_outcome(run, run.get("gold"), run.get("correct")) + render_usage_table(run)})
+            if keepalive:
+                yield b": keep-alive\n\n"
+
+    def _results_feed(self, query: dict[str, str], last_event: str | None) -> Iterator[bytes]:
+        """The feed of an eval's index, checked before the response starts."""
+        if kind_of(self.run_dir) != "eval":
+            raise _NotFound("not an eval run")
+        return self._results_events(_parse_offset(last_event or query.get("offset", "0")))
+
+    def _results_events(self, offset: int) -> Iterator[bytes]:
+        """Rows of problems that finished since the page's offset (and of problems that started,
+        until their result replaces them), and the recomputed summary; a reload when
+        results.jsonl was rewritten (the eval compacts it when it ends)."""
+        path = self.run_dir / RESULTS_FILE
+        links = Links(PageMode.SERVED, self.run_dir)
+        first = _stamp(path)
+        rows, _ = load_results(self.run_dir)
+        announced = {page_key(row.get("pid")) for row in unfinished_rows(self.run_dir, rows)}  # on the page already
+        for tick, keepalive in enumerate(self._ticks()):
+            stamp = _stamp(path)
+            if stamp is not None and ((first is not None and stamp[0] != first[0]) or stamp[1] < offset):
+                yield _sse("reload", {})
+                return
+            first = first or stamp
+            records, end = read_complete_lines(path, offset)
+            if records:
+                offset = end
+                markup = "".join(render_index_row(row, links.problem_page(row.get("pid"))) for row in records)
+                yield _sse("append", {"html": markup}, str(offset))
+                rows, _ = load_results(self.run_dir)
+                yield _sse("replace", {"html": render_eval_summary(read_manifest(self.run_dir), rows)})
+            if tick % UNFINISHED_EVERY == 0:
+                started = [row for row in unfinished_rows(self.run_dir, rows) if page_key(row.get("pid")) not in announced]
+                if started:
+                    announced.update(page_key(row.get("pid")) for row in started)
+                    yield _sse("append", {"html": "".join(render_index_row(row, links.problem_page(row.get("pid"))) for row in started)}, str(offset))
+            if keepalive:
+                yield b": keep-alive\n\n"
+
+
+class _NotFound(Exception):
+    pass
+
+
+def _parse_offset(text: str) -> int:
+    """A byte offset from a feed URL or a Last-Event-ID; a bad value starts from the beginning."""
+    try:
+        return max(0, int(text))
+    except ValueError:
+        return 0
+
+
+__all__ = ["ViewServer"]
