@@ -36,15 +36,21 @@ class Extraction:
     """The outcome of reading one response.
 
     `status` is "answer" (with `answer` set), "no_answer" (the response is empty or declines
-    to answer: nothing to extract, nothing for an LLM to find) or "unreadable" (there is text,
-    but the rules cannot tell which answer it gives; an LLM extractor may try).
+    to answer: nothing to extract, nothing for an LLM to find; `answer` is then the official
+    pipeline's no-answer extraction, NO_ANSWER_EXTRACTION) or "unreadable" (there is text, but
+    the rules cannot tell which answer it gives, `answer` is None; an LLM extractor may try).
     """
 
     answer: str | None
     status: ExtractionStatus
 
 
-NO_ANSWER = Extraction(None, "no_answer")
+# What the official pipeline extracts from a response that gives no answer: its extractor
+# returns "" for a blank response (and "" is its fallback), and its normalisation then maps ""
+# like any other text (multiple choice: to the nearest option by edit distance, the shortest).
+# Emitting the same "" keeps our verdicts on such records those of the official pipeline.
+NO_ANSWER_EXTRACTION = ""
+NO_ANSWER = Extraction(NO_ANSWER_EXTRACTION, "no_answer")
 UNREADABLE = Extraction(None, "unreadable")
 
 
@@ -152,6 +158,23 @@ def last_paragraph(text: str) -> str:
 def is_refusal(text: str) -> bool:
     """Whether the text declines to give an answer."""
     return _REFUSAL.search(text) is not None
+
+
+# A refusal stated as the answer ("The answer is: Cannot be determined.") or making up the
+# whole reply ("I can't process this file.") is copied by the official extractor as its
+# extraction, which its normalisation then maps like any text; at most this long.
+_STATED_REFUSAL_CHARS = 120
+
+
+def declined(stated: str | None = None) -> Extraction:
+    """No answer. The extraction is the refusal the response states in place of an answer
+    (markup, brackets and the final period dropped), if short; else NO_ANSWER_EXTRACTION."""
+    if stated is None or "\n" in stated.strip():
+        return NO_ANSWER
+    text = strip_markup(stated).strip().rstrip(".。").strip().strip("()（）\"'").strip()
+    if not text or len(text) > _STATED_REFUSAL_CHARS:
+        return NO_ANSWER
+    return Extraction(text, "no_answer")
 
 
 # --------------------------------------------------------------------------------------------
@@ -307,19 +330,19 @@ def extract_number(response: str, answer_type: str) -> Extraction:
             return _as_answer(number, answer_type)
     for statement in statements_after_cues(text):
         if is_refusal(statement):
-            return NO_ANSWER
+            return declined(statement)
         number = _number_in_statement(statement, fractions)
         if number is not None:
             return _as_answer(number, answer_type)
     if is_refusal(last_paragraph(text)):
-        return NO_ANSWER
+        return declined(text)
     bold = _last_bold_number(text, fractions)
     if bold is not None:
         return _as_answer(bold, answer_type)
     numbers = numbers_in(strip_markup(text), fractions=fractions)
     if numbers:
         return _as_answer(numbers[-1], answer_type)
-    return NO_ANSWER if is_refusal(text) else UNREADABLE
+    return declined(text) if is_refusal(text) else UNREADABLE
 
 
 # --------------------------------------------------------------------------------------------
@@ -520,7 +543,7 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     boxed = last_boxed(text)
     for piece in ([boxed] if boxed is not None else []) + statements_after_cues(text):
         if piece is not boxed and is_refusal(piece):
-            return NO_ANSWER
+            return declined(piece)
         found = (
             _leading_letter(piece, n_choices, loose=True)
             or _choice_text_in(piece, choices)
@@ -533,7 +556,7 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     if said is not None:
         return Extraction(said, "answer")
     if not lines or is_refusal(last_paragraph(text)):
-        return NO_ANSWER
+        return declined(text)
     trailing = _TRAILING_LETTER.search(strip_markup(text[-80:]))
     if trailing is not None and _in_range(trailing.group(1), n_choices):
         return Extraction(trailing.group(1), "answer")
@@ -571,7 +594,7 @@ def extract_list(response: str) -> Extraction:
     matches = _LIST.findall(text)
     if matches:
         return Extraction(matches[-1], "answer")
-    return NO_ANSWER if is_refusal(text) else UNREADABLE
+    return declined(text) if is_refusal(text) else UNREADABLE
 
 
 def extract_text(response: str) -> Extraction:
@@ -623,6 +646,7 @@ def extract(
 
 __all__ = [
     "MAX_RESPONSE_CHARS",
+    "NO_ANSWER_EXTRACTION",
     "Extraction",
     "ExtractionStatus",
     "extract",
