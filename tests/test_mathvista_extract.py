@@ -167,6 +167,9 @@ def test_refusals_give_the_official_no_answer_extraction(response: str) -> None:
         ("However, the information is not given.\nThe answer is: Cannot be determined.",
          "Cannot be determined"),
         ("I can't process this file.", "I can't process this file"),
+        # chatgpt_2shot_solution pid 693: the letter stays, so normalisation reads it ("C").
+        ("It is impossible to determine the size.\nTherefore, the answer is (C) Cannot be determined.",
+         "(C) Cannot be determined"),
         ("Since the value of S is not given, the answer is indeterminate.", "indeterminate"),
     ],
 )
@@ -186,6 +189,12 @@ def test_no_answer_is_normalised_as_the_official_pipeline_does() -> None:
     assert SCORER.score({**base, "answer": "Yes"}).correct is False
     number = {"pid": "2", "question_type": "free_form", "answer_type": "integer", "answer": "0"}
     assert SCORER.score({**number, "response": "I cannot tell."}).prediction is None
+
+
+def test_a_reply_opening_with_a_parenthesised_letter_chooses_it() -> None:
+    # chatgpt pid 64: "(B) sample A" names option B, not the "A" that ends it.
+    samples = ["neither; the samples have the same temperature", "sample A", "sample B"]
+    assert choice("(B) sample A", samples) == Extraction("B", "answer")
 
 
 def test_a_listing_of_options_chooses_none() -> None:
@@ -351,3 +360,12 @@ def test_deeply_nested_blocks_are_worked_out_within_the_budgets() -> None:
     program = "".join("    " * level + "if 1:\n" for level in range(90)) + "    " * 90 + "print(7)"
     tree = parse_program(program)
     assert tree is not None and program_output(tree) == "7"
+
+
+def test_a_set_of_text_has_no_fixed_output_so_the_program_is_unreadable() -> None:
+    # chatgpt_2shot_code pid 262: list(set(a) - set(b)) of words prints in an order that
+    # changes with each Python process; numbers print in one order.
+    words = "a = ['drama', 'romance', 'comedy']\nb = ['action']\nprint(list(set(a) - set(b)))"
+    assert program_output(parse_program(words)) is None  # type: ignore[arg-type]
+    numbers = "a = [3, 1, 2, 3]\nprint(len(set(a)), sorted({x * 2 for x in a}))"
+    assert program_output(parse_program(numbers)) == "3 [2, 4, 6]"  # type: ignore[arg-type]

@@ -168,10 +168,12 @@ _STATED_REFUSAL_CHARS = 120
 
 def declined(stated: str | None = None) -> Extraction:
     """No answer. The extraction is the refusal the response states in place of an answer
-    (markup, brackets and the final period dropped), if short; else NO_ANSWER_EXTRACTION."""
+    (markup and the final period dropped), if short; else NO_ANSWER_EXTRACTION."""
     if stated is None or "\n" in stated.strip():
         return NO_ANSWER
-    text = strip_markup(stated).strip().rstrip(".。").strip().strip("()（）\"'").strip()
+    # A leading "(C)" is kept: the official normalisation reads that letter, as it would read
+    # the official extraction.
+    text = strip_markup(stated).strip().rstrip(".。").strip()
     if not text or len(text) > _STATED_REFUSAL_CHARS:
         return NO_ANSWER
     return Extraction(text, "no_answer")
@@ -356,6 +358,7 @@ _LEADING_LETTER_LOOSE = re.compile(r"(?:option\s{1,3}|choice\s{1,3})?[(（\[]?([
                                    re.IGNORECASE)
 _OPTION_LINE = re.compile(r"\s{0,8}[(（]?[A-Z][)）.]\s")
 _PAREN_CAPITAL = re.compile(r"[(（]([A-Z])[)）]")
+_OPENING_PAREN_LETTER = re.compile(r"\s{0,8}[(（]([A-Z])[)）]")
 # "(B) is correct", "option B is the right answer", "B是正确答案".
 _LETTER_IS_CORRECT = re.compile(
     r"(?<![A-Za-z])[(（]?([A-Z])[)）]?\s{0,3}(?:is\s{1,3}(?:the\s{1,3})?(?:correct|right)\b|是正确)"
@@ -557,6 +560,11 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
         return Extraction(said, "answer")
     if not lines or is_refusal(last_paragraph(text)):
         return declined(text)
+    opening = _OPENING_PAREN_LETTER.match(strip_markup(lines[0]))
+    if opening is not None and _in_range(opening.group(1), n_choices):
+        # "(B) sample A": the reply opens by naming its option (the official normalisation
+        # also takes the first parenthesised letter).
+        return Extraction(opening.group(1), "answer")
     trailing = _TRAILING_LETTER.search(strip_markup(text[-80:]))
     if trailing is not None and _in_range(trailing.group(1), n_choices):
         return Extraction(trailing.group(1), "answer")
