@@ -149,8 +149,6 @@ def test_units_in_options_are_matched_by_value() -> None:
         "Without the image, it is impossible to determine the age gap between the two people.\n"
         "More context would help.",
         "To determine the amplitude, we need to know the function.\nPlease provide the function.",
-        "",
-        "   ",
     ],
 )
 def test_refusals_give_the_official_no_answer_extraction(response: str) -> None:
@@ -181,10 +179,10 @@ def test_a_refusal_stated_as_the_answer_is_the_extraction(response: str, stated:
 
 
 def test_no_answer_is_normalised_as_the_official_pipeline_does() -> None:
-    # "" goes to the nearest option by edit distance: the shortest one ("No"), so a blank
-    # reply to a question whose answer is "No" is credited, as officially (blip2 pid 835).
+    # "" goes to the nearest option by edit distance: the shortest one ("No"), so a refusal
+    # to a question whose answer is "No" is credited, as officially.
     base = {"pid": "1", "question_type": "multi_choice", "answer_type": "text",
-            "choices": YES_NO, "response": ""}
+            "choices": YES_NO, "response": "Sorry, I am unable to see the image.\nPlease upload it."}
     assert SCORER.score({**base, "answer": "No"}).correct is True
     assert SCORER.score({**base, "answer": "Yes"}).correct is False
     number = {"pid": "2", "question_type": "free_form", "answer_type": "integer", "answer": "0"}
@@ -195,6 +193,15 @@ def test_a_reply_opening_with_a_parenthesised_letter_chooses_it() -> None:
     # chatgpt pid 64: "(B) sample A" names option B, not the "A" that ends it.
     samples = ["neither; the samples have the same temperature", "sample A", "sample B"]
     assert choice("(B) sample A", samples) == Extraction("B", "answer")
+
+
+@pytest.mark.parametrize("response", [None, "", "  \n "])
+def test_a_blank_response_is_a_wrong_answer_never_a_guess(response: str | None) -> None:
+    assert choice(response, YES_NO) == Extraction(None, "no_answer")  # type: ignore[arg-type]
+    assert integer(response) == Extraction(None, "no_answer")  # type: ignore[arg-type]
+    blank = {"pid": "1", "question_type": "multi_choice", "answer_type": "text",
+             "choices": YES_NO, "answer": "No", "response": response}
+    assert (SCORER.score(blank).prediction, SCORER.score(blank).correct) == (None, False)
 
 
 def test_a_listing_of_options_chooses_none() -> None:
@@ -335,7 +342,7 @@ def test_extraction_of_program_like_text_never_raises(pieces: list[str]) -> None
     for question_type, answer_type in [("free_form", "integer"), ("multi_choice", "text")]:
         result = extract(text, question_type=question_type, answer_type=answer_type, choices=YES_NO)
         assert result.status in ("answer", "no_answer", "unreadable")
-        assert (result.answer is None) == (result.status == "unreadable")
+        assert (result.answer is None) == (result.status == "unreadable" or not text.strip())
 
 
 NESTINGS = [("(", ")"), ("[", "]"), ("-", ""), ("not ", ""), ("abs(", ")"), ("lambda: ", ""),

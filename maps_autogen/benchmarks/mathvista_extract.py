@@ -37,8 +37,9 @@ class Extraction:
 
     `status` is "answer" (with `answer` set), "no_answer" (the response is empty or declines
     to answer: nothing to extract, nothing for an LLM to find; `answer` is then the official
-    pipeline's no-answer extraction, NO_ANSWER_EXTRACTION) or "unreadable" (there is text, but
-    the rules cannot tell which answer it gives, `answer` is None; an LLM extractor may try).
+    pipeline's no-answer extraction, NO_ANSWER_EXTRACTION or the refusal stated as the answer,
+    and None for a blank response) or "unreadable" (there is text, but the rules cannot tell
+    which answer it gives, `answer` is None; an LLM extractor may try).
     """
 
     answer: str | None
@@ -51,6 +52,11 @@ class Extraction:
 # Emitting the same "" keeps our verdicts on such records those of the official pipeline.
 NO_ANSWER_EXTRACTION = ""
 NO_ANSWER = Extraction(NO_ANSWER_EXTRACTION, "no_answer")
+# A missing or blank response has nothing to normalise: it stays a wrong answer, never an
+# option picked by edit distance. (The official code would extract "" from it too; we do not
+# follow it there, because a blank reply is how an unfinished run shows up in `maps eval`,
+# and an unfinished reply is never scored as correct.)
+EMPTY_RESPONSE = Extraction(None, "no_answer")
 UNREADABLE = Extraction(None, "unreadable")
 
 
@@ -634,7 +640,7 @@ def extract(
     gives the stated answer.
     """
     if response is None or not response.strip():
-        return NO_ANSWER
+        return EMPTY_RESPONSE
     text = bound_text(response)
     program = parse_program(text)
     if program is not None:
@@ -653,6 +659,7 @@ def extract(
 
 
 __all__ = [
+    "EMPTY_RESPONSE",
     "MAX_RESPONSE_CHARS",
     "NO_ANSWER_EXTRACTION",
     "Extraction",
