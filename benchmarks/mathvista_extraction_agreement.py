@@ -9,12 +9,13 @@ disagreements grouped by cause, with examples; and the time to extract 1 MB adve
 responses.
 
 Every record, agreeing or not, is also put in an "official family" when its official
-extraction is not the answer the response gives (decided from the record and the official
-extraction alone, never from our verdict): the official LLM misread a program, read the
-model's invented follow-up exercise, extracted something the response never states, wrote its
-own placeholder for a refusal, or had an extraction for a blank response. Agreement is then
-reported on the records outside all those families: the limit for any extractor that reads
-the response, not imitating the official extractor's mistakes.
+extraction is not the answer the response gives (decided from the record, the official
+extraction and whether the response answers at all, never from our verdict): the official
+LLM misread a program, read the model's invented follow-up exercise, extracted something the
+response never states, wrote its own placeholder for a refusal, or had an extraction for a
+blank response. Agreement is then reported on the records outside all those families: the
+limit for any extractor that reads the response without imitating the official extractor's
+mistakes.
 
     .venv/bin/python benchmarks/mathvista_extraction_agreement.py [--data FILE] [--examples 3]
 
@@ -113,9 +114,10 @@ def _is_placeholder(official: str) -> bool:
 
 def official_family(record: dict[str, Any]) -> str | None:
     """The family of records whose official extraction is not the answer the response gives
-    (the official LLM extractor's own errors and guesses), or None. Decided from the record
-    and the official extraction alone, never from our verdict, so that leaving these families
-    out does not favour our extractor."""
+    (the official LLM extractor's own errors and guesses), or None. Decided from the record,
+    the official extraction and whether the response gives an answer at all (what a program
+    prints, where an invented exercise starts, whether it declines), never from our verdict,
+    so that leaving these families out does not favour our extractor."""
     response = (record["response"] or "").strip()
     official = str(record["extraction"] or "")
     if not response:

@@ -73,6 +73,10 @@ def floating(response: str) -> Extraction:
         ("Adult spider population would decrease", ["Adults spider population would decrease",
                                                     "Adult spider population would double"],
          "Adults spider population would decrease"),
+        # chatgpt_2shot_code pid 46: two options are within the typo budget; the nearer wins.
+        ("Adult spider population would decrease", ["Adults spider population would decrease",
+                                                    "Adult spider population would increase."],
+         "Adults spider population would decrease"),
         # A boxed value that is no option is still the answer given (the official
         # normalisation maps it to the nearest option).
         ("Since Q is the incenter, $JQ = r = \\boxed{8}$.", ["18.79", "14.03", "12.2"], "8"),

@@ -506,12 +506,16 @@ _NEAR_MISS_RATE = 0.1
 
 
 def _near_choice(text: str, choices: Sequence[str]) -> str | None:
-    """The one option a short reply matches up to a few typos ("Adult" for "Adults")."""
+    """The option a short reply matches up to a few typos ("Adult" for "Adults"): the nearest
+    one within the typo budget, if no other is as near."""
     cleaned = _comparable(text)
-    near = [choice for choice in choices
-            if (option := _comparable(choice))
-            and levenshtein(cleaned, option) <= _NEAR_MISS_RATE * max(len(option), len(cleaned))]
-    return near[0] if len(near) == 1 else None
+    near = sorted((distance, index) for index, choice in enumerate(choices)
+                  if (option := _comparable(choice))
+                  and (distance := levenshtein(cleaned, option))
+                  <= _NEAR_MISS_RATE * max(len(option), len(cleaned)))
+    if not near or (len(near) > 1 and near[1][0] == near[0][0]):
+        return None
+    return choices[near[0][1]]
 
 
 def _exact_choice(text: str, choices: Sequence[str]) -> str | None:
