@@ -106,10 +106,20 @@ def _official_text_in(text: str, record: dict[str, Any]) -> bool:
     return len(wanted) == 1 and len(official) <= 12 and wanted[0] in numbers_in(text)
 
 
-def _is_placeholder(official: str) -> bool:
-    """Whether an official extraction is a no-answer placeholder ("N/A", "None", "Cannot be
-    determined", "I can't process this file.") rather than an answer."""
-    return official.strip().lower() in ("n/a", "none", "unknown", "") or is_refusal(official)
+def _is_placeholder(official: str, record: dict[str, Any]) -> bool:
+    """Whether an official extraction is a no-answer placeholder ("N/A", "Not determinable",
+    "I can't process this file.") rather than an answer: no choice letter, no option's text,
+    no number."""
+    text = official.strip()
+    if is_refusal(text) or text.lower() in ("n/a", "none", "unknown", ""):
+        return True
+    if numbers_in(text):
+        return False
+    if record["question_type"] != "multi_choice":
+        return True
+    options = [str(choice).strip().lower() for choice in record["choices"] or []]
+    named = re.search(r"(?<![A-Za-z])[A-Z](?![A-Za-z])", text) is not None
+    return not named and not any(option and option in text.lower() for option in options)
 
 
 def official_family(record: dict[str, Any]) -> str | None:
@@ -135,7 +145,7 @@ def official_family(record: dict[str, Any]) -> str | None:
         return "official read the model's invented follow-up exercise, not its answer"
     read = extract(response, question_type=record["question_type"],
                    answer_type=record["answer_type"], choices=record["choices"])
-    if read.status == "no_answer" and _is_placeholder(official) \
+    if read.status == "no_answer" and _is_placeholder(official, record) \
             and official.strip().lower() != str(read.answer).strip().lower():
         return "no answer: the official LLM wrote its own placeholder, mapped by edit distance"
     if official.strip() and not _official_text_in(response, record):
