@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from maps_autogen.errors import DataError
+from maps_autogen.errors import DataError, missing_extra
 from maps_autogen.eval.results import FEEDBACK_TARGETS, MANIFEST_FILE, RESULTS_FILE, ResultsLog
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
@@ -354,7 +354,12 @@ def _usage_table(usage: dict[str, dict[str, float | None]]) -> str:
 
 
 def _pyplot():
-    import matplotlib
+    try:
+        import matplotlib
+    except ModuleNotFoundError as error:
+        if error.name != "matplotlib":
+            raise
+        raise missing_extra("matplotlib", "report", "maps report's figures") from None
 
     matplotlib.use("Agg")  # headless: no display on servers and CI
     import matplotlib.pyplot as plt

@@ -17,7 +17,7 @@ from maps_autogen.cache import ResponseCache
 from maps_autogen.chat import CallRecord, ChatOutcome, MapsChat, Observer, Observers, chat_settings
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import Resolution, ResolvedModel, resolve_models
-from maps_autogen.llm import ChatBackend
+from maps_autogen.client import ChatBackend
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.errors import RunInterrupted

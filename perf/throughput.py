@@ -223,7 +223,7 @@ def cpu_per_call(base_url: str, request: list[dict[str, Any]], calls: int) -> tu
     import openai
 
     from maps_autogen.endpoints import ResolvedModel
-    from maps_autogen.llm import ChatBackend
+    from maps_autogen.client import ChatBackend
 
     model = ResolvedModel(endpoint_name="bench", kind="openai", model="gpt-4o", base_url=base_url, timeout_s=60,
                           max_retries=0, json_mode="none", stream=False, temperature=None, max_tokens=None, api_key="sk-benchmark-key")

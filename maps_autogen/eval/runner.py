@@ -37,7 +37,7 @@ from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.eval.validate import validate_rows
 from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.interrupts import exit_on_second_interrupt
-from maps_autogen.llm import Completion
+from maps_autogen.client import Completion
 from maps_autogen.roles import Role
 from maps_autogen.runlock import RunLock
 from maps_autogen.scoring import score_record
