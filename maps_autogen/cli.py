@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import click
 
@@ -38,16 +38,29 @@ def _load_env() -> None:
     load_dotenv(Path.cwd() / ".env", override=False)
 
 
+MODEL_OPTIONS = (
+    click.option("--config", "config_file", type=click.Path(path_type=Path), help="agents.yaml to use (default: ./agents.yaml, else the built-in one)."),
+    click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME, or an endpoint name (e.g. local)."),
+    click.option("--threshold", type=click.FloatRange(0, 6), help="Critic pass threshold, scores 1-5 (6 never passes; overrides critic.threshold)."),
+    click.option("--max-rollbacks", type=click.IntRange(0, 20), help="Maximum rollbacks (overrides critic.max_rollbacks)."),
+)
+
+
+def model_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options `solve` and `eval` share (which config, which model, the Critic's bounds),
+    declared once so both commands accept and document them alike."""
+    for option in reversed(MODEL_OPTIONS):
+        command = option(command)
+    return command
+
+
 @cli.command()
 @click.argument("images", nargs=-1)
 @click.option("-q", "--question", help="The question to solve.")
 @click.option("-c", "--context", default="", help="Context that comes with the question.")
 @click.option("-o", "--option", "options", multiple=True, help="An answer option (repeat for each option).")
 @click.option("--problem", "problem_file", type=click.Path(path_type=Path), help="A problem.yaml (question, context, options, images).")
-@click.option("--config", "config_file", type=click.Path(path_type=Path), help="agents.yaml to use (default: ./agents.yaml, else the built-in one).")
-@click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME, or an endpoint name (e.g. local).")
-@click.option("--threshold", type=click.FloatRange(0, 6), help="Critic pass threshold, scores 1-5 (6 never passes; overrides critic.threshold).")
-@click.option("--max-rollbacks", type=click.IntRange(0, 20), help="Maximum rollbacks (overrides critic.max_rollbacks).")
+@model_options
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Where run folders go.")
 @click.option("--quiet", is_flag=True, help="Print only the final answer.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the outcome.")
@@ -161,10 +174,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--resume", type=click.Path(path_type=Path), help="Continue an eval run folder: skip finished problems, retry failed ones.")
 @click.option("--allow-model-change", is_flag=True, help="Let --resume switch the models or method (the manifest records both).")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
-@click.option("--config", "config_file", type=click.Path(path_type=Path))
-@click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME or an endpoint name.")
-@click.option("--threshold", type=click.FloatRange(0, 6))
-@click.option("--max-rollbacks", type=click.IntRange(0, 20))
+@model_options
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--allow-outside-paths", is_flag=True, help="Let data set rows refer to files outside the data folder (trusted data only).")
 @click.option("--view", "live_view", is_flag=True, help="Watch the eval in a browser: serve it live on 127.0.0.1 and print the URL.")

@@ -47,7 +47,6 @@ from maps_autogen.transcript import SCHEMA_VERSION, new_run_id, utc_now, write_j
 logger = logging.getLogger(__name__)
 
 METHODS = ("maps", *BASELINE_METHODS)
-ABLATABLE = (Role.INTERPRETER, Role.ALIGNER, Role.SCHOLAR, Role.CRITIC)
 PROBLEMS_DIR = "problems"
 
 
