@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from maps_autogen.errors import DataError, missing_extra
-from maps_autogen.eval.results import FEEDBACK_TARGETS, MANIFEST_FILE, RESULTS_FILE, ResultsLog
+from maps_autogen.errors import missing_extra
+from maps_autogen.eval.results import FEEDBACK_TARGETS, RESULTS_FILE, ResultsLog
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
-from maps_autogen.files import FILE_MODE, write_text_atomic
+from maps_autogen.artifacts import FILE_MODE, read_manifest, write_text_atomic
 
 BOOTSTRAP_SAMPLES = 1000
 PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 100 s
@@ -73,13 +73,7 @@ class Run:
 
 def load_run(path: Path) -> Run:
     """Read an eval run folder."""
-    manifest_path = path / MANIFEST_FILE
-    if not manifest_path.is_file():
-        raise DataError(f"{path} is not an eval run (no {MANIFEST_FILE})", fix="pass folders written by maps eval or maps merge")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise DataError(f"cannot read {manifest_path}: {error}", fix="the run folder may be damaged") from None
+    manifest = read_manifest(path, fix="pass folders written by maps eval or maps merge")
     records = list(ResultsLog(path / RESULTS_FILE).read().values())
     return Run(path=path, manifest=manifest, records=records)
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, TextIO
 
 from maps_autogen.benchmarks import RecordError, Scorer, Verdict, get_benchmark
 from maps_autogen.errors import DataError, UsageError
-from maps_autogen.files import atomic_text_writer
+from maps_autogen.artifacts import atomic_text_writer
 
 logger = logging.getLogger(__name__)
 

@@ -9,14 +9,22 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from maps_autogen.benchmarks.tasks import Task
-from maps_autogen.files import atomic_text_writer, open_append
+from maps_autogen.artifacts import atomic_text_writer, open_append, read_jsonl, write_json_atomic
+from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE
 from maps_autogen.redact import redact
-from maps_autogen.transcript import SCHEMA_VERSION, write_json_atomic
 
-RESULTS_FILE = "results.jsonl"
-MANIFEST_FILE = "manifest.json"
-SUMMARY_FILE = "summary.json"
+__all__ = ["FEEDBACK_TARGETS", "MANIFEST_FILE", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid"]
 FEEDBACK_TARGETS = ("interpreter", "aligner", "scholar", "solver", "none")
+
+
+def latest_by_pid(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The one de-dup rule for result rows: the latest row per pid, in the place of its first
+    row (a problem retried after a failure, or run again by a resume, appears more than once)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if "pid" in row:
+            latest[str(row["pid"])] = row
+    return latest
 
 
 class ResultsLog:
@@ -40,31 +48,12 @@ class ResultsLog:
 
     def read(self) -> dict[str, dict[str, Any]]:
         """The latest record per pid (a pid retried after a failure appears more than once)."""
-        latest: dict[str, dict[str, Any]] = {}
-        for record in self._records():
-            latest[str(record["pid"])] = record
-        return latest
+        return latest_by_pid(read_jsonl(self.path))
 
     def finished_ids(self) -> set[str]:
         """The pids whose latest record is a success (from memory, not from the file)."""
         with self._lock:
             return {pid for pid, status in self._prepared().items() if status == "ok"}
-
-    def _records(self) -> Iterable[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        records = []
-        with open(self.path, "rb") as handle:
-            for line in handle:
-                if not line.endswith(b"\n"):
-                    break  # a torn last line from a killed process
-                try:
-                    record = json.loads(line)
-                except (json.JSONDecodeError, RecursionError):
-                    continue
-                if isinstance(record, dict) and "pid" in record:
-                    records.append(record)
-        return records
 
     def _cut_torn_tail(self) -> None:
         """Drop a torn last line (a killed process), reading only the file's end."""

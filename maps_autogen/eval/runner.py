@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import json
 import logging
 import os
 import platform
@@ -42,7 +41,9 @@ from maps_autogen.roles import Role
 from maps_autogen.runlock import RunLock
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
-from maps_autogen.transcript import SCHEMA_VERSION, new_run_id, utc_now, write_json_atomic
+from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_json_atomic
+from maps_autogen.records import SCHEMA_VERSION
+from maps_autogen.transcript import new_run_id, utc_now
 
 logger = logging.getLogger(__name__)
 
@@ -267,10 +268,7 @@ class EvalRun:
             eval_id = new_run_id(f"eval-{self.task.name}")
             return self.request.runs_dir / eval_id, None
         eval_dir = self.request.resume
-        manifest_path = eval_dir / MANIFEST_FILE
-        if not manifest_path.is_file():
-            raise DataError(f"{eval_dir} is not an eval run (no {MANIFEST_FILE})", fix="pass the folder maps eval printed")
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = read_manifest(eval_dir, fix="pass the folder maps eval printed")
         if manifest.get("benchmark") != self.task.name:
             raise UsageError(f"{eval_dir} is a {manifest.get('benchmark')} run, not {self.task.name}", fix=f"run maps eval {manifest.get('benchmark')} --resume {eval_dir}")
         return eval_dir, manifest
@@ -544,11 +542,9 @@ class EvalRun:
     @staticmethod
     def _annotate_run(run_json: Path, fields: dict[str, Any]) -> None:
         """Put the verdict into a baseline's run.json, for the viewer."""
-        try:
-            run = json.loads(run_json.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            return
-        write_json_atomic(run_json, {**run, **fields})
+        run = read_json_or_empty(run_json)
+        if run:
+            write_json_atomic(run_json, {**run, **fields})
 
 
 def _record_replicas(eval_dir: Path, manifest: dict[str, Any], served: dict[str, dict[str, int]]) -> None:
@@ -593,12 +589,7 @@ def _served_models(records: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
 
 def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     """Combine shard runs (same benchmark, method and models) into one eval folder."""
-    manifests = []
-    for run_dir in run_dirs:
-        path = run_dir / MANIFEST_FILE
-        if not path.is_file():
-            raise DataError(f"{run_dir} is not an eval run (no {MANIFEST_FILE})", fix="pass folders written by maps eval")
-        manifests.append(json.loads(path.read_text(encoding="utf-8")))
+    manifests = [read_manifest(run_dir, fix="pass folders written by maps eval") for run_dir in run_dirs]
     first = manifests[0]
     for run_dir, manifest in zip(run_dirs[1:], manifests[1:]):
         for key in ("benchmark", "method", "without", "rules", "subsets", "models"):
