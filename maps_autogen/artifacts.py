@@ -151,3 +151,11 @@ def read_run(run_dir: Path) -> dict[str, Any]:
     path = run_dir / RUN_FILE
     run = read_json_object(path, missing=f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval")
     return checked(RunRecord, run, source=str(path))
+
+
+def write_manifest(eval_dir: Path, manifest: dict[str, Any]) -> None:
+    """Write an eval folder's manifest.json, checked against `records.Manifest` first."""
+    from maps_autogen.records import MANIFEST_FILE, Manifest, checked
+
+    path = eval_dir / MANIFEST_FILE
+    write_json_atomic(path, checked(Manifest, manifest, source=str(path)))

@@ -95,7 +95,7 @@ class Manifest(_Record):
 class ResultRow(_Record):
     """A results.jsonl line: one finished (or failed) problem."""
 
-    pid: str
+    pid: str | int
     subset: str = ""
     status: str  # ok, error
     correct: bool | None = None

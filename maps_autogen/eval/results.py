@@ -10,7 +10,7 @@ from typing import Any, Iterable, Sequence
 
 from maps_autogen.benchmarks.tasks import Task
 from maps_autogen.artifacts import atomic_text_writer, open_append, read_jsonl, write_json_atomic
-from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE
+from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE, ResultRow, Summary, checked
 from maps_autogen.redact import redact
 
 __all__ = ["FEEDBACK_TARGETS", "MANIFEST_FILE", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid"]
@@ -79,6 +79,7 @@ class ResultsLog:
             handle.truncate(0)
 
     def append(self, record: dict[str, Any]) -> None:
+        checked(ResultRow, record, source=str(self.path))
         line = (redact(json.dumps({"schema_version": SCHEMA_VERSION, **record}, ensure_ascii=False, default=str)) + "\n").encode()
         with self._lock:
             status = self._prepared()
@@ -164,5 +165,5 @@ def table1(summary: dict[str, Any], task: Task, label: str) -> str:
 
 def write_summary(eval_dir: Path, summary: dict[str, Any]) -> Path:
     path = eval_dir / SUMMARY_FILE
-    write_json_atomic(path, summary)
+    write_json_atomic(path, checked(Summary, summary, source=str(path)))
     return path

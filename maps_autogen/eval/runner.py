@@ -30,7 +30,7 @@ from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInte
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.eval.paths import outside_paths_allowed
-from maps_autogen.eval.results import MANIFEST_FILE, RESULTS_FILE, ResultsLog, summarize, table1, write_summary
+from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, table1, write_summary
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, find_subsets, load_answer_formats, spread_limit
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.eval.validate import validate_rows
@@ -41,8 +41,8 @@ from maps_autogen.roles import Role
 from maps_autogen.runlock import RunLock
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
-from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_json_atomic
-from maps_autogen.records import SCHEMA_VERSION
+from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_json_atomic, write_manifest
+from maps_autogen.records import SCHEMA_VERSION, RunRecord, checked
 from maps_autogen.transcript import new_run_id, utc_now
 
 logger = logging.getLogger(__name__)
@@ -340,7 +340,7 @@ class EvalRun:
         lock = RunLock(eval_dir)
         try:
             lock.acquire()
-            write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
+            write_manifest(eval_dir, manifest)
             if self.on_ready is not None:
                 self.on_ready(eval_dir)
             log = ResultsLog(eval_dir / RESULTS_FILE)
@@ -354,7 +354,7 @@ class EvalRun:
             served = _served_models(records)
             if served != manifest.get("served_models", {}):
                 manifest["served_models"] = served
-                write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
+                write_manifest(eval_dir, manifest)
             summary = summarize(records, self.task, [s.name for s in subsets])
             summary.update({"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
                             "complete": len([r for r in records if r.get("status") == "ok"]) == len(manifest["ids"]),
@@ -544,7 +544,7 @@ class EvalRun:
         """Put the verdict into a baseline's run.json, for the viewer."""
         run = read_json_or_empty(run_json)
         if run:
-            write_json_atomic(run_json, {**run, **fields})
+            write_json_atomic(run_json, checked(RunRecord, {**run, **fields}, source=str(run_json)))
 
 
 def _record_replicas(eval_dir: Path, manifest: dict[str, Any], served: dict[str, dict[str, int]]) -> None:
@@ -555,7 +555,7 @@ def _record_replicas(eval_dir: Path, manifest: dict[str, Any], served: dict[str,
     for endpoint, counts in served.items():
         for url, count in counts.items():
             totals.setdefault(endpoint, {})[url] = totals.get(endpoint, {}).get(url, 0) + count
-    write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
+    write_manifest(eval_dir, manifest)
 
 
 def _evaluation_fields(response: str, verdict: Any, gold: Any) -> dict[str, Any]:
@@ -610,7 +610,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     merged = {**first, "eval_id": out.name, "ids": ids, "shard": None, "created_at": utc_now(),
               "merged_from": [str(d) for d in run_dirs],
               "subset_of_id": {k: v for m in manifests for k, v in m.get("subset_of_id", {}).items()}}
-    write_json_atomic(out / MANIFEST_FILE, merged)
+    write_manifest(out, merged)
     records = log.compact(ids)
     summary = summarize(records, task, first["subsets"])
     summary.update({"eval_id": out.name, "method": first["method"], "without": first["without"],
