@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from maps_autogen.errors import missing_extra
-from maps_autogen.eval.results import FEEDBACK_TARGETS, RESULTS_FILE, ResultsLog
+from maps_autogen.eval.results import FEEDBACK_TARGETS, RESULTS_FILE, ResultsLog, accuracy_percent
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
 from maps_autogen.artifacts import FILE_MODE, read_manifest, write_text_atomic
@@ -107,7 +107,7 @@ def _cell(records: Sequence[dict[str, Any]]) -> Cell:
     outcomes = [bool(r.get("correct")) for r in records if r.get("status") == "ok"]
     if not outcomes:
         return Cell(None, None, 0)
-    return Cell(round(100.0 * sum(outcomes) / len(outcomes), 2), bootstrap_interval(outcomes), len(outcomes))
+    return Cell(accuracy_percent(sum(outcomes), len(outcomes)), bootstrap_interval(outcomes), len(outcomes))
 
 
 @dataclass

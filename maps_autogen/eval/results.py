@@ -13,7 +13,7 @@ from maps_autogen.artifacts import atomic_text_writer, open_append, read_jsonl, 
 from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE, ResultRow, Summary, checked
 from maps_autogen.redact import redact
 
-__all__ = ["FEEDBACK_TARGETS", "MANIFEST_FILE", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid"]
+__all__ = ["FEEDBACK_TARGETS", "MANIFEST_FILE", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "accuracy_percent", "latest_by_pid"]
 FEEDBACK_TARGETS = ("interpreter", "aligner", "scholar", "solver", "none")
 
 
@@ -103,7 +103,9 @@ class ResultsLog:
             return records
 
 
-def _accuracy(correct: int, scored: int) -> float | None:
+def accuracy_percent(correct: int, scored: int) -> float | None:
+    """The one accuracy figure of runs and reports: percent correct of the scored problems, to
+    two decimals (None when nothing was scored)."""
     return round(100.0 * correct / scored, 2) if scored else None
 
 
@@ -116,7 +118,7 @@ def summarize(records: Sequence[dict[str, Any]], task: Task, subset_names: Seque
         scored = [r for r in mine if r.get("status") == "ok"]
         correct = sum(1 for r in scored if r.get("correct"))
         subsets[name] = {"n": len(mine), "scored": len(scored), "correct": correct, "failed": len(mine) - len(scored),
-                         "accuracy": _accuracy(correct, len(scored))}
+                         "accuracy": accuracy_percent(correct, len(scored))}
     scored = [r for r in records if r.get("status") == "ok"]
     correct = sum(1 for r in scored if r.get("correct"))
     feedback = {target: 0 for target in FEEDBACK_TARGETS}
@@ -131,7 +133,7 @@ def summarize(records: Sequence[dict[str, Any]], task: Task, subset_names: Seque
         "schema_version": SCHEMA_VERSION,
         "benchmark": task.name,
         "subsets": subsets,
-        "average": {"n": len(records), "scored": len(scored), "correct": correct, "accuracy": _accuracy(correct, len(scored))},
+        "average": {"n": len(records), "scored": len(scored), "correct": correct, "accuracy": accuracy_percent(correct, len(scored))},
         "failed": len(records) - len(scored),
         "feedback_shares": {k: round(v / len(scored), 4) if scored else None for k, v in feedback.items()},
         "stop_reasons": stop_reasons,
