@@ -400,3 +400,21 @@ def test_server_does_not_outlive_its_process(how: signal.Signals) -> None:
     finally:
         parent.kill()
         parent.wait()
+
+
+def test_settings_share_the_config_bounds_and_the_model_has_one_name() -> None:
+    from pydantic import ValidationError
+
+    from maps_autogen.config import LocalEndpoint
+    from maps_autogen.local.settings import plan_launch
+
+    for bad in ({"n_ctx": 300}, {"n_threads": 0}):  # what agents.yaml refuses, the settings refuse too
+        with pytest.raises(ValidationError):
+            LocalEndpoint(**bad)
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            LocalModelSettings(**bad)  # type: ignore[arg-type]
+    endpoint = LocalEndpoint()
+    settings = settings_from_endpoint(endpoint, model_name="SmolLM2-135M-Instruct (embedded)")
+    # The name the requests send (and run.json records) is the name the server registers.
+    assert plan_launch(settings).model_name == "SmolLM2-135M-Instruct (embedded)"
+    assert plan_launch(LocalModelSettings()).model_name == embedded_model_path().stem
