@@ -128,7 +128,7 @@ def test_both_integer_rules_are_exercised(records: list[dict[str, Any]]) -> None
 
 def _agreement_script() -> Any:
     """The agreement script as a module: its official-error families are the ones reported."""
-    path = _REPO / "benchmarks" / "mathvista_extraction_agreement.py"
+    path = _REPO / "perf" / "mathvista_extraction_agreement.py"
     spec = importlib.util.spec_from_file_location("mathvista_extraction_agreement", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
