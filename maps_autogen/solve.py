@@ -19,7 +19,6 @@ from maps_autogen.endpoints import Resolution, ResolvedModel, resolve_models
 from maps_autogen.llm import ChatBackend
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
-from maps_autogen.roles import Role
 from maps_autogen.redact import register_secret
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
 
@@ -38,7 +37,7 @@ class Team:
     loaded: LoadedConfig
     prompts: PromptSet
     resolution: Resolution
-    backends: dict[Role, ChatBackend]
+    backends: dict[str, ChatBackend]  # by step name
 
     @property
     def announcement(self) -> str:
@@ -85,7 +84,7 @@ def assemble_team(
     prompts = load_prompts(loaded)
     resolution = resolution or resolve_models(loaded, os.environ if env is None else env)
     opened: dict[tuple[str, str], ChatBackend] = {}
-    backends: dict[Role, ChatBackend] = {}
+    backends: dict[str, ChatBackend] = {}
     with _backend_lock:
         for role, model in resolution.models.items():
             key = (model.endpoint_name, model.model)
@@ -108,7 +107,7 @@ class SolveResult:
             "run_id": self.run_id,
             "final_answer": self.outcome.final_answer,
             "stop_reason": self.outcome.stop_reason,
-            "rollbacks": [rollback.step.value for rollback in self.outcome.rollbacks],
+            "rollbacks": [rollback.step for rollback in self.outcome.rollbacks],
             "usage": self.outcome.usage(),
             "run_dir": str(self.run_dir),
             "error": self.outcome.error,
@@ -122,7 +121,7 @@ def solve_problem(
     runs_dir: Path,
     observer: Observer | None = None,
     run_id: str | None = None,
-    without: frozenset[Role] = frozenset(),
+    without: frozenset[str] = frozenset(),
     human: bool = False,
     extra: dict[str, Any] | None = None,
     evaluate: Callable[[ChatOutcome], dict[str, Any]] | None = None,
@@ -139,7 +138,7 @@ def solve_problem(
         image_files = writer.save_images(problem)
         settings = chat_settings(
             problem,
-            sees_images={role: config.roles[role].sees_images for role in Role},
+            team=team.loaded.team.config,
             threshold=config.critic.threshold,
             max_rollbacks=config.critic.max_rollbacks,
             final_review=config.critic.final_review,
@@ -164,16 +163,19 @@ def solve_problem(
             "problem": {**problem.describe(), "image_files": image_files},
             "config_path": str(team.loaded.path),
             "config": config.model_dump(mode="json"),
-            "models": {role.value: model.describe() for role, model in team.resolution.models.items()},
+            "models": {role: model.describe() for role, model in team.resolution.models.items()},
+            "team": {"source": str(team.loaded.team.source), "steps": list(team.loaded.team.config.names)},
             "flow": {
-                "steps": [step.value for step in settings.flow.steps],
-                "critic": settings.flow.critic,
+                "steps": list(settings.flow.steps),
+                "critic": settings.flow.reviewer is not None,
+                "reviewer": settings.flow.reviewer,
+                "scored": dict(settings.flow.scored),
                 "threshold": settings.flow.threshold,
                 "max_rollbacks": settings.flow.max_rollbacks,
                 "final_review": settings.flow.final_review,
                 "max_rounds": settings.flow.max_rounds,
-                "image_roles": sorted(role.value for role in settings.image_roles),
-                "without": sorted(role.value for role in without),
+                "image_roles": sorted(settings.image_roles),
+                "without": sorted(without),
             },
             **(extra or {}),
         }
@@ -188,7 +190,7 @@ def solve_problem(
             "final_answer": outcome.final_answer,
             "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
             "rollbacks": [
-                {"number": r.number, "step": r.step.value, "dimension": r.dimension, "scores": r.verdict.scores}
+                {"number": r.number, "step": r.step, "dimension": r.dimension, "scores": r.verdict.scores, "question": r.question}
                 for r in outcome.rollbacks
             ],
             "critic_verdicts": [v.to_dict() if v else None for v in outcome.verdicts],

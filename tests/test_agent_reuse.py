@@ -88,10 +88,9 @@ def test_reused_agents_give_the_transcripts_of_fresh_agents(tmp_path: Path) -> N
 def second_chat_shape(team: Any, problem: Any) -> Any:
     """The agent shape of a default chat on `problem`."""
     from maps_autogen.chat import MapsChat, Observers, chat_settings
-    from maps_autogen.roles import Role
 
     config = team.loaded.config
-    settings = chat_settings(problem, sees_images={role: config.roles[role].sees_images for role in Role},
+    settings = chat_settings(problem, team=team.loaded.team.config,
                              threshold=config.critic.threshold, max_rollbacks=config.critic.max_rollbacks,
                              final_review=config.critic.final_review, max_rounds=config.stop.max_rounds)
     return MapsChat(problem, prompts=team.prompts, backends=team.backends, settings=settings, observer=Observers()).agent_shape()

@@ -130,7 +130,8 @@ def test_live_view_streams_the_conversation(png: Path, tmp_path: Path) -> None:
         result = run_maps(solve_args(png, tmp_path), env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    order = [out.index(marker) for marker in ("── UserProxy", "── Interpreter", "── Aligner", "── Scholar", "── Solver", "── Critic", "rollback 1", "stopped: rollback_limit", "Final answer: B")]
+    order = [out.index(marker) for marker in ("── UserProxy", "── Interpreter", "── Aligner", "── Scholar", "── Solver", "── Critic", "rollback 1",
+                                              "question sent back: Which quantity must balance on a lever?", "stopped: critic_passed", "Final answer: B")]
     assert order == sorted(order)
     assert "[images/image-1.png]" in out and "Critic's scores" in out
     assert "using gpt-4o at" in result.stderr

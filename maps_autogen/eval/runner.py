@@ -33,7 +33,6 @@ from maps_autogen.eval.paths import outside_paths_allowed
 from maps_autogen.eval.results import MANIFEST_FILE, RESULTS_FILE, ResultsLog, summarize, table1, write_summary
 from maps_autogen.eval.tasks import EvalItem, Subset, Task, find_subsets, get_task, load_answer_formats, spread_limit
 from maps_autogen.images import ImageLimits, image_limits
-from maps_autogen.roles import Role
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
 from maps_autogen.transcript import SCHEMA_VERSION, new_run_id, utc_now, write_json_atomic
@@ -41,7 +40,6 @@ from maps_autogen.transcript import SCHEMA_VERSION, new_run_id, utc_now, write_j
 logger = logging.getLogger(__name__)
 
 METHODS = ("maps", *BASELINE_METHODS)
-ABLATABLE = (Role.INTERPRETER, Role.ALIGNER, Role.SCHOLAR, Role.CRITIC)
 PROBLEMS_DIR = "problems"
 
 
@@ -72,7 +70,7 @@ class EvalRequest:
     sample: int | None = None
     seed: int = 0
     method: str = "maps"
-    without: frozenset[Role] = frozenset()
+    without: frozenset[str] = frozenset()  # step names of the team
     concurrency: int = 8
     rules: str = "current"
     cache: bool = True
@@ -225,7 +223,7 @@ class EvalRun:
         if manifest is not None:
             # The manifest fixes what the run is; the command line only sets how it runs.
             request = replace(request, subsets=tuple(manifest["subsets"]), method=manifest["method"],
-                              without=frozenset(Role(r) for r in manifest["without"]), rules=manifest["rules"],
+                              without=frozenset(manifest["without"]), rules=manifest["rules"],
                               data=request.data or (Path(manifest["data"]) if manifest.get("data") else None))
             self.request = request
         # Resolved once, before anything is written: a missing key or price fails the run cleanly.
@@ -293,7 +291,8 @@ class EvalRun:
             "limit": request.limit,
             "shard": str(request.shard) if request.shard else None,
             "method": request.method,
-            "without": sorted(role.value for role in request.without),
+            "without": sorted(request.without),
+            "team": {"source": str(self.loaded.team.source), "steps": list(self.loaded.team.config.names)},
             "rules": request.rules,
             "allow_outside_paths": request.allow_outside_paths,
             "config_path": str(self.loaded.path),
