@@ -229,7 +229,7 @@ def test_threshold_override_and_env_file(png: Path, tmp_path: Path) -> None:
 
 
 def test_model_per_role_from_config(png: Path, tmp_path: Path) -> None:
-    config = write_config(tmp_path / "agents.yaml", **{"roles.critic.model": {"endpoint": "openai", "name": "critic-model"}})
+    config = write_config(tmp_path / "agents.yaml", **{"team.steps.4.model": {"endpoint": "openai", "name": "critic-model"}})
     with FakeOpenAI(RoleScript({"solver": [solver_json("A")], "critic": [critic_json()]})) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         result = run_maps(solve_args(png, tmp_path, "--config", str(config), "--model", "main-model"), env=env, cwd=tmp_path)

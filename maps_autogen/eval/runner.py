@@ -297,7 +297,7 @@ class EvalRun:
             "allow_outside_paths": request.allow_outside_paths,
             "config_path": str(self.loaded.path),
             "config": self.loaded.config.model_dump(mode="json"),
-            "models": {role.value: model.describe() for role, model in resolution.models.items()},
+            "models": {role: model.describe() for role, model in resolution.models.items()},
             "versions": _versions(),
             "git_commit": _git_commit(),
         }
@@ -387,9 +387,9 @@ class EvalRun:
             response = self.task.render_response(outcome.final_answer, item) if outcome.solver_answer else ""
             chat = {
                 "stop_reason": outcome.stop_reason,
-                "rollbacks": [r.step.value for r in outcome.rollbacks],
+                "rollbacks": [r.step for r in outcome.rollbacks],
                 "critic_scores": [v.scores if v else None for v in outcome.verdicts],
-                "feedback_step": outcome.rollbacks[0].step.value if outcome.rollbacks else None,
+                "feedback_step": outcome.rollbacks[0].step if outcome.rollbacks else None,
                 "final_answer": outcome.final_answer,
                 "usage": outcome.usage(),
                 "usage_by_role": outcome.usage_by_role(),
