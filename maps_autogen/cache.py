@@ -1,8 +1,10 @@
 """A response cache for model calls, keyed by everything that shapes the reply.
 
-The key covers the endpoint, model, sampling settings, response format and the complete
-messages (image data included), so a rolled-back step, whose request carries its previous
-output and the Critic's new feedback, can never be served an old reply.
+The key covers the endpoint URL and the whole request body: model, every sampling setting,
+response format with its JSON schema and the complete messages (image data included), so a
+rolled-back step, whose request carries its previous output and the Critic's new feedback, can
+never be served an old reply. Only accepted replies (complete, and parsed when the role needs
+JSON) are stored; the caller evicts an entry that no longer passes its check.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from typing import Any
 from maps_autogen.files import PRIVATE_FILE_MODE, open_append
 from maps_autogen.redact import redact
 
-CACHE_SCHEMA_VERSION = 1
+CACHE_SCHEMA_VERSION = 2
+# Version 1 stored replies before they were checked; its table is left unread.
+_TABLE = "accepted_replies"
 
 
 def cache_key(request: dict[str, Any]) -> str:
@@ -41,26 +45,34 @@ class ResponseCache:
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, model TEXT,"
-                " prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)"
+                f"CREATE TABLE IF NOT EXISTS {_TABLE} (key TEXT PRIMARY KEY, text TEXT NOT NULL, model TEXT,"
+                " prompt_tokens INTEGER, completion_tokens INTEGER, finish_reason TEXT, created REAL)"
             )
             self._db.commit()
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT text, model, prompt_tokens, completion_tokens FROM responses WHERE key = ?", (key,)
+                f"SELECT text, model, prompt_tokens, completion_tokens, finish_reason FROM {_TABLE} WHERE key = ?", (key,)
             ).fetchone()
         if row is None:
             return None
-        return {"text": row[0], "model": row[1], "prompt_tokens": row[2], "completion_tokens": row[3]}
+        return {"text": row[0], "model": row[1], "prompt_tokens": row[2], "completion_tokens": row[3], "finish_reason": row[4]}
 
-    def put(self, key: str, text: str, model: str, prompt_tokens: int | None, completion_tokens: int | None) -> None:
+    def put(self, key: str, text: str, model: str, prompt_tokens: int | None, completion_tokens: int | None,
+            finish_reason: str | None = None) -> None:
+        """Store an accepted reply."""
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
-                (key, redact(text), redact(model), prompt_tokens, completion_tokens, time.time()),
+                f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, redact(text), redact(model), prompt_tokens, completion_tokens, finish_reason, time.time()),
             )
+            self._db.commit()
+
+    def delete(self, key: str) -> None:
+        """Evict an entry (its reply no longer passes the caller's check)."""
+        with self._lock:
+            self._db.execute(f"DELETE FROM {_TABLE} WHERE key = ?", (key,))
             self._db.commit()
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import autogen
 from autogen.io import IOStream
 
-from maps_autogen.errors import MapsError
+from maps_autogen.errors import MapsError, RunInterrupted
 from maps_autogen.flow import FlowSettings, Rollback, Turn, decide_next
 from maps_autogen.llm import ChatBackend, Completion, MapsModelClient
 from maps_autogen.problem import Problem
@@ -113,6 +113,7 @@ class ChatOutcome:
     calls: list[CallRecord]
     seconds: float
     error: str | None = None
+    failure: MapsError | None = None  # the service failure that ended the chat, if any
 
     def usage(self) -> dict[str, Any]:
         """Calls, tokens and cost (None when any call's price is unknown)."""
@@ -137,6 +138,16 @@ class ChatOutcome:
             row["cost"] = None if row["cost"] is None or call.completion.cost is None else row["cost"] + call.completion.cost
             row["seconds"] += call.completion.seconds
         return table
+
+
+def _solver_check(text: str) -> str | None:
+    """Why a Solver reply is unusable (None when it parses)."""
+    return None if parse_solver_reply(text).parsed else "the Solver's reply is not valid JSON with a final answer"
+
+
+def _critic_check(text: str, *, scored: tuple[tuple[str, str], ...], low: float, high: float) -> str | None:
+    """Why a reviewer's reply is unusable (None when it has usable scores)."""
+    return None if parse_critic_reply(text, scored, low=low, high=high) is not None else "the Critic's reply has no usable scores"
 
 
 class _SilentStream:
@@ -372,6 +383,10 @@ class MapsChat:
             "seconds": round(call.completion.seconds, 4) if call else None,
             "usage": call.completion.usage() if call else None,
             "json_mode": call.completion.json_mode if call else None,
+            "finish_reason": call.completion.finish_reason if call else None,
+            "served_model": call.completion.served_model if call else None,
+            "sent": call.completion.sent if call else None,
+            "rejected": call.completion.rejected if call else None,
             "request": call.request if call else None,
         })
 
@@ -397,23 +412,41 @@ class MapsChat:
         return [{"role": "user", "content": content}]
 
     def _call_model(self, role: str, messages: list[dict[str, Any]]) -> Completion:
-        schema_name, schema = None, None
-        if self.settings.team.step(role).output == "answer":
-            schema_name, schema = "solver_answer", solver_schema(len(self.problem.options))
+        schema_name, schema, check = None, None, None
+        step = self.settings.team.step(role)
+        if step.output == "answer":
+            schema_name, schema, check = "solver_answer", solver_schema(len(self.problem.options)), _solver_check
         elif role == self.settings.flow.reviewer:
             scale = self.settings.team.scale
             schema_name, schema = "critic_verdict", critic_schema(self.settings.flow.dimensions, low=scale.low, high=scale.high, whole=scale.whole)
+            check = partial(_critic_check, scored=self.settings.flow.scored, low=scale.low, high=scale.high)
         started_at = utc_now()
         completion = self.backends[role].complete(
-            messages, role=role, schema_name=schema_name, schema=schema,
+            messages, role=role, schema_name=schema_name, schema=schema, check=check,
             on_token=lambda text: self.observer.emit({"type": "token", "role": role, "text": text}),
         )
+        if completion.finish_reason == "length":
+            self.observer.emit({"type": "event", "event": "max_tokens_reached", "role": role, "at": utc_now(),
+                                "detail": f"the {step.title}'s reply was cut off at max_tokens ({completion.sent.get('max_tokens')})"})
         record = CallRecord(role, completion, request_for_transcript(messages, self._data_urls), started_at)
         self.calls.append(record)
         self._pending[role] = record
         return completion
 
     # ----- running ------------------------------------------------------------------------
+    def outcome_so_far(self, stop_reason: str, seconds: float, error: str | None = None) -> ChatOutcome:
+        """What the chat produced up to now (the finished turns), ending with `stop_reason`."""
+        return ChatOutcome(
+            final_answer=self.solver_answer.final_answer if self.solver_answer else "",
+            stop_reason=stop_reason,
+            solver_answer=self.solver_answer,
+            rollbacks=list(self.rollbacks),
+            verdicts=list(self.verdicts),
+            calls=list(self.calls),
+            seconds=seconds,
+            error=error,
+        )
+
     def run(self) -> ChatOutcome:
         """Run the chat to its stop; model-service failures end it with stop reason `error`."""
         started = time.monotonic()
@@ -428,12 +461,14 @@ class MapsChat:
                             "revision": False, "content": opening, "images": self.image_files})
         error: str | None = None
         agents.chat = self
+        service_failure: MapsError | None = None
         with IOStream.set_default(_SilentStream()):
             try:
                 agents.user_proxy.initiate_chat(agents.manager, message=opening, clear_history=True, silent=True)
             except MapsError as failure:
                 error = redact(str(failure))
-                self._stop_reason = "error"
+                service_failure = failure
+                self._stop_reason = "interrupted" if isinstance(failure, RunInterrupted) else "error"
             except Exception as failure:  # a bug or an AG2 failure: record it, keep finished work
                 logger.exception("chat failed")
                 error = redact(f"{failure.__class__.__name__}: {failure}")
@@ -444,18 +479,10 @@ class MapsChat:
         stop_reason = self._stop_reason or "max_rounds"
         if error:
             self.observer.emit({"type": "event", "event": "error", "detail": error, "at": utc_now()})
-        final = self.solver_answer.final_answer if self.solver_answer else ""
-        self.observer.emit({"type": "event", "event": "stop", "stop_reason": stop_reason, "final_answer": final, "at": utc_now()})
-        return ChatOutcome(
-            final_answer=final,
-            stop_reason=stop_reason,
-            solver_answer=self.solver_answer,
-            rollbacks=list(self.rollbacks),
-            verdicts=list(self.verdicts),
-            calls=list(self.calls),
-            seconds=time.monotonic() - started,
-            error=error,
-        )
+        outcome = self.outcome_so_far(stop_reason, time.monotonic() - started, error)
+        outcome.failure = service_failure
+        self.observer.emit({"type": "event", "event": "stop", "stop_reason": stop_reason, "final_answer": outcome.final_answer, "at": utc_now()})
+        return outcome
 
 
 __all__ = ["AgentShape", "ChatAgents", "ChatOutcome", "ChatSettings", "MapsChat", "Observer", "Observers", "agents_for", "chat_settings"]

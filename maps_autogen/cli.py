@@ -154,7 +154,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--limit", type=click.IntRange(min=1), help="Run N problems spread evenly over the subsets (deterministic).")
 @click.option("--sample", type=click.IntRange(min=1), help="Sample N problems per subset (seeded).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample and the paper's sampled subsets.")
-@click.option("--method", type=click.Choice(["maps", "direct", "cot"]), default="maps", show_default=True)
+@click.option("--method", type=click.Choice(["maps", "direct", "cot"]), default=None, help="maps (default), or a single-call baseline.")
 @click.option("--without", "without", multiple=True, help="Ablate a step of the team (repeatable), e.g. scholar; README: The team.")
 @click.option("--team", "team_file", type=click.Path(path_type=Path), help="A team file (or a built-in team: big_five) instead of the config's team.")
 @click.option("--concurrency", type=click.IntRange(min=1, max=512), default=8, show_default=True, help="Problems in flight at once.")
@@ -163,6 +163,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--max-cost", type=click.FloatRange(min=0), help="Stop cleanly once this many USD are spent (resume carries on).")
 @click.option("--shard", help="Run shard i of n (1-based, e.g. 2/4); combine shards with maps merge.")
 @click.option("--resume", type=click.Path(path_type=Path), help="Continue an eval run folder: skip finished problems, retry failed ones.")
+@click.option("--allow-model-change", is_flag=True, help="Let --resume switch the models or method (the manifest records both).")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--config", "config_file", type=click.Path(path_type=Path))
 @click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME or an endpoint name.")
@@ -172,9 +173,13 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--allow-outside-paths", is_flag=True, help="Let data set rows refer to files outside the data folder (trusted data only).")
 @click.option("--view", "live_view", is_flag=True, help="Watch the eval in a browser: serve it live on 127.0.0.1 and print the URL.")
 def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, team_file, concurrency, rules, no_cache, max_cost,
-                 shard, resume, runs_dir, config_file, model, threshold, max_rollbacks, quiet, allow_outside_paths, live_view) -> None:
-    """Run a whole benchmark (or part of it) and score it with the official rules."""
-    if method != "maps" and without:
+                 shard, resume, allow_model_change, runs_dir, config_file, model, threshold, max_rollbacks, quiet, allow_outside_paths,
+                 live_view) -> None:
+    """Run a whole benchmark (or part of it) and score it with the official rules.
+
+    Exit codes: 0 every problem scored (or --max-cost stopped it cleanly); 1 a problem failed or
+    a fatal service error stopped the run; 2 bad input; 130 interrupted (Ctrl-C)."""
+    if method not in (None, "maps") and without:
         raise click.UsageError("--without applies to --method maps only")
     if data is None and resume is None:  # no network and no cached copy: fail before the slow imports
         from maps_autogen.eval.hub import check_hub
@@ -182,6 +187,7 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
 
         check_hub(get_task(benchmark).hub_id)
     from maps_autogen.config import load_config, with_overrides
+    from maps_autogen.errors import RunInterrupted, ServiceError
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
     from maps_autogen.team import check_without
 
@@ -192,7 +198,7 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
         benchmark=benchmark, subsets=tuple(subsets), data=data, limit=limit, sample=sample, seed=seed, method=method,
         without=frozenset(without), concurrency=concurrency, rules=rules, cache=not no_cache,
         max_cost=max_cost, shard=Shard.parse(shard) if shard else None, runs_dir=runs_dir, resume=resume,
-        allow_outside_paths=allow_outside_paths,
+        allow_outside_paths=allow_outside_paths, allow_model_change=allow_model_change,
     )
     viewers = []
     try:
@@ -206,10 +212,15 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
     cost = summary["usage"]["cost"]
     spent = "unknown" if cost is None else f"${cost:.4f}"
     click.echo(f"\n{summary['average']['scored']} scored, {summary['failed']} failed; cost {spent}; run saved in {outcome.eval_dir}")
+    resume_hint = f"maps eval {benchmark} --resume {outcome.eval_dir}"
+    if outcome.interrupted:
+        raise RunInterrupted(f"interrupted; the finished problems are saved and summarised in {outcome.eval_dir}", fix=f"continue with: {resume_hint}")
+    if outcome.fatal is not None:
+        raise ServiceError(f"stopped early: {outcome.fatal.problem}", fix=f"{outcome.fatal.fix}; then continue with: {resume_hint}")
     if outcome.stopped_for_cost:
-        click.echo(f"stopped: --max-cost reached; continue with: maps eval {benchmark} --resume {outcome.eval_dir}")
-    elif not summary["complete"]:
-        click.echo(f"some problems failed; retry them with: maps eval {benchmark} --resume {outcome.eval_dir}")
+        click.echo(f"stopped: --max-cost reached; continue with: {resume_hint}")
+    if summary["failed"]:
+        raise ServiceError(f"some problems failed ({summary['failed']})", fix=f"see results.jsonl; retry them with: {resume_hint}")
 
 
 @cli.command()
@@ -311,7 +322,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="maps", standalone_mode=False)
     except MapsError as error:
-        _say(f"error: {error}", err=True)
+        # One line per problem (a data check may report several bad rows).
+        for line in str(error).splitlines():
+            _say(f"error: {line}", err=True)
         sys.exit(error.exit_code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)

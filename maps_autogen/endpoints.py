@@ -73,11 +73,24 @@ def _first_of_kind(loaded: LoadedConfig, kind: str) -> str | None:
     return next((name for name, ep in loaded.config.endpoints.items() if ep.kind == kind), None)
 
 
-def _auto_endpoint(loaded: LoadedConfig, env: Mapping[str, str]) -> tuple[str, str]:
-    """(endpoint name, why) for `endpoint: auto`."""
+def _auto_endpoint(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, str]) -> tuple[str, str]:
+    """(endpoint name, why) for `endpoint: auto`. The embedded model is chosen only when nothing
+    was asked for: a named model without a usable service is an error, never a substitution."""
     openai_name = _first_of_kind(loaded, "openai")
-    if openai_name and env.get("OPENAI_API_KEY"):
-        return openai_name, "OPENAI_API_KEY is set"
+    if openai_name:
+        endpoint = loaded.config.endpoints[openai_name]
+        assert isinstance(endpoint, OpenAIEndpoint)
+        if endpoint.api_key_env and env.get(endpoint.api_key_env):
+            return openai_name, f"{endpoint.api_key_env} is set"
+        if endpoint.base_url is None and env.get("OPENAI_BASE_URL"):
+            return openai_name, "OPENAI_BASE_URL is set"
+        if endpoint.api_key_env is None:
+            return openai_name, "its endpoint needs no key"
+    if choice.name is not None:
+        raise ConfigError(
+            f"model '{choice.name}' was asked for, but OPENAI_API_KEY is not set, so no service can serve it",
+            fix="export OPENAI_API_KEY=... (or put it in .env), set OPENAI_BASE_URL for a server without a key, or pass --model local for the embedded model",
+        )
     local_name = _first_of_kind(loaded, "local")
     if local_name:
         return local_name, "no API key is set"
@@ -92,7 +105,7 @@ def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, st
     why = "chosen in the config or with --model"
     name = choice.endpoint
     if name == "auto":
-        name, why = _auto_endpoint(loaded, env)
+        name, why = _auto_endpoint(loaded, choice, env)
     if name not in config.endpoints:
         known = ", ".join(sorted(config.endpoints))
         raise ConfigError(f"{loaded.path}: model.endpoint '{name}' is not declared under endpoints", fix=f"use one of: {known}, auto")
@@ -114,15 +127,18 @@ def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, st
     assert isinstance(endpoint, OpenAIEndpoint)
     replicas = tuple(url.rstrip("/") for url in endpoint.base_url) if isinstance(endpoint.base_url, list) else ()
     base_url = (replicas[0] if replicas else endpoint.base_url) or env.get("OPENAI_BASE_URL") or OPENAI_URL
+    # A server named by OPENAI_BASE_URL without a key (a local vLLM) is used without one.
+    keyless = endpoint.base_url is None and bool(env.get("OPENAI_BASE_URL"))
     api_key = ""
     if endpoint.api_key_env:
         api_key = env.get(endpoint.api_key_env, "")
-        if not api_key:
+        if not api_key and not keyless:
             raise ConfigError(
                 f"endpoint '{name}' needs an API key in ${endpoint.api_key_env}, which is not set",
                 fix=f"export {endpoint.api_key_env}=... or put it in .env",
             )
-        register_secret(api_key)
+        if api_key:
+            register_secret(api_key)
     model_name = choice.name or endpoint.default_model
     price = config.prices.get(model_name)
     return ResolvedModel(kind="openai", model=model_name, base_url=base_url.rstrip("/"), price=price, api_key=api_key,

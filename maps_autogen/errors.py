@@ -45,3 +45,14 @@ class ServiceError(MapsError):
 
 class LocalModelError(ServiceError):
     """The embedded local model server could not be started or died."""
+
+
+class FatalServiceError(ServiceError):
+    """The service refused in a way that every other request would meet too (bad key, no such
+    model, no image input): an eval stops at once instead of failing every problem."""
+
+
+class RunInterrupted(MapsError):
+    """The user pressed Ctrl-C; what finished is saved (exit code 130)."""
+
+    exit_code = 130

@@ -8,17 +8,20 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import threading
-from dataclasses import dataclass, replace
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from maps_autogen.cache import ResponseCache
-from maps_autogen.chat import ChatOutcome, MapsChat, Observer, Observers, chat_settings
+from maps_autogen.chat import CallRecord, ChatOutcome, MapsChat, Observer, Observers, chat_settings
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import Resolution, ResolvedModel, resolve_models
 from maps_autogen.llm import ChatBackend
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
+from maps_autogen.errors import RunInterrupted
+from maps_autogen.interrupts import exit_on_second_interrupt
 from maps_autogen.redact import register_secret
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
 
@@ -38,6 +41,7 @@ class Team:
     prompts: PromptSet
     resolution: Resolution
     backends: dict[str, ChatBackend]  # by step name
+    cancelled: threading.Event = field(default_factory=threading.Event)  # set: no new model request starts
 
     @property
     def announcement(self) -> str:
@@ -53,21 +57,41 @@ class Team:
                     counts[url] = counts.get(url, 0) + count
         return served
 
+    def cancel(self) -> None:
+        """Stop every chat of this team at its next model request (Ctrl-C)."""
+        self.cancelled.set()
+
+    def models_record(self, calls: Sequence[CallRecord] = ()) -> dict[str, dict[str, Any]]:
+        """Each role's model as a run records it: the resolved choice, the settings read back from
+        the body of the role's last request sent (else from the body it would send), and the
+        model name the service reported when it differs."""
+        sent = {call.role: call.completion for call in calls}
+        record = {}
+        for role, model in self.resolution.models.items():
+            completion = sent.get(role)
+            entry = {**model.describe(), "sent": completion.sent if completion and completion.sent else self.backends[role].settings()}
+            if completion is not None and completion.served_model:
+                entry["served_model"] = completion.served_model
+            record[role] = entry
+        return record
+
 
 _backend_lock = threading.Lock()
 
 
-def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: ResponseCache | None, max_connections: int) -> ChatBackend:
+def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: ResponseCache | None, max_connections: int,
+                  cancel: threading.Event) -> ChatBackend:
     reply_bytes = loaded.config.limits.reply_bytes
     if model.kind != "local":
-        return ChatBackend(model, cache=cache, max_connections=max_connections, max_reply_bytes=reply_bytes)
+        return ChatBackend(model, cache=cache, max_connections=max_connections, cancel=cancel, max_reply_bytes=reply_bytes)
     from maps_autogen.local_server import shared_local_server, settings_from_endpoint
 
     # Started on first use, shared by the whole process, stopped at exit (and on Ctrl-C).
     server = shared_local_server(settings_from_endpoint(model.local, base_dir=loaded.base_dir))
     register_secret(server.api_key)
     local = replace(model, base_url=server.base_url, api_key=server.api_key)
-    return ChatBackend(local, cache=cache, max_connections=max_connections, health_check=server.ensure_alive, max_reply_bytes=reply_bytes)
+    return ChatBackend(local, cache=cache, max_connections=max_connections, health_check=server.ensure_alive, cancel=cancel,
+                       max_reply_bytes=reply_bytes)
 
 
 def assemble_team(
@@ -79,19 +103,21 @@ def assemble_team(
     max_connections: int = 64,
 ) -> Team:
     """Load prompts, resolve every role's model (unless `resolution` is given) and open the
-    backends (starting the local model server if a role needs it). Roles on the same model
-    share one backend."""
+    backends (starting the local model server if a role needs it). Roles with the same model and
+    sampling settings share one backend; every backend shares the process's connection pool."""
     prompts = load_prompts(loaded)
     resolution = resolution or resolve_models(loaded, os.environ if env is None else env)
-    opened: dict[tuple[str, str], ChatBackend] = {}
+    cancelled = threading.Event()
+    opened: dict[tuple[Any, ...], ChatBackend] = {}
     backends: dict[str, ChatBackend] = {}
     with _backend_lock:
         for role, model in resolution.models.items():
-            key = (model.endpoint_name, model.model)
+            # The sampling settings are part of the key: a role never sends another role's.
+            key = (model.endpoint_name, model.model, model.temperature, model.max_tokens)
             if key not in opened:
-                opened[key] = _open_backend(model, loaded=loaded, cache=cache, max_connections=max_connections)
+                opened[key] = _open_backend(model, loaded=loaded, cache=cache, max_connections=max_connections, cancel=cancelled)
             backends[role] = opened[key]
-    return Team(loaded=loaded, prompts=prompts, resolution=resolution, backends=backends)
+    return Team(loaded=loaded, prompts=prompts, resolution=resolution, backends=backends, cancelled=cancelled)
 
 
 @dataclass
@@ -163,7 +189,7 @@ def solve_problem(
             "problem": {**problem.describe(), "image_files": image_files},
             "config_path": str(team.loaded.path),
             "config": config.model_dump(mode="json"),
-            "models": {role: model.describe() for role, model in team.resolution.models.items()},
+            "models": team.models_record(),
             "team": {"source": str(team.loaded.team.source), "steps": list(team.loaded.team.config.names)},
             "flow": {
                 "steps": list(settings.flow.steps),
@@ -180,26 +206,40 @@ def solve_problem(
             **(extra or {}),
         }
         writer.write_run({**base_run, "status": "running"})
-        outcome = chat.run()
-        run = {
-            **base_run,
-            "status": "finished",
-            "finished_at": utc_now(),
-            "seconds": round(outcome.seconds, 4),
-            "stop_reason": outcome.stop_reason,
-            "final_answer": outcome.final_answer,
-            "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
-            "rollbacks": [
-                {"number": r.number, "step": r.step, "dimension": r.dimension, "scores": r.verdict.scores, "question": r.question}
-                for r in outcome.rollbacks
-            ],
-            "critic_verdicts": [v.to_dict() if v else None for v in outcome.verdicts],
-            "usage": outcome.usage(),
-            "usage_by_role": outcome.usage_by_role(),
-            "error": outcome.error,
-            **(evaluate(outcome) if evaluate is not None else {}),
-        }
+        chat_started = time.monotonic()
+        try:
+            outcome = chat.run()
+        except KeyboardInterrupt:
+            # Ctrl-C: a second one exits at once; the finished turns are already in the transcript.
+            exit_on_second_interrupt()
+            outcome = chat.outcome_so_far("interrupted", time.monotonic() - chat_started, "interrupted by the user (Ctrl-C)")
+            writer.append({"type": "event", "event": "stop", "stop_reason": "interrupted", "final_answer": outcome.final_answer, "at": utc_now()})
+            writer.write_run(_finished_run(base_run, outcome, team, status="interrupted"))
+            raise RunInterrupted(f"interrupted; the finished turns are saved in {run_dir}") from None
+        run = {**_finished_run(base_run, outcome, team, status="finished"), **(evaluate(outcome) if evaluate is not None else {})}
         writer.write_run(run)
     finally:
         writer.close()
     return SolveResult(run_id=run_id, run_dir=run_dir, outcome=outcome, run=run)
+
+
+def _finished_run(base_run: dict[str, Any], outcome: ChatOutcome, team: Team, *, status: str) -> dict[str, Any]:
+    """run.json once the chat has ended (finished, or interrupted with the turns so far)."""
+    return {
+        **base_run,
+        "status": status,
+        "models": team.models_record(outcome.calls),
+        "finished_at": utc_now(),
+        "seconds": round(outcome.seconds, 4),
+        "stop_reason": outcome.stop_reason,
+        "final_answer": outcome.final_answer,
+        "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
+        "rollbacks": [
+            {"number": r.number, "step": r.step, "dimension": r.dimension, "scores": r.verdict.scores, "question": r.question}
+            for r in outcome.rollbacks
+        ],
+        "critic_verdicts": [v.to_dict() if v else None for v in outcome.verdicts],
+        "usage": outcome.usage(),
+        "usage_by_role": outcome.usage_by_role(),
+        "error": outcome.error,
+    }

@@ -21,6 +21,10 @@ class Reply:
     delay_s: float = 0.0
     raw_body: bytes | None = None  # sent as-is (e.g. malformed JSON)
     usage: bool = True
+    finish_reason: str = "stop"
+    model: str | None = None  # the model name the reply claims (default: the one requested)
+    cut_after: int | None = None  # stream only this many pieces, then end cleanly with no finish reason or [DONE]
+    trickle_s: float = 0.0  # pause between pieces (streamed) or body bytes (not streamed)
 
 
 @dataclass
@@ -86,8 +90,8 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": body.get("model", "fake-model"),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content}, "finish_reason": "stop"}],
+        "model": reply.model or body.get("model", "fake-model"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content}, "finish_reason": reply.finish_reason}],
     }
     if reply.usage:
         result["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
@@ -151,9 +155,9 @@ class FakeOpenAI:
                 elif body.get("stream"):
                     self._stream(body, reply)
                 else:
-                    self._send(200, json.dumps(_completion(body, reply)).encode(), reply.headers)
+                    self._send(200, json.dumps(_completion(body, reply)).encode(), reply.headers, trickle_s=reply.trickle_s)
 
-            def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+            def _send(self, status: int, payload: bytes, headers: dict[str, str], trickle_s: float = 0.0) -> None:
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -161,7 +165,13 @@ class FakeOpenAI:
                     for key, value in headers.items():
                         self.send_header(key, value)
                     self.end_headers()
-                    self.wfile.write(payload)
+                    if not trickle_s:
+                        self.wfile.write(payload)
+                        return
+                    for start in range(0, len(payload), 16):  # a slow service: a few bytes at a time
+                        self.wfile.write(payload[start : start + 16])
+                        self.wfile.flush()
+                        time.sleep(trickle_s)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
@@ -180,9 +190,15 @@ class FakeOpenAI:
 
                 base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": full["created"], "model": full["model"]}
                 try:
-                    for piece in words:
+                    for number, piece in enumerate(words):
+                        if reply.cut_after is not None and number >= reply.cut_after:
+                            self.wfile.write(b"0\r\n\r\n")  # a clean end of the body, mid-reply
+                            return
                         event({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
-                    event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                        if reply.trickle_s:
+                            self.wfile.flush()
+                            time.sleep(reply.trickle_s)
+                    event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]})
                     if reply.usage and (body.get("stream_options") or {}).get("include_usage"):
                         event({**base, "choices": [], "usage": full["usage"]})
                     event("[DONE]")

@@ -12,8 +12,10 @@ skip on a user's clone but fail in CI (CI=true).
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,13 +31,16 @@ DATA_FILE = next((folder / "shared" / "conformance" / DATA_NAME for folder in _R
                  _REPO.parent / "shared" / "conformance" / DATA_NAME)
 EXPECTED_RECORDS = 12_998
 
-# What the rules reach from the response alone (measured: 92.2% same verdict, 282 false
-# accepts, 79.5% same prediction). Most of the remaining disagreements are the official
-# extractor's own errors (see the agreement script), so the floor sits just under the figure
-# to catch regressions, and false accepts may not grow.
-RULE_ONLY_VERDICT_FLOOR = 0.92
-RULE_ONLY_PREDICTION_FLOOR = 0.79
-RULE_ONLY_FALSE_ACCEPTS_CEILING = 285
+# What the rules reach from the response alone (measured: 93.36% same verdict, 321 false
+# accepts, 82.7% same prediction). Most of the remaining disagreements are the official
+# extractor's own errors (benchmarks/mathvista_extraction_agreement.py groups them): on the
+# records outside those families the rules agree on 97.96% with 38 false accepts. The floors
+# sit just under the figures to catch regressions, and false accepts may not grow.
+RULE_ONLY_VERDICT_FLOOR = 0.9335
+RULE_ONLY_PREDICTION_FLOOR = 0.826
+RULE_ONLY_FALSE_ACCEPTS_CEILING = 321
+OUTSIDE_OFFICIAL_ERRORS_VERDICT_FLOOR = 0.9795
+OUTSIDE_OFFICIAL_ERRORS_FALSE_ACCEPTS_CEILING = 38
 
 
 def load_records() -> list[dict[str, Any]]:
@@ -121,8 +126,21 @@ def test_both_integer_rules_are_exercised(records: list[dict[str, Any]]) -> None
     assert legacy_only, "no record distinguishes the legacy integer rule from the current one"
 
 
+def _agreement_script() -> Any:
+    """The agreement script as a module: its official-error families are the ones reported."""
+    path = _REPO / "benchmarks" / "mathvista_extraction_agreement.py"
+    spec = importlib.util.spec_from_file_location("mathvista_extraction_agreement", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_rule_only_extraction_agreement(records: list[dict[str, Any]]) -> None:
+    script = _agreement_script()
     same_extraction = same_prediction = same_verdict = false_accepts = 0
+    outside = outside_agree = outside_false_accepts = 0
     for record in records:
         rules = rule_versions_of(record)[0]
         ours = extract_answer(
@@ -137,13 +155,21 @@ def test_rule_only_extraction_agreement(records: list[dict[str, Any]]) -> None:
         same_prediction += verdict.prediction == record["prediction"]
         same_verdict += verdict.correct == record["true_false"]
         false_accepts += verdict.correct and not record["true_false"]
+        if script.official_family(record) is None:
+            outside += 1
+            outside_agree += verdict.correct == record["true_false"]
+            outside_false_accepts += verdict.correct and not record["true_false"]
     total = len(records)
     print(
         f"\nRule-only extraction vs official extraction on {total} records: "
         f"same extraction {100 * same_extraction / total:.1f}%, "
         f"same normalised prediction {100 * same_prediction / total:.1f}%, "
-        f"same verdict {100 * same_verdict / total:.2f}%, false accepts {false_accepts}"
+        f"same verdict {100 * same_verdict / total:.2f}%, false accepts {false_accepts}; "
+        f"outside the official-error families: {outside} records, same verdict "
+        f"{100 * outside_agree / outside:.2f}%, false accepts {outside_false_accepts}"
     )
     assert same_prediction / total >= RULE_ONLY_PREDICTION_FLOOR
     assert same_verdict / total >= RULE_ONLY_VERDICT_FLOOR
     assert false_accepts <= RULE_ONLY_FALSE_ACCEPTS_CEILING
+    assert outside_agree / outside >= OUTSIDE_OFFICIAL_ERRORS_VERDICT_FLOOR
+    assert outside_false_accepts <= OUTSIDE_OFFICIAL_ERRORS_FALSE_ACCEPTS_CEILING

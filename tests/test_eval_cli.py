@@ -125,12 +125,12 @@ def test_a_failing_problem_is_recorded_and_the_run_goes_on(tmp_path: Path, mathv
     with FakeOpenAI(ProblemScript(scripted_answers(rows), fail={"5"})) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(runs)], env=env, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # a failed problem makes the exit code say so
     run_dir = eval_dir_of(runs)
     lines = {line["pid"]: line for line in results(run_dir)}
     assert lines["5"]["status"] == "failed" and "HTTP 500" in lines["5"]["error"] and lines["5"]["correct"] is None
     assert all(line["status"] == "ok" for pid, line in lines.items() if pid != "5")
-    assert "some problems failed" in result.stdout
+    assert "error: some problems failed (1)" in result.stderr and f"--resume {run_dir}" in result.stderr
     with FakeOpenAI(ProblemScript(scripted_answers(rows))) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         # The manifest remembers where the data came from: --data is not needed to resume.

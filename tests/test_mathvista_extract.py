@@ -13,7 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from maps_autogen.benchmarks.mathvista import SCORER
-from maps_autogen.benchmarks.mathvista_extract import MAX_RESPONSE_CHARS, Extraction, extract
+from maps_autogen.benchmarks.mathvista_extract import (
+    MAX_RESPONSE_CHARS,
+    NO_ANSWER_EXTRACTION,
+    Extraction,
+    extract,
+)
 from maps_autogen.benchmarks.program_output import parse_program, program_output
 
 YES_NO = ["Yes", "No"]
@@ -67,6 +72,10 @@ def floating(response: str) -> Extraction:
         ("['Insects']", ["Hawk", "Insects", "Snake"], "Insects"),
         ("Adult spider population would decrease", ["Adults spider population would decrease",
                                                     "Adult spider population would double"],
+         "Adults spider population would decrease"),
+        # chatgpt_2shot_code pid 46: two options are within the typo budget; the nearer wins.
+        ("Adult spider population would decrease", ["Adults spider population would decrease",
+                                                    "Adult spider population would increase."],
          "Adults spider population would decrease"),
         # A boxed value that is no option is still the answer given (the official
         # normalisation maps it to the nearest option).
@@ -141,22 +150,66 @@ def test_units_in_options_are_matched_by_value() -> None:
 @pytest.mark.parametrize(
     "response",
     [
-        "Without the image, it is impossible to determine the age gap between the two people.",
-        "I'm sorry, but I cannot answer questions about people in images.",
-        "The answer is: Cannot be determined.",
-        "To determine the amplitude, we need to know the function. Please provide the function.",
-        "Since the value of S is not given, the answer is indeterminate.",
-        "",
-        "   ",
+        "Without the image, it is impossible to determine the age gap between the two people.\n"
+        "More context would help.",
+        "To determine the amplitude, we need to know the function.\nPlease provide the function.",
     ],
 )
-def test_refusals_give_no_extraction(response: str) -> None:
-    assert integer(response) == Extraction(None, "no_answer")
-    assert choice(response, YES_NO) == Extraction(None, "no_answer")
+def test_refusals_give_the_official_no_answer_extraction(response: str) -> None:
+    # The official extractor gives "" for a blank response; a refusal that states no answer
+    # phrase gets the same.
+    assert integer(response) == Extraction(NO_ANSWER_EXTRACTION, "no_answer")
+    assert choice(response, YES_NO) == Extraction(NO_ANSWER_EXTRACTION, "no_answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "stated"),
+    [
+        # From the developers' set (output_chatgpt_2shot_solution pid 347, 855; bard pid 997).
+        ("However, the information is not given.\nThe answer is: Cannot be determined.",
+         "Cannot be determined"),
+        ("I can't process this file.", "I can't process this file"),
+        # chatgpt_2shot_solution pid 693: the letter stays, so normalisation reads it ("C").
+        ("It is impossible to determine the size.\nTherefore, the answer is (C) Cannot be determined.",
+         "(C) Cannot be determined"),
+        ("Since the value of S is not given, the answer is indeterminate.", "indeterminate"),
+    ],
+)
+def test_a_refusal_stated_as_the_answer_is_the_extraction(response: str, stated: str) -> None:
+    # The official extractor copies a refusal given in place of an answer; its normalisation
+    # then maps that text to the nearest option, as it does here.
+    assert choice(response, YES_NO) == Extraction(stated, "no_answer")
+    assert integer(response) == Extraction(stated, "no_answer")
+
+
+def test_no_answer_is_normalised_as_the_official_pipeline_does() -> None:
+    # "" goes to the nearest option by edit distance: the shortest one ("No"), so a refusal
+    # to a question whose answer is "No" is credited, as officially.
+    base = {"pid": "1", "question_type": "multi_choice", "answer_type": "text",
+            "choices": YES_NO, "response": "Sorry, I am unable to see the image.\nPlease upload it."}
+    assert SCORER.score({**base, "answer": "No"}).correct is True
+    assert SCORER.score({**base, "answer": "Yes"}).correct is False
+    number = {"pid": "2", "question_type": "free_form", "answer_type": "integer", "answer": "0"}
+    assert SCORER.score({**number, "response": "I cannot tell."}).prediction is None
+
+
+def test_a_reply_opening_with_a_parenthesised_letter_chooses_it() -> None:
+    # chatgpt pid 64: "(B) sample A" names option B, not the "A" that ends it.
+    samples = ["neither; the samples have the same temperature", "sample A", "sample B"]
+    assert choice("(B) sample A", samples) == Extraction("B", "answer")
+
+
+@pytest.mark.parametrize("response", [None, "", "  \n "])
+def test_a_blank_response_is_a_wrong_answer_never_a_guess(response: str | None) -> None:
+    assert choice(response, YES_NO) == Extraction(None, "no_answer")  # type: ignore[arg-type]
+    assert integer(response) == Extraction(None, "no_answer")  # type: ignore[arg-type]
+    blank = {"pid": "1", "question_type": "multi_choice", "answer_type": "text",
+             "choices": YES_NO, "answer": "No", "response": response}
+    assert (SCORER.score(blank).prediction, SCORER.score(blank).correct) == (None, False)
 
 
 def test_a_listing_of_options_chooses_none() -> None:
-    assert choice("(C) Yes\n(D) No", YES_NO) == Extraction(None, "no_answer")
+    assert choice("(C) Yes\n(D) No", YES_NO) == Extraction(NO_ANSWER_EXTRACTION, "no_answer")
 
 
 def test_hedging_then_answering_is_an_answer() -> None:
@@ -184,8 +237,8 @@ def test_scorer_says_how_each_record_was_extracted() -> None:
     assert SCORER.score({**base, "extraction": "5"}).extraction_method == "given"
     read = SCORER.score({**base, "response": "So the answer is 5."})
     assert (read.extraction, read.correct, read.extraction_method) == ("5", True, "rules")
-    refused = SCORER.score({**base, "response": "I cannot determine it from the image."})
-    assert (refused.extraction, refused.correct, refused.extraction_method) == (None, False, "rules")
+    refused = SCORER.score({**base, "response": "I cannot determine it from the image.\nSorry."})
+    assert (refused.extraction, refused.correct, refused.extraction_method) == ("", False, "rules")
     unread = SCORER.score({**base, "response": "Hard to say."})
     assert (unread.extraction, unread.correct, unread.extraction_method) == (None, False, "unreadable")
 
@@ -293,4 +346,37 @@ def test_extraction_of_program_like_text_never_raises(pieces: list[str]) -> None
     for question_type, answer_type in [("free_form", "integer"), ("multi_choice", "text")]:
         result = extract(text, question_type=question_type, answer_type=answer_type, choices=YES_NO)
         assert result.status in ("answer", "no_answer", "unreadable")
-        assert (result.answer is None) == (result.status != "answer")
+        assert (result.answer is None) == (result.status == "unreadable" or not text.strip())
+
+
+NESTINGS = [("(", ")"), ("[", "]"), ("-", ""), ("not ", ""), ("abs(", ")"), ("lambda: ", ""),
+            ("f'{", "}'"), ("{1: ", "}"), ("1 + (", ")"), ("x[", "]")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(nesting=st.sampled_from(NESTINGS), depth=st.integers(min_value=1, max_value=6_000),
+       print_it=st.booleans())
+def test_deeply_nested_programs_never_raise(nesting: tuple[str, str], depth: int, print_it: bool) -> None:
+    # Deep nesting exhausts the parser or the walk (RecursionError, MemoryError): the program
+    # is then unreadable, never a crash.
+    opening, closing = nesting
+    expression = opening * depth + "1" + closing * depth
+    text = f"x = [1]\nprint({expression})" if print_it else f"x = [1]\ny = {expression}\ny"
+    for question_type, answer_type in [("free_form", "integer"), ("multi_choice", "text")]:
+        result = extract(text, question_type=question_type, answer_type=answer_type, choices=YES_NO)
+        assert result.status in ("answer", "no_answer", "unreadable")
+
+
+def test_deeply_nested_blocks_are_worked_out_within_the_budgets() -> None:
+    program = "".join("    " * level + "if 1:\n" for level in range(90)) + "    " * 90 + "print(7)"
+    tree = parse_program(program)
+    assert tree is not None and program_output(tree) == "7"
+
+
+def test_a_set_of_text_has_no_fixed_output_so_the_program_is_unreadable() -> None:
+    # chatgpt_2shot_code pid 262: list(set(a) - set(b)) of words prints in an order that
+    # changes with each Python process; numbers print in one order.
+    words = "a = ['drama', 'romance', 'comedy']\nb = ['action']\nprint(list(set(a) - set(b)))"
+    assert program_output(parse_program(words)) is None  # type: ignore[arg-type]
+    numbers = "a = [3, 1, 2, 3]\nprint(len(set(a)), sorted({x * 2 for x in a}))"
+    assert program_output(parse_program(numbers)) == "3 [2, 4, 6]"  # type: ignore[arg-type]

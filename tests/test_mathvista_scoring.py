@@ -314,7 +314,8 @@ def extract_choice(response: str, choices: list[str] = CHOICES) -> str | None:
         ("The total is 1,250 people.", "1250"),
         ("The final answer is −4.", "-4"),
         ("答案是 8", "8"),
-        ("I cannot tell from the picture.", None),
+        # A refusal: its statement is the extraction, as officially; it normalises to None.
+        ("I cannot tell from the picture.", "I cannot tell from the picture"),
         ("**Answer:** 6", "6"),
         ("two", "2"),
         ("The answer is three apples.", "3"),

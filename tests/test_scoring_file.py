@@ -290,6 +290,8 @@ def test_llm_extraction_through_the_configured_model(tmp_path: Path) -> None:
     scored = [json.loads(line) for line in (tmp_path / "outputs.scored.jsonl").read_text().splitlines()]
     assert scored[0]["extraction"] == "12" and scored[0]["extraction_method"] == "llm" and scored[0]["correct"] is True
     assert scored[1]["extraction_method"] == "rules" and scored[1]["correct"] is True
-    assert scored[2]["extraction_method"] == "rules" and scored[2]["extraction"] is None
+    # A refusal is no answer: its stated refusal is the extraction (as officially), never an answer.
+    assert scored[2]["extraction_method"] == "rules" and scored[2]["correct"] is False
+    assert scored[2]["extraction"] == "Without the image I cannot determine the count"
     assert "by extraction method:" in result.stdout and "llm" in result.stdout
     assert "sent to the LLM extractor (unreadable by the rules): 1" in result.stdout

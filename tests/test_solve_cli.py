@@ -179,18 +179,23 @@ def test_no_image_skips_the_interpreter(tmp_path: Path) -> None:
 
 
 def test_unparseable_solver_falls_back_to_text(png: Path, tmp_path: Path) -> None:
+    # An unparseable reply is first retried within the retry budget; only the last one falls back.
+    write_config(tmp_path / "agents.yaml", **{"endpoints.openai.max_retries": 1})
     script = RoleScript({"solver": ["I believe it is 4 kg.\nFinal answer: 4 kg"], "critic": [critic_json()]})
     with FakeOpenAI(script) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         result = run_maps(solve_args(png, tmp_path, "--json"), env=env, cwd=tmp_path)
+        assert server.roles().count("solver") == 2
     summary = json.loads(result.stdout)
     assert result.returncode == 0 and summary["final_answer"] == "4 kg" and summary["stop_reason"] == "critic_passed"
     records = [json.loads(l) for l in (Path(summary["run_dir"]) / "transcript.jsonl").read_text().splitlines()]
     assert "solver_unparsed" in [r.get("event") for r in records]
+    assert next(r for r in records if r.get("role") == "solver")["rejected"] == "the Solver's reply is not valid JSON with a final answer"
     assert json.loads((Path(summary["run_dir"]) / "run.json").read_text())["solver_parsed"] is False
 
 
 def test_unparseable_critic_ends_the_chat_and_the_answer_stands(png: Path, tmp_path: Path) -> None:
+    write_config(tmp_path / "agents.yaml", **{"endpoints.openai.max_retries": 1})
     script = RoleScript({"solver": [solver_json("B")], "critic": ["Looks fine to me, well done."]})
     with FakeOpenAI(script) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
@@ -198,7 +203,8 @@ def test_unparseable_critic_ends_the_chat_and_the_answer_stands(png: Path, tmp_p
     summary = json.loads(result.stdout)
     assert result.returncode == 0
     assert summary["stop_reason"] == "critic_unparseable" and summary["final_answer"] == "B"
-    assert server.roles() == ["interpreter", "aligner", "scholar", "solver", "critic"]
+    # Retried once within the budget, then the Solver's answer stands.
+    assert server.roles() == ["interpreter", "aligner", "scholar", "solver", "critic", "critic"]
 
 
 def test_problem_file_with_relative_image_and_data_url(tmp_path: Path) -> None:

@@ -36,15 +36,27 @@ class Extraction:
     """The outcome of reading one response.
 
     `status` is "answer" (with `answer` set), "no_answer" (the response is empty or declines
-    to answer: nothing to extract, nothing for an LLM to find) or "unreadable" (there is text,
-    but the rules cannot tell which answer it gives; an LLM extractor may try).
+    to answer: nothing to extract, nothing for an LLM to find; `answer` is then the official
+    pipeline's no-answer extraction, NO_ANSWER_EXTRACTION or the refusal stated as the answer,
+    and None for a blank response) or "unreadable" (there is text, but the rules cannot tell
+    which answer it gives, `answer` is None; an LLM extractor may try).
     """
 
     answer: str | None
     status: ExtractionStatus
 
 
-NO_ANSWER = Extraction(None, "no_answer")
+# What the official pipeline extracts from a response that gives no answer: its extractor
+# returns "" for a blank response (and "" is its fallback), and its normalisation then maps ""
+# like any other text (multiple choice: to the nearest option by edit distance, the shortest).
+# Emitting the same "" keeps our verdicts on such records those of the official pipeline.
+NO_ANSWER_EXTRACTION = ""
+NO_ANSWER = Extraction(NO_ANSWER_EXTRACTION, "no_answer")
+# A missing or blank response has nothing to normalise: it stays a wrong answer, never an
+# option picked by edit distance. (The official code would extract "" from it too; we do not
+# follow it there, because a blank reply is how an unfinished run shows up in `maps eval`,
+# and an unfinished reply is never scored as correct.)
+EMPTY_RESPONSE = Extraction(None, "no_answer")
 UNREADABLE = Extraction(None, "unreadable")
 
 
@@ -152,6 +164,25 @@ def last_paragraph(text: str) -> str:
 def is_refusal(text: str) -> bool:
     """Whether the text declines to give an answer."""
     return _REFUSAL.search(text) is not None
+
+
+# A refusal stated as the answer ("The answer is: Cannot be determined.") or making up the
+# whole reply ("I can't process this file.") is copied by the official extractor as its
+# extraction, which its normalisation then maps like any text; at most this long.
+_STATED_REFUSAL_CHARS = 120
+
+
+def declined(stated: str | None = None) -> Extraction:
+    """No answer. The extraction is the refusal the response states in place of an answer
+    (markup and the final period dropped), if short; else NO_ANSWER_EXTRACTION."""
+    if stated is None or "\n" in stated.strip():
+        return NO_ANSWER
+    # A leading "(C)" is kept: the official normalisation reads that letter, as it would read
+    # the official extraction.
+    text = strip_markup(stated).strip().rstrip(".。").strip()
+    if not text or len(text) > _STATED_REFUSAL_CHARS:
+        return NO_ANSWER
+    return Extraction(text, "no_answer")
 
 
 # --------------------------------------------------------------------------------------------
@@ -307,19 +338,19 @@ def extract_number(response: str, answer_type: str) -> Extraction:
             return _as_answer(number, answer_type)
     for statement in statements_after_cues(text):
         if is_refusal(statement):
-            return NO_ANSWER
+            return declined(statement)
         number = _number_in_statement(statement, fractions)
         if number is not None:
             return _as_answer(number, answer_type)
     if is_refusal(last_paragraph(text)):
-        return NO_ANSWER
+        return declined(text)
     bold = _last_bold_number(text, fractions)
     if bold is not None:
         return _as_answer(bold, answer_type)
     numbers = numbers_in(strip_markup(text), fractions=fractions)
     if numbers:
         return _as_answer(numbers[-1], answer_type)
-    return NO_ANSWER if is_refusal(text) else UNREADABLE
+    return declined(text) if is_refusal(text) else UNREADABLE
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,6 +364,7 @@ _LEADING_LETTER_LOOSE = re.compile(r"(?:option\s{1,3}|choice\s{1,3})?[(（\[]?([
                                    re.IGNORECASE)
 _OPTION_LINE = re.compile(r"\s{0,8}[(（]?[A-Z][)）.]\s")
 _PAREN_CAPITAL = re.compile(r"[(（]([A-Z])[)）]")
+_OPENING_PAREN_LETTER = re.compile(r"\s{0,8}[(（]([A-Z])[)）]")
 # "(B) is correct", "option B is the right answer", "B是正确答案".
 _LETTER_IS_CORRECT = re.compile(
     r"(?<![A-Za-z])[(（]?([A-Z])[)）]?\s{0,3}(?:is\s{1,3}(?:the\s{1,3})?(?:correct|right)\b|是正确)"
@@ -474,12 +506,16 @@ _NEAR_MISS_RATE = 0.1
 
 
 def _near_choice(text: str, choices: Sequence[str]) -> str | None:
-    """The one option a short reply matches up to a few typos ("Adult" for "Adults")."""
+    """The option a short reply matches up to a few typos ("Adult" for "Adults"): the nearest
+    one within the typo budget, if no other is as near."""
     cleaned = _comparable(text)
-    near = [choice for choice in choices
-            if (option := _comparable(choice))
-            and levenshtein(cleaned, option) <= _NEAR_MISS_RATE * max(len(option), len(cleaned))]
-    return near[0] if len(near) == 1 else None
+    near = sorted((distance, index) for index, choice in enumerate(choices)
+                  if (option := _comparable(choice))
+                  and (distance := levenshtein(cleaned, option))
+                  <= _NEAR_MISS_RATE * max(len(option), len(cleaned)))
+    if not near or (len(near) > 1 and near[1][0] == near[0][0]):
+        return None
+    return choices[near[0][1]]
 
 
 def _exact_choice(text: str, choices: Sequence[str]) -> str | None:
@@ -520,7 +556,7 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     boxed = last_boxed(text)
     for piece in ([boxed] if boxed is not None else []) + statements_after_cues(text):
         if piece is not boxed and is_refusal(piece):
-            return NO_ANSWER
+            return declined(piece)
         found = (
             _leading_letter(piece, n_choices, loose=True)
             or _choice_text_in(piece, choices)
@@ -533,7 +569,12 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     if said is not None:
         return Extraction(said, "answer")
     if not lines or is_refusal(last_paragraph(text)):
-        return NO_ANSWER
+        return declined(text)
+    opening = _OPENING_PAREN_LETTER.match(strip_markup(lines[0]))
+    if opening is not None and _in_range(opening.group(1), n_choices):
+        # "(B) sample A": the reply opens by naming its option (the official normalisation
+        # also takes the first parenthesised letter).
+        return Extraction(opening.group(1), "answer")
     trailing = _TRAILING_LETTER.search(strip_markup(text[-80:]))
     if trailing is not None and _in_range(trailing.group(1), n_choices):
         return Extraction(trailing.group(1), "answer")
@@ -571,7 +612,7 @@ def extract_list(response: str) -> Extraction:
     matches = _LIST.findall(text)
     if matches:
         return Extraction(matches[-1], "answer")
-    return NO_ANSWER if is_refusal(text) else UNREADABLE
+    return declined(text) if is_refusal(text) else UNREADABLE
 
 
 def extract_text(response: str) -> Extraction:
@@ -603,7 +644,7 @@ def extract(
     gives the stated answer.
     """
     if response is None or not response.strip():
-        return NO_ANSWER
+        return EMPTY_RESPONSE
     text = bound_text(response)
     program = parse_program(text)
     if program is not None:
@@ -622,7 +663,9 @@ def extract(
 
 
 __all__ = [
+    "EMPTY_RESPONSE",
     "MAX_RESPONSE_CHARS",
+    "NO_ANSWER_EXTRACTION",
     "Extraction",
     "ExtractionStatus",
     "extract",

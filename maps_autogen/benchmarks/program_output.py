@@ -165,6 +165,15 @@ def _builtin(function: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def _number_set(items: Iterable[Any] = ()) -> set[Any]:
+    """set(items), for numbers only: a set of strings iterates and prints in an order that
+    changes from one Python process to the next, so what it prints is not one answer."""
+    values = set(_sized(items))
+    if not all(isinstance(value, (int, float)) for value in values):
+        raise Unsupported("set of non-numbers (no fixed order)")
+    return values
+
+
 def _range(*args: Any) -> range:
     if not all(isinstance(arg, int) and not isinstance(arg, bool) for arg in args):
         raise Unsupported("range of non-integers")
@@ -175,7 +184,7 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "len": _builtin(len), "max": _builtin(max), "min": _builtin(min), "sum": _builtin(sum),
     "abs": abs, "round": _round, "int": _int, "float": _float, "bool": bool, "str": _text,
     "sorted": _builtin(sorted), "list": _builtin(list), "tuple": _builtin(tuple),
-    "set": _builtin(set), "dict": _builtin(dict), "range": _range,
+    "set": _number_set, "dict": _builtin(dict), "range": _range,
     "enumerate": _builtin(lambda items: list(enumerate(items))),
     "zip": _builtin(lambda *lists: list(zip(*lists))),
     "reversed": _builtin(lambda items: list(reversed(items))),
@@ -383,7 +392,7 @@ class _Interpreter:
             return self.eval(node.body if self.eval(node.test, scope) else node.orelse, scope)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             items = [self.eval(element, scope) for element in node.elts]
-            return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
+            return {ast.List: list, ast.Tuple: tuple, ast.Set: _number_set}[type(node)](items)
         if isinstance(node, ast.Dict):
             if any(key is None for key in node.keys):
                 raise Unsupported("dict unpacking")
@@ -405,7 +414,7 @@ class _Interpreter:
             return self.call(node, scope)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             items = self.comprehension(node.elt, node.generators, scope)
-            return set(items) if isinstance(node, ast.SetComp) else items
+            return _number_set(items) if isinstance(node, ast.SetComp) else items
         if isinstance(node, ast.JoinedStr):
             return "".join(self.formatted(part, scope) for part in node.values)
         raise Unsupported(type(node).__name__)

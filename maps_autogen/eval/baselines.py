@@ -62,6 +62,7 @@ class BaselineOutcome:
     completion: Completion | None
     seconds: float
     error: str | None = None
+    failure: MapsError | None = None  # the service failure behind `error`
 
     def usage(self) -> dict[str, Any]:
         c = self.completion
@@ -94,25 +95,27 @@ def run_baseline(
         opening = content if isinstance(content, str) else "".join(part["text"] for part in content if part["type"] == "text")
         writer.append({"type": "message", "agent": "UserProxy", "role": "user_proxy", "step": "task", "round": 0,
                        "revision": False, "content": opening, "images": image_files})
-        completion, error = None, None
+        completion, error, service_failure = None, None, None
         try:
             completion = backend.complete(messages, role=method)
         except MapsError as failure:
             error = redact(str(failure))
+            service_failure = failure
         request = request_for_transcript(messages, {image.data_url(): file for image, file in zip(problem.images, image_files)})
         if completion is not None:
             writer.append({"type": "message", "agent": method.upper() if method == "cot" else method.capitalize(), "role": method,
                            "step": "answer", "round": 0, "revision": False, "content": completion.text, "parsed": None,
                            "model": completion.model, "seconds": round(completion.seconds, 4), "usage": completion.usage(),
+                           "finish_reason": completion.finish_reason, "served_model": completion.served_model, "sent": completion.sent,
                            "request": request})
         else:
             writer.append({"type": "event", "event": "error", "detail": error, "at": utc_now()})
-        outcome = BaselineOutcome(completion.text if completion else "", completion, time.monotonic() - started, error)
+        outcome = BaselineOutcome(completion.text if completion else "", completion, time.monotonic() - started, error, service_failure)
         writer.write_run({
             "kind": "baseline",
             "method": method,
             "problem": {**problem.describe(), "image_files": image_files},
-            "models": {"solver": backend.model.describe()},
+            "models": {"solver": {**backend.model.describe(), "sent": completion.sent if completion else backend.settings()}},
             "final_answer": outcome.response,
             "stop_reason": "error" if error else None,
             "error": error,

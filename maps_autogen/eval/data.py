@@ -52,6 +52,12 @@ def _from_parquet(*paths: Path) -> Iterator[dict[str, Any]]:
     yield from loaded
 
 
+class NumberedRow(dict):
+    """A row read from a JSONL line, remembering the line number for error messages."""
+
+    line: int | None = None
+
+
 def split_files(folder: Path, split: str) -> list[Path]:
     """The files of `split` in a folder, as a download from the hub lays them out: the first
     found of `<split>.parquet|.jsonl|.json`; shards `<split>-00000-of-00002….parquet`;
@@ -72,7 +78,9 @@ def split_files(folder: Path, split: str) -> list[Path]:
 
 def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     try:
-        handle = open(path, encoding="utf-8")
+        # Bytes that are not UTF-8 are kept as lone surrogates, so the row check can name the
+        # line instead of the read failing half-way with no line at all.
+        handle = open(path, encoding="utf-8", errors="surrogateescape")
     except OSError as error:
         raise DataError(f"cannot read {path}: {error.strerror or error}", fix="check the --data path") from None
     with handle:
@@ -90,11 +98,15 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                yield json.loads(line)
+                row = json.loads(line)
             except json.JSONDecodeError as error:
                 raise DataError(f"{path} line {number} is not valid JSON: {error.msg}", fix="fix the line") from None
             except RecursionError:
                 raise DataError(f"{path} line {number} nests JSON too deeply", fix="fix the line") from None
+            if isinstance(row, dict):
+                row = NumberedRow(row)
+                row.line = number
+            yield row
 
 
 def local_rows(path: Path, config: str | None, split: str) -> tuple[Iterator[dict[str, Any]], Path]:

@@ -12,27 +12,32 @@ import json
 import logging
 import os
 import platform
+import queue
 import random
 import re
 import shutil
 import subprocess
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import Resolution, resolve_models
-from maps_autogen.errors import DataError, UsageError
+from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInterrupted, UsageError
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.eval.paths import outside_paths_allowed
 from maps_autogen.eval.results import MANIFEST_FILE, RESULTS_FILE, ResultsLog, summarize, table1, write_summary
 from maps_autogen.eval.tasks import EvalItem, Subset, Task, find_subsets, get_task, load_answer_formats, spread_limit
+from maps_autogen.eval.validate import validate_rows
 from maps_autogen.images import ImageLimits, image_limits
+from maps_autogen.interrupts import exit_on_second_interrupt
+from maps_autogen.llm import Completion
+from maps_autogen.runlock import RunLock
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
 from maps_autogen.transcript import SCHEMA_VERSION, new_run_id, utc_now, write_json_atomic
@@ -69,7 +74,7 @@ class EvalRequest:
     limit: int | None = None
     sample: int | None = None
     seed: int = 0
-    method: str = "maps"
+    method: str | None = None  # None: "maps" for a new run, the manifest's on --resume
     without: frozenset[str] = frozenset()  # step names of the team
     concurrency: int = 8
     rules: str = "current"
@@ -79,6 +84,7 @@ class EvalRequest:
     runs_dir: Path = Path("runs")
     resume: Path | None = None
     allow_outside_paths: bool = False  # data set rows may refer to files outside the data folder
+    allow_model_change: bool = False  # --resume may switch the models or method (the manifest records both)
 
 
 @dataclass
@@ -151,6 +157,56 @@ class EvalOutcome:
     table: str
     stopped_for_cost: bool
     ran: int
+    fatal: FatalServiceError | None = None  # the service error that stopped the run early
+    interrupted: bool = False  # Ctrl-C: the problems in flight were dropped, the rest is pending
+
+
+@dataclass
+class _Stop:
+    """Why `_run_items` stopped submitting problems."""
+
+    for_cost: bool = False
+    fatal: FatalServiceError | None = None
+    interrupted: bool = False
+
+
+class _DaemonWorkers:
+    """A fixed set of daemon worker threads for the problems in flight.
+
+    Daemon threads: on Ctrl-C the process exits without waiting for the problems in flight
+    (their model calls are cancelled, their work is not counted). Long-lived workers: each
+    keeps its AG2 agents (chat.agents_for) across the problems it solves."""
+
+    def __init__(self, count: int):
+        self._queue: queue.SimpleQueue[tuple[Future[Any], Any, tuple[Any, ...]] | None] = queue.SimpleQueue()
+        self._count = count
+        for _ in range(count):
+            threading.Thread(target=self._work, name="maps-eval", daemon=True).start()
+
+    def _work(self) -> None:
+        while (task := self._queue.get()) is not None:
+            future, function, args = task
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(function(*args))
+            except BaseException as error:  # handed to the main thread, which records it
+                future.set_exception(error)
+
+    def submit(self, function: Any, *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        self._queue.put((future, function, args))
+        return future
+
+    def close(self) -> None:
+        """Let every worker end once the queue is drained (never waits for them)."""
+        for _ in range(self._count):
+            self._queue.put(None)
+
+
+def _model_key(models: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """What makes two runs' models the same: per role, the model and its sampling settings."""
+    return {role: (m.get("kind"), m.get("model"), m.get("temperature"), m.get("max_tokens")) for role, m in models.items()}
 
 
 class _Progress:
@@ -191,7 +247,7 @@ class EvalRun:
 
     def __init__(self, request: EvalRequest, loaded: LoadedConfig, *, progress: bool = True, env: dict[str, str] | None = None,
                  on_ready: Callable[[Path], None] | None = None):
-        if request.method not in METHODS:
+        if request.method is not None and request.method not in METHODS:
             raise UsageError(f"unknown method '{request.method}'", fix=f"use one of: {', '.join(METHODS)}")
         if request.concurrency < 1:
             raise UsageError("--concurrency must be at least 1", fix="e.g. --concurrency 8")
@@ -217,54 +273,100 @@ class EvalRun:
             raise UsageError(f"{eval_dir} is a {manifest.get('benchmark')} run, not {self.task.name}", fix=f"run maps eval {manifest.get('benchmark')} --resume {eval_dir}")
         return eval_dir, manifest
 
+    def _resumed_request(self, manifest: dict[str, Any]) -> EvalRequest:
+        """The request a --resume runs: the manifest fixes what the run is (method, subsets,
+        rules, data); the command line only sets how it runs. Another method is an error unless
+        --allow-model-change."""
+        request = self.request
+        method = manifest["method"]
+        without = frozenset(manifest["without"])
+        changed = (request.method is not None and request.method != method) or (bool(request.without) and request.without != without)
+        if changed and not request.allow_model_change:
+            asked = request.method or method
+            if request.without:
+                asked += " without " + "+".join(sorted(request.without))
+            raise UsageError(f"{request.resume} was run with method {self.label(manifest).split(' (')[0]}, not {asked}",
+                             fix="resume without --method/--without, or pass --allow-model-change to switch (the manifest records both)")
+        if changed:
+            method, without = request.method or method, request.without or without
+        return replace(request, subsets=tuple(manifest["subsets"]), method=method, without=without, rules=manifest["rules"],
+                       data=request.data or (Path(manifest["data"]) if manifest.get("data") else None))
+
+    def _check_models(self, manifest: dict[str, Any], models: dict[str, Any]) -> None:
+        """--resume with other models (or sampling settings) than the run's is refused unless
+        --allow-model-change; then the manifest keeps the old and the new."""
+        before = {"method": manifest["method"], "without": manifest["without"], "models": manifest["models"]}
+        after = {"method": self.request.method, "without": sorted(self.request.without), "models": models}
+        same_models = _model_key(before["models"]) == _model_key(models)
+        if not same_models and not self.request.allow_model_change:
+            old = ", ".join(sorted({m["model"] for m in before["models"].values()}))
+            new = ", ".join(sorted({m["model"] for m in models.values()}))
+            raise UsageError(f"{self.request.resume} was run with {old} (and its settings), not {new}",
+                             fix="resume with the same --model/--config, or pass --allow-model-change (the manifest records both)")
+        if not same_models or before["method"] != after["method"] or before["without"] != after["without"]:
+            manifest.setdefault("changes", []).append({"at": utc_now(), "from": before, "to": after})
+            manifest.update(after)
+
     def run(self) -> EvalOutcome:
         request = self.request
         eval_dir, manifest = self._eval_dir_and_manifest()
         if manifest is not None:
-            # The manifest fixes what the run is; the command line only sets how it runs.
-            request = replace(request, subsets=tuple(manifest["subsets"]), method=manifest["method"],
-                              without=frozenset(manifest["without"]), rules=manifest["rules"],
-                              data=request.data or (Path(manifest["data"]) if manifest.get("data") else None))
-            self.request = request
+            request = self.request = self._resumed_request(manifest)
+        else:
+            request = self.request = replace(request, method=request.method or "maps")
         # Resolved once, before anything is written: a missing key or price fails the run cleanly.
         resolution = resolve_models(self.loaded, self.env if self.env is not None else os.environ)
         if request.max_cost is not None:
             _check_prices(resolution)
         subsets = find_subsets(self.task, request.subsets)
+        validate_rows(self.task, subsets, request.data)
         with outside_paths_allowed(request.allow_outside_paths):
             items = load_items(self.task, subsets, request.data, self.loaded)
+        cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
+        team = assemble_team(self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency))
         if manifest is None:
             selection = select_items(items, subsets, sample=request.sample, seed=request.seed, limit=request.limit, shard=request.shard)
-            manifest = self._new_manifest(eval_dir, subsets, selection, resolution)
+            manifest = self._new_manifest(eval_dir, subsets, selection, team)
         else:
+            self._check_models(manifest, team.models_record())
             wanted = set(manifest["ids"])
             selection = Selection([item for item in items if item.pid in wanted], manifest.get("sampled", {}))
             missing = wanted - {item.pid for item in selection.items}
             if missing:
                 raise DataError(f"the data no longer has {len(missing)} problem(s) of this run, e.g. {sorted(missing)[0]}", fix="resume with the same --data")
             manifest.setdefault("resumed_at", []).append(utc_now())
-        eval_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
-        if self.on_ready is not None:
-            self.on_ready(eval_dir)
-        log = ResultsLog(eval_dir / RESULTS_FILE)
-        done = log.finished_ids()
-        todo = [item for item in selection.items if item.pid not in done]
-        cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
-        team = assemble_team(self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency))
+        # One writer per run folder: a second --resume of a live run stops here, before it
+        # reads what is pending (it would solve, and pay for, the same problems again).
+        lock = RunLock(eval_dir)
         try:
-            stopped_for_cost = self._run_items(todo, team, eval_dir, log)
+            lock.acquire()
+            write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
+            if self.on_ready is not None:
+                self.on_ready(eval_dir)
+            log = ResultsLog(eval_dir / RESULTS_FILE)
+            done = log.finished_ids()
+            todo = [item for item in selection.items if item.pid not in done]
+            try:
+                stop = self._run_items(todo, team, eval_dir, log)
+            finally:
+                _record_replicas(eval_dir, manifest, team.replicas_served())
+            records = log.compact(manifest["ids"])
+            served = _served_models(records)
+            if served != manifest.get("served_models", {}):
+                manifest["served_models"] = served
+                write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
+            summary = summarize(records, self.task, [s.name for s in subsets])
+            summary.update({"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
+                            "complete": len([r for r in records if r.get("status") == "ok"]) == len(manifest["ids"]),
+                            "stopped_for_cost": stop.for_cost, "interrupted": stop.interrupted,
+                            "stopped_by": str(stop.fatal) if stop.fatal else None})
+            write_summary(eval_dir, summary)
         finally:
+            lock.release()
             if cache is not None:
                 cache.close()
-            _record_replicas(eval_dir, manifest, team.replicas_served())
-        records = log.compact(manifest["ids"])
-        summary = summarize(records, self.task, [s.name for s in subsets])
-        summary.update({"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
-                        "complete": len([r for r in records if r.get("status") == "ok"]) == len(manifest["ids"]),
-                        "stopped_for_cost": stopped_for_cost})
-        write_summary(eval_dir, summary)
-        return EvalOutcome(eval_dir, summary, table1(summary, self.task, self.label(manifest)), stopped_for_cost, len(todo))
+        return EvalOutcome(eval_dir, summary, table1(summary, self.task, self.label(manifest)), stop.for_cost, len(todo),
+                           fatal=stop.fatal, interrupted=stop.interrupted)
 
     @staticmethod
     def label(manifest: dict[str, Any]) -> str:
@@ -272,7 +374,7 @@ class EvalRun:
         method = manifest["method"] if not manifest["without"] else f"maps w/o {'+'.join(manifest['without'])}"
         return f"{method} ({', '.join(models)})"
 
-    def _new_manifest(self, eval_dir: Path, subsets: Sequence[Subset], selection: Selection, resolution: Resolution) -> dict[str, Any]:
+    def _new_manifest(self, eval_dir: Path, subsets: Sequence[Subset], selection: Selection, team: Team) -> dict[str, Any]:
         request = self.request
         return {
             "schema_version": SCHEMA_VERSION,
@@ -297,31 +399,33 @@ class EvalRun:
             "allow_outside_paths": request.allow_outside_paths,
             "config_path": str(self.loaded.path),
             "config": self.loaded.config.model_dump(mode="json"),
-            "models": {role: model.describe() for role, model in resolution.models.items()},
+            "models": team.models_record(),
             "versions": _versions(),
             "git_commit": _git_commit(),
         }
 
     # ----- running ----------------------------------------------------------------------
-    def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog) -> bool:
+    def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog) -> _Stop:
         request = self.request
         progress = _Progress(len(todo), self.progress)
         spent = 0.0
         scored = correct = 0
-        stopped_for_cost = False
+        stop = _Stop()
         pending = iter(todo)
-        in_flight: dict[Future[dict[str, Any]], EvalItem] = {}
+        in_flight: dict[Future[tuple[dict[str, Any], MapsError | None]], EvalItem] = {}
         baseline_prompts = load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts)) if request.method != "maps" else None
         formats = load_answer_formats(self.loaded.resolve(self.loaded.config.answer_formats)) if request.method != "maps" else None
-        executor = ThreadPoolExecutor(max_workers=request.concurrency, thread_name_prefix="maps-eval")
-        try:
-            def submit_next() -> bool:
-                item = next(pending, None)
-                if item is None:
-                    return False
-                in_flight[executor.submit(self._solve_one, item, team, eval_dir, baseline_prompts, formats)] = item
-                return True
 
+        workers = _DaemonWorkers(min(request.concurrency, len(todo)))
+
+        def submit_next() -> bool:
+            item = next(pending, None)
+            if item is None:
+                return False
+            in_flight[workers.submit(self._solve_one, item, team, eval_dir, baseline_prompts, formats)] = item
+            return True
+
+        try:
             for _ in range(request.concurrency):
                 if not submit_next():
                     break
@@ -329,11 +433,14 @@ class EvalRun:
                 finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
                 for future in finished:
                     item = in_flight.pop(future)
+                    failure: MapsError | None = None
                     try:
-                        record = future.result()
+                        record, failure = future.result()
                     except Exception as error:  # a bug in one problem must not stop the run
                         logger.exception("problem %s failed", item.pid)
                         record = self._failed_record(item, f"{error.__class__.__name__}: {error}", 0.0)
+                    if isinstance(failure, RunInterrupted):
+                        continue  # cancelled by a fatal error elsewhere: still pending, not failed
                     log.append(record)
                     spent += (record.get("usage") or {}).get("cost") or 0.0
                     if record["status"] == "ok":
@@ -341,16 +448,24 @@ class EvalRun:
                         correct += bool(record["correct"])
                     progress.advance(100.0 * correct / scored if scored else None, spent)
                     if request.max_cost is not None and spent >= request.max_cost:
-                        stopped_for_cost = True
-                    if not stopped_for_cost:
+                        stop.for_cost = True
+                    if isinstance(failure, FatalServiceError) and stop.fatal is None:
+                        # Every other problem would meet it too: stop sending; the problems not
+                        # started stay pending for --resume.
+                        stop.fatal = failure
+                        team.cancel()
+                    if not (stop.for_cost or stop.fatal):
                         submit_next()
         except KeyboardInterrupt:
-            executor.shutdown(wait=False, cancel_futures=True)
-            progress.close()
-            raise
-        executor.shutdown(wait=True)
+            # Ctrl-C: the problems in flight stop at their next model call and are not
+            # counted; what finished is summarised by the caller. A second Ctrl-C exits now.
+            exit_on_second_interrupt()
+            team.cancel()
+            stop.interrupted = True
+        finally:
+            workers.close()
         progress.close()
-        return stopped_for_cost
+        return stop
 
     def _failed_record(self, item: EvalItem, error: str, seconds: float) -> dict[str, Any]:
         return {"pid": item.pid, "subset": item.subset, "status": "failed", "gold": item.gold, "response": None,
@@ -359,7 +474,9 @@ class EvalRun:
                 "seconds": round(seconds, 3), "error": error, "metadata": item.metadata, "method": self.request.method,
                 "run_dir": f"{PROBLEMS_DIR}/{safe_name(item.pid)}"}
 
-    def _solve_one(self, item: EvalItem, team: Team, eval_dir: Path, baseline_prompts: Any, formats: Any) -> dict[str, Any]:
+    def _solve_one(self, item: EvalItem, team: Team, eval_dir: Path, baseline_prompts: Any, formats: Any) -> tuple[dict[str, Any], MapsError | None]:
+        """Solve and score one problem: its results.jsonl record, and the service failure that
+        ended it (if any) so the caller can stop the run on a fatal one."""
         request = self.request
         name = safe_name(item.pid)
         problem_dir = eval_dir / PROBLEMS_DIR / name
@@ -383,7 +500,8 @@ class EvalRun:
             result = solve_problem(item.problem, team, runs_dir=eval_dir / PROBLEMS_DIR, run_id=name,
                                    without=request.without, extra=extra, evaluate=evaluate)
             outcome = result.outcome
-            error = outcome.error if outcome.stop_reason == "error" else None
+            error = outcome.error if outcome.stop_reason in ("error", "interrupted") else None
+            failure = outcome.failure
             response = self.task.render_response(outcome.final_answer, item) if outcome.solver_answer else ""
             chat = {
                 "stop_reason": outcome.stop_reason,
@@ -391,8 +509,12 @@ class EvalRun:
                 "critic_scores": [v.scores if v else None for v in outcome.verdicts],
                 "feedback_step": outcome.rollbacks[0].step if outcome.rollbacks else None,
                 "final_answer": outcome.final_answer,
+                # False: the Solver's last allowed reply never parsed and its text was scored.
+                "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
                 "usage": outcome.usage(),
                 "usage_by_role": outcome.usage_by_role(),
+                "models": _models_sent((call.role, call.completion) for call in outcome.calls),
+                "max_tokens_reached": sorted({call.role for call in outcome.calls if call.completion.finish_reason == "length"}),
             }
             run_json = None  # already holds the verdict
         else:
@@ -400,20 +522,23 @@ class EvalRun:
             baseline = run_baseline(item.problem, team, request.method, prompt=baseline_prompts[request.method],
                                     ending=ending, run_dir=problem_dir, extra=extra)
             error = baseline.error
+            failure = baseline.failure
             response = baseline.response
             chat = {"stop_reason": "error" if error else None, "rollbacks": [], "critic_scores": [], "feedback_step": None,
-                    "final_answer": response, "usage": baseline.usage(), "usage_by_role": {request.method: baseline.usage()}}
+                    "final_answer": response, "usage": baseline.usage(), "usage_by_role": {request.method: baseline.usage()},
+                    "models": _models_sent([(request.method, baseline.completion)] if baseline.completion else []),
+                    "max_tokens_reached": [request.method] if baseline.completion and baseline.completion.finish_reason == "length" else []}
             run_json = problem_dir / "run.json"
         seconds = time.monotonic() - started
         if error:
-            return {**self._failed_record(item, error, seconds), **chat, **base, "status": "failed", "error": error}
+            return {**self._failed_record(item, error, seconds), **chat, **base, "status": "failed", "error": error}, failure
         verdict = scored.get("verdict") or score_record(self.task.name, {**item.record, "response": response}, request.rules)
         record = {**base, "status": "ok", "response": response, "extraction": verdict.extraction,
                   "prediction": verdict.prediction, "correct": bool(verdict.correct), **chat,
                   "seconds": round(seconds, 3), "error": None}
         if run_json is not None:
             self._annotate_run(run_json, _evaluation_fields(response, verdict, item.gold))
-        return record
+        return record, None
 
     @staticmethod
     def _annotate_run(run_json: Path, fields: dict[str, Any]) -> None:
@@ -441,6 +566,28 @@ def _evaluation_fields(response: str, verdict: Any, gold: Any) -> dict[str, Any]
     evaluation = {"response": response, "extraction": verdict.extraction, "prediction": verdict.prediction,
                   "correct": bool(verdict.correct), "gold": gold}
     return {"evaluation": evaluation, "correct": evaluation["correct"]}
+
+
+def _models_sent(calls: Iterable[tuple[str, Completion]]) -> dict[str, dict[str, Any]]:
+    """Per role that called a model, the settings read back from its last request body sent
+    (and the model name the service reported, when it differs)."""
+    models: dict[str, dict[str, Any]] = {}
+    for role, completion in calls:
+        entry = dict(completion.sent)
+        if completion.served_model:
+            entry["served_model"] = completion.served_model
+        models[role] = entry
+    return models
+
+
+def _served_models(records: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """Per role, the model names the service reported where they differ from the one sent."""
+    served: dict[str, set[str]] = {}
+    for record in records:
+        for role, sent in (record.get("models") or {}).items():
+            if sent.get("served_model"):
+                served.setdefault(role, set()).add(sent["served_model"])
+    return {role: sorted(names) for role, names in sorted(served.items())}
 
 
 def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:

@@ -47,6 +47,7 @@ class Task(Protocol):
     name: str
     title: str
     hub_id: str
+    split: str  # the data set split the benchmark's problems come from
     subsets: tuple[Subset, ...]
 
     def rows(self, subsets: tuple[Subset, ...], data: Path | None) -> Iterator[Row]:
