@@ -212,6 +212,8 @@ def validate_team(team: LoadedTeam) -> None:
         raise _fail(team, finals[1], "final_answer", f"a second final-answer step (the first is {names[finals[0]]})", "mark exactly one step final_answer: true")
     if not finals:
         raise ConfigError(f"{team.source}: {team.where('steps')}: no step has final_answer: true", fix="mark the step whose output is the answer")
+    if not steps[finals[0]].enabled:
+        raise _fail(team, finals[0], "enabled", "the final-answer step is disabled", "enable it, or mark another step final_answer: true")
     reviewers = [index for index, step in enumerate(steps) if step.reviews is not None]
     if len(reviewers) > 1:
         raise _fail(team, reviewers[1], "reviews", f"a second reviewer (the first is {names[reviewers[0]]})", "keep one reviewer step")

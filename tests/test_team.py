@@ -103,8 +103,8 @@ def test_a_renamed_step_runs_under_its_new_name_with_its_declared_inputs(tmp_pat
 
 
 def test_a_removed_step_and_without_give_the_same_requests(tmp_path, monkeypatch, capsys) -> None:
-    """Deleting the Scholar from the list, or `--without scholar`: no Scholar request, nobody
-    shows its output, and the Critic scores three dimensions."""
+    """Deleting the Scholar from the list, `--without scholar` or `enabled: false`: no Scholar
+    request, nobody shows its output, and the Critic scores three dimensions."""
     three = json.dumps({"reasoning": "r", "scores": {"caption": 5, "alignment": 5, "solution": 5}, "need_feedback": False,
                         "worst_step": "solution", "feedback": {"caption": "c?", "alignment": "a?", "solution": "s?"}})
     script = lambda: RoleScript({"solver": [solver_json("A")], "critic": [three]})  # noqa: E731
@@ -122,7 +122,15 @@ def test_a_removed_step_and_without_give_the_same_requests(tmp_path, monkeypatch
     with FakeOpenAI(script()) as ablated:
         code, summary, err = solve(tmp_path / "ablated", monkeypatch, capsys, ablated, "--without", "scholar")
     assert code == 0, err
-    for server in (removed, ablated):
+    disabled_team = steps()
+    by_name(disabled_team, "scholar")["enabled"] = False
+    (tmp_path / "disabled").mkdir()
+    write_team_config(tmp_path / "disabled", disabled_team)
+    with FakeOpenAI(script()) as disabled:
+        code, summary, err = solve(tmp_path / "disabled", monkeypatch, capsys, disabled)
+    assert code == 0, err
+    assert [r.user_text() for r in disabled.received] == [r.user_text() for r in ablated.received]
+    for server in (removed, ablated, disabled):
         assert server.roles() == ["interpreter", "aligner", "solver", "critic"]
         assert all("scholar" not in shown(r, LABELS) for r in server.received)
         critic = server.received[-1].body["response_format"]["json_schema"]["schema"]
@@ -244,6 +252,7 @@ INVALID = {
                            "team.steps[0] (interpreter).inputs: 'aligner' runs later"),
     "cycle": (lambda t: (by_name(t, "aligner")["inputs"].append("scholar")), "team.steps[1] (aligner).inputs: a cycle: aligner -> scholar -> aligner"),
     "two final answers": (lambda t: by_name(t, "scholar").update(final_answer=True), "team.steps[3] (solver).final_answer: a second final-answer step"),
+    "disabled final answer": (lambda t: by_name(t, "solver").update(enabled=False), "team.steps[3] (solver).enabled: the final-answer step is disabled"),
     "reviewer scores unknown": (lambda t: by_name(t, "critic")["reviews"].append("verifier"), "team.steps[4] (critic).reviews: 'verifier' is not a step"),
     "missing personality": (lambda t: by_name(t, "aligner").pop("personality"), "team.steps[1] (aligner).personality: missing"),
     "describer without images": (lambda t: by_name(t, "interpreter").update(sees_images=False),
@@ -304,3 +313,14 @@ def test_the_chat_runs_through_ag2_and_the_hook_chose_each_speaker(tmp_path: Pat
     assert chosen == [*plan, None]
     assert [message["name"] for message in groupchat.messages] == ["UserProxy", *plan]
     assert [r.role for r in server.received] == [name.lower() for name in plan]
+
+
+def test_eval_takes_any_step_of_the_team_for_without(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as done:
+        main(["eval", "mathvista", "--data", str(tmp_path / "none"), "--without", "verifier"])
+    assert done.value.code == 2 and "--without verifier" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as done:  # a step of the Big Five team passes the check, then the data is missing
+        main(["eval", "mathvista", "--data", str(tmp_path / "none"), "--team", "big_five", "--without", "aligner"])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and "--without" not in err and "does not exist" in err
