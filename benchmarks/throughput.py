@@ -179,12 +179,12 @@ def count_tokens(eval_dir: Path, records: list[dict[str, Any]], sample_size: int
 
     from maps_autogen.config import load_config
     from maps_autogen.prompts import load_prompts
-    from maps_autogen.roles import Role
     from maps_autogen.tokens import prompt_tokens
     from maps_autogen.transcript import read_transcript
 
-    prompts = load_prompts(load_config(cwd=eval_dir))
-    role_names = {role.value for role in Role}
+    loaded = load_config(cwd=eval_dir)
+    prompts = load_prompts(loaded)
+    role_names = set(loaded.team.config.names)
     maps_total = naive_total = 0
     for record in records[:sample_size]:
         run_dir = eval_dir / record["run_dir"]
@@ -210,7 +210,7 @@ def count_tokens(eval_dir: Path, records: list[dict[str, Any]], sample_size: int
                 continue
             if entry["role"] in role_names:
                 maps_total += prompt_tokens(entry.get("request") or [], image_size=size_of)
-                role = Role(entry["role"])
+                role = entry["role"]
                 system = prompts.system_message(role) + "\n\n" + prompts.roles[role].instruction
                 naive_total += prompt_tokens([{"role": "system", "content": system}, *history], image_size=size_of)
             history.append({"role": "user", "name": entry["agent"], "content": entry.get("content") or ""})

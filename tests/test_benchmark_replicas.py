@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def formats() -> AnswerFormats:
-    return load_answer_formats(REPO / "prompts" / "answer_formats.yaml")
+    return load_answer_formats(REPO / "maps_autogen" / "defaults" / "prompts" / "answer_formats.yaml")
 
 
 def hub_parquet(path: Path, rows: list[dict[str, Any]], features: datasets.Features, shards: int = 1) -> list[Path]:

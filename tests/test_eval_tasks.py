@@ -38,7 +38,7 @@ STRING = Value("string")
 
 @pytest.fixture(scope="module")
 def formats() -> AnswerFormats:
-    return load_answer_formats(REPO / "prompts" / "answer_formats.yaml")
+    return load_answer_formats(REPO / "maps_autogen" / "defaults" / "prompts" / "answer_formats.yaml")
 
 
 # ---- writing local copies ---------------------------------------------------------------------

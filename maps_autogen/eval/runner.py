@@ -37,7 +37,6 @@ from maps_autogen.eval.validate import validate_rows
 from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.interrupts import exit_on_second_interrupt
 from maps_autogen.llm import Completion
-from maps_autogen.roles import Role
 from maps_autogen.runlock import RunLock
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
@@ -46,7 +45,6 @@ from maps_autogen.transcript import SCHEMA_VERSION, new_run_id, utc_now, write_j
 logger = logging.getLogger(__name__)
 
 METHODS = ("maps", *BASELINE_METHODS)
-ABLATABLE = (Role.INTERPRETER, Role.ALIGNER, Role.SCHOLAR, Role.CRITIC)
 PROBLEMS_DIR = "problems"
 
 
@@ -77,7 +75,7 @@ class EvalRequest:
     sample: int | None = None
     seed: int = 0
     method: str | None = None  # None: "maps" for a new run, the manifest's on --resume
-    without: frozenset[Role] = frozenset()
+    without: frozenset[str] = frozenset()  # step names of the team
     concurrency: int = 8
     rules: str = "current"
     cache: bool = True
@@ -281,12 +279,12 @@ class EvalRun:
         --allow-model-change."""
         request = self.request
         method = manifest["method"]
-        without = frozenset(Role(r) for r in manifest["without"])
+        without = frozenset(manifest["without"])
         changed = (request.method is not None and request.method != method) or (bool(request.without) and request.without != without)
         if changed and not request.allow_model_change:
             asked = request.method or method
             if request.without:
-                asked += " without " + "+".join(sorted(role.value for role in request.without))
+                asked += " without " + "+".join(sorted(request.without))
             raise UsageError(f"{request.resume} was run with method {self.label(manifest).split(' (')[0]}, not {asked}",
                              fix="resume without --method/--without, or pass --allow-model-change to switch (the manifest records both)")
         if changed:
@@ -298,7 +296,7 @@ class EvalRun:
         """--resume with other models (or sampling settings) than the run's is refused unless
         --allow-model-change; then the manifest keeps the old and the new."""
         before = {"method": manifest["method"], "without": manifest["without"], "models": manifest["models"]}
-        after = {"method": self.request.method, "without": sorted(role.value for role in self.request.without), "models": models}
+        after = {"method": self.request.method, "without": sorted(self.request.without), "models": models}
         same_models = _model_key(before["models"]) == _model_key(models)
         if not same_models and not self.request.allow_model_change:
             old = ", ".join(sorted({m["model"] for m in before["models"].values()}))
@@ -395,7 +393,8 @@ class EvalRun:
             "limit": request.limit,
             "shard": str(request.shard) if request.shard else None,
             "method": request.method,
-            "without": sorted(role.value for role in request.without),
+            "without": sorted(request.without),
+            "team": {"source": str(self.loaded.team.source), "steps": list(self.loaded.team.config.names)},
             "rules": request.rules,
             "allow_outside_paths": request.allow_outside_paths,
             "config_path": str(self.loaded.path),
@@ -506,16 +505,16 @@ class EvalRun:
             response = self.task.render_response(outcome.final_answer, item) if outcome.solver_answer else ""
             chat = {
                 "stop_reason": outcome.stop_reason,
-                "rollbacks": [r.step.value for r in outcome.rollbacks],
+                "rollbacks": [r.step for r in outcome.rollbacks],
                 "critic_scores": [v.scores if v else None for v in outcome.verdicts],
-                "feedback_step": outcome.rollbacks[0].step.value if outcome.rollbacks else None,
+                "feedback_step": outcome.rollbacks[0].step if outcome.rollbacks else None,
                 "final_answer": outcome.final_answer,
                 # False: the Solver's last allowed reply never parsed and its text was scored.
                 "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
                 "usage": outcome.usage(),
                 "usage_by_role": outcome.usage_by_role(),
-                "models": _models_sent((call.role.value, call.completion) for call in outcome.calls),
-                "max_tokens_reached": sorted({call.role.value for call in outcome.calls if call.completion.finish_reason == "length"}),
+                "models": _models_sent((call.role, call.completion) for call in outcome.calls),
+                "max_tokens_reached": sorted({call.role for call in outcome.calls if call.completion.finish_reason == "length"}),
             }
             run_json = None  # already holds the verdict
         else:
