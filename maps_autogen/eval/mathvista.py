@@ -62,6 +62,7 @@ class MathVistaTask:
     def to_item(self, row: Row, *, prompts: AnswerFormats, max_side: int) -> EvalItem:
         fields = row.fields
         pid = str(fields["pid"])
+        question = str(fields["question"])
         image_field = fields.get("decoded_image") or fields.get("image")
         check_image_reference(image_field, name=pid, base_dir=row.base_dir)
         choices = [str(choice) for choice in fields.get("choices") or []]
@@ -71,7 +72,7 @@ class MathVistaTask:
         def load_problem() -> Problem:
             image = image_from_field(image_field, name=pid, base_dir=row.base_dir, max_side=max_side)
             return Problem(
-                question=str(fields["question"]),
+                question=question,
                 options=tuple(choices),
                 images=(image,) if image else (),
                 answer_format=answer_format,
