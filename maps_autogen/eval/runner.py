@@ -6,6 +6,7 @@ problems in flight; `--resume` skips finished problems and retries failed ones.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import importlib.metadata
 import json
@@ -143,11 +144,19 @@ def _git_commit() -> str | None:
 
 
 def load_items(task: Task, subsets: Sequence[Subset], data: Path | None, loaded: LoadedConfig) -> list[EvalItem]:
-    """Every problem of the chosen subsets, in data set order."""
+    """Every problem of the chosen subsets, in data set order. Their images are read when each
+    problem starts (in its worker thread), under the image limits and path rules in force now."""
     formats = load_answer_formats(loaded.resolve(loaded.config.answer_formats))
     max_side = loaded.config.images.max_side
     with image_limits(ImageLimits.of(loaded.config.limits)):
-        return [task.to_item(row, prompts=formats, max_side=max_side) for row in task.rows(tuple(subsets), data)]
+        context = contextvars.copy_context()
+        return [_loaded_in(context, task.to_item(row, prompts=formats, max_side=max_side)) for row in task.rows(tuple(subsets), data)]
+
+
+def _loaded_in(context: contextvars.Context, item: EvalItem) -> EvalItem:
+    """The item with its Problem built under `context`'s settings (a worker thread has its own)."""
+    build = item.load_problem
+    return replace(item, load_problem=lambda: context.copy().run(build))
 
 
 @dataclass
@@ -350,14 +359,15 @@ class EvalRun:
                 stop = self._run_items(todo, team, eval_dir, log)
             finally:
                 _record_replicas(eval_dir, manifest, team.replicas_served())
-            records = log.compact(manifest["ids"])
-            served = _served_models(records)
+            # Streamed from the file: the end of a long run never holds every record at once.
+            log.compact(manifest["ids"])
+            served = _served_models(log.records())
             if served != manifest.get("served_models", {}):
                 manifest["served_models"] = served
                 write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
-            summary = summarize(records, self.task, [s.name for s in subsets])
+            summary = summarize(log.records(), self.task, [s.name for s in subsets])
             summary.update({"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
-                            "complete": len([r for r in records if r.get("status") == "ok"]) == len(manifest["ids"]),
+                            "complete": summary["average"]["scored"] == len(manifest["ids"]),
                             "stopped_for_cost": stop.for_cost, "interrupted": stop.interrupted,
                             "stopped_by": str(stop.fatal) if stop.fatal else None})
             write_summary(eval_dir, summary)
@@ -487,6 +497,10 @@ class EvalRun:
         base = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "metadata": item.metadata,
                 "method": request.method, "run_dir": f"{PROBLEMS_DIR}/{name}"}
         scored: dict[str, Any] = {}
+        try:
+            problem = item.load_problem()  # its images are read and decoded now, not before the run
+        except MapsError as error:  # a broken image fails its own problem only
+            return self._failed_record(item, str(error), time.monotonic() - started), None
         if request.method == "maps":
 
             def evaluate(outcome: Any) -> dict[str, Any]:
@@ -497,7 +511,7 @@ class EvalRun:
                 scored["verdict"] = score_record(self.task.name, {**item.record, "response": response}, request.rules)
                 return _evaluation_fields(response, scored["verdict"], item.gold)
 
-            result = solve_problem(item.problem, team, runs_dir=eval_dir / PROBLEMS_DIR, run_id=name,
+            result = solve_problem(problem, team, runs_dir=eval_dir / PROBLEMS_DIR, run_id=name,
                                    without=request.without, extra=extra, evaluate=evaluate)
             outcome = result.outcome
             error = outcome.error if outcome.stop_reason in ("error", "interrupted") else None
@@ -519,7 +533,7 @@ class EvalRun:
             run_json = None  # already holds the verdict
         else:
             ending = formats.render(self.task.name, "baseline_ending")
-            baseline = run_baseline(item.problem, team, request.method, prompt=baseline_prompts[request.method],
+            baseline = run_baseline(problem, team, request.method, prompt=baseline_prompts[request.method],
                                     ending=ending, run_dir=problem_dir, extra=extra)
             error = baseline.error
             failure = baseline.failure
@@ -580,7 +594,7 @@ def _models_sent(calls: Iterable[tuple[str, Completion]]) -> dict[str, dict[str,
     return models
 
 
-def _served_models(records: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+def _served_models(records: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
     """Per role, the model names the service reported where they differ from the one sent."""
     served: dict[str, set[str]] = {}
     for record in records:
@@ -619,10 +633,10 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
               "merged_from": [str(d) for d in run_dirs],
               "subset_of_id": {k: v for m in manifests for k, v in m.get("subset_of_id", {}).items()}}
     write_json_atomic(out / MANIFEST_FILE, merged)
-    records = log.compact(ids)
-    summary = summarize(records, task, first["subsets"])
+    log.compact(ids)
+    summary = summarize(log.records(), task, first["subsets"])
     summary.update({"eval_id": out.name, "method": first["method"], "without": first["without"],
-                    "complete": len([r for r in records if r.get("status") == "ok"]) == len(ids)})
+                    "complete": summary["average"]["scored"] == len(ids)})
     write_summary(out, summary)
     return out
 
