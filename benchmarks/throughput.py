@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SERVER = r"""
-import base64, hashlib, json, re, sys, time
+import base64, hashlib, json, re, sys, threading, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from tests.conftest import critic_json, solver_json
@@ -58,6 +58,8 @@ def problem_of(request):
         if digest in pid_of_image:
             return pid_of_image[digest]
     return None
+reviews = {}
+reviews_lock = threading.Lock()
 def script(request):
     if latency:
         time.sleep(latency)
@@ -68,8 +70,12 @@ def script(request):
     if role == "solver":
         return Reply(solver_json("2"))
     if role == "critic":
-        # Every third problem gets one rollback (to the Solver), as real runs do.
-        return Reply(critic_json(5, 5, 5, 3 if pid % 3 == 0 else 5))
+        # Every third problem gets one rollback (to the Solver), as real runs do: its first
+        # review scores the solution low, the review after the rollback passes.
+        with reviews_lock:
+            reviews[pid] = reviews.get(pid, 0) + 1
+            first_review = reviews[pid] == 1
+        return Reply(critic_json(5, 5, 5, 3 if pid % 3 == 0 and first_review else 5))
     # About 700 tokens, the length of a real role's reply; it carries the problem's tag on.
     return Reply(f"{role} notes on [q:{pid}]: " + "lorem ipsum dolor " * 160)
 with FakeOpenAI(script) as server:
