@@ -82,6 +82,15 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
+def _json_object(line: bytes) -> dict[str, Any] | None:
+    """A complete JSONL line as an object; None for a damaged line or one that is not an object."""
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def read_jsonl_from(path: Path, start: int = 0, stop: int | None = None) -> tuple[list[dict[str, Any]], int]:
     """The JSON objects on the complete lines of a JSONL file we wrote, from byte `start` (up to
     byte `stop`), and the offset after the last complete line.
@@ -96,15 +105,26 @@ def read_jsonl_from(path: Path, start: int = 0, stop: int | None = None) -> tupl
     except FileNotFoundError:
         return [], start
     complete = data[: data.rfind(b"\n") + 1]
-    records = []
-    for line in complete.splitlines():
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            continue
-        if isinstance(record, dict):
-            records.append(record)
+    records = [record for record in map(_json_object, complete.splitlines()) if record is not None]
     return records, start + len(complete)
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(byte offset, object) of each line, one line at a time (for files too big to hold), under
+    the same rule as `read_jsonl_from`."""
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with handle:
+        offset = 0
+        for line in handle:
+            start, offset = offset, offset + len(line)
+            if not line.endswith(b"\n"):
+                return  # the torn tail
+            record = _json_object(line)
+            if record is not None:
+                yield start, record
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -1,8 +1,8 @@
-"""One MAPS chat on AG2: the UserProxy opens it, the GroupChatManager runs it, the five
-reasoning roles are AssistantAgents, and the speaker selection is the pure `flow.decide_next`.
+"""One MAPS chat on AG2: the UserProxy opens it, the GroupChatManager runs it, each step of
+the team is an AssistantAgent, and the speaker selection is the pure `flow.decide_next`.
 
-Each role's request is rebuilt from its declared inputs by an AG2 `process_all_messages_before_reply`
-hook, so no role sees the whole history; model calls go through `MapsModelClient`.
+Each step's request is rebuilt from its declared inputs by an AG2 `process_all_messages_before_reply`
+hook, so no step sees the whole history; model calls go through `MapsModelClient`.
 """
 
 from __future__ import annotations
@@ -23,21 +23,12 @@ from maps_autogen.client import ChatBackend, Completion
 from maps_autogen.llm import MapsModelClient
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
-from maps_autogen.roles import (
-    DIMENSION_OF_STEP,
-    MANAGER_NAME,
-    STEPS,
-    USER_PROXY_NAME,
-    CriticVerdict,
-    Role,
-    SolverAnswer,
-    critic_schema,
-    solver_schema,
-)
+from maps_autogen.roles import MANAGER_NAME, USER_PROXY_NAME, CriticVerdict, SolverAnswer, critic_schema, solver_schema
 from maps_autogen.redact import redact
 from maps_autogen.transcript import request_for_transcript, utc_now
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply
-from maps_autogen.role_inputs import build_request, format_options, revision_for
+from maps_autogen.role_inputs import build_request, format_options, review_variables, revision_for
+from maps_autogen.team import ChatPlan, TeamConfig, derived_max_rounds, plan_chat
 
 logger = logging.getLogger(__name__)
 # AG2 announces at INFO level that our custom model client awaits registration; it always is.
@@ -63,46 +54,49 @@ class Observers:
 
 @dataclass(frozen=True)
 class ChatSettings:
-    """How one chat runs."""
+    """How one chat runs: the team, the steps that run and the review loop."""
 
+    team: TeamConfig
+    plan: ChatPlan
     flow: FlowSettings
-    image_roles: frozenset[Role]  # roles that receive the images themselves
     human: bool = False
+
+    @property
+    def image_roles(self) -> frozenset[str]:
+        """Steps that receive the images themselves."""
+        return self.plan.image_steps
 
 
 def chat_settings(
     problem: Problem,
     *,
-    sees_images: dict[Role, bool],
-    threshold: float,
+    team: TeamConfig,
+    threshold: float | None,
     max_rollbacks: int,
     final_review: bool,
-    max_rounds: int,
-    without: frozenset[Role] = frozenset(),
+    max_rounds: int | None,
+    without: frozenset[str] = frozenset(),
     human: bool = False,
 ) -> ChatSettings:
-    """Settings for `problem`: no image skips the Interpreter; an ablated Interpreter hands the
-    images to the first step that runs."""
-    steps = tuple(
-        step for step in STEPS if step not in without and (step is not Role.INTERPRETER or problem.has_images)
-    )
-    image_roles = {role for role, sees in sees_images.items() if sees}
-    if Role.INTERPRETER in without and problem.has_images and steps:
-        image_roles.add(steps[0])
+    """Settings for `problem`: a step that describes images is skipped without images; the
+    images of a left-out step go to the next step that runs (see `team.plan_chat`).
+    `threshold` and `max_rounds` None: the reviewer's threshold, and rounds derived from the plan."""
+    plan = plan_chat(team, has_images=problem.has_images, without=without)
     flow = FlowSettings(
-        steps=steps,
-        critic=Role.CRITIC not in without,
-        threshold=threshold,
+        steps=plan.steps,
+        reviewer=plan.reviewer,
+        scored=plan.scored,
+        threshold=team.threshold if threshold is None else threshold,
         max_rollbacks=max_rollbacks,
         final_review=final_review,
-        max_rounds=max_rounds,
+        max_rounds=max_rounds or derived_max_rounds(plan, max_rollbacks),
     )
-    return ChatSettings(flow=flow, image_roles=frozenset(image_roles), human=human)
+    return ChatSettings(team=team, plan=plan, flow=flow, human=human)
 
 
 @dataclass
 class CallRecord:
-    role: Role
+    role: str
     completion: Completion
     request: list[dict[str, Any]]
     started_at: str
@@ -138,7 +132,7 @@ class ChatOutcome:
     def usage_by_role(self) -> dict[str, dict[str, Any]]:
         table: dict[str, dict[str, Any]] = {}
         for call in self.calls:
-            row = table.setdefault(call.role.value, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "seconds": 0.0})
+            row = table.setdefault(call.role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "seconds": 0.0})
             row["calls"] += 1
             row["prompt_tokens"] += call.completion.prompt_tokens or 0
             row["completion_tokens"] += call.completion.completion_tokens or 0
@@ -152,9 +146,9 @@ def _solver_check(text: str) -> str | None:
     return None if parse_solver_reply(text).parsed else "the Solver's reply is not valid JSON with a final answer"
 
 
-def _critic_check(text: str, *, dimensions: tuple[str, ...]) -> str | None:
-    """Why a Critic reply is unusable (None when it has usable scores)."""
-    return None if parse_critic_reply(text, dimensions) is not None else "the Critic's reply has no usable scores"
+def _critic_check(text: str, *, scored: tuple[tuple[str, str], ...], low: float, high: float) -> str | None:
+    """Why a reviewer's reply is unusable (None when it has usable scores)."""
+    return None if parse_critic_reply(text, scored, low=low, high=high) is not None else "the Critic's reply has no usable scores"
 
 
 class _SilentStream:
@@ -176,9 +170,10 @@ class AgentShape:
 
     user_proxy_system: str
     manager_system: str
-    assistants: tuple[tuple[Role, str, str], ...]  # (role, system message, model) of each role that runs
+    assistants: tuple[tuple[str, str, str, str], ...]  # (step, agent name, system message, model) of each step that runs
     human: bool
     max_round: int
+    team: str  # the team's steps as JSON: chats of different teams never share agents
 
 
 class ChatAgents:
@@ -202,10 +197,10 @@ class ChatAgents:
             is_termination_msg=never,
             default_auto_reply="",
         )
-        self.assistants: dict[Role, autogen.AssistantAgent] = {}
-        for role, system_message, model in shape.assistants:
+        self.assistants: dict[str, autogen.AssistantAgent] = {}
+        for role, agent_name, system_message, model in shape.assistants:
             agent = autogen.AssistantAgent(
-                role.title,
+                agent_name,
                 system_message=system_message,
                 llm_config={"config_list": [{"model": model, "model_client_cls": MapsModelClient.__name__}], "cache_seed": None},
                 is_termination_msg=never,
@@ -243,10 +238,10 @@ class ChatAgents:
             raise RuntimeError("the agents were called with no chat bound to them")
         return self.chat
 
-    def _call_model(self, role: Role, messages: list[dict[str, Any]]) -> Completion:
+    def _call_model(self, role: str, messages: list[dict[str, Any]]) -> Completion:
         return self._bound()._call_model(role, messages)
 
-    def _role_view(self, role: Role, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _role_view(self, role: str, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return self._bound()._role_view(role, history)
 
     def _select_speaker(self, last_speaker: Any, groupchat: Any) -> Any:
@@ -279,7 +274,7 @@ class MapsChat:
         problem: Problem,
         *,
         prompts: PromptSet,
-        backends: dict[Role, ChatBackend],
+        backends: dict[str, ChatBackend],
         settings: ChatSettings,
         observer: Observer,
         image_files: list[str] | None = None,
@@ -292,26 +287,31 @@ class MapsChat:
         self.image_files = image_files or [f"image-{n}" for n in range(1, len(problem.images) + 1)]
         self._data_urls = {image.data_url(): file for image, file in zip(problem.images, self.image_files)}
         self.turns: list[Turn] = []
-        self.outputs: dict[Role, str] = {}
+        self.outputs: dict[str, str] = {}
         self.calls: list[CallRecord] = []
         self.verdicts: list[CriticVerdict | None] = []
         self.rollbacks: list[Rollback] = []
         self.solver_answer: SolverAnswer | None = None
-        self._pending: dict[Role, CallRecord] = {}
+        self._pending: dict[str, CallRecord] = {}
         self._current_round = 0
         self._current_revision: Rollback | None = None
         self._stop_reason: str | None = None
 
     def agent_shape(self) -> AgentShape:
-        """The shape of this chat's agents: prompts, the roles that run, their models, --human."""
+        """The shape of this chat's agents: the team, the steps that run, their prompts and
+        models, --human."""
         flow = self.settings.flow
-        roles = [role for role in Role if (role is Role.CRITIC and flow.critic) or (role is not Role.CRITIC and role in flow.steps)]
+        team = self.settings.team
+        roles = [*flow.steps, *([flow.reviewer] if flow.reviewer else [])]
         return AgentShape(
             user_proxy_system=render(self.prompts.user_proxy.system, {"personality": self.prompts.personalities["user_proxy"]}),
             manager_system=render(self.prompts.manager.system, {"personality": self.prompts.personalities["manager"]}),
-            assistants=tuple((role, self.prompts.system_message(role), self.backends[role].model.model) for role in roles),
+            assistants=tuple(
+                (role, team.step(role).title, self.prompts.system_message(role), self.backends[role].model.model) for role in roles
+            ),
             human=self.settings.human,
             max_round=flow.max_rounds + 2,
+            team=team.model_dump_json(),
         )
 
     def _opening_message(self) -> str:
@@ -325,17 +325,17 @@ class MapsChat:
         return "\n\n".join(parts)
 
     # ----- the Manager's selection ----------------------------------------------------
-    def _select_speaker(self, assistants: dict[Role, autogen.AssistantAgent], user_proxy: Any, last_speaker: Any, groupchat: Any) -> Any:
+    def _select_speaker(self, assistants: dict[str, autogen.AssistantAgent], user_proxy: Any, last_speaker: Any, groupchat: Any) -> Any:
         if last_speaker is not user_proxy:
-            role = Role(last_speaker.name.lower())
+            role = next(name for name, agent in assistants.items() if agent is last_speaker)
             self._record_turn(role, groupchat.messages[-1].get("content") or "")
         decision = decide_next(self.turns, self.settings.flow)
         if decision.revision is not None and decision.revision.number > len(self.rollbacks):
             self.rollbacks.append(decision.revision)
             self.observer.emit({
                 "type": "event", "event": "rollback", "number": decision.revision.number,
-                "step": decision.revision.step.value, "dimension": decision.revision.dimension,
-                "scores": decision.revision.verdict.scores, "at": utc_now(),
+                "step": decision.revision.step, "dimension": decision.revision.dimension,
+                "scores": decision.revision.verdict.scores, "question": decision.revision.question, "at": utc_now(),
             })
         if decision.next_role is None:
             self._stop_reason = decision.stop_reason
@@ -344,19 +344,24 @@ class MapsChat:
         self._current_revision = decision.revision
         return assistants[decision.next_role]
 
-    def _record_turn(self, role: Role, content: str) -> None:
+    def _record_turn(self, role: str, content: str) -> None:
         call = self._pending.pop(role, None)
         parsed: dict[str, Any] | None = None
         verdict: CriticVerdict | None = None
-        if role is Role.SOLVER:
+        step = self.settings.team.step(role)
+        if step.output == "answer":
             answer = parse_solver_reply(content)
-            self.solver_answer = answer
             parsed = {"final_answer": answer.final_answer, "parsed": answer.parsed, "repaired": answer.repaired}
+            if role == self.settings.plan.final_step:
+                self.solver_answer = answer
             if not answer.parsed:
                 self.observer.emit({"type": "event", "event": "solver_unparsed", "at": utc_now(),
                                     "detail": "the Solver's reply was not valid JSON; its final answer falls back to the reply's text"})
-        if role is Role.CRITIC:
-            verdict = parse_critic_reply(content, self.settings.flow.dimensions)
+        elif role == self.settings.plan.final_step:
+            self.solver_answer = SolverAnswer(final_answer=content.strip())
+        if role == self.settings.flow.reviewer:
+            scale = self.settings.team.scale
+            verdict = parse_critic_reply(content, self.settings.flow.scored, low=scale.low, high=scale.high)
             self.verdicts.append(verdict)
             if verdict is None:
                 self.observer.emit({"type": "event", "event": "critic_unparseable", "at": utc_now(),
@@ -367,11 +372,11 @@ class MapsChat:
         self.turns.append(Turn(role, verdict))
         self.observer.emit({
             "type": "message",
-            "agent": role.title,
-            "role": role.value,
-            "step": DIMENSION_OF_STEP.get(role, "review"),
+            "agent": step.title,
+            "role": role,
+            "step": self.settings.flow.dimension_of(role) or ("review" if role == self.settings.flow.reviewer else role),
             "round": self._current_round,
-            "revision": self._current_revision is not None and self._current_revision.step is role,
+            "revision": self._current_revision is not None and self._current_revision.step == role,
             "content": content,
             "parsed": parsed,
             "model": call.completion.model if call else None,
@@ -387,37 +392,43 @@ class MapsChat:
         })
 
     # ----- each role's view and call ---------------------------------------------------
-    def _role_view(self, role: Role, _history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _role_view(self, role: str, _history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         revision = None
-        if self._current_revision is not None and self._current_revision.step is role:
-            revision = revision_for(role, self.outputs, self._current_revision.verdict.feedback)
+        rollback = self._current_revision
+        if rollback is not None and rollback.step == role:
+            revision = revision_for(role, rollback.dimension, self.outputs, rollback.verdict.feedback)
         backend = self.backends[role]
         images = "none"
         if role in self.settings.image_roles:
             images = "send" if backend.supports_images else "note"
-        content = build_request(
-            role, self.problem, self.outputs, self.prompts,
-            dimensions=self.settings.flow.dimensions, images=images, revision=revision,
-        )
-        self.observer.emit({"type": "turn_start", "role": role.value, "agent": role.title, "round": self._current_round,
+        step = self.settings.team.step(role)
+        variables = None
+        if role == self.settings.flow.reviewer:
+            scale = self.settings.team.scale
+            variables = review_variables(self.settings.flow.scored, self.prompts, low=scale.low, high=scale.high,
+                                         threshold=self.settings.flow.threshold)
+        content = build_request(step, self.problem, self.outputs, self.prompts, review_variables=variables, images=images, revision=revision)
+        self.observer.emit({"type": "turn_start", "role": role, "agent": step.title, "round": self._current_round,
                             "revision": revision is not None})
         return [{"role": "user", "content": content}]
 
-    def _call_model(self, role: Role, messages: list[dict[str, Any]]) -> Completion:
+    def _call_model(self, role: str, messages: list[dict[str, Any]]) -> Completion:
         schema_name, schema, check = None, None, None
-        if role is Role.SOLVER:
+        step = self.settings.team.step(role)
+        if step.output == "answer":
             schema_name, schema, check = "solver_answer", solver_schema(len(self.problem.options)), _solver_check
-        elif role is Role.CRITIC:
-            schema_name, schema = "critic_verdict", critic_schema(self.settings.flow.dimensions)
-            check = partial(_critic_check, dimensions=self.settings.flow.dimensions)
+        elif role == self.settings.flow.reviewer:
+            scale = self.settings.team.scale
+            schema_name, schema = "critic_verdict", critic_schema(self.settings.flow.dimensions, low=scale.low, high=scale.high, whole=scale.whole)
+            check = partial(_critic_check, scored=self.settings.flow.scored, low=scale.low, high=scale.high)
         started_at = utc_now()
         completion = self.backends[role].complete(
-            messages, role=role.value, schema_name=schema_name, schema=schema, check=check,
-            on_token=lambda text: self.observer.emit({"type": "token", "role": role.value, "text": text}),
+            messages, role=role, schema_name=schema_name, schema=schema, check=check,
+            on_token=lambda text: self.observer.emit({"type": "token", "role": role, "text": text}),
         )
         if completion.finish_reason == "length":
-            self.observer.emit({"type": "event", "event": "max_tokens_reached", "role": role.value, "at": utc_now(),
-                                "detail": f"the {role.title}'s reply was cut off at max_tokens ({completion.sent.get('max_tokens')})"})
+            self.observer.emit({"type": "event", "event": "max_tokens_reached", "role": role, "at": utc_now(),
+                                "detail": f"the {step.title}'s reply was cut off at max_tokens ({completion.sent.get('max_tokens')})"})
         record = CallRecord(role, completion, request_for_transcript(messages, self._data_urls), started_at)
         self.calls.append(record)
         self._pending[role] = record
@@ -440,9 +451,11 @@ class MapsChat:
     def run(self) -> ChatOutcome:
         """Run the chat to its stop; model-service failures end it with stop reason `error`."""
         started = time.monotonic()
-        if not self.problem.has_images and Role.INTERPRETER not in self.settings.flow.steps:
+        skipped = [step.title for step in self.settings.team.steps if step.describes_images and step.enabled and not self.problem.has_images]
+        if skipped:
             self.observer.emit({"type": "event", "event": "interpreter_skipped", "at": utc_now(),
-                                "detail": "the problem has no image, so the Interpreter is skipped and the Critic scores three dimensions"})
+                                "detail": f"the problem has no image, so {', '.join(skipped)} is skipped and the reviewer scores "
+                                          f"{len(self.settings.flow.scored)} dimensions"})
         agents = agents_for(self.agent_shape())
         opening = self._opening_message()
         self.observer.emit({"type": "message", "agent": USER_PROXY_NAME, "role": "user_proxy", "step": "task", "round": 0,

@@ -41,13 +41,14 @@ def _load_env() -> None:
 MODEL_OPTIONS = (
     click.option("--config", "config_file", type=click.Path(path_type=Path), help="agents.yaml to use (default: ./agents.yaml, else the built-in one)."),
     click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME, or an endpoint name (e.g. local)."),
-    click.option("--threshold", type=click.FloatRange(0, 6), help="Critic pass threshold, scores 1-5 (6 never passes; overrides critic.threshold)."),
+    click.option("--threshold", type=click.FloatRange(0, 6), help="Reviewer pass threshold on the team's scale (1-5 by default: 6 never passes; overrides critic.threshold)."),
     click.option("--max-rollbacks", type=click.IntRange(0, 20), help="Maximum rollbacks (overrides critic.max_rollbacks)."),
+    click.option("--team", "team_file", type=click.Path(path_type=Path), help="A team file (or a built-in team: big_five) instead of the config's team."),
 )
 
 
 def model_options(command: Callable[..., None]) -> Callable[..., None]:
-    """The options `solve` and `eval` share (which config, which model, the Critic's bounds),
+    """The options `solve` and `eval` share (which config, model and team, the reviewer's bounds),
     declared once so both commands accept and document them alike."""
     for option in reversed(MODEL_OPTIONS):
         command = option(command)
@@ -61,13 +62,14 @@ def model_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("-o", "--option", "options", multiple=True, help="An answer option (repeat for each option).")
 @click.option("--problem", "problem_file", type=click.Path(path_type=Path), help="A problem.yaml (question, context, options, images).")
 @model_options
+@click.option("--without", "without", multiple=True, metavar="STEP", help="Leave a step out (repeatable); README: The team.")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Where run folders go.")
 @click.option("--quiet", is_flag=True, help="Print only the final answer.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the outcome.")
 @click.option("--human", is_flag=True, help="Let the UserProxy ask you for extra context before the team starts.")
 @click.option("--view", "live_view", is_flag=True, help="Watch the run in a browser: serve it live on 127.0.0.1 and print the URL.")
-def solve(images, question, context, options, problem_file, config_file, model, threshold, max_rollbacks, runs_dir, quiet, as_json, human,
-          live_view) -> None:
+def solve(images, question, context, options, problem_file, config_file, model, threshold, max_rollbacks, team_file, without, runs_dir, quiet,
+          as_json, human, live_view) -> None:
     """Solve one problem: IMAGES are diagram files, http(s) URLs or data URLs."""
     import json as json_module
 
@@ -77,6 +79,7 @@ def solve(images, question, context, options, problem_file, config_file, model, 
     from maps_autogen.live import LiveConsole
     from maps_autogen.problem import build_problem, load_problem_file
     from maps_autogen.solve import assemble_team, solve_problem
+    from maps_autogen.team import check_without
     from maps_autogen.transcript import new_run_id
 
     _load_env()
@@ -84,7 +87,8 @@ def solve(images, question, context, options, problem_file, config_file, model, 
         raise ProblemError("give either --problem FILE or the problem on the command line, not both", fix="drop one of them")
     if problem_file is None and not question:
         raise ProblemError("no question given", fix='pass -q "your question" or --problem problem.yaml')
-    loaded = with_overrides(load_config(config_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
+    loaded = with_overrides(load_config(config_file, team=team_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
+    check_without(loaded.team.config, frozenset(without), loaded.team.source)
     max_side = loaded.config.images.max_side
     limits = loaded.config.limits
     with image_limits(ImageLimits.of(limits)):
@@ -105,7 +109,7 @@ def solve(images, question, context, options, problem_file, config_file, model, 
     run_id = new_run_id("solve")
     viewer = _start_viewer(runs_dir / run_id) if live_view else None
     try:
-        result = solve_problem(problem, team, runs_dir=runs_dir, observer=live, human=human, run_id=run_id)
+        result = solve_problem(problem, team, runs_dir=runs_dir, observer=live, human=human, run_id=run_id, without=frozenset(without))
     finally:
         _stop_viewer(viewer)
     if as_json:
@@ -141,11 +145,11 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
             raise click.UsageError("--llm-extract is MathVista's optional step; the other benchmarks score by rules only")
         from maps_autogen.benchmarks.mathvista.scorer import with_llm_extraction
         from maps_autogen.config import load_config, with_overrides
-        from maps_autogen.roles import Role
         from maps_autogen.solve import assemble_team
 
         _load_env()
-        backend = assemble_team(with_overrides(load_config(config_file), model=model)).backends[Role.SOLVER]
+        loaded = with_overrides(load_config(config_file), model=model)
+        backend = assemble_team(loaded).backends[loaded.team.config.final_step.name]
 
         def complete(prompt: str) -> str:
             return backend.complete([{"role": "user", "content": prompt}], role="extractor").text
@@ -165,7 +169,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--sample", type=click.IntRange(min=1), help="Sample N problems per subset (seeded).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample and the paper's sampled subsets.")
 @click.option("--method", type=click.Choice(["maps", "direct", "cot"]), default=None, help="maps (default), or a single-call baseline.")
-@click.option("--without", "without", multiple=True, type=click.Choice(["interpreter", "aligner", "scholar", "critic"]), help="Ablate a role (repeatable).")
+@click.option("--without", "without", multiple=True, metavar="STEP", help="Ablate a step of the team (repeatable), e.g. scholar; README: The team.")
 @click.option("--concurrency", type=click.IntRange(min=1, max=512), default=8, show_default=True, help="Problems in flight at once.")
 @click.option("--rules", type=click.Choice(["current", "legacy"]), default="current", show_default=True, help="Official scoring rule version.")
 @click.option("--no-cache", is_flag=True, help="Do not reuse cached model replies.")
@@ -178,7 +182,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--allow-outside-paths", is_flag=True, help="Let data set rows refer to files outside the data folder (trusted data only).")
 @click.option("--view", "live_view", is_flag=True, help="Watch the eval in a browser: serve it live on 127.0.0.1 and print the URL.")
-def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, concurrency, rules, no_cache, max_cost,
+def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, team_file, concurrency, rules, no_cache, max_cost,
                  shard, resume, allow_model_change, runs_dir, config_file, model, threshold, max_rollbacks, quiet, allow_outside_paths,
                  live_view) -> None:
     """Run a whole benchmark (or part of it) and score it with the official rules.
@@ -195,13 +199,14 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
     from maps_autogen.config import load_config, with_overrides
     from maps_autogen.errors import RunInterrupted, ServiceError
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
-    from maps_autogen.roles import Role
+    from maps_autogen.team import check_without
 
     _load_env()
-    loaded = with_overrides(load_config(config_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
+    loaded = with_overrides(load_config(config_file, team=team_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
+    check_without(loaded.team.config, frozenset(without), loaded.team.source)
     request = EvalRequest(
         benchmark=benchmark, subsets=tuple(subsets), data=data, limit=limit, sample=sample, seed=seed, method=method,
-        without=frozenset(Role(role) for role in without), concurrency=concurrency, rules=rules, cache=not no_cache,
+        without=frozenset(without), concurrency=concurrency, rules=rules, cache=not no_cache,
         max_cost=max_cost, shard=Shard.parse(shard) if shard else None, runs_dir=runs_dir, resume=resume,
         allow_outside_paths=allow_outside_paths, allow_model_change=allow_model_change,
     )

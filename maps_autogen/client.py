@@ -175,7 +175,7 @@ def _rejection_error(error: "_Rejected") -> ServiceError:
                                  fix="check the model name and the endpoint's base_url")
     if error.status == 400 and _NO_IMAGE_INPUT.search(detail):
         return FatalServiceError(redact(f"the model does not accept images: {error}"),
-                                 fix="use a vision model, or set sees_images: false for the roles in agents.yaml")
+                                 fix="use a vision model, at least for the steps with sees_images: true (a step may name its own model in the team)")
     if error.status == 400:
         return ServiceError(redact(f"the model service rejected the request: {error}"), fix="check the model name and settings in agents.yaml")
     return ServiceError(redact(f"the model service answered {error}"), fix="check the endpoint URL and model name")

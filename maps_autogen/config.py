@@ -1,11 +1,12 @@
 """Typed configuration: agents.yaml, loaded and validated (unknown keys are errors).
 
-The repository's top-level agents.yaml and prompts/ are the built-in defaults; an installed
-wheel carries a build-time copy of them under maps_autogen/_defaults/.
+The built-in agents.yaml, team files and prompts/ are package data under maps_autogen/defaults/.
 """
 
 from __future__ import annotations
 
+import importlib.resources
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from maps_autogen.errors import ConfigError
 from maps_autogen.redact import register_key_variables
-from maps_autogen.roles import Role
+from maps_autogen.team import LoadedTeam, StepModel, load_team_file, parse_team
 
 CONFIG_SCHEMA_VERSION = 1
 CONFIG_FILE_NAME = "agents.yaml"
@@ -67,30 +68,21 @@ class LocalEndpoint(_Strict):
 Endpoint = Annotated[Union[OpenAIEndpoint, LocalEndpoint], Field(discriminator="kind")]
 
 
-class ModelChoice(_Strict):
-    """Which endpoint and model a role talks to. `endpoint: auto` picks at start-up."""
-
-    endpoint: str = "auto"
-    name: str | None = None  # None: the endpoint's default model
-    temperature: float | None = Field(default=0.0, ge=0, le=2)
-    max_tokens: int | None = Field(default=2048, ge=1)
-
-
-class RoleConfig(_Strict):
-    prompt: str
-    sees_images: bool = False
-    model: ModelChoice | None = None  # None: the top-level model
+# Which endpoint and model a step talks to (`endpoint: auto` picks at start-up); the team's
+# steps use the same type for their own model.
+ModelChoice = StepModel
 
 
 class CriticConfig(_Strict):
-    # Scores are 1-5; a threshold of 6 never passes, so every allowed rollback runs.
-    threshold: float = Field(default=5, ge=0, le=6)
-    max_rollbacks: int = Field(default=1, ge=0, le=20)
-    final_review: bool = False
+    """The review loop. Algorithm 1: review again after every rollback, up to a cap."""
+
+    threshold: float | None = Field(default=None, ge=0, le=6)  # None: the reviewer step's threshold
+    max_rollbacks: int = Field(default=3, ge=0, le=20)
+    final_review: bool = True  # review after the last allowed rollback too
 
 
 class StopConfig(_Strict):
-    max_rounds: int = Field(default=40, ge=1)
+    max_rounds: int | None = Field(default=None, ge=1)  # None: derived from the team and max_rollbacks
 
 
 class ImagesConfig(_Strict):
@@ -106,12 +98,6 @@ class LimitsConfig(_Strict):
     problem_file_bytes: int = Field(default=2**20, ge=1024)  # problem.yaml (YAML aliases are refused)
 
 
-class PersonalityConfig(_Strict):
-    profile: str = "big_seven"  # a profile in `file`, or "custom" with `custom` filled in
-    file: str = "prompts/personalities.yaml"
-    custom: dict[str, str] | None = None
-
-
 class AppConfig(_Strict):
     """The whole of agents.yaml."""
 
@@ -119,30 +105,16 @@ class AppConfig(_Strict):
     endpoints: dict[str, Endpoint] = Field(default_factory=lambda: {"openai": OpenAIEndpoint()})
     model: ModelChoice = ModelChoice()
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
-    personality: PersonalityConfig = PersonalityConfig()
     task_prompt: str = "prompts/task.yaml"
     manager_prompt: str = "prompts/manager.yaml"
     user_proxy_prompt: str = "prompts/user_proxy.yaml"
     answer_formats: str = "prompts/answer_formats.yaml"
     baseline_prompts: str = "prompts/baselines.yaml"
-    roles: dict[Role, RoleConfig]
+    team: str | dict[str, Any] | list[Any]  # a team file, or the team inline (validated by team.py)
     critic: CriticConfig = CriticConfig()
     stop: StopConfig = StopConfig()
     images: ImagesConfig = ImagesConfig()
     limits: LimitsConfig = LimitsConfig()
-
-    @field_validator("personality", mode="before")
-    @classmethod
-    def _profile_shorthand(cls, value: Any) -> Any:
-        return {"profile": value} if isinstance(value, str) else value
-
-    @field_validator("roles")
-    @classmethod
-    def _every_role(cls, roles: dict[Role, RoleConfig]) -> dict[Role, RoleConfig]:
-        missing = [role.value for role in Role if role not in roles]
-        if missing:
-            raise ValueError(f"roles is missing {', '.join(missing)}")
-        return roles
 
     @field_validator("schema_version")
     @classmethod
@@ -151,38 +123,39 @@ class AppConfig(_Strict):
             raise ValueError(f"schema_version {version} is not supported (this maps reads {CONFIG_SCHEMA_VERSION})")
         return version
 
-    def model_for(self, role: Role) -> ModelChoice:
-        return self.roles[role].model or self.model
-
 
 class LoadedConfig(BaseModel):
-    """A validated config plus where it came from (prompt paths resolve against `base_dir`)."""
+    """A validated config and team plus where they came from (paths resolve against `base_dir`)."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     config: AppConfig
     path: Path
     base_dir: Path
+    team: LoadedTeam
 
-    def resolve(self, relative: str) -> Path:
+    def resolve(self, relative: str, base_dir: Path | None = None) -> Path:
         """A path from the config: relative to the config's folder, else to the built-ins."""
         candidate = Path(relative).expanduser()
         if candidate.is_absolute():
             return candidate
-        local = self.base_dir / candidate
+        local = (base_dir or self.base_dir) / candidate
         if local.exists():
             return local
         builtin = defaults_dir() / candidate
         return builtin if builtin.exists() else local
 
+    def step_prompt(self, name: str) -> Path:
+        """A step's prompt file, relative to the file that declares the team."""
+        return self.resolve(self.team.config.step(name).prompt, self.team.base_dir)
+
+    def model_for(self, step: str) -> ModelChoice:
+        return self.team.config.step(step).model or self.config.model
+
 
 def defaults_dir() -> Path:
-    """Where the built-in agents.yaml and prompts/ live (source checkout or installed wheel)."""
-    package_dir = Path(__file__).resolve().parent
-    source_root = package_dir.parent
-    if (source_root / CONFIG_FILE_NAME).is_file() and (source_root / "prompts").is_dir():
-        return source_root
-    return package_dir / "_defaults"
+    """Where the built-in agents.yaml, teams/ and prompts/ live (package data)."""
+    return Path(str(importlib.resources.files("maps_autogen.defaults")))
 
 
 def find_config(explicit: Path | None = None, cwd: Path | None = None) -> Path:
@@ -204,6 +177,8 @@ def _describe(error: dict[str, Any]) -> str:
     where = ".".join(loc)
     if error["type"] == "extra_forbidden":
         return f"unknown key '{where}'"
+    if error["type"] == "missing" and where == "team":
+        return "missing key 'team' (the ordered list of steps, or a team file)"
     if error["type"] == "missing":
         return f"missing key '{where}'"
     return f"'{where}': {error['msg']}" if where else error["msg"]
@@ -254,13 +229,34 @@ def read_yaml(path: Path, *, allow_aliases: bool = True, max_bytes: int | None =
         raise ConfigError(f"{path}: malformed YAML{where}: {problem}", fix="fix the YAML syntax") from None
 
 
-def load_config(explicit: Path | None = None, cwd: Path | None = None) -> LoadedConfig:
-    """Find, read and validate the config."""
-    path = find_config(explicit, cwd)
+def find_team_file(name: str, base_dir: Path) -> Path:
+    """A team file: a path (relative to `base_dir`), else a built-in team by name (big_five)."""
+    candidate = Path(name).expanduser()
+    if not candidate.is_absolute():
+        candidate = base_dir / candidate
+    if candidate.is_file():
+        return candidate
+    builtin = defaults_dir() / "teams" / (name if name.endswith(".yaml") else f"{name}.yaml")
+    if builtin.is_file():
+        return builtin
+    known = ", ".join(sorted(p.stem for p in (defaults_dir() / "teams").glob("*.yaml")))
+    raise ConfigError(f"team file {name} does not exist", fix=f"give a path to a team file or a built-in team: {known}")
+
+
+def _load_team(config: AppConfig, path: Path) -> LoadedTeam:
+    if isinstance(config.team, str):
+        return load_team_file(find_team_file(config.team, path.parent), read_yaml=read_yaml)
+    return parse_team(config.team, path, key="team", base_dir=path.parent)
+
+
+def load_config(explicit: Path | None = None, cwd: Path | None = None, *, team: Path | None = None) -> LoadedConfig:
+    """Find, read and validate the config and its team (`team`: --team FILE)."""
+    path = find_config(explicit, cwd).resolve()
     config = parse_config(read_yaml(path), path)
     # Every configured key is masked in all output, whether or not this run uses its endpoint.
     register_key_variables(e.api_key_env for e in config.endpoints.values() if isinstance(e, OpenAIEndpoint))
-    return LoadedConfig(config=config, path=path.resolve(), base_dir=path.resolve().parent)
+    loaded_team = load_team_file(find_team_file(str(team), Path.cwd()), read_yaml=read_yaml) if team else _load_team(config, path)
+    return LoadedConfig(config=config, path=path, base_dir=path.parent, team=loaded_team)
 
 
 def with_overrides(
@@ -270,7 +266,7 @@ def with_overrides(
     threshold: float | None = None,
     max_rollbacks: int | None = None,
 ) -> LoadedConfig:
-    """Apply command-line overrides; `model` is NAME or ENDPOINT:NAME and applies to every role."""
+    """Apply command-line overrides; `model` is NAME or ENDPOINT:NAME and applies to every step."""
     config = loaded.config
     data = config.model_dump(mode="python")
     if model is not None:
@@ -284,10 +280,12 @@ def with_overrides(
         if endpoint:
             choice["endpoint"] = endpoint
         data["model"] = choice
-        for role_data in data["roles"].values():
-            role_data["model"] = None
     if threshold is not None:
         data["critic"]["threshold"] = threshold
     if max_rollbacks is not None:
         data["critic"]["max_rollbacks"] = max_rollbacks
-    return LoadedConfig(config=parse_config(data, loaded.path), path=loaded.path, base_dir=loaded.base_dir)
+    team = loaded.team
+    if model is not None:  # --model applies to every step
+        steps = tuple(step.model_copy(update={"model": None}) for step in team.config.steps)
+        team = replace(team, config=team.config.model_copy(update={"steps": steps}))
+    return LoadedConfig(config=parse_config(data, loaded.path), path=loaded.path, base_dir=loaded.base_dir, team=team)

@@ -9,7 +9,6 @@ from typing import Any, Mapping
 
 from maps_autogen.config import LoadedConfig, LocalEndpoint, ModelChoice, OpenAIEndpoint, PriceConfig
 from maps_autogen.errors import ConfigError
-from maps_autogen.roles import Role
 from maps_autogen.redact import register_secret
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -62,7 +61,7 @@ class ResolvedModel:
 class Resolution:
     """The model of every role, plus the one-line announcement of how it was chosen."""
 
-    models: dict[Role, ResolvedModel]
+    models: dict[str, ResolvedModel]
     announcement: str
 
     @property
@@ -149,16 +148,16 @@ def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, st
 def resolve_models(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -> Resolution:
     """Resolve every role's model; raise ConfigError naming what is missing."""
     env = os.environ if env is None else env
-    models: dict[Role, ResolvedModel] = {}
+    models: dict[str, ResolvedModel] = {}
     reasons: dict[str, str] = {}
-    for role in Role:
-        resolved, why = _resolve_one(loaded, loaded.config.model_for(role), env)
+    for role in loaded.team.config.names:
+        resolved, why = _resolve_one(loaded, loaded.model_for(role), env)
         models[role] = resolved
         reasons[resolved.endpoint_name] = why
     return Resolution(models=models, announcement=_announce(models, reasons))
 
 
-def _announce(models: dict[Role, ResolvedModel], reasons: dict[str, str]) -> str:
+def _announce(models: dict[str, ResolvedModel], reasons: dict[str, str]) -> str:
     distinct = {(m.endpoint_name, m.kind, m.model, ", ".join(m.base_urls) or m.base_url) for m in models.values()}
     parts = []
     for endpoint_name, kind, model, base_url in sorted(distinct, key=str):

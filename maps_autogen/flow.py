@@ -1,7 +1,7 @@
 """The Manager's plan as a pure function: who speaks next, when to roll back, when to stop.
 
 Everything is derived from the turns taken so far, so the decision can be tested exhaustively
-and replayed from a transcript. No LLM is ever consulted.
+and replayed from a transcript. No LLM is ever consulted. Steps are the team's step names.
 """
 
 from __future__ import annotations
@@ -9,62 +9,75 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from maps_autogen.roles import DIMENSION_OF_STEP, STEP_OF_DIMENSION, CriticVerdict, Role
+from maps_autogen.roles import CriticVerdict
 
 
 @dataclass(frozen=True)
 class FlowSettings:
     """The rules of one chat.
 
-    `steps` are the solving steps that run, in order (no image: no Interpreter; ablations drop
-    more). `max_rounds` bounds the number of agent turns.
+    `steps` are the working steps that run, in order; `reviewer` scores the steps in `scored`
+    ((step, dimension) pairs) and sends the weakest back. `max_rounds` bounds the agent turns.
     """
 
-    steps: tuple[Role, ...]
-    critic: bool = True
+    steps: tuple[str, ...]
+    reviewer: str | None = None
+    scored: tuple[tuple[str, str], ...] = ()
     threshold: float = 5
-    max_rollbacks: int = 1
-    final_review: bool = False
+    max_rollbacks: int = 3
+    final_review: bool = True
     max_rounds: int = 40
 
     def __post_init__(self) -> None:
-        if not self.steps or any(step not in DIMENSION_OF_STEP for step in self.steps):
-            raise ValueError(f"steps must be a non-empty subset of the solving steps, got {self.steps}")
+        if not self.steps:
+            raise ValueError("a chat needs at least one step")
+        if any(step not in self.steps for step, _ in self.scored):
+            raise ValueError(f"scored steps {self.scored} must be among the steps {self.steps}")
+        if self.reviewer is not None and (self.reviewer in self.steps or not self.scored):
+            raise ValueError("the reviewer is not a working step and scores at least one step")
         if self.max_rollbacks < 0 or self.max_rounds < 1:
             raise ValueError("max_rollbacks must be >= 0 and max_rounds >= 1")
 
     @property
     def dimensions(self) -> tuple[str, ...]:
-        return tuple(DIMENSION_OF_STEP[step] for step in self.steps)
+        return tuple(dimension for _, dimension in self.scored)
+
+    def dimension_of(self, step: str) -> str | None:
+        return dict(self.scored).get(step)
 
 
 @dataclass(frozen=True)
 class Turn:
-    """One agent turn as the flow sees it; `verdict` is the Critic's (None if unparseable)."""
+    """One agent turn as the flow sees it; `verdict` is the reviewer's (None if unparseable)."""
 
-    role: Role
+    role: str
     verdict: CriticVerdict | None = None
 
 
 @dataclass(frozen=True)
 class Rollback:
-    """A rollback the Critic's verdict triggered: which step re-runs, and why."""
+    """A rollback the reviewer's verdict triggered: which step re-runs, and why."""
 
     number: int
-    step: Role
+    step: str
     dimension: str
     verdict: CriticVerdict
+
+    @property
+    def question(self) -> str:
+        """The reviewer's question sent back to the step."""
+        return self.verdict.feedback.get(self.dimension, "")
 
 
 @dataclass(frozen=True)
 class FlowState:
     """Where a chat stands after its turns so far."""
 
-    pending: tuple[Role, ...]
+    pending: tuple[str, ...]
     rollbacks: tuple[Rollback, ...] = ()
     stop_reason: str | None = None
     round_of_turn: tuple[int, ...] = ()
-    revising: Role | None = None  # the step that re-runs next with its feedback
+    revising: str | None = None  # the step that re-runs next with its feedback
 
     @property
     def round(self) -> int:
@@ -75,7 +88,7 @@ class FlowState:
 class Decision:
     """The next speaker, or why the chat stops."""
 
-    next_role: Role | None
+    next_role: str | None
     stop_reason: str | None = None
     round: int = 0
     revision: Rollback | None = field(default=None)  # set when next_role re-runs with feedback
@@ -85,41 +98,36 @@ class FlowError(ValueError):
     """The turns do not follow the plan (a bug, never user input)."""
 
 
-def weakest_step(verdict: CriticVerdict, steps: Sequence[Role]) -> Role:
-    """k*: the step whose dimension scored lowest.
+def weakest_step(verdict: CriticVerdict, settings: FlowSettings) -> str:
+    """k*: the scored step whose dimension scored lowest.
 
-    Ties go to the Critic's `worst_step` when it is among the lowest, else to the earliest step.
+    Ties go to the reviewer's `worst_step` when it is among the lowest, else to the earliest step.
     """
-    scored = [(verdict.scores[DIMENSION_OF_STEP[step]], step) for step in steps]
-    lowest = min(score for score, _ in scored)
-    tied = [step for score, step in scored if score == lowest]
-    if verdict.worst_step is not None:
-        named = STEP_OF_DIMENSION.get(verdict.worst_step)
-        if named in tied:
-            return named
-    return tied[0]
+    scored = [(verdict.scores[dimension], step, dimension) for step, dimension in settings.scored]
+    lowest = min(score for score, _, _ in scored)
+    tied = [(step, dimension) for score, step, dimension in scored if score == lowest]
+    named = next((step for step, dimension in tied if dimension == verdict.worst_step), None)
+    return named or tied[0][0]
 
 
 def passes(verdict: CriticVerdict, settings: FlowSettings) -> bool:
-    """Every dimension of the running steps scored at least the threshold."""
+    """Every scored dimension reached the threshold."""
     return all(verdict.scores[dim] >= settings.threshold for dim in settings.dimensions)
 
 
-def _review(settings: FlowSettings) -> tuple[Role, ...]:
-    return (Role.CRITIC,) if settings.critic else ()
+def _review(settings: FlowSettings) -> tuple[str, ...]:
+    return (settings.reviewer,) if settings.reviewer is not None else ()
 
 
-def _after_critic(
-    state: FlowState, verdict: CriticVerdict | None, settings: FlowSettings
-) -> FlowState:
+def _after_review(state: FlowState, verdict: CriticVerdict | None, settings: FlowSettings) -> FlowState:
     if verdict is None:
         return FlowState((), state.rollbacks, "critic_unparseable", state.round_of_turn)
     if passes(verdict, settings):
         return FlowState((), state.rollbacks, "critic_passed", state.round_of_turn)
     if len(state.rollbacks) >= settings.max_rollbacks:
         return FlowState((), state.rollbacks, "rollback_limit", state.round_of_turn)
-    step = weakest_step(verdict, settings.steps)
-    rollback = Rollback(len(state.rollbacks) + 1, step, DIMENSION_OF_STEP[step], verdict)
+    step = weakest_step(verdict, settings)
+    rollback = Rollback(len(state.rollbacks) + 1, step, settings.dimension_of(step) or step, verdict)
     is_last_allowed = rollback.number >= settings.max_rollbacks
     review = () if is_last_allowed and not settings.final_review else _review(settings)
     rerun = settings.steps[settings.steps.index(step) :] + review
@@ -136,11 +144,11 @@ def replay(turns: Sequence[Turn], settings: FlowSettings) -> FlowState:
             raise FlowError(f"turn {index} was {turn.role}, the plan expected {state.pending[0]}")
         rounds = (*state.round_of_turn, state.round)
         state = FlowState(state.pending[1:], state.rollbacks, None, rounds)
-        if turn.role is Role.CRITIC:
-            state = _after_critic(state, turn.verdict, settings)
+        if turn.role == settings.reviewer:
+            state = _after_review(state, turn.verdict, settings)
     if state.stop_reason is None and not state.pending:
         # The plan ran out without a passing review: the rollback budget (zero without a
-        # Critic) was spent.
+        # reviewer) was spent.
         state = FlowState((), state.rollbacks, "rollback_limit", state.round_of_turn)
     if state.stop_reason is None and len(turns) >= settings.max_rounds:
         state = FlowState((), state.rollbacks, "max_rounds", state.round_of_turn)
@@ -148,10 +156,10 @@ def replay(turns: Sequence[Turn], settings: FlowSettings) -> FlowState:
 
 
 def decide_next(turns: Sequence[Turn], settings: FlowSettings) -> Decision:
-    """The Manager's speaker selection: the next role, or the stop reason."""
+    """The Manager's speaker selection: the next step, or the stop reason."""
     state = replay(turns, settings)
     if state.stop_reason is not None:
         return Decision(None, state.stop_reason, state.round)
     next_role = state.pending[0]
-    revision = state.rollbacks[-1] if state.revising is next_role else None
+    revision = state.rollbacks[-1] if state.revising == next_role else None
     return Decision(next_role, None, state.round, revision)

@@ -91,6 +91,8 @@ class LiveConsole:
         if event == "rollback":
             scores = ", ".join(f"{k} {v}" for k, v in record.get("scores", {}).items())
             self.console.print(Text(terminal_safe(f"\n↺ rollback {record['number']}: re-running from the {record['step']} step ({scores})"), style="bold cyan"))
+            if record.get("question"):
+                self.console.print(Text("  question sent back: ", style="cyan") + _safe(record["question"]))
         elif event == "stop":
             self.console.print(Text(terminal_safe(f"\n■ stopped: {record['stop_reason']}"), style="bold"))
         elif event in ("interpreter_skipped", "solver_unparsed", "critic_unparseable", "max_tokens_reached", "error"):

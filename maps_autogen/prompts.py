@@ -12,16 +12,12 @@ from typing import Any, Mapping
 
 from maps_autogen.config import LoadedConfig, read_yaml
 from maps_autogen.errors import ConfigError
-from maps_autogen.roles import Role
 
 _VARIABLE = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
 
 ROLE_PROMPT_KEYS = {"system", "instruction", "revision"}
-TASK_PROMPT_KEYS = {"preamble", "labels", "image_note", "no_image_note"}
-REQUIRED_LABELS = {
-    "question", "context", "options", "images", "caption", "alignment", "knowledge", "solution",
-    "answer_format", "previous_output", "feedback",
-}
+TASK_PROMPT_KEYS = {"preamble", "labels", "image_note", "no_image_note", "step_label"}
+REQUIRED_LABELS = {"question", "context", "options", "images", "answer_format", "previous_output", "feedback"}
 
 
 def render(template: str, variables: Mapping[str, Any], *, source: str = "prompt") -> str:
@@ -54,6 +50,7 @@ class TaskPrompt:
     labels: dict[str, str]
     image_note: str
     no_image_note: str
+    step_label: str  # the heading of a step's output when the step declares no label
     source: str
 
 
@@ -62,15 +59,16 @@ class PromptSet:
     """Every prompt a chat needs, loaded once."""
 
     task: TaskPrompt
-    roles: dict[Role, RolePrompt]
+    roles: dict[str, RolePrompt]  # by step name
     manager: RolePrompt
     user_proxy: RolePrompt
-    personalities: dict[str, str]  # by role name, including "manager" and "user_proxy"
+    personalities: dict[str, str]  # by step name, plus "manager" and "user_proxy" (may be empty)
+    labels: dict[str, str]  # problem-field labels and each step's output heading, by name
 
-    def system_message(self, role: Role) -> str:
-        """A role's system message with its personality written in."""
-        prompt = self.roles[role]
-        return render(prompt.system, {"personality": self.personalities[role.value]}, source=prompt.source)
+    def system_message(self, step: str) -> str:
+        """A step's system message with its personality written in."""
+        prompt = self.roles[step]
+        return render(prompt.system, {"personality": self.personalities[step]}, source=prompt.source)
 
 
 def _text_fields(data: Any, path: Path, required: set[str]) -> dict[str, Any]:
@@ -110,42 +108,27 @@ def load_task_prompt(path: Path) -> TaskPrompt:
         labels={str(key): str(value) for key, value in labels.items()},
         image_note=str(data["image_note"]).strip(),
         no_image_note=str(data["no_image_note"]).strip(),
+        step_label=str(data["step_label"]).strip(),
         source=str(path),
     )
 
 
-TEAM_MEMBERS = (*(role.value for role in Role), "manager", "user_proxy")
-
-
-def load_personalities(loaded: LoadedConfig) -> dict[str, str]:
-    """The personality text per role for the configured profile (big_seven, big_five, custom)."""
-    settings = loaded.config.personality
-    if settings.profile == "custom":
-        profile = settings.custom or {}
-        source = f"{loaded.path} (personality.custom)"
-    else:
-        path = loaded.resolve(settings.file)
-        profiles = read_yaml(path)
-        if not isinstance(profiles, dict) or settings.profile not in profiles:
-            known = ", ".join(sorted(profiles)) if isinstance(profiles, dict) else "none"
-            raise ConfigError(f"{loaded.path}: unknown personality profile '{settings.profile}'", fix=f"use one of: {known}, custom")
-        profile = profiles[settings.profile]
-        source = f"{path} ({settings.profile})"
-    if not isinstance(profile, dict):
-        raise ConfigError(f"{source}: a profile maps role names to trait descriptions", fix="see prompts/personalities.yaml")
-    unknown = sorted(set(profile) - set(TEAM_MEMBERS))
-    if unknown:
-        raise ConfigError(f"{source}: unknown role '{unknown[0]}'", fix="use interpreter, aligner, scholar, solver, critic, manager, user_proxy")
-    return {member: str(profile.get(member, "")).strip() for member in TEAM_MEMBERS}
-
-
 def load_prompts(loaded: LoadedConfig) -> PromptSet:
-    """Load the task prompt, every role's prompt file and the personality profile."""
+    """Load the task prompt, every step's prompt file and the team's personalities."""
     config = loaded.config
+    team = loaded.team.config
+    task = load_task_prompt(loaded.resolve(config.task_prompt))
+    personalities = {step.name: (step.personality or "").strip() for step in team.steps}
+    personalities["manager"] = (team.manager_personality or "").strip()
+    personalities["user_proxy"] = (team.user_proxy_personality or "").strip()
+    step_labels = {
+        step.name: step.label or render(task.step_label, {"step": step.title}, source=task.source) for step in team.steps
+    }
     return PromptSet(
-        task=load_task_prompt(loaded.resolve(config.task_prompt)),
-        roles={role: load_role_prompt(loaded.resolve(config.roles[role].prompt)) for role in Role},
+        task=task,
+        roles={step.name: load_role_prompt(loaded.step_prompt(step.name)) for step in team.steps},
         manager=load_role_prompt(loaded.resolve(config.manager_prompt)),
         user_proxy=load_role_prompt(loaded.resolve(config.user_proxy_prompt)),
-        personalities=load_personalities(loaded),
+        personalities=personalities,
+        labels={**task.labels, **step_labels},
     )

@@ -1,4 +1,4 @@
-"""What each role is shown: its declared inputs, labelled, and nothing else (a pure function).
+"""What each step is shown: its declared inputs, labelled, and nothing else (a pure function).
 
 MAPS passes each agent only the material its step needs instead of the whole chat history;
 this is what keeps the cost of a chat linear in its length.
@@ -13,24 +13,12 @@ from typing import Any, Mapping, Sequence
 from maps_autogen.images import ImageInput
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
-from maps_autogen.roles import DIMENSION_OF_STEP, Role, option_letter
-
-# The declared inputs of each role (MAPS_SPEC "The four steps"), in the order they are shown.
-ROLE_INPUTS: dict[Role, tuple[str, ...]] = {
-    # The Interpreter reads the problem's text only to know what each <image_k> is (its prompt
-    # says not to solve it): the placeholders are how a diagram is tied to the question or an option.
-    Role.INTERPRETER: ("images", "question", "context", "options"),
-    Role.ALIGNER: ("question", "context", "options", "caption"),
-    Role.SCHOLAR: ("question", "context", "caption", "alignment"),
-    Role.SOLVER: ("question", "options", "caption", "alignment", "knowledge", "answer_format"),
-    Role.CRITIC: ("caption", "alignment", "knowledge", "solution"),
-}
-OUTPUT_OF_INPUT = {"caption": Role.INTERPRETER, "alignment": Role.ALIGNER, "knowledge": Role.SCHOLAR, "solution": Role.SOLVER}
-
+from maps_autogen.roles import option_letter
+from maps_autogen.team import PROBLEM_FIELDS, StepConfig
 
 @dataclass(frozen=True)
 class Revision:
-    """A re-run with feedback: the role's previous output and the Critic's question."""
+    """A re-run with feedback: the step's previous output and the reviewer's question."""
 
     previous_output: str
     feedback: str
@@ -112,13 +100,12 @@ def _problem_text(name: str, problem: Problem) -> str:
     return ""
 
 
-def labelled_inputs(role: Role, problem: Problem, outputs: Mapping[Role, str]) -> list[tuple[str, str]]:
-    """(input name, text) for each declared text input of `role` that has content."""
+def labelled_inputs(step: StepConfig, problem: Problem, outputs: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(input name, text) for each declared input of `step` that has content: problem fields,
+    and the outputs of earlier steps that ran (a left-out step's output is simply absent)."""
     shown = []
-    for name in ROLE_INPUTS[role]:
-        if name == "images":
-            continue
-        text = outputs.get(OUTPUT_OF_INPUT[name], "") if name in OUTPUT_OF_INPUT else _problem_text(name, problem)
+    for name in step.inputs:
+        text = _problem_text(name, problem) if name in PROBLEM_FIELDS else outputs.get(name, "")
         if text and text.strip():
             shown.append((name, text.strip()))
     return shown
@@ -134,43 +121,58 @@ def image_note(prompts: PromptSet, image: ImageInput, index: int) -> str:
 
 
 def build_request(
-    role: Role,
+    step: StepConfig,
     problem: Problem,
-    outputs: Mapping[Role, str],
+    outputs: Mapping[str, str],
     prompts: PromptSet,
     *,
-    dimensions: tuple[str, ...],
+    review_variables: Mapping[str, Any] | None = None,
     images: str = "none",
     revision: Revision | None = None,
 ) -> str | list[dict[str, Any]]:
-    """The user message of `role`'s request: the task preamble, its labelled inputs, the
-    revision material when it re-runs, and its instruction.
+    """The user message of `step`'s request: the task preamble, its labelled inputs, the
+    revision material when it re-runs, and its instruction (filled with `review_variables`
+    for the reviewer: the dimensions, the rubric's scale and threshold).
 
     `images` is "send" (each image attached as a data URL right after its `<image_k>` tag), "note" (a text note per image, for
-    models that cannot see) or "none" (this role does not receive images).
+    models that cannot see) or "none" (this step does not receive images).
     """
-    labels = prompts.task.labels
+    labels = prompts.labels
     sections = [prompts.task.preamble]
     if not problem.has_images:
         sections.append(prompts.task.no_image_note)
     if images == "note" and problem.has_images:
         notes = "\n".join(image_note(prompts, image, n) for n, image in enumerate(problem.images, start=1))
         sections.append(f"## {labels['images']}\n{notes}")
-    for name, text in labelled_inputs(role, problem, outputs):
+    for name, text in labelled_inputs(step, problem, outputs):
         sections.append(f"## {labels[name]}\n{text}")
-    variables = {"dimensions": ", ".join(dimensions), "dimension_keys": "|".join(dimensions)}
-    source = prompts.roles[role].source
+    variables = dict(review_variables or {})
+    prompt = prompts.roles[step.name]
     if revision is not None:
         sections.append(f"## {labels['previous_output']}\n{revision.previous_output.strip()}")
         sections.append(f"## {labels['feedback']}\n{revision.feedback.strip() or '-'}")
-        sections.append(render(prompts.roles[role].revision, variables, source=source))
-    sections.append(render(prompts.roles[role].instruction, variables, source=source))
+        sections.append(render(prompt.revision, variables, source=prompt.source))
+    sections.append(render(prompt.instruction, variables, source=prompt.source))
     text = "\n\n".join(section for section in sections if section)
     if images != "send" or not problem.has_images:
         return text
     return interleave_images(text, problem.images, problem.options)
 
 
-def revision_for(role: Role, outputs: Mapping[Role, str], feedback: Mapping[str, str]) -> Revision:
-    """The revision material of the step the Critic sent back."""
-    return Revision(previous_output=outputs.get(role, ""), feedback=feedback.get(DIMENSION_OF_STEP[role], ""))
+def review_variables(scored: Sequence[tuple[str, str]], prompts: PromptSet, *, low: float, high: float, threshold: float) -> dict[str, Any]:
+    """What the reviewer's prompt is filled with: the dimensions under review (one line each,
+    with the heading of the step it scores), the score scale and the pass threshold."""
+    dimensions = [dimension for _, dimension in scored]
+    return {
+        "dimensions": ", ".join(dimensions),
+        "dimension_keys": "|".join(dimensions),
+        "dimension_list": "\n".join(f"- {dimension}: {prompts.labels[step]}" for step, dimension in scored),
+        "scale_low": f"{low:g}",
+        "scale_high": f"{high:g}",
+        "threshold": f"{threshold:g}",
+    }
+
+
+def revision_for(step: str, dimension: str, outputs: Mapping[str, str], feedback: Mapping[str, str]) -> Revision:
+    """The revision material of the step the reviewer sent back."""
+    return Revision(previous_output=outputs.get(step, ""), feedback=feedback.get(dimension, ""))

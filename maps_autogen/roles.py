@@ -1,38 +1,12 @@
-"""Role names, the step order and the typed outputs of the Solver and the Critic."""
+"""The agents' fixed names and the typed outputs (and JSON schemas) of the answer and review steps.
+
+The steps themselves are data: see team.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-
-class Role(StrEnum):
-    """The five reasoning roles, in their order of speaking."""
-
-    INTERPRETER = "interpreter"
-    ALIGNER = "aligner"
-    SCHOLAR = "scholar"
-    SOLVER = "solver"
-    CRITIC = "critic"
-
-    @property
-    def title(self) -> str:
-        return self.value.capitalize()
-
-
-# The four solving steps, in order; the Critic reviews them.
-STEPS: tuple[Role, ...] = (Role.INTERPRETER, Role.ALIGNER, Role.SCHOLAR, Role.SOLVER)
-
-# The Critic scores one dimension per step.
-DIMENSION_OF_STEP: dict[Role, str] = {
-    Role.INTERPRETER: "caption",
-    Role.ALIGNER: "alignment",
-    Role.SCHOLAR: "knowledge",
-    Role.SOLVER: "solution",
-}
-STEP_OF_DIMENSION: dict[str, Role] = {dim: step for step, dim in DIMENSION_OF_STEP.items()}
-DIMENSIONS: tuple[str, ...] = tuple(DIMENSION_OF_STEP[step] for step in STEPS)
 
 MANAGER_NAME = "Manager"
 USER_PROXY_NAME = "UserProxy"
@@ -96,18 +70,22 @@ def solver_schema(option_count: int = 0) -> dict[str, Any]:
     }
 
 
-def critic_schema(dimensions: tuple[str, ...]) -> dict[str, Any]:
-    """JSON schema of the Critic's reply for the dimensions under review."""
-    scores = {dim: {"type": "integer", "minimum": 1, "maximum": 5} for dim in dimensions}
+def critic_schema(dimensions: tuple[str, ...], *, low: float = 1, high: float = 5, whole: bool = True) -> dict[str, Any]:
+    """JSON schema of the reviewer's reply for the dimensions under review: its reasoning
+    first (a model writes in order, so it reasons before it scores), then the scores on the
+    team's scale, the flag, the weakest dimension and one question per dimension."""
+    score = {"type": "integer" if whole else "number", "minimum": low, "maximum": high}
+    scores = {dim: dict(score) for dim in dimensions}
     feedback = {dim: {"type": "string"} for dim in dimensions}
     return {
         "type": "object",
         "properties": {
+            "reasoning": {"type": "string"},
             "scores": {"type": "object", "properties": scores, "required": list(dimensions), "additionalProperties": False},
             "need_feedback": {"type": "boolean"},
             "worst_step": {"type": "string", "enum": list(dimensions)},
             "feedback": {"type": "object", "properties": feedback, "required": list(dimensions), "additionalProperties": False},
         },
-        "required": ["scores", "need_feedback", "worst_step", "feedback"],
+        "required": ["reasoning", "scores", "need_feedback", "worst_step", "feedback"],
         "additionalProperties": False,
     }

@@ -22,7 +22,6 @@ from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.errors import RunInterrupted
 from maps_autogen.interrupts import exit_on_second_interrupt
-from maps_autogen.roles import Role
 from maps_autogen.redact import register_secret
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
 
@@ -41,7 +40,7 @@ class Team:
     loaded: LoadedConfig
     prompts: PromptSet
     resolution: Resolution
-    backends: dict[Role, ChatBackend]
+    backends: dict[str, ChatBackend]  # by step name
     cancelled: threading.Event = field(default_factory=threading.Event)  # set: no new model request starts
 
     @property
@@ -73,7 +72,7 @@ class Team:
             entry = {**model.describe(), "sent": completion.sent if completion and completion.sent else self.backends[role].settings()}
             if completion is not None and completion.served_model:
                 entry["served_model"] = completion.served_model
-            record[role.value] = entry
+            record[role] = entry
         return record
 
 
@@ -112,7 +111,7 @@ def assemble_team(
     resolution = resolution or resolve_models(loaded, os.environ if env is None else env)
     cancelled = threading.Event()
     opened: dict[tuple[Any, ...], ChatBackend] = {}
-    backends: dict[Role, ChatBackend] = {}
+    backends: dict[str, ChatBackend] = {}
     with _backend_lock:
         for role, model in resolution.models.items():
             # The sampling settings are part of the key: a role never sends another role's.
@@ -136,7 +135,7 @@ class SolveResult:
             "run_id": self.run_id,
             "final_answer": self.outcome.final_answer,
             "stop_reason": self.outcome.stop_reason,
-            "rollbacks": [rollback.step.value for rollback in self.outcome.rollbacks],
+            "rollbacks": [rollback.step for rollback in self.outcome.rollbacks],
             "usage": self.outcome.usage(),
             "run_dir": str(self.run_dir),
             "error": self.outcome.error,
@@ -150,7 +149,7 @@ def solve_problem(
     runs_dir: Path,
     observer: Observer | None = None,
     run_id: str | None = None,
-    without: frozenset[Role] = frozenset(),
+    without: frozenset[str] = frozenset(),
     human: bool = False,
     extra: dict[str, Any] | None = None,
     evaluate: Callable[[ChatOutcome], dict[str, Any]] | None = None,
@@ -167,7 +166,7 @@ def solve_problem(
         image_files = writer.save_images(problem)
         settings = chat_settings(
             problem,
-            sees_images={role: config.roles[role].sees_images for role in Role},
+            team=team.loaded.team.config,
             threshold=config.critic.threshold,
             max_rollbacks=config.critic.max_rollbacks,
             final_review=config.critic.final_review,
@@ -193,15 +192,18 @@ def solve_problem(
             "config_path": str(team.loaded.path),
             "config": config.model_dump(mode="json"),
             "models": team.models_record(),
+            "team": {"source": str(team.loaded.team.source), "steps": list(team.loaded.team.config.names)},
             "flow": {
-                "steps": [step.value for step in settings.flow.steps],
-                "critic": settings.flow.critic,
+                "steps": list(settings.flow.steps),
+                "critic": settings.flow.reviewer is not None,
+                "reviewer": settings.flow.reviewer,
+                "scored": dict(settings.flow.scored),
                 "threshold": settings.flow.threshold,
                 "max_rollbacks": settings.flow.max_rollbacks,
                 "final_review": settings.flow.final_review,
                 "max_rounds": settings.flow.max_rounds,
-                "image_roles": sorted(role.value for role in settings.image_roles),
-                "without": sorted(role.value for role in without),
+                "image_roles": sorted(settings.image_roles),
+                "without": sorted(without),
             },
             **(extra or {}),
         }
@@ -235,7 +237,7 @@ def _finished_run(base_run: dict[str, Any], outcome: ChatOutcome, team: Team, *,
         "final_answer": outcome.final_answer,
         "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
         "rollbacks": [
-            {"number": r.number, "step": r.step.value, "dimension": r.dimension, "scores": r.verdict.scores}
+            {"number": r.number, "step": r.step, "dimension": r.dimension, "scores": r.verdict.scores, "question": r.question}
             for r in outcome.rollbacks
         ],
         "critic_verdicts": [v.to_dict() if v else None for v in outcome.verdicts],

@@ -13,9 +13,9 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, Sequence
 
-from maps_autogen.roles import DIMENSION_OF_STEP, DIMENSIONS, CriticVerdict, Role, SolverAnswer
+from maps_autogen.roles import CriticVerdict, SolverAnswer
 
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _SMART_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
@@ -160,7 +160,7 @@ def parse_solver_reply(text: str | None) -> SolverAnswer:
     return SolverAnswer(final_answer=fallback, process=None, parsed=False, repaired=True)
 
 
-def _score(value: Any) -> int | float | None:
+def _score(value: Any, low: float, high: float) -> int | float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
@@ -168,7 +168,7 @@ def _score(value: Any) -> int | float | None:
             value = float(value.strip())
         except ValueError:
             return None
-    if not isinstance(value, (int, float)) or not 0 <= value <= 5:
+    if not isinstance(value, (int, float)) or not low <= value <= high:
         return None
     return int(value) if float(value).is_integer() else float(value)
 
@@ -181,34 +181,37 @@ def _flag(value: Any) -> bool | None:
     return None
 
 
-_STEP_NAMES = {role.value: DIMENSION_OF_STEP[role] for role in DIMENSION_OF_STEP}
-
-
-def _dimension_name(value: Any) -> str | None:
+def _dimension_name(value: Any, dimension_of_step: Mapping[str, str]) -> str | None:
+    """A dimension named by its own name or by its step's name."""
     if not isinstance(value, str):
         return None
     name = value.strip().lower()
-    if name in DIMENSIONS:
+    if name in dimension_of_step.values():
         return name
-    return _STEP_NAMES.get(name)
+    return dimension_of_step.get(name)
 
 
-def parse_critic_reply(text: str | None, dimensions: tuple[str, ...] = DIMENSIONS) -> CriticVerdict | None:
-    """Parse the Critic's verdict; None when it is unusable.
+def parse_critic_reply(
+    text: str | None, scored: Sequence[tuple[str, str]], *, low: float = 1, high: float = 5
+) -> CriticVerdict | None:
+    """Parse the reviewer's verdict; None when it is unusable.
 
-    Usable means: a `scores` object with a number in 0..5 for every dimension in `dimensions`
-    (scores for other dimensions are ignored). `worst_step` may name a dimension or a step.
+    `scored` is (step, dimension) for each step under review. Usable means: a `scores` object
+    with a number in [low, high] for every dimension (scores for others are ignored); 0 is also
+    read on a 1-5 scale, as the lowest mark. `worst_step` may name a dimension or a step.
     """
+    dimension_of_step = dict(scored)
+    dimensions = tuple(dimension for _, dimension in scored)
     found, repaired = extract_json_object(text)
     if found is None:
         return None
     scores_raw = found.get("scores")
     if not isinstance(scores_raw, dict):
         return None
-    scores_by_name = {_dimension_name(key): value for key, value in scores_raw.items()}
+    scores_by_name = {_dimension_name(key, dimension_of_step): value for key, value in scores_raw.items()}
     scores: dict[str, int | float] = {}
     for dimension in dimensions:
-        score = _score(scores_by_name.get(dimension))
+        score = _score(scores_by_name.get(dimension), min(low, 0), high)
         if score is None:
             return None
         scores[dimension] = score
@@ -216,12 +219,12 @@ def parse_critic_reply(text: str | None, dimensions: tuple[str, ...] = DIMENSION
     feedback: dict[str, str] = {}
     if isinstance(feedback_raw, dict):
         for key, value in feedback_raw.items():
-            dimension = _dimension_name(key)
+            dimension = _dimension_name(key, dimension_of_step)
             if dimension in dimensions and value is not None:
                 feedback[dimension] = _answer_text(value)
     elif isinstance(feedback_raw, str) and feedback_raw.strip():
         feedback = {dimension: feedback_raw.strip() for dimension in dimensions}
-    worst = _dimension_name(found.get("worst_step"))
+    worst = _dimension_name(found.get("worst_step"), dimension_of_step)
     need_feedback = _flag(found.get("need_feedback"))
     return CriticVerdict(
         scores=scores,
@@ -230,8 +233,3 @@ def parse_critic_reply(text: str | None, dimensions: tuple[str, ...] = DIMENSION
         feedback=feedback,
         repaired=repaired,
     )
-
-
-def dimensions_for(steps: tuple[Role, ...]) -> tuple[str, ...]:
-    """The Critic's dimensions for the steps that run (no image: no caption)."""
-    return tuple(DIMENSION_OF_STEP[step] for step in steps if step in DIMENSION_OF_STEP)

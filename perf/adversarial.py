@@ -52,6 +52,10 @@ print(f"{outcome}; {time.perf_counter() - started:.2f} s; peak RSS {peak} MB")
 """
 
 
+# The default team's scored steps (step, dimension).
+SCORED = (("interpreter", "caption"), ("aligner", "alignment"), ("scholar", "knowledge"), ("solver", "solution"))
+
+
 def seconds(function, *args) -> float:
     started = time.perf_counter()
     function(*args)
@@ -60,7 +64,7 @@ def seconds(function, *args) -> float:
 
 def parsers() -> None:
     for name, reply in REPLIES.items():
-        took = seconds(lambda text: (parse_solver_reply(text), parse_critic_reply(text)), reply)
+        took = seconds(lambda text: (parse_solver_reply(text), parse_critic_reply(text, SCORED)), reply)
         print(f"parse Solver + Critic, {name} ({len(reply) / MEGABYTE:.1f} MB): {took:.3f} s")
     for spaces in (8_000, 16_000, 32_000):
         took = seconds(OLD_FINAL_ANSWER.findall, "final answer" + " " * spaces)

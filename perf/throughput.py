@@ -12,6 +12,7 @@ its problem by the image's hash. Prints:
   chat (every agent sees the whole history), both counted by `maps_autogen.tokens.METHOD` (the
   method is printed) and priced at gpt-4o's rates;
 - CPU milliseconds per model call of our client beside the `openai` SDK's, on the same service;
+- AG2 agent sets built, per worker thread (reuse: one each);
 - peak RSS after 1,000 problems and at the end.
 
     .venv/bin/python perf/throughput.py --problems 200 --concurrency 1 --latency 0
@@ -39,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SERVER = r"""
-import base64, hashlib, json, re, sys, time
+import base64, hashlib, json, re, sys, threading, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from tests.conftest import critic_json, solver_json
@@ -57,6 +58,8 @@ def problem_of(request):
         if digest in pid_of_image:
             return pid_of_image[digest]
     return None
+reviews = {}
+reviews_lock = threading.Lock()
 def script(request):
     if latency:
         time.sleep(latency)
@@ -67,8 +70,12 @@ def script(request):
     if role == "solver":
         return Reply(solver_json("2"))
     if role == "critic":
-        # Every third problem gets one rollback (to the Solver), as real runs do.
-        return Reply(critic_json(5, 5, 5, 3 if pid % 3 == 0 else 5))
+        # Every third problem gets one rollback (to the Solver), as real runs do: its first
+        # review scores the solution low, the review after the rollback passes.
+        with reviews_lock:
+            reviews[pid] = reviews.get(pid, 0) + 1
+            first_review = reviews[pid] == 1
+        return Reply(critic_json(5, 5, 5, 3 if pid % 3 == 0 and first_review else 5))
     # About 700 tokens, the length of a real role's reply; it carries the problem's tag on.
     return Reply(f"{role} notes on [q:{pid}]: " + "lorem ipsum dolor " * 160)
 with FakeOpenAI(script) as server:
@@ -105,6 +112,25 @@ def write_data(folder: Path, problems: int, image_size: tuple[int, int]) -> Path
     for number in range(1, problems + 1):
         make_png(folder / "images" / f"{number}.png", size=image_size, mark=number)
     return data
+
+
+class AgentBuilds:
+    """Counts the AG2 agent sets `maps eval` builds, per thread: reuse means one per worker."""
+
+    def __init__(self) -> None:
+        from maps_autogen.chat import ChatAgents
+
+        self.by_thread: dict[int, int] = {}  # thread id -> agent sets built on it
+        build = ChatAgents.__init__
+        lock = threading.Lock()
+
+        def counted(agents: Any, *args: Any, **kwargs: Any) -> None:
+            with lock:
+                thread = threading.get_ident()
+                self.by_thread[thread] = self.by_thread.get(thread, 0) + 1
+            build(agents, *args, **kwargs)
+
+        ChatAgents.__init__ = counted  # the benchmark observes the builds; it changes nothing they do
 
 
 def simulated_seconds(calls_per_problem: list[int], concurrency: int, latency: float) -> float:
@@ -179,12 +205,12 @@ def count_tokens(eval_dir: Path, records: list[dict[str, Any]], sample_size: int
 
     from maps_autogen.config import load_config
     from maps_autogen.prompts import load_prompts
-    from maps_autogen.roles import Role
     from maps_autogen.tokens import prompt_tokens
     from maps_autogen.transcript import read_transcript
 
-    prompts = load_prompts(load_config(cwd=eval_dir))
-    role_names = {role.value for role in Role}
+    loaded = load_config(cwd=eval_dir)
+    prompts = load_prompts(loaded)
+    role_names = set(loaded.team.config.names)
     maps_total = naive_total = 0
     for record in records[:sample_size]:
         run_dir = eval_dir / record["run_dir"]
@@ -210,7 +236,7 @@ def count_tokens(eval_dir: Path, records: list[dict[str, Any]], sample_size: int
                 continue
             if entry["role"] in role_names:
                 maps_total += prompt_tokens(entry.get("request") or [], image_size=size_of)
-                role = Role(entry["role"])
+                role = entry["role"]
                 system = prompts.system_message(role) + "\n\n" + prompts.roles[role].instruction
                 naive_total += prompt_tokens([{"role": "system", "content": system}, *history], image_size=size_of)
             history.append({"role": "user", "name": entry["agent"], "content": entry.get("content") or ""})
@@ -260,6 +286,7 @@ def main() -> None:
     from maps_autogen.eval.runner import EvalRequest, EvalRun
     from maps_autogen.tokens import METHOD
 
+    builds = AgentBuilds()
     work = Path(tempfile.mkdtemp(prefix="maps-throughput-"))
     data = write_data(work / "data", args.problems, (width, height))
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(ROOT), str(args.latency), str(work / "data" / "images")],
@@ -309,10 +336,12 @@ def main() -> None:
     print(f"problems: {len(records)} ({len(failed)} failed), concurrency {args.concurrency}, "
           f"service latency {args.latency * 1000:.0f} ms/call, images {width}x{height}")
     print(f"requests per problem: {calls / len(records):.2f}; problems with a rollback: {rollbacks} ({rollbacks / len(records):.0%})")
+    print(f"AG2 agent sets built: {sum(builds.by_thread.values())} on {len(builds.by_thread)} worker threads for {len(records)} problems "
+          f"(most on one thread: {max(builds.by_thread.values(), default=0)})")
     if args.latency == 0:
         seconds = [r["seconds"] for r in records]
         print(f"own time per problem: {1000 * statistics.median(seconds):.1f} ms median, {1000 * statistics.mean(seconds):.1f} ms mean "
-              f"(each problem's wall time, the service answering at once; it includes the service's own work); "
+              f"(each problem's wall time, the service answering at once; it includes reading and decoding the problem's image and the service's own work); "
               f"whole run {1000 * wall / len(records):.1f} ms wall and {1000 * cpu / len(records):.1f} ms CPU of this process per problem")
         steady = watcher.steady_cpu_per_problem() if watcher else None
         if steady is not None:

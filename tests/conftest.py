@@ -44,14 +44,18 @@ def run_maps(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float 
 
 
 def write_config(path: Path, **changes: Any) -> Path:
-    """The default agents.yaml with nested `changes` applied (dotted keys: critic.threshold)."""
-    data = yaml.safe_load((REPO / "agents.yaml").read_text())
+    """The default agents.yaml with nested `changes` applied (dotted keys: critic.threshold;
+    a number indexes a list: team.steps.3.model)."""
+    data = yaml.safe_load((REPO / "maps_autogen" / "defaults" / "agents.yaml").read_text())
     for dotted, value in changes.items():
         target = data
         *parents, leaf = dotted.split(".")
         for key in parents:
-            target = target.setdefault(key, {})
-        target[leaf] = value
+            target = target[int(key)] if isinstance(target, list) else target.setdefault(key, {})
+        if isinstance(target, list):
+            target[int(leaf)] = value
+        else:
+            target[leaf] = value
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
 

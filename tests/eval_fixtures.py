@@ -75,6 +75,9 @@ class ProblemScript:
                     return match.group(1)
         return None
 
+    def pid_of_critic(self, request: Received) -> str | None:
+        return self._pid(request)
+
     def __call__(self, request: Received) -> Reply:
         with self.lock:
             self.in_flight += 1

@@ -57,7 +57,8 @@ def in_thread(work: Any) -> Any:
 
 
 def test_reused_agents_give_the_transcripts_of_fresh_agents(tmp_path: Path) -> None:
-    loaded = load_config(write_config(tmp_path / "agents.yaml"))
+    # the one-rollback budget variant: the second problem stops at its one rollback
+    loaded = load_config(write_config(tmp_path / "agents.yaml", **{"critic.max_rollbacks": 1, "critic.final_review": False}))
     side = loaded.config.images.max_side
     image = str(make_png(tmp_path / "figure.png"))
     problem_a = build_problem("[q:a] Which mass balances the lever?", image_sources=[image], max_side=side)
@@ -75,7 +76,7 @@ def test_reused_agents_give_the_transcripts_of_fresh_agents(tmp_path: Path) -> N
         fresh = in_thread(lambda: solve_problem(problem_b, team, runs_dir=tmp_path / "fresh", run_id="b"))
 
     assert first.outcome.stop_reason == "error"
-    assert second.outcome.stop_reason == "rollback_limit" and [r.step.value for r in second.outcome.rollbacks] == ["solver"]
+    assert second.outcome.stop_reason == "rollback_limit" and [r.step for r in second.outcome.rollbacks] == ["solver"]
     # The second problem really ran on the first one's agents: they hold its group chat.
     assert agents.chat is None
     # ... and nothing of it stays in any agent's history (memory stays flat over thousands of problems).
@@ -88,10 +89,9 @@ def test_reused_agents_give_the_transcripts_of_fresh_agents(tmp_path: Path) -> N
 def second_chat_shape(team: Any, problem: Any) -> Any:
     """The agent shape of a default chat on `problem`."""
     from maps_autogen.chat import MapsChat, Observers, chat_settings
-    from maps_autogen.roles import Role
 
     config = team.loaded.config
-    settings = chat_settings(problem, sees_images={role: config.roles[role].sees_images for role in Role},
+    settings = chat_settings(problem, team=team.loaded.team.config,
                              threshold=config.critic.threshold, max_rollbacks=config.critic.max_rollbacks,
                              final_review=config.critic.final_review, max_rounds=config.stop.max_rounds)
     return MapsChat(problem, prompts=team.prompts, backends=team.backends, settings=settings, observer=Observers()).agent_shape()

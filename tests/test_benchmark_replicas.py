@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def formats() -> AnswerFormats:
-    return load_answer_formats(REPO / "prompts" / "answer_formats.yaml")
+    return load_answer_formats(REPO / "maps_autogen" / "defaults" / "prompts" / "answer_formats.yaml")
 
 
 def hub_parquet(path: Path, rows: list[dict[str, Any]], features: datasets.Features, shards: int = 1) -> list[Path]:
@@ -225,12 +225,12 @@ def test_images_are_named_by_their_real_format(tmp_path: Path, formats: AnswerFo
     folder = tmp_path / "snapshot"
     hub_parquet(folder / "data" / "testmini-00000-of-00001.parquet", rows, MV_FEATURES)
     loaded = items(MATHVISTA, list(MATHVISTA.rows(MATHVISTA.subsets, folder)), formats)
-    assert [(image.name, image.mime) for image in loaded["7"].problem.images] == [("7.jpg", "image/jpeg")]
-    assert [(image.name, image.mime) for image in loaded["8"].problem.images] == [("8.png", "image/png")]
+    assert [(image.name, image.mime) for image in loaded["7"].load_problem().images] == [("7.jpg", "image/jpeg")]
+    assert [(image.name, image.mime) for image in loaded["8"].load_problem().images] == [("8.png", "image/png")]
 
 
 def _item(pid: str, subset: str) -> EvalItem:
-    return EvalItem(pid=pid, subset=subset, problem=Problem("q"), record={}, gold="")
+    return EvalItem(pid=pid, subset=subset, load_problem=lambda: Problem("q"), record={}, gold="")
 
 
 def test_limit_spreads_over_subsets_evenly_and_deterministically() -> None:

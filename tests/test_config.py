@@ -1,5 +1,5 @@
 """agents.yaml: defaults, validation that names key and file, overrides, personalities, and
-the built-in defaults shipping inside the wheel."""
+the built-in defaults shipping inside the wheel as package data."""
 
 from __future__ import annotations
 
@@ -14,20 +14,22 @@ from maps_autogen.config import defaults_dir, load_config, with_overrides
 from maps_autogen.endpoints import resolve_models
 from maps_autogen.errors import ConfigError
 from maps_autogen.prompts import load_prompts, render
-from maps_autogen.roles import Role
 from tests.conftest import REPO, write_config
 
 
 def test_builtin_defaults_load_and_match_the_documented_values(tmp_path: Path) -> None:
     loaded = load_config(cwd=tmp_path)
-    assert loaded.path == (REPO / "agents.yaml").resolve()
+    assert loaded.path == (REPO / "maps_autogen" / "defaults" / "agents.yaml").resolve()
     config = loaded.config
-    assert config.critic.threshold == 5 and config.critic.max_rollbacks == 1 and config.critic.final_review is False
-    assert [role for role in Role if config.roles[role].sees_images] == [Role.INTERPRETER]
-    assert config.personality.profile == "big_seven" and config.images.max_side == 1568
+    team = loaded.team.config
+    assert config.critic.threshold is None and team.threshold == 5 and (team.scale.low, team.scale.high) == (1, 5)
+    assert config.critic.max_rollbacks == 3 and config.critic.final_review is True and config.stop.max_rounds is None
+    assert team.names == ("interpreter", "aligner", "scholar", "solver", "critic")
+    assert [step.name for step in team.steps if step.sees_images] == ["interpreter"] and config.images.max_side == 1568
+    assert team.final_step.name == "solver" and team.reviewer.reviews == ("interpreter", "aligner", "scholar", "solver")
     prompts = load_prompts(loaded)
-    for role in Role:
-        assert prompts.system_message(role).startswith(f"You are the {role.title}")
+    for step in team.steps:
+        assert prompts.system_message(step.name).startswith(f"You are the {step.title}")
 
 
 def test_working_folder_config_wins_over_builtin(tmp_path: Path) -> None:
@@ -35,14 +37,15 @@ def test_working_folder_config_wins_over_builtin(tmp_path: Path) -> None:
     loaded = load_config(cwd=tmp_path)
     assert loaded.path == path.resolve() and loaded.config.critic.threshold == 3
     # Prompt files not beside the config come from the built-in prompts/.
-    assert load_prompts(loaded).roles[Role.SOLVER].source.startswith(str(defaults_dir()))
+    assert load_prompts(loaded).roles["solver"].source.startswith(str(defaults_dir()))
 
 
 @pytest.mark.parametrize(
     ("changes", "needle"),
     [
         ({"critic.max_rolbacks": 2}, "unknown key 'critic.max_rolbacks'"),
-        ({"roles.solver.sees_image": True}, "unknown key 'roles.solver.sees_image'"),
+        ({"team.steps.3.sees_image": True}, "unknown key 'team.steps[3].sees_image'"),
+        ({"roles": {}}, "unknown key 'roles'"),
         ({"endpoints.openai.api_key": "sk-oops"}, "unknown key 'endpoints.openai.api_key'"),
         ({"critic.threshold": 9}, "'critic.threshold'"),
         ({"model.endpoint": 3}, "'model.endpoint'"),
@@ -57,7 +60,7 @@ def test_invalid_configs_name_the_key_and_the_file(tmp_path: Path, changes: dict
 
 
 def test_overrides_apply_to_every_role(tmp_path: Path) -> None:
-    write_config(tmp_path / "agents.yaml", **{"roles.critic.model": {"endpoint": "openai", "name": "x"}})
+    write_config(tmp_path / "agents.yaml", **{"team.steps.4.model": {"endpoint": "openai", "name": "x"}})
     loaded = with_overrides(load_config(cwd=tmp_path), model="openai:gpt-4o-mini", threshold=4, max_rollbacks=3)
     assert loaded.config.critic.threshold == 4 and loaded.config.critic.max_rollbacks == 3
     models = resolve_models(loaded, {"OPENAI_API_KEY": "k" * 8}).models
@@ -69,29 +72,27 @@ def test_overrides_apply_to_every_role(tmp_path: Path) -> None:
 def test_endpoint_resolution_order(tmp_path: Path) -> None:
     loaded = load_config(cwd=tmp_path)
     with_key = resolve_models(loaded, {"OPENAI_API_KEY": "sk-abcdef"})
-    assert with_key.models[Role.SOLVER].kind == "openai" and with_key.models[Role.SOLVER].model == "gpt-4o"
+    assert with_key.models["solver"].kind == "openai" and with_key.models["solver"].model == "gpt-4o"
     assert "OPENAI_API_KEY is set" in with_key.announcement and "sk-abcdef" not in with_key.announcement
     offline = resolve_models(loaded, {})
-    assert offline.models[Role.SOLVER].kind == "local" and offline.uses_local
+    assert offline.models["solver"].kind == "local" and offline.uses_local
     assert "offline" in offline.announcement and "demonstration quality" in offline.announcement
     explicit = resolve_models(with_overrides(loaded, model="local"), {"OPENAI_API_KEY": "sk-abcdef"})
-    assert explicit.models[Role.CRITIC].kind == "local"
+    assert explicit.models["critic"].kind == "local"
     base = resolve_models(loaded, {"OPENAI_API_KEY": "sk-abcdef", "OPENAI_BASE_URL": "http://127.0.0.1:8000/v1/"})
-    assert base.models[Role.ALIGNER].base_url == "http://127.0.0.1:8000/v1"
+    assert base.models["aligner"].base_url == "http://127.0.0.1:8000/v1"
 
 
-def test_personality_profiles(tmp_path: Path) -> None:
+def test_personalities_come_from_the_team(tmp_path: Path) -> None:
     seven = load_prompts(load_config(cwd=tmp_path))
-    assert "Extraversion" in seven.system_message(Role.INTERPRETER) and "Sensitivity" in seven.system_message(Role.CRITIC)
-    write_config(tmp_path / "agents.yaml", personality="big_five")
-    five = load_prompts(load_config(cwd=tmp_path))
-    assert "Openness" in five.system_message(Role.INTERPRETER) and "Neuroticism" in five.system_message(Role.CRITIC)
-    write_config(tmp_path / "agents.yaml", personality={"profile": "custom", "custom": {"solver": "Calm and exact."}})
+    assert "Extraversion" in seven.system_message("interpreter") and "Sensitivity" in seven.system_message("critic")
+    five = load_prompts(load_config(cwd=tmp_path, team=Path("big_five")))
+    assert "Openness" in five.system_message("interpreter") and "Neuroticism" in five.system_message("critic")
+    assert five.personalities["manager"] == "" and five.personalities["user_proxy"] == ""  # the Big Five version has none
+    write_config(tmp_path / "agents.yaml", **{"team.steps.3.personality": "Calm and exact."})
     custom = load_prompts(load_config(cwd=tmp_path))
-    assert "Calm and exact." in custom.system_message(Role.SOLVER)
-    write_config(tmp_path / "agents.yaml", personality="big_six")
-    with pytest.raises(ConfigError, match="unknown personality profile 'big_six'"):
-        load_prompts(load_config(cwd=tmp_path))
+    assert "Your temperament: Calm and exact." in custom.system_message("solver")
+    assert "Extraversion" in custom.system_message("interpreter")  # the other steps keep theirs
 
 
 def test_prompt_variables_must_have_values() -> None:
@@ -102,7 +103,7 @@ def test_prompt_variables_must_have_values() -> None:
 
 def test_prompt_file_with_unknown_key(tmp_path: Path) -> None:
     (tmp_path / "solver.yaml").write_text("system: s\ninstruction: i\nrevision: r\nexamples: e\n")
-    write_config(tmp_path / "agents.yaml", **{"roles.solver.prompt": "solver.yaml"})
+    write_config(tmp_path / "agents.yaml", **{"team.steps.3.prompt": "solver.yaml"})
     with pytest.raises(ConfigError, match="unknown key 'examples'"):
         load_prompts(load_config(cwd=tmp_path))
 
@@ -115,13 +116,16 @@ def test_no_prompt_text_in_python() -> None:
 
 
 def test_wheel_ships_the_builtin_defaults(tmp_path: Path) -> None:
+    """The defaults are plain package data (no build hook): the wheel carries every file."""
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path)],
                    check=True, capture_output=True)
     wheel = next(tmp_path.glob("maps_autogen-*.whl"))
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        assert archive.read("maps_autogen/_defaults/agents.yaml") == (REPO / "agents.yaml").read_bytes()
-        for prompt in (REPO / "prompts").glob("*.yaml"):
-            assert archive.read(f"maps_autogen/_defaults/prompts/{prompt.name}") == prompt.read_bytes()
+        defaults = REPO / "maps_autogen" / "defaults"
+        shipped = [p for p in defaults.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+        assert len(shipped) >= 14
+        for path in shipped:
+            assert archive.read(f"maps_autogen/defaults/{path.relative_to(defaults).as_posix()}") == path.read_bytes()
     assert "maps_autogen/cli.py" in names
     assert {"maps_autogen/view/static/view.css", "maps_autogen/view/static/view.js"} <= names  # the viewer's assets

@@ -51,9 +51,12 @@ def mathvista(tmp_path: Path):
 def test_eval_scores_known_answers_concurrently(tmp_path: Path, mathvista) -> None:
     data, rows = mathvista
     script = ProblemScript(scripted_answers(rows), critic_low={"2"}, delay_s=0.05)
+    # the one-rollback budget variant (the paper's Figure 4 counts one feedback decision)
+    budget = write_config(tmp_path / "budget.yaml", **{"critic.max_rollbacks": 1, "critic.final_review": False})
     with FakeOpenAI(script) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
-        result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / "runs"), "--concurrency", "4"], env=env, cwd=tmp_path)
+        result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / "runs"), "--concurrency", "4",
+                           "--config", str(budget)], env=env, cwd=tmp_path)
         requests = len(server.received)
     assert result.returncode == 0, result.stderr
     assert script.max_in_flight >= 2  # problems really ran at the same time
@@ -197,6 +200,8 @@ def test_cache_serves_repeated_requests_but_never_a_rolled_back_step(tmp_path: P
     runs = tmp_path / "runs"
     # --limit 2 spreads over the subsets: the middle problem of each, pids 7 (general) and 8 (math).
     script = ProblemScript(scripted_answers(rows), critic_low={"8"})
+    # the one-rollback budget variant: the chat ends after the re-run Solver
+    write_config(tmp_path / "agents.yaml", **{"critic.max_rollbacks": 1, "critic.final_review": False})
     with FakeOpenAI(script) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         first = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(runs), "--limit", "2"], env=env, cwd=tmp_path)

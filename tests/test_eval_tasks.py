@@ -39,7 +39,7 @@ STRING = Value("string")
 
 @pytest.fixture(scope="module")
 def formats() -> AnswerFormats:
-    return load_answer_formats(REPO / "prompts" / "answer_formats.yaml")
+    return load_answer_formats(REPO / "maps_autogen" / "defaults" / "prompts" / "answer_formats.yaml")
 
 
 # ---- writing local copies ---------------------------------------------------------------------
@@ -78,7 +78,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]], image_fields: tuple[str,
 
 
 def image_widths(item: EvalItem) -> list[int]:
-    return [image.width for image in item.problem.images]
+    return [image.width for image in item.load_problem().images]
 
 
 def items(task: Any, rows: list[Row], formats: AnswerFormats) -> dict[str, EvalItem]:
@@ -170,12 +170,12 @@ def test_olympiadbench_rows_from_every_layout(olympiad_items: dict[str, EvalItem
 def test_olympiadbench_images_question_and_context(olympiad_items: dict[str, EvalItem]) -> None:
     first = olympiad_items["1601"]
     assert image_widths(first) == [41, 42]  # saved_to_disk
-    assert first.problem.question == "In <image_1> and <image_2>, find $r$."
+    assert first.load_problem().question == "In <image_1> and <image_2>, find $r$."
     assert image_widths(olympiad_items["2231"]) == [41]  # parquet
     physics = olympiad_items["3001"]
     assert image_widths(physics) == [41]  # JSONL with a relative image path
-    assert physics.problem.context == "A block slides down the incline of <image_1>."
-    assert physics.problem.question == "Find its speed."
+    assert physics.load_problem().context == "A block slides down the incline of <image_1>."
+    assert physics.load_problem().question == "Find its speed."
     # image_1 empty, image_2 present: shown first, so it is the first image.
     assert image_widths(olympiad_items["3002"]) == [44]
 
@@ -198,17 +198,17 @@ def test_olympiadbench_answer_formats(olympiad_items: dict[str, EvalItem], forma
         return formats.render("olympiadbench", case, **variables)
 
     several = " " + expected("multiple")
-    assert olympiad_items["1601"].problem.answer_format == expected("Numerical", multiple="")
-    assert olympiad_items["1602"].problem.answer_format == expected("Expression", multiple="")
-    assert olympiad_items["1603"].problem.answer_format == expected("Interval", multiple="")
-    assert olympiad_items["1604"].problem.answer_format == expected("Numerical", multiple=several)
-    assert "several answers" in olympiad_items["1604"].problem.answer_format
-    assert olympiad_items["1605"].problem.answer_format == expected("Tuple", multiple="")
-    assert olympiad_items["3001"].problem.answer_format == expected("Numerical", multiple="") + " " + expected("unit", unit="m/s")
-    mixed = olympiad_items["3002"].problem.answer_format
+    assert olympiad_items["1601"].load_problem().answer_format == expected("Numerical", multiple="")
+    assert olympiad_items["1602"].load_problem().answer_format == expected("Expression", multiple="")
+    assert olympiad_items["1603"].load_problem().answer_format == expected("Interval", multiple="")
+    assert olympiad_items["1604"].load_problem().answer_format == expected("Numerical", multiple=several)
+    assert "several answers" in olympiad_items["1604"].load_problem().answer_format
+    assert olympiad_items["1605"].load_problem().answer_format == expected("Tuple", multiple="")
+    assert olympiad_items["3001"].load_problem().answer_format == expected("Numerical", multiple="") + " " + expected("unit", unit="m/s")
+    mixed = olympiad_items["3002"].load_problem().answer_format
     units = expected("units", units=expected("no_unit") + "; $\\frac{\\mathrm{J}}{\\mathrm{kg}}$")
     assert mixed == expected("mixed", kinds="Expression, Numerical") + " " + units
-    assert olympiad_items["4001"].problem.answer_format.endswith(expected("unit", unit="米"))
+    assert olympiad_items["4001"].load_problem().answer_format.endswith(expected("unit", unit="米"))
 
 
 @pytest.mark.parametrize(
@@ -340,18 +340,18 @@ def test_emma_rows_from_every_layout(emma_items: dict[str, EvalItem]) -> None:
 def test_emma_question_and_option_images(emma_items: dict[str, EvalItem], prefix: str) -> None:
     item = emma_items[f"{prefix}_1"]
     assert image_widths(item) == [51, 52, 53, 54, 55]  # question image, then each option image
-    assert item.problem.question.startswith("<image_1> ")
-    assert item.problem.options == ("<image_2>", "<image_3>", "<image_4>", "<image_5>")
+    assert item.load_problem().question.startswith("<image_1> ")
+    assert item.load_problem().options == ("<image_2>", "<image_3>", "<image_4>", "<image_5>")
     assert item.record["gt_content"] == "<image_3>"
     assert image_widths(emma_items[f"{prefix}_3"]) == [71]
-    assert emma_items[f"{prefix}_3"].problem.options == ()
+    assert emma_items[f"{prefix}_3"].load_problem().options == ()
 
 
 def test_emma_records_formats_and_metadata(emma_items: dict[str, EvalItem], formats: AnswerFormats) -> None:
     choice, text_choice, open_item = emma_items["phy_1"], emma_items["phy_2"], emma_items["phy_3"]
-    assert choice.problem.answer_format == formats.render("emma", "multiple_choice")
-    assert text_choice.problem.answer_format == formats.render("emma", "multiple_choice")
-    assert open_item.problem.answer_format == formats.render("emma", "open")
+    assert choice.load_problem().answer_format == formats.render("emma", "multiple_choice")
+    assert text_choice.load_problem().answer_format == formats.render("emma", "multiple_choice")
+    assert open_item.load_problem().answer_format == formats.render("emma", "open")
     assert text_choice.record == {"pid": "phy_2", "type": "Multiple choice", "options": ["it stays", "it slides left", "it slides right"],
                                   "answer": "c", "gt_content": "it slides right", "subset": "Physics"}
     assert text_choice.gold == "C"
@@ -445,10 +445,10 @@ def test_mathvista_from_every_layout(tmp_path: Path, formats: AnswerFormats, lay
     loaded = items(MATHVISTA, list(MATHVISTA.rows(MATHVISTA.subsets, data)), formats)
     assert {pid: item.subset for pid, item in loaded.items()} == {"1": "math", "2": "general", "3": "math"}
     assert [image_widths(loaded[pid]) for pid in ("1", "2", "3")] == [[91], [92], [93]]
-    assert loaded["1"].problem.options == ("35°", "55°", "125°", "145°")
-    assert loaded["1"].problem.answer_format == formats.render("mathvista", "multi_choice")
-    assert loaded["2"].problem.answer_format == formats.render("mathvista", "integer") + " " + formats.render("mathvista", "unit", unit="cm")
-    assert "rounded to 2 decimal places." in loaded["3"].problem.answer_format and "2.0" not in loaded["3"].problem.answer_format
+    assert loaded["1"].load_problem().options == ("35°", "55°", "125°", "145°")
+    assert loaded["1"].load_problem().answer_format == formats.render("mathvista", "multi_choice")
+    assert loaded["2"].load_problem().answer_format == formats.render("mathvista", "integer") + " " + formats.render("mathvista", "unit", unit="cm")
+    assert "rounded to 2 decimal places." in loaded["3"].load_problem().answer_format and "2.0" not in loaded["3"].load_problem().answer_format
     only_general = list(MATHVISTA.rows(find_subsets(MATHVISTA, ("general",)), data))
     assert [row.fields["pid"] for row in only_general] == ["2"]
     for pid, right, wrong in (("1", "D", "A"), ("2", "7", "8"), ("3", "1.45", "1.5")):

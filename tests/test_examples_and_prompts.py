@@ -13,7 +13,7 @@ from maps_autogen.problem import load_problem_file
 
 REPO = Path(__file__).resolve().parents[1]
 # Prompt text a model reads while solving (extract_mathvista.md is the answer extractor's).
-SOLVING_PROMPTS = sorted(p for p in (REPO / "prompts").glob("*.yaml"))
+SOLVING_PROMPTS = sorted(p for p in (REPO / "maps_autogen" / "defaults" / "prompts").glob("*.yaml"))
 # A copyable stand-in for content: "...", "<your answer>", "<dimension>" (not the <image_1> tags
 # that name a problem's images).
 _PLACEHOLDER = re.compile(r"\.\.\.|…|<(?!image_\d+>)[a-z_ ]+>", re.IGNORECASE)

@@ -115,7 +115,7 @@ def test_the_cache_keeps_only_accepted_replies_evicts_bad_ones_and_keys_on_each_
         assert "garbage" not in cached_texts(runs)
         # Another sampling setting for one role is another request: only that role is asked again.
         write_config(tmp_path / "agents.yaml", **{"endpoints.openai.max_retries": 0,
-                                                   "roles.critic.model": {"endpoint": "auto", "temperature": 0.7}})
+                                                   "team.steps.4.model": {"endpoint": "auto", "temperature": 0.7}})
         before = len(server.received)
         fourth = run_maps(eval_args(data, runs, "--limit", "1"), env=env_for(server), cwd=tmp_path)
         asked = [(r.role, r.body["temperature"]) for r in server.received[before:]]

@@ -70,7 +70,7 @@ def test_a_reply_cut_at_max_tokens_is_recorded_on_the_turn_and_shown(png: Path, 
 
 
 def test_each_role_sends_its_own_settings_and_the_run_records_what_was_sent(png: Path, tmp_path: Path) -> None:
-    write_config(tmp_path / "agents.yaml", **{"roles.solver.model": {"endpoint": "auto", "temperature": 1.5, "max_tokens": 77}})
+    write_config(tmp_path / "agents.yaml", **{"team.steps.3.model": {"endpoint": "auto", "temperature": 1.5, "max_tokens": 77}})
     script = healthy(scholar=[Reply("KNOW", model="gpt-4o-2024-08-06")])
     with FakeOpenAI(script) as server:
         result = solve(png, tmp_path, server, "--json")

@@ -186,7 +186,7 @@ def test_megabyte_adversarial_replies_parse(reply: str, expected: str | None) ->
     """The answers (the times are printed by perf/adversarial.py)."""
     answer = parse_solver_reply(reply)
     assert answer.final_answer == (reply.strip() if expected is None else expected)
-    assert parse_critic_reply(reply) is None
+    assert parse_critic_reply(reply, (("solver", "solution"),)) is None
 
 
 def test_scoring_helpers_are_linear_on_adversarial_answers() -> None:
@@ -387,14 +387,13 @@ def test_absolute_and_symlinked_paths_are_refused_unless_allowed(tmp_path: Path,
 @pytest.mark.parametrize("stream", [False, True])
 def test_long_reply_is_truncated_flagged_and_not_cached(tmp_path: Path, stream: bool) -> None:
     from maps_autogen.cache import ResponseCache
-    from maps_autogen.roles import Role
 
     loaded = load_config(write_config(tmp_path / "agents.yaml", **{"limits.reply_bytes": 2048, "endpoints.openai.stream": stream}))
     cache = ResponseCache(tmp_path / "cache.sqlite")
     long_reply = "é" * 5000  # 10,000 bytes of two-byte characters
     with FakeOpenAI(lambda request: Reply(long_reply)) as server:
         team = assemble_team(loaded, env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": TEST_KEY}, cache=cache)
-        backend = team.backends[Role.SCHOLAR]
+        backend = team.backends["scholar"]
         first = backend.complete([{"role": "user", "content": "q"}], role="scholar")
         second = backend.complete([{"role": "user", "content": "q"}], role="scholar")
     assert first.text == "é" * 1024 and first.truncated and first.usage()["truncated"] is True
@@ -404,14 +403,13 @@ def test_long_reply_is_truncated_flagged_and_not_cached(tmp_path: Path, stream: 
 
 def test_reply_body_far_over_the_limit_is_refused_without_reading_it_whole(tmp_path: Path) -> None:
     from maps_autogen.errors import ServiceError
-    from maps_autogen.roles import Role
 
     loaded = load_config(write_config(tmp_path / "agents.yaml", **{"limits.reply_bytes": 1024}))
     huge = json.dumps({"choices": [{"message": {"content": "x" * 200_000}}]}).encode()
     with FakeOpenAI(lambda request: Reply(raw_body=huge)) as server:
         team = assemble_team(loaded, env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": TEST_KEY})
         with pytest.raises(ServiceError, match="reply body over"):
-            team.backends[Role.SCHOLAR].complete([{"role": "user", "content": "q"}], role="scholar")
+            team.backends["scholar"].complete([{"role": "user", "content": "q"}], role="scholar")
 
 
 # ----- results.jsonl -----------------------------------------------------------------------

@@ -17,7 +17,6 @@ from maps_autogen.errors import ConfigError
 from maps_autogen.eval.runner import EvalRequest, EvalRun
 from maps_autogen.client import ChatBackend
 from maps_autogen.pool import PoolTransport, ReplicaPool
-from maps_autogen.roles import Role
 from tests.conftest import TEST_KEY, write_config
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI, Reply
@@ -38,7 +37,7 @@ def test_requests_go_to_the_least_busy_replica_and_skip_a_dead_one(tmp_path: Pat
     dead = f"http://127.0.0.1:{closed_port()}/v1"
     with FakeOpenAI(slow(0.01)) as fast, FakeOpenAI(slow(0.2)) as sluggish:
         config = write_config(tmp_path / "agents.yaml", **{"endpoints.openai.base_url": [dead, fast.base_url, sluggish.base_url]})
-        model = resolve_models(load_config(config), {"OPENAI_API_KEY": TEST_KEY}).models[Role.ALIGNER]
+        model = resolve_models(load_config(config), {"OPENAI_API_KEY": TEST_KEY}).models["aligner"]
         backend = ChatBackend(model)
         errors: list[Exception] = []
 

@@ -1,4 +1,4 @@
-"""Each role's request: its declared inputs only, labelled; images only where configured."""
+"""Each step's request: its declared inputs only, labelled; images only where configured."""
 
 from __future__ import annotations
 
@@ -10,24 +10,33 @@ from maps_autogen.config import load_config
 from maps_autogen.images import load_image
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import load_prompts
-from maps_autogen.roles import Role
-from maps_autogen.role_inputs import Revision, build_request, format_options
+from maps_autogen.role_inputs import Revision, build_request, format_options, review_variables
 from tests.conftest import make_png
 
-OUTPUTS = {Role.INTERPRETER: "P-caption", Role.ALIGNER: "L-aligned", Role.SCHOLAR: "S-knowledge", Role.SOLVER: "A-solution"}
+OUTPUTS = {"interpreter": "P-caption", "aligner": "L-aligned", "scholar": "S-knowledge", "solver": "A-solution"}
 EXPECTED = {
-    Role.INTERPRETER: {"Q-question", "C-context", "A. O-one"},  # only to know what each image is
-    Role.ALIGNER: {"Q-question", "C-context", "A. O-one", "P-caption"},
-    Role.SCHOLAR: {"Q-question", "C-context", "P-caption", "L-aligned"},
-    Role.SOLVER: {"Q-question", "A. O-one", "P-caption", "L-aligned", "S-knowledge", "F-format"},
-    Role.CRITIC: {"P-caption", "L-aligned", "S-knowledge", "A-solution"},
+    "interpreter": {"Q-question", "C-context", "A. O-one"},  # only to know what each image is
+    "aligner": {"Q-question", "C-context", "A. O-one", "P-caption"},
+    "scholar": {"Q-question", "C-context", "P-caption", "L-aligned"},
+    "solver": {"Q-question", "A. O-one", "P-caption", "L-aligned", "S-knowledge", "F-format"},
+    "critic": {"P-caption", "L-aligned", "S-knowledge", "A-solution"},
 }
 ALL_MARKERS = {"Q-question", "C-context", "A. O-one", "P-caption", "L-aligned", "S-knowledge", "A-solution", "F-format"}
 
 
 @pytest.fixture(scope="module")
-def prompts():
-    return load_prompts(load_config(cwd=Path("/nonexistent")))
+def loaded():
+    return load_config(cwd=Path("/nonexistent"))
+
+
+@pytest.fixture(scope="module")
+def prompts(loaded):
+    return load_prompts(loaded)
+
+
+@pytest.fixture(scope="module")
+def step(loaded):
+    return loaded.team.config.step
 
 
 @pytest.fixture
@@ -36,30 +45,44 @@ def problem(tmp_path: Path) -> Problem:
     return Problem("Q-question", context="C-context", options=("O-one", "O-two"), images=(image,), answer_format="F-format")
 
 
-@pytest.mark.parametrize("role", list(Role))
-def test_each_role_sees_exactly_its_inputs(role: Role, prompts, problem: Problem) -> None:
-    text = build_request(role, problem, OUTPUTS, prompts, dimensions=("caption", "alignment", "knowledge", "solution"))
+SCORED = (("interpreter", "caption"), ("aligner", "alignment"), ("scholar", "knowledge"), ("solver", "solution"))
+
+
+def critic_variables(prompts, scored=SCORED):
+    return review_variables(scored, prompts, low=1, high=5, threshold=5)
+
+
+@pytest.mark.parametrize("role", list(EXPECTED))
+def test_each_role_sees_exactly_its_inputs(role: str, prompts, step, problem: Problem) -> None:
+    text = build_request(step(role), problem, OUTPUTS, prompts, review_variables=critic_variables(prompts))
     assert isinstance(text, str)
     assert {marker for marker in ALL_MARKERS if marker in text} == EXPECTED[role]
 
 
-def test_images_are_sent_noted_or_withheld(prompts, problem: Problem) -> None:
-    sent = build_request(Role.INTERPRETER, problem, {}, prompts, dimensions=(), images="send")
+def test_images_are_sent_noted_or_withheld(prompts, step, problem: Problem) -> None:
+    sent = build_request(step("interpreter"), problem, {}, prompts, images="send")
     assert isinstance(sent, list) and sent[1]["image_url"]["url"].startswith("data:image/png;base64,")
-    noted = build_request(Role.INTERPRETER, problem, {}, prompts, dimensions=(), images="note")
+    noted = build_request(step("interpreter"), problem, {}, prompts, images="note")
     assert isinstance(noted, str) and "d.png, 320x200 px" in noted and "cannot see images" in noted
-    withheld = build_request(Role.ALIGNER, problem, OUTPUTS, prompts, dimensions=(), images="none")
+    withheld = build_request(step("aligner"), problem, OUTPUTS, prompts, images="none")
     assert isinstance(withheld, str) and "d.png" not in withheld
 
 
-def test_revision_material_comes_before_the_instruction(prompts, problem: Problem) -> None:
-    text = build_request(Role.SCHOLAR, problem, OUTPUTS, prompts, dimensions=(), revision=Revision("old knowledge", "Is energy conserved?"))
+def test_revision_material_comes_before_the_instruction(prompts, step, problem: Problem) -> None:
+    text = build_request(step("scholar"), problem, OUTPUTS, prompts, revision=Revision("old knowledge", "Is energy conserved?"))
     assert text.index("old knowledge") < text.index("Is energy conserved?") < text.index("Decompose")
 
 
-def test_critic_instruction_lists_its_dimensions(prompts) -> None:
-    text = build_request(Role.CRITIC, Problem("q"), OUTPUTS, prompts, dimensions=("alignment", "knowledge", "solution"))
-    assert "dimensions: alignment, knowledge, solution." in text and "no diagram" in text
+def test_critic_instruction_lists_its_dimensions_rubric_and_scale(prompts, step) -> None:
+    no_interpreter = {name: text for name, text in OUTPUTS.items() if name != "interpreter"}  # no image: it did not run
+    text = build_request(step("critic"), Problem("q"), no_interpreter, prompts, review_variables=critic_variables(prompts, SCORED[1:]))
+    assert "- alignment: Aligned problem background (from the Aligner)\n- knowledge: Domain knowledge" in text
+    assert "caption" not in text and "no diagram" in text
+    assert "(one of:\nalignment, knowledge, solution)" in text or "(one of: alignment, knowledge, solution)" in " ".join(text.split())
+    # the rubric: what each score means, the three Socratic kinds and the domain-standards check
+    for words in ("5: withstands", "1: fails basic verification", "Evidence:", "Internal consistency:", "Robustness:", "domain standards"):
+        assert words in text
+    assert text.index('"reasoning"') < text.index('"scores"')
 
 
 def test_format_options() -> None:

@@ -130,7 +130,8 @@ def test_live_view_streams_the_conversation(png: Path, tmp_path: Path) -> None:
         result = run_maps(solve_args(png, tmp_path), env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    order = [out.index(marker) for marker in ("── UserProxy", "── Interpreter", "── Aligner", "── Scholar", "── Solver", "── Critic", "rollback 1", "stopped: rollback_limit", "Final answer: B")]
+    order = [out.index(marker) for marker in ("── UserProxy", "── Interpreter", "── Aligner", "── Scholar", "── Solver", "── Critic", "rollback 1",
+                                              "question sent back: Which quantity must balance on a lever?", "stopped: critic_passed", "Final answer: B")]
     assert order == sorted(order)
     assert "[images/image-1.png]" in out and "Critic's scores" in out
     assert "using gpt-4o at" in result.stderr
@@ -234,7 +235,7 @@ def test_threshold_override_and_env_file(png: Path, tmp_path: Path) -> None:
 
 
 def test_model_per_role_from_config(png: Path, tmp_path: Path) -> None:
-    config = write_config(tmp_path / "agents.yaml", **{"roles.critic.model": {"endpoint": "openai", "name": "critic-model"}})
+    config = write_config(tmp_path / "agents.yaml", **{"team.steps.4.model": {"endpoint": "openai", "name": "critic-model"}})
     with FakeOpenAI(RoleScript({"solver": [solver_json("A")], "critic": [critic_json()]})) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         result = run_maps(solve_args(png, tmp_path, "--config", str(config), "--model", "main-model"), env=env, cwd=tmp_path)

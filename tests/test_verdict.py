@@ -6,7 +6,15 @@ import json
 
 from hypothesis import given, settings, strategies as st
 
-from maps_autogen.verdict import extract_json_object, parse_critic_reply, parse_solver_reply
+from maps_autogen.verdict import extract_json_object, parse_critic_reply as parse_any_critic_reply, parse_solver_reply
+
+SCORED = (("interpreter", "caption"), ("aligner", "alignment"), ("scholar", "knowledge"), ("solver", "solution"))
+
+
+def parse_critic_reply(text, scored=SCORED, **scale):
+    """The default team's review: four dimensions on 1-5."""
+    return parse_any_critic_reply(text, scored, **scale)
+
 
 CRITIC = {
     "scores": {"caption": 4, "alignment": 5, "knowledge": 3, "solution": 4},
@@ -57,7 +65,7 @@ def test_critic_missing_or_out_of_range_scores_are_unparseable() -> None:
 
 def test_critic_three_dimensions_ignore_caption() -> None:
     data = {"scores": {"alignment": 5, "knowledge": 4, "solution": 5}, "worst_step": "caption"}
-    verdict = parse_critic_reply(json.dumps(data), ("alignment", "knowledge", "solution"))
+    verdict = parse_critic_reply(json.dumps(data), SCORED[1:])
     assert verdict.scores == {"alignment": 5, "knowledge": 4, "solution": 5}
     assert verdict.worst_step is None  # caption is not under review
 
@@ -84,3 +92,10 @@ def test_no_text_makes_the_parsers_raise(text: str) -> None:
     parse_solver_reply(text)
     parse_critic_reply(text)
     extract_json_object(text)
+
+
+def test_a_unit_scale_reads_fractions_and_refuses_scores_above_one() -> None:
+    data = {**CRITIC, "scores": {"caption": 0.9, "alignment": 0.4, "knowledge": 1, "solution": 0.75}}
+    verdict = parse_critic_reply(json.dumps(data), low=0, high=1)
+    assert verdict is not None and verdict.scores == {"caption": 0.9, "alignment": 0.4, "knowledge": 1, "solution": 0.75}
+    assert parse_critic_reply(json.dumps(CRITIC), low=0, high=1) is None  # 3, 4 and 5 are off a [0, 1] scale

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from maps_autogen.errors import UsageError
 from maps_autogen.problem import Problem
@@ -23,11 +23,15 @@ class Subset:
 
 @dataclass(frozen=True)
 class EvalItem:
-    """One benchmark problem, ready for the engine and the scorer."""
+    """One benchmark problem, ready for the engine and the scorer.
+
+    The Problem is built by `load_problem` when the problem starts (in its worker): its images
+    are read and decoded then, so a run never holds every image at once and a broken image
+    fails its own problem only. The row's fields are checked before (eval/validate.py)."""
 
     pid: str
     subset: str
-    problem: Problem
+    load_problem: Callable[[], Problem]  # reads and decodes the images: call once, when the problem starts
     record: dict[str, Any]  # the scorer's fields for this problem (no response yet)
     gold: str
     metadata: dict[str, Any] = field(default_factory=dict)  # question/answer type, category, difficulty
@@ -54,7 +58,8 @@ class Task(Protocol):
         ...
 
     def to_item(self, row: Row, *, prompts: "AnswerFormats", max_side: int) -> EvalItem:
-        """Turn a row into an EvalItem (Problem with its answer-format instruction)."""
+        """Turn a row into an EvalItem (Problem with its answer-format instruction, built when
+        the problem starts; image paths are checked to stay inside the data folder now)."""
         ...
 
     def render_response(self, final_answer: str, item: EvalItem) -> str:

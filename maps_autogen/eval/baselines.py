@@ -12,7 +12,6 @@ from maps_autogen.config import read_yaml
 from maps_autogen.errors import ConfigError, MapsError
 from maps_autogen.client import Completion
 from maps_autogen.problem import Problem
-from maps_autogen.roles import Role
 from maps_autogen.redact import redact
 from maps_autogen.solve import Team
 from maps_autogen.transcript import RunWriter, request_for_transcript, utc_now
@@ -86,7 +85,7 @@ def run_baseline(
     extra: dict[str, Any] | None = None,
 ) -> BaselineOutcome:
     """One model call on the whole problem; writes run.json and transcript.jsonl in run_dir."""
-    backend = team.backends[Role.SOLVER]
+    backend = team.backends[team.loaded.team.config.final_step.name]  # the answering step's model
     writer = RunWriter(run_dir)
     started = time.monotonic()
     try:

@@ -38,7 +38,7 @@ def _from_disk(path: Path, split: str) -> Iterator[dict[str, Any]]:
             loaded = next(iter(loaded.values()))
         else:
             raise DataError(f"{path} has splits {', '.join(loaded)} but not '{split}'", fix=f"save the '{split}' split")
-    yield from loaded
+    yield from images_undecoded(loaded)
 
 
 def _from_parquet(*paths: Path) -> Iterator[dict[str, Any]]:
@@ -49,7 +49,7 @@ def _from_parquet(*paths: Path) -> Iterator[dict[str, Any]]:
         loaded = datasets.load_dataset("parquet", data_files=[str(path) for path in paths], split="train")
     except Exception as error:
         raise DataError(f"cannot read parquet file {paths[0] if len(paths) == 1 else paths[0].parent}: {error}", fix="check the file") from None
-    yield from loaded
+    yield from images_undecoded(loaded)
 
 
 class NumberedRow(dict):
@@ -157,7 +157,17 @@ def hub_rows(hub_id: str, config: str | None, split: str) -> Iterator[dict[str, 
             f"cannot load {hub_id}{f' ({config})' if config else ''} from the Hugging Face hub: {detail}",
             fix="check the network, or download the data elsewhere and pass --data PATH",
         ) from None
-    yield from loaded
+    yield from images_undecoded(loaded)
+
+
+def images_undecoded(dataset: Any) -> Any:
+    """The data set with its image columns read as {"bytes", "path"} instead of decoded
+    pictures: rows stay small, and each image is decoded when its problem starts."""
+    datasets = import_datasets()
+    for name, feature in dataset.features.items():
+        if isinstance(feature, datasets.Image) and feature.decode:
+            dataset = dataset.cast_column(name, datasets.Image(decode=False))
+    return dataset
 
 
 def rows_for(hub_id: str, config: str | None, split: str, data: Path | None) -> tuple[Iterator[dict[str, Any]], Path | None]:
@@ -176,8 +186,24 @@ def image_from_field(value: Any, *, name: str, base_dir: Path | None, max_side: 
     return None if image is None else replace(image, name=f"{name}.{image.extension}")
 
 
+def _is_empty_field(value: Any) -> bool:
+    """Whether an image field holds no image (`_decode_field` gives None for it)."""
+    if isinstance(value, dict):
+        return not value.get("bytes") and not value.get("path")
+    return value is None or value == ""
+
+
+def check_image_reference(value: Any, *, name: str, base_dir: Path | None) -> None:
+    """Before any problem runs: a file an image field names must be inside the data folder
+    (`checked_reference`). Only the path is looked at; the file is read when its problem starts."""
+    if isinstance(value, dict) and not value.get("bytes"):
+        value = value.get("path")
+    if isinstance(value, str) and value:
+        checked_reference(value, base_dir, what=name)
+
+
 def _decode_field(value: Any, *, name: str, base_dir: Path | None, max_side: int) -> ImageInput | None:
-    if value is None or value == "":
+    if _is_empty_field(value):
         return None
     try:
         from PIL import Image
@@ -212,6 +238,14 @@ def required(fields: Mapping[str, Any], key: str) -> Any:
     return value
 
 
+def _numbered_images(fields: Mapping[str, Any]) -> dict[int, int]:
+    """{field number: position} of the row's non-empty image_1, image_2, ... fields, in number
+    order (decided from the fields alone: no image is read)."""
+    numbers = sorted(int(m.group(1)) for key in fields if (m := _IMAGE_FIELD.fullmatch(str(key))))
+    present = [number for number in numbers if not _is_empty_field(fields[f"image_{number}"])]
+    return {number: position for position, number in enumerate(present, start=1)}
+
+
 def row_images(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None, max_side: int) -> tuple[tuple[ImageInput, ...], dict[int, int]]:
     """The row's images from image_1, image_2, ... (in number order, empty ones skipped), and the
     renumbering {field number: position} to apply to `<image_N>` placeholders.
@@ -219,16 +253,18 @@ def row_images(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None, ma
     The engine labels images by their position, so when a number is skipped the placeholders
     must be renumbered for "<image_2>" to keep naming the second image shown.
     """
-    numbers = sorted(int(m.group(1)) for key in fields if (m := _IMAGE_FIELD.fullmatch(str(key))))
-    images: list[ImageInput] = []
-    positions: dict[int, int] = {}
-    for number in numbers:
-        position = len(images) + 1
-        image = image_from_field(fields[f"image_{number}"], name=f"{pid}_image_{position}", base_dir=base_dir, max_side=max_side)
-        if image is not None:
-            images.append(image)
-            positions[number] = position
-    return tuple(images), positions
+    positions = _numbered_images(fields)
+    images = tuple(
+        image_from_field(fields[f"image_{number}"], name=f"{pid}_image_{position}", base_dir=base_dir, max_side=max_side)
+        for number, position in positions.items()
+    )
+    return tuple(image for image in images if image is not None), positions
+
+
+def check_row_image_references(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None) -> None:
+    """`check_image_reference` for each of the row's image_1, image_2, ... fields."""
+    for number, position in _numbered_images(fields).items():
+        check_image_reference(fields[f"image_{number}"], name=f"{pid}_image_{position}", base_dir=base_dir)
 
 
 def renumber_placeholders(text: str, positions: Mapping[int, int]) -> str:

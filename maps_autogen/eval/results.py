@@ -6,10 +6,10 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
+from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, write_json_atomic
 from maps_autogen.benchmarks.tasks import Task
-from maps_autogen.artifacts import atomic_text_writer, open_append, read_jsonl, write_json_atomic
 from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE, ResultRow, Summary, checked
 from maps_autogen.redact import redact
 
@@ -43,17 +43,28 @@ class ResultsLog:
         """The statuses by pid, after the one-time torn-tail repair (call with the lock held)."""
         if self._status is None:
             self._cut_torn_tail()
-            self._status = {pid: str(record.get("status")) for pid, record in self.read().items()}
+            self._status = {str(record["pid"]): str(record.get("status")) for record in self.records()}
         return self._status
 
     def read(self) -> dict[str, dict[str, Any]]:
         """The latest record per pid (a pid retried after a failure appears more than once)."""
-        return latest_by_pid(read_jsonl(self.path))
+        return latest_by_pid(self.records())
 
     def finished_ids(self) -> set[str]:
         """The pids whose latest record is a success (from memory, not from the file)."""
         with self._lock:
             return {pid for pid, status in self._prepared().items() if status == "ok"}
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """The file's records in file order, read one line at a time."""
+        for _, record in self._lines():
+            yield record
+
+    def _lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(byte offset, record) of each complete, readable line, one at a time (artifacts' rule)."""
+        for start, record in iter_jsonl(self.path):
+            if "pid" in record:
+                yield start, record
 
     def _cut_torn_tail(self) -> None:
         """Drop a torn last line (a killed process), reading only the file's end."""
@@ -91,16 +102,17 @@ class ResultsLog:
                 os.close(fd)
             status[str(record["pid"])] = str(record.get("status"))
 
-    def compact(self, order: Sequence[str]) -> list[dict[str, Any]]:
-        """Rewrite the file atomically with one line per pid, in `order` (others after)."""
+    def compact(self, order: Sequence[str]) -> None:
+        """Rewrite the file atomically with one line per pid (its latest), in `order` (others
+        after). Streamed: only each pid's offset is kept, the records are copied one at a time."""
         with self._lock:
-            latest = self.read()
+            latest = {str(record["pid"]): offset for offset, record in self._lines()}
             rank = {pid: n for n, pid in enumerate(order)}
-            records = sorted(latest.values(), key=lambda r: (rank.get(str(r["pid"]), len(rank)), str(r["pid"])))
-            with atomic_text_writer(self.path, fsync=True) as handle:
-                for record in records:
-                    handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-            return records
+            pids = sorted(latest, key=lambda pid: (rank.get(pid, len(rank)), pid))
+            with open(self.path, "rb") as source, atomic_text_writer(self.path, fsync=True) as handle:
+                for pid in pids:
+                    source.seek(latest[pid])
+                    handle.write(json.dumps(json.loads(source.readline()), ensure_ascii=False, default=str) + "\n")
 
 
 def accuracy_percent(correct: int, scored: int) -> float | None:
@@ -109,41 +121,48 @@ def accuracy_percent(correct: int, scored: int) -> float | None:
     return round(100.0 * correct / scored, 2) if scored else None
 
 
-def summarize(records: Sequence[dict[str, Any]], task: Task, subset_names: Sequence[str]) -> dict[str, Any]:
+def summarize(records: Iterable[dict[str, Any]], task: Task, subset_names: Sequence[str]) -> dict[str, Any]:
     """Accuracy per subset and on average (pooled over the subsets run, as the paper does),
-    failures, feedback shares (Figure 4), stop reasons, usage and cost."""
-    subsets: dict[str, dict[str, Any]] = {}
-    for name in subset_names:
-        mine = [r for r in records if r.get("subset") == name]
-        scored = [r for r in mine if r.get("status") == "ok"]
-        correct = sum(1 for r in scored if r.get("correct"))
-        subsets[name] = {"n": len(mine), "scored": len(scored), "correct": correct, "failed": len(mine) - len(scored),
-                         "accuracy": accuracy_percent(correct, len(scored))}
-    scored = [r for r in records if r.get("status") == "ok"]
-    correct = sum(1 for r in scored if r.get("correct"))
+    failures, feedback shares (Figure 4), stop reasons, usage and cost. One pass of running
+    tallies: `records` may be a stream of any length."""
+    subsets = {name: {"n": 0, "scored": 0, "correct": 0} for name in subset_names}
+    total = scored = correct = 0
     feedback = {target: 0 for target in FEEDBACK_TARGETS}
     stop_reasons: dict[str, int] = {}
-    for record in scored:
-        target = record.get("feedback_step") or "none"
-        feedback[target] = feedback.get(target, 0) + 1
-        reason = record.get("stop_reason") or "none"
-        stop_reasons[reason] = stop_reasons.get(reason, 0) + 1
-    costs = [(r.get("usage") or {}).get("cost") for r in records]
+    usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    cost: float | None = 0
+    seconds: float = 0
+    for record in records:
+        ok = record.get("status") == "ok"
+        right = ok and bool(record.get("correct"))
+        total, scored, correct = total + 1, scored + ok, correct + right
+        tally = subsets.get(record.get("subset"))
+        if tally is not None:
+            tally["n"] += 1
+            tally["scored"] += ok
+            tally["correct"] += right
+        if ok:
+            target = record.get("feedback_step") or "none"
+            feedback[target] = feedback.get(target, 0) + 1
+            reason = record.get("stop_reason") or "none"
+            stop_reasons[reason] = stop_reasons.get(reason, 0) + 1
+        spent = record.get("usage") or {}
+        for key in usage:
+            usage[key] += spent.get(key) or 0
+        if cost is not None:
+            cost = None if spent.get("cost") is None else cost + (spent["cost"] or 0)
+        seconds += record.get("seconds") or 0
     return {
         "schema_version": SCHEMA_VERSION,
         "benchmark": task.name,
-        "subsets": subsets,
-        "average": {"n": len(records), "scored": len(scored), "correct": correct, "accuracy": accuracy_percent(correct, len(scored))},
-        "failed": len(records) - len(scored),
-        "feedback_shares": {k: round(v / len(scored), 4) if scored else None for k, v in feedback.items()},
+        "subsets": {name: {**tally, "failed": tally["n"] - tally["scored"], "accuracy": accuracy_percent(tally["correct"], tally["scored"])}
+                    for name, tally in subsets.items()},
+        "average": {"n": total, "scored": scored, "correct": correct, "accuracy": accuracy_percent(correct, scored)},
+        "failed": total - scored,
+        "feedback_shares": {k: round(v / scored, 4) if scored else None for k, v in feedback.items()},
         "stop_reasons": stop_reasons,
-        "usage": {
-            "calls": sum((r.get("usage") or {}).get("calls") or 0 for r in records),
-            "prompt_tokens": sum((r.get("usage") or {}).get("prompt_tokens") or 0 for r in records),
-            "completion_tokens": sum((r.get("usage") or {}).get("completion_tokens") or 0 for r in records),
-            "cost": round(sum(c for c in costs if c), 6) if all(c is not None for c in costs) else None,
-        },
-        "seconds": round(sum(r.get("seconds") or 0 for r in records), 3),
+        "usage": {**usage, "cost": None if cost is None else round(cost, 6)},
+        "seconds": round(seconds, 3),
     }
 
 

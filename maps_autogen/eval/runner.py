@@ -6,6 +6,7 @@ problems in flight; `--resume` skips finished problems and retries failed ones.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import importlib.metadata
 import logging
@@ -37,7 +38,6 @@ from maps_autogen.eval.validate import validate_rows
 from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.interrupts import exit_on_second_interrupt
 from maps_autogen.client import Completion
-from maps_autogen.roles import Role
 from maps_autogen.runlock import RunLock
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
@@ -78,7 +78,7 @@ class EvalRequest:
     sample: int | None = None
     seed: int = 0
     method: str | None = None  # None: "maps" for a new run, the manifest's on --resume
-    without: frozenset[Role] = frozenset()
+    without: frozenset[str] = frozenset()  # step names of the team
     concurrency: int = 8
     rules: str = "current"
     cache: bool = True
@@ -146,11 +146,19 @@ def _git_commit() -> str | None:
 
 
 def load_items(task: Task, subsets: Sequence[Subset], data: Path | None, loaded: LoadedConfig) -> list[EvalItem]:
-    """Every problem of the chosen subsets, in data set order."""
+    """Every problem of the chosen subsets, in data set order. Their images are read when each
+    problem starts (in its worker thread), under the image limits and path rules in force now."""
     formats = load_answer_formats(loaded.resolve(loaded.config.answer_formats))
     max_side = loaded.config.images.max_side
     with image_limits(ImageLimits.of(loaded.config.limits)):
-        return [task.to_item(row, prompts=formats, max_side=max_side) for row in task.rows(tuple(subsets), data)]
+        context = contextvars.copy_context()
+        return [_loaded_in(context, task.to_item(row, prompts=formats, max_side=max_side)) for row in task.rows(tuple(subsets), data)]
+
+
+def _loaded_in(context: contextvars.Context, item: EvalItem) -> EvalItem:
+    """The item with its Problem built under `context`'s settings (a worker thread has its own)."""
+    build = item.load_problem
+    return replace(item, load_problem=lambda: context.copy().run(build))
 
 
 @dataclass
@@ -279,12 +287,12 @@ class EvalRun:
         --allow-model-change."""
         request = self.request
         method = manifest["method"]
-        without = frozenset(Role(r) for r in manifest["without"])
+        without = frozenset(manifest["without"])
         changed = (request.method is not None and request.method != method) or (bool(request.without) and request.without != without)
         if changed and not request.allow_model_change:
             asked = request.method or method
             if request.without:
-                asked += " without " + "+".join(sorted(role.value for role in request.without))
+                asked += " without " + "+".join(sorted(request.without))
             raise UsageError(f"{request.resume} was run with method {self.label(manifest).split(' (')[0]}, not {asked}",
                              fix="resume without --method/--without, or pass --allow-model-change to switch (the manifest records both)")
         if changed:
@@ -296,7 +304,7 @@ class EvalRun:
         """--resume with other models (or sampling settings) than the run's is refused unless
         --allow-model-change; then the manifest keeps the old and the new."""
         before = {"method": manifest["method"], "without": manifest["without"], "models": manifest["models"]}
-        after = {"method": self.request.method, "without": sorted(role.value for role in self.request.without), "models": models}
+        after = {"method": self.request.method, "without": sorted(self.request.without), "models": models}
         same_models = _model_key(before["models"]) == _model_key(models)
         if not same_models and not self.request.allow_model_change:
             old = ", ".join(sorted({m["model"] for m in before["models"].values()}))
@@ -350,14 +358,15 @@ class EvalRun:
                 stop = self._run_items(todo, team, eval_dir, log)
             finally:
                 _record_replicas(eval_dir, manifest, team.replicas_served())
-            records = log.compact(manifest["ids"])
-            served = _served_models(records)
+            # Streamed from the file: the end of a long run never holds every record at once.
+            log.compact(manifest["ids"])
+            served = _served_models(log.records())
             if served != manifest.get("served_models", {}):
                 manifest["served_models"] = served
                 write_manifest(eval_dir, manifest)
-            summary = summarize(records, self.task, [s.name for s in subsets])
+            summary = summarize(log.records(), self.task, [s.name for s in subsets])
             summary.update({"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
-                            "complete": len([r for r in records if r.get("status") == "ok"]) == len(manifest["ids"]),
+                            "complete": summary["average"]["scored"] == len(manifest["ids"]),
                             "stopped_for_cost": stop.for_cost, "interrupted": stop.interrupted,
                             "stopped_by": str(stop.fatal) if stop.fatal else None})
             write_summary(eval_dir, summary)
@@ -393,7 +402,8 @@ class EvalRun:
             "limit": request.limit,
             "shard": str(request.shard) if request.shard else None,
             "method": request.method,
-            "without": sorted(role.value for role in request.without),
+            "without": sorted(request.without),
+            "team": {"source": str(self.loaded.team.source), "steps": list(self.loaded.team.config.names)},
             "rules": request.rules,
             "allow_outside_paths": request.allow_outside_paths,
             "config_path": str(self.loaded.path),
@@ -486,6 +496,10 @@ class EvalRun:
         base = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "metadata": item.metadata,
                 "method": request.method, "run_dir": f"{PROBLEMS_DIR}/{name}"}
         scored: dict[str, Any] = {}
+        try:
+            problem = item.load_problem()  # its images are read and decoded now, not before the run
+        except MapsError as error:  # a broken image fails its own problem only
+            return self._failed_record(item, str(error), time.monotonic() - started), None
         if request.method == "maps":
 
             def evaluate(outcome: Any) -> dict[str, Any]:
@@ -496,7 +510,7 @@ class EvalRun:
                 scored["verdict"] = score_record(self.task.name, {**item.record, "response": response}, request.rules)
                 return _evaluation_fields(response, scored["verdict"], item.gold)
 
-            result = solve_problem(item.problem, team, runs_dir=eval_dir / PROBLEMS_DIR, run_id=name,
+            result = solve_problem(problem, team, runs_dir=eval_dir / PROBLEMS_DIR, run_id=name,
                                    without=request.without, extra=extra, evaluate=evaluate)
             outcome = result.outcome
             error = outcome.error if outcome.stop_reason in ("error", "interrupted") else None
@@ -504,21 +518,21 @@ class EvalRun:
             response = self.task.render_response(outcome.final_answer, item) if outcome.solver_answer else ""
             chat = {
                 "stop_reason": outcome.stop_reason,
-                "rollbacks": [r.step.value for r in outcome.rollbacks],
+                "rollbacks": [r.step for r in outcome.rollbacks],
                 "critic_scores": [v.scores if v else None for v in outcome.verdicts],
-                "feedback_step": outcome.rollbacks[0].step.value if outcome.rollbacks else None,
+                "feedback_step": outcome.rollbacks[0].step if outcome.rollbacks else None,
                 "final_answer": outcome.final_answer,
                 # False: the Solver's last allowed reply never parsed and its text was scored.
                 "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
                 "usage": outcome.usage(),
                 "usage_by_role": outcome.usage_by_role(),
-                "models": _models_sent((call.role.value, call.completion) for call in outcome.calls),
-                "max_tokens_reached": sorted({call.role.value for call in outcome.calls if call.completion.finish_reason == "length"}),
+                "models": _models_sent((call.role, call.completion) for call in outcome.calls),
+                "max_tokens_reached": sorted({call.role for call in outcome.calls if call.completion.finish_reason == "length"}),
             }
             run_json = None  # already holds the verdict
         else:
             ending = formats.render(self.task.name, "baseline_ending")
-            baseline = run_baseline(item.problem, team, request.method, prompt=baseline_prompts[request.method],
+            baseline = run_baseline(problem, team, request.method, prompt=baseline_prompts[request.method],
                                     ending=ending, run_dir=problem_dir, extra=extra)
             error = baseline.error
             failure = baseline.failure
@@ -577,7 +591,7 @@ def _models_sent(calls: Iterable[tuple[str, Completion]]) -> dict[str, dict[str,
     return models
 
 
-def _served_models(records: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+def _served_models(records: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
     """Per role, the model names the service reported where they differ from the one sent."""
     served: dict[str, set[str]] = {}
     for record in records:
@@ -611,10 +625,10 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
               "merged_from": [str(d) for d in run_dirs],
               "subset_of_id": {k: v for m in manifests for k, v in m.get("subset_of_id", {}).items()}}
     write_manifest(out, merged)
-    records = log.compact(ids)
-    summary = summarize(records, task, first["subsets"])
+    log.compact(ids)
+    summary = summarize(log.records(), task, first["subsets"])
     summary.update({"eval_id": out.name, "method": first["method"], "without": first["without"],
-                    "complete": len([r for r in records if r.get("status") == "ok"]) == len(ids)})
+                    "complete": summary["average"]["scored"] == len(ids)})
     write_summary(out, summary)
     return out
 

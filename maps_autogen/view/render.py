@@ -427,7 +427,8 @@ def render_records(records: Iterable[dict[str, Any]], threshold: float | None, i
         if record.get("type") == "message":
             parts.append(_render_message(record, threshold, include_requests, state.turns))
         elif record.get("type") == "event":
-            parts.append(_render_event(record, state.feedback.get(str(record.get("dimension")))))
+            # The rollback record carries the question it sent back; older runs only the verdict.
+            parts.append(_render_event(record, record.get("question") or state.feedback.get(str(record.get("dimension")))))
     return "".join(parts)
 
 

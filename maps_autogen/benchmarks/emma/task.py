@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from maps_autogen.eval.data import config_rows, renumber_placeholders, required, row_images
+from maps_autogen.eval.data import check_row_image_references, config_rows, renumber_placeholders, required, row_images
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset, boxed_contents, one_line
 from maps_autogen.problem import Problem
 
@@ -76,15 +76,21 @@ class EmmaTask:
         answer = str(required(fields, "answer")).strip()
         multiple_choice = is_multiple_choice(fields)
         options = _options(fields)
-        images, positions = row_images(fields, pid=pid, base_dir=row.base_dir, max_side=max_side)
-        problem = Problem(
-            question=renumber_placeholders(str(required(fields, "question")), positions),
-            context=renumber_placeholders(str(fields.get("context") or "").strip(), positions),
-            options=tuple(renumber_placeholders(option, positions) for option in options) if multiple_choice else (),
-            images=images,
-            answer_format=prompts.render(self.name, "multiple_choice" if multiple_choice else "open"),
-            id=pid,
-        )
+        question = str(required(fields, "question"))
+        check_row_image_references(fields, pid=pid, base_dir=row.base_dir)
+        answer_format = prompts.render(self.name, "multiple_choice" if multiple_choice else "open")
+
+        def load_problem() -> Problem:
+            images, positions = row_images(fields, pid=pid, base_dir=row.base_dir, max_side=max_side)
+            return Problem(
+                question=renumber_placeholders(question, positions),
+                context=renumber_placeholders(str(fields.get("context") or "").strip(), positions),
+                options=tuple(renumber_placeholders(option, positions) for option in options) if multiple_choice else (),
+                images=images,
+                answer_format=answer_format,
+                id=pid,
+            )
+
         record = {
             "pid": pid,
             "type": fields.get("type"),
@@ -97,7 +103,7 @@ class EmmaTask:
         return EvalItem(
             pid=pid,
             subset=row.subset,
-            problem=problem,
+            load_problem=load_problem,
             record=record,
             gold=answer.upper() if multiple_choice and len(answer) == 1 else answer,
             metadata={

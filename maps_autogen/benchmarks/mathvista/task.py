@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from maps_autogen.eval.data import image_from_field, rows_for
+from maps_autogen.eval.data import check_image_reference, image_from_field, rows_for
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset
 from maps_autogen.problem import Problem
 
@@ -62,16 +62,23 @@ class MathVistaTask:
     def to_item(self, row: Row, *, prompts: AnswerFormats, max_side: int) -> EvalItem:
         fields = row.fields
         pid = str(fields["pid"])
-        image = image_from_field(fields.get("decoded_image") or fields.get("image"), name=pid, base_dir=row.base_dir, max_side=max_side)
+        question = str(fields["question"])
+        image_field = fields.get("decoded_image") or fields.get("image")
+        check_image_reference(image_field, name=pid, base_dir=row.base_dir)
         choices = [str(choice) for choice in fields.get("choices") or []]
         metadata = _metadata(fields)
-        problem = Problem(
-            question=str(fields["question"]),
-            options=tuple(choices),
-            images=(image,) if image else (),
-            answer_format=self.answer_format(fields, prompts),
-            id=pid,
-        )
+        answer_format = self.answer_format(fields, prompts)
+
+        def load_problem() -> Problem:
+            image = image_from_field(image_field, name=pid, base_dir=row.base_dir, max_side=max_side)
+            return Problem(
+                question=question,
+                options=tuple(choices),
+                images=(image,) if image else (),
+                answer_format=answer_format,
+                id=pid,
+            )
+
         record = {
             "pid": pid,
             "question_type": fields.get("question_type"),
@@ -86,7 +93,7 @@ class MathVistaTask:
         return EvalItem(
             pid=pid,
             subset=row.subset,
-            problem=problem,
+            load_problem=load_problem,
             record=record,
             gold=str(fields.get("answer")),
             metadata={

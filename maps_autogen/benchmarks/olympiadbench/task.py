@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from maps_autogen.benchmarks.olympiadbench.scorer import CHINESE_MARKER, ENGLISH_MARKER
-from maps_autogen.eval.data import config_rows, renumber_placeholders, required, row_images
+from maps_autogen.eval.data import check_row_image_references, config_rows, renumber_placeholders, required, row_images
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset, boxed_contents, one_line
 from maps_autogen.problem import Problem
 
@@ -153,15 +153,21 @@ class OlympiadBenchTask:
         fields = row.fields
         pid = str(required(fields, "id"))
         answers = _answer_list(required(fields, "final_answer"))
-        images, positions = row_images(fields, pid=pid, base_dir=row.base_dir, max_side=max_side)
+        question = str(required(fields, "question"))
+        check_row_image_references(fields, pid=pid, base_dir=row.base_dir)
         language = self._language(fields, row.subset)
-        problem = Problem(
-            question=renumber_placeholders(str(required(fields, "question")), positions),
-            context=renumber_placeholders(str(fields.get("context") or "").strip(), positions),
-            images=images,
-            answer_format=self.answer_format(fields, prompts),
-            id=pid,
-        )
+        answer_format = self.answer_format(fields, prompts)
+
+        def load_problem() -> Problem:
+            images, positions = row_images(fields, pid=pid, base_dir=row.base_dir, max_side=max_side)
+            return Problem(
+                question=renumber_placeholders(question, positions),
+                context=renumber_placeholders(str(fields.get("context") or "").strip(), positions),
+                images=images,
+                answer_format=answer_format,
+                id=pid,
+            )
+
         record = {
             "id": pid,
             "final_answer": answers,
@@ -175,7 +181,7 @@ class OlympiadBenchTask:
         return EvalItem(
             pid=pid,
             subset=row.subset,
-            problem=problem,
+            load_problem=load_problem,
             record=record,
             # Only the first entry is judged (later ones are alternative forms of it).
             gold=answers[0],

@@ -1,0 +1,300 @@
+"""The team as data: an ordered list of steps declared in agents.yaml (or a team file).
+
+Each step names its prompt file, the earlier steps and problem fields it reads, whether it sees
+the images, its model, its personality, its output (text or the answer JSON), whether the
+reviewer scores it and whether it gives the final answer. The reviewer step (the Critic) lists
+the steps it scores; its JSON schema, rubric and the rollback rule follow from that list.
+
+`validate_team` checks a team up front (one line per problem, naming the file and the key);
+`plan_chat` turns a team, a problem's images and `--without` into the steps one chat runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from maps_autogen.errors import ConfigError, UsageError
+
+# Problem fields a step may read besides earlier steps' outputs. Images are not an input name:
+# `sees_images` says who receives them.
+PROBLEM_FIELDS = ("question", "context", "options", "answer_format")
+STEP_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
+# Names a step cannot take: the problem's fields and the headings of a revision request.
+RESERVED_NAMES = (*PROBLEM_FIELDS, "images", "previous_output", "feedback", "manager", "user_proxy")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StepModel(_Strict):
+    """A step's own model (same keys as the top-level `model:`)."""
+
+    endpoint: str = "auto"
+    name: str | None = None
+    temperature: float | None = Field(default=0.0, ge=0, le=2)
+    max_tokens: int | None = Field(default=2048, ge=1)
+
+
+class ScoreScale(_Strict):
+    """The reviewer's score range: 1-5 whole numbers (Big Seven) or [0, 1] (Big Five)."""
+
+    low: float = 1
+    high: float = 5
+    whole: bool = True
+
+
+class StepConfig(_Strict):
+    """One step of the team, as written in YAML."""
+
+    name: Annotated[str, Field(pattern=STEP_NAME_PATTERN)]
+    prompt: str
+    label: str | None = None  # the heading of this step's output in later requests
+    inputs: tuple[str, ...] = ()
+    sees_images: bool = False
+    describes_images: bool = False  # runs only when the problem has images, and must see them
+    model: StepModel | None = None  # None: the top-level model
+    personality: str | None = None  # required; None only so that its absence gets a clear message
+    output: Literal["text", "answer"] = "text"  # answer: the JSON of phases and a final answer
+    critic_dimension: str | None = None  # the reviewer's name for this step (default: its name)
+    final_answer: bool = False
+    enabled: bool = True
+    reviews: tuple[str, ...] | None = None  # makes this step the reviewer of these steps
+    scale: ScoreScale | None = None  # reviewer only (default 1-5)
+    threshold: float | None = None  # reviewer only: every score >= threshold passes
+
+    @property
+    def title(self) -> str:
+        """The agent's display name: the step name with a capital."""
+        return self.name[:1].upper() + self.name[1:]
+
+    @property
+    def dimension(self) -> str:
+        return self.critic_dimension or self.name
+
+
+class TeamConfig(_Strict):
+    """A whole team: its steps in order, plus the traits of the two non-reasoning agents."""
+
+    manager_personality: str | None = None
+    user_proxy_personality: str | None = None
+    steps: Annotated[tuple[StepConfig, ...], Field(min_length=1)]
+
+    def step(self, name: str) -> StepConfig:
+        return next(step for step in self.steps if step.name == name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(step.name for step in self.steps)
+
+    @property
+    def reviewer(self) -> StepConfig | None:
+        return next((step for step in self.steps if step.reviews is not None and step.enabled), None)
+
+    @property
+    def final_step(self) -> StepConfig:
+        return next(step for step in self.steps if step.final_answer)
+
+    @property
+    def scale(self) -> ScoreScale:
+        reviewer = self.reviewer
+        return (reviewer.scale if reviewer is not None else None) or ScoreScale()
+
+    @property
+    def threshold(self) -> float:
+        reviewer = self.reviewer
+        if reviewer is not None and reviewer.threshold is not None:
+            return reviewer.threshold
+        return self.scale.high
+
+
+@dataclass(frozen=True)
+class LoadedTeam:
+    """A validated team and where it was written (`key` is its path inside that file)."""
+
+    config: TeamConfig
+    source: Path
+    key: str  # "team" when inline in agents.yaml, "" for a team file
+    base_dir: Path
+
+    def where(self, suffix: str) -> str:
+        return f"{self.key}.{suffix}" if self.key else suffix
+
+
+def _describe(error: dict[str, Any], key: str) -> str:
+    parts: list[str] = []
+    for part in error["loc"]:
+        if isinstance(part, int):
+            parts[-1:] = [f"{parts[-1]}[{part}]"] if parts else [f"[{part}]"]
+        else:
+            parts.append(str(part))
+    where = ".".join(([key] if key else []) + parts)
+    if error["type"] == "extra_forbidden":
+        return f"unknown key '{where}'"
+    if error["type"] == "missing":
+        return f"missing key '{where}'"
+    return f"'{where}': {error['msg']}"
+
+
+def parse_team(data: Any, source: Path, *, key: str, base_dir: Path) -> LoadedTeam:
+    """Validate a team's YAML data (shape, then the links between steps)."""
+    if isinstance(data, list):
+        data = {"steps": data}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: '{key or 'steps'}' must be a mapping with a 'steps' list", fix="see the default agents.yaml")
+    try:
+        config = TeamConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(f"{source}: {_describe(error.errors()[0], key)}", fix="see the team in the default agents.yaml") from None
+    team = LoadedTeam(config=config, source=source, key=key, base_dir=base_dir)
+    validate_team(team)
+    return team
+
+
+def _fail(team: LoadedTeam, index: int, field: str, problem: str, fix: str) -> ConfigError:
+    step = team.config.steps[index]
+    return ConfigError(f"{team.source}: {team.where(f'steps[{index}]')} ({step.name}).{field}: {problem}", fix=fix)
+
+
+def _cycle(steps: tuple[StepConfig, ...], start: str, target: str) -> list[str] | None:
+    """A chain of reads from `start` back to `target`, if one exists."""
+    by_name = {step.name: step for step in steps}
+    stack, seen = [(start, [start])], set()
+    while stack:
+        name, path = stack.pop()
+        if name == target and len(path) > 1:
+            return path
+        if name in seen or name not in by_name:
+            continue
+        seen.add(name)
+        for read in (*by_name[name].inputs, *(by_name[name].reviews or ())):
+            stack.append((read, [*path, read]))
+    return None
+
+
+def validate_team(team: LoadedTeam) -> None:
+    """Raise a one-line ConfigError for the first problem in the team's links."""
+    steps = team.config.steps
+    names = [step.name for step in steps]
+    position = {name: index for index, name in enumerate(names)}
+    for index, step in enumerate(steps):
+        if names.index(step.name) != index:
+            raise _fail(team, index, "name", f"'{step.name}' names two steps", "give every step its own name")
+        if step.name in RESERVED_NAMES:
+            raise _fail(team, index, "name", f"'{step.name}' is reserved", f"choose a name other than {', '.join(RESERVED_NAMES)}")
+        if not (step.personality or "").strip():
+            raise _fail(team, index, "personality", "missing", "describe this step's temperament in one sentence")
+        if step.describes_images and not step.sees_images:
+            raise _fail(team, index, "sees_images", "this step describes the images (describes_images: true) but receives none",
+                        "set sees_images: true, or drop describes_images")
+        for read in (*step.inputs, *(step.reviews or ())):
+            field = "inputs" if read in step.inputs else "reviews"
+            if read in PROBLEM_FIELDS and field == "inputs":
+                continue
+            if read == "images":
+                raise _fail(team, index, field, "'images' is not an input", "use sees_images: true to send a step the images")
+            if read not in position:
+                allowed = ", ".join([*names[:index], *PROBLEM_FIELDS]) if field == "inputs" else ", ".join(names[:index])
+                raise _fail(team, index, field, f"'{read}' is not a step{' or a problem field' if field == 'inputs' else ''}",
+                            f"use one of: {allowed}")
+            if position[read] >= index:
+                chain = _cycle(steps, read, step.name)
+                if chain is not None or read == step.name:
+                    loop = " -> ".join([step.name, *(chain or [read])]) if chain else f"{step.name} -> {step.name}"
+                    raise _fail(team, index, field, f"a cycle: {loop}", "a step reads only steps listed before it")
+                raise _fail(team, index, field, f"'{read}' runs later (step {position[read]})", "a step reads only steps listed before it; reorder the steps")
+    finals = [index for index, step in enumerate(steps) if step.final_answer]
+    if len(finals) > 1:
+        raise _fail(team, finals[1], "final_answer", f"a second final-answer step (the first is {names[finals[0]]})", "mark exactly one step final_answer: true")
+    if not finals:
+        raise ConfigError(f"{team.source}: {team.where('steps')}: no step has final_answer: true", fix="mark the step whose output is the answer")
+    if not steps[finals[0]].enabled:
+        raise _fail(team, finals[0], "enabled", "the final-answer step is disabled", "enable it, or mark another step final_answer: true")
+    reviewers = [index for index, step in enumerate(steps) if step.reviews is not None]
+    if len(reviewers) > 1:
+        raise _fail(team, reviewers[1], "reviews", f"a second reviewer (the first is {names[reviewers[0]]})", "keep one reviewer step")
+    for index in reviewers:
+        reviewer = steps[index]
+        if index != len(steps) - 1:
+            raise _fail(team, index, "reviews", "the reviewer must be the last step", "move it to the end of the list")
+        if reviewer.final_answer:
+            raise _fail(team, index, "final_answer", "the reviewer cannot give the final answer", "mark a reviewed step instead")
+        dimensions = [team.config.step(name).dimension for name in reviewer.reviews or ()]
+        if len(set(dimensions)) != len(dimensions):
+            raise _fail(team, index, "reviews", "two reviewed steps share a critic_dimension", "give each reviewed step its own critic_dimension")
+        scale = reviewer.scale or ScoreScale()
+        if scale.high <= scale.low:
+            raise _fail(team, index, "scale", "high must be above low", "e.g. {low: 1, high: 5}")
+    for index, step in enumerate(steps):
+        if step.reviews is None and (step.scale is not None or step.threshold is not None):
+            raise _fail(team, index, "scale" if step.scale is not None else "threshold", "only the reviewer has a score scale",
+                        "move it to the step with reviews:")
+
+
+def load_team_file(path: Path, *, read_yaml: Any) -> LoadedTeam:
+    """A team file (`--team FILE` or `team: FILE`): a mapping with `steps:`."""
+    return parse_team(read_yaml(path), path, key="", base_dir=path.resolve().parent)
+
+
+@dataclass(frozen=True)
+class ChatPlan:
+    """The steps one chat runs: working steps in order, the reviewer, who gets the images."""
+
+    steps: tuple[str, ...]
+    reviewer: str | None
+    scored: tuple[tuple[str, str], ...]  # (step, dimension) of each running step the reviewer scores
+    image_steps: frozenset[str]
+    final_step: str
+
+
+def check_without(team: TeamConfig, without: frozenset[str], source: Path) -> None:
+    """`--without` names must be steps of the team; the final-answer step cannot go."""
+    for name in sorted(without):
+        if name not in team.names:
+            raise UsageError(f"--without {name}: {source} has no step '{name}'", fix=f"use one of: {', '.join(team.names)}")
+    if team.final_step.name in without:
+        raise UsageError(f"--without {team.final_step.name}: that step gives the final answer",
+                         fix="mark another step final_answer: true in the team to ablate this one")
+    if all(step.name in without or step.reviews is not None or not step.enabled for step in team.steps):
+        raise UsageError("--without removes every working step", fix="keep at least the final-answer step")
+
+
+def plan_chat(team: TeamConfig, *, has_images: bool, without: frozenset[str] = frozenset()) -> ChatPlan:
+    """Which steps run for one problem. A step is left out when it is disabled, named by
+    `--without`, or describes images the problem does not have. A left-out step's output is
+    simply absent from the requests of the steps that read it; the images a left-out step
+    would have received go to the next working step that runs."""
+    running: list[StepConfig] = []
+    image_steps: set[str] = set()
+    orphan_images = False
+    reviewer: str | None = None
+    for step in team.steps:
+        dropped = not step.enabled or step.name in without or (step.describes_images and not has_images)
+        if step.reviews is not None:
+            reviewer = None if dropped else step.name
+            if not dropped and (step.sees_images or orphan_images) and has_images:
+                image_steps.add(step.name)
+            continue
+        if dropped:
+            orphan_images = orphan_images or (step.sees_images and has_images)
+            continue
+        running.append(step)
+        if has_images and (step.sees_images or orphan_images):
+            image_steps.add(step.name)
+            orphan_images = False
+    names = tuple(step.name for step in running)
+    reviewed = set(team.step(reviewer).reviews or ()) if reviewer else set()
+    scored = tuple((step.name, step.dimension) for step in running if step.name in reviewed)
+    if reviewer is not None and not scored:
+        reviewer = None  # nothing it scores runs: no review
+    return ChatPlan(steps=names, reviewer=reviewer, scored=scored, image_steps=frozenset(image_steps), final_step=team.final_step.name)
+
+
+def derived_max_rounds(plan: ChatPlan, max_rollbacks: int) -> int:
+    """Turns a chat can take: the first pass plus, per rollback, at most every step and a review."""
+    per_pass = len(plan.steps) + (1 if plan.reviewer else 0)
+    return per_pass * (max_rollbacks + 1)
