@@ -284,10 +284,10 @@ def test_corrupt_model_files(tmp_path: Path) -> None:
     random_bytes.write_bytes(os.urandom(1_000_000))
     cut_in_table = tmp_path / "cut-in-table.gguf"
     cut_in_table.write_bytes(model[:3_000_000])
-    cut_in_data = tmp_path / "cut-in-data.gguf"  # passes our header check; llama.cpp rejects it
+    cut_in_data = tmp_path / "cut-in-data.gguf"  # cut inside the last tensor: caught before llama.cpp starts
     cut_in_data.write_bytes(model[:-100])
     for path, expected in ((random_bytes, "not a valid GGUF"), (cut_in_table, "not a valid GGUF"),
-                           (cut_in_data, "could not load")):
+                           (cut_in_data, "the tensor data is cut short")):
         started = time.monotonic()
         with pytest.raises(LocalModelError) as error:
             LocalServer(LocalModelSettings(model_path=path, log_path=tmp_path / "server.log"))
