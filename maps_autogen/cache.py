@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.files import PRIVATE_FILE_MODE, open_append
+from maps_autogen.artifacts import PRIVATE_FILE_MODE, open_append
 from maps_autogen.redact import redact
 
 CACHE_SCHEMA_VERSION = 2

@@ -19,7 +19,8 @@ from autogen.io import IOStream
 
 from maps_autogen.errors import MapsError, RunInterrupted
 from maps_autogen.flow import FlowSettings, Rollback, Turn, decide_next
-from maps_autogen.llm import ChatBackend, Completion, MapsModelClient
+from maps_autogen.client import ChatBackend, Completion
+from maps_autogen.llm import MapsModelClient
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
 from maps_autogen.roles import MANAGER_NAME, USER_PROXY_NAME, CriticVerdict, SolverAnswer, critic_schema, solver_schema

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import click
 
+from maps_autogen.benchmarks import NAMES as BENCHMARK_NAMES
 from maps_autogen.errors import MapsError
 
 if TYPE_CHECKING:
@@ -37,17 +38,30 @@ def _load_env() -> None:
     load_dotenv(Path.cwd() / ".env", override=False)
 
 
+MODEL_OPTIONS = (
+    click.option("--config", "config_file", type=click.Path(path_type=Path), help="agents.yaml to use (default: ./agents.yaml, else the built-in one)."),
+    click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME, or an endpoint name (e.g. local)."),
+    click.option("--threshold", type=click.FloatRange(0, 6), help="Reviewer pass threshold on the team's scale (1-5 by default: 6 never passes; overrides critic.threshold)."),
+    click.option("--max-rollbacks", type=click.IntRange(0, 20), help="Maximum rollbacks (overrides critic.max_rollbacks)."),
+    click.option("--team", "team_file", type=click.Path(path_type=Path), help="A team file (or a built-in team: big_five) instead of the config's team."),
+)
+
+
+def model_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options `solve` and `eval` share (which config, model and team, the reviewer's bounds),
+    declared once so both commands accept and document them alike."""
+    for option in reversed(MODEL_OPTIONS):
+        command = option(command)
+    return command
+
+
 @cli.command()
 @click.argument("images", nargs=-1)
 @click.option("-q", "--question", help="The question to solve.")
 @click.option("-c", "--context", default="", help="Context that comes with the question.")
 @click.option("-o", "--option", "options", multiple=True, help="An answer option (repeat for each option).")
 @click.option("--problem", "problem_file", type=click.Path(path_type=Path), help="A problem.yaml (question, context, options, images).")
-@click.option("--config", "config_file", type=click.Path(path_type=Path), help="agents.yaml to use (default: ./agents.yaml, else the built-in one).")
-@click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME, or an endpoint name (e.g. local).")
-@click.option("--threshold", type=click.FloatRange(0, 6), help="Reviewer pass threshold on the team's scale (1-5 by default: 6 never passes; overrides critic.threshold).")
-@click.option("--max-rollbacks", type=click.IntRange(0, 20), help="Maximum rollbacks (overrides critic.max_rollbacks).")
-@click.option("--team", "team_file", type=click.Path(path_type=Path), help="A team file (or a built-in team: big_five) instead of the config's team.")
+@model_options
 @click.option("--without", "without", multiple=True, metavar="STEP", help="Leave a step out (repeatable); README: The team.")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Where run folders go.")
 @click.option("--quiet", is_flag=True, help="Print only the final answer.")
@@ -112,7 +126,7 @@ def solve(images, question, context, options, problem_file, config_file, model, 
 
 
 @cli.command()
-@click.argument("benchmark", type=click.Choice(["mathvista", "olympiadbench", "emma"]))
+@click.argument("benchmark", type=click.Choice(BENCHMARK_NAMES))
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--rules", type=click.Choice(["current", "legacy"]), default="current", show_default=True,
               help="Which version of the official rules to apply (benchmarks with one version ignore it).")
@@ -129,7 +143,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
     if llm_extract:
         if benchmark != "mathvista":
             raise click.UsageError("--llm-extract is MathVista's optional step; the other benchmarks score by rules only")
-        from maps_autogen.benchmarks.mathvista import with_llm_extraction
+        from maps_autogen.benchmarks.mathvista.scorer import with_llm_extraction
         from maps_autogen.config import load_config, with_overrides
         from maps_autogen.solve import assemble_team
 
@@ -148,7 +162,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 
 
 @cli.command(name="eval")
-@click.argument("benchmark", type=click.Choice(["mathvista", "olympiadbench", "emma"]))
+@click.argument("benchmark", type=click.Choice(BENCHMARK_NAMES))
 @click.option("--subset", "subsets", multiple=True, help="A subset to run (repeatable; default: all). Paper column names work too.")
 @click.option("--data", type=click.Path(path_type=Path), help="A local copy: a hub download as it comes, a save_to_disk folder, parquet or JSONL (README: Running benchmarks).")
 @click.option("--limit", type=click.IntRange(min=1), help="Run N problems spread evenly over the subsets (deterministic).")
@@ -156,7 +170,6 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample and the paper's sampled subsets.")
 @click.option("--method", type=click.Choice(["maps", "direct", "cot"]), default=None, help="maps (default), or a single-call baseline.")
 @click.option("--without", "without", multiple=True, metavar="STEP", help="Ablate a step of the team (repeatable), e.g. scholar; README: The team.")
-@click.option("--team", "team_file", type=click.Path(path_type=Path), help="A team file (or a built-in team: big_five) instead of the config's team.")
 @click.option("--concurrency", type=click.IntRange(min=1, max=512), default=8, show_default=True, help="Problems in flight at once.")
 @click.option("--rules", type=click.Choice(["current", "legacy"]), default="current", show_default=True, help="Official scoring rule version.")
 @click.option("--no-cache", is_flag=True, help="Do not reuse cached model replies.")
@@ -165,10 +178,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--resume", type=click.Path(path_type=Path), help="Continue an eval run folder: skip finished problems, retry failed ones.")
 @click.option("--allow-model-change", is_flag=True, help="Let --resume switch the models or method (the manifest records both).")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
-@click.option("--config", "config_file", type=click.Path(path_type=Path))
-@click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME or an endpoint name.")
-@click.option("--threshold", type=click.FloatRange(0, 6))
-@click.option("--max-rollbacks", type=click.IntRange(0, 20))
+@model_options
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--allow-outside-paths", is_flag=True, help="Let data set rows refer to files outside the data folder (trusted data only).")
 @click.option("--view", "live_view", is_flag=True, help="Watch the eval in a browser: serve it live on 127.0.0.1 and print the URL.")
@@ -183,9 +193,9 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
         raise click.UsageError("--without applies to --method maps only")
     if data is None and resume is None:  # no network and no cached copy: fail before the slow imports
         from maps_autogen.eval.hub import check_hub
-        from maps_autogen.eval.tasks import get_task
+        from maps_autogen.benchmarks import get_benchmark
 
-        check_hub(get_task(benchmark).hub_id)
+        check_hub(get_benchmark(benchmark).task.hub_id)
     from maps_autogen.config import load_config, with_overrides
     from maps_autogen.errors import RunInterrupted, ServiceError
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard

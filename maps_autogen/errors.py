@@ -56,3 +56,9 @@ class RunInterrupted(MapsError):
     """The user pressed Ctrl-C; what finished is saved (exit code 130)."""
 
     exit_code = 130
+
+
+def missing_extra(package: str, extra: str, command: str) -> UsageError:
+    """The error for an optional package that is not installed (the core `maps solve` needs neither)."""
+    return UsageError(f"{command} needs the optional package {package!r}, which is not installed",
+                      fix=f"pip install 'maps-autogen[{extra}]' (make setup installs everything)")

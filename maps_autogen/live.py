@@ -33,7 +33,6 @@ class LiveConsole:
     def __init__(self, file: TextIO | None = None, *, max_chars: int | None = None):
         self.console = Console(file=file, highlight=False, soft_wrap=True, emoji=False)
         self.max_chars = max_chars
-        self._streaming_role: str | None = None
         self._streamed: set[tuple[str, int]] = set()
         self._stream_redactor = StreamRedactor()
         self._turn = 0
@@ -48,7 +47,6 @@ class LiveConsole:
             if leftover:
                 self.console.print(Text(escape_controls(leftover)))
             self._turn += 1
-            self._streaming_role = record["role"]
             return
         if kind == "token":
             if (record["role"], self._turn) not in self._streamed:

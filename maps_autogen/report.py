@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from maps_autogen.errors import DataError
-from maps_autogen.eval.results import FEEDBACK_TARGETS, MANIFEST_FILE, RESULTS_FILE, ResultsLog
-from maps_autogen.eval.tasks import get_task
+from maps_autogen.errors import missing_extra
+from maps_autogen.eval.results import FEEDBACK_TARGETS, RESULTS_FILE, ResultsLog, accuracy_percent
+from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
-from maps_autogen.files import FILE_MODE, write_text_atomic
+from maps_autogen.artifacts import FILE_MODE, read_manifest, write_text_atomic
 
-BENCHMARK_ORDER = ("mathvista", "emma", "olympiadbench")  # the paper's column order
 BOOTSTRAP_SAMPLES = 1000
 PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 100 s
 # One colour per series (Figure 5) and for Figure 6's bars, so a figure can be checked by colour.
@@ -74,13 +73,7 @@ class Run:
 
 def load_run(path: Path) -> Run:
     """Read an eval run folder."""
-    manifest_path = path / MANIFEST_FILE
-    if not manifest_path.is_file():
-        raise DataError(f"{path} is not an eval run (no {MANIFEST_FILE})", fix="pass folders written by maps eval or maps merge")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise DataError(f"cannot read {manifest_path}: {error}", fix="the run folder may be damaged") from None
+    manifest = read_manifest(path, fix="pass folders written by maps eval or maps merge")
     records = list(ResultsLog(path / RESULTS_FILE).read().values())
     return Run(path=path, manifest=manifest, records=records)
 
@@ -114,7 +107,7 @@ def _cell(records: Sequence[dict[str, Any]]) -> Cell:
     outcomes = [bool(r.get("correct")) for r in records if r.get("status") == "ok"]
     if not outcomes:
         return Cell(None, None, 0)
-    return Cell(round(100.0 * sum(outcomes) / len(outcomes), 2), bootstrap_interval(outcomes), len(outcomes))
+    return Cell(accuracy_percent(sum(outcomes), len(outcomes)), bootstrap_interval(outcomes), len(outcomes))
 
 
 @dataclass
@@ -133,7 +126,7 @@ def _columns(runs: Sequence[Run]) -> list[tuple[str, str, str]]:
     for benchmark in BENCHMARK_ORDER:
         if benchmark not in present:
             continue
-        task = get_task(benchmark)
+        task = get_benchmark(benchmark).task
         ran = {r.get("subset") for run in runs if run.benchmark == benchmark for r in run.records}
         for subset in task.subsets:
             if subset.name in ran:
@@ -147,7 +140,7 @@ def table1_rows(runs: Sequence[Run]) -> list[Row]:
     rows: dict[str, Row] = {}
     for run in runs:
         row = rows.setdefault(run.label, Row(run.label))
-        task = get_task(run.benchmark)
+        task = get_benchmark(run.benchmark).task
         for subset in task.subsets:
             mine = [r for r in run.records if r.get("subset") == subset.name]
             if mine:
@@ -200,7 +193,7 @@ def table2(runs: Sequence[Run]) -> str | None:
         if not full or not ablated:
             continue
         base = full[0]
-        task = get_task(benchmark)
+        task = get_benchmark(benchmark).task
         subsets = [s for s in task.subsets if any(r.get("subset") == s.name for r in base.records)]
         header = ["Variation", *(s.column for s in subsets), "Avg."]
 
@@ -273,7 +266,7 @@ def random_choice_row(runs: Sequence[Run]) -> Row:
         known = [r for r in problems.values() if isinstance((r.get("metadata") or {}).get("choices"), int)]
         if not known:
             continue
-        for subset in [*(s.name for s in get_task(benchmark).subsets), "Avg."]:
+        for subset in [*(s.name for s in get_benchmark(benchmark).task.subsets), "Avg."]:
             mine = [r for r in known if subset == "Avg." or r.get("subset") == subset]
             if mine:
                 chance = sum(1 / r["metadata"]["choices"] for r in mine if r["metadata"]["choices"] > 0) / len(mine)
@@ -306,7 +299,7 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
     benchmarks = [b for b in BENCHMARK_ORDER if any(run.benchmark == b for run in runs)]
     columns: list[tuple[str, str, str]] = []
     for benchmark in benchmarks:
-        task = get_task(benchmark)
+        task = get_benchmark(benchmark).task
         columns += [(benchmark, s.name, f"{task.title} {s.column}") for s in task.subsets]
         columns.append((benchmark, "Avg.", f"{task.title} Avg."))
     header = ["Source", "Method", *(h for _, _, h in columns), "Avg.", "Δ vs paper"]
@@ -355,7 +348,12 @@ def _usage_table(usage: dict[str, dict[str, float | None]]) -> str:
 
 
 def _pyplot():
-    import matplotlib
+    try:
+        import matplotlib
+    except ModuleNotFoundError as error:
+        if error.name != "matplotlib":
+            raise
+        raise missing_extra("matplotlib", "report", "maps report's figures") from None
 
     matplotlib.use("Agg")  # headless: no display on servers and CI
     import matplotlib.pyplot as plt
@@ -377,7 +375,7 @@ def plot_feedback(shares: dict[str, dict[str, float]], path: Path) -> Path:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9.5, 1.6 + 0.7 * len(shares)))
     colours = {"interpreter": "#b5179e", "aligner": "#3a86ff", "scholar": "#2a9d8f", "solver": "#e9c46a", "none": "#adb5bd"}
-    names = [get_task(b).title for b in shares]
+    names = [get_benchmark(b).task.title for b in shares]
     left = [0.0] * len(shares)
     for target in FEEDBACK_TARGETS:
         values = [100 * shares[b][target] for b in shares]
@@ -426,7 +424,7 @@ def plot_models(data: dict[str, dict[str, dict[str, float]]], path: Path) -> Pat
     colours = {label: SERIES_COLOURS[n % len(SERIES_COLOURS)] for n, label in enumerate(labels)}
     fig, axes = plt.subplots(1, len(data), figsize=(max(5.0, 1.2 + 1.1 * len(labels)) * len(data), 4.2), squeeze=False)
     for ax, (benchmark, rows) in zip(axes[0], data.items()):
-        task = get_task(benchmark)
+        task = get_benchmark(benchmark).task
         groups = [s.name for s in task.subsets if any(s.name in r for r in rows.values())] + ["Avg."]
         width = 0.8 / max(1, len(rows))
         for n, (label, values) in enumerate(rows.items()):
@@ -481,7 +479,7 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         files.append(plot_feedback(shares, out / "figure4.png"))
         parts += ["## Figure 4: feedback shares", "![](figure4.png)",
                   _markdown(["Benchmark", *(t if t != "none" else "no regeneration" for t in FEEDBACK_TARGETS)],
-                            [[get_task(b).title, *(f"{100 * s[t]:.1f}%" for t in FEEDBACK_TARGETS)] for b, s in shares.items()])]
+                            [[get_benchmark(b).task.title, *(f"{100 * s[t]:.1f}%" for t in FEEDBACK_TARGETS)] for b, s in shares.items()])]
     models = accuracy_by_model(runs)
     if models:
         files.append(plot_models(models, out / "figure5.png"))

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from maps_autogen.benchmarks import RecordError, Scorer, Verdict, get_scorer
+from maps_autogen.benchmarks import RecordError, Scorer, Verdict, get_benchmark
 from maps_autogen.errors import DataError, UsageError
-from maps_autogen.files import atomic_text_writer
+from maps_autogen.artifacts import atomic_text_writer
 
 logger = logging.getLogger(__name__)
 
@@ -80,9 +80,7 @@ def resolve_scorer(benchmark: str, rules: str) -> Scorer:
     `--rules legacy` can be passed uniformly across benchmarks.
     """
     try:
-        scorer = get_scorer(benchmark)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
+        scorer = get_benchmark(benchmark).scorer
     except ModuleNotFoundError as error:
         if not (error.name or "").startswith("maps_autogen.benchmarks."):
             raise  # a missing third-party package is a real installation problem

@@ -17,7 +17,7 @@ from maps_autogen.cache import ResponseCache
 from maps_autogen.chat import CallRecord, ChatOutcome, MapsChat, Observer, Observers, chat_settings
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import Resolution, ResolvedModel, resolve_models
-from maps_autogen.llm import ChatBackend
+from maps_autogen.client import ChatBackend
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.errors import RunInterrupted
@@ -84,10 +84,12 @@ def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: Response
     reply_bytes = loaded.config.limits.reply_bytes
     if model.kind != "local":
         return ChatBackend(model, cache=cache, max_connections=max_connections, cancel=cancel, max_reply_bytes=reply_bytes)
-    from maps_autogen.local_server import shared_local_server, settings_from_endpoint
+    from maps_autogen.local.server import shared_local_server
+    from maps_autogen.local.settings import settings_from_endpoint
 
     # Started on first use, shared by the whole process, stopped at exit (and on Ctrl-C).
-    server = shared_local_server(settings_from_endpoint(model.local, base_dir=loaded.base_dir))
+    # One model name end to end: the server registers the name the requests send and the run records.
+    server = shared_local_server(settings_from_endpoint(model.local, base_dir=loaded.base_dir, model_name=model.model))
     register_secret(server.api_key)
     local = replace(model, base_url=server.base_url, api_key=server.api_key)
     return ChatBackend(local, cache=cache, max_connections=max_connections, health_check=server.ensure_alive, cancel=cancel,

@@ -10,15 +10,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from maps_autogen.artifacts import open_append, read_jsonl, read_run, write_bytes_file, write_json_atomic
 from maps_autogen.errors import DataError
-from maps_autogen.files import open_append, write_bytes_file, write_text_atomic
 from maps_autogen.problem import Problem
+from maps_autogen.records import IMAGES_DIR, RUN_FILE, SCHEMA_VERSION, TRANSCRIPT_FILE, RunRecord, check_transcript_record, checked
 from maps_autogen.redact import redact
 
-SCHEMA_VERSION = 1
-RUN_FILE = "run.json"
-TRANSCRIPT_FILE = "transcript.jsonl"
-IMAGES_DIR = "images"
+__all__ = ["IMAGES_DIR", "RUN_FILE", "SCHEMA_VERSION", "TRANSCRIPT_FILE", "RunWriter", "new_run_id", "read_run",
+           "read_transcript", "request_for_transcript", "utc_now", "write_json_atomic"]
 
 
 def new_run_id(kind: str = "solve") -> str:
@@ -29,14 +28,6 @@ def new_run_id(kind: str = "solve") -> str:
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so that a reader (or a killed process) never sees a half-written file.
-
-    The rename is atomic; there is no fsync, because surviving `kill -9` needs none and these
-    files are rewritten often (results.jsonl, the record of finished work, is fsync'd)."""
-    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
 def request_for_transcript(messages: list[dict[str, Any]], image_files: dict[str, str]) -> list[dict[str, Any]]:
@@ -81,6 +72,7 @@ class RunWriter:
     def append(self, record: dict[str, Any]) -> None:
         """Append one record as a complete line. Lines are flushed at the end of each turn (a
         message) and on close, so a crash loses at most the events of the turn under way."""
+        check_transcript_record(record)
         with self._lock:
             full = {"schema_version": SCHEMA_VERSION, "index": self._index, **record}
             self._index += 1
@@ -90,7 +82,7 @@ class RunWriter:
 
     def write_run(self, run: dict[str, Any]) -> Path:
         path = self.run_dir / RUN_FILE
-        write_json_atomic(path, {"schema_version": SCHEMA_VERSION, **run})
+        write_json_atomic(path, checked(RunRecord, {"schema_version": SCHEMA_VERSION, **run}, source=str(path)))
         return path
 
     def close(self) -> None:
@@ -104,37 +96,9 @@ class RunWriter:
             self.append(record)
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a JSONL file we wrote, skipping blank and torn lines."""
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict):
-                rows.append(row)
-    return rows
-
-
 def read_transcript(run_dir: Path) -> Iterator[dict[str, Any]]:
-    """The records of a run's transcript, skipping a torn last line."""
+    """The records of a run's transcript (artifacts.read_jsonl: a torn last line is not read)."""
     path = run_dir / TRANSCRIPT_FILE
     if not path.is_file():
         raise DataError(f"{run_dir} has no {TRANSCRIPT_FILE}", fix="pass a run folder written by maps solve or maps eval")
     yield from read_jsonl(path)
-
-
-def read_run(run_dir: Path) -> dict[str, Any]:
-    """A run's run.json."""
-    path = run_dir / RUN_FILE
-    if not path.is_file():
-        raise DataError(f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise DataError(f"cannot read {path}: {error}", fix="the run folder may be damaged") from None

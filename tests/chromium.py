@@ -1,5 +1,5 @@
 """A headless Chromium driven over the DevTools protocol on a pipe, for the viewer's browser
-tests and benchmarks/viewer_load.py (no driver download, no websocket library)."""
+tests and perf/viewer_load.py (no driver download, no websocket library)."""
 
 from __future__ import annotations
 

@@ -16,12 +16,12 @@ import datasets
 import pytest
 from PIL import Image as PILImage
 
-from maps_autogen.eval.emma import TASK as EMMA
-from maps_autogen.eval.mathvista import TASK as MATHVISTA
-from maps_autogen.eval.olympiadbench import TASK as OLYMPIAD
+from maps_autogen.benchmarks.emma.task import TASK as EMMA
+from maps_autogen.benchmarks.mathvista.task import TASK as MATHVISTA
+from maps_autogen.benchmarks.olympiadbench.task import TASK as OLYMPIAD
 from maps_autogen.images import load_image
 from maps_autogen.role_inputs import interleave_images
-from maps_autogen.eval.tasks import AnswerFormats, EvalItem, Subset, find_subsets, load_answer_formats, spread_limit
+from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Subset, find_subsets, load_answer_formats, spread_limit
 from maps_autogen.problem import Problem
 from tests.conftest import TEST_KEY, clean_env, make_png, run_maps
 from tests.eval_fixtures import ProblemScript

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from maps_autogen.benchmarks import _symbolic
-from maps_autogen.benchmarks import emma
+from maps_autogen.benchmarks.emma import scorer as emma
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
 VERDICTS = CONFORMANCE / "emma_verdicts.dev.jsonl.gz"

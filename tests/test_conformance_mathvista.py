@@ -4,7 +4,7 @@ The data live outside the repository (../shared/conformance/ beside the checkout
 the folder holding a git worktree; read in place, never copied): 13 model runs whose
 extraction, prediction and verdict were produced by the official code. Our normalisation and
 verdict must reproduce all of them. Scored from the raw response alone, our rule-based
-extractor must reach the agreement floor below (benchmarks/mathvista_extraction_agreement.py
+extractor must reach the agreement floor below (perf/mathvista_extraction_agreement.py
 prints the full report, with the disagreements grouped by cause). Without the data the tests
 skip on a user's clone but fail in CI (CI=true).
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from maps_autogen.benchmarks.mathvista import SCORER, extract_answer, normalize
+from maps_autogen.benchmarks.mathvista.scorer import SCORER, extract_answer, normalize
 
 DATA_NAME = "mathvista_testmini_verdicts.dev.jsonl.gz"
 _REPO = Path(__file__).resolve().parents[1]
@@ -33,7 +33,7 @@ EXPECTED_RECORDS = 12_998
 
 # What the rules reach from the response alone (measured: 93.36% same verdict, 321 false
 # accepts, 82.7% same prediction). Most of the remaining disagreements are the official
-# extractor's own errors (benchmarks/mathvista_extraction_agreement.py groups them): on the
+# extractor's own errors (perf/mathvista_extraction_agreement.py groups them): on the
 # records outside those families the rules agree on 97.96% with 38 false accepts. The floors
 # sit just under the figures to catch regressions, and false accepts may not grow.
 RULE_ONLY_VERDICT_FLOOR = 0.9335
@@ -128,7 +128,7 @@ def test_both_integer_rules_are_exercised(records: list[dict[str, Any]]) -> None
 
 def _agreement_script() -> Any:
     """The agreement script as a module: its official-error families are the ones reported."""
-    path = _REPO / "benchmarks" / "mathvista_extraction_agreement.py"
+    path = _REPO / "perf" / "mathvista_extraction_agreement.py"
     spec = importlib.util.spec_from_file_location("mathvista_extraction_agreement", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

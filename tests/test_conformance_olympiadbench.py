@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from maps_autogen.benchmarks import _symbolic
-from maps_autogen.benchmarks import olympiadbench as ob
+from maps_autogen.benchmarks.olympiadbench import scorer as ob
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
 EXAMPLES = CONFORMANCE / "olympiadbench_official_examples.json"

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from maps_autogen.benchmarks import _symbolic, get_scorer
-from maps_autogen.benchmarks import emma
+from maps_autogen.benchmarks import _symbolic, get_benchmark
+from maps_autogen.benchmarks.emma import scorer as emma
 from maps_autogen.benchmarks.base import RecordError, Verdict
 
 
@@ -168,7 +168,7 @@ def test_null_or_empty_response_is_incorrect(response: str | None) -> None:
 
 
 def test_scorer_registration_and_versions() -> None:
-    assert get_scorer("emma") is emma.SCORER
+    assert get_benchmark("emma").scorer is emma.SCORER
     assert emma.SCORER.rule_versions == ("current", "legacy")
     with pytest.raises(ValueError, match="rule version"):
         emma.SCORER.score(_mc("C"), "v3")

@@ -25,10 +25,11 @@ from datasets import Features, Image, List, Value
 from PIL import Image as PILImage
 
 from maps_autogen.errors import DataError
-from maps_autogen.eval.emma import TASK as EMMA
-from maps_autogen.eval.mathvista import TASK as MATHVISTA
-from maps_autogen.eval.olympiadbench import TASK as OLYMPIAD
-from maps_autogen.eval.tasks import AnswerFormats, EvalItem, Row, find_subsets, get_task, load_answer_formats
+from maps_autogen.benchmarks.emma.task import TASK as EMMA
+from maps_autogen.benchmarks.mathvista.task import TASK as MATHVISTA
+from maps_autogen.benchmarks.olympiadbench.task import TASK as OLYMPIAD
+from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, find_subsets, load_answer_formats
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.scoring import score_record
 
 REPO = Path(__file__).resolve().parents[1]
@@ -145,7 +146,7 @@ def olympiad_items(olympiad_data: Path, formats: AnswerFormats) -> dict[str, Eva
 
 
 def test_olympiadbench_subsets_follow_table_1() -> None:
-    assert get_task("olympiadbench") is OLYMPIAD
+    assert get_benchmark("olympiadbench").task is OLYMPIAD
     assert [(s.column, s.name, s.paper_size, s.source, s.default_sample) for s in OLYMPIAD.subsets] == [
         ("MECO", "Math_En_COMP", 150, "OE_MM_maths_en_COMP", None),
         ("MZCE", "Math_Zh_CEE", 300, "OE_MM_maths_zh_CEE", 300),
@@ -322,7 +323,7 @@ def emma_items(emma_data: Path, formats: AnswerFormats) -> dict[str, EvalItem]:
 
 
 def test_emma_subsets_follow_table_1() -> None:
-    assert get_task("emma") is EMMA
+    assert get_benchmark("emma").task is EMMA
     assert [(s.name, s.column, s.paper_size, s.source) for s in EMMA.subsets] == [
         ("Math", "Math", 100, "Math"), ("Physics", "Phy.", 100, "Physics"), ("Chemistry", "Chem.", 100, "Chemistry")]
     assert (EMMA.hub_id, EMMA.split) == ("luckychao/EMMA-mini", "test")
@@ -462,10 +463,10 @@ def test_mathvista_from_every_layout(tmp_path: Path, formats: AnswerFormats, lay
 _OFFLINE_PROBE = """
 import json, sys, time
 from maps_autogen.errors import DataError
-from maps_autogen.eval.tasks import get_task
+from maps_autogen.benchmarks import get_benchmark
 out = {}
 for name in ("olympiadbench", "emma", "mathvista"):
-    task = get_task(name)
+    task = get_benchmark(name).task
     started = time.monotonic()
     try:
         list(task.rows(task.subsets[:1], None))

@@ -183,15 +183,15 @@ MEGABYTE = 1 << 20
     ('{"final_answer": "5", "x": [' + "1," * (MEGABYTE // 2) + "]}", "5"),  # a trailing comma to repair
 ])
 def test_megabyte_adversarial_replies_parse(reply: str, expected: str | None) -> None:
-    """The answers (the times are printed by benchmarks/adversarial.py)."""
+    """The answers (the times are printed by perf/adversarial.py)."""
     answer = parse_solver_reply(reply)
     assert answer.final_answer == (reply.strip() if expected is None else expected)
     assert parse_critic_reply(reply, (("solver", "solution"),)) is None
 
 
 def test_scoring_helpers_are_linear_on_adversarial_answers() -> None:
-    from maps_autogen.benchmarks.emma import extract_answer
-    from maps_autogen.eval.olympiadbench import answer_pieces
+    from maps_autogen.benchmarks.emma.scorer import extract_answer
+    from maps_autogen.benchmarks.olympiadbench.task import answer_pieces
 
     # `\s*\n` around the separators split a long run of spaces in quadratic time.
     assert answer_pieces("x" + " " * MEGABYTE + "y; z", multiple=True) == ["x y", "z"]
@@ -366,7 +366,7 @@ def test_dotdot_data_set_path_is_refused_naming_the_row(tmp_path: Path) -> None:
 def test_absolute_and_symlinked_paths_are_refused_unless_allowed(tmp_path: Path, kind: str) -> None:
     from maps_autogen.eval.paths import outside_paths_allowed
     from maps_autogen.eval.runner import load_items
-    from maps_autogen.eval.tasks import get_task
+    from maps_autogen.benchmarks import get_benchmark
 
     outside = tmp_path / "secret.png"
     Image.new("RGB", (32, 32), "white").save(outside)
@@ -374,7 +374,7 @@ def test_absolute_and_symlinked_paths_are_refused_unless_allowed(tmp_path: Path,
     data = _mathvista_with_image(tmp_path, reference)
     if kind == "symlink":
         (data.parent / "images" / "link.png").symlink_to(outside)
-    task = get_task("mathvista")
+    task = get_benchmark("mathvista").task
     loaded = load_config(cwd=tmp_path)
     with pytest.raises(DataError, match="outside the data folder"):
         load_items(task, task.subsets, data, loaded)

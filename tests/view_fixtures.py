@@ -1,5 +1,5 @@
 """A large eval folder written directly in the run format (no model calls), for the viewer's
-scaling tests and benchmarks/viewer_load.py: manifest.json, results.jsonl and, per problem, a
+scaling tests and perf/viewer_load.py: manifest.json, results.jsonl and, per problem, a
 run folder with run.json, a transcript of a full MAPS chat and an image."""
 
 from __future__ import annotations

@@ -1,26 +1,24 @@
-"""One module per benchmark: its record schema, answer extraction, normalisation and verdict."""
+"""The benchmarks, one package each (task + scorer side by side), and their one registry.
+
+`NAMES` is the only list of benchmark names: the CLI's choices, `maps score`, `maps eval` and
+`maps report` all read it. A benchmark's package is imported only when it is asked for.
+"""
 
 from __future__ import annotations
 
 import importlib
 
-from maps_autogen.benchmarks.base import RecordError, Scorer, Verdict
+from maps_autogen.benchmarks.base import Benchmark, RecordError, Scorer, Verdict
+from maps_autogen.errors import UsageError
 
-BENCHMARK_MODULES = {
-    "mathvista": "maps_autogen.benchmarks.mathvista",
-    "olympiadbench": "maps_autogen.benchmarks.olympiadbench",
-    "emma": "maps_autogen.benchmarks.emma",
-}
+NAMES = ("mathvista", "emma", "olympiadbench")  # the paper's column order (Table 1)
 
 
-def get_scorer(benchmark: str) -> Scorer:
-    """The scorer of a benchmark by name (each module exposes a module-level `SCORER`)."""
-    try:
-        module_name = BENCHMARK_MODULES[benchmark]
-    except KeyError:
-        known = ", ".join(sorted(BENCHMARK_MODULES))
-        raise ValueError(f"unknown benchmark {benchmark!r}; choose one of: {known}") from None
-    return importlib.import_module(module_name).SCORER
+def get_benchmark(name: str) -> Benchmark:
+    """The benchmark called `name` (UsageError naming the known ones otherwise)."""
+    if name not in NAMES:
+        raise UsageError(f"unknown benchmark '{name}'", fix=f"use one of: {', '.join(NAMES)}")
+    return importlib.import_module(f"{__name__}.{name}").BENCHMARK
 
 
-__all__ = ["BENCHMARK_MODULES", "RecordError", "Scorer", "Verdict", "get_scorer"]
+__all__ = ["NAMES", "Benchmark", "RecordError", "Scorer", "Verdict", "get_benchmark"]

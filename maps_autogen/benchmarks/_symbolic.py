@@ -304,22 +304,6 @@ class WorkerPool:
         finally:
             self._release_slot()
 
-    def warm_up(self, count: int | None = None) -> None:
-        """Start `count` helpers now (default: all) so the first items don't pay for it."""
-        count = self.max_workers if count is None else min(count, self.max_workers)
-        with self._lock:
-            missing = max(0, count - len(self._idle))
-        workers = [_Worker(self.memory_limit) for _ in range(missing)]
-        try:
-            for worker in workers:
-                worker.wait_ready()
-        except BaseException:
-            for worker in workers:
-                worker.kill()
-            raise
-        for worker in workers:
-            self._give_back(worker)
-
     def shutdown(self) -> None:
         """Stop every idle helper (busy ones are stopped when their call returns)."""
         with self._lock:

@@ -40,3 +40,23 @@ class Scorer(Protocol):
     def subset(self, record: Mapping[str, Any]) -> str:
         """The subset (subtask) a record counts towards in summaries."""
         ...
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark as a whole: its task (loading, answer format) and its official scorer.
+
+    Each `maps_autogen.benchmarks.<name>` package exports one as `BENCHMARK`; the registry in
+    `maps_autogen.benchmarks` is the only list of names.
+    """
+
+    task: Any  # a maps_autogen.benchmarks.tasks.Task
+    scorer: Scorer
+
+    @property
+    def name(self) -> str:
+        return self.scorer.name
+
+    @property
+    def title(self) -> str:
+        return self.task.title

@@ -10,7 +10,7 @@ from typing import Any
 
 from maps_autogen.config import read_yaml
 from maps_autogen.errors import ConfigError, MapsError
-from maps_autogen.llm import Completion
+from maps_autogen.client import Completion
 from maps_autogen.problem import Problem
 from maps_autogen.redact import redact
 from maps_autogen.solve import Team

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
-from maps_autogen.errors import DataError
+from maps_autogen.errors import DataError, missing_extra
 
 PROBE_TIMEOUT_S = 1.5
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
@@ -107,8 +107,13 @@ def import_datasets(*, offline: bool = False) -> ModuleType:
     """`datasets`, with the stderr handlers it and `huggingface_hub` attach at import removed
     (their records still reach the application's handlers once, through the root logger), and
     offline mode switched on when asked (both libraries read it only at import otherwise)."""
-    import datasets
-    import huggingface_hub.constants
+    try:
+        import datasets
+        import huggingface_hub.constants
+    except ModuleNotFoundError as error:
+        if error.name not in ("datasets", "huggingface_hub"):
+            raise
+        raise missing_extra("datasets", "eval", "reading benchmark data") from None
 
     for name in _SELF_LOGGING_LIBRARIES:
         library_logger = logging.getLogger(name)

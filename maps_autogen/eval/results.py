@@ -8,15 +8,23 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from maps_autogen.eval.tasks import Task
-from maps_autogen.files import atomic_text_writer, open_append
+from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, write_json_atomic
+from maps_autogen.benchmarks.tasks import Task
+from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE, ResultRow, Summary, checked
 from maps_autogen.redact import redact
-from maps_autogen.transcript import SCHEMA_VERSION, write_json_atomic
 
-RESULTS_FILE = "results.jsonl"
-MANIFEST_FILE = "manifest.json"
-SUMMARY_FILE = "summary.json"
+__all__ = ["FEEDBACK_TARGETS", "MANIFEST_FILE", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "accuracy_percent", "latest_by_pid"]
 FEEDBACK_TARGETS = ("interpreter", "aligner", "scholar", "solver", "none")
+
+
+def latest_by_pid(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The one de-dup rule for result rows: the latest row per pid, in the place of its first
+    row (a problem retried after a failure, or run again by a resume, appears more than once)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if "pid" in row:
+            latest[str(row["pid"])] = row
+    return latest
 
 
 class ResultsLog:
@@ -40,10 +48,7 @@ class ResultsLog:
 
     def read(self) -> dict[str, dict[str, Any]]:
         """The latest record per pid (a pid retried after a failure appears more than once)."""
-        latest: dict[str, dict[str, Any]] = {}
-        for record in self.records():
-            latest[str(record["pid"])] = record
-        return latest
+        return latest_by_pid(self.records())
 
     def finished_ids(self) -> set[str]:
         """The pids whose latest record is a success (from memory, not from the file)."""
@@ -56,21 +61,10 @@ class ResultsLog:
             yield record
 
     def _lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """(byte offset, record) of each complete, readable line, one at a time."""
-        if not self.path.exists():
-            return
-        with open(self.path, "rb") as handle:
-            offset = 0
-            for line in handle:
-                start, offset = offset, offset + len(line)
-                if not line.endswith(b"\n"):
-                    break  # a torn last line from a killed process
-                try:
-                    record = json.loads(line)
-                except (json.JSONDecodeError, RecursionError):
-                    continue
-                if isinstance(record, dict) and "pid" in record:
-                    yield start, record
+        """(byte offset, record) of each complete, readable line, one at a time (artifacts' rule)."""
+        for start, record in iter_jsonl(self.path):
+            if "pid" in record:
+                yield start, record
 
     def _cut_torn_tail(self) -> None:
         """Drop a torn last line (a killed process), reading only the file's end."""
@@ -96,6 +90,7 @@ class ResultsLog:
             handle.truncate(0)
 
     def append(self, record: dict[str, Any]) -> None:
+        checked(ResultRow, record, source=str(self.path))
         line = (redact(json.dumps({"schema_version": SCHEMA_VERSION, **record}, ensure_ascii=False, default=str)) + "\n").encode()
         with self._lock:
             status = self._prepared()
@@ -120,7 +115,9 @@ class ResultsLog:
                     handle.write(json.dumps(json.loads(source.readline()), ensure_ascii=False, default=str) + "\n")
 
 
-def _accuracy(correct: int, scored: int) -> float | None:
+def accuracy_percent(correct: int, scored: int) -> float | None:
+    """The one accuracy figure of runs and reports: percent correct of the scored problems, to
+    two decimals (None when nothing was scored)."""
     return round(100.0 * correct / scored, 2) if scored else None
 
 
@@ -158,9 +155,9 @@ def summarize(records: Iterable[dict[str, Any]], task: Task, subset_names: Seque
     return {
         "schema_version": SCHEMA_VERSION,
         "benchmark": task.name,
-        "subsets": {name: {**tally, "failed": tally["n"] - tally["scored"], "accuracy": _accuracy(tally["correct"], tally["scored"])}
+        "subsets": {name: {**tally, "failed": tally["n"] - tally["scored"], "accuracy": accuracy_percent(tally["correct"], tally["scored"])}
                     for name, tally in subsets.items()},
-        "average": {"n": total, "scored": scored, "correct": correct, "accuracy": _accuracy(correct, scored)},
+        "average": {"n": total, "scored": scored, "correct": correct, "accuracy": accuracy_percent(correct, scored)},
         "failed": total - scored,
         "feedback_shares": {k: round(v / scored, 4) if scored else None for k, v in feedback.items()},
         "stop_reasons": stop_reasons,
@@ -189,5 +186,5 @@ def table1(summary: dict[str, Any], task: Task, label: str) -> str:
 
 def write_summary(eval_dir: Path, summary: dict[str, Any]) -> Path:
     path = eval_dir / SUMMARY_FILE
-    write_json_atomic(path, summary)
+    write_json_atomic(path, checked(Summary, summary, source=str(path)))
     return path

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import importlib.metadata
-import json
 import logging
 import os
 import platform
@@ -32,16 +31,19 @@ from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInte
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.eval.paths import outside_paths_allowed
-from maps_autogen.eval.results import MANIFEST_FILE, RESULTS_FILE, ResultsLog, summarize, table1, write_summary
-from maps_autogen.eval.tasks import EvalItem, Subset, Task, find_subsets, get_task, load_answer_formats, spread_limit
+from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, table1, write_summary
+from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, find_subsets, load_answer_formats, spread_limit
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.eval.validate import validate_rows
 from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.interrupts import exit_on_second_interrupt
-from maps_autogen.llm import Completion
+from maps_autogen.client import Completion
 from maps_autogen.runlock import RunLock
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
-from maps_autogen.transcript import SCHEMA_VERSION, new_run_id, utc_now, write_json_atomic
+from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_json_atomic, write_manifest
+from maps_autogen.records import SCHEMA_VERSION, RunRecord, checked
+from maps_autogen.transcript import new_run_id, utc_now
 
 logger = logging.getLogger(__name__)
 
@@ -262,7 +264,7 @@ class EvalRun:
             raise UsageError("--concurrency must be at least 1", fix="e.g. --concurrency 8")
         self.request = request
         self.loaded = loaded
-        self.task = get_task(request.benchmark)
+        self.task = get_benchmark(request.benchmark).task
         self.progress = progress
         self.env = env
         self.on_ready = on_ready  # called with the eval folder once its manifest is written (maps eval --view)
@@ -274,10 +276,7 @@ class EvalRun:
             eval_id = new_run_id(f"eval-{self.task.name}")
             return self.request.runs_dir / eval_id, None
         eval_dir = self.request.resume
-        manifest_path = eval_dir / MANIFEST_FILE
-        if not manifest_path.is_file():
-            raise DataError(f"{eval_dir} is not an eval run (no {MANIFEST_FILE})", fix="pass the folder maps eval printed")
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = read_manifest(eval_dir, fix="pass the folder maps eval printed")
         if manifest.get("benchmark") != self.task.name:
             raise UsageError(f"{eval_dir} is a {manifest.get('benchmark')} run, not {self.task.name}", fix=f"run maps eval {manifest.get('benchmark')} --resume {eval_dir}")
         return eval_dir, manifest
@@ -349,7 +348,7 @@ class EvalRun:
         lock = RunLock(eval_dir)
         try:
             lock.acquire()
-            write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
+            write_manifest(eval_dir, manifest)
             if self.on_ready is not None:
                 self.on_ready(eval_dir)
             log = ResultsLog(eval_dir / RESULTS_FILE)
@@ -364,7 +363,7 @@ class EvalRun:
             served = _served_models(log.records())
             if served != manifest.get("served_models", {}):
                 manifest["served_models"] = served
-                write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
+                write_manifest(eval_dir, manifest)
             summary = summarize(log.records(), self.task, [s.name for s in subsets])
             summary.update({"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
                             "complete": summary["average"]["scored"] == len(manifest["ids"]),
@@ -557,11 +556,9 @@ class EvalRun:
     @staticmethod
     def _annotate_run(run_json: Path, fields: dict[str, Any]) -> None:
         """Put the verdict into a baseline's run.json, for the viewer."""
-        try:
-            run = json.loads(run_json.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            return
-        write_json_atomic(run_json, {**run, **fields})
+        run = read_json_or_empty(run_json)
+        if run:
+            write_json_atomic(run_json, checked(RunRecord, {**run, **fields}, source=str(run_json)))
 
 
 def _record_replicas(eval_dir: Path, manifest: dict[str, Any], served: dict[str, dict[str, int]]) -> None:
@@ -572,7 +569,7 @@ def _record_replicas(eval_dir: Path, manifest: dict[str, Any], served: dict[str,
     for endpoint, counts in served.items():
         for url, count in counts.items():
             totals.setdefault(endpoint, {})[url] = totals.get(endpoint, {}).get(url, 0) + count
-    write_json_atomic(eval_dir / MANIFEST_FILE, manifest)
+    write_manifest(eval_dir, manifest)
 
 
 def _evaluation_fields(response: str, verdict: Any, gold: Any) -> dict[str, Any]:
@@ -606,12 +603,7 @@ def _served_models(records: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
 
 def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     """Combine shard runs (same benchmark, method and models) into one eval folder."""
-    manifests = []
-    for run_dir in run_dirs:
-        path = run_dir / MANIFEST_FILE
-        if not path.is_file():
-            raise DataError(f"{run_dir} is not an eval run (no {MANIFEST_FILE})", fix="pass folders written by maps eval")
-        manifests.append(json.loads(path.read_text(encoding="utf-8")))
+    manifests = [read_manifest(run_dir, fix="pass folders written by maps eval") for run_dir in run_dirs]
     first = manifests[0]
     for run_dir, manifest in zip(run_dirs[1:], manifests[1:]):
         for key in ("benchmark", "method", "without", "rules", "subsets", "models"):
@@ -619,7 +611,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
                 raise UsageError(f"{run_dir} differs from {run_dirs[0]} in '{key}'", fix="merge only shards of one evaluation")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} already exists and is not empty", fix="choose another --out")
-    task = get_task(first["benchmark"])
+    task = get_benchmark(first["benchmark"]).task
     ids = sorted({pid for manifest in manifests for pid in manifest["ids"]}, key=lambda pid: _original_position(manifests, pid))
     (out / PROBLEMS_DIR).mkdir(parents=True, exist_ok=True)
     log = ResultsLog(out / RESULTS_FILE)
@@ -632,7 +624,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     merged = {**first, "eval_id": out.name, "ids": ids, "shard": None, "created_at": utc_now(),
               "merged_from": [str(d) for d in run_dirs],
               "subset_of_id": {k: v for m in manifests for k, v in m.get("subset_of_id", {}).items()}}
-    write_json_atomic(out / MANIFEST_FILE, merged)
+    write_manifest(out, merged)
     log.compact(ids)
     summary = summarize(log.records(), task, first["subsets"])
     summary.update({"eval_id": out.name, "method": first["method"], "without": first["without"],

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from maps_autogen.errors import DataError
 from maps_autogen.eval.data import _has_config_entries, rows_for
-from maps_autogen.eval.tasks import Subset, Task
+from maps_autogen.benchmarks.tasks import Subset, Task
 
 # Per benchmark: the id field, then the fields every row needs ("a|b": either will do;
 # dotted names look inside a mapping).

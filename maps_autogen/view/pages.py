@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from maps_autogen.errors import DataError
-from maps_autogen.files import write_text_atomic
+from maps_autogen.artifacts import write_text_atomic
 from maps_autogen.view.assets import PageMode
 from maps_autogen.view.render import (
     FILES_PREFIX, INDEX_PAGE, PROBLEMS_PAGES, Links, kind_of, page, page_key, problem_nav, render_eval_index,

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from maps_autogen.artifacts import read_json_or_empty, read_jsonl_from, read_manifest, read_run
 from maps_autogen.errors import DataError
 from maps_autogen.redact import redact
-from maps_autogen.eval.results import FEEDBACK_TARGETS, MANIFEST_FILE, RESULTS_FILE
-from maps_autogen.transcript import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, read_run
+from maps_autogen.eval.results import FEEDBACK_TARGETS, latest_by_pid
+from maps_autogen.records import IMAGES_DIR, MANIFEST_FILE, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE
 from maps_autogen.view.assets import CSS, SCRIPT, PageMode, content_security_policy
 
 INDEX_PAGE = "index.html"
@@ -171,28 +172,6 @@ def page_key(pid: Any) -> str:
     text = str(pid)
     readable = re.sub(r"[^A-Za-z0-9_-]", "_", text)[:40]
     return f"{readable}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
-
-
-def read_complete_lines(path: Path, start: int = 0, stop: int | None = None) -> tuple[list[dict[str, Any]], int]:
-    """The JSON objects on the complete lines of a JSONL file from byte `start` (up to byte
-    `stop`), and the offset after the last complete line (a line still being written is left
-    for the next read; a damaged line is skipped)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(start)
-            data = handle.read() if stop is None else handle.read(max(0, stop - start))
-    except FileNotFoundError:
-        return [], start
-    complete = data[: data.rfind(b"\n") + 1]
-    records = []
-    for line in complete.splitlines():
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-    return records, start + len(complete)
 
 
 @dataclass
@@ -462,7 +441,7 @@ def _render_transcript(run_dir: Path, run: dict[str, Any], include_requests: boo
     path = run_dir / TRANSCRIPT_FILE
     if not path.is_file():
         raise DataError(f"{run_dir} has no {TRANSCRIPT_FILE}", fix="pass a run folder written by maps solve or maps eval")
-    records, offset = read_complete_lines(path)
+    records, offset = read_jsonl_from(path)
     turns_html = render_records(records, threshold_of(run), include_requests)
     empty = "" if turns_html else '<p class="muted empty">The transcript is empty.</p>'
     live = ""
@@ -503,11 +482,8 @@ def render_solve(run_dir: Path, links: Links) -> tuple[str, str]:
 def load_results(eval_dir: Path) -> tuple[list[dict[str, Any]], int]:
     """results.jsonl rows (a problem written twice, as a resumed eval does, keeps its first place
     and its last row) and the byte offset read up to."""
-    records, offset = read_complete_lines(eval_dir / RESULTS_FILE)
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in records:
-        rows[(str(row.get("subset", "")), str(row.get("pid", "")))] = row
-    return list(rows.values()), offset
+    records, offset = read_jsonl_from(eval_dir / RESULTS_FILE)
+    return list(latest_by_pid(records).values()), offset
 
 
 def unfinished_rows(eval_dir: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -520,11 +496,8 @@ def unfinished_rows(eval_dir: Path, rows: list[dict[str, Any]]) -> list[dict[str
         return []
     unfinished = []
     for folder in folders:
-        try:
-            run = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue  # just created, or damaged
-        if isinstance(run, dict) and run.get("pid") is not None:
+        run = read_json_or_empty(folder / RUN_FILE)  # {}: just created, or damaged
+        if run.get("pid") is not None:
             unfinished.append({"pid": run["pid"], "subset": run.get("subset", ""), "status": "unfinished", "gold": run.get("gold"),
                                "stop_reason": run.get("stop_reason"), "usage": run.get("usage") or {}, "run_dir": f"{PROBLEMS_DIR}/{folder.name}"})
     return unfinished
@@ -753,17 +726,6 @@ def problem_nav(anchors: list[str], number: int) -> str:
     if number + 1 < len(anchors):
         links.append(f'<a href="#{anchors[number + 1]}">next</a>')
     return "".join(links)
-
-
-def read_manifest(eval_dir: Path) -> dict[str, Any]:
-    path = eval_dir / MANIFEST_FILE
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise DataError(f"cannot read {path}: {error}", fix="the eval folder may be damaged") from None
-    if not isinstance(manifest, dict):
-        raise DataError(f"{path} is not a JSON object", fix="the eval folder may be damaged")
-    return manifest
 
 
 def kind_of(run_dir: Path) -> str:

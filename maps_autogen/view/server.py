@@ -28,12 +28,12 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from maps_autogen.errors import DataError, UsageError
-from maps_autogen.transcript import RUN_FILE, TRANSCRIPT_FILE
-from maps_autogen.eval.results import RESULTS_FILE
+from maps_autogen.artifacts import read_json_or_empty, read_jsonl_from, read_manifest
+from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.render import (
-    FILES_PREFIX, IMAGE_MIME, INDEX_PAGE, PROBLEMS_PAGES, Links, inside, kind_of, load_results, page, page_key, read_complete_lines,
-    read_manifest, render_eval_index, render_eval_summary, render_index_row, render_outcome, render_problem_page, render_records,
+    FILES_PREFIX, IMAGE_MIME, INDEX_PAGE, PROBLEMS_PAGES, Links, inside, kind_of, load_results, page, page_key,
+    render_eval_index, render_eval_summary, render_index_row, render_outcome, render_problem_page, render_records,
     render_solve, render_usage_table, threshold_of, TranscriptState, unfinished_rows,
 )
 
@@ -58,14 +58,6 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return status.st_ino, status.st_size, status.st_mtime_ns
-
-
-def _read_run_or_empty(run_dir: Path) -> dict[str, Any]:
-    try:
-        run = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}  # between writes, or damaged: the feed goes on with what it has
-    return run if isinstance(run, dict) else {}
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -276,22 +268,22 @@ class ViewServer:
         """New turns and events as they are written; the outcome whenever run.json changes."""
         path = run_dir / TRANSCRIPT_FILE
         state = TranscriptState()
-        for record in read_complete_lines(path, 0, stop=offset)[0]:  # what the page already shows
+        for record in read_jsonl_from(path, 0, stop=offset)[0]:  # what the page already shows
             state.absorb(record)
         run_stamp = _stamp(run_dir / RUN_FILE)
         for keepalive in self._ticks():
             if (_stamp(path) or (0, 0, 0))[1] < offset:  # rewritten from scratch (a resumed eval re-ran it)
                 yield _sse("reload", {})
                 return
-            records, end = read_complete_lines(path, offset)
+            records, end = read_jsonl_from(path, offset)
             if records:
-                markup = render_records(records, threshold_of(_read_run_or_empty(run_dir)), True, state)
+                markup = render_records(records, threshold_of(read_json_or_empty(run_dir / RUN_FILE)), True, state)
                 offset = end
                 yield _sse("append", {"html": markup}, str(offset))
             stamp = _stamp(run_dir / RUN_FILE)
             if stamp != run_stamp:
                 run_stamp = stamp
-                run = _read_run_or_empty(run_dir)
+                run = read_json_or_empty(run_dir / RUN_FILE)
                 if run:
                     yield _sse("replace", {"html": render_outcome(run, run.get("gold"), run.get("correct")) + render_usage_table(run)})
             if keepalive:
@@ -318,7 +310,7 @@ class ViewServer:
                 yield _sse("reload", {})
                 return
             first = first or stamp
-            records, end = read_complete_lines(path, offset)
+            records, end = read_jsonl_from(path, offset)
             if records:
                 offset = end
                 markup = "".join(render_index_row(row, links.problem_page(row.get("pid"))) for row in records)

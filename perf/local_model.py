@@ -1,6 +1,6 @@
 """Figures for the embedded local model (a script that prints, not a test).
 
-    .venv/bin/python benchmarks/local_model.py [--replies 10] [--solves 10] [--threads N] [--skip solve]
+    .venv/bin/python perf/local_model.py [--replies 10] [--solves 10] [--threads N] [--skip solve]
 
 Prints: server start time (child process, and in-process for comparison), generation speed,
 the JSON-schema parse and validation rate over N constrained replies, the wall time of a full
@@ -33,7 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from maps_autogen.local_server import LocalModelSettings, LocalServer, embedded_model_path
+from maps_autogen.local.server import LocalServer  # noqa: E402
+from maps_autogen.local.embedded import embedded_model_path  # noqa: E402
+from maps_autogen.local.settings import LocalModelSettings  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
-"""What a benchmark task provides to the runner, and the registry of tasks."""
+"""What a benchmark task provides to the runner, and helpers every task shares."""
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
@@ -92,20 +91,6 @@ def boxed_contents(text: str) -> list[str]:
 def one_line(text: str) -> str:
     """The text on one line: the official extractors read the answer up to the end of a line."""
     return " ".join(text.split())
-
-
-TASK_MODULES = {
-    "mathvista": "maps_autogen.eval.mathvista",
-    "olympiadbench": "maps_autogen.eval.olympiadbench",
-    "emma": "maps_autogen.eval.emma",
-}
-
-
-def get_task(name: str) -> Task:
-    """The task of a benchmark by name (each module exposes a module-level `TASK`)."""
-    if name not in TASK_MODULES:
-        raise UsageError(f"unknown benchmark '{name}'", fix=f"use one of: {', '.join(TASK_MODULES)}")
-    return importlib.import_module(TASK_MODULES[name]).TASK
 
 
 def find_subsets(task: Task, names: tuple[str, ...]) -> tuple[Subset, ...]:

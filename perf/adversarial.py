@@ -3,7 +3,7 @@
 
 Prints one line per figure; nothing is asserted (tests/test_hostile.py asserts the results).
 
-    .venv/bin/python benchmarks/adversarial.py
+    .venv/bin/python perf/adversarial.py
 """
 
 from __future__ import annotations

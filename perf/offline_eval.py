@@ -1,6 +1,6 @@
 """How fast `maps eval` gives up without a network (a script that prints, not a test).
 
-    .venv/bin/python benchmarks/offline_eval.py [--runs 5]
+    .venv/bin/python perf/offline_eval.py [--runs 5]
 
 Runs `maps eval <benchmark>` with no `--data` and an empty Hugging Face cache, three ways: a hub
 endpoint that refuses connections, a hub host name that does not resolve, and HF_HUB_OFFLINE=1.

@@ -17,7 +17,7 @@ blank response. Agreement is then reported on the records outside all those fami
 limit for any extractor that reads the response without imitating the official extractor's
 mistakes.
 
-    .venv/bin/python benchmarks/mathvista_extraction_agreement.py [--data FILE] [--examples 3]
+    .venv/bin/python perf/mathvista_extraction_agreement.py [--data FILE] [--examples 3]
 
 The data live outside the repository (../shared/conformance/); this is a measurement, not a
 test: tests/test_conformance_mathvista.py asserts the floor.
@@ -39,15 +39,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from maps_autogen.benchmarks.mathvista import SCORER  # noqa: E402
-from maps_autogen.benchmarks.mathvista_extract import (  # noqa: E402
+from maps_autogen.benchmarks.mathvista.scorer import SCORER  # noqa: E402
+from maps_autogen.benchmarks.mathvista.extract import (  # noqa: E402
     bound_text,
     cut_continuation,
     extract,
     is_refusal,
     numbers_in,
 )
-from maps_autogen.benchmarks.program_output import parse_program, program_output  # noqa: E402
+from maps_autogen.benchmarks.mathvista.program_output import parse_program, program_output  # noqa: E402
 
 DATA_NAME = "mathvista_testmini_verdicts.dev.jsonl.gz"
 # ../shared/conformance beside the checkout (or beside the folder holding a git worktree).

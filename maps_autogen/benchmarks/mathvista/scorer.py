@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from maps_autogen.benchmarks.base import RecordError, Verdict
-from maps_autogen.benchmarks.mathvista_extract import extract, levenshtein
+from maps_autogen.benchmarks.mathvista.extract import extract, levenshtein
 
 QuestionType = Literal["multi_choice", "free_form"]
 AnswerType = Literal["text", "integer", "float", "list"]
@@ -209,7 +209,7 @@ def extract_answer(
     choices: Sequence[str] | None = None,
 ) -> str | None:
     """Rule-only extraction of the answer from a raw model response; None if nothing is found
-    (see `maps_autogen.benchmarks.mathvista_extract.extract`, which also says why)."""
+    (see `maps_autogen.benchmarks.mathvista.extract.extract`, which also says why)."""
     return extract(response, question_type=question_type, answer_type=answer_type,
                    choices=choices).answer
 

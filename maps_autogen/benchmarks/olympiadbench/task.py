@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from maps_autogen.benchmarks.olympiadbench import CHINESE_MARKER, ENGLISH_MARKER
+from maps_autogen.benchmarks.olympiadbench.scorer import CHINESE_MARKER, ENGLISH_MARKER
 from maps_autogen.eval.data import check_row_image_references, config_rows, renumber_placeholders, required, row_images
-from maps_autogen.eval.tasks import AnswerFormats, EvalItem, Row, Subset, boxed_contents, one_line
+from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset, boxed_contents, one_line
 from maps_autogen.problem import Problem
 
 ANSWER_TYPES = ("Numerical", "Expression", "Equation", "Interval", "Tuple")

@@ -11,7 +11,7 @@ MAPS transcript and an image per problem), then measures:
 - with --single-file, the old one-file page too (slow: every problem and image inlined).
 Target: the index under 3 s at 5,000 problems.
 
-    PYTHONPATH=. python benchmarks/viewer_load.py [--sizes 1000 5000] [--single-file]
+    PYTHONPATH=. python perf/viewer_load.py [--sizes 1000 5000] [--single-file]
 """
 
 from __future__ import annotations

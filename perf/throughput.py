@@ -15,9 +15,9 @@ its problem by the image's hash. Prints:
 - AG2 agent sets built, per worker thread (reuse: one each);
 - peak RSS after 1,000 problems and at the end.
 
-    .venv/bin/python benchmarks/throughput.py --problems 200 --concurrency 1 --latency 0
-    .venv/bin/python benchmarks/throughput.py --problems 500 --concurrency 32 --latency 0.5
-    .venv/bin/python benchmarks/throughput.py --problems 5000 --concurrency 8 --latency 0 --skip-tokens
+    .venv/bin/python perf/throughput.py --problems 200 --concurrency 1 --latency 0
+    .venv/bin/python perf/throughput.py --problems 500 --concurrency 32 --latency 0.5
+    .venv/bin/python perf/throughput.py --problems 5000 --concurrency 8 --latency 0 --skip-tokens
 """
 
 from __future__ import annotations
@@ -249,7 +249,7 @@ def cpu_per_call(base_url: str, request: list[dict[str, Any]], calls: int) -> tu
     import openai
 
     from maps_autogen.endpoints import ResolvedModel
-    from maps_autogen.llm import ChatBackend
+    from maps_autogen.client import ChatBackend
 
     model = ResolvedModel(endpoint_name="bench", kind="openai", model="gpt-4o", base_url=base_url, timeout_s=60,
                           max_retries=0, json_mode="none", stream=False, temperature=None, max_tokens=None, api_key="sk-benchmark-key")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from maps_autogen.eval.data import check_row_image_references, config_rows, renumber_placeholders, required, row_images
-from maps_autogen.eval.tasks import AnswerFormats, EvalItem, Row, Subset, boxed_contents, one_line
+from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset, boxed_contents, one_line
 from maps_autogen.problem import Problem
 
 CHOICE_LETTERS = "ABCDEFGH"  # the letters the official fast extractor recognises

@@ -5,7 +5,7 @@ capacity is slots / latency requests per second. The benchmark drives each repli
 both through one pooled endpoint, with `--clients` threads calling without pause, and prints the
 pool's throughput against the sum of the replicas' measured capacities.
 
-    .venv/bin/python benchmarks/pool.py --latencies 0.05 0.15 --slots 4 --clients 16 --calls 800
+    .venv/bin/python perf/pool.py --latencies 0.05 0.15 --slots 4 --clients 16 --calls 800
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ with FakeOpenAI(script) as server:
 def drive(base_urls: list[str], clients: int, calls: int) -> tuple[float, dict[str, int]]:
     """Requests per second over `calls` calls from `clients` threads, and what each replica served."""
     from maps_autogen.endpoints import ResolvedModel
-    from maps_autogen.llm import ChatBackend
+    from maps_autogen.client import ChatBackend
 
     model = ResolvedModel(endpoint_name="bench", kind="openai", model="m", base_url=base_urls[0], timeout_s=60, max_retries=2,
                           json_mode="none", stream=False, temperature=None, max_tokens=None,

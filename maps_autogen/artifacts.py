@@ -1,0 +1,181 @@
+"""Every file we write and read back: the one atomic writer (secrets masked, one consistent
+mode), the one JSONL reader (one torn-tail rule) and guarded readers that turn a missing or
+damaged file into one line naming it and the fix.
+
+Everything we write is 0644 (meant to be read and shared: run folders, results, viewer pages,
+reports), except the response cache, which is 0600 (a machine-local store of every request
+and reply, never meant to leave the machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, TextIO
+
+from maps_autogen.errors import DataError
+from maps_autogen.redact import redact
+
+FILE_MODE = 0o644
+PRIVATE_FILE_MODE = 0o600
+
+
+class _RedactingWriter:
+    """A text handle whose every write is redacted."""
+
+    def __init__(self, handle: TextIO):
+        self._handle = handle
+
+    def write(self, text: str) -> int:
+        return self._handle.write(redact(text))
+
+
+@contextmanager
+def atomic_text_writer(path: Path, *, fsync: bool = False, errors: str = "strict") -> Iterator[_RedactingWriter]:
+    """A redacting text handle on a temporary file beside `path`, renamed over it on success:
+    readers never see a half-written file, and a failure leaves any previous file intact."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, FILE_MODE)  # mkstemp makes the file private; ours are meant to be read
+        with os.fdopen(fd, "w", encoding="utf-8", errors=errors) as handle:
+            yield _RedactingWriter(handle)
+            if fsync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str, *, errors: str = "strict") -> None:
+    """Write `text` (redacted) to `path` atomically, mode 0644."""
+    with atomic_text_writer(path, errors=errors) as handle:
+        handle.write(text)
+
+
+def write_bytes_file(path: Path, data: bytes) -> None:
+    """Write binary data (images, figures) with mode 0644."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    os.fchmod(fd, FILE_MODE)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def open_append(path: Path, mode: int = FILE_MODE) -> int:
+    """A file descriptor for appending to `path` (created with `mode`, whatever the umask)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+    os.fchmod(fd, mode)
+    return fd
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON so that a reader (or a killed process) never sees a half-written file.
+
+    The rename is atomic; there is no fsync, because surviving `kill -9` needs none and these
+    files are rewritten often (results.jsonl, the record of finished work, is fsync'd)."""
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def _json_object(line: bytes) -> dict[str, Any] | None:
+    """A complete JSONL line as an object; None for a damaged line or one that is not an object."""
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def read_jsonl_from(path: Path, start: int = 0, stop: int | None = None) -> tuple[list[dict[str, Any]], int]:
+    """The JSON objects on the complete lines of a JSONL file we wrote, from byte `start` (up to
+    byte `stop`), and the offset after the last complete line.
+
+    The one torn-tail rule: every writer ends each record with a newline, so a last line without
+    one is a record still being written (or torn by a kill) and is not read; a damaged line or
+    one that is not an object is skipped. A missing file reads as empty."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            data = handle.read() if stop is None else handle.read(max(0, stop - start))
+    except FileNotFoundError:
+        return [], start
+    complete = data[: data.rfind(b"\n") + 1]
+    records = [record for record in map(_json_object, complete.splitlines()) if record is not None]
+    return records, start + len(complete)
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(byte offset, object) of each line, one line at a time (for files too big to hold), under
+    the same rule as `read_jsonl_from`."""
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with handle:
+        offset = 0
+        for line in handle:
+            start, offset = offset, offset + len(line)
+            if not line.endswith(b"\n"):
+                return  # the torn tail
+            record = _json_object(line)
+            if record is not None:
+                yield start, record
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a whole JSONL file we wrote (see `read_jsonl_from` for the rules)."""
+    return read_jsonl_from(path)[0]
+
+
+def read_json_object(path: Path, *, missing: str, fix: str) -> dict[str, Any]:
+    """A JSON object file we wrote; DataError(`missing`) when it is absent, and one line naming
+    the file when it cannot be read, is not JSON or is not an object."""
+    if not path.is_file():
+        raise DataError(missing, fix=fix)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise DataError(f"cannot read {path}: {error}", fix="the run folder may be damaged") from None
+    if not isinstance(data, dict):
+        raise DataError(f"cannot read {path}: not a JSON object", fix="the run folder may be damaged")
+    return data
+
+
+def read_json_or_empty(path: Path) -> dict[str, Any]:
+    """A JSON object file that may be mid-rewrite or not yet written: {} then (live readers)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def read_manifest(eval_dir: Path, *, fix: str = "pass a folder written by maps eval or maps merge") -> dict[str, Any]:
+    """An eval folder's manifest.json, checked against `records.Manifest` (the one reader)."""
+    from maps_autogen.records import MANIFEST_FILE, Manifest, checked
+
+    path = eval_dir / MANIFEST_FILE
+    manifest = read_json_object(path, missing=f"{eval_dir} is not an eval run (no {MANIFEST_FILE})", fix=fix)
+    return checked(Manifest, manifest, source=str(path))
+
+
+def read_run(run_dir: Path) -> dict[str, Any]:
+    """A run's run.json, checked against `records.RunRecord`."""
+    from maps_autogen.records import RUN_FILE, RunRecord, checked
+
+    path = run_dir / RUN_FILE
+    run = read_json_object(path, missing=f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval")
+    return checked(RunRecord, run, source=str(path))
+
+
+def write_manifest(eval_dir: Path, manifest: dict[str, Any]) -> None:
+    """Write an eval folder's manifest.json, checked against `records.Manifest` first."""
+    from maps_autogen.records import MANIFEST_FILE, Manifest, checked
+
+    path = eval_dir / MANIFEST_FILE
+    write_json_atomic(path, checked(Manifest, manifest, source=str(path)))

@@ -1,0 +1,488 @@
+"""Our OpenAI-compatible HTTP client: transport, retries, `Retry-After`, deadlines, JSON modes,
+SSE streaming, usage, and the replica pool hook.
+
+`ChatBackend` is shared by every chat of a process (one HTTP connection pool per endpoint).
+It is hand-written on httpx rather than built on the `openai` SDK because it costs 2-3x less
+CPU per call (README: Design; `perf/throughput.py` prints both figures on the same server).
+`maps_autogen.llm` plugs it into AG2.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import math
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import httpx
+
+from maps_autogen.cache import ResponseCache, cache_key
+from maps_autogen.endpoints import ResolvedModel
+from maps_autogen.errors import FatalServiceError, RunInterrupted, ServiceError
+from maps_autogen.limits import DEFAULT_REPLY_BYTES, body_limit, cap_reply, read_capped
+from maps_autogen.pool import ReplicaPool, pooled_http_client
+from maps_autogen.redact import redact
+from maps_autogen.tokens import estimate_usage
+
+logger = logging.getLogger(__name__)
+
+RETRY_BASE_S = 0.5
+RETRY_CAP_S = 30.0
+RETRY_AFTER_CAP_S = 120.0
+JSON_MODE_FALLBACK = {"schema": "object", "object": "none"}
+ERROR_BODY_BYTES = 64 * 1024
+# How services say a model takes no images (OpenAI: "image_url is only supported by certain
+# models"; vLLM: "... is not a multimodal model"); other image errors concern one problem only.
+_NO_IMAGE_INPUT = re.compile(
+    r"(image|vision|multimodal)\S*.{0,60}\b(not|only|un)\s*supported|(not|n't)\s+support\S*.{0,40}(image|vision)|not a multimodal model",
+    re.IGNORECASE,
+)
+
+TokenCallback = Callable[[str], None]
+# Checks a complete reply's text: None when it is usable, else why not (e.g. "not valid JSON").
+ReplyCheck = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One finished model call."""
+
+    text: str
+    model: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost: float | None
+    seconds: float
+    attempts: int
+    json_mode: str
+    cached: bool = False
+    finish_reason: str | None = None  # "length": the reply hit max_tokens and is cut short
+    served_model: str | None = None  # the model the service says answered, when it differs from `model`
+    sent: dict[str, Any] = field(default_factory=dict)  # the settings read back from the request body sent
+    rejected: str | None = None  # why the reply's text failed its check on the last allowed attempt
+    truncated: bool = False  # the reply was longer than limits.reply_bytes and was cut
+    tokens_estimated: bool = False  # the server reported no usage: counted by tokens.METHOD
+
+    def usage(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost": self.cost,
+            "seconds": round(self.seconds, 4),
+            "attempts": self.attempts,
+            "cached": self.cached,
+            **({"truncated": True} if self.truncated else {}),
+            "tokens_estimated": self.tokens_estimated,
+        }
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None, *, unreachable: bool = False):
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.unreachable = unreachable
+
+
+def _retry_after(response: httpx.Response | None) -> float | None:
+    """Seconds from a Retry-After (or retry-after-ms) header, if the server sent one."""
+    if response is None:
+        return None
+    headers = response.headers
+    if "retry-after-ms" in headers:
+        try:
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        except ValueError:
+            pass
+    value = (headers.get("retry-after") or "").strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+            seconds = parsed.timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None  # empty or unparseable ("soon"): the default backoff applies
+    # NaN and infinities are as unusable as text; negative means "now".
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def backoff_delay(attempt: int, retry_after: float | None) -> float:
+    """How long to wait before retry number `attempt` (1-based): the server's Retry-After when
+    given, else exponential backoff with jitter."""
+    if retry_after is not None:
+        return min(retry_after, RETRY_AFTER_CAP_S)
+    base = min(RETRY_CAP_S, RETRY_BASE_S * 2 ** (attempt - 1))
+    return base * (1 + 0.1 * random.random())
+
+
+_clients_lock = threading.Lock()
+_clients: dict[tuple[float, int], httpx.Client] = {}
+
+
+def shared_http_client(timeout_s: float, max_connections: int = 64) -> httpx.Client:
+    """One HTTP connection pool per timeout and size per process, shared by every chat."""
+    key = (timeout_s, max_connections)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = httpx.Client(
+                timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
+                limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            )
+            _clients[key] = client
+        return client
+
+
+class _Cancelled(Exception):
+    """The run was cancelled (Ctrl-C) while this request was in flight."""
+
+
+class _Rejected(Exception):
+    """The service answered with a status that retrying will not fix."""
+
+    def __init__(self, status: int, detail: str):
+        super().__init__(f"HTTP {status}" + (f": {detail}" if detail else ""))
+        self.status = status
+        self.detail = detail
+
+
+def _error_detail(response: httpx.Response) -> str:
+    """The service's own error message, shortened to one line."""
+    try:
+        body = json.loads(read_capped(response.iter_bytes(), ERROR_BODY_BYTES) or b"")  # an error page is not worth megabytes
+        detail = body.get("error", body) if isinstance(body, dict) else body
+        message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
+    except (ValueError, RecursionError, httpx.HTTPError):
+        message = ""
+    return " ".join(str(message).split())[:200]
+
+
+def _rejection_error(error: "_Rejected") -> ServiceError:
+    """The one-line error for a status that retrying will not fix. Errors every other request
+    would meet too (key, permission, unknown model or URL, no image input) are fatal."""
+    detail = error.detail.lower()
+    if error.status in (401, 403):
+        return FatalServiceError(redact(f"the model service refused the API key: {error}"),
+                                 fix="check the key in the endpoint's api_key_env variable and its permissions")
+    if error.status == 404:
+        return FatalServiceError(redact(f"the model service has no such model or URL: {error}"),
+                                 fix="check the model name and the endpoint's base_url")
+    if error.status == 400 and _NO_IMAGE_INPUT.search(detail):
+        return FatalServiceError(redact(f"the model does not accept images: {error}"),
+                                 fix="use a vision model, at least for the steps with sees_images: true (a step may name its own model in the team)")
+    if error.status == 400:
+        return ServiceError(redact(f"the model service rejected the request: {error}"), fix="check the model name and settings in agents.yaml")
+    return ServiceError(redact(f"the model service answered {error}"), fix="check the endpoint URL and model name")
+
+
+class ChatBackend:
+    """Makes chat-completion calls to one model, with bounded retries and JSON-mode fallback.
+
+    Requests go straight over a shared httpx pool: the OpenAI-compatible chat API is a single
+    POST, and skipping an SDK's typed request transforms keeps the CPU cost per call low when
+    dozens of chats run at once.
+
+    A reply counts only when it is complete (a stream ends with a finish reason and `[DONE]`)
+    and, when the caller gives a check, passes it; only such replies are cached.
+    """
+
+    def __init__(
+        self,
+        model: ResolvedModel,
+        *,
+        base_url: str | None = None,
+        max_connections: int = 64,
+        cache: ResponseCache | None = None,
+        health_check: Callable[[], None] | None = None,
+        cancel: threading.Event | None = None,
+        max_reply_bytes: int = DEFAULT_REPLY_BYTES,
+    ):
+        self.model = model
+        self.cache = cache
+        self.max_reply_bytes = max_reply_bytes
+        # Called when the service cannot be reached: the embedded server raises its own clear
+        # error (it died, and why) instead of a generic connection failure.
+        self._health_check = health_check
+        # Set on Ctrl-C: no new request starts and retries stop waiting.
+        self._cancel = cancel or threading.Event()
+        self.base_url = base_url or model.base_url
+        if not self.base_url:
+            raise ValueError(f"endpoint {model.endpoint_name} has no base URL yet")
+        self._url = f"{self.base_url.rstrip('/')}/chat/completions"
+        # Several replicas of the model: a pool spreads the requests over them (pool.py).
+        self.pool = ReplicaPool(model.base_urls) if len(model.base_urls) > 1 and not base_url else None
+        if self.pool is not None:
+            self._http = pooled_http_client(self.pool, model.timeout_s, max_connections)
+        else:
+            self._http = shared_http_client(model.timeout_s, max_connections)
+        self._headers = {"Authorization": f"Bearer {model.api_key}"} if model.api_key else {}
+        self._json_mode = model.json_mode
+        self.supports_images = model.kind != "local" or bool(model.local and model.local.mmproj_path)
+
+    def _response_format(self, schema_name: str | None, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is None or self._json_mode == "none":
+            return None
+        if self._json_mode == "object":
+            return {"type": "json_object"}
+        return {"type": "json_schema", "json_schema": {"name": schema_name or "reply", "schema": schema, "strict": True}}
+
+    def request_body(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON body of a chat request: the one place the sampling settings go on the wire."""
+        body: dict[str, Any] = {"model": self.model.model, "messages": messages}
+        if self.model.temperature is not None:
+            body["temperature"] = self.model.temperature
+        if self.model.max_tokens is not None:
+            body["max_tokens"] = self.model.max_tokens
+        if response_format is not None:
+            body["response_format"] = response_format
+        body.update(self.model.extra_body)
+        if self.model.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    @staticmethod
+    def sent_settings(body: dict[str, Any]) -> dict[str, Any]:
+        """What a run records about a request: every setting of its body except the messages."""
+        settings = {key: value for key, value in body.items() if key not in ("messages", "response_format", "stream_options")}
+        if "response_format" in body:
+            settings["response_format"] = body["response_format"]["type"]
+        return settings
+
+    def settings(self) -> dict[str, Any]:
+        """The settings this backend sends with every request (model, sampling, format)."""
+        return self.sent_settings(self.request_body([]))
+
+    def _cache_key(self, body: dict[str, Any]) -> str:
+        # Everything that shapes the reply: the URL and the whole body (model, every sampling
+        # setting, the response format with its schema, the messages with their images).
+        # Streaming is only how the reply travels.
+        shaping = {key: value for key, value in body.items() if key not in ("stream", "stream_options")}
+        return cache_key({"url": self._url, "body": shaping})
+
+    def _from_cache(self, key: str, body: dict[str, Any], check: ReplyCheck | None, started: float) -> Completion | None:
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is None:
+            return None
+        if check is not None and check(hit["text"]) is not None:
+            self.cache.delete(key)  # an entry that no longer passes is never served again
+            return None
+        return Completion(
+            text=hit["text"], model=self.model.model, prompt_tokens=hit["prompt_tokens"],
+            completion_tokens=hit["completion_tokens"], cost=0.0, seconds=time.monotonic() - started,
+            attempts=0, json_mode=self._json_mode if "response_format" in body else "none", cached=True,
+            finish_reason=hit.get("finish_reason"), served_model=_differing(hit["model"], self.model.model),
+            sent=self.sent_settings(body),
+        )
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        role: str,
+        schema_name: str | None = None,
+        schema: dict[str, Any] | None = None,
+        on_token: TokenCallback | None = None,
+        check: ReplyCheck | None = None,
+    ) -> Completion:
+        """One chat completion; retries timeouts, connection errors, 429, 5xx, malformed or
+        incomplete replies and replies failing `check`, with backoff; raises ServiceError with a
+        one-line message when it gives up (FatalServiceError when every request would fail).
+        With a cache, an identical earlier accepted request is answered from it (cost 0).
+        When the last allowed attempt still fails `check`, its reply is returned with
+        `rejected` set (and is not cached), so the caller can record it as such."""
+        started = time.monotonic()
+        response_format = self._response_format(schema_name, schema)
+        body = self.request_body(messages, response_format)
+        key = self._cache_key(body) if self.cache is not None else None
+        if key is not None:
+            hit = self._from_cache(key, body, check, started)
+            if hit is not None:
+                return hit
+        attempt = 0
+        while True:
+            attempt += 1
+            if self._cancel.is_set():
+                raise RunInterrupted("the run was interrupted")
+            response_format = self._response_format(schema_name, schema)
+            body = self.request_body(messages, response_format)
+            try:
+                text, model_name, usage, finish_reason = self._once(body, role, on_token)
+                text, truncated = cap_reply(text, self.max_reply_bytes)
+                rejected = check(text) if check is not None else None
+                if rejected is not None and attempt <= self.model.max_retries:
+                    raise _Retryable(f"the model's reply is unusable: {rejected}")
+            except _Cancelled:
+                raise RunInterrupted("the run was interrupted") from None
+            except _Retryable as error:
+                if error.unreachable and self._health_check is not None:
+                    self._health_check()
+                if attempt > self.model.max_retries:
+                    # A service that cannot be reached at all fails every other request too.
+                    failure = FatalServiceError if error.unreachable else ServiceError
+                    raise failure(
+                        redact(f"{error} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})"),
+                        fix="check that the service is up, or raise max_retries/timeout_s in agents.yaml",
+                    ) from None
+                delay = backoff_delay(attempt, error.retry_after)
+                logger.warning("model call failed (%s); retry %d in %.1fs", redact(str(error)), attempt, delay)
+                if self._cancel.wait(delay):
+                    raise RunInterrupted("the run was interrupted") from None
+                continue
+            except _Rejected as error:
+                mentions_format = any(word in error.detail.lower() for word in ("response_format", "json_schema", "json schema"))
+                if error.status == 400 and response_format is not None and self._json_mode in JSON_MODE_FALLBACK and mentions_format:
+                    self._json_mode = JSON_MODE_FALLBACK[self._json_mode]
+                    logger.warning("endpoint rejected the JSON mode; falling back to %s", self._json_mode)
+                    attempt -= 1
+                    continue
+                raise _rejection_error(error) from None
+            reported_prompt = usage.get("prompt_tokens") if usage else None
+            reported_completion = usage.get("completion_tokens") if usage else None
+            if finish_reason == "length":
+                logger.warning("the %s reply was cut off at max_tokens (%s)", role, self.model.max_tokens)
+            if key is not None and rejected is None and not truncated:  # a cut reply is incomplete
+                # The cache keeps only the tokens the server reported, never our estimate.
+                self.cache.put(self._cache_key(body), text, model_name or self.model.model, reported_prompt, reported_completion, finish_reason)
+            # A server that reports no usage (some local servers, some streams) still gets a cost
+            # estimate: the tokens are counted our way (tokens.METHOD) and marked as estimated.
+            tokens_estimated = not usage
+            if tokens_estimated:
+                usage = estimate_usage(messages, text)
+            prompt_tokens = usage.get("prompt_tokens")
+            completion_tokens = usage.get("completion_tokens")
+            cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0)
+            return Completion(
+                text=text,
+                model=self.model.model,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                cost=cost,
+                seconds=time.monotonic() - started,
+                attempts=attempt,
+                json_mode=self._json_mode if response_format else "none",
+                finish_reason=finish_reason,
+                served_model=_differing(model_name, self.model.model),
+                sent=self.sent_settings(body),
+                rejected=rejected,
+                truncated=truncated,
+                tokens_estimated=tokens_estimated,
+            )
+
+    def _once(
+        self,
+        body: dict[str, Any],
+        role: str,
+        on_token: TokenCallback | None,
+    ) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
+        # The role travels as a header so gateways (and our tests) can attribute each request.
+        headers = {**self._headers, "X-Maps-Role": role}
+        # timeout_s bounds every read and also the whole request: a service that trickles a
+        # token every few seconds still ends within the deadline.
+        deadline = time.monotonic() + self.model.timeout_s
+        too_slow = f"the model service at {self.base_url} did not answer within {self.model.timeout_s:g}s"
+        try:
+            with self._http.stream("POST", self._url, json=body, headers=headers) as response:
+                self._check_status(response)
+                if self.model.stream:
+                    return self._read_stream(response, on_token, deadline, too_slow)
+                raw = read_capped(self._before_deadline(response.iter_bytes(), deadline, too_slow), body_limit(self.max_reply_bytes))
+                if raw is None:
+                    raise ServiceError(
+                        f"the model service at {self.base_url} sent a reply body over {body_limit(self.max_reply_bytes):,} bytes",
+                        fix="raise limits.reply_bytes in agents.yaml if such replies are expected",
+                    )
+        except httpx.TimeoutException:
+            raise _Retryable(too_slow) from None
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+            if self._cancel.is_set():
+                raise _Cancelled() from None
+            raise _Retryable(f"cannot reach the model service at {self.base_url}", unreachable=True) from None
+        except httpx.HTTPError as error:
+            raise _Retryable(f"the request to {self.base_url} failed: {error.__class__.__name__}") from None
+        try:
+            reply = json.loads(raw)
+            choice = reply["choices"][0]
+            text = choice["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise _Retryable("the model service sent a malformed reply (not a chat completion in JSON)") from None
+        if not isinstance(text, str):
+            raise _Retryable("the model service sent a reply without message content")
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else None
+        finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+        return text, reply.get("model"), usage, finish_reason if isinstance(finish_reason, str) else None
+
+    def _before_deadline(self, chunks: Iterator[bytes], deadline: float, message: str) -> Iterator[bytes]:
+        """The body's chunks, stopping with a retryable error once the request's deadline passes."""
+        for chunk in chunks:
+            self._check_deadline(deadline, message)
+            yield chunk
+
+    def _check_deadline(self, deadline: float, message: str) -> None:
+        if self._cancel.is_set():
+            raise _Cancelled()
+        if time.monotonic() > deadline:
+            raise _Retryable(message)
+
+    @staticmethod
+    def _check_status(response: httpx.Response) -> None:
+        status = response.status_code
+        if status < 400:
+            return
+        detail = _error_detail(response)
+        message = f"HTTP {status}" + (f": {detail}" if detail else "")
+        if status in (408, 409, 429) or status >= 500:
+            raise _Retryable(f"the model service answered {message}", _retry_after(response))
+        raise _Rejected(status, detail)
+
+    def _read_stream(
+        self, response: httpx.Response, on_token: TokenCallback | None, deadline: float, too_slow: str,
+    ) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
+        pieces: list[str] = []
+        received = 0  # bytes kept; past the reply limit the rest is read but dropped
+        usage = None
+        model_name = None
+        finish_reason = None
+        done = False
+        for line in response.iter_lines():
+            self._check_deadline(deadline, too_slow)
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                done = True
+                break
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise _Retryable("the model service sent a malformed streamed reply") from None
+            model_name = chunk.get("model") or model_name
+            if isinstance(chunk.get("usage"), dict):
+                usage = chunk["usage"]
+            for choice in chunk.get("choices") or []:
+                delta = (choice.get("delta") or {}).get("content")
+                if delta and received <= self.max_reply_bytes:
+                    received += len(delta.encode("utf-8", errors="surrogatepass"))
+                    pieces.append(delta)
+                    if on_token is not None:
+                        on_token(delta)
+                if isinstance(choice.get("finish_reason"), str):
+                    finish_reason = choice["finish_reason"]
+        if not done or finish_reason is None:
+            # A stream cut off cleanly looks like a short reply: only the end markers tell.
+            missing = " and ".join(part for part, absent in (("a finish reason", finish_reason is None), ("[DONE]", not done)) if absent)
+            raise _Retryable(f"the model service's streamed reply ended without {missing} (incomplete)")
+        if not pieces:
+            raise _Retryable("the model service streamed no content")
+        return "".join(pieces), model_name, usage, finish_reason
+
+
+def _differing(reported: str | None, requested: str) -> str | None:
+    """The model name the service reported, when it is not the one requested."""
+    return reported if reported and reported != requested else None
