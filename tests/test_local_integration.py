@@ -8,16 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, clean_env, run_maps
+from tests.conftest import REPO, clean_env, run_maps, write_config
 
 pytestmark = pytest.mark.local
 
 
 def test_full_chat_on_the_embedded_model(tmp_path: Path) -> None:
-    # Threshold 6 never passes (scores are 1-5), so the one allowed rollback always runs,
-    # whatever the tiny model scores.
+    # The one-rollback variant (the default loop reviews again after up to 3 rollbacks, which
+    # is slow on a CPU). Threshold 6 never passes (scores are 1-5), so the one allowed rollback
+    # always runs, whatever the tiny model scores.
+    config = write_config(tmp_path / "agents.yaml", **{"critic.max_rollbacks": 1, "critic.final_review": False})
     result = run_maps(["solve", "--problem", str(REPO / "examples/lever/problem.yaml"), "--json", "--threshold", "6",
-                       "--runs-dir", str(tmp_path / "runs")], env=clean_env(), cwd=tmp_path, timeout=900)
+                       "--config", str(config), "--runs-dir", str(tmp_path / "runs")], env=clean_env(), cwd=tmp_path, timeout=900)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["stop_reason"] == "rollback_limit" and len(summary["rollbacks"]) == 1
