@@ -57,7 +57,7 @@ class LocalEndpoint(_Strict):
     n_threads: int | None = Field(default=None, ge=1)
     chat_template: str | None = None
     # A 135M model drifts into repetition on long replies: cap them and discourage repeats.
-    max_tokens: int = Field(default=256, ge=16)
+    max_tokens: int = Field(default=512, ge=16)
     repeat_penalty: float = Field(default=1.15, ge=1.0, le=2.0)
     timeout_s: float = Field(default=600, gt=0)
     max_retries: int = Field(default=1, ge=0)
