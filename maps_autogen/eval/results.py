@@ -166,24 +166,6 @@ def summarize(records: Iterable[dict[str, Any]], task: Task, subset_names: Seque
     }
 
 
-def table1(summary: dict[str, Any], task: Task, label: str) -> str:
-    """The paper's Table 1 layout (subtask columns, then the benchmark average) as Markdown."""
-    columns = [s for s in task.subsets if s.name in summary["subsets"]]
-    header = ["Method", *(s.column for s in columns), "Avg."]
-
-    def cell(value: float | None) -> str:
-        return "-" if value is None else f"{value:.2f}"
-
-    row = [label, *(cell(summary["subsets"][s.name]["accuracy"]) for s in columns), cell(summary["average"]["accuracy"])]
-    lines = [
-        f"{task.title}",
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join("---" for _ in header) + "|",
-        "| " + " | ".join(row) + " |",
-    ]
-    return "\n".join(lines)
-
-
 def write_summary(eval_dir: Path, summary: dict[str, Any]) -> Path:
     path = eval_dir / SUMMARY_FILE
     write_json_atomic(path, checked(Summary, summary, source=str(path)))

@@ -31,7 +31,7 @@ from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInte
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.eval.paths import outside_paths_allowed
-from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, table1, write_summary
+from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, find_subsets, load_answer_formats, spread_limit
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.eval.validate import validate_rows
@@ -43,6 +43,7 @@ from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
 from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_json_atomic, write_manifest
 from maps_autogen.records import SCHEMA_VERSION, RunRecord, checked
+from maps_autogen.report import Run, table1
 from maps_autogen.transcript import new_run_id, utc_now
 
 logger = logging.getLogger(__name__)
@@ -374,7 +375,9 @@ class EvalRun:
             lock.release()
             if cache is not None:
                 cache.close()
-        return EvalOutcome(eval_dir, summary, table1(summary, self.task, self.label(manifest)), stop.for_cost, len(todo),
+        # The one Table 1 writer, as `maps report` prints it for this folder (intervals included).
+        table = table1([Run(path=eval_dir, manifest=manifest, records=list(log.read().values()))])[0]
+        return EvalOutcome(eval_dir, summary, table, stop.for_cost, len(todo),
                            fatal=stop.fatal, interrupted=stop.interrupted)
 
     @staticmethod
