@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from maps_autogen.errors import missing_extra
-from maps_autogen.eval.results import FEEDBACK_TARGETS, RESULTS_FILE, ResultsLog, accuracy_percent
+from maps_autogen.eval.results import FEEDBACK_TARGETS, RESULTS_FILE, ResultsLog
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
 from maps_autogen.artifacts import FILE_MODE, read_manifest, write_text_atomic
+from maps_autogen.tally import tally_rows
 
 BOOTSTRAP_SAMPLES = 1000
 PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 100 s
@@ -104,10 +105,12 @@ class Cell:
 
 
 def _cell(records: Sequence[dict[str, Any]]) -> Cell:
-    outcomes = [bool(r.get("correct")) for r in records if r.get("status") == "ok"]
-    if not outcomes:
+    """The tally's accuracy (correct / scored) with the bootstrap interval over the scored rows."""
+    tally = tally_rows(records)
+    if not tally.scored:
         return Cell(None, None, 0)
-    return Cell(accuracy_percent(sum(outcomes), len(outcomes)), bootstrap_interval(outcomes), len(outcomes))
+    outcomes = [bool(r.get("correct")) for r in records if r.get("status") == "ok"]
+    return Cell(tally.accuracy, bootstrap_interval(outcomes), tally.scored)
 
 
 @dataclass
