@@ -44,6 +44,7 @@ from maps_autogen.solve import Team, assemble_team, solve_problem
 from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_json_atomic, write_manifest
 from maps_autogen.records import SCHEMA_VERSION, RunRecord, checked
 from maps_autogen.report import Run, table1
+from maps_autogen.tally import Tally
 from maps_autogen.transcript import new_run_id, utc_now
 
 logger = logging.getLogger(__name__)
@@ -421,7 +422,7 @@ class EvalRun:
         request = self.request
         progress = _Progress(len(todo), self.progress)
         spent = 0.0
-        scored = correct = 0
+        tally = Tally()  # the problems run now, for the progress bar
         stop = _Stop()
         pending = iter(todo)
         in_flight: dict[Future[tuple[dict[str, Any], MapsError | None]], EvalItem] = {}
@@ -455,10 +456,8 @@ class EvalRun:
                         continue  # cancelled by a fatal error elsewhere: still pending, not failed
                     log.append(record)
                     spent += (record.get("usage") or {}).get("cost") or 0.0
-                    if record["status"] == "ok":
-                        scored += 1
-                        correct += bool(record["correct"])
-                    progress.advance(100.0 * correct / scored if scored else None, spent)
+                    tally.add_row(record)
+                    progress.advance(tally.accuracy, spent)
                     if request.max_cost is not None and spent >= request.max_cost:
                         stop.for_cost = True
                     if isinstance(failure, FatalServiceError) and stop.fatal is None:
