@@ -42,7 +42,7 @@ from maps_autogen.runlock import RunLock
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
 from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_json_atomic, write_manifest
-from maps_autogen.records import SCHEMA_VERSION, RunRecord, checked
+from maps_autogen.records import SCHEMA_VERSION, Manifest, RunRecord, checked
 from maps_autogen.report import Run, table1
 from maps_autogen.tally import Tally
 from maps_autogen.transcript import new_run_id, utc_now
@@ -377,7 +377,7 @@ class EvalRun:
             if cache is not None:
                 cache.close()
         # The one Table 1 writer, as `maps report` prints it for this folder (intervals included).
-        table = table1([Run(path=eval_dir, manifest=manifest, records=list(log.read().values()))])[0]
+        table = table1([Run(path=eval_dir, manifest=Manifest.model_validate(manifest), records=list(log.read().values()))])[0]
         return EvalOutcome(eval_dir, summary, table, stop.for_cost, len(todo),
                            fatal=stop.fatal, interrupted=stop.interrupted)
 
