@@ -27,7 +27,7 @@ from maps_autogen.errors import DataError
 from maps_autogen.redact import redact
 from maps_autogen.eval.results import FEEDBACK_TARGETS, latest_by_pid
 from maps_autogen.tally import Tally, tally_rows
-from maps_autogen.records import IMAGES_DIR, MANIFEST_FILE, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE
+from maps_autogen.records import IMAGES_DIR, MANIFEST_FILE, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest
 from maps_autogen.view.assets import CSS, SCRIPT, PageMode, content_security_policy
 
 INDEX_PAGE = "index.html"
@@ -625,14 +625,15 @@ def render_eval_summary(manifest: dict[str, Any], rows: list[dict[str, Any]]) ->
     """The eval's headline, run facts, accuracy per subset, usage per role and the Figure 4 table;
     replaced live as problems finish."""
     tally = _finished_tally(rows)
+    typed = Manifest.model_validate(manifest)  # read_manifest checked it: these fields have their types
     pairs = [
-        ("benchmark", _e(manifest.get("benchmark"))),
-        ("subsets", _e(", ".join(map(str, manifest.get("subsets") or [])) or "–")),
-        ("method", _e(manifest.get("method"))),
-        ("without", _e(", ".join(map(str, manifest.get("without") or [])) or "–")),
-        ("models", _render_models(manifest.get("models"))),
+        ("benchmark", _e(typed.benchmark)),
+        ("subsets", _e(", ".join(map(str, typed.subsets)) or "–")),
+        ("method", _e(typed.method)),
+        ("without", _e(", ".join(typed.without) or "–")),
+        ("models", _render_models(typed.models)),
         ("created", _e(manifest.get("created_at"))),
-        ("problems", _e(f"{len(rows)} done of {len(manifest['ids'])}" if isinstance(manifest.get("ids"), list) else f"{len(rows)} done")
+        ("problems", _e(f"{len(rows)} done of {len(typed.ids)}" if typed.ids else f"{len(rows)} done")
          + _e(f", {tally.failed} of them failed")),
         ("cost", _e(_cost(_sum_costs(usage_cost(row.get("usage")) for row in rows)))),
     ]
