@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from maps_autogen.errors import missing_extra
-from maps_autogen.eval.results import FEEDBACK_TARGETS, RESULTS_FILE, ResultsLog, accuracy_percent
+from maps_autogen.eval.results import FEEDBACK_TARGETS, RESULTS_FILE, ResultsLog
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
 from maps_autogen.artifacts import FILE_MODE, read_manifest, write_text_atomic
+from maps_autogen.records import Manifest
+from maps_autogen.tally import tally_rows
 
 BOOTSTRAP_SAMPLES = 1000
 PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 100 s
@@ -40,28 +42,32 @@ class Run:
     """One eval run folder, read."""
 
     path: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     records: list[dict[str, Any]]
 
     @property
     def benchmark(self) -> str:
-        return self.manifest["benchmark"]
+        return self.manifest.benchmark
+
+    @property
+    def method(self) -> str:
+        return self.manifest.method or ""  # maps eval always writes it
 
     @property
     def models(self) -> str:
-        return ", ".join(sorted({m["model"] for m in self.manifest["models"].values()}))
+        return ", ".join(sorted(self.model_names))
 
     @property
     def model_names(self) -> set[str]:
-        return {m["model"] for m in self.manifest["models"].values()}
+        return {m["model"] for m in self.manifest.models.values()}
 
     @property
     def without(self) -> tuple[str, ...]:
-        return tuple(self.manifest.get("without") or ())
+        return tuple(self.manifest.without)
 
     @property
     def label(self) -> str:
-        method = self.manifest["method"]
+        method = self.method
         if self.without:
             method = f"maps w/o {'+'.join(self.without)}"
         return f"{method} ({self.models})"
@@ -73,7 +79,7 @@ class Run:
 
 def load_run(path: Path) -> Run:
     """Read an eval run folder."""
-    manifest = read_manifest(path, fix="pass folders written by maps eval or maps merge")
+    manifest = Manifest.model_validate(read_manifest(path, fix="pass folders written by maps eval or maps merge"))
     records = list(ResultsLog(path / RESULTS_FILE).read().values())
     return Run(path=path, manifest=manifest, records=records)
 
@@ -104,10 +110,12 @@ class Cell:
 
 
 def _cell(records: Sequence[dict[str, Any]]) -> Cell:
-    outcomes = [bool(r.get("correct")) for r in records if r.get("status") == "ok"]
-    if not outcomes:
+    """The tally's accuracy (correct / scored) with the bootstrap interval over the scored rows."""
+    tally = tally_rows(records)
+    if not tally.scored:
         return Cell(None, None, 0)
-    return Cell(accuracy_percent(sum(outcomes), len(outcomes)), bootstrap_interval(outcomes), len(outcomes))
+    outcomes = [bool(r.get("correct")) for r in records if r.get("status") == "ok"]
+    return Cell(tally.accuracy, bootstrap_interval(outcomes), tally.scored)
 
 
 @dataclass
@@ -187,7 +195,7 @@ def table2(runs: Sequence[Run]) -> str | None:
     """Ablations against the full MAPS run of the same benchmark and models: accuracy and delta."""
     sections = []
     for benchmark in BENCHMARK_ORDER:
-        mine = [run for run in runs if run.benchmark == benchmark and run.manifest["method"] == "maps"]
+        mine = [run for run in runs if run.benchmark == benchmark and run.method == "maps"]
         full = [run for run in mine if not run.without]
         ablated = [run for run in mine if run.without]
         if not full or not ablated:
@@ -213,7 +221,7 @@ def feedback_shares(runs: Sequence[Run]) -> dict[str, dict[str, float]]:
     step, or to no regeneration. Full MAPS runs only."""
     shares: dict[str, dict[str, float]] = {}
     for benchmark in BENCHMARK_ORDER:
-        scored = [r for run in runs if run.benchmark == benchmark and run.manifest["method"] == "maps" and not run.without for r in run.scored]
+        scored = [r for run in runs if run.benchmark == benchmark and run.method == "maps" and not run.without for r in run.scored]
         if not scored:
             continue
         counts = {target: 0 for target in FEEDBACK_TARGETS}
@@ -313,7 +321,7 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
     differences: list[list[str]] = []
     for row, run in ours:
         overall = _overall(row.benchmark_avgs)
-        paper = paper_row_for(run.manifest["method"], run.model_names) if run is not None and not run.without else None
+        paper = paper_row_for(run.method, run.model_names) if run is not None and not run.without else None
         delta = "-"
         if paper is not None and overall is not None:
             reference = _paper_average(paper, list(row.benchmark_avgs))

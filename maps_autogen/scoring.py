@@ -18,6 +18,7 @@ from typing import Any, Callable, TextIO
 from maps_autogen.benchmarks import RecordError, Scorer, Verdict, get_benchmark
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.artifacts import atomic_text_writer
+from maps_autogen.tally import Tally
 
 logger = logging.getLogger(__name__)
 
@@ -33,24 +34,6 @@ class SkippedLine:
 
 
 @dataclass
-class SubsetTally:
-    """Correct and total counts for one subset (or one extraction method)."""
-
-    correct: int = 0
-    total: int = 0
-
-    @property
-    def accuracy(self) -> float:
-        """Fraction correct; 0.0 for an empty tally."""
-        return self.correct / self.total if self.total else 0.0
-
-    def add(self, correct: bool) -> None:
-        """Count one scored line."""
-        self.total += 1
-        self.correct += int(correct)
-
-
-@dataclass
 class ScoreReport:
     """What `score_file` did: per-subset tallies, skipped lines and where the output went."""
 
@@ -58,18 +41,19 @@ class ScoreReport:
     rules: str
     input_path: Path
     out_path: Path
-    subsets: dict[str, SubsetTally] = field(default_factory=dict)
-    methods: dict[str, SubsetTally] = field(default_factory=dict)
+    subsets: dict[str, Tally] = field(default_factory=dict)
+    methods: dict[str, Tally] = field(default_factory=dict)
     skipped: list[SkippedLine] = field(default_factory=list)
     # Lines sent to the LLM extractor (those the rules could not read); None when it was off.
     llm_requests: int | None = None
 
     @property
-    def overall(self) -> SubsetTally:
-        """The tally over every scored line."""
-        return SubsetTally(
+    def overall(self) -> Tally:
+        """The tally over every scored line (skipped lines are listed apart, in `skipped`)."""
+        return Tally(
+            n=sum(tally.n for tally in self.subsets.values()),
+            scored=sum(tally.scored for tally in self.subsets.values()),
             correct=sum(tally.correct for tally in self.subsets.values()),
-            total=sum(tally.total for tally in self.subsets.values()),
         )
 
 
@@ -242,16 +226,17 @@ def score_file(
                 continue
             out = scored_line(record, verdict, with_prediction=with_prediction)
             out_file.write(_json_line(out))
-            report.subsets.setdefault(scorer.subset(record), SubsetTally()).add(verdict.correct)
+            report.subsets.setdefault(scorer.subset(record), Tally()).add(scored=True, correct=verdict.correct)
             # Lines that came with an unlabelled extraction count as "given".
             method = str(out.get("extraction_method") or "given")
-            report.methods.setdefault(method, SubsetTally()).add(verdict.correct)
-    logger.info("scored %d lines of %s into %s", report.overall.total, input_path, target)
+            report.methods.setdefault(method, Tally()).add(scored=True, correct=verdict.correct)
+    logger.info("scored %d lines of %s into %s", report.overall.scored, input_path, target)
     return report
 
 
-def _tally_row(label: str, tally: SubsetTally, width: int) -> str:
-    return f"  {label:<{width}}  {tally.correct:>6} / {tally.total:<6} {100 * tally.accuracy:6.2f}%"
+def _tally_row(label: str, tally: Tally, width: int) -> str:
+    accuracy = "     -" if tally.accuracy is None else f"{tally.accuracy:6.2f}%"
+    return f"  {label:<{width}}  {tally.correct:>6} / {tally.scored:<6} {accuracy}"
 
 
 def render_summary(report: ScoreReport) -> str:
@@ -277,7 +262,6 @@ def render_summary(report: ScoreReport) -> str:
 __all__ = [
     "ScoreReport",
     "SkippedLine",
-    "SubsetTally",
     "default_out_path",
     "has_prediction_stage",
     "render_summary",

@@ -68,8 +68,13 @@ def test_eval_scores_known_answers_concurrently(tmp_path: Path, mathvista) -> No
     assert summary["subsets"]["math"]["accuracy"] == expected_accuracy(rows, "math-targeted-vqa")
     assert summary["average"]["accuracy"] == expected_accuracy(rows)
     assert summary["feedback_shares"]["solver"] == round(1 / 12, 4) and summary["feedback_shares"]["none"] == round(11 / 12, 4)
-    assert f"| {expected_accuracy(rows, 'general-vqa'):.2f} | {expected_accuracy(rows, 'math-targeted-vqa'):.2f} | {expected_accuracy(rows):.2f} |" in result.stdout
-    assert "Gen. | Math | Avg." in result.stdout
+    # The end-of-run Table 1 is maps report's (one writer): accuracy with its 95% bootstrap interval.
+    assert "| Method | MathVista Gen. | MathVista Math | MathVista Avg. |" in result.stdout
+    row = next(line for line in result.stdout.splitlines() if line.startswith("| maps ("))
+    cells = [cell.strip().split(" [") for cell in row.strip().strip("|").split("|")[1:]]
+    assert [accuracy for accuracy, _ in cells] == [f"{expected_accuracy(rows, 'general-vqa'):.2f}",
+                                                   f"{expected_accuracy(rows, 'math-targeted-vqa'):.2f}", f"{expected_accuracy(rows):.2f}"]
+    assert all(interval.endswith("]") for _, interval in cells)
     lines = results(run_dir)
     assert [line["pid"] for line in lines] == [str(n) for n in range(1, 13)]
     two = next(line for line in lines if line["pid"] == "2")

@@ -85,7 +85,7 @@ def test_summary_reports_how_each_line_was_extracted(tmp_path: Path) -> None:
     report = score_file("mathvista", path)
     out = read_jsonl(report.out_path)
     assert [line.get("extraction_method") for line in out] == [None, "rules", "unreadable", "rules"]
-    assert {name: tally.total for name, tally in report.methods.items()} == {
+    assert {name: tally.scored for name, tally in report.methods.items()} == {
         "given": 1, "rules": 2, "unreadable": 1}
     assert report.llm_requests is None
     text = render_summary(report)
@@ -109,9 +109,9 @@ def test_bad_lines_are_skipped_with_line_numbers(results_file: Path) -> None:
 
 def test_summary_counts_per_subset_and_overall(results_file: Path) -> None:
     report = score_file("mathvista", results_file)
-    assert {name: (t.correct, t.total) for name, t in report.subsets.items()} == {
+    assert {name: (t.correct, t.scored) for name, t in report.subsets.items()} == {
         "math": (2, 3), "general": (1, 1)}
-    assert (report.overall.correct, report.overall.total) == (3, 4)
+    assert (report.overall.correct, report.overall.scored) == (3, 4)
     text = render_summary(report)
     assert "math" in text and "2 / 3" in text and "66.67%" in text
     assert "general" in text and "100.00%" in text
@@ -124,7 +124,7 @@ def test_legacy_rules_change_the_integer_verdict(results_file: Path, tmp_path: P
     report = score_file("mathvista", results_file, rules="legacy", out_path=tmp_path / "l.jsonl")
     out = read_jsonl(tmp_path / "l.jsonl")
     assert out[0]["correct"] is False and out[0]["prediction"] is None
-    assert (report.overall.correct, report.overall.total) == (2, 4)
+    assert (report.overall.correct, report.overall.scored) == (2, 4)
     assert "legacy" in render_summary(report)
 
 
@@ -230,7 +230,7 @@ def test_unicode_and_lone_surrogates_round_trip(tmp_path: Path) -> None:
 def test_empty_file_gives_an_empty_report(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "r.jsonl", ["", "  "])
     report = score_file("mathvista", path)
-    assert report.overall.total == 0 and report.skipped == []
+    assert report.overall.scored == 0 and report.skipped == []
     assert read_jsonl(report.out_path) == []
     assert "0 / 0" in render_summary(report)
 

@@ -367,7 +367,7 @@ def test_eval_index_with_filters_accuracy_and_problem_sections(runs: Runs) -> No
     page = render_view(runs.eval_dir)
     dom = parse(page)
     assert_nothing_executable(dom)
-    assert dom.find_all(id="accuracy")[0].text() == "25.0% (1/4)"
+    assert dom.find_all(id="accuracy")[0].text() == "33.33% (1/3)"
     rows = dom.find_all("table", id="index-table")[0].find_all("tbody")[0].find_all("tr")
     assert [row.attrs["data-verdict"] for row in rows] == ["correct", "incorrect", "failed", "incorrect"]
     assert [row.attrs["data-subset"] for row in rows] == ["testmini", "extra", "testmini", "extra"]
@@ -390,7 +390,7 @@ def test_eval_index_with_filters_accuracy_and_problem_sections(runs: Runs) -> No
     assert "No transcript was saved" in sections["p4"].text()  # its run_dir leaves the eval folder
     assert "request sent" not in page  # prompts are left out of eval pages to keep them small
     subsets = dom.find_all("table", cls="subsets")[0].text()
-    assert "testmini50.0% (1/2)" in subsets and "extra0.0% (0/2)" in subsets
+    assert "testmini100.00% (1/1)" in subsets and "extra0.00% (0/2)" in subsets
 
 
 # ----- files and errors ----------------------------------------------------------------------
@@ -510,7 +510,7 @@ def test_browser_eval_filters_and_navigation(runs: Runs, chromium: Chromium, tmp
     # Before any #anchor, the index shows and every problem section is hidden.
     shown_sections = "Array.from(document.querySelectorAll('section.problem')).filter(s => !s.hidden).map(s => s.id)"
     assert tab.js(f"[document.getElementById('index').hidden, {shown_sections}]") == [False, []]
-    assert tab.js("document.getElementById('filter-count').textContent") == "showing 4 of 4 (25.0% correct)"
+    assert tab.js("document.getElementById('filter-count').textContent") == "showing 4 of 4 (33.33% correct of 3 scored)"
     assert choose(verdict="correct") == ["p1"]
     assert choose(verdict="incorrect") == ["p2", "p4"]
     assert choose(verdict="failed", subset="testmini") == ["p3"]
@@ -519,7 +519,7 @@ def test_browser_eval_filters_and_navigation(runs: Runs, chromium: Chromium, tmp
     assert choose(stop="", rollbacks="scholar") == ["p1"]
     assert choose(rollbacks="*") == ["p1", "p4"]
     assert choose(rollbacks="-") == ["p2", "p3"]
-    assert tab.js("document.getElementById('filter-count').textContent") == "showing 2 of 4 (0.0% correct)"
+    assert tab.js("document.getElementById('filter-count').textContent") == "showing 2 of 4 (0.00% correct of 1 scored)"
     choose(rollbacks="")
     tab.screenshot(tmp_path / "eval-index.png")
     # Following a problem's link shows that problem alone, with its transcript and scores.

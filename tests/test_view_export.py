@@ -53,9 +53,13 @@ def test_index_shows_models_by_name_accuracy_per_subset_and_usage_per_role(big_e
     index = big_export.read_text()
     assert "gpt-4o (openai)" in index and "&quot;endpoint&quot;" not in index
     for subset in ("general", "math"):
+        # Accuracy is correct of the scored: failed problems are counted apart, in their own column.
         mine = [fact for fact in facts if fact["subset"] == subset]
-        right = sum(1 for fact in mine if fact["correct"])
-        assert f"<td>{subset}</td><td class=num>{100 * right / len(mine):.1f}% ({right}/{len(mine)})</td>" in index
+        scored = [fact for fact in mine if not fact["failed"]]
+        right = sum(1 for fact in scored if fact["correct"])
+        failed = len(mine) - len(scored)
+        assert failed > 0
+        assert f"<td>{subset}</td><td class=num>{100 * right / len(scored):.2f}% ({right}/{len(scored)})</td><td class=num>{failed}</td>" in index
     # Every problem's usage_by_role has one call per role at $0.0035.
     for role in ROLES:
         assert f"<td>{role}</td><td class=num>1,000</td><td class=num>900,000</td><td class=num>120,000</td><td class=num>$3.5000</td>" in index
@@ -108,8 +112,9 @@ def test_browser_1000_problem_export(big_eval: tuple[Path, list[dict]], big_expo
       bars: Object.fromEntries(Array.from(document.querySelectorAll('#feedback-histogram tr[data-target]'))
         .map(r => [r.dataset.target, [Number(r.querySelector('.count').textContent), r.querySelector('progress').value]]))})""")
     assert seen["rows"] == 1000 and seen["ready"] == "1"
-    right = sum(1 for fact in facts if fact["correct"])
-    assert seen["count"] == f"showing 1000 of 1000 ({100 * right / 1000:.1f}% correct)"
+    judged = [fact for fact in facts if not fact["failed"]]  # accuracy counts the scored problems only
+    right = sum(1 for fact in judged if fact["correct"])
+    assert seen["count"] == f"showing 1000 of 1000 ({100 * right / len(judged):.2f}% correct of {len(judged)} scored)"
     scored = Counter(fact["rollback"] or "none" for fact in facts if not fact["failed"])
     assert seen["bars"] == {target: [scored.get(target, 0)] * 2 for target in ("interpreter", "aligner", "scholar", "solver", "none")}
     # Rows are laid out a page (500) at a time; the button lists the rest.

@@ -189,7 +189,7 @@ def test_eval_view_serves_the_run_live_while_it_writes(tmp_path: Path) -> None:
             # The finished problem reaches the open index's feed, and a fresh index lists it.
             row = results_feed.until("append", ">3</a>")
             assert 'data-verdict="correct"' in row and 'data-rollbacks="scholar"' in row
-            assert "100.0% (3/3)" in results_feed.until("replace", 'id="summary"')
+            assert "100.00% (3/3)" in results_feed.until("replace", 'id="summary"')
             assert index_rows(get(url).body)["3"] == "correct"
         finally:
             for stream in streams:

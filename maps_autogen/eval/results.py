@@ -1,4 +1,4 @@
-"""Eval results: the append-only results.jsonl, the summary, and the paper's Table 1 layout."""
+"""Eval results: the append-only results.jsonl and the summary."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, 
 from maps_autogen.benchmarks.tasks import Task
 from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE, ResultRow, Summary, checked
 from maps_autogen.redact import redact
+from maps_autogen.tally import Tally
 
-__all__ = ["FEEDBACK_TARGETS", "MANIFEST_FILE", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "accuracy_percent", "latest_by_pid"]
+__all__ = ["FEEDBACK_TARGETS", "MANIFEST_FILE", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid"]
 FEEDBACK_TARGETS = ("interpreter", "aligner", "scholar", "solver", "none")
 
 
@@ -115,33 +116,23 @@ class ResultsLog:
                     handle.write(json.dumps(json.loads(source.readline()), ensure_ascii=False, default=str) + "\n")
 
 
-def accuracy_percent(correct: int, scored: int) -> float | None:
-    """The one accuracy figure of runs and reports: percent correct of the scored problems, to
-    two decimals (None when nothing was scored)."""
-    return round(100.0 * correct / scored, 2) if scored else None
-
-
 def summarize(records: Iterable[dict[str, Any]], task: Task, subset_names: Sequence[str]) -> dict[str, Any]:
     """Accuracy per subset and on average (pooled over the subsets run, as the paper does),
     failures, feedback shares (Figure 4), stop reasons, usage and cost. One pass of running
     tallies: `records` may be a stream of any length."""
-    subsets = {name: {"n": 0, "scored": 0, "correct": 0} for name in subset_names}
-    total = scored = correct = 0
+    subsets = {name: Tally() for name in subset_names}
+    overall = Tally()
     feedback = {target: 0 for target in FEEDBACK_TARGETS}
     stop_reasons: dict[str, int] = {}
     usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     cost: float | None = 0
     seconds: float = 0
     for record in records:
-        ok = record.get("status") == "ok"
-        right = ok and bool(record.get("correct"))
-        total, scored, correct = total + 1, scored + ok, correct + right
+        overall.add_row(record)
         tally = subsets.get(record.get("subset"))
         if tally is not None:
-            tally["n"] += 1
-            tally["scored"] += ok
-            tally["correct"] += right
-        if ok:
+            tally.add_row(record)
+        if record.get("status") == "ok":
             target = record.get("feedback_step") or "none"
             feedback[target] = feedback.get(target, 0) + 1
             reason = record.get("stop_reason") or "none"
@@ -152,36 +143,19 @@ def summarize(records: Iterable[dict[str, Any]], task: Task, subset_names: Seque
         if cost is not None:
             cost = None if spent.get("cost") is None else cost + (spent["cost"] or 0)
         seconds += record.get("seconds") or 0
+    scored = overall.scored
     return {
         "schema_version": SCHEMA_VERSION,
         "benchmark": task.name,
-        "subsets": {name: {**tally, "failed": tally["n"] - tally["scored"], "accuracy": accuracy_percent(tally["correct"], tally["scored"])}
-                    for name, tally in subsets.items()},
-        "average": {"n": total, "scored": scored, "correct": correct, "accuracy": accuracy_percent(correct, scored)},
-        "failed": total - scored,
+        "subsets": {name: {"n": tally.n, "scored": tally.scored, "correct": tally.correct, "failed": tally.failed,
+                           "accuracy": tally.accuracy} for name, tally in subsets.items()},
+        "average": {"n": overall.n, "scored": overall.scored, "correct": overall.correct, "accuracy": overall.accuracy},
+        "failed": overall.failed,
         "feedback_shares": {k: round(v / scored, 4) if scored else None for k, v in feedback.items()},
         "stop_reasons": stop_reasons,
         "usage": {**usage, "cost": None if cost is None else round(cost, 6)},
         "seconds": round(seconds, 3),
     }
-
-
-def table1(summary: dict[str, Any], task: Task, label: str) -> str:
-    """The paper's Table 1 layout (subtask columns, then the benchmark average) as Markdown."""
-    columns = [s for s in task.subsets if s.name in summary["subsets"]]
-    header = ["Method", *(s.column for s in columns), "Avg."]
-
-    def cell(value: float | None) -> str:
-        return "-" if value is None else f"{value:.2f}"
-
-    row = [label, *(cell(summary["subsets"][s.name]["accuracy"]) for s in columns), cell(summary["average"]["accuracy"])]
-    lines = [
-        f"{task.title}",
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join("---" for _ in header) + "|",
-        "| " + " | ".join(row) + " |",
-    ]
-    return "\n".join(lines)
 
 
 def write_summary(eval_dir: Path, summary: dict[str, Any]) -> Path:

@@ -31,7 +31,7 @@ from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInte
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.eval.paths import outside_paths_allowed
-from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, table1, write_summary
+from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, find_subsets, load_answer_formats, spread_limit
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.eval.validate import validate_rows
@@ -42,7 +42,9 @@ from maps_autogen.runlock import RunLock
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
 from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_json_atomic, write_manifest
-from maps_autogen.records import SCHEMA_VERSION, RunRecord, checked
+from maps_autogen.records import SCHEMA_VERSION, Manifest, RunRecord, checked
+from maps_autogen.report import Run, table1
+from maps_autogen.tally import Tally
 from maps_autogen.transcript import new_run_id, utc_now
 
 logger = logging.getLogger(__name__)
@@ -374,7 +376,9 @@ class EvalRun:
             lock.release()
             if cache is not None:
                 cache.close()
-        return EvalOutcome(eval_dir, summary, table1(summary, self.task, self.label(manifest)), stop.for_cost, len(todo),
+        # The one Table 1 writer, as `maps report` prints it for this folder (intervals included).
+        table = table1([Run(path=eval_dir, manifest=Manifest.model_validate(manifest), records=list(log.read().values()))])[0]
+        return EvalOutcome(eval_dir, summary, table, stop.for_cost, len(todo),
                            fatal=stop.fatal, interrupted=stop.interrupted)
 
     @staticmethod
@@ -418,7 +422,7 @@ class EvalRun:
         request = self.request
         progress = _Progress(len(todo), self.progress)
         spent = 0.0
-        scored = correct = 0
+        tally = Tally()  # the problems run now, for the progress bar
         stop = _Stop()
         pending = iter(todo)
         in_flight: dict[Future[tuple[dict[str, Any], MapsError | None]], EvalItem] = {}
@@ -452,10 +456,8 @@ class EvalRun:
                         continue  # cancelled by a fatal error elsewhere: still pending, not failed
                     log.append(record)
                     spent += (record.get("usage") or {}).get("cost") or 0.0
-                    if record["status"] == "ok":
-                        scored += 1
-                        correct += bool(record["correct"])
-                    progress.advance(100.0 * correct / scored if scored else None, spent)
+                    tally.add_row(record)
+                    progress.advance(tally.accuracy, spent)
                     if request.max_cost is not None and spent >= request.max_cost:
                         stop.for_cost = True
                     if isinstance(failure, FatalServiceError) and stop.fatal is None:

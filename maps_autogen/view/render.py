@@ -26,7 +26,8 @@ from maps_autogen.artifacts import read_json_or_empty, read_jsonl_from, read_man
 from maps_autogen.errors import DataError
 from maps_autogen.redact import redact
 from maps_autogen.eval.results import FEEDBACK_TARGETS, latest_by_pid
-from maps_autogen.records import IMAGES_DIR, MANIFEST_FILE, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE
+from maps_autogen.tally import Tally, tally_rows
+from maps_autogen.records import IMAGES_DIR, MANIFEST_FILE, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest
 from maps_autogen.view.assets import CSS, SCRIPT, PageMode, content_security_policy
 
 INDEX_PAGE = "index.html"
@@ -525,10 +526,9 @@ def _feedback_target(row: dict[str, Any]) -> str:
     return str(step)
 
 
-def _accuracy(rows: list[dict[str, Any]]) -> str:
-    correct = sum(1 for row in rows if row.get("correct") is True)
-    share = f"{100 * correct / len(rows):.1f}%" if rows else "–"
-    return f"{share} ({correct}/{len(rows)})"
+def _finished_tally(rows: list[dict[str, Any]]) -> Tally:
+    """The one tally (correct / scored) over the finished rows; unfinished ones are not counted."""
+    return tally_rows(row for row in rows if row.get("status") != "unfinished")
 
 
 def _select(key: str, label: str, options: list[tuple[str, str]]) -> str:
@@ -573,9 +573,8 @@ def _render_subset_table(rows: list[dict[str, Any]]) -> str:
     subsets = sorted({str(row.get("subset", "")) for row in rows})
     body = []
     for subset in subsets:
-        mine = [row for row in rows if str(row.get("subset", "")) == subset]
-        failed = sum(1 for row in mine if row.get("status") == "failed")
-        body.append(f"<tr><td>{_e(subset or '(none)')}</td><td class=num>{_e(_accuracy(mine))}</td><td class=num>{failed}</td></tr>")
+        tally = _finished_tally([row for row in rows if str(row.get("subset", "")) == subset])
+        body.append(f"<tr><td>{_e(subset or '(none)')}</td><td class=num>{_e(tally.text())}</td><td class=num>{tally.failed}</td></tr>")
     return ('<table class="subsets"><caption>Accuracy per subset</caption><thead><tr><th>subset</th><th class=num>accuracy</th>'
             f'<th class=num>failed</th></tr></thead><tbody>{"".join(body)}</tbody></table>')
 
@@ -625,20 +624,21 @@ def _render_histogram() -> str:
 def render_eval_summary(manifest: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     """The eval's headline, run facts, accuracy per subset, usage per role and the Figure 4 table;
     replaced live as problems finish."""
-    failed = sum(1 for row in rows if row.get("status") == "failed")
+    tally = _finished_tally(rows)
+    typed = Manifest.model_validate(manifest)  # read_manifest checked it: these fields have their types
     pairs = [
-        ("benchmark", _e(manifest.get("benchmark"))),
-        ("subsets", _e(", ".join(map(str, manifest.get("subsets") or [])) or "–")),
-        ("method", _e(manifest.get("method"))),
-        ("without", _e(", ".join(map(str, manifest.get("without") or [])) or "–")),
-        ("models", _render_models(manifest.get("models"))),
+        ("benchmark", _e(typed.benchmark)),
+        ("subsets", _e(", ".join(map(str, typed.subsets)) or "–")),
+        ("method", _e(typed.method)),
+        ("without", _e(", ".join(typed.without) or "–")),
+        ("models", _render_models(typed.models)),
         ("created", _e(manifest.get("created_at"))),
-        ("problems", _e(f"{len(rows)} done of {len(manifest['ids'])}" if isinstance(manifest.get("ids"), list) else f"{len(rows)} done")
-         + _e(f", {failed} of them failed")),
+        ("problems", _e(f"{len(rows)} done of {len(typed.ids)}" if typed.ids else f"{len(rows)} done")
+         + _e(f", {tally.failed} of them failed")),
         ("cost", _e(_cost(_sum_costs(usage_cost(row.get("usage")) for row in rows)))),
     ]
-    accuracy = (f'<p class="headline">Accuracy <strong id="accuracy">{_e(_accuracy(rows))}</strong> '
-                f'<span class="muted">(failed problems count as incorrect)</span></p>')
+    accuracy = (f'<p class="headline">Accuracy <strong id="accuracy">{_e(tally.text())}</strong> '
+                f'<span class="muted">(correct of the scored problems; failed ones are counted apart)</span></p>')
     return (f'<section id="summary">{accuracy}<section class="card">{_kv(pairs)}</section>'
             f'<section class="card stats">{_render_subset_table(rows)}{_render_role_usage(rows)}{_render_histogram()}</section></section>')
 

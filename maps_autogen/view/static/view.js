@@ -51,15 +51,20 @@
   }
 
   function applyFilters() {
-    var all = rows(), shown = [], correct = 0;
+    // Accuracy as the server's tally counts it: correct of the scored (failed and unfinished rows are not scored).
+    var all = rows(), shown = [], scored = 0, correct = 0;
     all.forEach(function (row) {
-      var keep = matches(row);
+      var keep = matches(row), verdict = row.getAttribute("data-verdict");
       row.hidden = !keep || shown.length >= pageLimit;
-      if (keep) { shown.push(row); if (row.getAttribute("data-verdict") === "correct") { correct += 1; } }
+      if (keep) {
+        shown.push(row);
+        if (verdict !== "failed" && verdict !== "unfinished") { scored += 1; }
+        if (verdict === "correct") { correct += 1; }
+      }
     });
     var counter = document.getElementById("filter-count");
     if (counter) {
-      var share = shown.length ? " (" + (100 * correct / shown.length).toFixed(1) + "% correct)" : "";
+      var share = scored ? " (" + (100 * correct / scored).toFixed(2) + "% correct of " + scored + " scored)" : "";
       counter.textContent = "showing " + shown.length + " of " + all.length + share;
     }
     if (more) {

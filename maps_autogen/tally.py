@@ -1,0 +1,61 @@
+"""The one accuracy tally, used by `maps score`, the eval summary, `maps report` and the viewer.
+
+Accuracy is correct / scored, in percent to two decimals: a problem whose run failed (or a
+line that could not be scored) has no verdict, so it is counted apart as failed, never as
+wrong. Every place that prints an accuracy prints the same figure for the same rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+
+def accuracy_percent(correct: int, scored: int) -> float | None:
+    """Percent correct of the scored problems, to two decimals (None when nothing was scored)."""
+    return round(100.0 * correct / scored, 2) if scored else None
+
+
+@dataclass
+class Tally:
+    """Problems seen (`n`), scored (a verdict was reached) and correct."""
+
+    n: int = 0
+    scored: int = 0
+    correct: int = 0
+
+    def add(self, *, scored: bool, correct: bool) -> None:
+        """Count one problem; `correct` counts only when it was scored."""
+        self.n += 1
+        self.scored += int(scored)
+        self.correct += int(scored and correct)
+
+    def add_row(self, row: dict[str, Any]) -> None:
+        """Count one eval result row: scored when its status is "ok"."""
+        ok = row.get("status") == "ok"
+        self.add(scored=ok, correct=ok and bool(row.get("correct")))
+
+    @property
+    def failed(self) -> int:
+        """Problems without a verdict."""
+        return self.n - self.scored
+
+    @property
+    def accuracy(self) -> float | None:
+        """Percent correct of the scored, two decimals; None when nothing was scored."""
+        return accuracy_percent(self.correct, self.scored)
+
+    def text(self) -> str:
+        """"54.17% (13/24)": the accuracy with correct and scored; "–" when nothing was scored."""
+        return "–" if self.accuracy is None else f"{self.accuracy:.2f}% ({self.correct}/{self.scored})"
+
+
+def tally_rows(rows: Iterable[dict[str, Any]]) -> Tally:
+    """The tally of eval result rows (a stream of any length)."""
+    tally = Tally()
+    for row in rows:
+        tally.add_row(row)
+    return tally
+
+
+__all__ = ["Tally", "accuracy_percent", "tally_rows"]

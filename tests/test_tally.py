@@ -1,0 +1,18 @@
+"""The one accuracy tally: correct / scored, failed problems counted apart, never as wrong."""
+
+from maps_autogen.tally import Tally, tally_rows
+
+
+def test_a_failed_row_is_counted_apart_not_as_wrong() -> None:
+    rows = [{"status": "ok", "correct": True}, {"status": "ok", "correct": False},
+            {"status": "ok", "correct": True}, {"status": "failed", "correct": True}]
+    tally = tally_rows(rows)
+    assert (tally.n, tally.scored, tally.correct, tally.failed) == (4, 3, 2, 1)
+    assert tally.accuracy == 66.67
+    assert tally.text() == "66.67% (2/3)"
+
+
+def test_nothing_scored_has_no_accuracy() -> None:
+    tally = tally_rows([{"status": "failed"}])
+    assert tally.accuracy is None and tally.failed == 1 and tally.text() == "–"
+    assert Tally().accuracy is None
