@@ -310,8 +310,6 @@ class ChatBackend:
             attempt += 1
             if self._cancel.is_set():
                 raise RunInterrupted("the run was interrupted")
-            response_format = self._response_format(schema_name, schema)
-            body = self.request_body(messages, response_format)
             try:
                 text, model_name, usage, finish_reason = self._once(body, role, on_token)
                 text, truncated = cap_reply(text, self.max_reply_bytes)
@@ -340,6 +338,9 @@ class ChatBackend:
                 if error.status == 400 and response_format is not None and self._json_mode in JSON_MODE_FALLBACK and mentions_format:
                     self._json_mode = JSON_MODE_FALLBACK[self._json_mode]
                     logger.warning("endpoint rejected the JSON mode; falling back to %s", self._json_mode)
+                    response_format = self._response_format(schema_name, schema)
+                    body = self.request_body(messages, response_format)
+                    key = self._cache_key(body) if key is not None else None  # the key of what is sent now
                     attempt -= 1
                     continue
                 raise _rejection_error(error) from None
@@ -349,7 +350,7 @@ class ChatBackend:
                 logger.warning("the %s reply was cut off at max_tokens (%s)", role, self.model.max_tokens)
             if key is not None and rejected is None and not truncated:  # a cut reply is incomplete
                 # The cache keeps only the tokens the server reported, never our estimate.
-                self.cache.put(self._cache_key(body), text, model_name or self.model.model, reported_prompt, reported_completion, finish_reason)
+                self.cache.put(key, text, model_name or self.model.model, reported_prompt, reported_completion, finish_reason)
             # A server that reports no usage (some local servers, some streams) still gets a cost
             # estimate: the tokens are counted our way (tokens.METHOD) and marked as estimated.
             tokens_estimated = not usage

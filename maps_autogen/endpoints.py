@@ -77,6 +77,7 @@ def _auto_endpoint(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, 
     """(endpoint name, why) for `endpoint: auto`. The embedded model is chosen only when nothing
     was asked for: a named model without a usable service is an error, never a substitution."""
     openai_name = _first_of_kind(loaded, "openai")
+    key_env = "OPENAI_API_KEY"  # the variable the message names: the endpoint's own when it has one
     if openai_name:
         endpoint = loaded.config.endpoints[openai_name]
         assert isinstance(endpoint, OpenAIEndpoint)
@@ -86,17 +87,18 @@ def _auto_endpoint(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, 
             return openai_name, "OPENAI_BASE_URL is set"
         if endpoint.api_key_env is None:
             return openai_name, "its endpoint needs no key"
+        key_env = endpoint.api_key_env
     if choice.name is not None:
         raise ConfigError(
-            f"model '{choice.name}' was asked for, but OPENAI_API_KEY is not set, so no service can serve it",
-            fix="export OPENAI_API_KEY=... (or put it in .env), set OPENAI_BASE_URL for a server without a key, or pass --model local for the embedded model",
+            f"model '{choice.name}' was asked for, but {key_env} is not set, so no service can serve it",
+            fix=f"export {key_env}=... (or put it in .env), set OPENAI_BASE_URL for a server without a key, or pass --model local for the embedded model",
         )
     local_name = _first_of_kind(loaded, "local")
     if local_name:
         return local_name, "no API key is set"
     raise ConfigError(
-        f"no model is available: OPENAI_API_KEY is not set and {loaded.path} declares no local endpoint",
-        fix="set OPENAI_API_KEY (or put it in .env), or pass --model",
+        f"no model is available: {key_env} is not set and {loaded.path} declares no local endpoint",
+        fix=f"set {key_env} (or put it in .env), or pass --model",
     )
 
 
