@@ -25,7 +25,7 @@ import httpx
 from maps_autogen.cache import ResponseCache, cache_key
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import FatalServiceError, RunInterrupted, ServiceError
-from maps_autogen.limits import DEFAULT_REPLY_BYTES, body_limit, cap_reply, read_capped
+from maps_autogen.limits import DEFAULT_REPLY_BYTES, LineTooLong, body_limit, cap_reply, capped_lines, read_capped
 from maps_autogen.pool import ReplicaPool, pooled_http_client
 from maps_autogen.redact import redact
 from maps_autogen.tokens import estimate_usage
@@ -451,7 +451,14 @@ class ChatBackend:
         model_name = None
         finish_reason = None
         done = False
-        for line in response.iter_lines():
+        lines = capped_lines(response.iter_text(), body_limit(self.max_reply_bytes))
+        while True:
+            try:
+                line = next(lines, None)
+            except LineTooLong as error:
+                raise _Retryable(f"the model service sent {error} in its streamed reply") from None
+            if line is None:
+                break
             self._check_deadline(deadline, too_slow)
             if not line.startswith("data:"):
                 continue

@@ -36,6 +36,36 @@ def scoped(variable: ContextVar[T], value: T) -> Iterator[None]:
         variable.reset(token)
 
 
+def capped_lines(chunks: Iterable[str], limit: int) -> Iterator[str]:
+    """The lines of streamed text (without their ends), or LineTooLong once one line grows past
+    `limit` characters: a stream that never sends a newline must not fill memory. Each chunk is
+    split once, so the work is linear in the text."""
+    parts: list[str] = []  # the unfinished line
+    size = 0
+    for chunk in chunks:
+        *complete, rest = chunk.split("\n")
+        if complete:
+            complete[0] = "".join(parts) + complete[0]
+            for line in complete:
+                yield line.removesuffix("\r")
+            parts, size = [], 0
+        if rest:
+            parts.append(rest)
+            size += len(rest)
+            if size > limit:
+                raise LineTooLong(limit)
+    if parts:
+        yield "".join(parts).removesuffix("\r")
+
+
+class LineTooLong(Exception):
+    """A streamed line longer than the limit of `capped_lines`."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"a streamed line over {limit:,} characters")
+        self.limit = limit
+
+
 def read_capped(chunks: Iterable[bytes], limit: int) -> bytes | None:
     """The concatenated chunks, or None as soon as they exceed `limit` bytes."""
     parts: list[bytes] = []
