@@ -20,6 +20,7 @@ _MIN_SECRET_LENGTH = 4
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
+_longest_first: tuple[str, ...] = ()  # _secrets, longest first (a secret inside another is masked after it)
 _longest = 0
 
 # A bearer token or an Authorization header value: 8+ token characters including a digit (so
@@ -34,11 +35,13 @@ _CREDENTIALS = re.compile(
 
 def register_secret(value: str | None) -> None:
     """Remember a secret so `redact` masks it wherever it shows up."""
-    global _longest
+    global _longest, _longest_first
     if value and len(value) >= _MIN_SECRET_LENGTH:
         with _lock:
-            _secrets.add(value)
-            _longest = max(_longest, len(value))
+            if value not in _secrets:  # sorted here, once, not on every (per-token) redact call
+                _secrets.add(value)
+                _longest_first = tuple(sorted(_secrets, key=len, reverse=True))
+                _longest = max(_longest, len(value))
 
 
 def register_key_variables(names: Iterable[str | None], env: Mapping[str, str] | None = None) -> None:
@@ -52,9 +55,7 @@ def register_key_variables(names: Iterable[str | None], env: Mapping[str, str] |
 
 def redact(text: str) -> str:
     """`text` with every registered secret and every bearer/Authorization credential masked."""
-    with _lock:
-        secrets = sorted(_secrets, key=len, reverse=True)
-    for secret in secrets:
+    for secret in _longest_first:  # a tuple replaced whole on registration: safe to read unlocked
         if secret in text:
             text = text.replace(secret, MASK)
     return _CREDENTIALS.sub(lambda match: match.group("lead") + MASK, text)
@@ -75,8 +76,7 @@ class StreamRedactor:
 
     def feed(self, piece: str) -> str:
         """The text that is safe to show now."""
-        with _lock:
-            hold = max(_longest, 64) - 1  # 64 covers a bearer token's prefix as well
+        hold = max(_longest, 64) - 1  # 64 covers a bearer token's prefix as well
         text = redact(self._pending + piece)
         cut = max(0, len(text) - hold)
         self._pending = text[cut:]
