@@ -31,6 +31,7 @@ _CREDENTIALS = re.compile(
     r"(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}",
     re.IGNORECASE,
 )
+_TOKEN_CHARACTERS = re.compile(r"[A-Za-z0-9._~+/=-]*")  # the characters a credential goes on with
 
 
 def register_secret(value: str | None) -> None:
@@ -73,18 +74,28 @@ class StreamRedactor:
 
     def __init__(self) -> None:
         self._pending = ""
+        # The text so far ended inside a credential, now masked: the token's further characters
+        # are dropped (once masked, "Bearer ***" + "rest" no longer looks like a credential).
+        self._in_credential = False
 
     def feed(self, piece: str) -> str:
         """The text that is safe to show now."""
+        if self._in_credential:
+            piece = piece[_TOKEN_CHARACTERS.match(piece).end():]
+            if not piece:
+                return ""
+            self._in_credential = False
         hold = max(_longest, 64) - 1  # 64 covers a bearer token's prefix as well
-        text = redact(self._pending + piece)
+        raw = self._pending + piece
+        self._in_credential = any(match.end() == len(raw) for match in _CREDENTIALS.finditer(raw))
+        text = redact(raw)
         cut = max(0, len(text) - hold)
         self._pending = text[cut:]
         return text[:cut]
 
     def flush(self) -> str:
         """Everything held back (the stream ended)."""
-        text, self._pending = redact(self._pending), ""
+        text, self._pending, self._in_credential = redact(self._pending), "", False
         return text
 
 
