@@ -31,8 +31,8 @@ _EXTENSION = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "imag
 class ImageLimits:
     """How much an image may cost us (agents.yaml `limits:`): bytes read, pixels decoded."""
 
-    file_bytes: int = 50 * 2**20
-    pixels: int = 50_000_000
+    file_bytes: int = LimitsConfig().image_file_bytes  # the defaults live in one place: config.py
+    pixels: int = LimitsConfig().image_pixels
 
     @classmethod
     def of(cls, limits: LimitsConfig) -> "ImageLimits":

@@ -20,6 +20,7 @@ _MIN_SECRET_LENGTH = 4
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
+_longest_first: tuple[str, ...] = ()  # _secrets, longest first (a secret inside another is masked after it)
 _longest = 0
 
 # A bearer token or an Authorization header value: 8+ token characters including a digit (so
@@ -30,15 +31,18 @@ _CREDENTIALS = re.compile(
     r"(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}",
     re.IGNORECASE,
 )
+_TOKEN_CHARACTERS = re.compile(r"[A-Za-z0-9._~+/=-]*")  # the characters a credential goes on with
 
 
 def register_secret(value: str | None) -> None:
     """Remember a secret so `redact` masks it wherever it shows up."""
-    global _longest
+    global _longest, _longest_first
     if value and len(value) >= _MIN_SECRET_LENGTH:
         with _lock:
-            _secrets.add(value)
-            _longest = max(_longest, len(value))
+            if value not in _secrets:  # sorted here, once, not on every (per-token) redact call
+                _secrets.add(value)
+                _longest_first = tuple(sorted(_secrets, key=len, reverse=True))
+                _longest = max(_longest, len(value))
 
 
 def register_key_variables(names: Iterable[str | None], env: Mapping[str, str] | None = None) -> None:
@@ -52,9 +56,7 @@ def register_key_variables(names: Iterable[str | None], env: Mapping[str, str] |
 
 def redact(text: str) -> str:
     """`text` with every registered secret and every bearer/Authorization credential masked."""
-    with _lock:
-        secrets = sorted(_secrets, key=len, reverse=True)
-    for secret in secrets:
+    for secret in _longest_first:  # a tuple replaced whole on registration: safe to read unlocked
         if secret in text:
             text = text.replace(secret, MASK)
     return _CREDENTIALS.sub(lambda match: match.group("lead") + MASK, text)
@@ -72,19 +74,28 @@ class StreamRedactor:
 
     def __init__(self) -> None:
         self._pending = ""
+        # The text so far ended inside a credential, now masked: the token's further characters
+        # are dropped (once masked, "Bearer ***" + "rest" no longer looks like a credential).
+        self._in_credential = False
 
     def feed(self, piece: str) -> str:
         """The text that is safe to show now."""
-        with _lock:
-            hold = max(_longest, 64) - 1  # 64 covers a bearer token's prefix as well
-        text = redact(self._pending + piece)
+        if self._in_credential:
+            piece = piece[_TOKEN_CHARACTERS.match(piece).end():]
+            if not piece:
+                return ""
+            self._in_credential = False
+        hold = max(_longest, 64) - 1  # 64 covers a bearer token's prefix as well
+        raw = self._pending + piece
+        self._in_credential = any(match.end() == len(raw) for match in _CREDENTIALS.finditer(raw))
+        text = redact(raw)
         cut = max(0, len(text) - hold)
         self._pending = text[cut:]
         return text[:cut]
 
     def flush(self) -> str:
         """Everything held back (the stream ended)."""
-        text, self._pending = redact(self._pending), ""
+        text, self._pending, self._in_credential = redact(self._pending), "", False
         return text
 
 

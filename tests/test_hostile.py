@@ -152,6 +152,15 @@ def test_streamed_key_split_across_tokens_is_masked() -> None:
     assert shown == redact(text) and TEST_KEY not in shown and shown.count("***") == 3
 
 
+def test_streamed_bearer_token_longer_than_the_hold_is_masked_whole() -> None:
+    # Once the first characters were masked, the token's later characters used to reach the terminal.
+    token = "sk1" + "a" * 120
+    text = f"Authorization: Bearer {token} done. " + "x" * 80
+    redactor = StreamRedactor()
+    shown = "".join(redactor.feed(character) for character in text) + redactor.flush()
+    assert shown == redact(text) == "Authorization: Bearer *** done. " + "x" * 80
+
+
 def test_bearer_and_authorization_values_are_masked_without_eating_prose() -> None:
     assert redact("Authorization: Bearer abcDEF123456789xyz") == "Authorization: Bearer ***"
     assert redact('{"authorization": "tok_live_1234567890"}') == '{"authorization": "***"}'

@@ -39,8 +39,8 @@ from maps_autogen.view.render import (
 
 POLL_S = 0.2  # how often a live feed looks at the files (new turns show within a second)
 UNFINISHED_EVERY = 5  # polls between looks for problems that started (reads the problems/ folder)
-KEEPALIVE_S = 15.0
-CLOSE_WAIT_S = 2.0  # how long closing waits for the live feeds' last words  # an SSE comment now and then keeps proxies and browsers from timing out
+KEEPALIVE_S = 15.0  # an SSE comment now and then keeps proxies and browsers from timing out
+CLOSE_WAIT_S = 2.0  # how long closing waits for the live feeds' last words
 _KEY = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
                      "Cache-Control": "no-store"}
