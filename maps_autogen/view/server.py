@@ -30,6 +30,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.artifacts import read_json_or_empty, read_jsonl_from, read_manifest
 from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE
+from maps_autogen.redact import redact
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.render import (
     FILES_PREFIX, IMAGE_MIME, INDEX_PAGE, PROBLEMS_PAGES, Links, inside, kind_of, load_results, page, page_key,
@@ -167,9 +168,9 @@ class ViewServer:
             else:
                 request._send(404, "text/plain; charset=utf-8", b"not found\n")
         except _NotFound as missing:
-            request._send(404, "text/plain; charset=utf-8", f"not found: {missing}\n".encode())
+            request._send(404, "text/plain; charset=utf-8", redact(f"not found: {missing}\n").encode())
         except DataError as error:  # the run has not started yet, or a file is damaged
-            request._send(503, "text/plain; charset=utf-8", f"{error}\nreload in a moment\n".encode())
+            request._send(503, "text/plain; charset=utf-8", redact(f"{error}\nreload in a moment\n").encode())
         except (BrokenPipeError, ConnectionResetError):
             pass
 
