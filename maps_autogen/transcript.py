@@ -8,16 +8,15 @@ import secrets
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from maps_autogen.artifacts import open_append, read_jsonl, read_run, write_bytes_file, write_json_atomic
+from maps_autogen.artifacts import open_append, write_bytes_file, write_json_atomic
 from maps_autogen.errors import DataError
 from maps_autogen.problem import Problem
 from maps_autogen.records import IMAGES_DIR, RUN_FILE, SCHEMA_VERSION, TRANSCRIPT_FILE, RunRecord, check_transcript_record, checked
 from maps_autogen.redact import redact
 
-__all__ = ["IMAGES_DIR", "RUN_FILE", "SCHEMA_VERSION", "TRANSCRIPT_FILE", "RunWriter", "new_run_id", "read_run",
-           "read_transcript", "request_for_transcript", "utc_now", "write_json_atomic"]
+__all__ = ["RunWriter", "new_run_id", "request_for_transcript", "utc_now"]
 
 
 def new_run_id(kind: str = "solve") -> str:
@@ -95,10 +94,3 @@ class RunWriter:
         if record.get("type") in ("message", "event"):
             self.append(record)
 
-
-def read_transcript(run_dir: Path) -> Iterator[dict[str, Any]]:
-    """The records of a run's transcript (artifacts.read_jsonl: a torn last line is not read)."""
-    path = run_dir / TRANSCRIPT_FILE
-    if not path.is_file():
-        raise DataError(f"{run_dir} has no {TRANSCRIPT_FILE}", fix="pass a run folder written by maps solve or maps eval")
-    yield from read_jsonl(path)

@@ -91,8 +91,9 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 raise DataError(f"{path} is not valid JSON: {error.msg} at line {error.lineno}", fix="fix the file") from None
             except RecursionError:
                 raise DataError(f"{path} nests JSON too deeply", fix="fix the file") from None
-            rows = data if isinstance(data, list) else list(data.values()) if isinstance(data, dict) else []
-            yield from rows
+            if not isinstance(data, (list, dict)):
+                raise DataError(f"{path} holds a JSON {type(data).__name__}, not a list or object of rows", fix="fix the file")
+            yield from data if isinstance(data, list) else data.values()
             return
         for number, line in enumerate(handle, start=1):
             if not line.strip():

@@ -10,11 +10,11 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, write_json_atomic
 from maps_autogen.benchmarks.tasks import Task
-from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE, ResultRow, Summary, checked
+from maps_autogen.records import RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE, ResultRow, Summary, checked
 from maps_autogen.redact import redact
 from maps_autogen.tally import Tally
 
-__all__ = ["FEEDBACK_TARGETS", "MANIFEST_FILE", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid"]
+__all__ = ["FEEDBACK_TARGETS", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid"]
 FEEDBACK_TARGETS = ("interpreter", "aligner", "scholar", "solver", "none")
 
 

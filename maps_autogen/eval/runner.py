@@ -360,13 +360,13 @@ class EvalRun:
                 stop = self._run_items(todo, team, eval_dir, log)
             finally:
                 _record_replicas(eval_dir, manifest, team.replicas_served())
-            # Streamed from the file: the end of a long run never holds every record at once.
             log.compact(manifest["ids"])
-            served = _served_models(log.records())
+            rows = list(log.records())  # after compact: the latest row per pid, read once for all below
+            served = _served_models(rows)
             if served != manifest.get("served_models", {}):
                 manifest["served_models"] = served
                 write_manifest(eval_dir, manifest)
-            summary = summarize(log.records(), self.task, [s.name for s in subsets])
+            summary = summarize(rows, self.task, [s.name for s in subsets])
             summary.update({"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
                             "complete": summary["average"]["scored"] == len(manifest["ids"]),
                             "stopped_for_cost": stop.for_cost, "interrupted": stop.interrupted,
@@ -377,7 +377,7 @@ class EvalRun:
             if cache is not None:
                 cache.close()
         # The one Table 1 writer, as `maps report` prints it for this folder (intervals included).
-        table = table1([Run(path=eval_dir, manifest=Manifest.model_validate(manifest), records=list(log.read().values()))])[0]
+        table = table1([Run(path=eval_dir, manifest=Manifest.model_validate(manifest), records=rows)])[0]
         return EvalOutcome(eval_dir, summary, table, stop.for_cost, len(todo),
                            fatal=stop.fatal, interrupted=stop.interrupted)
 
