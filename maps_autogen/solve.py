@@ -62,14 +62,19 @@ class Team:
         self.cancelled.set()
 
     def models_record(self, calls: Sequence[CallRecord] = ()) -> dict[str, dict[str, Any]]:
-        """Each role's model as a run records it: the resolved choice, the settings read back from
-        the body of the role's last request sent (else from the body it would send), and the
+        """Each role's model as a run records it: the resolved choice; `sent`, the settings read
+        back from the body of the role's last request sent, or, for a role that sent nothing (yet),
+        `request_settings`, those its request body carries (never labelled as sent); and the
         model name the service reported when it differs."""
         sent = {call.role: call.completion for call in calls}
         record = {}
         for role, model in self.resolution.models.items():
             completion = sent.get(role)
-            entry = {**model.describe(), "sent": completion.sent if completion and completion.sent else self.backends[role].settings()}
+            entry = model.describe()
+            if completion is not None and completion.sent:
+                entry["sent"] = completion.sent
+            else:
+                entry["request_settings"] = self.backends[role].settings()
             if completion is not None and completion.served_model:
                 entry["served_model"] = completion.served_model
             record[role] = entry

@@ -87,7 +87,10 @@ def test_a_truncated_stream_is_not_scored_not_cached_and_resume_redoes_it(tmp_pa
     one, two = ({line["pid"]: line for line in results(run_dir)}[pid] for pid in ("1", "2"))
     assert two["models"]["scholar"]["served_model"] == "gpt-4o-2024-08-06" and two["models"]["scholar"]["model"] == "gpt-4o"
     assert two["max_tokens_reached"] == ["aligner"] and one["max_tokens_reached"] == []
-    assert json.loads((run_dir / "manifest.json").read_text())["served_models"] == {"scholar": ["gpt-4o-2024-08-06"]}
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["served_models"] == {"scholar": ["gpt-4o-2024-08-06"]}
+    # Written before any call: what the requests carry, never labelled as sent.
+    assert "sent" not in manifest["models"]["solver"] and manifest["models"]["solver"]["request_settings"]["model"] == "gpt-4o"
 
 
 def test_the_cache_keeps_only_accepted_replies_evicts_bad_ones_and_keys_on_each_roles_settings(tmp_path: Path, two) -> None:
