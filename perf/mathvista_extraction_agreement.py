@@ -44,6 +44,7 @@ from maps_autogen.benchmarks.mathvista.extract import (  # noqa: E402
     bound_text,
     cut_continuation,
     extract,
+    is_plain_number,
     is_refusal,
     numbers_in,
 )
@@ -98,12 +99,22 @@ def _official_text_in(text: str, record: dict[str, Any]) -> bool:
         return False
     if record["question_type"] == "multi_choice" and len(official) == 1:
         return _letter_stated(official, text)
-    if official.lower() in text.lower():
-        return True
-    # A number stated in another form ("13.0" for "13", "1,000" for "1000"); an extraction
-    # holding several numbers ("1 hour and 15 minutes") must be stated as it is.
     wanted = numbers_in(official)
-    return len(wanted) == 1 and len(official) <= 12 and wanted[0] in numbers_in(text)
+    if not (is_plain_number(official) or (len(wanted) == 1 and len(official) <= 12)) \
+            and official.lower() in text.lower():
+        return True
+    # A number is stated when the text states that number, in any form ("13.0" for "13",
+    # "1,000" for "1000"), not when its digits begin another number ("-1" in "-1.83e-16");
+    # an extraction holding several numbers ("1 hour and 15 minutes") must be stated as it is.
+    return len(wanted) == 1 and len(official) <= 12 \
+        and any(_same_number(wanted[0], stated) for stated in numbers_in(text))
+
+
+def _same_number(a: str, b: str) -> bool:
+    try:
+        return float(a) == float(b)
+    except (ValueError, OverflowError):
+        return False
 
 
 def _is_placeholder(official: str, record: dict[str, Any]) -> bool:
@@ -136,8 +147,12 @@ def official_family(record: dict[str, Any]) -> str | None:
     program = parse_program(bound_text(response))
     if program is not None:
         printed = program_output(program)
-        if printed is not None and not _official_text_in(printed, record):
-            return "official extraction is not what the program prints (the LLM misread the code)"
+        if printed is not None:
+            if not _official_text_in(printed, record):
+                return "official extraction is not what the program prints (the LLM misread the code)"
+            return None
+        # What it prints is not worked out: an official extraction the text does not state
+        # may still be what the program prints, so the record stays ours to answer for.
         return None
     kept = cut_continuation(response)
     if kept != response and not _official_text_in(kept, record) \

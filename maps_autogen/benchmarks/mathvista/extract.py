@@ -652,9 +652,19 @@ def extract(
         printed = program_output(program)
         if printed is None:
             return UNREADABLE
+        if not printed:
+            # It prints nothing: no answer, and nothing for the normalisation to map to an
+            # option (a program that fails is never credited by edit distance).
+            return EMPTY_RESPONSE
         text = printed
     if question_type == "multi_choice":
-        return extract_choice(text, choices or [])
+        read = extract_choice(text, choices or [])
+        if program is not None and read.status == "unreadable" and "\n" not in text \
+                and len(text) <= _BOXED_VALUE_CHARS:
+            # What a program prints is its answer even when it is no option ("140.0"): the
+            # official normalisation then maps it to the nearest option, as it would any text.
+            return Extraction(text, "answer")
+        return read
     if answer_type in ("integer", "float"):
         return extract_number(text, answer_type)
     if answer_type == "list":
