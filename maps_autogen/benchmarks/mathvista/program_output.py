@@ -26,6 +26,9 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from maps_autogen.benchmarks.mathvista import program_sympy
+from maps_autogen.benchmarks.mathvista.program_sympy import Unsupported
+
 MAX_SOURCE_CHARS = 20_000
 # Steps times the longest sequence bounds the work (one step may scan a whole sequence).
 MAX_STEPS = 20_000
@@ -33,10 +36,6 @@ MAX_LENGTH = 2_000  # elements of a sequence or characters of a string
 MAX_INT_BITS = 4_096
 MAX_CALL_DEPTH = 30
 MAX_FACTORIAL = 500
-
-
-class Unsupported(Exception):
-    """The program leaves the subset or a budget: its output is not worked out."""
 
 
 class _Return(Exception):
@@ -148,6 +147,13 @@ def _is_unknown(*values: Any) -> bool:
     return any(value is UNKNOWN for value in values)
 
 
+_SYMPY_FUNCTIONS = list(program_sympy.FUNCTIONS.values())
+
+
+def _holds_sympy(*values: Any) -> bool:
+    return any(isinstance(value, (program_sympy.Linear, program_sympy.Equation)) for value in values)
+
+
 class _Module:
     """A name bound by `import`: math is usable, the opaque libraries give unknown values,
     anything else is outside the subset."""
@@ -161,6 +167,8 @@ class _Module:
                 return _MATH_FUNCTIONS[attr]
             if attr in _MATH_CONSTANTS:
                 return _MATH_CONSTANTS[attr]
+        elif self.name == "sympy" and attr in program_sympy.FUNCTIONS:
+            return program_sympy.FUNCTIONS[attr]
         elif self.name.split(".")[0] in _OPAQUE_MODULES:
             if attr == "show" and self.name.startswith("matplotlib"):
                 return _SHOW  # draws a window; returns None, prints nothing
@@ -289,6 +297,8 @@ def _method_names_of(owner: Any) -> set[str]:
         return _DICT_METHODS
     if isinstance(owner, set):
         return _SET_METHODS
+    if isinstance(owner, program_sympy.Linear):
+        return {"evalf"}
     return set()
 _FORMAT_SPEC = re.compile(r"[<>^]?[+-]?,?\d{0,2}(?:\.\d{1,2})?[fdeg%]?")
 
@@ -606,7 +616,7 @@ class _Interpreter:
                     return UNKNOWN
                 if keywords:
                     raise Unsupported("keyword arguments")
-                return function(*args)
+                return self.call_outside(function, args)
             if _is_unknown(owner):
                 return UNKNOWN
             if keywords:
@@ -634,16 +644,26 @@ class _Interpreter:
                 raise Unsupported("keyword arguments")
             return self.method(function.owner, function.name, args)
         if isinstance(function, str) and function in _BUILTINS:
+            if _holds_sympy(*args, *keywords.values()) and function not in ("float", "int", "str"):
+                raise Unsupported("a builtin given a sympy expression")
             if set(keywords) - _BUILTIN_KEYWORDS.get(function, set()):
                 raise Unsupported("keyword arguments")
             if "key" in keywords and keywords["key"] is not None:
                 keywords["key"] = self.key_function(keywords["key"])
             return _BUILTINS[function](*args, **keywords)
-        if callable(function) and (function in _MATH_FUNCTIONS.values() or function is _SHOW):
+        if callable(function) and (function in _MATH_FUNCTIONS.values() or function is _SHOW
+                                   or function in _SYMPY_FUNCTIONS):
             if keywords and function is not _SHOW:
                 raise Unsupported("keyword arguments")
-            return function(*args, **keywords)
+            return self.call_outside(function, args, keywords)
         raise Unsupported("call")
+
+    def call_outside(self, function: Callable[..., Any], args: list[Any],
+                     keywords: dict[str, Any] | None = None) -> Any:
+        """Call a function of a modelled module (math, the sympy subset, pyplot's show)."""
+        if function not in _SYMPY_FUNCTIONS and _holds_sympy(*args):
+            raise Unsupported("math given a sympy expression")  # sympy.sqrt, not math.sqrt
+        return function(*args, **(keywords or {}))
 
     def key_function(self, function: Any) -> Callable[[Any], Any]:
         """A `key=` argument as a Python function; an unknown key leaves the subset."""
