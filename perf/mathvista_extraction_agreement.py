@@ -97,7 +97,7 @@ def _official_text_in(text: str, record: dict[str, Any]) -> bool:
     official = str(record["extraction"] or "").strip()
     if not official:
         return False
-    if record["question_type"] == "multi_choice" and len(official) == 1:
+    if record["question_type"] == "multi_choice" and len(official) == 1 and official.isalpha():
         return _letter_stated(official, text)
     wanted = numbers_in(official)
     if not (is_plain_number(official) or (len(wanted) == 1 and len(official) <= 12)) \

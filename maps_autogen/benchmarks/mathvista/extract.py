@@ -451,8 +451,16 @@ _OPTION_NUMBER = re.compile(r"([-+]?\d{0,12}(?:\.\d{1,12})?)\s{0,2}(?:√\s{0,2}
 _VALUE_TOLERANCE = 2e-3
 
 
+_OPTION_FRACTION = re.compile(r"(-?\d{1,12})\s{0,2}/\s{0,2}(\d{1,12})")
+
+
 def option_value(option: str) -> float | None:
-    """The numeric value of an option such as "36°", "4.5 cm", "2√{2}" or "√3"; else None."""
+    """The numeric value of an option such as "36°", "4.5 cm", "2√{2}", "√3", "3/11" or
+    "\\frac{5}{12}"; else None."""
+    fraction = _OPTION_FRACTION.fullmatch(strip_markup(option.replace(" ", "")))
+    if fraction is not None:
+        value = _ratio(*fraction.groups())
+        return float(value) if value is not None else None
     match = _OPTION_NUMBER.fullmatch(option.strip())
     if match is None:
         return None
@@ -656,11 +664,11 @@ def extract(
             # It prints nothing: no answer, and nothing for the normalisation to map to an
             # option (a program that fails is never credited by edit distance).
             return EMPTY_RESPONSE
-        text = printed
+        # A program states its result last: earlier lines are its working or other cases.
+        text = printed.rsplit("\n", 1)[-1].strip()
     if question_type == "multi_choice":
         read = extract_choice(text, choices or [])
-        if program is not None and read.status == "unreadable" and "\n" not in text \
-                and len(text) <= _BOXED_VALUE_CHARS:
+        if program is not None and read.status == "unreadable" and len(text) <= _BOXED_VALUE_CHARS:
             # What a program prints is its answer even when it is no option ("140.0"): the
             # official normalisation then maps it to the nearest option, as it would any text.
             return Extraction(text, "answer")
