@@ -222,6 +222,10 @@ def adversarial_timing() -> None:
         "spaces then fraction": " " * megabyte + "3/",
         "question lines": "\nQuestion:" * (megabyte // 10),
         "busy program": "a = list(range(2000))\nn = 0\nfor i in a:\n    for j in a:\n        n += -j in a\nprint(n)",
+        "busy sympy": "import sympy as sp\nv = sp.symbols(' '.join(f'x{i}' for i in range(20)))\n"
+                      "s = [sp.Eq(sum([(i * j % 7 + 1) * x for j, x in enumerate(v)]), 3 ** 300 + i)"
+                      " for i in range(20)]\nn = 0\nwhile n < 100000:\n    r = sp.solve(s, v)\n"
+                      "    n += 1\nprint(r)",
     }
     print("\nadversarial responses of 1 MB (and a busy program), all four answer kinds:")
     for name, text in texts.items():

@@ -663,6 +663,8 @@ class _Interpreter:
         """Call a function of a modelled module (math, the sympy subset, pyplot's show)."""
         if function not in _SYMPY_FUNCTIONS and _holds_sympy(*args):
             raise Unsupported("math given a sympy expression")  # sympy.sqrt, not math.sqrt
+        if function is program_sympy.solve:
+            self.tick(program_sympy.SOLVE_STEPS)
         return function(*args, **(keywords or {}))
 
     def key_function(self, function: Any) -> Callable[[Any], Any]:
@@ -782,6 +784,16 @@ def program_output(tree: ast.Module) -> str | None:
     """What the program prints (or, without any print, the value of its last bare
     expression, as a notebook shows it), stripped: "" when it prints nothing, including a
     program that fails before printing. None when the output cannot be worked out."""
+    try:
+        # Compiling runs nothing; it finds what Python refuses before running a line
+        # ("return" outside a function): such a program prints nothing at all.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            compile(tree, "<answer>", "exec", dont_inherit=True)
+    except SyntaxError:
+        return ""
+    except (ValueError, RecursionError, MemoryError):
+        return None
     interpreter = _Interpreter()
     scope = interpreter.globals
     try:

@@ -18,6 +18,9 @@ from typing import Any
 Number = Fraction | float
 MAX_SYMBOLS = 20  # unknowns in one expression or system
 MAX_EQUATIONS = 20
+MAX_BITS = 4_096  # of an exact coefficient's numerator or denominator
+# Interpreter steps one `solve` is charged: elimination is cubic in the system's size.
+SOLVE_STEPS = 1_000
 
 
 class Unsupported(Exception):
@@ -36,6 +39,12 @@ def _number(value: Any) -> Number:
     return Fraction(value)
 
 
+def _check_size(value: Number) -> None:
+    if isinstance(value, Fraction) and \
+            max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_BITS:
+        raise Unsupported("number too large")
+
+
 def _mixed(a: Number, b: Number) -> tuple[Number, Number]:
     """Exact with exact stays exact; a float makes both floats (sympy's Float absorbs)."""
     if isinstance(a, float) or isinstance(b, float):
@@ -52,6 +61,8 @@ class Linear:
         self.terms = {name: value for name, value in (terms or {}).items() if value != 0}
         if len(self.terms) > MAX_SYMBOLS:
             raise Unsupported("too many unknowns")
+        for value in (constant, *self.terms.values()):
+            _check_size(value)
         self.constant = constant
 
     @staticmethod
@@ -316,6 +327,8 @@ def _eliminate(differences: Iterable[Linear], names: list[str]) -> list[Number] 
             if other != pivot_row and not _is_zero(rows[other][column], floats):
                 factor = rows[other][column]
                 rows[other] = [a - factor * b for a, b in zip(rows[other], rows[pivot_row])]
+                for value in rows[other]:
+                    _check_size(value)
         pivots.append(column)
         pivot_row += 1
     if any(all(_is_zero(value, floats) for value in row[:-1]) and not _is_zero(row[-1], floats)
