@@ -111,7 +111,7 @@ def test_library_results_are_unknown_but_do_not_stop_a_known_answer() -> None:
     program = ("import numpy as np\nimport matplotlib.pyplot as plt\nx = np.linspace(0, 1, 10)\n"
                "plt.plot(x, x)\nanswer = 'No'\nprint(answer)")
     assert printed(program) == "No"
-    assert printed("import numpy as np\nprint(np.mean([1, 2, 3]))") is None
+    assert printed("import numpy as np\nprint(np.polyfit([1, 2], [3, 4], 1))") is None
     assert printed("import random\nprint(random.choice(['A', 'B']))") is None  # not one answer
     assert printed("import numpy as np\narea = np.trapz([1, 2])\nif area > 1:\n    print('yes')") is None
 
@@ -168,8 +168,8 @@ SYMPY_PROGRAMS = [
 ]
 
 
-def _run_with_sympy(program: str) -> str:
-    """What the test's own program prints under the real sympy (a notebook's last value too)."""
+def _run_for_real(program: str) -> str:
+    """What the test's own program prints when Python runs it (a notebook's last value too)."""
     output = io.StringIO()
     namespace: dict[str, Any] = {}
     with contextlib.redirect_stdout(output):
@@ -183,7 +183,7 @@ def _run_with_sympy(program: str) -> str:
 
 @pytest.mark.parametrize("program", SYMPY_PROGRAMS)
 def test_linear_sympy_programs_print_what_sympy_prints(program: str) -> None:
-    assert printed(program) == _run_with_sympy(program)
+    assert printed(program) == _run_for_real(program)
 
 
 @pytest.mark.parametrize(
@@ -220,3 +220,40 @@ def test_a_program_answers_with_its_last_printed_line() -> None:
     program = ("def change(algae):\n    if algae == 'alive':\n        return 'remains the same'\n"
                "    return 'decrease'\n\nprint(change('alive'))\nprint(change('dead'))")
     assert choice(program, ["remains the same", "decrease", "increase"]) == Extraction("decrease", "answer")
+
+
+# --- numpy and datetime on plain numbers ------------------------------------------------------
+
+NUMPY_PROGRAMS = [
+    "import numpy as np\nprint(np.mean([8, 2, 8, 8]))",
+    "import numpy as np\nm = np.median([9, 2, 1, 8, 7])\nprint(m)\nprint(int(m))",
+    "import numpy as np\nprint(np.median([4, 1, 3, 2]), np.max([3, 9]), np.min((2.5, 1.5)), np.sum([1, 2, 3]))",
+    "import numpy as np\nprint(round(np.pi * 2 ** 2, 2))",
+    "import numpy as np\nprint(np.sqrt(16) + 1)",
+    "from datetime import date\nprint(date(1990, 5, 15).year - date(1985, 10, 20).year)",
+    "import datetime\nd = datetime.date(2020, 2, 29)\nprint(d.month, d.day)",
+    "bars = [10, 1, 'bat', 7.5, True]\nprint(sum(1 for b in bars if isinstance(b, int) and b > 4))",
+    "print(isinstance(3.0, (int, float)), isinstance('x', str))",
+]
+
+
+@pytest.mark.parametrize("program", NUMPY_PROGRAMS)
+def test_numpy_and_datetime_on_plain_numbers_print_what_they_print(program: str) -> None:
+    assert printed(program) == _run_for_real(program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import numpy as np\nprint([np.mean([1, 2])])",  # repr differs between numpy versions
+        "import numpy as np\nprint(np.mean([0.1] * 9))",  # pairwise summation
+        "import numpy as np\nprint(np.mean(np.array([1, 2])))",  # arrays are unknown
+        "from datetime import date\nprint(date(2020, 1, 1))",
+    ],
+)
+def test_numpy_and_datetime_beyond_plain_numbers_are_not_worked_out(program: str) -> None:
+    assert printed(program) is None
+
+
+def test_an_impossible_date_fails_like_the_program() -> None:
+    assert printed("from datetime import date\nprint('start')\nprint(date(2021, 2, 30).day)") == "start"

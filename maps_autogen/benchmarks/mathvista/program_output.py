@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from maps_autogen.benchmarks.mathvista import program_sympy
+from maps_autogen.benchmarks.mathvista import program_libraries, program_sympy
 from maps_autogen.benchmarks.mathvista.program_sympy import Unsupported
 
 MAX_SOURCE_CHARS = 20_000
@@ -148,6 +148,10 @@ def _is_unknown(*values: Any) -> bool:
 
 
 _SYMPY_FUNCTIONS = list(program_sympy.FUNCTIONS.values())
+# Functions of the modelled modules, callable from the program.
+_MODULE_FUNCTIONS = _SYMPY_FUNCTIONS + [function for function in (*program_libraries.NUMPY.values(),
+                                                                    *program_libraries.DATETIME.values())
+                                        if callable(function)]
 
 
 def _holds_sympy(*values: Any) -> bool:
@@ -169,6 +173,10 @@ class _Module:
                 return _MATH_CONSTANTS[attr]
         elif self.name == "sympy" and attr in program_sympy.FUNCTIONS:
             return program_sympy.FUNCTIONS[attr]
+        elif self.name == "numpy" and attr in program_libraries.NUMPY:
+            return program_libraries.NUMPY[attr]
+        elif self.name == "datetime" and attr in program_libraries.DATETIME:
+            return program_libraries.DATETIME[attr]
         elif self.name.split(".")[0] in _OPAQUE_MODULES:
             if attr == "show" and self.name.startswith("matplotlib"):
                 return _SHOW  # draws a window; returns None, prints nothing
@@ -264,6 +272,20 @@ def _range(*args: Any) -> range:
     return _checked(range(*args))
 
 
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "tuple": tuple,
+          "dict": dict, "set": set}
+
+
+def _isinstance(value: Any, kinds: Any) -> bool:
+    """isinstance() with builtin type names ("int", or a tuple of them) as the types."""
+    names = kinds if isinstance(kinds, tuple) else (kinds,)
+    if not all(isinstance(name, str) and name in _TYPES for name in names):
+        raise Unsupported("isinstance of another type")
+    if isinstance(value, program_libraries.NumpyInt):
+        raise Unsupported("numpy's int64 is no Python int")  # isinstance would say False
+    return isinstance(value, tuple(_TYPES[name] for name in names))
+
+
 _BUILTINS: dict[str, Callable[..., Any]] = {
     "len": _builtin(len), "max": _builtin(max), "min": _builtin(min), "sum": _builtin(sum),
     "abs": abs, "round": _round, "int": _int, "float": _float, "bool": bool, "str": _text,
@@ -272,7 +294,7 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "enumerate": _builtin(lambda items: list(enumerate(items))),
     "zip": _builtin(lambda *lists: list(zip(*lists))),
     "reversed": _builtin(lambda items: list(reversed(items))),
-    "any": _builtin(any), "all": _builtin(all), "divmod": divmod,
+    "any": _builtin(any), "all": _builtin(all), "divmod": divmod, "isinstance": _isinstance,
 }
 
 _BUILTIN_KEYWORDS = {"sorted": {"reverse", "key"}, "max": {"key", "default"}, "min": {"key", "default"},
@@ -541,6 +563,8 @@ class _Interpreter:
                 return UNKNOWN
             if node.attr in _method_names_of(owner) and node.attr not in _MUTATING_METHODS:
                 return _BoundMethod(owner, node.attr)  # "key=prices.get"
+            if node.attr in program_libraries.ATTRIBUTES.get(type(owner), ()):
+                return getattr(owner, node.attr)
             if isinstance(owner, (int, float, str, list, tuple, dict, set)) and not hasattr(owner, node.attr):
                 # Python fails here too ("stone.shape" on a dict): an AttributeError.
                 raise AttributeError(node.attr)
@@ -652,7 +676,7 @@ class _Interpreter:
                 keywords["key"] = self.key_function(keywords["key"])
             return _BUILTINS[function](*args, **keywords)
         if callable(function) and (function in _MATH_FUNCTIONS.values() or function is _SHOW
-                                   or function in _SYMPY_FUNCTIONS):
+                                   or any(function is known for known in _MODULE_FUNCTIONS)):
             if keywords and function is not _SHOW:
                 raise Unsupported("keyword arguments")
             return self.call_outside(function, args, keywords)
