@@ -149,7 +149,7 @@ def test_a_method_that_changes_its_owner_is_not_handed_out_and_sets_stay_numeric
     assert printed("seen = set()\nseen.add('x')\nprint(seen)") is None  # no fixed order
 
 
-# --- sympy's linear equations, checked against sympy itself -----------------------------------
+# --- sympy's polynomials and linear equations, checked against sympy itself -----------------------------------
 
 SYMPY_PROGRAMS = [
     "import sympy as sp\nx = sp.Symbol('x')\neq = sp.Eq(38 + x, 90)\nprint(sp.solve(eq, x))",
@@ -191,13 +191,13 @@ def test_linear_sympy_programs_print_what_sympy_prints(program: str) -> None:
     [
         "import sympy as sp\nx = sp.Symbol('x')\nprint(sp.solve(x**2 - 4, x))",  # not linear
         "import sympy as sp\nx, y = sp.symbols('x y')\nprint(sp.solve(sp.Eq(x + y, 2), (x, y)))",  # many
-        "import sympy as sp\nx = sp.Symbol('x')\nprint(sp.diff(x * 3, x))",  # other sympy: unknown
+        "import sympy as sp\nx = sp.Symbol('x')\nprint(sp.integrate(x * 3, x))",  # other sympy: unknown
         "import sympy as sp\nx = sp.Symbol('x')\nprint(2 * x + 1)",  # printing an expression
         "import sympy as sp\nimport math\nx = sp.Symbol('x')\nprint(math.sqrt(sp.solve(x - 4, x)[0]))",
         "import sympy as sp\nx = sp.Symbol('x', positive=True)\nprint(sp.solve(x + 1, x))",  # assumptions
     ],
 )
-def test_sympy_outside_the_linear_subset_is_not_worked_out(program: str) -> None:
+def test_sympy_outside_the_subset_is_not_worked_out(program: str) -> None:
     assert printed(program) is None
 
 
@@ -257,3 +257,25 @@ def test_numpy_and_datetime_beyond_plain_numbers_are_not_worked_out(program: str
 
 def test_an_impossible_date_fails_like_the_program() -> None:
     assert printed("from datetime import date\nprint('start')\nprint(date(2021, 2, 30).day)") == "start"
+
+
+POLYNOMIAL_PROGRAMS = [
+    "import sympy as sp\nx = sp.symbols('x')\nf = x**3 + 2*x**2 - 5*x + 1\nprint(sp.degree(f, x))",
+    "import sympy as sp\nx = sp.Symbol('x')\nf = 10*x**3 + 12*x**2 + 3*x + 10\n"
+    "a = sp.diff(f, x).subs(x, 0)\nb = sp.diff(f, x).subs(x, 5)\nprint(a, b, a > b, a == b)",
+    "import sympy as sp\nx, y = sp.symbols('x y')\ng = (x + 2*y)**2\nprint(g.subs({x: 1, y: 3}), g.diff(y).subs({x: 0, y: 1}))",
+    "import sympy as sp\nx = sp.Symbol('x')\nunused = 2*x**2 - 10\nside = 8 * x\nprint(4 * 10)",
+    "import sympy as sp\nx = sp.Symbol('x')\nprint(sp.solve(sp.Eq((x + 1)**2 - x**2, 7), x))",  # linear once expanded
+    "import sympy as sp\nx = sp.Symbol('x')\nprint((x**2).subs(x, sp.Rational(1, 3)), (2 * x).subs(x, 0.5))",
+]
+
+
+@pytest.mark.parametrize("program", POLYNOMIAL_PROGRAMS)
+def test_sympy_polynomials_print_what_sympy_prints(program: str) -> None:
+    assert printed(program) == _run_for_real(program)
+
+
+def test_what_leaves_polynomials_is_an_unknown_value() -> None:
+    assert printed("import sympy as sp\nx = sp.Symbol('x')\nprint(1 / x)") is None
+    assert printed("import sympy as sp\nx = sp.Symbol('x')\nratio = 1 / x\nprint('kept')") == "kept"
+    assert printed("import sympy as sp\nx = sp.Symbol('x')\nprint(sp.solve(x**2 - 4, x))") is None

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from maps_autogen.benchmarks.mathvista.program_sympy import Unsupported
+from maps_autogen.benchmarks.mathvista.program_values import Unsupported
 
 # numpy sums floats pairwise in blocks once a sequence has 8 or more elements, which can
 # differ from a left-to-right sum in the last digit: longer float lists are not modelled.

@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from maps_autogen.benchmarks.mathvista import program_libraries, program_sympy
-from maps_autogen.benchmarks.mathvista.program_sympy import Unsupported
+from maps_autogen.benchmarks.mathvista.program_values import UNKNOWN, Unsupported
+from maps_autogen.benchmarks.mathvista.program_values import is_unknown as _is_unknown
 
 MAX_SOURCE_CHARS = 20_000
 # Steps times the longest sequence bounds the work (one step may scan a whole sequence).
@@ -114,26 +115,6 @@ _MATH_FUNCTIONS.update({"factorial": _factorial, "comb": _comb, "perm": _perm})
 _MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
 
 
-class _UnknownValue:
-    """A value the program uses but does not give: an undefined name, a library's result.
-
-    The interpreter carries it through arithmetic, calls and stores explicitly; any other use
-    (comparing, hashing, printing, iterating it inside a builtin) leaves the subset, so an
-    unknown can never pass for a real value or make the program look as if it failed.
-    """
-
-    def _refuse(self, *args: Any, **keywords: Any) -> Any:
-        raise Unsupported("an unknown value used")
-
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
-    __hash__ = __bool__ = __len__ = __iter__ = __contains__ = _refuse  # type: ignore[assignment]
-    __str__ = __repr__ = __format__ = __float__ = __int__ = __index__ = _refuse  # type: ignore[assignment]
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
-    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _refuse
-    __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = __round__ = _refuse
-
-
-UNKNOWN = _UnknownValue()
 
 # Libraries whose results are unknown values but which write nothing to standard output
 # except through their print-like functions (refused by name). Any other module stays
@@ -141,10 +122,6 @@ UNKNOWN = _UnknownValue()
 _OPAQUE_MODULES = {"numpy", "sympy", "scipy", "matplotlib", "random", "datetime", "fractions",
                    "statistics", "decimal", "cmath", "itertools", "collections", "pandas"}
 _PRINTING = re.compile(r"print|display|show|write|dump", re.IGNORECASE)
-
-
-def _is_unknown(*values: Any) -> bool:
-    return any(value is UNKNOWN for value in values)
 
 
 _SYMPY_FUNCTIONS = list(program_sympy.FUNCTIONS.values())
@@ -155,7 +132,7 @@ _MODULE_FUNCTIONS = _SYMPY_FUNCTIONS + [function for function in (*program_libra
 
 
 def _holds_sympy(*values: Any) -> bool:
-    return any(isinstance(value, (program_sympy.Linear, program_sympy.Equation)) for value in values)
+    return any(isinstance(value, (program_sympy.Expression, program_sympy.Equation)) for value in values)
 
 
 class _Module:
@@ -319,8 +296,8 @@ def _method_names_of(owner: Any) -> set[str]:
         return _DICT_METHODS
     if isinstance(owner, set):
         return _SET_METHODS
-    if isinstance(owner, program_sympy.Linear):
-        return {"evalf"}
+    if isinstance(owner, program_sympy.Expression):
+        return program_sympy.METHODS
     return set()
 _FORMAT_SPEC = re.compile(r"[<>^]?[+-]?,?\d{0,2}(?:\.\d{1,2})?[fdeg%]?")
 

@@ -1,11 +1,13 @@
-"""The part of sympy that answer programs use to solve linear equations, worked out exactly.
+"""The part of sympy that answer programs use for polynomials and linear equations.
 
 Programs often answer with `sympy`: declare symbols, state equations with `Eq`, `solve` them,
-print the solution. This module models that much, for linear equations only, and prints the
-results as sympy does ("[70]", "{x: 220, y: 290}", "51/4", "36.0000000000000") so that what
-the program prints can be read like any other printed answer. Anything else (a product of two
-unknowns, a function of one, an equation with infinitely many solutions) is outside the
-subset and raises `Unsupported`; every other sympy name stays an unknown value.
+differentiate a polynomial and substitute a value, print the result. This module models that
+much, exactly, and prints results as sympy does ("[70]", "{x: 220, y: 290}", "51/4",
+"36.0000000000000") so that what the program prints can be read like any other printed answer.
+
+Expressions are polynomials in named symbols. What leaves polynomials (dividing by a symbol,
+a fractional power) is an unknown value, like every sympy function not modelled here; `solve`
+handles linear systems with one solution or none, and leaves the subset otherwise.
 """
 
 from __future__ import annotations
@@ -15,17 +17,17 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
+from maps_autogen.benchmarks.mathvista.program_values import UNKNOWN, Unsupported, is_unknown
+
 Number = Fraction | float
-MAX_SYMBOLS = 20  # unknowns in one expression or system
+# A monomial: its symbols with their powers, sorted by name; () is the constant term.
+Monomial = tuple[tuple[str, int], ...]
+MAX_TERMS = 60
+MAX_DEGREE = 24
 MAX_EQUATIONS = 20
 MAX_BITS = 4_096  # of an exact coefficient's numerator or denominator
 # Interpreter steps one `solve` is charged: elimination is cubic in the system's size.
 SOLVE_STEPS = 1_000
-
-
-class Unsupported(Exception):
-    """The program leaves the modelled subset (of Python, or of sympy here) or a budget: its
-    output is not worked out."""
 
 
 def _number(value: Any) -> Number:
@@ -52,113 +54,159 @@ def _mixed(a: Number, b: Number) -> tuple[Number, Number]:
     return a, b
 
 
-class Linear:
-    """c0 + c1*x1 + ... + cn*xn over named unknowns: a sympy symbol, number or linear sum."""
+def _times(a: Monomial, b: Monomial) -> Monomial:
+    powers = dict(a)
+    for name, power in b:
+        powers[name] = powers.get(name, 0) + power
+    if sum(powers.values()) > MAX_DEGREE:
+        raise Unsupported("degree too high")
+    return tuple(sorted(powers.items()))
 
-    __slots__ = ("terms", "constant")
 
-    def __init__(self, terms: dict[str, Number] | None = None, constant: Number = Fraction(0)) -> None:
-        self.terms = {name: value for name, value in (terms or {}).items() if value != 0}
-        if len(self.terms) > MAX_SYMBOLS:
-            raise Unsupported("too many unknowns")
-        for value in (constant, *self.terms.values()):
+class Expression:
+    """A polynomial over named symbols: a sympy symbol, number or polynomial expression."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: dict[Monomial, Number]) -> None:
+        self.terms = {monomial: value for monomial, value in terms.items() if value != 0}
+        if len(self.terms) > MAX_TERMS:
+            raise Unsupported("too many terms")
+        for value in self.terms.values():
             _check_size(value)
-        self.constant = constant
 
     @staticmethod
-    def of(value: Any) -> Linear:
-        return value if isinstance(value, Linear) else Linear(constant=_number(value))
+    def number(value: Any) -> Expression:
+        return Expression({(): _number(value)})
+
+    @staticmethod
+    def of(value: Any) -> Expression:
+        return value if isinstance(value, Expression) else Expression.number(value)
 
     @property
     def is_constant(self) -> bool:
-        return not self.terms
+        return all(not monomial for monomial in self.terms)
 
-    def _combine(self, other: Any, sign: int) -> Linear:
-        other = Linear.of(other)
+    @property
+    def constant(self) -> Number:
+        return self.terms.get((), Fraction(0))
+
+    @property
+    def symbol_names(self) -> set[str]:
+        return {name for monomial in self.terms for name, _ in monomial}
+
+    @property
+    def is_linear(self) -> bool:
+        return all(sum(power for _, power in monomial) <= 1 for monomial in self.terms)
+
+    def coefficient(self, name: str) -> Number:
+        """The coefficient of the symbol in a linear expression."""
+        return self.terms.get(((name, 1),), Fraction(0))
+
+    # -- arithmetic: polynomials stay polynomials; anything else is an unknown value ----------
+
+    def _combine(self, other: Any, sign: int) -> Expression | Any:
+        if is_unknown(other):
+            return UNKNOWN
+        other = Expression.of(other)
         if other.is_constant and isinstance(other.constant, float) and other.constant == 0:
             return self  # sympy drops an added 0.0 instead of making the sum a Float
         terms = dict(self.terms)
-        for name, value in other.terms.items():
-            mine, theirs = _mixed(terms.get(name, Fraction(0)), value)
-            terms[name] = mine + sign * theirs
-        mine, theirs = _mixed(self.constant, other.constant)
-        return Linear(terms, mine + sign * theirs)
+        for monomial, value in other.terms.items():
+            mine, theirs = _mixed(terms.get(monomial, Fraction(0)), value)
+            terms[monomial] = mine + sign * theirs
+        return Expression(terms)
 
-    def _scaled(self, factor: Number) -> Linear:
-        terms = {}
-        for name, value in self.terms.items():
-            a, b = _mixed(value, factor)
-            terms[name] = a * b
-        a, b = _mixed(self.constant, factor)
-        return Linear(terms, a * b)
-
-    def __add__(self, other: Any) -> Linear:
+    def __add__(self, other: Any) -> Expression | Any:
         return self._combine(other, 1)
 
     __radd__ = __add__
 
-    def __sub__(self, other: Any) -> Linear:
+    def __sub__(self, other: Any) -> Expression | Any:
         return self._combine(other, -1)
 
-    def __rsub__(self, other: Any) -> Linear:
-        return Linear.of(other)._combine(self, -1)
+    def __rsub__(self, other: Any) -> Expression | Any:
+        return UNKNOWN if is_unknown(other) else Expression.of(other)._combine(self, -1)
 
-    def __neg__(self) -> Linear:
+    def __neg__(self) -> Expression:
         return self._scaled(Fraction(-1))
 
-    def __pos__(self) -> Linear:
+    def __pos__(self) -> Expression:
         return self
 
-    def __mul__(self, other: Any) -> Linear:
-        other = Linear.of(other)
-        if self.is_constant:
-            return other._scaled(self.constant)
-        if other.is_constant:
-            return self._scaled(other.constant)
-        raise Unsupported("a product of unknowns is not linear")
+    def _scaled(self, factor: Number) -> Expression:
+        terms: dict[Monomial, Number] = {}
+        for monomial, value in self.terms.items():
+            a, b = _mixed(value, factor)
+            terms[monomial] = a * b
+        return Expression(terms)
+
+    def __mul__(self, other: Any) -> Expression | Any:
+        if is_unknown(other):
+            return UNKNOWN
+        other = Expression.of(other)
+        if len(self.terms) * len(other.terms) > MAX_TERMS * MAX_TERMS:
+            raise Unsupported("product too large")
+        terms: dict[Monomial, Number] = {}
+        for left, a in self.terms.items():
+            for right, b in other.terms.items():
+                monomial = _times(left, right)
+                x, y = _mixed(a, b)
+                current, product = _mixed(terms.get(monomial, Fraction(0)), x * y)
+                terms[monomial] = current + product
+        return Expression(terms)
 
     __rmul__ = __mul__
 
-    def __truediv__(self, other: Any) -> Linear:
-        other = Linear.of(other)
+    def __truediv__(self, other: Any) -> Expression | Any:
+        if is_unknown(other):
+            return UNKNOWN
+        other = Expression.of(other)
         if not other.is_constant:
-            raise Unsupported("division by an unknown is not linear")
-        if other.constant == 0:
-            raise Unsupported("division by zero in sympy gives zoo")
+            return UNKNOWN  # a rational function: not modelled
         divisor = other.constant
+        if divisor == 0:
+            return UNKNOWN  # sympy's zoo or nan
         return self._scaled(1 / divisor if isinstance(divisor, float) else Fraction(1) / divisor)
 
-    def __rtruediv__(self, other: Any) -> Linear:
-        return Linear.of(other) / self
+    def __rtruediv__(self, other: Any) -> Expression | Any:
+        return UNKNOWN if is_unknown(other) else Expression.of(other) / self
 
-    def __pow__(self, exponent: Any) -> Linear:
-        if exponent == 1 and not isinstance(exponent, bool):
-            return self
-        if self.is_constant and isinstance(exponent, int) and not isinstance(exponent, bool) \
-                and 0 <= exponent <= 64 and not isinstance(self.constant, float):
-            return Linear(constant=self.constant ** exponent)
-        raise Unsupported("a power of an unknown is not linear")
+    def __pow__(self, exponent: Any) -> Expression | Any:
+        if isinstance(exponent, Expression) and exponent.is_constant:
+            exponent = exponent.constant
+        if isinstance(exponent, Fraction) and exponent.denominator == 1:
+            exponent = int(exponent)
+        if not isinstance(exponent, int) or isinstance(exponent, bool) or not 0 <= exponent <= MAX_DEGREE:
+            if self.is_constant and isinstance(exponent, int) and not isinstance(exponent, bool) \
+                    and -MAX_DEGREE <= exponent < 0 and self.constant != 0:
+                return Expression.number(1) / self ** -exponent
+            return UNKNOWN  # a root or a symbolic power: not modelled
+        result = Expression.number(1)
+        for _ in range(exponent):
+            result = result * self
+        return result
 
-    def _key(self) -> tuple[frozenset[tuple[str, Number]], Number]:
-        return frozenset(self.terms.items()), self.constant
+    def __rpow__(self, base: Any) -> Expression | Any:
+        return UNKNOWN if is_unknown(base) else Expression.of(base) ** self
 
-    # `==` is structural in sympy too (x == y is False; equations are `Eq`), and a symbol
-    # made twice (Symbol('x')) is the same dict key.
+    # -- comparing: `==` is structural in sympy too; ordering needs numbers ------------------
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Linear) and self._key() == other._key() or \
-            (self.is_constant and isinstance(other, (int, float, Fraction)) and not isinstance(other, bool)
-             and self.constant == other)
+        if isinstance(other, (int, float, Fraction)) and not isinstance(other, bool):
+            other = Expression.number(other)
+        return isinstance(other, Expression) and self.terms == other.terms
 
     def __ne__(self, other: object) -> bool:
         return not self == other
 
     def __hash__(self) -> int:
-        return hash(self.constant) if self.is_constant else hash(self._key())
+        return hash(self.constant) if self.is_constant else hash(frozenset(self.terms.items()))
 
     def _order(self, other: Any, compare: Callable[[Any, Any], bool]) -> bool:
-        other = Linear.of(other)
+        other = Expression.of(other)
         if not (self.is_constant and other.is_constant):
-            raise Unsupported("ordering unknowns")
+            raise Unsupported("ordering symbols")  # sympy raises TypeError; not modelled
         return compare(self.constant, other.constant)
 
     def __lt__(self, other: Any) -> bool:
@@ -176,49 +224,85 @@ class Linear:
     def _refuse(self, *args: Any) -> Any:
         raise Unsupported("an operation on a sympy expression outside the subset")
 
-    __bool__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __rpow__ = __abs__ = _refuse  # type: ignore[assignment]
+    __bool__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __abs__ = _refuse  # type: ignore[assignment]
     __round__ = __index__ = __iter__ = __len__ = _refuse  # type: ignore[assignment]
 
     def __float__(self) -> float:
         if not self.is_constant:
-            raise Unsupported("float() of an unknown")  # sympy raises TypeError; not modelled
+            raise Unsupported("float() of a symbol")  # sympy raises TypeError; not modelled
         return float(self.constant)
 
     def __int__(self) -> int:
         return int(float(self)) if isinstance(self.constant, float) else int(self.constant)
 
     def __format__(self, spec: str) -> str:
-        if spec:
-            return format(float(self), spec)
-        return str(self)
-
-    def evalf(self) -> Linear:
-        """`expr.evalf()` of a number: a Float."""
-        return Linear(constant=float(self))
+        return format(float(self), spec) if spec else str(self)
 
     def __str__(self) -> str:
         if self.is_constant:
             return format_number(self.constant)
-        if self.constant == 0 and len(self.terms) == 1:
-            ((name, value),) = self.terms.items()
-            if value == 1:
-                return name
-        raise Unsupported("printing a sympy expression")
+        if len(self.terms) == 1:
+            ((monomial, value),) = self.terms.items()
+            if value == 1 and len(monomial) == 1 and monomial[0][1] == 1:
+                return monomial[0][0]
+        raise Unsupported("printing a sympy expression")  # its term order is sympy's own
 
     __repr__ = __str__
+
+    # -- methods --------------------------------------------------------------------------------
+
+    def evalf(self) -> Expression:
+        """`expr.evalf()` of a number: a Float."""
+        return Expression.number(float(self))
+
+    def subs(self, *args: Any) -> Expression | Any:
+        """`expr.subs(x, value)` or `expr.subs({x: value, ...})`."""
+        if len(args) == 2:
+            replacements = [(args[0], args[1])]
+        elif len(args) == 1 and isinstance(args[0], dict):
+            replacements = list(args[0].items())
+        else:
+            raise Unsupported("subs arguments")
+        result: Expression | Any = self
+        for target, value in replacements:
+            if is_unknown(value):
+                return UNKNOWN
+            result = result._substituted(_symbol_name(target), Expression.of(value))
+        return result
+
+    def _substituted(self, name: str, value: Expression) -> Expression:
+        result = Expression({})
+        for monomial, coefficient in self.terms.items():
+            term = Expression({tuple(item for item in monomial if item[0] != name): coefficient})
+            power = dict(monomial).get(name, 0)
+            result = result + term * value ** power
+        return result
+
+    def diff(self, target: Any, times: int = 1) -> Expression:
+        """`expr.diff(x)` or `expr.diff(x, n)`."""
+        return diff(self, target, times)
+
+
+METHODS = {"evalf", "subs", "diff"}
 
 
 class Equation:
     """`Eq(left, right)`, kept as left - right = 0."""
 
     def __init__(self, left: Any, right: Any = 0) -> None:
-        self.difference = Linear.of(left) - Linear.of(right)
+        if is_unknown(left, right):
+            raise Unsupported("an equation with an unknown side")
+        self.difference = Expression.of(left) - Expression.of(right)
 
     def _refuse(self, *args: Any) -> Any:
         raise Unsupported("using an equation as a value")
 
     __eq__ = __bool__ = __str__ = __repr__ = _refuse  # type: ignore[assignment]
     __hash__ = object.__hash__
+
+
+def _equation(left: Any, right: Any = 0) -> Equation | Any:
+    return UNKNOWN if is_unknown(left, right) else Equation(left, right)
 
 
 def format_number(value: Number) -> str:
@@ -235,46 +319,90 @@ def format_number(value: Number) -> str:
     return text
 
 
-def symbol(name: Any) -> Linear:
+def symbol(name: Any) -> Expression:
     """`Symbol('x')`."""
     if not isinstance(name, str) or not name.isidentifier() or len(name) > 40:
         raise Unsupported("symbol name")
-    return Linear({name: Fraction(1)})
+    return Expression({((name, 1),): Fraction(1)})
 
 
-def symbols(names: Any) -> Linear | tuple[Linear, ...]:
+def symbols(names: Any) -> Expression | tuple[Expression, ...]:
     """`symbols('x y')` or `symbols('x, y')`: one symbol, or a tuple for several names."""
     if not isinstance(names, str):
         raise Unsupported("symbol names")
     parts = names.replace(",", " ").split()
-    if not parts or len(parts) > MAX_SYMBOLS:
+    if not parts or len(parts) > MAX_EQUATIONS:
         raise Unsupported("symbol names")
     made = tuple(symbol(part) for part in parts)
     return made[0] if len(made) == 1 and "," not in names else made
 
 
-def rational(numerator: Any, denominator: Any = 1) -> Linear:
+def rational(numerator: Any, denominator: Any = 1) -> Expression:
     """`Rational(p, q)`."""
     if not all(isinstance(part, int) and not isinstance(part, bool) for part in (numerator, denominator)) \
             or denominator == 0:
         raise Unsupported("Rational arguments")
-    return Linear(constant=Fraction(numerator, denominator))
+    return Expression.number(Fraction(numerator, denominator))
 
 
-def _unknown_name(value: Any) -> str:
-    """The name of a bare symbol given as an unknown to solve for."""
-    if isinstance(value, Linear) and value.constant == 0 and len(value.terms) == 1:
-        ((name, coefficient),) = value.terms.items()
-        if coefficient == 1:
-            return name
-    raise Unsupported("solving for something that is not a symbol")
+def _symbol_name(value: Any) -> str:
+    """The name of a bare symbol."""
+    if isinstance(value, Expression) and len(value.terms) == 1:
+        ((monomial, coefficient),) = value.terms.items()
+        if coefficient == 1 and len(monomial) == 1 and monomial[0][1] == 1:
+            return monomial[0][0]
+    raise Unsupported("not a symbol")
 
 
-def _as_difference(item: Any) -> Linear:
-    return item.difference if isinstance(item, Equation) else Linear.of(item)
+def diff(expression: Any, target: Any, times: Any = 1) -> Expression | Any:
+    """`diff(expr, x)` or `diff(expr, x, n)` of a polynomial."""
+    if is_unknown(expression):
+        return UNKNOWN
+    if not isinstance(times, int) or isinstance(times, bool) or not 0 <= times <= MAX_DEGREE:
+        raise Unsupported("diff order")
+    name = _symbol_name(target)
+    result = Expression.of(expression)
+    for _ in range(times):
+        terms: dict[Monomial, Number] = {}
+        for monomial, coefficient in result.terms.items():
+            powers = dict(monomial)
+            power = powers.get(name, 0)
+            if power == 0:
+                continue
+            powers[name] = power - 1
+            reduced = tuple(sorted((n, p) for n, p in powers.items() if p))
+            current, term = _mixed(terms.get(reduced, Fraction(0)), coefficient * power)
+            terms[reduced] = current + term
+        result = Expression(terms)
+    return result
 
 
-def solve(equations: Any, *unknowns: Any) -> list[Linear] | dict[Linear, Linear]:
+def degree(expression: Any, target: Any = None) -> Expression | Any:
+    """`degree(f, x)`: the highest power of x in the polynomial, as a sympy Integer."""
+    if is_unknown(expression):
+        return UNKNOWN
+    expression = Expression.of(expression)
+    if target is None:
+        names = expression.symbol_names
+        if len(names) > 1:
+            raise Unsupported("degree of a polynomial in several symbols needs the symbol")
+        name = next(iter(names), None)
+    else:
+        name = _symbol_name(target)
+    if not expression.terms:
+        raise Unsupported("the degree of zero is -oo")
+    return Expression.number(max(dict(monomial).get(name, 0) if name else 0 for monomial in expression.terms))
+
+
+def _as_difference(item: Any) -> Expression:
+    if isinstance(item, Equation):
+        return item.difference
+    if is_unknown(item):
+        raise Unsupported("solving an unknown equation")
+    return Expression.of(item)
+
+
+def solve(equations: Any, *unknowns: Any) -> list[Expression] | dict[Expression, Expression]:
     """`solve(eq, x)` → [value]; `solve([eq1, eq2], (x, y))` → {x: value, y: value}; a
     system with no solution → []. Only linear equations with one solution (or none)."""
     system = isinstance(equations, (list, tuple))
@@ -282,33 +410,35 @@ def solve(equations: Any, *unknowns: Any) -> list[Linear] | dict[Linear, Linear]
     if not items or len(items) > MAX_EQUATIONS:
         raise Unsupported("number of equations")
     differences = [_as_difference(item) for item in items]
-    symbols_given: list[Linear] = []
+    if not all(difference.is_linear for difference in differences):
+        raise Unsupported("a non-linear equation")
+    symbols_given: list[Expression] = []
     for unknown in unknowns:
         symbols_given.extend(unknown if isinstance(unknown, (list, tuple)) else [unknown])
-    names = [_unknown_name(value) for value in symbols_given]
+    names = [_symbol_name(value) for value in symbols_given]
     if not names:
-        names = sorted({name for difference in differences for name in difference.terms})
+        names = sorted({name for difference in differences for name in difference.symbol_names})
         symbols_given = [symbol(name) for name in names]
-    if not names or len(set(names)) != len(names):
+    if not names or len(names) > MAX_EQUATIONS or len(set(names)) != len(names):
         raise Unsupported("unknowns")
-    if any(set(difference.terms) - set(names) for difference in differences):
-        raise Unsupported("a system with other unknowns (parameters)")
+    if any(difference.symbol_names - set(names) for difference in differences):
+        raise Unsupported("a system with other symbols (parameters)")
     solution = _eliminate(differences, names)
     if not system:
         if len(names) != 1:
             raise Unsupported("one equation, several unknowns")
-        return [] if solution is None else [Linear(constant=solution[0])]
+        return [] if solution is None else [Expression.number(solution[0])]
     if solution is None:
         return []
-    return {given: Linear(constant=value) for given, value in zip(symbols_given, solution)}
+    return {given: Expression.number(value) for given, value in zip(symbols_given, solution)}
 
 
-def _eliminate(differences: Iterable[Linear], names: list[str]) -> list[Number] | None:
+def _eliminate(differences: Iterable[Expression], names: list[str]) -> list[Number] | None:
     """The one solution of the linear system (each difference = 0), or None when it has
     none; Unsupported when it has infinitely many."""
     rows: list[list[Number]] = []
     for difference in differences:
-        row: list[Number] = [difference.terms.get(name, Fraction(0)) for name in names]
+        row: list[Number] = [difference.coefficient(name) for name in names]
         row.append(-difference.constant)
         rows.append(row)
     floats = any(isinstance(value, float) for row in rows for value in row)
@@ -350,9 +480,11 @@ def _is_zero(value: Number, floats: bool) -> bool:
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "Symbol": symbol,
     "symbols": symbols,
-    "Eq": Equation,
+    "Eq": _equation,
     "solve": solve,
     "Rational": rational,
+    "diff": diff,
+    "degree": degree,
 }
 
-__all__ = ["FUNCTIONS", "Equation", "Linear", "Unsupported", "format_number", "solve"]
+__all__ = ["FUNCTIONS", "METHODS", "Equation", "Expression", "format_number", "solve"]

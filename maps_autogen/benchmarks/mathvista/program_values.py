@@ -1,0 +1,40 @@
+"""What the answer-program models share: leaving the subset, and the unknown value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Unsupported(Exception):
+    """The program leaves the modelled subset (of Python or of a library) or a budget: its
+    output is not worked out."""
+
+
+class UnknownValue:
+    """A value the program uses but does not give: an undefined name, a library's result.
+
+    The interpreter carries it through arithmetic, calls and stores explicitly; any other use
+    (comparing, hashing, printing, iterating it inside a builtin) leaves the subset, so an
+    unknown can never pass for a real value or make the program look as if it failed.
+    """
+
+    def _refuse(self, *args: Any, **keywords: Any) -> Any:
+        raise Unsupported("an unknown value used")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+    __hash__ = __bool__ = __len__ = __iter__ = __contains__ = _refuse  # type: ignore[assignment]
+    __str__ = __repr__ = __format__ = __float__ = __int__ = __index__ = _refuse  # type: ignore[assignment]
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _refuse
+    __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = __round__ = _refuse
+
+
+UNKNOWN = UnknownValue()
+
+
+def is_unknown(*values: Any) -> bool:
+    """Whether any of the values is the unknown value."""
+    return any(value is UNKNOWN for value in values)
+
+
+__all__ = ["UNKNOWN", "UnknownValue", "Unsupported", "is_unknown"]
