@@ -86,6 +86,8 @@ def test_names_that_could_run_or_show_something_are_refused(program: str) -> Non
         ("stones = [{'shape': 'square'}]\nfor stone in stones:\n    print(stone.shape)", ""),
         ("items = [1]\nprint(items[3])", ""),
         ("print(int('seven'))", ""),
+        ("def parity(f):\n    return 'even' if f % 2 == 0 else 'odd'\nprint(parity('Y-0r'))", ""),
+        ("web = {'snake': ['mouse'], 'mouse': []}\nweb.pop('snake')\nweb['mouse'].remove('snake')\nprint('D')", ""),
         # Python refuses it before running a line: nothing is printed at all.
         ("print('A')\nif True:\n    return 'A'", ""),
     ],

@@ -280,7 +280,7 @@ _STRING_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "split", "star
                    "endswith", "count", "find", "index", "title", "capitalize", "isdigit"}
 _LIST_METHODS = {"append", "extend", "index", "count", "sort", "reverse", "pop", "insert",
                  "remove", "copy"}
-_DICT_METHODS = {"get", "keys", "values", "items"}
+_DICT_METHODS = {"get", "keys", "values", "items", "pop"}
 _SET_METHODS = {"add"}
 # Methods that change their owner: not handed out as values, and not called with an unknown.
 _MUTATING_METHODS = {"append", "extend", "sort", "reverse", "pop", "insert", "remove", "add"}
@@ -344,6 +344,9 @@ def _binary(operator: ast.operator, left: Any, right: Any) -> Any:
     if isinstance(operator, ast.Add) and _size_of(left) + _size_of(right) > MAX_LENGTH:
         raise Unsupported("sequence too long")
     if isinstance(operator, ast.Mod) and isinstance(left, str):
+        if "%" not in left:
+            # Python fails the same way: "not all arguments converted during string formatting".
+            raise TypeError("not all arguments converted")
         raise Unsupported("%-formatting")
     return function(left, right)
 
