@@ -67,7 +67,7 @@ def test_an_undefined_value_that_reaches_the_output_leaves_it_unknown(program: s
 @pytest.mark.parametrize(
     "program",
     ["exec('print(1)')\nprint(2)", "print(eval('1 + 1'))", "x = input()\nprint(1)", "display(3)\nprint(1)",
-     "from pprint import pprint\npprint(1)"],
+     "from pprint import pprint\npprint(1)", "answer = 3\nprint_result(answer)\nprint('done')"],
 )
 def test_names_that_could_run_or_show_something_are_refused(program: str) -> None:
     assert printed(program) is None

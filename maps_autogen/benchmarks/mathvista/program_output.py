@@ -114,15 +114,12 @@ _MATH_FUNCTIONS: dict[str, Callable[..., Any]] = {
 _MATH_FUNCTIONS.update({"factorial": _factorial, "comb": _comb, "perm": _perm})
 _MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
 
-
-
 # Libraries whose results are unknown values but which write nothing to standard output
 # except through their print-like functions (refused by name). Any other module stays
 # outside the subset: its calls could print.
 _OPAQUE_MODULES = {"numpy", "sympy", "scipy", "matplotlib", "random", "datetime", "fractions",
                    "statistics", "decimal", "cmath", "itertools", "collections", "pandas"}
 _PRINTING = re.compile(r"print|display|show|write|dump", re.IGNORECASE)
-
 
 _SYMPY_FUNCTIONS = list(program_sympy.FUNCTIONS.values())
 # Functions of the modelled modules, callable from the program.
@@ -156,17 +153,17 @@ class _Module:
             return program_libraries.DATETIME[attr]
         elif self.name.split(".")[0] in _OPAQUE_MODULES:
             if attr == "show" and self.name.startswith("matplotlib"):
-                return _SHOW  # draws a window; returns None, prints nothing
+                return _show_window
             if not _PRINTING.search(attr):
                 return UNKNOWN
         raise Unsupported(f"{self.name}.{attr}")
 
 
-def _show(*args: Any, **keywords: Any) -> None:
+def _show_window(*args: Any, **keywords: Any) -> None:
+    """pyplot's show(): draws a window, prints nothing, returns None."""
     return None
 
 
-_SHOW = _show
 # Builtins that would read, run or show something: refused even though they are undefined
 # here (an undefined name is otherwise an unknown value).
 _REFUSED_NAMES = {"exec", "eval", "input", "help", "breakpoint", "open", "__import__", "compile",
@@ -299,6 +296,8 @@ def _method_names_of(owner: Any) -> set[str]:
     if isinstance(owner, program_sympy.Expression):
         return program_sympy.METHODS
     return set()
+
+
 _FORMAT_SPEC = re.compile(r"[<>^]?[+-]?,?\d{0,2}(?:\.\d{1,2})?[fdeg%]?")
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
@@ -473,7 +472,8 @@ class _Interpreter:
                 return node.id
             if node.id in ("True", "False", "None"):
                 return {"True": True, "False": False, "None": None}[node.id]
-            if node.id in _REFUSED_NAMES:
+            if node.id in _REFUSED_NAMES or _PRINTING.search(node.id):
+                # A function of its own that would show the answer ("print_result(x)").
                 raise Unsupported(f"name {node.id}")
             return UNKNOWN  # a name the program never defines
         if isinstance(node, ast.BinOp):
@@ -655,9 +655,9 @@ class _Interpreter:
             if "key" in keywords and keywords["key"] is not None:
                 keywords["key"] = self.key_function(keywords["key"])
             return _BUILTINS[function](*args, **keywords)
-        if callable(function) and (function in _MATH_FUNCTIONS.values() or function is _SHOW
+        if callable(function) and (function in _MATH_FUNCTIONS.values() or function is _show_window
                                    or any(function is known for known in _MODULE_FUNCTIONS)):
-            if keywords and function is not _SHOW:
+            if keywords and function is not _show_window:
                 raise Unsupported("keyword arguments")
             return self.call_outside(function, args, keywords)
         raise Unsupported("call")
