@@ -380,3 +380,18 @@ def test_a_set_of_text_has_no_fixed_output_so_the_program_is_unreadable() -> Non
     assert program_output(parse_program(words)) is None  # type: ignore[arg-type]
     numbers = "a = [3, 1, 2, 3]\nprint(len(set(a)), sorted({x * 2 for x in a}))"
     assert program_output(parse_program(numbers)) == "3 [2, 4, 6]"  # type: ignore[arg-type]
+
+
+# --- prose answer forms: what the model meant, not the first pattern that fits -----------------
+
+PUZZLE = ["A", "B", "C", "D"]
+
+
+def test_the_article_a_does_not_name_a_one_letter_option() -> None:
+    # bard pid 778 (picture puzzle, options "A".."D"): "answer choice A is a pentagon" describes
+    # option A, its statement does not start with the option "A"; the reply chose **(D)**.
+    response = ("The missing shape is **(D)**.\n\nThe answer choice C is a nonagon. "
+                "The answer choice D is a dodecagon.")
+    assert choice(response, PUZZLE) == Extraction("D", "answer")
+    # The option itself, in its own case, is still read.
+    assert choice("So the odd one out is figure\nA", PUZZLE) == Extraction("A", "answer")

@@ -419,26 +419,35 @@ def _letter_said_correct(text: str, n_choices: int) -> str | None:
     return found
 
 
-def _comparable(text: str) -> str:
+def _comparable(text: str, *, fold_case: bool = True) -> str:
     """Text as compared with an option: no markup, no end punctuation, no list brackets or
-    quotes around it (a printed ['Insects']), lower case, one space."""
-    return " ".join(strip_markup(text).strip().rstrip(".。!").strip("[]'\" ").lower().split())
+    quotes around it (a printed ['Insects']), lower case (unless not `fold_case`), one space."""
+    text = strip_markup(text).strip().rstrip(".。!").strip("[]'\" ")
+    return " ".join((text.lower() if fold_case else text).split())
 
 
 def _choice_text_in(text: str, choices: Sequence[str]) -> str | None:
-    """The choice that `text` starts or ends with (the longest such choice), if any."""
+    """The choice that `text` starts or ends with (the longest such choice), if any.
+
+    An option that is one letter ("A" of a picture puzzle) is matched in its own case: the
+    article "a" opening "a pentagon" does not name it."""
     cleaned = _comparable(text)
+    cased = _comparable(text, fold_case=False)
     best: str | None = None
     for choice in choices:
         option = _comparable(choice)
         if not option:
             continue
-        after = cleaned[len(option):len(option) + 2]
+        if len(option) == 1 and option.isalpha():
+            cleaned_here, option = cased, _comparable(choice, fold_case=False)
+        else:
+            cleaned_here = cleaned
+        after = cleaned_here[len(option):len(option) + 2]
         # "2" does not start "2.83" or "25"; "... is 80." ends with the option "80".
-        starts = cleaned.startswith(option) and not after[:1].isalnum() \
+        starts = cleaned_here.startswith(option) and not after[:1].isalnum() \
             and not (after[:1] in ".," and after[1:2].isdigit())
-        before = cleaned[: -len(option)][-2:]
-        ends = cleaned.endswith(option) and not before[-1:].isalnum() \
+        before = cleaned_here[: -len(option)][-2:]
+        ends = cleaned_here.endswith(option) and not before[-1:].isalnum() \
             and not (option[:1].isdigit() and (before[-1:] in "-−" or (before[-1:] == "." and before[:1].isdigit())))
         if (starts or ends) and (best is None or len(option) > len(_comparable(best))):
             best = choice
