@@ -395,3 +395,16 @@ def test_the_article_a_does_not_name_a_one_letter_option() -> None:
     assert choice(response, PUZZLE) == Extraction("D", "answer")
     # The option itself, in its own case, is still read.
     assert choice("So the odd one out is figure\nA", PUZZLE) == Extraction("A", "answer")
+
+
+def test_an_invented_exercise_in_chinese_is_not_the_answer() -> None:
+    # claude_2shot_solution_use_ocr pid 528: after "所以答案是D。" the model invents the next
+    # exercise under "问题:" and answers that one too.
+    response = "∠BDC=90°-35°=55°\n\n所以答案是D。\n\n问题: What is the area?\n\nThe answer is A: 12."
+    assert choice(response, ["25°", "35°", "45°", "55°"]) == Extraction("D", "answer")
+    assert integer("所以面积是6。\n\n问题:一共有几个苹果?\n\n答案是10。") == Extraction("6", "answer")
+
+
+def test_a_number_right_after_chinese_text_is_read() -> None:
+    assert integer("由图可知，一共有7个。") == Extraction("7", "answer")
+    assert floating("所以长度约为2.5厘米") == Extraction("2.5", "answer")

@@ -72,13 +72,14 @@ def bound_text(text: str) -> str:
     return text[:_KEEP_EACH_END] + "\n\n" + text[-_KEEP_EACH_END:]
 
 
-# A model that goes on to invent the next exercise ("\n\nQuestion: ...", "Hint: ...") has
-# answered before it: what follows is not its answer to this problem.
-_CONTINUATION = re.compile(r"^[ \t*#]{0,8}(?:Question|Hint)\s{0,4}[:：]", re.MULTILINE)
+# A model that goes on to invent the next exercise ("\n\nQuestion: ...", "Hint: ...", in
+# Chinese "问题:") has answered before it: what follows is not its answer to this problem.
+_CONTINUATION = re.compile(r"^[ \t*#]{0,8}(?:Question|Hint|问题)\s{0,4}[:：]", re.MULTILINE)
 
 
 def cut_continuation(text: str) -> str:
-    """`text` up to the first line starting "Question:" or "Hint:" that follows some content."""
+    """`text` up to the first line starting "Question:", "Hint:" or "问题:" that follows some
+    content."""
     for match in _CONTINUATION.finditer(text):
         head = text[: match.start()]
         if head.strip():
@@ -193,11 +194,13 @@ def declined(stated: str | None = None) -> Extraction:
 # ("1,000,000" is scanned once, not once per group), which keeps the scan linear.
 _DIGITS = r"(?:\d{1,3}(?:,\d{3})++(?!\d|,\d)|\d+)(?:\.\d+)?|\.\d+"
 _SIGN = r"[-+−–]?"
+# A number does not start inside a Latin word or number ("A1", "x2", "1.5"), but may follow
+# CJK text directly ("面积是6").
 # One token: a LaTeX fraction, a plain fraction (float answers only) or a decimal number with
 # an optional exponent. Each alternative is a fixed sequence of bounded or single runs.
 _LATEX_FRACTION = r"\\[dt]?frac\{\s{0,3}(-?[\d.]{1,20})\s{0,3}\}\{\s{0,3}([\d.]{1,20})\s{0,3}\}"
-_PLAIN_FRACTION = r"(?<![\w./])(-?\d{1,12})\s{0,2}/\s{0,2}(\d{1,12})(?![\w/]|\.\d)"
-_NUMBER = rf"(?<![\w.])(?<!\d,)({_SIGN}(?:{_DIGITS}))(?:[eE]([-+−]?\d{{1,3}}))?(?![\d])"
+_PLAIN_FRACTION = r"(?<![A-Za-z0-9_./])(-?\d{1,12})\s{0,2}/\s{0,2}(\d{1,12})(?![\w/]|\.\d)"
+_NUMBER = rf"(?<![A-Za-z0-9_.])(?<!\d,)({_SIGN}(?:{_DIGITS}))(?:[eE]([-+−]?\d{{1,3}}))?(?![\d])"
 _NUMBER_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_NUMBER}")
 _NUMBER_OR_FRACTION_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_PLAIN_FRACTION}|{_NUMBER}")
 # "3.2 × 10^4", "3.2 \times 10^{-4}", right after a number.
