@@ -408,3 +408,23 @@ def test_an_invented_exercise_in_chinese_is_not_the_answer() -> None:
 def test_a_number_right_after_chinese_text_is_read() -> None:
     assert integer("由图可知，一共有7个。") == Extraction("7", "answer")
     assert floating("所以长度约为2.5厘米") == Extraction("2.5", "answer")
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        # chatgpt_2shot_solution pid 677, 705: both answers are stated under a condition, then
+        # the model declines.
+        "If the red cars outnumber the bikes, then the answer is (A) Yes.\nIf they do not, then "
+        "the answer is (B) No.\n\nWithout the counts we cannot determine the correct answer.",
+        "We must compare the two counts. If the first is larger, the answer is (A) Yes. "
+        "Otherwise, the answer is (B) No.\n\nSince no image is given, we cannot tell which.",
+    ],
+)
+def test_answers_stated_only_under_a_condition_are_not_chosen(response: str) -> None:
+    assert choice(response, YES_NO) == Extraction(NO_ANSWER_EXTRACTION, "no_answer")
+
+
+def test_a_condition_in_an_earlier_sentence_does_not_hide_the_answer() -> None:
+    response = "If we add both angles we get 90°. So the answer is (B) 90°."
+    assert choice(response, ["45°", "90°"]) == Extraction("B", "answer")

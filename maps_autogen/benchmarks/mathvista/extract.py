@@ -125,12 +125,30 @@ _STATEMENT_CHARS = 200
 _CUES_TRIED = 4
 
 
+# A sentence opening "If ..." or "Otherwise" states an answer only under a condition ("If the
+# heart is wider, then the answer is (A) Yes."): it is not the answer the response gives.
+_CONDITIONAL_OPENING = re.compile(r"[\s*#>-]{0,8}(?:if|otherwise|unless)\b", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?。！？\n]")
+
+
+def _in_conditional_sentence(text: str, position: int) -> bool:
+    """Whether the sentence holding `position` (looked back on at most a statement's length)
+    opens with a condition."""
+    head = text[max(0, position - _STATEMENT_CHARS):position]
+    ends = [match.end() for match in _SENTENCE_END.finditer(head)]
+    return _CONDITIONAL_OPENING.match(head, ends[-1] if ends else 0) is not None
+
+
 def statements_after_cues(text: str) -> list[str]:
     """The statements after the last answer phrases ("the answer is", "答案是", ...), last
-    first: each the rest of its line (bounded), skipping cues that end their line."""
-    ends = [match.end() for match in _ANSWER_CUES.finditer(text)]
+    first: each the rest of its line (bounded), skipping cues that end their line and answers
+    stated under a condition ("If ..., the answer is (A)")."""
+    matches = list(_ANSWER_CUES.finditer(text))
     statements: list[str] = []
-    for end in reversed(ends):
+    for match in reversed(matches):
+        end = match.end()
+        if _in_conditional_sentence(text, match.start()):
+            continue
         statement = text[end:end + _STATEMENT_CHARS].split("\n", 1)[0]
         if statement.strip():
             statements.append(statement)
@@ -413,11 +431,13 @@ def _parenthesised_letter(text: str, n_choices: int) -> str | None:
 
 
 def _letter_said_correct(text: str, n_choices: int) -> str | None:
-    """The last letter the text calls correct ("(B) is the correct answer")."""
+    """The last letter the text calls correct ("(B) is the correct answer"), unless only
+    under a condition ("If so, the answer is (A)")."""
     found = None
-    for match in _LETTER_IS_CORRECT.finditer(strip_markup(text)):
+    cleaned = strip_markup(text)
+    for match in _LETTER_IS_CORRECT.finditer(cleaned):
         letter = match.group(1) or match.group(2)
-        if _in_range(letter, n_choices):
+        if _in_range(letter, n_choices) and not _in_conditional_sentence(cleaned, match.start()):
             found = letter
     return found
 
