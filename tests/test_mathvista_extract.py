@@ -428,3 +428,24 @@ def test_answers_stated_only_under_a_condition_are_not_chosen(response: str) -> 
 def test_a_condition_in_an_earlier_sentence_does_not_hide_the_answer() -> None:
     response = "If we add both angles we get 90°. So the answer is (B) 90°."
     assert choice(response, ["45°", "90°"]) == Extraction("B", "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "stated"),
+    [
+        # chatgpt_2shot_solution pid 151, 599; use_ocr pid 713: the answer phrase names no option.
+        ("So there are no critical points at all.\n\nThe answer is None (E).", "None (E)"),
+        ("Since √27 is not an integer, no option fits.\n\nTherefore, the correct answer is None of "
+         "the above.", "None of the above"),
+        ("We get x = 4/3.\n\nTherefore, the answer is not one of the given choices.",
+         "not one of the given choices"),
+    ],
+)
+def test_no_option_stated_as_the_answer_is_copied(response: str, stated: str) -> None:
+    assert choice(response, ["3", "4", "6", "7"]) == Extraction(stated, "no_answer")
+
+
+def test_an_option_named_none_is_still_an_option() -> None:
+    options = ["Some of the birds", "None of the above"]
+    assert choice("Neither bird fits.\nThe answer is None of the above.", options) == Extraction(
+        "None of the above", "answer")

@@ -394,6 +394,14 @@ _LETTER_IS_CORRECT = re.compile(
 )
 
 
+# What a multiple-choice answer phrase may state in place of an option: "None (E)", "None of
+# the above", "not one of the given choices" (read only when no option is named there).
+_NO_OPTION_STATED = re.compile(
+    r"^[\s*(]{0,4}none\b|\bnone of the above\b"
+    r"|\bnot (?:one of|among|in) the (?:given |provided |listed |answer )?(?:options|choices)\b",
+    re.IGNORECASE,
+)
+
 # A letter closing the response: "... so the count is C.", "...面积为D。", "B (No)".
 _TRAILING_LETTER = re.compile(r"(?<![A-Za-z'’])([A-Z])(?:\s{0,2}[(（][^()（）\n]{0,40}[)）])?[\s.。!*]{0,6}$")
 
@@ -597,6 +605,9 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
         )
         if found is not None:
             return Extraction(found, "answer")
+        if piece is not boxed and _NO_OPTION_STATED.search(piece):
+            # "The answer is None of the above.": no option is chosen; the text is copied.
+            return declined(piece)
     said = _letter_said_correct(text, n_choices)
     if said is not None:
         return Extraction(said, "answer")
