@@ -449,3 +449,23 @@ def test_an_option_named_none_is_still_an_option() -> None:
     options = ["Some of the birds", "None of the above"]
     assert choice("Neither bird fits.\nThe answer is None of the above.", options) == Extraction(
         "None of the above", "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # claude pid 472, 978: "...with the final value:" opens the worked paragraph, which
+        # is no answer line; the answer closes the response.
+        ("Okay, here is the answer with the final value:\n\nThe 8 cookies are shared by 2 "
+         "children. Each child gets 4 cookies.", "4"),
+        ("Okay, here is the answer with the final value:\n\nLet the heights be 5, 9 and 3 "
+         "metres. They were measured on 7 days.\n\nSo the range is 6.", "6"),
+        # chatgpt_2shot_solution_use_ocr pid 664: "for each option is:" opens a list.
+        ("The number of votes for each option is:\n\n0-10%: 2 votes\n11-20%: 17 votes\n\n"
+         "Therefore, the highest number of votes is 17.", "17"),
+        # An answer on its own line after "Answer:" is still read.
+        ("We add the two parts.\n\nAnswer:\n12\n\nThe parts were 5 and 7.", "12"),
+    ],
+)
+def test_a_cue_closing_its_line_states_only_a_line_standing_alone(response: str, expected: str) -> None:
+    assert integer(response) == Extraction(expected, "answer")

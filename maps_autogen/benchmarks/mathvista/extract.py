@@ -139,15 +139,34 @@ def _in_conditional_sentence(text: str, position: int) -> bool:
     return _CONDITIONAL_OPENING.match(head, ends[-1] if ends else 0) is not None
 
 
+_INNER_SENTENCE_END = re.compile(r"[.!?。！？](?=\s{1,3}\S)")
+
+
+def _stands_alone(text: str, start: int) -> bool:
+    """Whether the line at `start` is a paragraph of its own (a blank line or the end after it)
+    holding one sentence: what an answer put on the line after "Answer:" looks like, unlike
+    the opening of a worked paragraph or of a list ("the count for each option is:")."""
+    line_end = text.find("\n", start, start + _STATEMENT_CHARS + 1)
+    if line_end < 0:
+        if start + _STATEMENT_CHARS < len(text):
+            return False  # a line longer than a statement
+        line_end = len(text)
+    next_line = text[line_end + 1:line_end + 1 + _STATEMENT_CHARS].split("\n", 1)[0]
+    return not next_line.strip() and _INNER_SENTENCE_END.search(text[start:line_end].strip()) is None
+
+
 def statements_after_cues(text: str) -> list[str]:
     """The statements after the last answer phrases ("the answer is", "答案是", ...), last
     first: each the rest of its line (bounded), skipping cues that end their line and answers
-    stated under a condition ("If ..., the answer is (A)")."""
+    stated under a condition ("If ..., the answer is (A)"). A cue closing its line ("Answer:")
+    states the next line only when that line stands alone as one sentence."""
     matches = list(_ANSWER_CUES.finditer(text))
     statements: list[str] = []
     for match in reversed(matches):
         end = match.end()
         if _in_conditional_sentence(text, match.start()):
+            continue
+        if "\n" in match.group(0) and not _stands_alone(text, end):
             continue
         statement = text[end:end + _STATEMENT_CHARS].split("\n", 1)[0]
         if statement.strip():
