@@ -469,3 +469,17 @@ def test_an_option_named_none_is_still_an_option() -> None:
 )
 def test_a_cue_closing_its_line_states_only_a_line_standing_alone(response: str, expected: str) -> None:
     assert integer(response) == Extraction(expected, "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # claude pid 617, 987: a unit's exponent ("cm/s^2", "m^{2}") is not the final value.
+        ("The tangential part is 4 cm/s^2 and the normal part is 9 cm/s^2", "9"),
+        ("So the area of the field is 3450 m^{2}", "3450"),
+        # chatgpt_2shot_solution_use_ocr pid 833: "*" between numbers is a product, not markup.
+        ("Rounding, the energy is approximately 1.4 * 10^-20 J.", "1.4e-20"),
+    ],
+)
+def test_exponents_and_products_are_not_read_as_values(response: str, expected: str) -> None:
+    assert floating(response) == Extraction(expected, "answer")

@@ -88,7 +88,8 @@ def cut_continuation(text: str) -> str:
 
 
 _BOXED_START = "\\boxed{"
-_MARKUP = re.compile(r"\*\*|__|[*`$]|\\text(?:bf)?\{|\\mathrm\{|\\left|\\right|\\[,;! ]")
+# A lone "*" is emphasis or a bullet, except between numbers ("1.4 * 10^-20", "3*4"): a product.
+_MARKUP = re.compile(r"\*\*|__|[`$]|(?<![\d)])(?<![\d)] )\*|\*(?! ?[\d(])|\\text(?:bf)?\{|\\mathrm\{|\\left|\\right|\\[,;! ]")
 
 
 def last_boxed(text: str) -> str | None:
@@ -231,13 +232,13 @@ def declined(stated: str | None = None) -> Extraction:
 # ("1,000,000" is scanned once, not once per group), which keeps the scan linear.
 _DIGITS = r"(?:\d{1,3}(?:,\d{3})++(?!\d|,\d)|\d+)(?:\.\d+)?|\.\d+"
 _SIGN = r"[-+−–]?"
-# A number does not start inside a Latin word or number ("A1", "x2", "1.5"), but may follow
-# CJK text directly ("面积是6").
+# A number does not start inside a Latin word or number ("A1", "x2", "1.5") nor is it an
+# exponent ("cm/s^2", "x^{2}"), but it may follow CJK text directly ("面积是6").
 # One token: a LaTeX fraction, a plain fraction (float answers only) or a decimal number with
 # an optional exponent. Each alternative is a fixed sequence of bounded or single runs.
 _LATEX_FRACTION = r"\\[dt]?frac\{\s{0,3}(-?[\d.]{1,20})\s{0,3}\}\{\s{0,3}([\d.]{1,20})\s{0,3}\}"
 _PLAIN_FRACTION = r"(?<![A-Za-z0-9_./])(-?\d{1,12})\s{0,2}/\s{0,2}(\d{1,12})(?![\w/]|\.\d)"
-_NUMBER = rf"(?<![A-Za-z0-9_.])(?<!\d,)({_SIGN}(?:{_DIGITS}))(?:[eE]([-+−]?\d{{1,3}}))?(?![\d])"
+_NUMBER = rf"(?<![A-Za-z0-9_.^])(?<!\^\{{)(?<!\d,)({_SIGN}(?:{_DIGITS}))(?:[eE]([-+−]?\d{{1,3}}))?(?![\d])"
 _NUMBER_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_NUMBER}")
 _NUMBER_OR_FRACTION_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_PLAIN_FRACTION}|{_NUMBER}")
 # "3.2 × 10^4", "3.2 \times 10^{-4}", right after a number.
