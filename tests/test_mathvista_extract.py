@@ -483,3 +483,12 @@ def test_a_cue_closing_its_line_states_only_a_line_standing_alone(response: str,
 )
 def test_exponents_and_products_are_not_read_as_values(response: str, expected: str) -> None:
     assert floating(response) == Extraction(expected, "answer")
+
+
+def test_a_line_holding_only_a_letter_is_the_choice() -> None:
+    # claude pid 939: the letter stands alone between an opening line and the explanation.
+    response = "Okay, here is my reply:\n\nB\n\nThe frogs eat the flies, so the frogs would suffer most."
+    assert choice(response, ["snake", "frog", "hawk"]) == Extraction("B", "answer")
+    # A point of a drawn figure is no choice.
+    figure = "Let us draw it:\n```\n  A\n /|\nB-C\n```\nThe figure shows a right angle at C, no more."
+    assert choice(figure, ["30°", "60°", "90°"]) == Extraction(None, "unreadable")

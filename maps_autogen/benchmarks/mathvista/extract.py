@@ -450,6 +450,28 @@ def _leading_letter(text: str, n_choices: int, *, loose: bool = False) -> str | 
     return letter if letter is not None and _in_range(letter, n_choices) else None
 
 
+# A line holding nothing but a choice letter ("C", "(C)", "**C.**"), not indented: a letter
+# standing in a drawn figure is indented or has company on its line.
+_LONE_LETTER = re.compile(r"[(（\[]?([A-Z])[)）\]]?[.。]?")
+
+
+def _lone_letter_line(lines: Sequence[str], n_choices: int) -> str | None:
+    """The letter of the last line that is only a choice letter ("Here is my reply:\n\nC"),
+    if in range; lines inside a ``` block are figures, not replies."""
+    found = None
+    in_code = False
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code or line[:1].isspace():
+            continue
+        match = _LONE_LETTER.fullmatch(strip_markup(line).strip())
+        if match is not None and _in_range(match.group(1), n_choices):
+            found = match.group(1)
+    return found
+
+
 def _parenthesised_letter(text: str, n_choices: int) -> str | None:
     """The first parenthesised capital "(C)" in `text` that is in range."""
     for match in _PAREN_CAPITAL.finditer(text):
@@ -648,6 +670,9 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
         found = _leading_letter(line, n_choices) or _choice_text_in(line, choices)
         if found is not None:
             return Extraction(found, "answer")
+    found = _lone_letter_line(lines, n_choices)
+    if found is not None:
+        return Extraction(found, "answer")
     found = _parenthesised_letter(lines[-1], n_choices)
     if found is None and len(lines) == 1 and len(text) <= _STATEMENT_CHARS:
         # A one-line reply stating a value ("2.83", "It is 36 degrees").
