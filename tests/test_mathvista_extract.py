@@ -492,3 +492,25 @@ def test_a_line_holding_only_a_letter_is_the_choice() -> None:
     # A point of a drawn figure is no choice.
     figure = "Let us draw it:\n```\n  A\n /|\nB-C\n```\nThe figure shows a right angle at C, no more."
     assert choice(figure, ["30°", "60°", "90°"]) == Extraction(None, "unreadable")
+
+
+SAMPLES = ["neither; the samples have the same temperature", "sample A", "sample B"]
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # instruct_blip2 pid 64: "(D)" is beyond the three options; "sample A" is one of them.
+        ("(D) sample A", "sample A"),
+        # An option's text closing the reply: its final "B" is no choice letter.
+        ("The particles move faster in the second jar, so the hotter one is sample B.", "sample B"),
+    ],
+)
+def test_an_option_ending_in_a_capital_is_read_as_that_option(response: str, expected: str) -> None:
+    assert choice(response, SAMPLES) == Extraction(expected, "answer")
+
+
+def test_a_letter_beyond_the_options_with_no_option_text_is_not_read() -> None:
+    # instruct_blip2 pid 5, 375: "(E) 137" of four options names no option; mapping "E" by edit
+    # distance would credit an arbitrary option.
+    assert choice("(E) 137", ["97", "102", "107", "122"]) == Extraction(None, "unreadable")

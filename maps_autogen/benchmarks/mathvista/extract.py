@@ -89,7 +89,8 @@ def cut_continuation(text: str) -> str:
 
 _BOXED_START = "\\boxed{"
 # A lone "*" is emphasis or a bullet, except between numbers ("1.4 * 10^-20", "3*4"): a product.
-_MARKUP = re.compile(r"\*\*|__|[`$]|(?<![\d)])(?<![\d)] )\*|\*(?! ?[\d(])|\\text(?:bf)?\{|\\mathrm\{|\\left|\\right|\\[,;! ]")
+_MARKUP = re.compile(r"\*\*|__|[`$]|(?<![\d)])(?<![\d)] )\*|\*(?! ?[\d(])"
+                     r"|\\text(?:bf)?\{|\\mathrm\{|\\left|\\right|\\[,;! ]")
 
 
 def last_boxed(text: str) -> str | None:
@@ -655,13 +656,26 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
         return Extraction(said, "answer")
     if not lines or is_refusal(last_paragraph(text)):
         return declined(text)
-    opening = _OPENING_PAREN_LETTER.match(strip_markup(lines[0]))
+    first_line = strip_markup(lines[0])
+    opening = _OPENING_PAREN_LETTER.match(first_line)
     if opening is not None and _in_range(opening.group(1), n_choices):
         # "(B) sample A": the reply opens by naming its option (the official normalisation
         # also takes the first parenthesised letter).
         return Extraction(opening.group(1), "answer")
+    named = None
+    if opening is not None and len(lines) == 1:
+        named = _exact_choice(first_line[opening.end():], choices)
+    if named is not None:
+        # "(D) sample A" of three options: a letter beyond the options, then an option's own
+        # text, which is the choice (its "A" is no letter).
+        return Extraction(named, "answer")
     trailing = _TRAILING_LETTER.search(strip_markup(text[-80:]))
     if trailing is not None and _in_range(trailing.group(1), n_choices):
+        # "... is hotter: sample A." ends with an option's text, whose last word is no letter.
+        ending = _choice_text_in(lines[-1], choices)
+        if ending is not None and len(_comparable(ending)) > 1 \
+                and _comparable(ending, fold_case=False).endswith(trailing.group(1)):
+            return Extraction(ending, "answer")
         return Extraction(trailing.group(1), "answer")
     if len(lines) > 1 and all(_OPTION_LINE.match(line) for line in lines):
         # A list of options ("(C) Yes\n(D) No") chooses none of them.
