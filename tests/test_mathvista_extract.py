@@ -514,3 +514,11 @@ def test_a_letter_beyond_the_options_with_no_option_text_is_not_read() -> None:
     # instruct_blip2 pid 5, 375: "(E) 137" of four options names no option; mapping "E" by edit
     # distance would credit an arbitrary option.
     assert choice("(E) 137", ["97", "102", "107", "122"]) == Extraction(None, "unreadable")
+
+
+def test_a_boxed_value_that_is_no_option_beats_an_option_mentioned_after_it() -> None:
+    # bard pid 176: the model boxes 3 and then remarks on the options, its last line ending in
+    # the option "2"; its answer is the boxed 3 (which normalisation maps to the nearest option).
+    response = ("Setting the sides equal gives x = 1, so RS = 2x + 1 = \\boxed{3}.\n\n"
+                "The other choices are impossible, as a side must be less than 2")
+    assert choice(response, ["0.5", "1", "1.5", "2"]) == Extraction("3", "answer")

@@ -656,6 +656,10 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
         return Extraction(said, "answer")
     if not lines or is_refusal(last_paragraph(text)):
         return declined(text)
+    if boxed is not None and 0 < len(strip_markup(boxed).strip()) <= _BOXED_VALUE_CHARS:
+        # A boxed value that is no option is still what the model answered, over any option
+        # mentioned around it; the official normalisation then maps it to the nearest option.
+        return Extraction(strip_markup(boxed).strip(), "answer")
     first_line = strip_markup(lines[0])
     opening = _OPENING_PAREN_LETTER.match(first_line)
     if opening is not None and _in_range(opening.group(1), n_choices):
@@ -691,10 +695,6 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     if found is None and len(lines) == 1 and len(text) <= _STATEMENT_CHARS:
         # A one-line reply stating a value ("2.83", "It is 36 degrees").
         found = _choice_by_value(text, choices) or _near_choice(text, choices)
-    if found is None and boxed is not None and 0 < len(strip_markup(boxed).strip()) <= _BOXED_VALUE_CHARS:
-        # A boxed value that is no option is still what the model answered; the official
-        # normalisation then maps it to the nearest option.
-        found = strip_markup(boxed).strip()
     return Extraction(found, "answer") if found is not None else UNREADABLE
 
 
