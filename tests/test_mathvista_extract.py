@@ -522,3 +522,17 @@ def test_a_boxed_value_that_is_no_option_beats_an_option_mentioned_after_it() ->
     response = ("Setting the sides equal gives x = 1, so RS = 2x + 1 = \\boxed{3}.\n\n"
                 "The other choices are impossible, as a side must be less than 2")
     assert choice(response, ["0.5", "1", "1.5", "2"]) == Extraction("3", "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # chatgpt_2shot_solution_use_ocr pid 245, 739: the OCR text read "$" as "S".
+        ("A pie is S12 and a salad is S9.\n\nS12 + S9 = S21\n\nTherefore, Ann needs S21.", "21"),
+        ("Find the cost of both.\n\nS10 + S13 = S23\n\nHe needs S23.", "23"),
+        # A letter S inside a word or a unit is still no dollar sign.
+        ("The speed is 12 m/S2", "12"),
+    ],
+)
+def test_an_s_read_for_a_dollar_sign_starts_a_number(response: str, expected: str) -> None:
+    assert integer(response) == Extraction(expected, "answer")
