@@ -536,3 +536,23 @@ def test_a_boxed_value_that_is_no_option_beats_an_option_mentioned_after_it() ->
 )
 def test_an_s_read_for_a_dollar_sign_starts_a_number(response: str, expected: str) -> None:
     assert integer(response) == Extraction(expected, "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # claude_2shot_solution pid 616: the answer is the fraction, not its denominator.
+        ("0.11/0.24 = 0.458\n\nRounded to a simple ratio:\n1/2\n\nSo the ratio of A to B is 1/2.", "1/2"),
+        ("The answer is 4/3.", "4/3"),
+    ],
+)
+def test_a_fraction_given_for_an_integer_answer_is_kept_as_written(response: str, expected: str) -> None:
+    assert integer(response) == Extraction(expected, "answer")
+    base = {"pid": "1", "question_type": "free_form", "answer_type": "integer", "answer": "0",
+            "response": response}
+    # No integer rule truncates it: it is no integer, so it is wrong.
+    assert SCORER.score(base).prediction is None
+
+
+def test_a_fraction_given_for_a_float_answer_is_its_value() -> None:
+    assert floating("So the ratio is 1/4.") == Extraction("0.25", "answer")

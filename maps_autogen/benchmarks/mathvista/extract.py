@@ -276,12 +276,18 @@ def _scaled(mantissa: str, exponent: str) -> str | None:
         return None
 
 
-def numbers_in(text: str, *, fractions: bool = False) -> list[str]:
+# Plain "a/b" read as one number and kept as written (for integer answers: "the ratio is 1/2"
+# answers 1/2, which no integer rule may truncate to 0).
+AS_WRITTEN: Literal["as written"] = "as written"
+
+
+def numbers_in(text: str, *, fractions: bool | Literal["as written"] = False) -> list[str]:
     """Every number in `text`, in order, as a plain decimal string.
 
     LaTeX fractions become their value; with `fractions`, so do plain "a/b" (for float
-    answers: for integer answers "3/4 of 12" is two numbers). "1.2e-3" and "1.2 × 10^-3" are
-    read as one number; thousands separators and Unicode minus signs are normalised.
+    answers; without, "3/4 of 12" is three numbers), or with AS_WRITTEN they are kept as
+    "a/b". "1.2e-3" and "1.2 × 10^-3" are read as one number; thousands separators and
+    Unicode minus signs are normalised.
     """
     pattern = _NUMBER_OR_FRACTION_TOKEN if fractions else _NUMBER_TOKEN
     found: list[str] = []
@@ -293,7 +299,10 @@ def numbers_in(text: str, *, fractions: bool = False) -> list[str]:
         if groups[0] is not None:
             value = _ratio(groups[0], groups[1])
         elif fractions and groups[2] is not None:
-            value = _ratio(groups[2], groups[3])
+            if fractions == AS_WRITTEN:
+                value = f"{_plain(groups[2])}/{groups[3]}"
+            else:
+                value = _ratio(groups[2], groups[3])
         else:
             mantissa, exponent = groups[-2], groups[-1]
             if exponent is None:
@@ -321,7 +330,7 @@ def is_plain_number(text: str) -> bool:
     return True
 
 
-def _number_in_statement(statement: str, fractions: bool) -> str | None:
+def _number_in_statement(statement: str, fractions: bool | Literal["as written"]) -> str | None:
     """The number a final statement gives: after its last "=" if it shows a calculation
     ("2 + 3 = 5"), else its first number ("4 of the 7 cars"), else a number word."""
     cleaned = strip_markup(statement)
@@ -349,7 +358,7 @@ def _as_answer(number: str, answer_type: str) -> Extraction:
     return Extraction(number, "answer")
 
 
-def _last_bold_number(text: str, fractions: bool) -> str | None:
+def _last_bold_number(text: str, fractions: bool | Literal["as written"]) -> str | None:
     found = None
     for match in _BOLD.finditer(text):
         numbers = numbers_in(match.group(1), fractions=fractions)
@@ -362,13 +371,14 @@ def extract_number(response: str, answer_type: str) -> Extraction:
     """Integer / float answers: the whole response if it is a number or a number word; else
     the number in the last \\boxed{}; else the one the last answer phrase states; else, unless
     the response declines to answer, the last number in bold, else the last number it gives.
-    An integer written with zero decimals ("$13.00") is given as that integer."""
+    An integer written with zero decimals ("$13.00") is given as that integer; a plain
+    fraction given for an integer answer ("the ratio is 1/2") is kept as written."""
     text = response.strip()
     if is_plain_number(text):
         # A bare number (or a program's printed result) is taken as written, as the official
         # pipeline takes it: under the legacy integer rule "5.0" is then not "5".
         return Extraction(text, "answer")
-    fractions = answer_type == "float"
+    fractions: bool | Literal["as written"] = True if answer_type == "float" else AS_WRITTEN
     if len(text) <= 12:
         short = number_word(text) if not numbers_in(text) else None
         if short is not None:
