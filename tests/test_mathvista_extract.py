@@ -556,3 +556,12 @@ def test_a_fraction_given_for_an_integer_answer_is_kept_as_written(response: str
 
 def test_a_fraction_given_for_a_float_answer_is_its_value() -> None:
     assert floating("So the ratio is 1/4.") == Extraction("0.25", "answer")
+
+
+def test_a_negated_verb_after_answer_is_no_answer_phrase() -> None:
+    # claude pid 281: "a definitive answer cannot be provided" states no answer ("provided, I
+    # will refrain..." is not one); the reply declines.
+    response = ("I do not have enough information to tell the shape. Since a definitive answer "
+                "cannot be provided, I will refrain from guessing and select no answer.")
+    assert choice(response, YES_NO) == Extraction(NO_ANSWER_EXTRACTION, "no_answer")
+    assert integer("The answer can't be 3, so the answer is 5.") == Extraction("5", "answer")

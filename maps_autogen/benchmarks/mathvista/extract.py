@@ -112,9 +112,10 @@ def strip_markup(text: str) -> str:
 # Phrases after which models state their final answer.
 _ANSWER_CUES = re.compile(
     # "answer/option/choice", optionally a short qualifier ("to the question"), then a verb or
-    # a colon: a bare mention such as "each option" or "answer choices" is not a cue.
+    # a colon: a bare mention such as "each option" or "answer choices" is not a cue, nor is
+    # a negated verb ("a definitive answer cannot be provided").
     r"\b(?:answer|option|choice|final value|final result|result)\b"
-    r"(?:[^.,(\n:：]{0,40}?\b(?:is|would be|should be|will be|be)\b\s{0,3}[:：=]?"
+    r"(?:[^.,(\n:：]{0,40}?(?<!not )(?<!n't )\b(?:is|would be|should be|will be|be)\b\s{0,3}[:：=]?"
     r"|\s{0,3}[:：=])\s{0,3}"
     r"|\bI (?:would )?(?:choose|pick|select|go with)\s{1,3}(?:option\s{1,3})?"
     r"|答案(?:应该|应)?(?:是|为|為|选)?\s{0,3}[:：]?\s{0,3}|故选\s{0,3}[:：]?\s{0,3}"
