@@ -565,3 +565,19 @@ def test_a_negated_verb_after_answer_is_no_answer_phrase() -> None:
                 "cannot be provided, I will refrain from guessing and select no answer.")
     assert choice(response, YES_NO) == Extraction(NO_ANSWER_EXTRACTION, "no_answer")
     assert integer("The answer can't be 3, so the answer is 5.") == Extraction("5", "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # bard pid 662, 127, 973: the result is given, then a table restates the data.
+        ("The best algorithm scores 90% and the worst 30%, so the best is 90% - 30% = 60% "
+         "better.\n\nAlgorithm | Accuracy\n------- | --------\nWheat | 90%\nNiece | 30%\n\n"
+         "I hope this answers your question.", "60"),
+        ("So there are 3 zeros.\n\n| x | y |\n|---|---|\n| 1 | 0 |\n| 4 | 2 |\n", "3"),
+        # Absolute values are no table.
+        ("Therefore |AB| = 198", "198"),
+    ],
+)
+def test_numbers_in_a_drawn_table_are_not_the_final_value(response: str, expected: str) -> None:
+    assert integer(response) == Extraction(expected, "answer")

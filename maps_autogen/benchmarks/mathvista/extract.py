@@ -368,10 +368,16 @@ def _last_bold_number(text: str, fractions: bool | Literal["as written"]) -> str
     return found
 
 
+# A row of a table the response draws ("| Cab | 10 |", "2019 | 7.84 years"): data restated,
+# not a result, so its numbers are not taken for the final one.
+_TABLE_ROW = re.compile(r"^\s{0,8}\|.{0,500}\|\s{0,8}$|[^\s=|]\s{1,3}\|\s{1,3}[^\s=|]")
+
+
 def extract_number(response: str, answer_type: str) -> Extraction:
     """Integer / float answers: the whole response if it is a number or a number word; else
     the number in the last \\boxed{}; else the one the last answer phrase states; else, unless
-    the response declines to answer, the last number in bold, else the last number it gives.
+    the response declines to answer, the last number in bold, else the last number it gives
+    outside any table it draws.
     An integer written with zero decimals ("$13.00") is given as that integer; a plain
     fraction given for an integer answer ("the ratio is 1/2") is kept as written."""
     text = response.strip()
@@ -401,7 +407,9 @@ def extract_number(response: str, answer_type: str) -> Extraction:
     bold = _last_bold_number(text, fractions)
     if bold is not None:
         return _as_answer(bold, answer_type)
-    numbers = numbers_in(strip_markup(text), fractions=fractions)
+    prose = "\n".join(line for line in text.split("\n") if not _TABLE_ROW.search(line))
+    numbers = numbers_in(strip_markup(prose), fractions=fractions) \
+        or numbers_in(strip_markup(text), fractions=fractions)
     if numbers:
         return _as_answer(numbers[-1], answer_type)
     return declined(text) if is_refusal(text) else UNREADABLE
