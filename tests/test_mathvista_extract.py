@@ -581,3 +581,20 @@ def test_a_negated_verb_after_answer_is_no_answer_phrase() -> None:
 )
 def test_numbers_in_a_drawn_table_are_not_the_final_value(response: str, expected: str) -> None:
     assert integer(response) == Extraction(expected, "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # chatgpt_2shot_solution_use_ocr pid 552: the count, then the question's own threshold.
+        ("The p-values are 0.9, 0.01, 0.4 and 0.7.\n\nTherefore, there are 2 queries with a "
+         "p-value lower than 0.50.", "2"),
+        # bard pid 249: the count, then what the objects left are.
+        ("So, there will be 3 objects left: 2 blue cylinders and 1 yellow ball.", "3"),
+        ("Therefore, there are 7 - 2 - 1 = 4 objects left in the image.", "4"),
+        # "there are no bars below 6" gives no count; the final number does.
+        ("Since there are no bars below 6, the number of such bars is 0.", "0"),
+    ],
+)
+def test_a_count_stated_by_there_are_in_the_last_sentence(response: str, expected: str) -> None:
+    assert integer(response) == Extraction(expected, "answer")

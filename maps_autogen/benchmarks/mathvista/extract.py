@@ -373,11 +373,29 @@ def _last_bold_number(text: str, fractions: bool | Literal["as written"]) -> str
 _TABLE_ROW = re.compile(r"^\s{0,8}\|.{0,500}\|\s{0,8}$|[^\s=|]\s{1,3}\|\s{1,3}[^\s=|]")
 
 
+# "there are N ...": how a final sentence gives a count, after which it may restate the
+# question's own numbers ("there are 4 queries with a p-value lower than 0.50").
+_COUNT_STATED = re.compile(r"\bthere\s{1,3}(?:are|is|were|was|will be|would be)\s{1,3}(?=\d)", re.IGNORECASE)
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?。])\s+|\n")
+_DIGIT = re.compile(r"\d")
+
+
+def _count_in_last_sentence(text: str, fractions: bool | Literal["as written"]) -> str | None:
+    """The number the last sentence holding a number gives after its last "there are", if
+    any ("So there are 7 - 2 - 1 = 3 objects left." gives 3)."""
+    sentences = [sentence for sentence in _SENTENCE_BREAK.split(text) if _DIGIT.search(sentence)]
+    if not sentences:
+        return None
+    cues = list(_COUNT_STATED.finditer(sentences[-1]))
+    return _number_in_statement(sentences[-1][cues[-1].end():], fractions) if cues else None
+
+
 def extract_number(response: str, answer_type: str) -> Extraction:
     """Integer / float answers: the whole response if it is a number or a number word; else
     the number in the last \\boxed{}; else the one the last answer phrase states; else, unless
-    the response declines to answer, the last number in bold, else the last number it gives
-    outside any table it draws.
+    the response declines to answer, the last number in bold, else the count its last sentence
+    with a number gives ("there are 4 ..."), else the last number it gives outside any table
+    it draws.
     An integer written with zero decimals ("$13.00") is given as that integer; a plain
     fraction given for an integer answer ("the ratio is 1/2") is kept as written."""
     text = response.strip()
@@ -407,6 +425,9 @@ def extract_number(response: str, answer_type: str) -> Extraction:
     bold = _last_bold_number(text, fractions)
     if bold is not None:
         return _as_answer(bold, answer_type)
+    counted = _count_in_last_sentence(text, fractions)
+    if counted is not None:
+        return _as_answer(counted, answer_type)
     prose = "\n".join(line for line in text.split("\n") if not _TABLE_ROW.search(line))
     numbers = numbers_in(strip_markup(prose), fractions=fractions) \
         or numbers_in(strip_markup(text), fractions=fractions)
