@@ -89,7 +89,7 @@ def cut_continuation(text: str) -> str:
 
 _BOXED_START = "\\boxed{"
 # A lone "*" is emphasis or a bullet, except between numbers ("1.4 * 10^-20", "3*4"): a product.
-_MARKUP = re.compile(r"\*\*|__|[`$]|(?<![\d)])(?<![\d)] )\*|\*(?! ?[\d(])"
+_MARKUP = re.compile(r"\*\*|__|[`$]|\*(?<![\d)]\*)(?<![\d)] \*)|\*(?! ?[\d(])"
                      r"|\\text(?:bf)?\{|\\mathrm\{|\\left|\\right|\\[,;! ]")
 
 
@@ -241,7 +241,7 @@ _SIGN = r"[-+−–]?"
 # an optional exponent. Each alternative is a fixed sequence of bounded or single runs.
 _LATEX_FRACTION = r"\\[dt]?frac\{\s{0,3}(-?[\d.]{1,20})\s{0,3}\}\{\s{0,3}([\d.]{1,20})\s{0,3}\}"
 _PLAIN_FRACTION = r"(?<![A-Za-z0-9_./])(-?\d{1,12})\s{0,2}/\s{0,2}(\d{1,12})(?![\w/]|\.\d)"
-_NUMBER = rf"(?:(?<![A-Za-z0-9_.^])|(?<=S)(?<![A-Za-z0-9_/^]S))(?<!\^\{{)(?<!\d,)({_SIGN}(?:{_DIGITS}))(?:[eE]([-+−]?\d{{1,3}}))?(?![\d])"
+_NUMBER = rf"(?=[-+−–\d.])(?:(?<![A-Za-z0-9_.^])|(?<=S)(?<![A-Za-z0-9_/^]S))(?<!\^\{{)(?<!\d,)({_SIGN}(?:{_DIGITS}))(?:[eE]([-+−]?\d{{1,3}}))?(?![\d])"
 _NUMBER_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_NUMBER}")
 _NUMBER_OR_FRACTION_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_PLAIN_FRACTION}|{_NUMBER}")
 # "3.2 × 10^4", "3.2 \times 10^{-4}", right after a number.
