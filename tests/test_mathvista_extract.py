@@ -598,3 +598,11 @@ def test_numbers_in_a_drawn_table_are_not_the_final_value(response: str, expecte
 )
 def test_a_count_stated_by_there_are_in_the_last_sentence(response: str, expected: str) -> None:
     assert integer(response) == Extraction(expected, "answer")
+
+
+def test_a_letter_labelling_another_options_text_is_the_choice() -> None:
+    # chatgpt pid 272: "(C)" labels the choice; the time written after it is option D's. The
+    # letter is what the reply chose (as the official normalisation reads it too).
+    clock = ["9:30", "1:30", "4:30", "5:30", "11:30"]
+    assert choice("The clock shows the time (C) 5:30.", clock) == Extraction("C", "answer")
+    assert choice("The clock shows the time 5:30.", clock) == Extraction("5:30", "answer")

@@ -514,6 +514,18 @@ def _lone_letter_line(lines: Sequence[str], n_choices: int) -> str | None:
     return found
 
 
+def _labelled_option(line: str, choices: Sequence[str]) -> str | None:
+    """The letter of a line ending in "(C) <an option's text>": the letter labels the choice,
+    even when the text is another option's ("the time is (C) 5:30" picks C). Only the line's
+    tail is searched, which bounds the work."""
+    cleaned = strip_markup(line)[-_STATEMENT_CHARS:]
+    for match in _PAREN_CAPITAL.finditer(cleaned):
+        if _in_range(match.group(1), len(choices)) \
+                and _exact_choice(cleaned[match.end():], choices) is not None:
+            return match.group(1)
+    return None
+
+
 def _parenthesised_letter(text: str, n_choices: int) -> str | None:
     """The first parenthesised capital "(C)" in `text` that is in range."""
     for match in _PAREN_CAPITAL.finditer(text):
@@ -726,7 +738,8 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
         # A list of options ("(C) Yes\n(D) No") chooses none of them.
         return NO_ANSWER
     for line in (lines[0], lines[-1]):
-        found = _leading_letter(line, n_choices) or _choice_text_in(line, choices)
+        found = (_leading_letter(line, n_choices) or _labelled_option(line, choices)
+                 or _choice_text_in(line, choices))
         if found is not None:
             return Extraction(found, "answer")
     found = _lone_letter_line(lines, n_choices)
