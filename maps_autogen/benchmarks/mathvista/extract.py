@@ -115,7 +115,8 @@ _ANSWER_CUES = re.compile(
     # a colon: a bare mention such as "each option" or "answer choices" is not a cue, nor is
     # a negated verb ("a definitive answer cannot be provided").
     r"\b(?:answer|option|choice|final value|final result|result)\b"
-    r"(?:[^.,(\n:：]{0,40}?(?<!not )(?<!n't )\b(?:is|would be|should be|will be|be)\b\s{0,3}[:：=]?"
+    r"(?:[^.,(\n:：]{0,40}?(?<!not )(?<!n't )\b(?:is|would be|should be|will be|be)\b"
+    r"\s{0,3}[:：=]?"
     r"|\s{0,3}[:：=])\s{0,3}"
     r"|\bI (?:would )?(?:choose|pick|select|go with)\s{1,3}(?:option\s{1,3})?"
     r"|答案(?:应该|应)?(?:是|为|為|选)?\s{0,3}[:：]?\s{0,3}|故选\s{0,3}[:：]?\s{0,3}"
@@ -234,14 +235,15 @@ def declined(stated: str | None = None) -> Extraction:
 # ("1,000,000" is scanned once, not once per group), which keeps the scan linear.
 _DIGITS = r"(?:\d{1,3}(?:,\d{3})++(?!\d|,\d)|\d+)(?:\.\d+)?|\.\d+"
 _SIGN = r"[-+−–]?"
-# A number does not start inside a Latin word or number ("A1", "x2", "1.5") nor is it an
-# exponent ("cm/s^2", "x^{2}"), but it may follow CJK text directly ("面积是6") or an "S" that
-# text recognition made of a dollar sign ("S24").
 # One token: a LaTeX fraction, a plain fraction (float answers only) or a decimal number with
 # an optional exponent. Each alternative is a fixed sequence of bounded or single runs.
 _LATEX_FRACTION = r"\\[dt]?frac\{\s{0,3}(-?[\d.]{1,20})\s{0,3}\}\{\s{0,3}([\d.]{1,20})\s{0,3}\}"
 _PLAIN_FRACTION = r"(?<![A-Za-z0-9_./])(-?\d{1,12})\s{0,2}/\s{0,2}(\d{1,12})(?![\w/]|\.\d)"
-_NUMBER = rf"(?=[-+−–\d.])(?:(?<![A-Za-z0-9_.^])|(?<=S)(?<![A-Za-z0-9_/^]S))(?<!\^\{{)(?<!\d,)({_SIGN}(?:{_DIGITS}))(?:[eE]([-+−]?\d{{1,3}}))?(?![\d])"
+# A number does not start inside a Latin word or number ("A1", "x2", "1.5") nor is it an
+# exponent ("cm/s^2", "x^{2}"), but it may follow CJK text directly ("面积是6") or an "S" that
+# text recognition made of a dollar sign ("S24"). Its first character is checked first.
+_NUMBER_START = r"(?=[-+−–\d.])(?:(?<![A-Za-z0-9_.^])|(?<=S)(?<![A-Za-z0-9_/^]S))(?<!\^\{)(?<!\d,)"
+_NUMBER = rf"{_NUMBER_START}({_SIGN}(?:{_DIGITS}))(?:[eE]([-+−]?\d{{1,3}}))?(?![\d])"
 _NUMBER_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_NUMBER}")
 _NUMBER_OR_FRACTION_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_PLAIN_FRACTION}|{_NUMBER}")
 # "3.2 × 10^4", "3.2 \times 10^{-4}", right after a number.
@@ -375,7 +377,8 @@ _TABLE_ROW = re.compile(r"^\s{0,8}\|.{0,500}\|\s{0,8}$|[^\s=|]\s{1,3}\|\s{1,3}[^
 
 # "there are N ...": how a final sentence gives a count, after which it may restate the
 # question's own numbers ("there are 4 queries with a p-value lower than 0.50").
-_COUNT_STATED = re.compile(r"\bthere\s{1,3}(?:are|is|were|was|will be|would be)\s{1,3}(?=\d)", re.IGNORECASE)
+_COUNT_STATED = re.compile(r"\bthere\s{1,3}(?:are|is|were|was|will be|would be)\s{1,3}(?=\d)",
+                           re.IGNORECASE)
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?。])\s+|\n")
 _DIGIT = re.compile(r"\d")
 
@@ -498,7 +501,7 @@ _LONE_LETTER = re.compile(r"[(（\[]?([A-Z])[)）\]]?[.。]?")
 
 
 def _lone_letter_line(lines: Sequence[str], n_choices: int) -> str | None:
-    """The letter of the last line that is only a choice letter ("Here is my reply:\n\nC"),
+    """The letter of the last line that is only a choice letter ("Here is my reply:\\n\\nC"),
     if in range; lines inside a ``` block are figures, not replies."""
     found = None
     in_code = False
@@ -672,11 +675,14 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     """Multiple choice: a letter (A, B, ...) or an option's text.
 
     The whole response if it is an option or a bare letter; else, in order: the last
-    \\boxed{} and the statements after the last answer phrases (a leading letter, an option's
-    text at either end, a parenthesised letter, or a value equal to one option's); a letter
-    called correct; no answer if the response ends by declining or only lists options; a
-    letter closing the response; the first and last lines (a leading letter or an option's
-    text); a parenthesised letter in the last line; the value a one-line reply states.
+    \\boxed{} and the statements after the last answer phrases not made under a condition (a
+    leading letter, an option's text at either end, a parenthesised letter, or a value equal
+    to one option's; "None of the above" there chooses none); a letter called correct; no
+    answer if the response ends by declining; a boxed value that is no option; an opening
+    "(B)"; a letter closing the response (or the option's text it ends); no answer if the
+    response only lists options; the first and last lines (a leading letter, "(C) <option>",
+    or an option's text); a line holding only a letter; a parenthesised letter in the last
+    line; the value a one-line reply states.
     """
     text = response.strip()
     n_choices = len(choices)
