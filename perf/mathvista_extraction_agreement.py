@@ -12,10 +12,10 @@ Every record, agreeing or not, is also put in an "official family" when its offi
 extraction is not the answer the response gives (decided from the record, the official
 extraction and whether the response answers at all, never from our verdict): the official
 LLM misread a program, read the model's invented follow-up exercise, extracted something the
-response never states, wrote its own placeholder for a refusal, or had an extraction for a
-blank response. Agreement is then reported on the records outside all those families: the
-limit for any extractor that reads the response without imitating the official extractor's
-mistakes.
+response never states, wrote its own placeholder for a refusal, picked an item from a response
+that only lists options, or had an extraction for a blank response. Agreement is then reported
+on the records outside all those families: the limit for any extractor that reads the response
+without imitating the official extractor's mistakes.
 
     .venv/bin/python perf/mathvista_extraction_agreement.py [--data FILE] [--examples 3]
 
@@ -92,6 +92,18 @@ def _letter_stated(letter: str, text: str) -> bool:
     return re.search(rf"(?<![A-Za-z]){re.escape(letter)}(?![A-Za-z])", text) is not None
 
 
+def _stated_as_itself(text: str, record: dict[str, Any]) -> bool:
+    """Like _official_text_in, but a number must be a whole number of the text ("4" is not in
+    "A-847" or "$45") and a letter a word of its own ("B" is not in "U13B", "D" not in "D是")."""
+    official = str(record["extraction"] or "").strip()
+    if record["question_type"] == "multi_choice" and len(official) == 1:
+        return re.search(rf"(?<![A-Za-z0-9]){re.escape(official)}(?![A-Za-z0-9\u4e00-\u9fff])",
+                         text) is not None
+    if is_plain_number(official):
+        return any(is_plain_number(n) and float(n) == float(official) for n in numbers_in(text))
+    return _official_text_in(text, record)
+
+
 def _official_text_in(text: str, record: dict[str, Any]) -> bool:
     """Whether the official extraction is stated in `text` (as a letter, text or number)."""
     official = str(record["extraction"] or "").strip()
@@ -155,7 +167,9 @@ def official_family(record: dict[str, Any]) -> str | None:
         # may still be what the program prints, so the record stays ours to answer for.
         return None
     kept = cut_continuation(response)
-    if kept != response and not _official_text_in(kept, record) \
+    # The official extraction stated in the invented exercise, and not as itself in the answer
+    # before it (its digits inside another number or its letter inside a name do not count).
+    if kept != response and not _stated_as_itself(kept, record) \
             and _official_text_in(response[len(kept):], record):
         return "official read the model's invented follow-up exercise, not its answer"
     read = extract(response, question_type=record["question_type"],
@@ -165,7 +179,21 @@ def official_family(record: dict[str, Any]) -> str | None:
         return "no answer: the official LLM wrote its own placeholder, mapped by edit distance"
     if official.strip() and not _official_text_in(response, record):
         return "official extraction not stated anywhere in the response"
+    if official.strip() and _only_lists_options(response):
+        return "the response only lists options (chooses none); the official picked one"
     return None
+
+
+# A line of a listing of options: "(E) 75°", "(AB) 190°" (labels run on past Z).
+_LISTED_OPTION = re.compile(r"\s{0,8}[(（][A-Z]{1,2}[)）][^\n]{0,60}$")
+
+
+def _only_lists_options(response: str) -> bool:
+    """Whether the response is nothing but a listing of three or more options, one a line
+    (its last line possibly cut short): it names no option as its answer."""
+    lines = [line for line in response.split("\n") if line.strip()]
+    return len(lines) >= 3 and all(_LISTED_OPTION.match(line) for line in lines[:-1]) \
+        and lines[-1].lstrip().startswith(("(", "（"))
 
 
 def cause_of(outcome: Outcome) -> str:
