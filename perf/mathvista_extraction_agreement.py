@@ -89,19 +89,9 @@ def score_from_response(record: dict[str, Any]) -> Outcome:
 
 
 def _letter_stated(letter: str, text: str) -> bool:
-    return re.search(rf"(?<![A-Za-z]){re.escape(letter)}(?![A-Za-z])", text) is not None
-
-
-def _stated_as_itself(text: str, record: dict[str, Any]) -> bool:
-    """Like _official_text_in, but a number must be a whole number of the text ("4" is not in
-    "A-847" or "$45") and a letter a word of its own ("B" is not in "U13B", "D" not in "D是")."""
-    official = str(record["extraction"] or "").strip()
-    if record["question_type"] == "multi_choice" and len(official) == 1:
-        return re.search(rf"(?<![A-Za-z0-9]){re.escape(official)}(?![A-Za-z0-9\u4e00-\u9fff])",
-                         text) is not None
-    if is_plain_number(official):
-        return any(is_plain_number(n) and float(n) == float(official) for n in numbers_in(text))
-    return _official_text_in(text, record)
+    # A letter of its own: "B" is not stated in "U13B" or "A-847"'s neighbour "B2"; it is in
+    # "选项B正确" (Chinese text around a letter does not make it part of a word).
+    return re.search(rf"(?<![A-Za-z0-9]){re.escape(letter)}(?![A-Za-z0-9])", text) is not None
 
 
 def _official_text_in(text: str, record: dict[str, Any]) -> bool:
@@ -167,9 +157,8 @@ def official_family(record: dict[str, Any]) -> str | None:
         # may still be what the program prints, so the record stays ours to answer for.
         return None
     kept = cut_continuation(response)
-    # The official extraction stated in the invented exercise, and not as itself in the answer
-    # before it (its digits inside another number or its letter inside a name do not count).
-    if kept != response and not _stated_as_itself(kept, record) \
+    # The official extraction stated in the invented exercise, and not in the answer before it.
+    if kept != response and not _official_text_in(kept, record) \
             and _official_text_in(response[len(kept):], record):
         return "official read the model's invented follow-up exercise, not its answer"
     read = extract(response, question_type=record["question_type"],
