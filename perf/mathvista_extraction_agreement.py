@@ -239,6 +239,10 @@ def adversarial_timing() -> None:
         "spaces then fraction": " " * megabyte + "3/",
         "question lines": "\nQuestion:" * (megabyte // 10),
         "busy program": "a = list(range(2000))\nn = 0\nfor i in a:\n    for j in a:\n        n += -j in a\nprint(n)",
+        "busy polynomial": "import sympy as sp\nx = sp.Symbol('x')\np = sum([x**k for k in range(12)])\n"
+                           "n = 0\nwhile n < 100000:\n    q = p.subs(x, 3) + p * 2\n    n += 1\nprint(q)",
+        "busy numpy": "import numpy as np\nv = list(range(2000))\nn = 0\nwhile n < 100000:\n"
+                      "    m = np.median(v)\n    n += 1\nprint(m)",
         "busy sympy": "import sympy as sp\nv = sp.symbols(' '.join(f'x{i}' for i in range(20)))\n"
                       "s = [sp.Eq(sum([(i * j % 7 + 1) * x for j, x in enumerate(v)]), 3 ** 300 + i)"
                       " for i in range(20)]\nn = 0\nwhile n < 100000:\n    r = sp.solve(s, v)\n"

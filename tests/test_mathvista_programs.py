@@ -277,6 +277,18 @@ def test_sympy_polynomials_print_what_sympy_prints(program: str) -> None:
     assert printed(program) == _run_for_real(program)
 
 
+def test_library_work_is_bounded_beside_the_interpreter_steps() -> None:
+    # Few interpreter steps, each a large polynomial product or a long median: the work
+    # budget, not the step budget, ends it.
+    polynomial = ("import sympy as sp\nx = sp.Symbol('x')\np = sum([x**k for k in range(12)])\n"
+                  "n = 0\nwhile n < 3000:\n    q = p.subs(x, 3) + p * 2\n    n += 1\nprint(n)")
+    assert printed(polynomial) is None
+    assert printed(polynomial.replace("3000", "3")) == "3"
+    median = "import numpy as np\nv = list(range(2000))\nfor i in range(ROUNDS):\n    m = np.median(v)\nprint(m)"
+    assert printed(median.replace("ROUNDS", "300")) is None
+    assert printed(median.replace("ROUNDS", "3")) == "999.5"
+
+
 def test_what_leaves_polynomials_is_an_unknown_value() -> None:
     assert printed("import sympy as sp\nx = sp.Symbol('x')\nprint(1 / x)") is None
     assert printed("import sympy as sp\nx = sp.Symbol('x')\nratio = 1 / x\nprint('kept')") == "kept"

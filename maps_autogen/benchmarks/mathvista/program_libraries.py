@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from maps_autogen.benchmarks.mathvista.program_values import Unsupported
+from maps_autogen.benchmarks.mathvista.program_values import Unsupported, charge
 
 # numpy sums floats pairwise in blocks once a sequence has 8 or more elements, which can
 # differ from a left-to-right sum in the last digit: longer float lists are not modelled.
@@ -44,6 +44,8 @@ class NumpyInt(int):
 def _numbers(values: Any) -> list[int | float]:
     if isinstance(values, (int, float)) and not isinstance(values, bool):
         return [values]
+    if isinstance(values, (list, tuple)):
+        charge(len(values))
     if isinstance(values, (list, tuple)) and values and \
             all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         if any(isinstance(v, float) for v in values) and len(values) >= _SEQUENTIAL_FLOAT_SUM:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from maps_autogen.benchmarks.mathvista import program_libraries, program_sympy
-from maps_autogen.benchmarks.mathvista.program_values import UNKNOWN, Unsupported
+from maps_autogen.benchmarks.mathvista.program_values import UNKNOWN, Unsupported, work_budget
 from maps_autogen.benchmarks.mathvista.program_values import is_unknown as _is_unknown
 
 MAX_SOURCE_CHARS = 20_000
@@ -801,14 +801,15 @@ def program_output(tree: ast.Module) -> str | None:
     interpreter = _Interpreter()
     scope = interpreter.globals
     try:
-        for statement in tree.body:
-            interpreter.run(statement, scope)
-        if not interpreter.output and tree.body and isinstance(tree.body[-1], ast.Expr):
-            value = interpreter.eval(tree.body[-1].value, scope)
-            if _is_unknown(value):
-                return None
-            if value is not None:
-                interpreter.output.append(_text(value))
+        with work_budget():
+            for statement in tree.body:
+                interpreter.run(statement, scope)
+            if not interpreter.output and tree.body and isinstance(tree.body[-1], ast.Expr):
+                value = interpreter.eval(tree.body[-1].value, scope)
+                if _is_unknown(value):
+                    return None
+                if value is not None:
+                    interpreter.output.append(_text(value))
     except (Unsupported, _Return, _Break, _Continue, RecursionError, MemoryError):
         return None
     except _PROGRAM_FAILURES:

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
-from maps_autogen.benchmarks.mathvista.program_values import UNKNOWN, Unsupported, is_unknown
+from maps_autogen.benchmarks.mathvista.program_values import UNKNOWN, Unsupported, charge, is_unknown
 
 Number = Fraction | float
 # A monomial: its symbols with their powers, sorted by name; () is the constant term.
 Monomial = tuple[tuple[str, int], ...]
-MAX_TERMS = 60
-MAX_DEGREE = 24
+MAX_TERMS = 20
+MAX_DEGREE = 12
 MAX_EQUATIONS = 20
 MAX_BITS = 4_096  # of an exact coefficient's numerator or denominator
 # Interpreter steps one `solve` is charged: elimination is cubic in the system's size.
@@ -69,6 +69,7 @@ class Expression:
     __slots__ = ("terms",)
 
     def __init__(self, terms: dict[Monomial, Number]) -> None:
+        charge(1 + len(terms))
         self.terms = {monomial: value for monomial, value in terms.items() if value != 0}
         if len(self.terms) > MAX_TERMS:
             raise Unsupported("too many terms")
@@ -145,8 +146,7 @@ class Expression:
         if is_unknown(other):
             return UNKNOWN
         other = Expression.of(other)
-        if len(self.terms) * len(other.terms) > MAX_TERMS * MAX_TERMS:
-            raise Unsupported("product too large")
+        charge(len(self.terms) * len(other.terms))
         terms: dict[Monomial, Number] = {}
         for left, a in self.terms.items():
             for right, b in other.terms.items():
@@ -271,6 +271,7 @@ class Expression:
         return result
 
     def _substituted(self, name: str, value: Expression) -> Expression:
+        charge(len(self.terms))
         result = Expression({})
         for monomial, coefficient in self.terms.items():
             term = Expression({tuple(item for item in monomial if item[0] != name): coefficient})
@@ -441,6 +442,7 @@ def _eliminate(differences: Iterable[Expression], names: list[str]) -> list[Numb
         row: list[Number] = [difference.coefficient(name) for name in names]
         row.append(-difference.constant)
         rows.append(row)
+    charge(len(rows) * (len(names) + 1) ** 2)  # elimination is cubic in the system's size
     floats = any(isinstance(value, float) for row in rows for value in row)
     if floats:
         rows = [[float(value) for value in row] for row in rows]

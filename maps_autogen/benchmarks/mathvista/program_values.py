@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
+
+# Work units (about one arithmetic step on a coefficient or one list element each) that the
+# library models may spend on one program, beside the interpreter's own step budget: one
+# interpreter step can be a whole polynomial product or a median of a long list.
+MAX_WORK = 50_000
+_WORK_LEFT: ContextVar[list[int] | None] = ContextVar("program_work_left", default=None)
 
 
 class Unsupported(Exception):
@@ -32,9 +41,29 @@ class UnknownValue:
 UNKNOWN = UnknownValue()
 
 
+@contextmanager
+def work_budget() -> Iterator[None]:
+    """A fresh MAX_WORK for the program worked out inside the block (per thread/context)."""
+    token = _WORK_LEFT.set([MAX_WORK])
+    try:
+        yield
+    finally:
+        _WORK_LEFT.reset(token)
+
+
+def charge(units: int) -> None:
+    """Spend work units; Unsupported when the program's budget is spent."""
+    left = _WORK_LEFT.get()
+    if left is None:
+        raise Unsupported("library work outside a program's budget")
+    left[0] -= units
+    if left[0] < 0:
+        raise Unsupported("too much work")
+
+
 def is_unknown(*values: Any) -> bool:
     """Whether any of the values is the unknown value."""
     return any(value is UNKNOWN for value in values)
 
 
-__all__ = ["UNKNOWN", "UnknownValue", "Unsupported", "is_unknown"]
+__all__ = ["MAX_WORK", "UNKNOWN", "UnknownValue", "Unsupported", "charge", "is_unknown", "work_budget"]
