@@ -12,10 +12,10 @@ Every record, agreeing or not, is also put in an "official family" when its offi
 extraction is not the answer the response gives (decided from the record, the official
 extraction and whether the response answers at all, never from our verdict): the official
 LLM misread a program, read the model's invented follow-up exercise, extracted something the
-response never states, wrote its own placeholder for a refusal, or had an extraction for a
-blank response. Agreement is then reported on the records outside all those families: the
-limit for any extractor that reads the response without imitating the official extractor's
-mistakes.
+response never states, wrote its own placeholder for a refusal, picked an item from a response
+that only lists options, or had an extraction for a blank response. Agreement is then reported
+on the records outside all those families: the limit for any extractor that reads the response
+without imitating the official extractor's mistakes.
 
     .venv/bin/python perf/mathvista_extraction_agreement.py [--data FILE] [--examples 3]
 
@@ -44,6 +44,7 @@ from maps_autogen.benchmarks.mathvista.extract import (  # noqa: E402
     bound_text,
     cut_continuation,
     extract,
+    is_plain_number,
     is_refusal,
     numbers_in,
 )
@@ -88,7 +89,9 @@ def score_from_response(record: dict[str, Any]) -> Outcome:
 
 
 def _letter_stated(letter: str, text: str) -> bool:
-    return re.search(rf"(?<![A-Za-z]){re.escape(letter)}(?![A-Za-z])", text) is not None
+    # A letter of its own: "B" is not stated in "U13B" or "A-847"'s neighbour "B2"; it is in
+    # "选项B正确" (Chinese text around a letter does not make it part of a word).
+    return re.search(rf"(?<![A-Za-z0-9]){re.escape(letter)}(?![A-Za-z0-9])", text) is not None
 
 
 def _official_text_in(text: str, record: dict[str, Any]) -> bool:
@@ -96,14 +99,24 @@ def _official_text_in(text: str, record: dict[str, Any]) -> bool:
     official = str(record["extraction"] or "").strip()
     if not official:
         return False
-    if record["question_type"] == "multi_choice" and len(official) == 1:
+    if record["question_type"] == "multi_choice" and len(official) == 1 and official.isalpha():
         return _letter_stated(official, text)
-    if official.lower() in text.lower():
-        return True
-    # A number stated in another form ("13.0" for "13", "1,000" for "1000"); an extraction
-    # holding several numbers ("1 hour and 15 minutes") must be stated as it is.
     wanted = numbers_in(official)
-    return len(wanted) == 1 and len(official) <= 12 and wanted[0] in numbers_in(text)
+    if not (is_plain_number(official) or (len(wanted) == 1 and len(official) <= 12)) \
+            and official.lower() in text.lower():
+        return True
+    # A number is stated when the text states that number, in any form ("13.0" for "13",
+    # "1,000" for "1000"), not when its digits begin another number ("-1" in "-1.83e-16");
+    # an extraction holding several numbers ("1 hour and 15 minutes") must be stated as it is.
+    return len(wanted) == 1 and len(official) <= 12 \
+        and any(_same_number(wanted[0], stated) for stated in numbers_in(text))
+
+
+def _same_number(a: str, b: str) -> bool:
+    try:
+        return float(a) == float(b)
+    except (ValueError, OverflowError):
+        return False
 
 
 def _is_placeholder(official: str, record: dict[str, Any]) -> bool:
@@ -136,10 +149,15 @@ def official_family(record: dict[str, Any]) -> str | None:
     program = parse_program(bound_text(response))
     if program is not None:
         printed = program_output(program)
-        if printed is not None and not _official_text_in(printed, record):
-            return "official extraction is not what the program prints (the LLM misread the code)"
+        if printed is not None:
+            if not _official_text_in(printed, record):
+                return "official extraction is not what the program prints (the LLM misread the code)"
+            return None
+        # What it prints is not worked out: an official extraction the text does not state
+        # may still be what the program prints, so the record stays ours to answer for.
         return None
     kept = cut_continuation(response)
+    # The official extraction stated in the invented exercise, and not in the answer before it.
     if kept != response and not _official_text_in(kept, record) \
             and _official_text_in(response[len(kept):], record):
         return "official read the model's invented follow-up exercise, not its answer"
@@ -150,7 +168,21 @@ def official_family(record: dict[str, Any]) -> str | None:
         return "no answer: the official LLM wrote its own placeholder, mapped by edit distance"
     if official.strip() and not _official_text_in(response, record):
         return "official extraction not stated anywhere in the response"
+    if official.strip() and _only_lists_options(response):
+        return "the response only lists options (chooses none); the official picked one"
     return None
+
+
+# A line of a listing of options: "(E) 75°", "(AB) 190°" (labels run on past Z).
+_LISTED_OPTION = re.compile(r"\s{0,8}[(（][A-Z]{1,2}[)）][^\n]{0,60}$")
+
+
+def _only_lists_options(response: str) -> bool:
+    """Whether the response is nothing but a listing of three or more options, one a line
+    (its last line possibly cut short): it names no option as its answer."""
+    lines = [line for line in response.split("\n") if line.strip()]
+    return len(lines) >= 3 and all(_LISTED_OPTION.match(line) for line in lines[:-1]) \
+        and lines[-1].lstrip().startswith(("(", "（"))
 
 
 def cause_of(outcome: Outcome) -> str:
@@ -207,6 +239,14 @@ def adversarial_timing() -> None:
         "spaces then fraction": " " * megabyte + "3/",
         "question lines": "\nQuestion:" * (megabyte // 10),
         "busy program": "a = list(range(2000))\nn = 0\nfor i in a:\n    for j in a:\n        n += -j in a\nprint(n)",
+        "busy polynomial": "import sympy as sp\nx = sp.Symbol('x')\np = sum([x**k for k in range(12)])\n"
+                           "n = 0\nwhile n < 100000:\n    q = p.subs(x, 3) + p * 2\n    n += 1\nprint(q)",
+        "busy numpy": "import numpy as np\nv = list(range(2000))\nn = 0\nwhile n < 100000:\n"
+                      "    m = np.median(v)\n    n += 1\nprint(m)",
+        "busy sympy": "import sympy as sp\nv = sp.symbols(' '.join(f'x{i}' for i in range(20)))\n"
+                      "s = [sp.Eq(sum([(i * j % 7 + 1) * x for j, x in enumerate(v)]), 3 ** 300 + i)"
+                      " for i in range(20)]\nn = 0\nwhile n < 100000:\n    r = sp.solve(s, v)\n"
+                      "    n += 1\nprint(r)",
     }
     print("\nadversarial responses of 1 MB (and a busy program), all four answer kinds:")
     for name, text in texts.items():

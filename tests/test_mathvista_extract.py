@@ -279,7 +279,7 @@ def test_program_answers_are_read_from_their_output() -> None:
 @pytest.mark.parametrize(
     "program",
     [
-        "import sympy as sp\nx = sp.symbols('x')\nprint(sp.solve(x - 2, x))",  # outside the subset
+        "import sympy as sp\nx = sp.symbols('x')\nprint(sp.solve(x**2 - 2, x))",  # outside the subset
         "while True:\n    pass\nprint(1)",  # step budget
         "print('a' * 10**9)",  # size checked before building
         "print(2 ** 10 ** 8)",  # integer size
@@ -346,7 +346,9 @@ def test_extraction_of_program_like_text_never_raises(pieces: list[str]) -> None
     for question_type, answer_type in [("free_form", "integer"), ("multi_choice", "text")]:
         result = extract(text, question_type=question_type, answer_type=answer_type, choices=YES_NO)
         assert result.status in ("answer", "no_answer", "unreadable")
-        assert (result.answer is None) == (result.status == "unreadable" or not text.strip())
+        # An answer always has a text; "unreadable" never has one ("no_answer" may: a refusal).
+        assert (result.answer is not None) if result.status == "answer" else True
+        assert result.answer is None if result.status == "unreadable" else True
 
 
 NESTINGS = [("(", ")"), ("[", "]"), ("-", ""), ("not ", ""), ("abs(", ")"), ("lambda: ", ""),
@@ -380,3 +382,229 @@ def test_a_set_of_text_has_no_fixed_output_so_the_program_is_unreadable() -> Non
     assert program_output(parse_program(words)) is None  # type: ignore[arg-type]
     numbers = "a = [3, 1, 2, 3]\nprint(len(set(a)), sorted({x * 2 for x in a}))"
     assert program_output(parse_program(numbers)) == "3 [2, 4, 6]"  # type: ignore[arg-type]
+
+
+# --- prose answer forms: what the model meant, not the first pattern that fits -----------------
+
+PUZZLE = ["A", "B", "C", "D"]
+
+
+def test_the_article_a_does_not_name_a_one_letter_option() -> None:
+    # bard pid 778 (picture puzzle, options "A".."D"): "answer choice A is a pentagon" describes
+    # option A, its statement does not start with the option "A"; the reply chose **(D)**.
+    response = ("The missing shape is **(D)**.\n\nThe answer choice C is a nonagon. "
+                "The answer choice D is a dodecagon.")
+    assert choice(response, PUZZLE) == Extraction("D", "answer")
+    # The option itself, in its own case, is still read.
+    assert choice("So the odd one out is figure\nA", PUZZLE) == Extraction("A", "answer")
+
+
+def test_an_invented_exercise_in_chinese_is_not_the_answer() -> None:
+    # claude_2shot_solution_use_ocr pid 528: after "所以答案是D。" the model invents the next
+    # exercise under "问题:" and answers that one too.
+    response = "∠BDC=90°-35°=55°\n\n所以答案是D。\n\n问题: What is the area?\n\nThe answer is A: 12."
+    assert choice(response, ["25°", "35°", "45°", "55°"]) == Extraction("D", "answer")
+    assert integer("所以面积是6。\n\n问题:一共有几个苹果?\n\n答案是10。") == Extraction("6", "answer")
+
+
+def test_a_number_right_after_chinese_text_is_read() -> None:
+    assert integer("由图可知，一共有7个。") == Extraction("7", "answer")
+    assert floating("所以长度约为2.5厘米") == Extraction("2.5", "answer")
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        # chatgpt_2shot_solution pid 677, 705: both answers are stated under a condition, then
+        # the model declines.
+        "If the red cars outnumber the bikes, then the answer is (A) Yes.\nIf they do not, then "
+        "the answer is (B) No.\n\nWithout the counts we cannot determine the correct answer.",
+        "We must compare the two counts. If the first is larger, the answer is (A) Yes. "
+        "Otherwise, the answer is (B) No.\n\nSince no image is given, we cannot tell which.",
+    ],
+)
+def test_answers_stated_only_under_a_condition_are_not_chosen(response: str) -> None:
+    assert choice(response, YES_NO) == Extraction(NO_ANSWER_EXTRACTION, "no_answer")
+
+
+def test_a_condition_in_an_earlier_sentence_does_not_hide_the_answer() -> None:
+    response = "If we add both angles we get 90°. So the answer is (B) 90°."
+    assert choice(response, ["45°", "90°"]) == Extraction("B", "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "stated"),
+    [
+        # chatgpt_2shot_solution pid 151, 599; use_ocr pid 713: the answer phrase names no option.
+        ("So there are no critical points at all.\n\nThe answer is None (E).", "None (E)"),
+        ("Since √27 is not an integer, no option fits.\n\nTherefore, the correct answer is None of "
+         "the above.", "None of the above"),
+        ("We get x = 4/3.\n\nTherefore, the answer is not one of the given choices.",
+         "not one of the given choices"),
+    ],
+)
+def test_no_option_stated_as_the_answer_is_copied(response: str, stated: str) -> None:
+    assert choice(response, ["3", "4", "6", "7"]) == Extraction(stated, "no_answer")
+
+
+def test_an_option_named_none_is_still_an_option() -> None:
+    options = ["Some of the birds", "None of the above"]
+    assert choice("Neither bird fits.\nThe answer is None of the above.", options) == Extraction(
+        "None of the above", "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # claude pid 472, 978: "...with the final value:" opens the worked paragraph, which
+        # is no answer line; the answer closes the response.
+        ("Okay, here is the answer with the final value:\n\nThe 8 cookies are shared by 2 "
+         "children. Each child gets 4 cookies.", "4"),
+        ("Okay, here is the answer with the final value:\n\nLet the heights be 5, 9 and 3 "
+         "metres. They were measured on 7 days.\n\nSo the range is 6.", "6"),
+        # chatgpt_2shot_solution_use_ocr pid 664: "for each option is:" opens a list.
+        ("The number of votes for each option is:\n\n0-10%: 2 votes\n11-20%: 17 votes\n\n"
+         "Therefore, the highest number of votes is 17.", "17"),
+        # An answer on its own line after "Answer:" is still read.
+        ("We add the two parts.\n\nAnswer:\n12\n\nThe parts were 5 and 7.", "12"),
+    ],
+)
+def test_a_cue_closing_its_line_states_only_a_line_standing_alone(response: str, expected: str) -> None:
+    assert integer(response) == Extraction(expected, "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # claude pid 617, 987: a unit's exponent ("cm/s^2", "m^{2}") is not the final value.
+        ("The tangential part is 4 cm/s^2 and the normal part is 9 cm/s^2", "9"),
+        ("So the area of the field is 3450 m^{2}", "3450"),
+        # chatgpt_2shot_solution_use_ocr pid 833: "*" between numbers is a product, not markup.
+        ("Rounding, the energy is approximately 1.4 * 10^-20 J.", "1.4e-20"),
+    ],
+)
+def test_exponents_and_products_are_not_read_as_values(response: str, expected: str) -> None:
+    assert floating(response) == Extraction(expected, "answer")
+
+
+def test_a_line_holding_only_a_letter_is_the_choice() -> None:
+    # claude pid 939: the letter stands alone between an opening line and the explanation.
+    response = "Okay, here is my reply:\n\nB\n\nThe frogs eat the flies, so the frogs would suffer most."
+    assert choice(response, ["snake", "frog", "hawk"]) == Extraction("B", "answer")
+    # A point of a drawn figure is no choice.
+    figure = "Let us draw it:\n```\n  A\n /|\nB-C\n```\nThe figure shows a right angle at C, no more."
+    assert choice(figure, ["30°", "60°", "90°"]) == Extraction(None, "unreadable")
+
+
+SAMPLES = ["neither; the samples have the same temperature", "sample A", "sample B"]
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # instruct_blip2 pid 64: "(D)" is beyond the three options; "sample A" is one of them.
+        ("(D) sample A", "sample A"),
+        # An option's text closing the reply: its final "B" is no choice letter.
+        ("The particles move faster in the second jar, so the hotter one is sample B.", "sample B"),
+    ],
+)
+def test_an_option_ending_in_a_capital_is_read_as_that_option(response: str, expected: str) -> None:
+    assert choice(response, SAMPLES) == Extraction(expected, "answer")
+
+
+def test_a_letter_beyond_the_options_with_no_option_text_is_not_read() -> None:
+    # instruct_blip2 pid 5, 375: "(E) 137" of four options names no option; mapping "E" by edit
+    # distance would credit an arbitrary option.
+    assert choice("(E) 137", ["97", "102", "107", "122"]) == Extraction(None, "unreadable")
+
+
+def test_a_boxed_value_that_is_no_option_beats_an_option_mentioned_after_it() -> None:
+    # bard pid 176: the model boxes 3 and then remarks on the options, its last line ending in
+    # the option "2"; its answer is the boxed 3 (which normalisation maps to the nearest option).
+    response = ("Setting the sides equal gives x = 1, so RS = 2x + 1 = \\boxed{3}.\n\n"
+                "The other choices are impossible, as a side must be less than 2")
+    assert choice(response, ["0.5", "1", "1.5", "2"]) == Extraction("3", "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # chatgpt_2shot_solution_use_ocr pid 245, 739: the OCR text read "$" as "S".
+        ("A pie is S12 and a salad is S9.\n\nS12 + S9 = S21\n\nTherefore, Ann needs S21.", "21"),
+        ("Find the cost of both.\n\nS10 + S13 = S23\n\nHe needs S23.", "23"),
+        # A letter S inside a word or a unit is still no dollar sign.
+        ("The speed is 12 m/S2", "12"),
+    ],
+)
+def test_an_s_read_for_a_dollar_sign_starts_a_number(response: str, expected: str) -> None:
+    assert integer(response) == Extraction(expected, "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # claude_2shot_solution pid 616: the answer is the fraction, not its denominator.
+        ("0.11/0.24 = 0.458\n\nRounded to a simple ratio:\n1/2\n\nSo the ratio of A to B is 1/2.", "1/2"),
+        ("The answer is 4/3.", "4/3"),
+    ],
+)
+def test_a_fraction_given_for_an_integer_answer_is_kept_as_written(response: str, expected: str) -> None:
+    assert integer(response) == Extraction(expected, "answer")
+    base = {"pid": "1", "question_type": "free_form", "answer_type": "integer", "answer": "0",
+            "response": response}
+    # No integer rule truncates it: it is no integer, so it is wrong.
+    assert SCORER.score(base).prediction is None
+
+
+def test_a_fraction_given_for_a_float_answer_is_its_value() -> None:
+    assert floating("So the ratio is 1/4.") == Extraction("0.25", "answer")
+
+
+def test_a_negated_verb_after_answer_is_no_answer_phrase() -> None:
+    # claude pid 281: "a definitive answer cannot be provided" states no answer ("provided, I
+    # will refrain..." is not one); the reply declines.
+    response = ("I do not have enough information to tell the shape. Since a definitive answer "
+                "cannot be provided, I will refrain from guessing and select no answer.")
+    assert choice(response, YES_NO) == Extraction(NO_ANSWER_EXTRACTION, "no_answer")
+    assert integer("The answer can't be 3, so the answer is 5.") == Extraction("5", "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # bard pid 662, 127, 973: the result is given, then a table restates the data.
+        ("The best algorithm scores 90% and the worst 30%, so the best is 90% - 30% = 60% "
+         "better.\n\nAlgorithm | Accuracy\n------- | --------\nWheat | 90%\nNiece | 30%\n\n"
+         "I hope this answers your question.", "60"),
+        ("So there are 3 zeros.\n\n| x | y |\n|---|---|\n| 1 | 0 |\n| 4 | 2 |\n", "3"),
+        # Absolute values are no table.
+        ("Therefore |AB| = 198", "198"),
+    ],
+)
+def test_numbers_in_a_drawn_table_are_not_the_final_value(response: str, expected: str) -> None:
+    assert integer(response) == Extraction(expected, "answer")
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        # chatgpt_2shot_solution_use_ocr pid 552: the count, then the question's own threshold.
+        ("The p-values are 0.9, 0.01, 0.4 and 0.7.\n\nTherefore, there are 2 queries with a "
+         "p-value lower than 0.50.", "2"),
+        # bard pid 249: the count, then what the objects left are.
+        ("So, there will be 3 objects left: 2 blue cylinders and 1 yellow ball.", "3"),
+        ("Therefore, there are 7 - 2 - 1 = 4 objects left in the image.", "4"),
+        # "there are no bars below 6" gives no count; the final number does.
+        ("Since there are no bars below 6, the number of such bars is 0.", "0"),
+    ],
+)
+def test_a_count_stated_by_there_are_in_the_last_sentence(response: str, expected: str) -> None:
+    assert integer(response) == Extraction(expected, "answer")
+
+
+def test_a_letter_labelling_another_options_text_is_the_choice() -> None:
+    # chatgpt pid 272: "(C)" labels the choice; the time written after it is option D's. The
+    # letter is what the reply chose (as the official normalisation reads it too).
+    clock = ["9:30", "1:30", "4:30", "5:30", "11:30"]
+    assert choice("The clock shows the time (C) 5:30.", clock) == Extraction("C", "answer")
+    assert choice("The clock shows the time 5:30.", clock) == Extraction("5:30", "answer")

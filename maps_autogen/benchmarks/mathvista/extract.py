@@ -72,13 +72,14 @@ def bound_text(text: str) -> str:
     return text[:_KEEP_EACH_END] + "\n\n" + text[-_KEEP_EACH_END:]
 
 
-# A model that goes on to invent the next exercise ("\n\nQuestion: ...", "Hint: ...") has
-# answered before it: what follows is not its answer to this problem.
-_CONTINUATION = re.compile(r"^[ \t*#]{0,8}(?:Question|Hint)\s{0,4}[:：]", re.MULTILINE)
+# A model that goes on to invent the next exercise ("\n\nQuestion: ...", "Hint: ...", in
+# Chinese "问题:") has answered before it: what follows is not its answer to this problem.
+_CONTINUATION = re.compile(r"^[ \t*#]{0,8}(?:Question|Hint|问题)\s{0,4}[:：]", re.MULTILINE)
 
 
 def cut_continuation(text: str) -> str:
-    """`text` up to the first line starting "Question:" or "Hint:" that follows some content."""
+    """`text` up to the first line starting "Question:", "Hint:" or "问题:" that follows some
+    content."""
     for match in _CONTINUATION.finditer(text):
         head = text[: match.start()]
         if head.strip():
@@ -87,7 +88,9 @@ def cut_continuation(text: str) -> str:
 
 
 _BOXED_START = "\\boxed{"
-_MARKUP = re.compile(r"\*\*|__|[*`$]|\\text(?:bf)?\{|\\mathrm\{|\\left|\\right|\\[,;! ]")
+# A lone "*" is emphasis or a bullet, except between numbers ("1.4 * 10^-20", "3*4"): a product.
+_MARKUP = re.compile(r"\*\*|__|[`$]|\*(?<![\d)]\*)(?<![\d)] \*)|\*(?! ?[\d(])"
+                     r"|\\text(?:bf)?\{|\\mathrm\{|\\left|\\right|\\[,;! ]")
 
 
 def last_boxed(text: str) -> str | None:
@@ -109,9 +112,11 @@ def strip_markup(text: str) -> str:
 # Phrases after which models state their final answer.
 _ANSWER_CUES = re.compile(
     # "answer/option/choice", optionally a short qualifier ("to the question"), then a verb or
-    # a colon: a bare mention such as "each option" or "answer choices" is not a cue.
+    # a colon: a bare mention such as "each option" or "answer choices" is not a cue, nor is
+    # a negated verb ("a definitive answer cannot be provided").
     r"\b(?:answer|option|choice|final value|final result|result)\b"
-    r"(?:[^.,(\n:：]{0,40}?\b(?:is|would be|should be|will be|be)\b\s{0,3}[:：=]?"
+    r"(?:[^.,(\n:：]{0,40}?(?<!not )(?<!n't )\b(?:is|would be|should be|will be|be)\b"
+    r"\s{0,3}[:：=]?"
     r"|\s{0,3}[:：=])\s{0,3}"
     r"|\bI (?:would )?(?:choose|pick|select|go with)\s{1,3}(?:option\s{1,3})?"
     r"|答案(?:应该|应)?(?:是|为|為|选)?\s{0,3}[:：]?\s{0,3}|故选\s{0,3}[:：]?\s{0,3}"
@@ -124,12 +129,49 @@ _STATEMENT_CHARS = 200
 _CUES_TRIED = 4
 
 
+# A sentence opening "If ..." or "Otherwise" states an answer only under a condition ("If the
+# heart is wider, then the answer is (A) Yes."): it is not the answer the response gives.
+_CONDITIONAL_OPENING = re.compile(r"[\s*#>-]{0,8}(?:if|otherwise|unless)\b", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?。！？\n]")
+
+
+def _in_conditional_sentence(text: str, position: int) -> bool:
+    """Whether the sentence holding `position` (looked back on at most a statement's length)
+    opens with a condition."""
+    head = text[max(0, position - _STATEMENT_CHARS):position]
+    ends = [match.end() for match in _SENTENCE_END.finditer(head)]
+    return _CONDITIONAL_OPENING.match(head, ends[-1] if ends else 0) is not None
+
+
+_INNER_SENTENCE_END = re.compile(r"[.!?。！？](?=\s{1,3}\S)")
+
+
+def _stands_alone(text: str, start: int) -> bool:
+    """Whether the line at `start` is a paragraph of its own (a blank line or the end after it)
+    holding one sentence: what an answer put on the line after "Answer:" looks like, unlike
+    the opening of a worked paragraph or of a list ("the count for each option is:")."""
+    line_end = text.find("\n", start, start + _STATEMENT_CHARS + 1)
+    if line_end < 0:
+        if start + _STATEMENT_CHARS < len(text):
+            return False  # a line longer than a statement
+        line_end = len(text)
+    next_line = text[line_end + 1:line_end + 1 + _STATEMENT_CHARS].split("\n", 1)[0]
+    return not next_line.strip() and _INNER_SENTENCE_END.search(text[start:line_end].strip()) is None
+
+
 def statements_after_cues(text: str) -> list[str]:
     """The statements after the last answer phrases ("the answer is", "答案是", ...), last
-    first: each the rest of its line (bounded), skipping cues that end their line."""
-    ends = [match.end() for match in _ANSWER_CUES.finditer(text)]
+    first: each the rest of its line (bounded), skipping cues that end their line and answers
+    stated under a condition ("If ..., the answer is (A)"). A cue closing its line ("Answer:")
+    states the next line only when that line stands alone as one sentence."""
+    matches = list(_ANSWER_CUES.finditer(text))
     statements: list[str] = []
-    for end in reversed(ends):
+    for match in reversed(matches):
+        end = match.end()
+        if _in_conditional_sentence(text, match.start()):
+            continue
+        if "\n" in match.group(0) and not _stands_alone(text, end):
+            continue
         statement = text[end:end + _STATEMENT_CHARS].split("\n", 1)[0]
         if statement.strip():
             statements.append(statement)
@@ -196,8 +238,12 @@ _SIGN = r"[-+−–]?"
 # One token: a LaTeX fraction, a plain fraction (float answers only) or a decimal number with
 # an optional exponent. Each alternative is a fixed sequence of bounded or single runs.
 _LATEX_FRACTION = r"\\[dt]?frac\{\s{0,3}(-?[\d.]{1,20})\s{0,3}\}\{\s{0,3}([\d.]{1,20})\s{0,3}\}"
-_PLAIN_FRACTION = r"(?<![\w./])(-?\d{1,12})\s{0,2}/\s{0,2}(\d{1,12})(?![\w/]|\.\d)"
-_NUMBER = rf"(?<![\w.])(?<!\d,)({_SIGN}(?:{_DIGITS}))(?:[eE]([-+−]?\d{{1,3}}))?(?![\d])"
+_PLAIN_FRACTION = r"(?<![A-Za-z0-9_./])(-?\d{1,12})\s{0,2}/\s{0,2}(\d{1,12})(?![\w/]|\.\d)"
+# A number does not start inside a Latin word or number ("A1", "x2", "1.5") nor is it an
+# exponent ("cm/s^2", "x^{2}"), but it may follow CJK text directly ("面积是6") or an "S" that
+# text recognition made of a dollar sign ("S24"). Its first character is checked first.
+_NUMBER_START = r"(?=[-+−–\d.])(?:(?<![A-Za-z0-9_.^])|(?<=S)(?<![A-Za-z0-9_/^]S))(?<!\^\{)(?<!\d,)"
+_NUMBER = rf"{_NUMBER_START}({_SIGN}(?:{_DIGITS}))(?:[eE]([-+−]?\d{{1,3}}))?(?![\d])"
 _NUMBER_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_NUMBER}")
 _NUMBER_OR_FRACTION_TOKEN = re.compile(rf"{_LATEX_FRACTION}|{_PLAIN_FRACTION}|{_NUMBER}")
 # "3.2 × 10^4", "3.2 \times 10^{-4}", right after a number.
@@ -233,12 +279,18 @@ def _scaled(mantissa: str, exponent: str) -> str | None:
         return None
 
 
-def numbers_in(text: str, *, fractions: bool = False) -> list[str]:
+# Plain "a/b" read as one number and kept as written (for integer answers: "the ratio is 1/2"
+# answers 1/2, which no integer rule may truncate to 0).
+AS_WRITTEN: Literal["as written"] = "as written"
+
+
+def numbers_in(text: str, *, fractions: bool | Literal["as written"] = False) -> list[str]:
     """Every number in `text`, in order, as a plain decimal string.
 
     LaTeX fractions become their value; with `fractions`, so do plain "a/b" (for float
-    answers: for integer answers "3/4 of 12" is two numbers). "1.2e-3" and "1.2 × 10^-3" are
-    read as one number; thousands separators and Unicode minus signs are normalised.
+    answers; without, "3/4 of 12" is three numbers), or with AS_WRITTEN they are kept as
+    "a/b". "1.2e-3" and "1.2 × 10^-3" are read as one number; thousands separators and
+    Unicode minus signs are normalised.
     """
     pattern = _NUMBER_OR_FRACTION_TOKEN if fractions else _NUMBER_TOKEN
     found: list[str] = []
@@ -250,7 +302,10 @@ def numbers_in(text: str, *, fractions: bool = False) -> list[str]:
         if groups[0] is not None:
             value = _ratio(groups[0], groups[1])
         elif fractions and groups[2] is not None:
-            value = _ratio(groups[2], groups[3])
+            if fractions == AS_WRITTEN:
+                value = f"{_plain(groups[2])}/{groups[3]}"
+            else:
+                value = _ratio(groups[2], groups[3])
         else:
             mantissa, exponent = groups[-2], groups[-1]
             if exponent is None:
@@ -278,7 +333,7 @@ def is_plain_number(text: str) -> bool:
     return True
 
 
-def _number_in_statement(statement: str, fractions: bool) -> str | None:
+def _number_in_statement(statement: str, fractions: bool | Literal["as written"]) -> str | None:
     """The number a final statement gives: after its last "=" if it shows a calculation
     ("2 + 3 = 5"), else its first number ("4 of the 7 cars"), else a number word."""
     cleaned = strip_markup(statement)
@@ -306,7 +361,7 @@ def _as_answer(number: str, answer_type: str) -> Extraction:
     return Extraction(number, "answer")
 
 
-def _last_bold_number(text: str, fractions: bool) -> str | None:
+def _last_bold_number(text: str, fractions: bool | Literal["as written"]) -> str | None:
     found = None
     for match in _BOLD.finditer(text):
         numbers = numbers_in(match.group(1), fractions=fractions)
@@ -315,17 +370,43 @@ def _last_bold_number(text: str, fractions: bool) -> str | None:
     return found
 
 
+# A row of a table the response draws ("| Cab | 10 |", "2019 | 7.84 years"): data restated,
+# not a result, so its numbers are not taken for the final one.
+_TABLE_ROW = re.compile(r"^\s{0,8}\|.{0,500}\|\s{0,8}$|[^\s=|]\s{1,3}\|\s{1,3}[^\s=|]")
+
+
+# "there are N ...": how a final sentence gives a count, after which it may restate the
+# question's own numbers ("there are 4 queries with a p-value lower than 0.50").
+_COUNT_STATED = re.compile(r"\bthere\s{1,3}(?:are|is|were|was|will be|would be)\s{1,3}(?=\d)",
+                           re.IGNORECASE)
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?。])\s+|\n")
+_DIGIT = re.compile(r"\d")
+
+
+def _count_in_last_sentence(text: str, fractions: bool | Literal["as written"]) -> str | None:
+    """The number the last sentence holding a number gives after its last "there are", if
+    any ("So there are 7 - 2 - 1 = 3 objects left." gives 3)."""
+    sentences = [sentence for sentence in _SENTENCE_BREAK.split(text) if _DIGIT.search(sentence)]
+    if not sentences:
+        return None
+    cues = list(_COUNT_STATED.finditer(sentences[-1]))
+    return _number_in_statement(sentences[-1][cues[-1].end():], fractions) if cues else None
+
+
 def extract_number(response: str, answer_type: str) -> Extraction:
     """Integer / float answers: the whole response if it is a number or a number word; else
     the number in the last \\boxed{}; else the one the last answer phrase states; else, unless
-    the response declines to answer, the last number in bold, else the last number it gives.
-    An integer written with zero decimals ("$13.00") is given as that integer."""
+    the response declines to answer, the last number in bold, else the count its last sentence
+    with a number gives ("there are 4 ..."), else the last number it gives outside any table
+    it draws.
+    An integer written with zero decimals ("$13.00") is given as that integer; a plain
+    fraction given for an integer answer ("the ratio is 1/2") is kept as written."""
     text = response.strip()
     if is_plain_number(text):
         # A bare number (or a program's printed result) is taken as written, as the official
         # pipeline takes it: under the legacy integer rule "5.0" is then not "5".
         return Extraction(text, "answer")
-    fractions = answer_type == "float"
+    fractions: bool | Literal["as written"] = True if answer_type == "float" else AS_WRITTEN
     if len(text) <= 12:
         short = number_word(text) if not numbers_in(text) else None
         if short is not None:
@@ -347,7 +428,12 @@ def extract_number(response: str, answer_type: str) -> Extraction:
     bold = _last_bold_number(text, fractions)
     if bold is not None:
         return _as_answer(bold, answer_type)
-    numbers = numbers_in(strip_markup(text), fractions=fractions)
+    counted = _count_in_last_sentence(text, fractions)
+    if counted is not None:
+        return _as_answer(counted, answer_type)
+    prose = "\n".join(line for line in text.split("\n") if not _TABLE_ROW.search(line))
+    numbers = numbers_in(strip_markup(prose), fractions=fractions) \
+        or numbers_in(strip_markup(text), fractions=fractions)
     if numbers:
         return _as_answer(numbers[-1], answer_type)
     return declined(text) if is_refusal(text) else UNREADABLE
@@ -372,6 +458,14 @@ _LETTER_IS_CORRECT = re.compile(
     r"|\b(?:is|be)\s{1,3}[(（]([A-Z])[)）](?![^\S\n]{0,3}(?:is|are)\b)"
 )
 
+
+# What a multiple-choice answer phrase may state in place of an option: "None (E)", "None of
+# the above", "not one of the given choices" (read only when no option is named there).
+_NO_OPTION_STATED = re.compile(
+    r"^[\s*(]{0,4}none\b|\bnone of the above\b"
+    r"|\bnot (?:one of|among|in) the (?:given |provided |listed |answer )?(?:options|choices)\b",
+    re.IGNORECASE,
+)
 
 # A letter closing the response: "... so the count is C.", "...面积为D。", "B (No)".
 _TRAILING_LETTER = re.compile(r"(?<![A-Za-z'’])([A-Z])(?:\s{0,2}[(（][^()（）\n]{0,40}[)）])?[\s.。!*]{0,6}$")
@@ -401,6 +495,40 @@ def _leading_letter(text: str, n_choices: int, *, loose: bool = False) -> str | 
     return letter if letter is not None and _in_range(letter, n_choices) else None
 
 
+# A line holding nothing but a choice letter ("C", "(C)", "**C.**"), not indented: a letter
+# standing in a drawn figure is indented or has company on its line.
+_LONE_LETTER = re.compile(r"[(（\[]?([A-Z])[)）\]]?[.。]?")
+
+
+def _lone_letter_line(lines: Sequence[str], n_choices: int) -> str | None:
+    """The letter of the last line that is only a choice letter ("Here is my reply:\\n\\nC"),
+    if in range; lines inside a ``` block are figures, not replies."""
+    found = None
+    in_code = False
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code or line[:1].isspace():
+            continue
+        match = _LONE_LETTER.fullmatch(strip_markup(line).strip())
+        if match is not None and _in_range(match.group(1), n_choices):
+            found = match.group(1)
+    return found
+
+
+def _labelled_option(line: str, choices: Sequence[str]) -> str | None:
+    """The letter of a line ending in "(C) <an option's text>": the letter labels the choice,
+    even when the text is another option's ("the time is (C) 5:30" picks C). Only the line's
+    tail is searched, which bounds the work."""
+    cleaned = strip_markup(line)[-_STATEMENT_CHARS:]
+    for match in _PAREN_CAPITAL.finditer(cleaned):
+        if _in_range(match.group(1), len(choices)) \
+                and _exact_choice(cleaned[match.end():], choices) is not None:
+            return match.group(1)
+    return None
+
+
 def _parenthesised_letter(text: str, n_choices: int) -> str | None:
     """The first parenthesised capital "(C)" in `text` that is in range."""
     for match in _PAREN_CAPITAL.finditer(text):
@@ -410,35 +538,46 @@ def _parenthesised_letter(text: str, n_choices: int) -> str | None:
 
 
 def _letter_said_correct(text: str, n_choices: int) -> str | None:
-    """The last letter the text calls correct ("(B) is the correct answer")."""
+    """The last letter the text calls correct ("(B) is the correct answer"), unless only
+    under a condition ("If so, the answer is (A)")."""
     found = None
-    for match in _LETTER_IS_CORRECT.finditer(strip_markup(text)):
+    cleaned = strip_markup(text)
+    for match in _LETTER_IS_CORRECT.finditer(cleaned):
         letter = match.group(1) or match.group(2)
-        if _in_range(letter, n_choices):
+        if _in_range(letter, n_choices) and not _in_conditional_sentence(cleaned, match.start()):
             found = letter
     return found
 
 
-def _comparable(text: str) -> str:
+def _comparable(text: str, *, fold_case: bool = True) -> str:
     """Text as compared with an option: no markup, no end punctuation, no list brackets or
-    quotes around it (a printed ['Insects']), lower case, one space."""
-    return " ".join(strip_markup(text).strip().rstrip(".。!").strip("[]'\" ").lower().split())
+    quotes around it (a printed ['Insects']), lower case (unless not `fold_case`), one space."""
+    text = strip_markup(text).strip().rstrip(".。!").strip("[]'\" ")
+    return " ".join((text.lower() if fold_case else text).split())
 
 
 def _choice_text_in(text: str, choices: Sequence[str]) -> str | None:
-    """The choice that `text` starts or ends with (the longest such choice), if any."""
+    """The choice that `text` starts or ends with (the longest such choice), if any.
+
+    An option that is one letter ("A" of a picture puzzle) is matched in its own case: the
+    article "a" opening "a pentagon" does not name it."""
     cleaned = _comparable(text)
+    cased = _comparable(text, fold_case=False)
     best: str | None = None
     for choice in choices:
         option = _comparable(choice)
         if not option:
             continue
-        after = cleaned[len(option):len(option) + 2]
+        if len(option) == 1 and option.isalpha():
+            cleaned_here, option = cased, _comparable(choice, fold_case=False)
+        else:
+            cleaned_here = cleaned
+        after = cleaned_here[len(option):len(option) + 2]
         # "2" does not start "2.83" or "25"; "... is 80." ends with the option "80".
-        starts = cleaned.startswith(option) and not after[:1].isalnum() \
+        starts = cleaned_here.startswith(option) and not after[:1].isalnum() \
             and not (after[:1] in ".," and after[1:2].isdigit())
-        before = cleaned[: -len(option)][-2:]
-        ends = cleaned.endswith(option) and not before[-1:].isalnum() \
+        before = cleaned_here[: -len(option)][-2:]
+        ends = cleaned_here.endswith(option) and not before[-1:].isalnum() \
             and not (option[:1].isdigit() and (before[-1:] in "-−" or (before[-1:] == "." and before[:1].isdigit())))
         if (starts or ends) and (best is None or len(option) > len(_comparable(best))):
             best = choice
@@ -451,8 +590,16 @@ _OPTION_NUMBER = re.compile(r"([-+]?\d{0,12}(?:\.\d{1,12})?)\s{0,2}(?:√\s{0,2}
 _VALUE_TOLERANCE = 2e-3
 
 
+_OPTION_FRACTION = re.compile(r"(-?\d{1,12})\s{0,2}/\s{0,2}(\d{1,12})")
+
+
 def option_value(option: str) -> float | None:
-    """The numeric value of an option such as "36°", "4.5 cm", "2√{2}" or "√3"; else None."""
+    """The numeric value of an option such as "36°", "4.5 cm", "2√{2}", "√3", "3/11" or
+    "\\frac{5}{12}"; else None."""
+    fraction = _OPTION_FRACTION.fullmatch(strip_markup(option.replace(" ", "")))
+    if fraction is not None:
+        value = _ratio(*fraction.groups())
+        return float(value) if value is not None else None
     match = _OPTION_NUMBER.fullmatch(option.strip())
     if match is None:
         return None
@@ -536,11 +683,14 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     """Multiple choice: a letter (A, B, ...) or an option's text.
 
     The whole response if it is an option or a bare letter; else, in order: the last
-    \\boxed{} and the statements after the last answer phrases (a leading letter, an option's
-    text at either end, a parenthesised letter, or a value equal to one option's); a letter
-    called correct; no answer if the response ends by declining or only lists options; a
-    letter closing the response; the first and last lines (a leading letter or an option's
-    text); a parenthesised letter in the last line; the value a one-line reply states.
+    \\boxed{} and the statements after the last answer phrases not made under a condition (a
+    leading letter, an option's text at either end, a parenthesised letter, or a value equal
+    to one option's; "None of the above" there chooses none); a letter called correct; no
+    answer if the response ends by declining; a boxed value that is no option; an opening
+    "(B)"; a letter closing the response (or the option's text it ends); no answer if the
+    response only lists options; the first and last lines (a leading letter, "(C) <option>",
+    or an option's text); a line holding only a letter; a parenthesised letter in the last
+    line; the value a one-line reply states.
     """
     text = response.strip()
     n_choices = len(choices)
@@ -565,34 +715,54 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
         )
         if found is not None:
             return Extraction(found, "answer")
+        if piece is not boxed and _NO_OPTION_STATED.search(piece):
+            # "The answer is None of the above.": no option is chosen; the text is copied.
+            return declined(piece)
     said = _letter_said_correct(text, n_choices)
     if said is not None:
         return Extraction(said, "answer")
     if not lines or is_refusal(last_paragraph(text)):
         return declined(text)
-    opening = _OPENING_PAREN_LETTER.match(strip_markup(lines[0]))
+    if boxed is not None and 0 < len(strip_markup(boxed).strip()) <= _BOXED_VALUE_CHARS:
+        # A boxed value that is no option is still what the model answered, over any option
+        # mentioned around it; the official normalisation then maps it to the nearest option.
+        return Extraction(strip_markup(boxed).strip(), "answer")
+    first_line = strip_markup(lines[0])
+    opening = _OPENING_PAREN_LETTER.match(first_line)
     if opening is not None and _in_range(opening.group(1), n_choices):
         # "(B) sample A": the reply opens by naming its option (the official normalisation
         # also takes the first parenthesised letter).
         return Extraction(opening.group(1), "answer")
+    named = None
+    if opening is not None and len(lines) == 1:
+        named = _exact_choice(first_line[opening.end():], choices)
+    if named is not None:
+        # "(D) sample A" of three options: a letter beyond the options, then an option's own
+        # text, which is the choice (its "A" is no letter).
+        return Extraction(named, "answer")
     trailing = _TRAILING_LETTER.search(strip_markup(text[-80:]))
     if trailing is not None and _in_range(trailing.group(1), n_choices):
+        # "... is hotter: sample A." ends with an option's text, whose last word is no letter.
+        ending = _choice_text_in(lines[-1], choices)
+        if ending is not None and len(_comparable(ending)) > 1 \
+                and _comparable(ending, fold_case=False).endswith(trailing.group(1)):
+            return Extraction(ending, "answer")
         return Extraction(trailing.group(1), "answer")
     if len(lines) > 1 and all(_OPTION_LINE.match(line) for line in lines):
         # A list of options ("(C) Yes\n(D) No") chooses none of them.
         return NO_ANSWER
     for line in (lines[0], lines[-1]):
-        found = _leading_letter(line, n_choices) or _choice_text_in(line, choices)
+        found = (_leading_letter(line, n_choices) or _labelled_option(line, choices)
+                 or _choice_text_in(line, choices))
         if found is not None:
             return Extraction(found, "answer")
+    found = _lone_letter_line(lines, n_choices)
+    if found is not None:
+        return Extraction(found, "answer")
     found = _parenthesised_letter(lines[-1], n_choices)
     if found is None and len(lines) == 1 and len(text) <= _STATEMENT_CHARS:
         # A one-line reply stating a value ("2.83", "It is 36 degrees").
         found = _choice_by_value(text, choices) or _near_choice(text, choices)
-    if found is None and boxed is not None and 0 < len(strip_markup(boxed).strip()) <= _BOXED_VALUE_CHARS:
-        # A boxed value that is no option is still what the model answered; the official
-        # normalisation then maps it to the nearest option.
-        found = strip_markup(boxed).strip()
     return Extraction(found, "answer") if found is not None else UNREADABLE
 
 
@@ -652,9 +822,19 @@ def extract(
         printed = program_output(program)
         if printed is None:
             return UNREADABLE
-        text = printed
+        if not printed:
+            # It prints nothing: no answer, and nothing for the normalisation to map to an
+            # option (a program that fails is never credited by edit distance).
+            return EMPTY_RESPONSE
+        # A program states its result last: earlier lines are its working or other cases.
+        text = printed.rsplit("\n", 1)[-1].strip()
     if question_type == "multi_choice":
-        return extract_choice(text, choices or [])
+        read = extract_choice(text, choices or [])
+        if program is not None and read.status == "unreadable" and len(text) <= _BOXED_VALUE_CHARS:
+            # What a program prints is its answer even when it is no option ("140.0"): the
+            # official normalisation then maps it to the nearest option, as it would any text.
+            return Extraction(text, "answer")
+        return read
     if answer_type in ("integer", "float"):
         return extract_number(text, answer_type)
     if answer_type == "list":

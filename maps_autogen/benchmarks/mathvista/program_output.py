@@ -3,9 +3,18 @@
 Some models answer in Python ("x = 12 / 4\\nprint(x)"): their answer is the program's output.
 Untrusted code is never executed. Instead this module walks the parsed syntax tree of a
 small, side-effect-free subset of Python: numbers, strings, lists, tuples, dicts, arithmetic,
-comparisons, `if`/`for`/`while`, simple functions, comprehensions, f-strings, `print`, a few
-builtins and the `math` module. Steps, sizes (sequence lengths, integer bits) and call depth
-are bounded; anything outside the subset or the budgets gives None.
+comparisons, `if`/`for`/`while`, simple functions and lambdas, comprehensions, f-strings,
+`print`, a few builtins and the `math` module. Steps, sizes (sequence lengths, integer bits)
+and call depth are bounded; anything outside the subset or the budgets gives None.
+
+Two readings follow what the program says rather than refusing it outright:
+- A name the program never defines, and what a library we do not model returns (numpy,
+  sympy, matplotlib, random, ...), is an unknown value. Unknowns may be computed with and
+  stored; only when one decides a branch or a loop, or is printed, is the output unknown
+  (None). So "AB = 2/5 * AC\nAB = 10\nprint(AB)" prints "10", as its author meant.
+- A program that fails when run (a ZeroDivisionError, a KeyError, the square root of a
+  negative number) prints what it printed before the failure, often nothing (""): the
+  failure message is not an answer.
 """
 
 from __future__ import annotations
@@ -17,6 +26,10 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from maps_autogen.benchmarks.mathvista import program_libraries, program_sympy
+from maps_autogen.benchmarks.mathvista.program_values import UNKNOWN, Unsupported, work_budget
+from maps_autogen.benchmarks.mathvista.program_values import is_unknown as _is_unknown
+
 MAX_SOURCE_CHARS = 20_000
 # Steps times the longest sequence bounds the work (one step may scan a whole sequence).
 MAX_STEPS = 20_000
@@ -24,10 +37,6 @@ MAX_LENGTH = 2_000  # elements of a sequence or characters of a string
 MAX_INT_BITS = 4_096
 MAX_CALL_DEPTH = 30
 MAX_FACTORIAL = 500
-
-
-class Unsupported(Exception):
-    """The program leaves the subset or a budget: its output is not worked out."""
 
 
 class _Return(Exception):
@@ -105,9 +114,27 @@ _MATH_FUNCTIONS: dict[str, Callable[..., Any]] = {
 _MATH_FUNCTIONS.update({"factorial": _factorial, "comb": _comb, "perm": _perm})
 _MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
 
+# Libraries whose results are unknown values but which write nothing to standard output
+# except through their print-like functions (refused by name). Any other module stays
+# outside the subset: its calls could print.
+_OPAQUE_MODULES = {"numpy", "sympy", "scipy", "matplotlib", "random", "datetime", "fractions",
+                   "statistics", "decimal", "cmath", "itertools", "collections", "pandas"}
+_PRINTING = re.compile(r"print|display|show|write|dump", re.IGNORECASE)
+
+_SYMPY_FUNCTIONS = list(program_sympy.FUNCTIONS.values())
+# Functions of the modelled modules, callable from the program.
+_MODULE_FUNCTIONS = _SYMPY_FUNCTIONS + [function for function in (*program_libraries.NUMPY.values(),
+                                                                    *program_libraries.DATETIME.values())
+                                        if callable(function)]
+
+
+def _holds_sympy(*values: Any) -> bool:
+    return any(isinstance(value, (program_sympy.Expression, program_sympy.Equation)) for value in values)
+
 
 class _Module:
-    """A name bound by `import`: math is usable, anything else only as a dead name."""
+    """A name bound by `import`: math is usable, the opaque libraries give unknown values,
+    anything else is outside the subset."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -118,7 +145,46 @@ class _Module:
                 return _MATH_FUNCTIONS[attr]
             if attr in _MATH_CONSTANTS:
                 return _MATH_CONSTANTS[attr]
+        elif self.name == "sympy" and attr in program_sympy.FUNCTIONS:
+            return program_sympy.FUNCTIONS[attr]
+        elif self.name == "numpy" and attr in program_libraries.NUMPY:
+            return program_libraries.NUMPY[attr]
+        elif self.name == "datetime" and attr in program_libraries.DATETIME:
+            return program_libraries.DATETIME[attr]
+        elif self.name.split(".")[0] in _OPAQUE_MODULES:
+            if attr == "show" and self.name.startswith("matplotlib"):
+                return _show_window
+            if not _PRINTING.search(attr):
+                return UNKNOWN
         raise Unsupported(f"{self.name}.{attr}")
+
+
+def _show_window(*args: Any, **keywords: Any) -> None:
+    """pyplot's show(): draws a window, prints nothing, returns None."""
+    return None
+
+
+# Builtins that would read, run or show something: refused even though they are undefined
+# here (an undefined name is otherwise an unknown value).
+_REFUSED_NAMES = {"exec", "eval", "input", "help", "breakpoint", "open", "__import__", "compile",
+                  "globals", "locals", "vars", "getattr", "setattr", "delattr", "exit", "quit",
+                  "display", "pprint"}
+
+
+class _BoundMethod:
+    """A method of a value, taken without calling it ("key=prices.get")."""
+
+    def __init__(self, owner: Any, name: str) -> None:
+        self.owner = owner
+        self.name = name
+
+
+class _Lambda:
+    """A `lambda`, with the scope it was written in."""
+
+    def __init__(self, node: ast.Lambda, scope: dict[str, Any]) -> None:
+        self.node = node
+        self.scope = scope
 
 
 def _sized(iterable: Any) -> Any:
@@ -180,6 +246,20 @@ def _range(*args: Any) -> range:
     return _checked(range(*args))
 
 
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "tuple": tuple,
+          "dict": dict, "set": set}
+
+
+def _isinstance(value: Any, kinds: Any) -> bool:
+    """isinstance() with builtin type names ("int", or a tuple of them) as the types."""
+    names = kinds if isinstance(kinds, tuple) else (kinds,)
+    if not all(isinstance(name, str) and name in _TYPES for name in names):
+        raise Unsupported("isinstance of another type")
+    if isinstance(value, program_libraries.NumpyInt):
+        raise Unsupported("numpy's int64 is no Python int")  # isinstance would say False
+    return isinstance(value, tuple(_TYPES[name] for name in names))
+
+
 _BUILTINS: dict[str, Callable[..., Any]] = {
     "len": _builtin(len), "max": _builtin(max), "min": _builtin(min), "sum": _builtin(sum),
     "abs": abs, "round": _round, "int": _int, "float": _float, "bool": bool, "str": _text,
@@ -188,14 +268,36 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "enumerate": _builtin(lambda items: list(enumerate(items))),
     "zip": _builtin(lambda *lists: list(zip(*lists))),
     "reversed": _builtin(lambda items: list(reversed(items))),
-    "any": _builtin(any), "all": _builtin(all), "divmod": divmod,
+    "any": _builtin(any), "all": _builtin(all), "divmod": divmod, "isinstance": _isinstance,
 }
 
+_BUILTIN_KEYWORDS = {"sorted": {"reverse", "key"}, "max": {"key", "default"}, "min": {"key", "default"},
+                     "round": {"ndigits"}}
 _STRING_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "split", "startswith",
                    "endswith", "count", "find", "index", "title", "capitalize", "isdigit"}
 _LIST_METHODS = {"append", "extend", "index", "count", "sort", "reverse", "pop", "insert",
                  "remove", "copy"}
-_DICT_METHODS = {"get", "keys", "values", "items"}
+_DICT_METHODS = {"get", "keys", "values", "items", "pop"}
+_SET_METHODS = {"add"}
+# Methods that change their owner: not handed out as values, and not called with an unknown.
+_MUTATING_METHODS = {"append", "extend", "sort", "reverse", "pop", "insert", "remove", "add"}
+
+
+def _method_names_of(owner: Any) -> set[str]:
+    """The methods of `owner` that the subset models."""
+    if isinstance(owner, str):
+        return _STRING_METHODS | {"join"}
+    if isinstance(owner, list):
+        return _LIST_METHODS
+    if isinstance(owner, dict):
+        return _DICT_METHODS
+    if isinstance(owner, set):
+        return _SET_METHODS
+    if isinstance(owner, program_sympy.Expression):
+        return program_sympy.METHODS
+    return set()
+
+
 _FORMAT_SPEC = re.compile(r"[<>^]?[+-]?,?\d{0,2}(?:\.\d{1,2})?[fdeg%]?")
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
@@ -241,6 +343,9 @@ def _binary(operator: ast.operator, left: Any, right: Any) -> Any:
     if isinstance(operator, ast.Add) and _size_of(left) + _size_of(right) > MAX_LENGTH:
         raise Unsupported("sequence too long")
     if isinstance(operator, ast.Mod) and isinstance(left, str):
+        if "%" not in left:
+            # Python fails the same way: "not all arguments converted during string formatting".
+            raise TypeError("not all arguments converted")
         raise Unsupported("%-formatting")
     return function(left, right)
 
@@ -279,11 +384,11 @@ class _Interpreter:
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             self.assign(node.target, self.eval(node.value, scope), scope)
         elif isinstance(node, ast.If):
-            self.run_block(node.body if self.eval(node.test, scope) else node.orelse, scope)
+            self.run_block(node.body if self.decide(node.test, scope) else node.orelse, scope)
         elif isinstance(node, ast.For):
             self.run_for(node, scope)
         elif isinstance(node, ast.While):
-            while self.eval(node.test, scope):
+            while self.decide(node.test, scope):
                 self.tick()
                 try:
                     self.run_block(node.body, scope)
@@ -298,15 +403,23 @@ class _Interpreter:
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 scope[alias.asname or alias.name.split(".")[0]] = _Module(alias.name)
-        elif isinstance(node, ast.ImportFrom) and node.module == "math":
+        elif isinstance(node, ast.ImportFrom) and node.module is not None and not node.level \
+                and (node.module == "math" or node.module.split(".")[0] in _OPAQUE_MODULES):
             for alias in node.names:
-                scope[alias.asname or alias.name] = _Module("math").attribute(alias.name)
+                scope[alias.asname or alias.name] = _Module(node.module).attribute(alias.name)
         elif isinstance(node, ast.Break):
             raise _Break()
         elif isinstance(node, ast.Continue):
             raise _Continue()
         elif not isinstance(node, ast.Pass):
             raise Unsupported(type(node).__name__)
+
+    def decide(self, test: ast.expr, scope: dict[str, Any]) -> bool:
+        """The truth of a branch or loop condition; an unknown one leaves the subset."""
+        value = self.eval(test, scope)
+        if _is_unknown(value):
+            raise Unsupported("condition on an unknown value")
+        return bool(value)
 
     def run_for(self, node: ast.For, scope: dict[str, Any]) -> None:
         items = self.eval(node.iter, scope)
@@ -325,13 +438,15 @@ class _Interpreter:
         if isinstance(target, ast.Name):
             scope[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            values = list(_sized(value))
+            values = [UNKNOWN] * len(target.elts) if _is_unknown(value) else list(_sized(value))
             if len(values) != len(target.elts):
                 raise Unsupported("unpacking")
             for element, item in zip(target.elts, values):
                 self.assign(element, item, scope)
         elif isinstance(target, ast.Subscript):
             container = self.eval(target.value, scope)
+            if _is_unknown(container):
+                return  # an item of an unknown value: it stays unknown
             if not isinstance(container, (list, dict)):
                 raise Unsupported("item assignment")
             container[self.eval(target.slice, scope)] = value
@@ -357,11 +472,17 @@ class _Interpreter:
                 return node.id
             if node.id in ("True", "False", "None"):
                 return {"True": True, "False": False, "None": None}[node.id]
-            raise Unsupported(f"name {node.id}")
+            if node.id in _REFUSED_NAMES or _PRINTING.search(node.id):
+                # A function of its own that would show the answer ("print_result(x)").
+                raise Unsupported(f"name {node.id}")
+            return UNKNOWN  # a name the program never defines
         if isinstance(node, ast.BinOp):
-            return _binary(node.op, self.eval(node.left, scope), self.eval(node.right, scope))
+            left, right = self.eval(node.left, scope), self.eval(node.right, scope)
+            return UNKNOWN if _is_unknown(left, right) else _binary(node.op, left, right)
         if isinstance(node, ast.UnaryOp):
             operand = self.eval(node.operand, scope)
+            if _is_unknown(operand):
+                return UNKNOWN
             if isinstance(node.op, ast.USub):
                 return -operand
             if isinstance(node.op, ast.UAdd):
@@ -373,6 +494,8 @@ class _Interpreter:
             result: Any = None
             for value in node.values:
                 result = self.eval(value, scope)
+                if _is_unknown(result):
+                    return UNKNOWN
                 if isinstance(node.op, ast.And) and not result:
                     return result
                 if isinstance(node.op, ast.Or) and result:
@@ -382,6 +505,8 @@ class _Interpreter:
             left = self.eval(node.left, scope)
             for operator, comparator in zip(node.ops, node.comparators):
                 right = self.eval(comparator, scope)
+                if _is_unknown(left, right):
+                    return UNKNOWN
                 if isinstance(operator, (ast.In, ast.NotIn)) and isinstance(right, (list, tuple, str)):
                     self.tick(len(right) // 20)  # a membership test scans the sequence
                 if not _COMPARE[type(operator)](left, right):
@@ -389,27 +514,43 @@ class _Interpreter:
                 left = right
             return True
         if isinstance(node, ast.IfExp):
-            return self.eval(node.body if self.eval(node.test, scope) else node.orelse, scope)
+            return self.eval(node.body if self.decide(node.test, scope) else node.orelse, scope)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             items = [self.eval(element, scope) for element in node.elts]
             return {ast.List: list, ast.Tuple: tuple, ast.Set: _number_set}[type(node)](items)
         if isinstance(node, ast.Dict):
             if any(key is None for key in node.keys):
                 raise Unsupported("dict unpacking")
-            return {self.eval(key, scope): self.eval(value, scope)  # type: ignore[arg-type]
-                    for key, value in zip(node.keys, node.values)}
+            keys = [self.eval(key, scope) for key in node.keys]  # type: ignore[arg-type]
+            if _is_unknown(*keys):
+                return UNKNOWN
+            return dict(zip(keys, (self.eval(value, scope) for value in node.values)))
         if isinstance(node, ast.Subscript):
             container = self.eval(node.value, scope)
             if isinstance(node.slice, ast.Slice):
                 parts = [None if part is None else self.eval(part, scope)
                          for part in (node.slice.lower, node.slice.upper, node.slice.step)]
+                if _is_unknown(container, *parts):
+                    return UNKNOWN
                 return _sized(container)[slice(*parts)]
-            return _sized(container)[self.eval(node.slice, scope)]
+            index = self.eval(node.slice, scope)
+            return UNKNOWN if _is_unknown(container, index) else _sized(container)[index]
         if isinstance(node, ast.Attribute):
             owner = self.eval(node.value, scope)
             if isinstance(owner, _Module):
                 return owner.attribute(node.attr)
+            if _is_unknown(owner):
+                return UNKNOWN
+            if node.attr in _method_names_of(owner) and node.attr not in _MUTATING_METHODS:
+                return _BoundMethod(owner, node.attr)  # "key=prices.get"
+            if node.attr in program_libraries.ATTRIBUTES.get(type(owner), ()):
+                return getattr(owner, node.attr)
+            if isinstance(owner, (int, float, str, list, tuple, dict, set)) and not hasattr(owner, node.attr):
+                # Python fails here too ("stone.shape" on a dict): an AttributeError.
+                raise AttributeError(node.attr)
             raise Unsupported("attribute")
+        if isinstance(node, ast.Lambda):
+            return _Lambda(node, scope)
         if isinstance(node, ast.Call):
             return self.call(node, scope)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
@@ -425,6 +566,8 @@ class _Interpreter:
         if not isinstance(part, ast.FormattedValue):
             raise Unsupported("f-string part")
         value = self.eval(part.value, scope)
+        if _is_unknown(value):
+            raise Unsupported("unknown value in an f-string")
         spec = "" if part.format_spec is None else self.formatted_spec(part.format_spec, scope)
         if not _FORMAT_SPEC.fullmatch(spec):
             raise Unsupported("format spec")
@@ -451,62 +594,119 @@ class _Interpreter:
                     raise Unsupported("comprehension too long")
                 return
             generator = generators[level]
-            for item in _sized(self.eval(generator.iter, inner)):
+            items = self.eval(generator.iter, inner)
+            if _is_unknown(items):
+                raise Unsupported("loop over an unknown value")
+            for item in _sized(items):
                 self.tick()
                 self.assign(generator.target, item, inner)
-                if all(self.eval(condition, inner) for condition in generator.ifs):
+                if all(self.decide(condition, inner) for condition in generator.ifs):
                     expand(level + 1)
 
         expand(0)
         return results
 
     def call(self, node: ast.Call, scope: dict[str, Any]) -> Any:
-        if any(isinstance(arg, ast.Starred) for arg in node.args):
+        if any(isinstance(arg, ast.Starred) for arg in node.args) or \
+                any(keyword.arg is None for keyword in node.keywords):
             raise Unsupported("starred arguments")
         if isinstance(node.func, ast.Attribute):
             owner = self.eval(node.func.value, scope)
             args = [self.eval(arg, scope) for arg in node.args]
+            keywords = {keyword.arg: self.eval(keyword.value, scope) for keyword in node.keywords}
             if isinstance(owner, _Module):
-                return owner.attribute(node.func.attr)(*args)
-            return self.method(owner, node.func.attr, args, node)
+                function = owner.attribute(node.func.attr)
+                if function is UNKNOWN or _is_unknown(*args, *keywords.values()):
+                    return UNKNOWN
+                if keywords:
+                    raise Unsupported("keyword arguments")
+                return self.call_outside(function, args)
+            if _is_unknown(owner):
+                return UNKNOWN
+            if keywords:
+                raise Unsupported("keyword arguments")
+            return self.method(owner, node.func.attr, args)
         function = self.eval(node.func, scope)
         args = [self.eval(arg, scope) for arg in node.args]
         keywords = {keyword.arg: self.eval(keyword.value, scope) for keyword in node.keywords}
-        if function == "print":
+        return self.apply(function, args, keywords)
+
+    def apply(self, function: Any, args: list[Any], keywords: dict[str, Any]) -> Any:
+        """Call a function value: a builtin, math, a method, a user function or lambda."""
+        if isinstance(function, str) and function == "print":
+            if _is_unknown(*args, *keywords.values()):
+                raise Unsupported("printing an unknown value")
             return self.print(args, keywords)
-        if keywords and function not in ("sorted", "round", "max", "min"):
-            raise Unsupported("keyword arguments")
-        if isinstance(function, str) and function in _BUILTINS:
+        if isinstance(function, (ast.FunctionDef, _Lambda)):
             if keywords:
-                if set(keywords) - {"reverse", "ndigits"}:
-                    raise Unsupported("keyword arguments")
-                return _BUILTINS[function](*args, **keywords)
-            return _BUILTINS[function](*args)
-        if isinstance(function, ast.FunctionDef):
-            return self.call_function(function, args, scope)
-        if callable(function) and function in _MATH_FUNCTIONS.values():
-            return function(*args)
+                raise Unsupported("keyword arguments")
+            return self.call_function(function, args)
+        if _is_unknown(function, *args, *keywords.values()):
+            return UNKNOWN
+        if isinstance(function, _BoundMethod):
+            if keywords:
+                raise Unsupported("keyword arguments")
+            return self.method(function.owner, function.name, args)
+        if isinstance(function, str) and function in _BUILTINS:
+            if _holds_sympy(*args, *keywords.values()) and function not in ("float", "int", "str"):
+                raise Unsupported("a builtin given a sympy expression")
+            if set(keywords) - _BUILTIN_KEYWORDS.get(function, set()):
+                raise Unsupported("keyword arguments")
+            if "key" in keywords and keywords["key"] is not None:
+                keywords["key"] = self.key_function(keywords["key"])
+            return _BUILTINS[function](*args, **keywords)
+        if callable(function) and (function in _MATH_FUNCTIONS.values() or function is _show_window
+                                   or any(function is known for known in _MODULE_FUNCTIONS)):
+            if keywords and function is not _show_window:
+                raise Unsupported("keyword arguments")
+            return self.call_outside(function, args, keywords)
         raise Unsupported("call")
 
-    def method(self, owner: Any, name: str, args: list[Any], node: ast.Call) -> Any:
-        if node.keywords:
-            raise Unsupported("keyword arguments")
+    def call_outside(self, function: Callable[..., Any], args: list[Any],
+                     keywords: dict[str, Any] | None = None) -> Any:
+        """Call a function of a modelled module (math, the sympy subset, pyplot's show)."""
+        if function not in _SYMPY_FUNCTIONS and _holds_sympy(*args):
+            raise Unsupported("math given a sympy expression")  # sympy.sqrt, not math.sqrt
+        if function is program_sympy.solve:
+            self.tick(program_sympy.SOLVE_STEPS)
+        return function(*args, **(keywords or {}))
+
+    def key_function(self, function: Any) -> Callable[[Any], Any]:
+        """A `key=` argument as a Python function; an unknown key leaves the subset."""
+
+        def key(item: Any) -> Any:
+            self.tick()
+            value = self.apply(function, [item], {})
+            if _is_unknown(value):
+                raise Unsupported("unknown sort key")
+            return value
+
+        return key
+
+    def method(self, owner: Any, name: str, args: list[Any]) -> Any:
+        if name not in _method_names_of(owner):
+            raise Unsupported(f"method {name}")
+        if _is_unknown(*args):
+            if name in _MUTATING_METHODS and name != "append":
+                raise Unsupported("an unknown value changes a container")
+            if name != "append":
+                return UNKNOWN
         if isinstance(owner, str) and name == "join":
             return _bounded_join(owner, *args)
-        allowed = (_STRING_METHODS if isinstance(owner, str) else _LIST_METHODS if isinstance(owner, list)
-                   else _DICT_METHODS if isinstance(owner, dict) else set())
-        if name not in allowed:
-            raise Unsupported(f"method {name}")
+        if isinstance(owner, set) and not all(isinstance(arg, (int, float)) for arg in args):
+            raise Unsupported("set of non-numbers (no fixed order)")
         result = getattr(owner, name)(*args)
         _checked(owner)
         return list(result) if name in ("keys", "values", "items") else result
 
-    def call_function(self, function: ast.FunctionDef, args: list[Any], scope: dict[str, Any]) -> Any:
+    def call_function(self, function: ast.FunctionDef | _Lambda, args: list[Any]) -> Any:
+        if isinstance(function, _Lambda):
+            return self.call_lambda(function, args)
         parameters = function.args
         if parameters.vararg or parameters.kwarg or parameters.kwonlyargs or parameters.posonlyargs:
             raise Unsupported("parameters")
         names = [arg.arg for arg in parameters.args]
-        defaults = [self.eval(default, scope) for default in parameters.defaults]
+        defaults = [self.eval(default, self.globals) for default in parameters.defaults]
         values = args + defaults[len(defaults) - (len(names) - len(args)):] if len(args) < len(names) else args
         if len(values) != len(names):
             raise Unsupported("arguments")
@@ -521,6 +721,20 @@ class _Interpreter:
         finally:
             self.depth -= 1
         return None
+
+    def call_lambda(self, function: _Lambda, args: list[Any]) -> Any:
+        parameters = function.node.args
+        if parameters.vararg or parameters.kwarg or parameters.kwonlyargs or parameters.posonlyargs \
+                or parameters.defaults or len(parameters.args) != len(args):
+            raise Unsupported("lambda arguments")
+        self.depth += 1
+        try:
+            if self.depth > MAX_CALL_DEPTH:
+                raise Unsupported("recursion")
+            local = {**function.scope, **{arg.arg: value for arg, value in zip(parameters.args, args)}}
+            return self.eval(function.node.body, local)
+        finally:
+            self.depth -= 1
 
     def print(self, args: list[Any], keywords: dict[str | None, Any]) -> None:
         if set(keywords) - {"sep", "end"}:
@@ -566,25 +780,43 @@ def parse_program(text: str) -> ast.Module | None:
     return None
 
 
+# What a failing program raises, in Python as here: it stops, and what it printed stands.
+_PROGRAM_FAILURES = (ArithmeticError, LookupError, TypeError, ValueError, AttributeError)
+
+
 def program_output(tree: ast.Module) -> str | None:
     """What the program prints (or, without any print, the value of its last bare
-    expression, as a notebook shows it), stripped; None when it cannot be worked out."""
+    expression, as a notebook shows it), stripped: "" when it prints nothing, including a
+    program that fails before printing. None when the output cannot be worked out."""
+    try:
+        # Compiling runs nothing; it finds what Python refuses before running a line
+        # ("return" outside a function): such a program prints nothing at all.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            compile(tree, "<answer>", "exec", dont_inherit=True)
+    except SyntaxError:
+        return ""
+    except (ValueError, RecursionError, MemoryError):
+        return None
     interpreter = _Interpreter()
     scope = interpreter.globals
     try:
-        for statement in tree.body:
-            interpreter.run(statement, scope)
-        if not interpreter.output and tree.body and isinstance(tree.body[-1], ast.Expr):
-            value = interpreter.eval(tree.body[-1].value, scope)
-            if value is not None:
-                interpreter.output.append(_text(value))
-    except (Unsupported, _Return, _Break, _Continue):
+        with work_budget():
+            for statement in tree.body:
+                interpreter.run(statement, scope)
+            if not interpreter.output and tree.body and isinstance(tree.body[-1], ast.Expr):
+                value = interpreter.eval(tree.body[-1].value, scope)
+                if _is_unknown(value):
+                    return None
+                if value is not None:
+                    interpreter.output.append(_text(value))
+    except (Unsupported, _Return, _Break, _Continue, RecursionError, MemoryError):
         return None
-    except Exception:  # noqa: BLE001 - any failure of the program itself (a TypeError, a
-        # ZeroDivisionError, a RecursionError...) means it prints no answer we can read.
-        return None
-    text = "".join(interpreter.output).strip()
-    return text or None
+    except _PROGRAM_FAILURES:
+        pass  # the program itself fails: a traceback, not an answer, follows what it printed
+    except Exception:  # noqa: BLE001 - extraction is total: whatever else goes wrong, the
+        return None  # output is simply not worked out
+    return "".join(interpreter.output).strip()
 
 
 __all__ = ["MAX_SOURCE_CHARS", "parse_program", "program_output"]
