@@ -206,9 +206,14 @@ def test_sympy_outside_the_subset_is_not_worked_out(program: str) -> None:
 # --- reading what a program printed ------------------------------------------------------------
 
 
-def test_a_printed_value_that_is_no_option_is_still_the_answer() -> None:
-    # The official normalisation maps it to the nearest option, as it maps any extraction.
-    assert choice("angle = 180 - 40.0\nprint(angle)", ["30°", "40°", "50°"]) == Extraction("140.0", "answer")
+def test_printed_text_that_is_no_option_is_still_the_answer_but_a_number_is_not() -> None:
+    # Text goes on to the official normalisation, which maps it to the nearest option.
+    program = "def effect(grass):\n    return 'Grasshopper population will increase'\nprint(effect(0))"
+    assert choice(program, ["grouse decrease", "grasses increases"]) \
+        == Extraction("Grasshopper population will increase", "answer")
+    # A number that is no option's value would be credited to whichever option is nearest by
+    # edit distance ("140.0" to "40°"): it stays unreadable, never a wrong value credited.
+    assert choice("angle = 180 - 40.0\nprint(angle)", ["30°", "40°", "50°"]) == Extraction(None, "unreadable")
 
 
 def test_a_printed_value_equal_to_an_option_written_as_a_fraction_is_that_option() -> None:

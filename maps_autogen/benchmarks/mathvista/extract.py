@@ -830,9 +830,12 @@ def extract(
         text = printed.rsplit("\n", 1)[-1].strip()
     if question_type == "multi_choice":
         read = extract_choice(text, choices or [])
-        if program is not None and read.status == "unreadable" and len(text) <= _BOXED_VALUE_CHARS:
-            # What a program prints is its answer even when it is no option ("140.0"): the
-            # official normalisation then maps it to the nearest option, as it would any text.
+        if program is not None and read.status == "unreadable" and len(text) <= _BOXED_VALUE_CHARS \
+                and not numbers_in(text):
+            # Printed text that is no option ("Grasshopper population will increase") is still
+            # the program's answer: the official normalisation maps it to the nearest option.
+            # A printed number that is no option's value ("140.0" for 30°/40°/50°) stays
+            # unreadable: its nearest option by edit distance would credit a wrong value.
             return Extraction(text, "answer")
         return read
     if answer_type in ("integer", "float"):
