@@ -192,7 +192,10 @@ def cause_of(outcome: Outcome) -> str:
         return family
     record = outcome.record
     response = record["response"] or ""
-    if parse_program(bound_text(response.strip())) is not None:
+    program = parse_program(bound_text(response.strip()))
+    if program is not None:
+        if outcome.method == "unreadable" and program_output(program):
+            return "ours: program prints a number that is no option (unreadable, not mapped by edit distance)"
         if outcome.method == "unreadable":
             return "ours: program outside the subset we work out (unreadable)"
         return "ours: program output read differently"
