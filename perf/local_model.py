@@ -25,17 +25,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
 
 import openai
-from openai.types.shared_params import ResponseFormatJSONSchema
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from maps_autogen.local.server import LocalServer  # noqa: E402
 from maps_autogen.local.embedded import embedded_model_path  # noqa: E402
 from maps_autogen.local.settings import LocalModelSettings  # noqa: E402
+from tests.local_schema import Answer, json_schema_format  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -145,16 +144,6 @@ def measure_generation(bench: Bench, tokens: int = 256) -> list[Figure]:
     ]
 
 
-class Answer(BaseModel):
-    """The reply schema: only constraints the grammar enforces (number bounds are not)."""
-
-    model_config = ConfigDict(extra="forbid")
-    answer: str = Field(max_length=80)
-    unit: Literal["N", "kg", "m", "s", "none"]
-    steps: list[Annotated[str, Field(max_length=80)]] = Field(min_length=1, max_length=3)
-    confidence: int = Field(ge=0, le=100)
-
-
 _QUESTIONS = [
     "What is 2+2?", "A lever has arms of 2 m and 1 m; 10 N pushes the long arm. What force balances it?",
     "What is the mass of one litre of water?", "How long does sunlight take to reach Earth?",
@@ -167,8 +156,7 @@ _QUESTIONS = [
 def measure_json_schema(bench: Bench) -> list[Figure]:
     """N replies under response_format json_schema (strict): how many parse, how many validate."""
     client = bench.client
-    response_format: ResponseFormatJSONSchema = {"type": "json_schema", "json_schema": {
-        "name": "Answer", "schema": Answer.model_json_schema(), "strict": True}}
+    response_format = json_schema_format(Answer)
     parsed = valid = truncated = 0
     tokens = []
     started = time.perf_counter()

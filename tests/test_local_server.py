@@ -19,19 +19,17 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Literal
 
 import httpx
 import openai
 import pytest
-from openai.types.shared_params import ResponseFormatJSONSchema
-from pydantic import BaseModel, ConfigDict, Field
 
 from maps_autogen.errors import ConfigError, LocalModelError
 from maps_autogen.local.gguf import GGUFFormatError, read_gguf_info
 from maps_autogen.local.server import LocalServer, shared_local_server, stop_shared_local_server
 from maps_autogen.local.embedded import embedded_model_path
 from maps_autogen.local.settings import DEFAULT_N_CTX, LocalModelSettings, settings_from_endpoint
+from tests.local_schema import Answer, json_schema_format
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -75,22 +73,6 @@ def gguf_bytes(metadata: dict[str, str], tensor_offsets: list[int], data: bytes,
         out += string(f"t{index}") + struct.pack("<IQIQ", 1, 4, 0, offset)
     out += b"\0" * (-len(out) % 32)
     return out + data
-
-
-class Answer(BaseModel):
-    """A reply schema made only of constraints the grammar enforces (see test_json_schema...)."""
-
-    model_config = ConfigDict(extra="forbid")
-    answer: str = Field(max_length=80)
-    unit: Literal["N", "kg", "m", "s", "none"]
-    steps: list[Annotated[str, Field(max_length=80)]] = Field(min_length=1, max_length=3)
-    confidence: int = Field(ge=0, le=100)
-
-
-def json_schema_format(model: type[BaseModel]) -> ResponseFormatJSONSchema:
-    """The OpenAI structured-output request field for a pydantic model."""
-    return {"type": "json_schema",
-            "json_schema": {"name": model.__name__, "schema": model.model_json_schema(), "strict": True}}
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from maps_autogen.eval.hub import check_hub, import_datasets, offline_error, off
 from maps_autogen.eval.paths import checked_reference
 from maps_autogen.benchmarks.tasks import Row, Subset
 from maps_autogen.images import ImageInput, image_from_bytes, image_from_pil, load_image
+from maps_autogen.problem import Problem
 
 LOCAL_SUFFIXES = (".parquet", ".jsonl", ".json")
 _IMAGE_FIELD = re.compile(r"image_(\d+)")
@@ -260,6 +261,21 @@ def row_images(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None, ma
         for number, position in positions.items()
     )
     return tuple(image for image in images if image is not None), positions
+
+
+def numbered_image_problem(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None, max_side: int,
+                           question: str, answer_format: str, options: tuple[str, ...] = ()) -> Problem:
+    """The Problem of a row whose images are image_1, image_2, ...: the images read now, and
+    every `<image_N>` in the question, the row's context and the options renumbered to match."""
+    images, positions = row_images(fields, pid=pid, base_dir=base_dir, max_side=max_side)
+    return Problem(
+        question=renumber_placeholders(question, positions),
+        context=renumber_placeholders(str(fields.get("context") or "").strip(), positions),
+        options=tuple(renumber_placeholders(option, positions) for option in options),
+        images=images,
+        answer_format=answer_format,
+        id=pid,
+    )
 
 
 def check_row_image_references(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None) -> None:

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from maps_autogen.eval.data import check_row_image_references, config_rows, renumber_placeholders, required, row_images
+from maps_autogen.eval.data import check_row_image_references, config_rows, numbered_image_problem, required
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset, boxed_contents, one_line
 from maps_autogen.problem import Problem
 
@@ -81,15 +81,9 @@ class EmmaTask:
         answer_format = prompts.render(self.name, "multiple_choice" if multiple_choice else "open")
 
         def load_problem() -> Problem:
-            images, positions = row_images(fields, pid=pid, base_dir=row.base_dir, max_side=max_side)
-            return Problem(
-                question=renumber_placeholders(question, positions),
-                context=renumber_placeholders(str(fields.get("context") or "").strip(), positions),
-                options=tuple(renumber_placeholders(option, positions) for option in options) if multiple_choice else (),
-                images=images,
-                answer_format=answer_format,
-                id=pid,
-            )
+            return numbered_image_problem(fields, pid=pid, base_dir=row.base_dir, max_side=max_side,
+                                          question=question, answer_format=answer_format,
+                                          options=tuple(options) if multiple_choice else ())
 
         record = {
             "pid": pid,

@@ -59,16 +59,12 @@ def _scalar(value: int | float) -> NumpyInt | NumpyFloat:
 
 
 def _sum(values: Any) -> NumpyInt | NumpyFloat:
-    numbers = _numbers(values)
-    total: int | float = 0
-    for number in numbers:
-        total += number
-    return _scalar(total)
+    return _scalar(sum(_numbers(values)))
 
 
 def _mean(values: Any) -> NumpyFloat:
     numbers = _numbers(values)
-    return NumpyFloat(float(sum(float(n) for n in numbers)) / len(numbers))
+    return NumpyFloat(sum(float(number) for number in numbers) / len(numbers))
 
 
 def _median(values: Any) -> NumpyFloat:
@@ -84,9 +80,9 @@ def _extreme(pick: Callable[[list[int | float]], int | float]) -> Callable[[Any]
 
 
 def _sqrt(value: Any) -> NumpyFloat:
-    (number,) = _numbers(value) if not isinstance(value, (list, tuple)) else (None,)
-    if number is None:
+    if isinstance(value, (list, tuple)):
         raise Unsupported("numpy sqrt of a sequence is an array")
+    (number,) = _numbers(value)
     # numpy gives nan (and a warning) for a negative number, where math fails.
     return NumpyFloat(math.sqrt(number)) if number >= 0 else NumpyFloat(math.nan)
 

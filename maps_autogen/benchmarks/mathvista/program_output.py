@@ -121,11 +121,7 @@ _OPAQUE_MODULES = {"numpy", "sympy", "scipy", "matplotlib", "random", "datetime"
                    "statistics", "decimal", "cmath", "itertools", "collections", "pandas"}
 _PRINTING = re.compile(r"print|display|show|write|dump", re.IGNORECASE)
 
-_SYMPY_FUNCTIONS = list(program_sympy.FUNCTIONS.values())
-# Functions of the modelled modules, callable from the program.
-_MODULE_FUNCTIONS = _SYMPY_FUNCTIONS + [function for function in (*program_libraries.NUMPY.values(),
-                                                                    *program_libraries.DATETIME.values())
-                                        if callable(function)]
+_SYMPY_FUNCTIONS = frozenset(program_sympy.FUNCTIONS.values())
 
 
 def _holds_sympy(*values: Any) -> bool:
@@ -164,6 +160,11 @@ def _show_window(*args: Any, **keywords: Any) -> None:
     return None
 
 
+# The functions of modelled modules a program may call (functions compare by identity).
+_MODULE_FUNCTIONS = frozenset([*_MATH_FUNCTIONS.values(), _show_window, *_SYMPY_FUNCTIONS,
+                               *(value for value in (*program_libraries.NUMPY.values(),
+                                                     *program_libraries.DATETIME.values())
+                                 if callable(value))])
 # Builtins that would read, run or show something: refused even though they are undefined
 # here (an undefined name is otherwise an unknown value).
 _REFUSED_NAMES = {"exec", "eval", "input", "help", "breakpoint", "open", "__import__", "compile",
@@ -615,12 +616,7 @@ class _Interpreter:
             args = [self.eval(arg, scope) for arg in node.args]
             keywords = {keyword.arg: self.eval(keyword.value, scope) for keyword in node.keywords}
             if isinstance(owner, _Module):
-                function = owner.attribute(node.func.attr)
-                if function is UNKNOWN or _is_unknown(*args, *keywords.values()):
-                    return UNKNOWN
-                if keywords:
-                    raise Unsupported("keyword arguments")
-                return self.call_outside(function, args)
+                return self.apply(owner.attribute(node.func.attr), args, keywords)
             if _is_unknown(owner):
                 return UNKNOWN
             if keywords:
@@ -655,21 +651,13 @@ class _Interpreter:
             if "key" in keywords and keywords["key"] is not None:
                 keywords["key"] = self.key_function(keywords["key"])
             return _BUILTINS[function](*args, **keywords)
-        if callable(function) and (function in _MATH_FUNCTIONS.values() or function is _show_window
-                                   or any(function is known for known in _MODULE_FUNCTIONS)):
+        if callable(function) and function in _MODULE_FUNCTIONS:
             if keywords and function is not _show_window:
                 raise Unsupported("keyword arguments")
-            return self.call_outside(function, args, keywords)
+            if function not in _SYMPY_FUNCTIONS and _holds_sympy(*args):
+                raise Unsupported("math given a sympy expression")  # sympy.sqrt, not math.sqrt
+            return function(*args, **keywords)
         raise Unsupported("call")
-
-    def call_outside(self, function: Callable[..., Any], args: list[Any],
-                     keywords: dict[str, Any] | None = None) -> Any:
-        """Call a function of a modelled module (math, the sympy subset, pyplot's show)."""
-        if function not in _SYMPY_FUNCTIONS and _holds_sympy(*args):
-            raise Unsupported("math given a sympy expression")  # sympy.sqrt, not math.sqrt
-        if function is program_sympy.solve:
-            self.tick(program_sympy.SOLVE_STEPS)
-        return function(*args, **(keywords or {}))
 
     def key_function(self, function: Any) -> Callable[[Any], Any]:
         """A `key=` argument as a Python function; an unknown key leaves the subset."""

@@ -25,9 +25,8 @@ Monomial = tuple[tuple[str, int], ...]
 MAX_TERMS = 20
 MAX_DEGREE = 12
 MAX_EQUATIONS = 20
+MAX_SYMBOLS = 20  # made by one `symbols()` call
 MAX_BITS = 4_096  # of an exact coefficient's numerator or denominator
-# Interpreter steps one `solve` is charged: elimination is cubic in the system's size.
-SOLVE_STEPS = 1_000
 
 
 def _number(value: Any) -> Number:
@@ -291,8 +290,6 @@ class Equation:
     """`Eq(left, right)`, kept as left - right = 0."""
 
     def __init__(self, left: Any, right: Any = 0) -> None:
-        if is_unknown(left, right):
-            raise Unsupported("an equation with an unknown side")
         self.difference = Expression.of(left) - Expression.of(right)
 
     def _refuse(self, *args: Any) -> Any:
@@ -303,6 +300,7 @@ class Equation:
 
 
 def _equation(left: Any, right: Any = 0) -> Equation | Any:
+    """`Eq(left, right)`; with an unknown side it is an unknown value."""
     return UNKNOWN if is_unknown(left, right) else Equation(left, right)
 
 
@@ -332,7 +330,7 @@ def symbols(names: Any) -> Expression | tuple[Expression, ...]:
     if not isinstance(names, str):
         raise Unsupported("symbol names")
     parts = names.replace(",", " ").split()
-    if not parts or len(parts) > MAX_EQUATIONS:
+    if not parts or len(parts) > MAX_SYMBOLS:
         raise Unsupported("symbol names")
     made = tuple(symbol(part) for part in parts)
     return made[0] if len(made) == 1 and "," not in names else made
