@@ -10,15 +10,13 @@ the row.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from maps_autogen.artifacts import read_manifest, write_manifest
+from maps_autogen.artifacts import folder_built_beside, read_manifest, write_manifest
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
@@ -61,20 +59,8 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     ids = _original_order(manifests)
     merged = {**first, "ids": ids, "shard": None, "created_at": utc_now(), "merged_from": [str(d) for d in run_dirs],
               "subset_of_id": {k: v for m in manifests for k, v in m.get("subset_of_id", {}).items()}}
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        building = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
-    except OSError as error:
-        raise UsageError(f"cannot write {out}: {error.strerror or error}", fix="choose another --out") from None
-    try:
-        os.chmod(building, 0o755)
+    with folder_built_beside(out, fix="choose another --out") as building:
         _write_merged(building, out.name, rows, ids, merged, task)
-        os.replace(building, out)  # onto nothing, or onto the empty folder checked above
-    except OSError as error:
-        raise UsageError(f"cannot write {out}: {error.strerror or error}", fix="choose another --out") from None
-    finally:
-        if building.exists():
-            shutil.rmtree(building, ignore_errors=True)  # our own temporary folder, never --out
     return out
 
 
