@@ -75,7 +75,7 @@ def child_folder(parent: Path, name: str, *, what: str) -> Path:
     itself, a sibling or anything elsewhere). DataError naming `what` otherwise."""
     path = inside(parent, name, strict=True) if is_component(name) else None
     if path is None or path.parent != parent.resolve() or parent.is_symlink() or (parent / name).is_symlink():
-        raise DataError(f"{what}: '{name}' is not a folder of its own inside {parent}",
+        raise DataError(f"{what}: {name!r} is not a folder of its own inside {parent}",
                         fix="the run folder may have been tampered with; remove that entry or use a new run folder")
     return parent / name
 

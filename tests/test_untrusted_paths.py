@@ -131,6 +131,29 @@ def test_hostile_ids_get_their_own_folders_and_resume_replaces_only_their_own(sh
     pages = sorted(path.name for path in (tmp_path / "site" / "problems").iterdir())
     assert pages == sorted(f"{safe_component(pid)}.html" for pid in ids)
 
+    # Tampered problem folders are never removed: one a link to a folder elsewhere, one holding
+    # another problem's run. Their problems fail with one line; nothing else is touched.
+    linked, taken = ids[2], ids[3]
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("not the eval's\n")
+    shutil.rmtree(eval_dir / "problems" / safe_component(linked))
+    (eval_dir / "problems" / safe_component(linked)).symlink_to(outside, target_is_directory=True)
+    shutil.rmtree(eval_dir / "problems" / safe_component(taken))
+    shutil.copytree(eval_dir / "problems" / safe_component("."), eval_dir / "problems" / safe_component(taken))
+    lines = (eval_dir / "results.jsonl").read_text().splitlines()
+    (eval_dir / "results.jsonl").write_text("".join(line + "\n" for line in lines if json.loads(line)["pid"] not in (linked, taken)))
+    with FakeOpenAI(ProblemScript({})) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        tampered = run_maps(["eval", "mathvista", "--data", str(data), "--resume", str(eval_dir), "--no-cache",
+                             "--runs-dir", str(tmp_path / "runs")], env=env, cwd=tmp_path)
+        assert len(server.received) == 0
+    assert tampered.returncode == 1 and "Traceback" not in tampered.stderr, tampered.stderr
+    rows = rows_of(eval_dir)
+    assert rows[linked]["status"] == "failed" and "not a folder of its own" in rows[linked]["error"]
+    assert rows[taken]["status"] == "failed" and "holds another problem" in rows[taken]["error"]
+    assert (outside / "precious.txt").is_file() and (eval_dir / "problems" / safe_component(taken) / "kept").is_file()
+
 
 def test_view_reads_no_other_folder_and_names_a_tampered_line(shards, tmp_path: Path) -> None:
     _, _, folders = shards

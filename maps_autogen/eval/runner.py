@@ -483,7 +483,10 @@ class EvalRun:
         ended it (if any) so the caller can stop the run on a fatal one."""
         request = self.request
         name = safe_component(item.pid)
-        problem_dir = _fresh_problem_dir(eval_dir, name, item.pid)
+        try:
+            problem_dir = _fresh_problem_dir(eval_dir, name, item.pid)
+        except DataError as error:  # a tampered folder fails its own problem only, and is left alone
+            return self._failed_record(item, str(error), 0.0), None
         started = time.monotonic()
         extra = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "benchmark": self.task.name, "method": request.method}
         base = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "metadata": item.metadata,
