@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from maps_autogen.artifacts import iter_jsonl, read_json_or_empty, read_jsonl_from, read_manifest, read_run
+from maps_autogen.artifacts import read_json_or_empty, read_jsonl_from, read_manifest, read_run
 from maps_autogen.errors import DataError
 from maps_autogen.redact import redact
-from maps_autogen.eval.results import FEEDBACK_TARGETS, latest_by_pid
+from maps_autogen.eval.results import FEEDBACK_TARGETS, latest_by_pid, read_results_from
 from maps_autogen.tally import Tally, tally_rows
 from maps_autogen.records import (
-    IMAGES_DIR, MANIFEST_FILE, PROBLEMS_DIR, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest, ResultRow, checked,
+    IMAGES_DIR, MANIFEST_FILE, PROBLEMS_DIR, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest,
 )
 from maps_autogen.safe_paths import belongs_to, inside, problem_folder, safe_component
 from maps_autogen.view.assets import CSS, SCRIPT, PageMode, content_security_policy
@@ -472,33 +472,6 @@ def load_results(eval_dir: Path) -> tuple[list[dict[str, Any]], int]:
     is not a result row."""
     records, offset = read_results_from(eval_dir / RESULTS_FILE)
     return list(latest_by_pid(records).values()), offset
-
-
-def read_results_from(path: Path, start: int = 0) -> tuple[list[dict[str, Any]], int]:
-    """`read_jsonl_from` for results.jsonl, each row checked against `ResultRow`: a tampered
-    row is one line naming the file and its line, never a crash further down."""
-    records, offset = read_jsonl_from(path, start)
-    for record in records:
-        try:
-            checked(ResultRow, record, source=str(path))
-        except DataError:
-            raise _bad_result_line(path, start) from None
-    return records, offset
-
-
-def _bad_result_line(path: Path, start: int) -> DataError:
-    """The error for the first row from byte `start` that is not a result row, with its line."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    line, counted = 1, 0
-    for offset, record in iter_jsonl(path):
-        line, counted = line + data.count(b"\n", counted, offset), offset
-        if offset >= start:
-            try:
-                checked(ResultRow, record, source=f"{path} line {line}")
-            except DataError as error:
-                return error
-    return DataError(f"{path} changed while it was read", fix="reload the page")
 
 
 def unfinished_rows(eval_dir: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

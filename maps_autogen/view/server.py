@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from maps_autogen.errors import DataError, UsageError
+from maps_autogen.eval.results import read_results_from
 from maps_autogen.artifacts import read_json_or_empty, read_jsonl_from, read_manifest
 from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE
 from maps_autogen.redact import redact
@@ -36,7 +37,7 @@ from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.render import (
     FILES_PREFIX, IMAGE_MIME, INDEX_PAGE, PROBLEMS_PAGES, Links, inside, kind_of, load_results, page, page_key,
     render_eval_index, render_eval_summary, render_index_row, render_outcome, render_problem_page, render_records,
-    render_solve, render_usage_table, read_results_from, row_folder, threshold_of, TranscriptState, unfinished_rows,
+    render_solve, render_usage_table, row_folder, threshold_of, TranscriptState, unfinished_rows,
 )
 
 logger = logging.getLogger(__name__)
