@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,6 +51,30 @@ def atomic_text_writer(path: Path, *, fsync: bool = False, errors: str = "strict
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def folder_built_beside(target: Path, *, fix: str, replace: bool = False) -> Iterator[Path]:
+    """A new folder beside `target` to build a whole folder in, renamed to `target` when the
+    block succeeds and removed when it fails, so a failure leaves no half-written `target`.
+    `target` must not exist, or be an empty folder, or (with `replace`, once the caller has
+    checked it may go) be replaced. An OSError is a DataError naming `target` and `fix`."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    except OSError as error:
+        raise DataError(f"cannot write {target}: {error.strerror or error}", fix=fix) from None
+    try:
+        os.chmod(building, 0o755)  # mkdtemp makes the folder private; ours are meant to be read
+        yield building
+        if replace and target.exists():
+            shutil.rmtree(target)
+        os.replace(building, target)
+    except OSError as error:
+        raise DataError(f"cannot write {target}: {error.strerror or error}", fix=fix) from None
+    finally:
+        if building.exists():
+            shutil.rmtree(building, ignore_errors=True)  # our own temporary folder, never `target`
 
 
 def write_text_atomic(path: Path, text: str, *, errors: str = "strict") -> None:

@@ -239,7 +239,7 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
 def merge(runs, out) -> None:
     """Combine the shard runs of one evaluation into one run."""
     from maps_autogen.eval.results import SUMMARY_FILE
-    from maps_autogen.eval.runner import merge_runs
+    from maps_autogen.eval.merge import merge_runs
     from maps_autogen.transcript import new_run_id
 
     target = merge_runs(list(runs), out or Path("runs") / new_run_id("merged"))

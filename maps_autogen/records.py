@@ -23,6 +23,7 @@ IMAGES_DIR = "images"
 RESULTS_FILE = "results.jsonl"
 MANIFEST_FILE = "manifest.json"
 SUMMARY_FILE = "summary.json"
+PROBLEMS_DIR = "problems"  # an eval's problem folders: problems/<safe_paths.safe_component(pid)>
 
 #: Why a chat stopped: the Critic passed the work, rollbacks ran out, the Critic's reply could
 #: not be read, the round limit, an error, or the user's Ctrl-C.
@@ -100,6 +101,9 @@ class ResultRow(_Record):
     status: str  # ok, error
     correct: bool | None = None
     stop_reason: StopReason | None = None
+    run_dir: str | None = None  # problems/<safe_paths.safe_component(pid)>
+    usage: dict[str, Any] | None = None
+    rollbacks: list[Any] | None = None
 
 
 class Summary(_Record):

@@ -8,13 +8,14 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, write_json_atomic
+from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, read_jsonl_from, write_json_atomic
 from maps_autogen.benchmarks.tasks import Task
+from maps_autogen.errors import DataError
 from maps_autogen.records import RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE, ResultRow, Summary, checked
 from maps_autogen.redact import redact
 from maps_autogen.tally import Tally
 
-__all__ = ["FEEDBACK_TARGETS", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid"]
+__all__ = ["FEEDBACK_TARGETS", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "read_results_from"]
 FEEDBACK_TARGETS = ("interpreter", "aligner", "scholar", "solver", "none")
 
 
@@ -26,6 +27,33 @@ def latest_by_pid(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if "pid" in row:
             latest[str(row["pid"])] = row
     return latest
+
+
+def read_results_from(path: Path, start: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """`read_jsonl_from` for results.jsonl, each row checked against `ResultRow`: a tampered
+    row is one line naming the file and its line, never a crash further down."""
+    records, offset = read_jsonl_from(path, start)
+    for record in records:
+        try:
+            checked(ResultRow, record, source=str(path))
+        except DataError:
+            raise _bad_result_line(path, start) from None
+    return records, offset
+
+
+def _bad_result_line(path: Path, start: int) -> DataError:
+    """The error for the first row from byte `start` that is not a result row, with its line."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    line, counted = 1, 0
+    for offset, record in iter_jsonl(path):
+        line, counted = line + data.count(b"\n", counted, offset), offset
+        if offset >= start:
+            try:
+                checked(ResultRow, record, source=f"{path} line {line}")
+            except DataError as error:
+                return error
+    return DataError(f"{path} changed while it was read", fix="try again once the run has finished writing it")
 
 
 class ResultsLog:

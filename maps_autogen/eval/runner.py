@@ -7,7 +7,6 @@ problems in flight; `--resume` skips finished problems and retries failed ones.
 from __future__ import annotations
 
 import contextvars
-import hashlib
 import importlib.metadata
 import logging
 import os
@@ -42,7 +41,8 @@ from maps_autogen.runlock import RunLock
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
 from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_json_atomic, write_manifest
-from maps_autogen.records import SCHEMA_VERSION, Manifest, RunRecord, checked
+from maps_autogen.records import PROBLEMS_DIR, SCHEMA_VERSION, Manifest, RunRecord, checked
+from maps_autogen.safe_paths import belongs_to, child_folder, safe_component
 from maps_autogen.report import Run, table1
 from maps_autogen.tally import Tally
 from maps_autogen.transcript import new_run_id, utc_now
@@ -50,7 +50,6 @@ from maps_autogen.transcript import new_run_id, utc_now
 logger = logging.getLogger(__name__)
 
 METHODS = ("maps", *BASELINE_METHODS)
-PROBLEMS_DIR = "problems"
 
 
 @dataclass(frozen=True)
@@ -118,12 +117,6 @@ def select_items(items: Sequence[EvalItem], subsets: Sequence[Subset], *, sample
     if shard is not None:
         selected = [item for n, item in enumerate(selected) if n % shard.count == shard.index - 1]
     return Selection(selected, sampled)
-
-
-def safe_name(pid: str) -> str:
-    """A folder name for a pid; a short hash keeps sanitised names unique."""
-    clean = re.sub(r"[^A-Za-z0-9._-]", "_", pid)[:80]
-    return clean if clean == pid else f"{clean}-{hashlib.sha1(pid.encode()).hexdigest()[:8]}"
 
 
 def _versions() -> dict[str, str]:
@@ -483,16 +476,17 @@ class EvalRun:
                 "extraction": None, "prediction": None, "correct": None, "stop_reason": "error", "rollbacks": [],
                 "critic_scores": [], "feedback_step": None, "usage": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0},
                 "seconds": round(seconds, 3), "error": error, "metadata": item.metadata, "method": self.request.method,
-                "run_dir": f"{PROBLEMS_DIR}/{safe_name(item.pid)}"}
+                "run_dir": f"{PROBLEMS_DIR}/{safe_component(item.pid)}"}
 
     def _solve_one(self, item: EvalItem, team: Team, eval_dir: Path, baseline_prompts: Any, formats: Any) -> tuple[dict[str, Any], MapsError | None]:
         """Solve and score one problem: its results.jsonl record, and the service failure that
         ended it (if any) so the caller can stop the run on a fatal one."""
         request = self.request
-        name = safe_name(item.pid)
-        problem_dir = eval_dir / PROBLEMS_DIR / name
-        if problem_dir.exists():
-            shutil.rmtree(problem_dir)  # a problem that was in flight when the run was killed
+        name = safe_component(item.pid)
+        try:
+            problem_dir = _fresh_problem_dir(eval_dir, name, item.pid)
+        except DataError as error:  # a tampered folder fails its own problem only, and is left alone
+            return self._failed_record(item, str(error), 0.0), None
         started = time.monotonic()
         extra = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "benchmark": self.task.name, "method": request.method}
         base = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "metadata": item.metadata,
@@ -563,6 +557,22 @@ class EvalRun:
             write_json_atomic(run_json, checked(RunRecord, {**run, **fields}, source=str(run_json)))
 
 
+def _fresh_problem_dir(eval_dir: Path, name: str, pid: str) -> Path:
+    """`<eval>/problems/<name>`, empty: the folder of a problem that was in flight when the run
+    was killed is removed first. Only a real folder (not a symlink) that is a direct child of
+    the real problems folder and belongs to no other problem is ever removed."""
+    problems = eval_dir / PROBLEMS_DIR
+    problems.mkdir(parents=True, exist_ok=True)
+    problem_dir = child_folder(problems, name, what=f"the folder of problem {pid!r}")
+    if problem_dir.exists():
+        if not problem_dir.is_dir():
+            raise DataError(f"{problem_dir} is not a folder", fix="remove it, or resume into an untouched run folder")
+        if not belongs_to(problem_dir, pid):
+            raise DataError(f"{problem_dir} holds another problem than {pid!r}", fix="resume into an untouched run folder")
+        shutil.rmtree(problem_dir)
+    return problem_dir
+
+
 def _record_replicas(eval_dir: Path, manifest: dict[str, Any], served: dict[str, dict[str, int]]) -> None:
     """Add this invocation's requests per replica to the manifest (endpoints with replicas only)."""
     if not served:
@@ -603,49 +613,4 @@ def _served_models(records: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
     return {role: sorted(names) for role, names in sorted(served.items())}
 
 
-def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
-    """Combine shard runs (same benchmark, method and models) into one eval folder."""
-    manifests = [read_manifest(run_dir, fix="pass folders written by maps eval") for run_dir in run_dirs]
-    first = manifests[0]
-    for run_dir, manifest in zip(run_dirs[1:], manifests[1:]):
-        for key in ("benchmark", "method", "without", "rules", "subsets", "models"):
-            if manifest.get(key) != first.get(key):
-                raise UsageError(f"{run_dir} differs from {run_dirs[0]} in '{key}'", fix="merge only shards of one evaluation")
-    if out.exists() and any(out.iterdir()):
-        raise UsageError(f"{out} already exists and is not empty", fix="choose another --out")
-    task = get_benchmark(first["benchmark"]).task
-    ids = sorted({pid for manifest in manifests for pid in manifest["ids"]}, key=lambda pid: _original_position(manifests, pid))
-    (out / PROBLEMS_DIR).mkdir(parents=True, exist_ok=True)
-    log = ResultsLog(out / RESULTS_FILE)
-    for run_dir in run_dirs:
-        for record in ResultsLog(run_dir / RESULTS_FILE).read().values():
-            log.append(record)
-            source = run_dir / record["run_dir"]
-            if source.is_dir():
-                shutil.copytree(source, out / record["run_dir"], dirs_exist_ok=True)
-    merged = {**first, "eval_id": out.name, "ids": ids, "shard": None, "created_at": utc_now(),
-              "merged_from": [str(d) for d in run_dirs],
-              "subset_of_id": {k: v for m in manifests for k, v in m.get("subset_of_id", {}).items()}}
-    write_manifest(out, merged)
-    log.compact(ids)
-    summary = summarize(log.records(), task, first["subsets"])
-    summary.update({"eval_id": out.name, "method": first["method"], "without": first["without"],
-                    "complete": summary["average"]["scored"] == len(ids)})
-    write_summary(out, summary)
-    return out
-
-
-def _original_position(manifests: Sequence[dict[str, Any]], pid: str) -> int:
-    """Shards take every n-th problem of one ordered list; restore that order."""
-    for manifest in manifests:
-        if pid in manifest["ids"]:
-            shard = manifest.get("shard")
-            position = manifest["ids"].index(pid)
-            if shard:
-                index, count = (int(x) for x in shard.split("/"))
-                return position * count + index - 1
-            return position
-    return 10**9
-
-
-__all__ = ["EvalOutcome", "EvalRequest", "EvalRun", "Shard", "merge_runs", "select_items"]
+__all__ = ["EvalOutcome", "EvalRequest", "EvalRun", "Shard", "select_items"]

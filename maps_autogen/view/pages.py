@@ -3,13 +3,11 @@ problems (an index, one page per problem, the images as files)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from maps_autogen.errors import DataError
-from maps_autogen.artifacts import write_text_atomic
+from maps_autogen.artifacts import folder_built_beside, write_text_atomic
 from maps_autogen.view.assets import PageMode
 from maps_autogen.view.render import (
     FILES_PREFIX, INDEX_PAGE, PROBLEMS_PAGES, Links, kind_of, page, page_key, problem_nav, render_eval_index,
@@ -94,23 +92,9 @@ def export_view(run_dir: Path, out: Path | None = None) -> Path:
     target = Path(out) if out is not None else run_dir / VIEW_DIR
     if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not (target / EXPORT_MARKER).is_file())):
         raise DataError(f"{target} already exists and is not an earlier maps view export", fix="choose a new or empty --out folder")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        building = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
-    except OSError as error:
-        raise DataError(f"cannot write {target}: {error.strerror or error}", fix="choose another --out folder") from None
-    try:
-        os.chmod(building, 0o755)
+    with folder_built_beside(target, fix="choose another --out folder", replace=True) as building:
         write_text_atomic(building / EXPORT_MARKER, "written by maps view; a later export may replace this folder\n")
         _export_pages(run_dir, kind, building)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(building, target)
-    except OSError as error:
-        raise DataError(f"cannot write {target}: {error.strerror or error}", fix="choose another --out folder") from None
-    finally:
-        if building.exists():
-            shutil.rmtree(building, ignore_errors=True)
     return target / INDEX_PAGE
 
 

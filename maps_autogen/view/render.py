@@ -12,10 +12,8 @@ loaded or arrived while it was open.
 from __future__ import annotations
 
 import base64
-import hashlib
 import html
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,14 +23,16 @@ from urllib.parse import quote
 from maps_autogen.artifacts import read_json_or_empty, read_jsonl_from, read_manifest, read_run
 from maps_autogen.errors import DataError
 from maps_autogen.redact import redact
-from maps_autogen.eval.results import FEEDBACK_TARGETS, latest_by_pid
+from maps_autogen.eval.results import FEEDBACK_TARGETS, latest_by_pid, read_results_from
 from maps_autogen.tally import Tally, tally_rows
-from maps_autogen.records import IMAGES_DIR, MANIFEST_FILE, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest
+from maps_autogen.records import (
+    IMAGES_DIR, MANIFEST_FILE, PROBLEMS_DIR, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest,
+)
+from maps_autogen.safe_paths import belongs_to, inside, problem_folder, safe_component
 from maps_autogen.view.assets import CSS, SCRIPT, PageMode, content_security_policy
 
 INDEX_PAGE = "index.html"
 PROBLEMS_PAGES = "problems"  # one page per problem: problems/<key>.html
-PROBLEMS_DIR = "problems"  # where an eval keeps each problem's run folder (maps_autogen.eval.runner)
 FILES_PREFIX = "files"  # images, by their path inside the run folder: files/<path>
 
 # Only raster formats the run writer stores; anything else is listed by name, never embedded or served.
@@ -156,23 +156,9 @@ def _verdict_pill(correct: Any) -> str:
     return ""
 
 
-def inside(base: Path, relative: Any) -> Path | None:
-    """`base/relative`, resolved, if it stays inside `base` (a damaged or hostile file must not
-    make a page embed, or the server send, files from elsewhere: `..`, absolute paths and
-    symlinks that lead out all resolve outside)."""
-    if not isinstance(relative, str) or not relative or "\0" in relative:
-        return None
-    root = base.resolve()
-    path = (root / relative).resolve()
-    return path if path.is_relative_to(root) else None
-
-
 def page_key(pid: Any) -> str:
-    """A problem page's file name (without .html): readable, URL- and file-safe whatever the pid
-    holds, and unique through a hash of the whole pid."""
-    text = str(pid)
-    readable = re.sub(r"[^A-Za-z0-9_-]", "_", text)[:40]
-    return f"{readable}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+    """A problem page's file name (without .html): the problem's one safe name."""
+    return safe_component(pid)
 
 
 @dataclass
@@ -482,8 +468,9 @@ def render_solve(run_dir: Path, links: Links) -> tuple[str, str]:
 
 def load_results(eval_dir: Path) -> tuple[list[dict[str, Any]], int]:
     """results.jsonl rows (a problem written twice, as a resumed eval does, keeps its first place
-    and its last row) and the byte offset read up to."""
-    records, offset = read_jsonl_from(eval_dir / RESULTS_FILE)
+    and its last row) and the byte offset read up to; a DataError naming the line of a row that
+    is not a result row."""
+    records, offset = read_results_from(eval_dir / RESULTS_FILE)
     return list(latest_by_pid(records).values()), offset
 
 
@@ -684,8 +671,15 @@ def _result_card(row: dict[str, Any]) -> str:
     return f'<section class="card result">{_kv(pairs)}</section>'
 
 
+def row_folder(eval_dir: Path, row: dict[str, Any]) -> Path | None:
+    """The problem folder a result row names, when it is one of the eval's problem folders
+    (`safe_paths.problem_folder`) and holds that problem's run, never another's."""
+    folder = problem_folder(eval_dir, row.get("run_dir"))
+    return folder if folder is not None and belongs_to(folder, row.get("pid")) else None
+
+
 def _problem_transcript(eval_dir: Path, row: dict[str, Any], links: Links, include_requests: bool) -> str:
-    run_dir = inside(eval_dir, row.get("run_dir"))
+    run_dir = row_folder(eval_dir, row)
     if run_dir is None or not (run_dir / RUN_FILE).is_file() or not (run_dir / TRANSCRIPT_FILE).is_file():
         return '<p class="muted">No transcript was saved for this problem.</p>'
     try:

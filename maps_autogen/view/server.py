@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 import re
 import secrets
 import threading
@@ -28,6 +29,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from maps_autogen.errors import DataError, UsageError
+from maps_autogen.eval.results import read_results_from
 from maps_autogen.artifacts import read_json_or_empty, read_jsonl_from, read_manifest
 from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE
 from maps_autogen.redact import redact
@@ -35,14 +37,15 @@ from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.render import (
     FILES_PREFIX, IMAGE_MIME, INDEX_PAGE, PROBLEMS_PAGES, Links, inside, kind_of, load_results, page, page_key,
     render_eval_index, render_eval_summary, render_index_row, render_outcome, render_problem_page, render_records,
-    render_solve, render_usage_table, threshold_of, TranscriptState, unfinished_rows,
+    render_solve, render_usage_table, row_folder, threshold_of, TranscriptState, unfinished_rows,
 )
 
+logger = logging.getLogger(__name__)
 POLL_S = 0.2  # how often a live feed looks at the files (new turns show within a second)
 UNFINISHED_EVERY = 5  # polls between looks for problems that started (reads the problems/ folder)
 KEEPALIVE_S = 15.0  # an SSE comment now and then keeps proxies and browsers from timing out
 CLOSE_WAIT_S = 2.0  # how long closing waits for the live feeds' last words
-_KEY = re.compile(r"[A-Za-z0-9_-]{1,80}")
+_KEY = re.compile(r"[A-Za-z0-9._-]{1,100}")  # what safe_paths.safe_component gives
 _SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
                      "Cache-Control": "no-store"}
 
@@ -233,6 +236,8 @@ class ViewServer:
             for chunk in events:
                 request.wfile.write(chunk)
                 request.wfile.flush()
+        except DataError as error:  # a file went bad while the page was open: one line, the feed ends
+            logger.warning("maps view: %s", redact(str(error)))
         finally:
             with self._streams_done:
                 self._streams -= 1
@@ -260,7 +265,7 @@ class ViewServer:
             run_dir = self.run_dir
         else:
             row, _, _ = self._rows_around(key)
-            run_dir = inside(self.run_dir, row.get("run_dir"))
+            run_dir = row_folder(self.run_dir, row)
             if run_dir is None:
                 raise _NotFound("this problem has no transcript")
         return self._transcript_events(run_dir, _parse_offset(last_event or query.get("offset", "0")))
@@ -311,7 +316,7 @@ class ViewServer:
                 yield _sse("reload", {})
                 return
             first = first or stamp
-            records, end = read_jsonl_from(path, offset)
+            records, end = read_results_from(path, offset)
             if records:
                 offset = end
                 markup = "".join(render_index_row(row, links.problem_page(row.get("pid"))) for row in records)
