@@ -20,6 +20,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from maps_autogen.config import LimitsConfig
 from maps_autogen.errors import ProblemError
 from maps_autogen.limits import scoped
+from maps_autogen.text import valid_text
 
 SUPPORTED_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp", "BMP": "image/bmp"}
 # Formats the chat APIs accept as they are; others (BMP) are re-encoded as PNG.
@@ -140,7 +141,8 @@ def load_image(source: str, *, max_side: int, base_dir: Path | None = None, inde
     """Load and validate one image; apply EXIF orientation; downscale so neither side exceeds
     `max_side`; re-encode only when something changed or the format is not sendable."""
     raw, name = _read_source(source, base_dir)
-    display = source if not source.startswith("data:") else f"data URL #{index}"
+    # A path from the command line may hold bytes that are not UTF-8 (lone surrogates here).
+    display, name = (valid_text(source) if not source.startswith("data:") else f"data URL #{index}"), valid_text(name)
     if name == "image":
         name = f"image-{index}"
     return image_from_bytes(raw, name=name, source=display, max_side=max_side)

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 from maps_autogen.config import LimitsConfig, read_yaml
 from maps_autogen.errors import ConfigError, ProblemError
 from maps_autogen.images import ImageInput, load_image
+from maps_autogen.text import valid_text
 
 PROBLEM_FILE_KEYS = {"question", "context", "options", "images", "answer_format", "id"}
 
@@ -60,7 +61,10 @@ def build_problem(
     answer_format: str = "",
     problem_id: str | None = None,
 ) -> Problem:
-    """Validate the parts of a problem and load its images."""
+    """Validate the parts of a problem and load its images. Text from the command line may hold
+    lone surrogates (bytes that were not UTF-8): made valid here."""
+    question, context, answer_format = valid_text(question or ""), valid_text(context or ""), valid_text(answer_format or "")
+    options = [valid_text(str(option)) for option in options]
     if not question or not question.strip():
         raise ProblemError("the question is empty", fix="give the question with -q/--question or in the problem file")
     images = tuple(
