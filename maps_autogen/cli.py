@@ -23,6 +23,20 @@ if TYPE_CHECKING:
 @click.version_option(package_name="maps-autogen")
 def cli() -> None:
     """MAPS: a team of LLM agents solving multimodal scientific problems."""
+    _load_env()
+    _register_keys()
+
+
+def _register_keys() -> None:
+    """Before any command runs, the one place every command's masking starts: the well-known key
+    variables and the api_key_env of every endpoint of the default config (./agents.yaml, else
+    the built-in one) are registered, so `maps view`, `--serve` and `maps score` mask a key found
+    in the files they read just as solve and eval do (which also register their --config's)."""
+    from maps_autogen.config import configured_key_variables
+    from maps_autogen.redact import register_key_variables, register_well_known_keys
+
+    register_well_known_keys()
+    register_key_variables(configured_key_variables())
 
 
 def _say(text: str, *, err: bool = False) -> None:
@@ -82,7 +96,6 @@ def solve(images, question, context, options, problem_file, config_file, model, 
     from maps_autogen.team import check_without
     from maps_autogen.transcript import new_run_id
 
-    _load_env()
     if problem_file is not None and (question or images or options or context):
         raise ProblemError("give either --problem FILE or the problem on the command line, not both", fix="drop one of them")
     if problem_file is None and not question:
@@ -147,7 +160,6 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
         from maps_autogen.config import load_config, with_overrides
         from maps_autogen.solve import assemble_team
 
-        _load_env()
         loaded = with_overrides(load_config(config_file), model=model)
         backend = assemble_team(loaded).backends[loaded.team.config.final_step.name]
 
@@ -201,7 +213,6 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
     from maps_autogen.team import check_without
 
-    _load_env()
     loaded = with_overrides(load_config(config_file, team=team_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
     check_without(loaded.team.config, frozenset(without), loaded.team.source)
     request = EvalRequest(

@@ -272,6 +272,21 @@ def _load_team(config: AppConfig, path: Path) -> LoadedTeam:
     return parse_team(config.team, path, key="team", base_dir=path.parent)
 
 
+def configured_key_variables(explicit: Path | None = None) -> list[str]:
+    """The api_key_env of every openai endpoint of the config `find_config` picks, read leniently
+    (for masking only: a config that cannot be read names no variables here; the commands that
+    use it report why)."""
+    try:
+        data = read_yaml(find_config(explicit))
+    except ConfigError:
+        return []
+    endpoints = data.get("endpoints") if isinstance(data, dict) else None
+    if not isinstance(endpoints, dict):
+        return [OpenAIEndpoint().api_key_env or ""]  # the default endpoint
+    return [endpoint.get("api_key_env", OpenAIEndpoint().api_key_env) for endpoint in endpoints.values()
+            if isinstance(endpoint, dict) and endpoint.get("kind", "openai") == "openai" and isinstance(endpoint.get("api_key_env", ""), str)]
+
+
 def load_config(explicit: Path | None = None, cwd: Path | None = None, *, team: Path | None = None) -> LoadedConfig:
     """Find, read and validate the config and its team (`team`: --team FILE)."""
     path = find_config(explicit, cwd).resolve()
