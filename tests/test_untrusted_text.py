@@ -61,6 +61,10 @@ def test_lone_and_split_surrogates_in_replies_finish_and_resume(tmp_path: Path) 
                          env=env, cwd=tmp_path)
         assert first.returncode == 0, first.stderr[-3000:]
         eval_dir = next(runs.glob("eval-*"))
+        # A results file edited by hand: a lone surrogate escape in a finished problem's record.
+        results = (eval_dir / "results.jsonl").read_text().splitlines()
+        results[0] = results[0].replace('"response": "', '"response": "\\udcff', 1)
+        (eval_dir / "results.jsonl").write_text("\n".join(results) + "\n")
         resumed = run_maps(["eval", "mathvista", "--resume", str(eval_dir), "--runs-dir", str(runs), "--config", str(config)],
                            env=env, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -73,6 +77,7 @@ def test_lone_and_split_surrogates_in_replies_finish_and_resume(tmp_path: Path) 
         assert f"1234567{EMOJI} split pair" in text  # the two escaped halves joined into the emoji
         assert f"facts {EMOJI} here" in text  # the split UTF-8 bytes decoded whole
     _valid_utf8_jsonl(eval_dir / "results.jsonl")
+    (eval_dir / "summary.json").read_bytes().decode("utf-8")
     viewed = run_maps(["view", str(eval_dir)], env=env, cwd=tmp_path)
     assert viewed.returncode == 0, viewed.stderr[-2000:]
 
