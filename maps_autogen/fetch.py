@@ -80,9 +80,11 @@ def _pinned(url: httpx.URL, resolve: Resolver) -> tuple[httpx.URL, dict[str, str
         if not is_public_address(address):
             raise _refused(str(url), address)
     address = addresses[0].split("%", 1)[0]
-    host_header = host if url.port is None else f"{host}:{url.port}"
-    extensions = {"sni_hostname": host} if url.scheme == "https" else {}
-    return url.copy_with(host=address), {"Host": host_header}, extensions
+    if address == host:  # an address already: nothing to pin
+        return url, {}, {}
+    name = url.raw_host.decode("ascii")  # the IDNA form a header and TLS need
+    extensions = {"sni_hostname": name} if url.scheme == "https" else {}
+    return url.copy_with(host=address), {"Host": name if url.port is None else f"{name}:{url.port}"}, extensions
 
 
 def fetch_url(url: str, *, limit: int, resolve: Resolver = system_resolve, transport: httpx.BaseTransport | None = None) -> bytes | None:

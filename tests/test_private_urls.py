@@ -3,7 +3,6 @@ redirect re-checked), unless --allow-private-urls; a URL typed on the command li
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -118,7 +117,7 @@ def _resolve(host: str, port: int) -> list[str]:
 
 
 def test_each_redirect_is_checked_and_the_checked_address_is_the_one_connected() -> None:
-    png = io.BytesIO(b"\x89PNG...").getvalue()
+    png = b"\x89PNG..."
     seen: list[httpx.Request] = []
     routes = {
         "http://93.184.216.34/ok.png": httpx.Response(200, content=png),
@@ -129,6 +128,9 @@ def test_each_redirect_is_checked_and_the_checked_address_is_the_one_connected()
     transport = _mock(routes, seen)
     assert fetch_url("http://public.example/ok.png", limit=1000, resolve=_resolve, transport=transport) == png
     assert seen[-1].headers["host"] == "public.example"  # addressed to the host, connected to the checked address
+    routes["https://93.184.216.34:8443/ok.png"] = httpx.Response(200, content=png)
+    assert fetch_url("https://public.example:8443/ok.png", limit=1000, resolve=_resolve, transport=transport) == png
+    assert seen[-1].headers["host"] == "public.example:8443" and seen[-1].extensions["sni_hostname"] == "public.example"
     assert fetch_url("http://public.example/to-public", limit=1000, resolve=_resolve, transport=transport) == png
     assert fetch_url("http://public.example/ok.png", limit=3, resolve=_resolve, transport=transport) is None  # over the limit
     for url, address in (("http://public.example/to-loopback", "127.0.0.1"), ("http://public.example/to-internal", "10.0.0.5"),
