@@ -119,7 +119,9 @@ def solve(images, question, context, options, problem_file, config_file, model, 
         if extra.strip():
             from dataclasses import replace
 
-            problem = replace(problem, context=(problem.context + "\n" + extra.strip()).strip())
+            from maps_autogen.text import valid_text
+
+            problem = replace(problem, context=valid_text(problem.context + "\n" + extra.strip()).strip())
     team = assemble_team(loaded)
     live = None if (quiet or as_json) else LiveConsole()
     if live is not None:
