@@ -19,6 +19,7 @@ from typing import Any, Iterator, TextIO
 
 from maps_autogen.errors import DataError
 from maps_autogen.redact import redact
+from maps_autogen.text import TooDeep, may_hold_surrogates, valid_tree
 
 FILE_MODE = 0o644
 PRIVATE_FILE_MODE = 0o600
@@ -110,10 +111,17 @@ def write_json_atomic(path: Path, data: Any) -> None:
 def _json_object(line: bytes) -> dict[str, Any] | None:
     """A complete JSONL line as an object; None for a damaged line or one that is not an object."""
     try:
-        record = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        record = parse_read_back(line)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, TooDeep):
         return None
     return record if isinstance(record, dict) else None
+
+
+def parse_read_back(source: str | bytes) -> Any:
+    """Parsed JSON read back from a file (which may have been edited): a lone surrogate escape
+    becomes U+FFFD, so what is read can be written again."""
+    data = json.loads(source)
+    return valid_tree(data, limit=10**6) if may_hold_surrogates(source) else data
 
 
 def read_jsonl_from(path: Path, start: int = 0, stop: int | None = None) -> tuple[list[dict[str, Any]], int]:
@@ -163,7 +171,7 @@ def read_json_object(path: Path, *, missing: str, fix: str) -> dict[str, Any]:
     if not path.is_file():
         raise DataError(missing, fix=fix)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_read_back(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise DataError(f"cannot read {path}: {error}", fix="the run folder may be damaged") from None
     if not isinstance(data, dict):
@@ -174,7 +182,7 @@ def read_json_object(path: Path, *, missing: str, fix: str) -> dict[str, Any]:
 def read_json_or_empty(path: Path) -> dict[str, Any]:
     """A JSON object file that may be mid-rewrite or not yet written: {} then (live readers)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_read_back(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -23,6 +23,20 @@ if TYPE_CHECKING:
 @click.version_option(package_name="maps-autogen")
 def cli() -> None:
     """MAPS: a team of LLM agents solving multimodal scientific problems."""
+    _load_env()
+    _register_keys()
+
+
+def _register_keys() -> None:
+    """Before any command runs, the one place every command's masking starts: the well-known key
+    variables and the api_key_env of every endpoint of the default config (./agents.yaml, else
+    the built-in one) are registered, so `maps view`, `--serve` and `maps score` mask a key found
+    in the files they read just as solve and eval do (which also register their --config's)."""
+    from maps_autogen.config import configured_key_variables
+    from maps_autogen.redact import register_key_variables, register_well_known_keys
+
+    register_well_known_keys()
+    register_key_variables(configured_key_variables())
 
 
 def _say(text: str, *, err: bool = False) -> None:
@@ -68,13 +82,16 @@ def model_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the outcome.")
 @click.option("--human", is_flag=True, help="Let the UserProxy ask you for extra context before the team starts.")
 @click.option("--view", "live_view", is_flag=True, help="Watch the run in a browser: serve it live on 127.0.0.1 and print the URL.")
+@click.option("--allow-private-urls", is_flag=True,
+              help="Let the problem file's image URLs point at private addresses (loopback, LAN); trusted files only.")
 def solve(images, question, context, options, problem_file, config_file, model, threshold, max_rollbacks, team_file, without, runs_dir, quiet,
-          as_json, human, live_view) -> None:
+          as_json, human, live_view, allow_private_urls) -> None:
     """Solve one problem: IMAGES are diagram files, http(s) URLs or data URLs."""
     import json as json_module
 
     from maps_autogen.config import load_config, with_overrides
     from maps_autogen.errors import ProblemError, ServiceError
+    from maps_autogen.fetch import private_urls_allowed
     from maps_autogen.images import ImageLimits, image_limits
     from maps_autogen.live import LiveConsole
     from maps_autogen.problem import build_problem, load_problem_file
@@ -82,7 +99,6 @@ def solve(images, question, context, options, problem_file, config_file, model, 
     from maps_autogen.team import check_without
     from maps_autogen.transcript import new_run_id
 
-    _load_env()
     if problem_file is not None and (question or images or options or context):
         raise ProblemError("give either --problem FILE or the problem on the command line, not both", fix="drop one of them")
     if problem_file is None and not question:
@@ -93,15 +109,19 @@ def solve(images, question, context, options, problem_file, config_file, model, 
     limits = loaded.config.limits
     with image_limits(ImageLimits.of(limits)):
         if problem_file is not None:
-            problem = load_problem_file(problem_file, max_side=max_side, max_bytes=limits.problem_file_bytes)
+            problem = load_problem_file(problem_file, max_side=max_side, max_bytes=limits.problem_file_bytes,
+                                        allow_private_urls=allow_private_urls)
         else:
-            problem = build_problem(question, context=context, options=options, image_sources=images, max_side=max_side)
+            with private_urls_allowed(True):  # URLs the user typed are theirs to fetch
+                problem = build_problem(question, context=context, options=options, image_sources=images, max_side=max_side)
     if human and not quiet and not as_json:
         extra = click.prompt("UserProxy: anything to add to the context? (Enter to start)", default="", show_default=False)
         if extra.strip():
             from dataclasses import replace
 
-            problem = replace(problem, context=(problem.context + "\n" + extra.strip()).strip())
+            from maps_autogen.text import valid_text
+
+            problem = replace(problem, context=valid_text(problem.context + "\n" + extra.strip()).strip())
     team = assemble_team(loaded)
     live = None if (quiet or as_json) else LiveConsole()
     if live is not None:
@@ -147,7 +167,6 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
         from maps_autogen.config import load_config, with_overrides
         from maps_autogen.solve import assemble_team
 
-        _load_env()
         loaded = with_overrides(load_config(config_file), model=model)
         backend = assemble_team(loaded).backends[loaded.team.config.final_step.name]
 
@@ -181,10 +200,11 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @model_options
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--allow-outside-paths", is_flag=True, help="Let data set rows refer to files outside the data folder (trusted data only).")
+@click.option("--allow-private-urls", is_flag=True, help="Let data set rows' image URLs point at private addresses (trusted data only).")
 @click.option("--view", "live_view", is_flag=True, help="Watch the eval in a browser: serve it live on 127.0.0.1 and print the URL.")
 def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, team_file, concurrency, rules, no_cache, max_cost,
                  shard, resume, allow_model_change, runs_dir, config_file, model, threshold, max_rollbacks, quiet, allow_outside_paths,
-                 live_view) -> None:
+                 allow_private_urls, live_view) -> None:
     """Run a whole benchmark (or part of it) and score it with the official rules.
 
     Exit codes: 0 every problem scored (or --max-cost stopped it cleanly); 1 a problem failed or
@@ -201,14 +221,13 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
     from maps_autogen.team import check_without
 
-    _load_env()
     loaded = with_overrides(load_config(config_file, team=team_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
     check_without(loaded.team.config, frozenset(without), loaded.team.source)
     request = EvalRequest(
         benchmark=benchmark, subsets=tuple(subsets), data=data, limit=limit, sample=sample, seed=seed, method=method,
         without=frozenset(without), concurrency=concurrency, rules=rules, cache=not no_cache,
         max_cost=max_cost, shard=Shard.parse(shard) if shard else None, runs_dir=runs_dir, resume=resume,
-        allow_outside_paths=allow_outside_paths, allow_model_change=allow_model_change,
+        allow_outside_paths=allow_outside_paths, allow_private_urls=allow_private_urls, allow_model_change=allow_model_change,
     )
     viewers = []
     try:

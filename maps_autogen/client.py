@@ -28,6 +28,7 @@ from maps_autogen.errors import FatalServiceError, RunInterrupted, ServiceError
 from maps_autogen.limits import DEFAULT_REPLY_BYTES, LineTooLong, body_limit, cap_reply, capped_lines, read_capped
 from maps_autogen.pool import ReplicaPool, pooled_http_client
 from maps_autogen.redact import redact
+from maps_autogen.text import PieceJoiner, may_hold_surrogates, utf8_chunks, valid_text, valid_tree
 from maps_autogen.tokens import estimate_usage
 
 logger = logging.getLogger(__name__)
@@ -160,7 +161,7 @@ def _error_detail(response: httpx.Response) -> str:
         message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
     except (ValueError, RecursionError, httpx.HTTPError):
         message = ""
-    return " ".join(str(message).split())[:200]
+    return valid_text(" ".join(str(message).split())[:200])
 
 
 def _rejection_error(error: "_Rejected") -> ServiceError:
@@ -409,9 +410,11 @@ class ChatBackend:
             raise _Retryable(f"the request to {self.base_url} failed: {error.__class__.__name__}") from None
         try:
             reply = json.loads(raw)
+            if may_hold_surrogates(raw):  # a lone \udcff in the reply: made valid here, once
+                reply = valid_tree(reply)
             choice = reply["choices"][0]
             text = choice["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError):
             raise _Retryable("the model service sent a malformed reply (not a chat completion in JSON)") from None
         if not isinstance(text, str):
             raise _Retryable("the model service sent a reply without message content")
@@ -451,7 +454,10 @@ class ChatBackend:
         model_name = None
         finish_reason = None
         done = False
-        lines = capped_lines(response.iter_text(), body_limit(self.max_reply_bytes))
+        joiner = PieceJoiner()  # an emoji split across two pieces (as \ud83d, \ude00) is joined
+        # Decoded incrementally, whatever charset the headers claim: a character whose UTF-8
+        # bytes span two network chunks is decoded whole.
+        lines = capped_lines(utf8_chunks(response.iter_bytes()), body_limit(self.max_reply_bytes))
         while True:
             try:
                 line = next(lines, None)
@@ -468,20 +474,29 @@ class ChatBackend:
                 break
             try:
                 chunk = json.loads(data)
-            except ValueError:
+                if may_hold_surrogates(data):
+                    chunk = {**valid_tree({k: v for k, v in chunk.items() if k != "choices"}), "choices": chunk.get("choices")}
+            except (ValueError, RecursionError):
                 raise _Retryable("the model service sent a malformed streamed reply") from None
             model_name = chunk.get("model") or model_name
             if isinstance(chunk.get("usage"), dict):
                 usage = chunk["usage"]
             for choice in chunk.get("choices") or []:
                 delta = (choice.get("delta") or {}).get("content")
+                if isinstance(delta, str):
+                    delta = joiner.feed(delta)
                 if delta and received <= self.max_reply_bytes:
                     received += len(delta.encode("utf-8", errors="surrogatepass"))
                     pieces.append(delta)
                     if on_token is not None:
                         on_token(delta)
                 if isinstance(choice.get("finish_reason"), str):
-                    finish_reason = choice["finish_reason"]
+                    finish_reason = valid_text(choice["finish_reason"])
+        tail = joiner.flush()  # half a pair with nothing after it: U+FFFD
+        if tail and received <= self.max_reply_bytes:
+            pieces.append(tail)
+            if on_token is not None:
+                on_token(tail)
         if not done or finish_reason is None:
             # A stream cut off cleanly looks like a short reply: only the end markers tell.
             missing = " and ".join(part for part, absent in (("a finish reason", finish_reason is None), ("[DONE]", not done)) if absent)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from maps_autogen.errors import ConfigError
 from maps_autogen.redact import register_key_variables
 from maps_autogen.team import LoadedTeam, StepModel, load_team_file, parse_team
+from maps_autogen.text import MAX_NESTING, TooDeep, valid_tree
 
 CONFIG_SCHEMA_VERSION = 1
 CONFIG_FILE_NAME = "agents.yaml"
@@ -197,9 +198,25 @@ def parse_config(data: Any, path: Path) -> AppConfig:
         raise ConfigError(f"{path}: {_describe(first)}{suffix}", fix="fix agents.yaml; the default one documents every key") from None
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """A safe loader that refuses aliases (`*name`), so a small untrusted file cannot expand
-    into gigabytes (the "billion laughs" bomb)."""
+class _BoundedLoader(yaml.SafeLoader):
+    """A safe loader that refuses nesting deeper than MAX_NESTING (composing nodes recurses:
+    a few hundred levels would end in a RecursionError)."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self._depth >= MAX_NESTING:
+            raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_NESTING} levels deep", self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+class _NoAliasLoader(_BoundedLoader):
+    """A bounded loader that also refuses aliases (`*name`), so a small untrusted file cannot
+    expand into gigabytes (the "billion laughs" bomb)."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -209,8 +226,9 @@ class _NoAliasLoader(yaml.SafeLoader):
 
 
 def read_yaml(path: Path, *, allow_aliases: bool = True, max_bytes: int | None = None, limit_name: str = "") -> Any:
-    """Read a YAML file, turning every failure into a one-line ConfigError. Untrusted files
-    pass `allow_aliases=False` and a `max_bytes` bound (named `limit_name` in the error)."""
+    """Read a YAML file, turning every failure into a one-line ConfigError. Nesting is bounded
+    (MAX_NESTING) and lone surrogates (a "\\udcff" escape) become U+FFFD. Untrusted files pass
+    `allow_aliases=False` and a `max_bytes` bound (named `limit_name` in the error)."""
     try:
         if max_bytes is not None and path.stat().st_size > max_bytes:
             raise ConfigError(f"{path} is larger than {limit_name or 'the limit'} ({max_bytes:,} bytes)",
@@ -221,12 +239,17 @@ def read_yaml(path: Path, *, allow_aliases: bool = True, max_bytes: int | None =
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read {path}: {error.__class__.__name__}", fix="check the file's permissions and encoding") from None
     try:
-        return yaml.load(text, Loader=yaml.SafeLoader if allow_aliases else _NoAliasLoader)  # noqa: S506 - both are safe loaders
+        data = yaml.load(text, Loader=_BoundedLoader if allow_aliases else _NoAliasLoader)  # noqa: S506 - both are safe loaders
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(error, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{path}: malformed YAML{where}: {problem}", fix="fix the YAML syntax") from None
+        fix = f"nest it at most {MAX_NESTING} levels deep" if "nested more than" in problem else "fix the YAML syntax"
+        raise ConfigError(f"{path}: malformed YAML{where}: {problem}", fix=fix) from None
+    try:
+        return valid_tree(data)
+    except TooDeep as error:  # aliases that refer to themselves
+        raise ConfigError(f"{path}: the YAML is {error}", fix=f"nest it at most {MAX_NESTING} levels deep") from None
 
 
 def find_team_file(name: str, base_dir: Path) -> Path:
@@ -247,6 +270,21 @@ def _load_team(config: AppConfig, path: Path) -> LoadedTeam:
     if isinstance(config.team, str):
         return load_team_file(find_team_file(config.team, path.parent), read_yaml=read_yaml)
     return parse_team(config.team, path, key="team", base_dir=path.parent)
+
+
+def configured_key_variables(explicit: Path | None = None) -> list[str]:
+    """The api_key_env of every openai endpoint of the config `find_config` picks, read leniently
+    (for masking only: a config that cannot be read names no variables here; the commands that
+    use it report why)."""
+    try:
+        data = read_yaml(find_config(explicit))
+    except ConfigError:
+        return []
+    endpoints = data.get("endpoints") if isinstance(data, dict) else None
+    if not isinstance(endpoints, dict):
+        return [OpenAIEndpoint().api_key_env or ""]  # the default endpoint
+    return [endpoint.get("api_key_env", OpenAIEndpoint().api_key_env) for endpoint in endpoints.values()
+            if isinstance(endpoint, dict) and endpoint.get("kind", "openai") == "openai" and isinstance(endpoint.get("api_key_env", ""), str)]
 
 
 def load_config(explicit: Path | None = None, cwd: Path | None = None, *, team: Path | None = None) -> LoadedConfig:

@@ -7,8 +7,6 @@ import binascii
 import io
 import os
 import stat
-import urllib.error
-import urllib.request
 import warnings
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -19,7 +17,9 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from maps_autogen.config import LimitsConfig
 from maps_autogen.errors import ProblemError
+from maps_autogen.fetch import fetch_url
 from maps_autogen.limits import scoped
+from maps_autogen.text import valid_text
 
 SUPPORTED_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp", "BMP": "image/bmp"}
 # Formats the chat APIs accept as they are; others (BMP) are re-encoded as PNG.
@@ -116,14 +116,9 @@ def _read_source(source: str, base_dir: Path | None) -> tuple[bytes, str]:
         except (binascii.Error, ValueError):
             raise ProblemError("a data URL image has invalid base64", fix="re-encode the image") from None
     if source.startswith(("http://", "https://")):
-        request = urllib.request.Request(source, headers={"User-Agent": "maps-autogen"})
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                data = response.read(limit + 1)
-        except (urllib.error.URLError, OSError, ValueError) as error:
-            reason = getattr(error, "reason", error)
-            raise ProblemError(f"cannot download image {source}: {reason}", fix="check the URL or save the image and pass the file") from None
-        if len(data) > limit:
+        # Only public addresses unless the URL is the user's own (fetch.private_urls_allowed).
+        data = fetch_url(source, limit=limit)
+        if data is None:
             raise _too_large(source, None, limit)
         return data, source.rstrip("/").rsplit("/", 1)[-1] or "image"
     path = Path(source).expanduser()
@@ -140,7 +135,8 @@ def load_image(source: str, *, max_side: int, base_dir: Path | None = None, inde
     """Load and validate one image; apply EXIF orientation; downscale so neither side exceeds
     `max_side`; re-encode only when something changed or the format is not sendable."""
     raw, name = _read_source(source, base_dir)
-    display = source if not source.startswith("data:") else f"data URL #{index}"
+    # A path from the command line may hold bytes that are not UTF-8 (lone surrogates here).
+    display, name = (valid_text(source) if not source.startswith("data:") else f"data URL #{index}"), valid_text(name)
     if name == "image":
         name = f"image-{index}"
     return image_from_bytes(raw, name=name, source=display, max_side=max_side)

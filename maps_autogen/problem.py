@@ -8,7 +8,9 @@ from typing import Any, Sequence
 
 from maps_autogen.config import LimitsConfig, read_yaml
 from maps_autogen.errors import ConfigError, ProblemError
+from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.images import ImageInput, load_image
+from maps_autogen.text import valid_text
 
 PROBLEM_FILE_KEYS = {"question", "context", "options", "images", "answer_format", "id"}
 
@@ -60,7 +62,10 @@ def build_problem(
     answer_format: str = "",
     problem_id: str | None = None,
 ) -> Problem:
-    """Validate the parts of a problem and load its images."""
+    """Validate the parts of a problem and load its images. Text from the command line may hold
+    lone surrogates (bytes that were not UTF-8): made valid here."""
+    question, context, answer_format = valid_text(question or ""), valid_text(context or ""), valid_text(answer_format or "")
+    options = [valid_text(str(option)) for option in options]
     if not question or not question.strip():
         raise ProblemError("the question is empty", fix="give the question with -q/--question or in the problem file")
     images = tuple(
@@ -86,9 +91,11 @@ def _string_list(data: dict[str, Any], key: str, path: Path) -> list[str]:
     return [str(item) for item in value]
 
 
-def load_problem_file(path: Path, *, max_side: int, max_bytes: int = LimitsConfig().problem_file_bytes) -> Problem:
+def load_problem_file(path: Path, *, max_side: int, max_bytes: int = LimitsConfig().problem_file_bytes,
+                      allow_private_urls: bool = False) -> Problem:
     """Read a problem.yaml (question, context, options, images, answer_format, id); image paths
-    are relative to the file. The file is untrusted: at most `max_bytes`, no YAML aliases."""
+    are relative to the file. The file is untrusted: at most `max_bytes`, no YAML aliases, image
+    URLs fetched only from public addresses unless `allow_private_urls`."""
     if not path.is_file():
         raise ProblemError(f"problem file {path} does not exist", fix="check the --problem path")
     try:
@@ -103,13 +110,14 @@ def load_problem_file(path: Path, *, max_side: int, max_bytes: int = LimitsConfi
     question = data.get("question")
     if not isinstance(question, str):
         raise ProblemError(f"{path}: 'question' is missing or not text", fix="add question: ...")
-    return build_problem(
-        question,
-        context=str(data.get("context") or ""),
-        options=_string_list(data, "options", path),
-        image_sources=_string_list(data, "images", path),
-        max_side=max_side,
-        base_dir=path.resolve().parent,
-        answer_format=str(data.get("answer_format") or ""),
-        problem_id=str(data["id"]) if data.get("id") is not None else None,
-    )
+    with private_urls_allowed(allow_private_urls):
+        return build_problem(
+            question,
+            context=str(data.get("context") or ""),
+            options=_string_list(data, "options", path),
+            image_sources=_string_list(data, "images", path),
+            max_side=max_side,
+            base_dir=path.resolve().parent,
+            answer_format=str(data.get("answer_format") or ""),
+            problem_id=str(data["id"]) if data.get("id") is not None else None,
+        )

@@ -4,24 +4,59 @@
 Every path out of the process goes through `redact`: the terminal (live view, --json, --quiet,
 error lines, log warnings), every file under runs/, the response cache, the viewer pages and the
 reports. It masks the value of every configured API-key variable (registered when the config is
-loaded or a model is resolved) and any `Authorization:`/`Bearer` credential.
+loaded or a model is resolved), any run of 12 or more consecutive characters of one (a near-copy:
+the key minus a character, without its prefix, split by a zero-width character), and any
+`Authorization:`/`Bearer` credential.
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import re
 import threading
+from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 MASK = "***"
 _MIN_SECRET_LENGTH = 4
+# Any run of this many consecutive characters of a secret is masked (the key minus a character,
+# without its prefix, a piece of it); shorter secrets are masked where they appear whole.
+NEAR_COPY_CHARACTERS = 12
+_BLOCK = NEAR_COPY_CHARACTERS // 2  # every run of 12 holds one of the secret's aligned 6-blocks
+
+# Invisible format characters (Unicode category Cf: zero-width space and joiners, soft hyphen,
+# bidi marks, word joiner, BOM, tags...): ignored when looking for a secret, so a key split by
+# one is still found; the mask covers them too.
+_INVISIBLE_BMP = "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+_INVISIBLE_ASTRAL = "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+_INVISIBLE = re.compile(f"[{_INVISIBLE_BMP}{_INVISIBLE_ASTRAL}]")
+# Two cheaper first looks (a class of BMP characters only compiles to a table lookup).
+_ANY_INVISIBLE_BMP = re.compile(f"[{_INVISIBLE_BMP}]")
+_ANY_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def _has_invisible(text: str) -> bool:
+    """Whether `text` holds an invisible format character (ASCII text is known at once)."""
+    if text.isascii():
+        return False
+    return _ANY_INVISIBLE_BMP.search(text) is not None or (_ANY_ASTRAL.search(text) is not None and _INVISIBLE.search(text) is not None)
+
+
+@dataclass(frozen=True)
+class _Secrets:
+    """What `redact` looks for, replaced whole on registration (safe to read unlocked)."""
+
+    exact: tuple[str, ...] = ()  # secrets shorter than NEAR_COPY_CHARACTERS, longest first
+    blocks: tuple[str, ...] = ()  # the aligned 6-character blocks of the longer ones: a cheap first test
+    runs: frozenset[str] = frozenset()  # every 12-character piece of the longer ones
+    longest: int = 0
+
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
-_longest_first: tuple[str, ...] = ()  # _secrets, longest first (a secret inside another is masked after it)
-_longest = 0
+_state = _Secrets()
 
 # A bearer token or an Authorization header value: 8+ token characters including a digit (so
 # prose such as "Authorization: required" is left alone). Each quantifier is followed by a
@@ -34,15 +69,34 @@ _CREDENTIALS = re.compile(
 _TOKEN_CHARACTERS = re.compile(r"[A-Za-z0-9._~+/=-]*")  # the characters a credential goes on with
 
 
+def _compile(secrets: Iterable[str]) -> _Secrets:
+    """The lookup tables for a set of secrets (built once per registration, not per call)."""
+    exact = tuple(sorted((s for s in secrets if len(s) < NEAR_COPY_CHARACTERS), key=len, reverse=True))
+    long = [s for s in secrets if len(s) >= NEAR_COPY_CHARACTERS]
+    runs = frozenset(s[i : i + NEAR_COPY_CHARACTERS] for s in long for i in range(len(s) - NEAR_COPY_CHARACTERS + 1))
+    blocks = tuple(dict.fromkeys(s[i : i + _BLOCK] for s in long for i in range(0, len(s) - _BLOCK + 1, _BLOCK)))
+    return _Secrets(exact, blocks, runs, max((len(s) for s in secrets), default=0))
+
+
 def register_secret(value: str | None) -> None:
-    """Remember a secret so `redact` masks it wherever it shows up."""
-    global _longest, _longest_first
+    """Remember a secret so `redact` masks it, and any 12 consecutive characters of it,
+    wherever they show up."""
+    global _state
     if value and len(value) >= _MIN_SECRET_LENGTH:
         with _lock:
-            if value not in _secrets:  # sorted here, once, not on every (per-token) redact call
+            if value not in _secrets:
                 _secrets.add(value)
-                _longest_first = tuple(sorted(_secrets, key=len, reverse=True))
-                _longest = max(_longest, len(value))
+                _state = _compile(_secrets)
+
+
+# Variables that hold keys whatever the config says: registered by every command.
+WELL_KNOWN_KEY_VARIABLES = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+
+
+def register_well_known_keys(env: Mapping[str, str] | None = None) -> None:
+    """Register the well-known key variables and every variable whose name ends in _API_KEY."""
+    env = os.environ if env is None else env
+    register_key_variables([*WELL_KNOWN_KEY_VARIABLES, *(name for name in env if name.upper().endswith("_API_KEY"))], env)
 
 
 def register_key_variables(names: Iterable[str | None], env: Mapping[str, str] | None = None) -> None:
@@ -54,12 +108,75 @@ def register_key_variables(names: Iterable[str | None], env: Mapping[str, str] |
             register_secret(env.get(name))
 
 
+def _near_copy_spans(view: str, state: _Secrets) -> list[tuple[int, int]]:
+    """The [start, end) spans of `view` made of 12-character pieces of a secret, merged.
+
+    Only windows around an occurrence of one of the secrets' aligned blocks can be such a piece
+    (a piece of 12 holds a whole aligned block of 6), and each window start is looked at once,
+    so the work is linear in the text (str.find does the scanning)."""
+    width = NEAR_COPY_CHARACTERS
+    checked: set[int] = set()
+    starts: list[int] = []
+    last = len(view) - width
+    for block in state.blocks:
+        at = view.find(block)
+        while at != -1:
+            for start in range(max(0, at - (width - _BLOCK)), min(at, last) + 1):
+                if start not in checked:
+                    checked.add(start)
+                    if view[start : start + width] in state.runs:
+                        starts.append(start)
+            at = view.find(block, at + 1)
+    spans: list[tuple[int, int]] = []
+    for start in sorted(starts):
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], start + width)
+        else:
+            spans.append((start, start + width))
+    return spans
+
+
+def _mask_near_copies(text: str, state: _Secrets) -> str:
+    """`text` with every run of 12+ consecutive characters of a long secret masked, invisible
+    format characters inside it ignored (and masked with it)."""
+    invisible = _has_invisible(text)
+    view = _INVISIBLE.sub("", text) if invisible else text
+    if not any(block in view for block in state.blocks):  # the fast path: nothing like a secret
+        return text
+    spans = _near_copy_spans(view, state)
+    if not spans:
+        return text
+    if invisible:  # back to positions in `text`: a view position plus the invisibles before it
+        shifted = [match.start() - number for number, match in enumerate(_INVISIBLE.finditer(text))]
+        spans = [(start + bisect.bisect_right(shifted, start), end - 1 + bisect.bisect_right(shifted, end - 1) + 1)
+                 for start, end in spans]
+    pieces, done = [], 0
+    for start, end in spans:
+        pieces += [text[done:start], MASK]
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
 def redact(text: str) -> str:
-    """`text` with every registered secret and every bearer/Authorization credential masked."""
-    for secret in _longest_first:  # a tuple replaced whole on registration: safe to read unlocked
+    """`text` with every registered secret (and any run of 12+ of its characters, invisible
+    characters inside ignored) and every bearer/Authorization credential masked."""
+    state = _state
+    if state.blocks:
+        text = _mask_near_copies(text, state)
+    for secret in state.exact:
         if secret in text:
             text = text.replace(secret, MASK)
+    if not _may_hold_credential(text):  # the fast path: most text names no credential
+        return text
     return _CREDENTIALS.sub(lambda match: match.group("lead") + MASK, text)
+
+
+def _may_hold_credential(text: str) -> bool:
+    """Whether `text` may hold what _CREDENTIALS matches: "bearer" or "uthor" in any case
+    (letters whose case-insensitive matches lower() also finds)."""
+    lowered = text.lower()
+    return "bearer" in lowered or "uthor" in lowered
 
 
 def redact_bytes(data: bytes) -> bytes:
@@ -67,10 +184,19 @@ def redact_bytes(data: bytes) -> bytes:
     return redact(data.decode("utf-8", errors="surrogateescape")).encode("utf-8", errors="surrogateescape")
 
 
+def _open_run_start(text: str) -> int:
+    """Where a near-copy of a secret that reaches the end of `text` starts (else len(text))."""
+    state = _state
+    if not state.blocks or not any(block in text for block in state.blocks):
+        return len(text)
+    spans = _near_copy_spans(text, state)
+    return spans[-1][0] if spans and spans[-1][1] == len(text) else len(text)
+
+
 class StreamRedactor:
-    """Redacts text that arrives in pieces (streamed tokens), so a secret split across two
-    pieces is still masked: it holds back the last few characters until more text (or the end)
-    shows whether they begin a secret."""
+    """Redacts text that arrives in pieces (streamed tokens), so a secret (or a near-copy) split
+    across pieces is still masked: it holds back as many characters as the longest secret until
+    more text (or the end) shows whether they begin one."""
 
     def __init__(self) -> None:
         self._pending = ""
@@ -79,17 +205,23 @@ class StreamRedactor:
         self._in_credential = False
 
     def feed(self, piece: str) -> str:
-        """The text that is safe to show now."""
+        """The text that is safe to show now. Invisible format characters are dropped: padded
+        with them, a secret could outgrow what is held back."""
+        if _has_invisible(piece):
+            piece = _INVISIBLE.sub("", piece)
         if self._in_credential:
             piece = piece[_TOKEN_CHARACTERS.match(piece).end():]
             if not piece:
                 return ""
             self._in_credential = False
-        hold = max(_longest, 64) - 1  # 64 covers a bearer token's prefix as well
+        hold = max(_state.longest, 64) - 1  # 64 covers a bearer token's prefix as well
         raw = self._pending + piece
         self._in_credential = any(match.end() == len(raw) for match in _CREDENTIALS.finditer(raw))
-        text = redact(raw)
-        cut = max(0, len(text) - hold)
+        # A near-copy reaching the end may go on in the next piece: it stays unmasked, held
+        # back, so it is masked whole once it ends (masked now, its last characters would show).
+        open_run = _open_run_start(raw)
+        text = redact(raw[:open_run]) + raw[open_run:]
+        cut = max(0, min(len(text) - hold, len(text) - (len(raw) - open_run)))
         self._pending = text[cut:]
         return text[:cut]
 

@@ -25,6 +25,9 @@ class Reply:
     model: str | None = None  # the model name the reply claims (default: the one requested)
     cut_after: int | None = None  # stream only this many pieces, then end cleanly with no finish reason or [DONE]
     trickle_s: float = 0.0  # pause between pieces (streamed) or body bytes (not streamed)
+    # A streamed reply as raw bytes, each item written (and flushed) as its own HTTP chunk: the
+    # exact bytes a server sends, e.g. a character's UTF-8 bytes split across two chunks.
+    stream_bytes: list[bytes] | None = None
 
 
 @dataclass
@@ -152,6 +155,8 @@ class FakeOpenAI:
                 elif reply.status != 200:
                     payload = json.dumps({"error": {"message": reply.content or "scripted failure", "type": "fake"}}).encode()
                     self._send(reply.status, payload, reply.headers)
+                elif body.get("stream") and reply.stream_bytes is not None:
+                    self._stream_raw(reply.stream_bytes)
                 elif body.get("stream"):
                     self._stream(body, reply)
                 else:
@@ -172,6 +177,19 @@ class FakeOpenAI:
                         self.wfile.write(payload[start : start + 16])
                         self.wfile.flush()
                         time.sleep(trickle_s)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def _stream_raw(self, chunks: list[bytes]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    for chunk in chunks:
+                        self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 

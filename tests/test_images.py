@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from maps_autogen.errors import ProblemError
+from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.images import load_image
 
 
@@ -62,9 +63,10 @@ def test_http_url(tmp_path: Path) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/web.png"
-        assert load_image(url, max_side=1568).name == "web.png"
-        with pytest.raises(ProblemError, match="cannot download image"):
-            load_image(url.replace("web.png", "missing.png"), max_side=1568)
+        with private_urls_allowed(True):  # a loopback address: only the user's own URL is fetched
+            assert load_image(url, max_side=1568).name == "web.png"
+            with pytest.raises(ProblemError, match="cannot download image"):
+                load_image(url.replace("web.png", "missing.png"), max_side=1568)
     finally:
         server.shutdown()
         server.server_close()

@@ -15,6 +15,7 @@ from maps_autogen.eval.paths import checked_reference
 from maps_autogen.benchmarks.tasks import Row, Subset
 from maps_autogen.images import ImageInput, image_from_bytes, image_from_pil, load_image
 from maps_autogen.problem import Problem
+from maps_autogen.text import MAX_NESTING, nesting_depth_over
 
 LOCAL_SUFFIXES = (".parquet", ".jsonl", ".json")
 _IMAGE_FIELD = re.compile(r"image_(\d+)")
@@ -92,6 +93,8 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 raise DataError(f"{path} is not valid JSON: {error.msg} at line {error.lineno}", fix="fix the file") from None
             except RecursionError:
                 raise DataError(f"{path} nests JSON too deeply", fix="fix the file") from None
+            if nesting_depth_over(data, MAX_NESTING + 1):  # the rows, one level down
+                raise DataError(f"{path} nests JSON more than {MAX_NESTING} levels deep", fix="fix the file")
             if not isinstance(data, (list, dict)):
                 raise DataError(f"{path} holds a JSON {type(data).__name__}, not a list or object of rows", fix="fix the file")
             yield from data if isinstance(data, list) else data.values()
@@ -105,6 +108,8 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 raise DataError(f"{path} line {number} is not valid JSON: {error.msg}", fix="fix the line") from None
             except RecursionError:
                 raise DataError(f"{path} line {number} nests JSON too deeply", fix="fix the line") from None
+            if nesting_depth_over(row):
+                raise DataError(f"{path} line {number} nests JSON more than {MAX_NESTING} levels deep", fix="fix the line") from None
             if isinstance(row, dict):
                 row = NumberedRow(row)
                 row.line = number

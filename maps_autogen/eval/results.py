@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, read_jsonl_from, write_json_atomic
+from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, parse_read_back, read_jsonl_from, write_json_atomic
 from maps_autogen.benchmarks.tasks import Task
 from maps_autogen.errors import DataError
 from maps_autogen.records import RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE, ResultRow, Summary, checked
@@ -141,7 +141,7 @@ class ResultsLog:
             with open(self.path, "rb") as source, atomic_text_writer(self.path, fsync=True) as handle:
                 for pid in pids:
                     source.seek(latest[pid])
-                    handle.write(json.dumps(json.loads(source.readline()), ensure_ascii=False, default=str) + "\n")
+                    handle.write(json.dumps(parse_read_back(source.readline()), ensure_ascii=False, default=str) + "\n")
 
 
 def summarize(records: Iterable[dict[str, Any]], task: Task, subset_names: Sequence[str]) -> dict[str, Any]:

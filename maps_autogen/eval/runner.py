@@ -34,6 +34,7 @@ from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, find_subsets, load_answer_formats, spread_limit
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.eval.validate import validate_rows
+from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.interrupts import exit_on_second_interrupt
 from maps_autogen.client import Completion
@@ -88,6 +89,7 @@ class EvalRequest:
     runs_dir: Path = Path("runs")
     resume: Path | None = None
     allow_outside_paths: bool = False  # data set rows may refer to files outside the data folder
+    allow_private_urls: bool = False  # data set rows' image URLs may point at private addresses
     allow_model_change: bool = False  # --resume may switch the models or method (the manifest records both)
 
 
@@ -323,7 +325,7 @@ class EvalRun:
             _check_prices(resolution)
         subsets = find_subsets(self.task, request.subsets)
         validate_rows(self.task, subsets, request.data)
-        with outside_paths_allowed(request.allow_outside_paths):
+        with outside_paths_allowed(request.allow_outside_paths), private_urls_allowed(request.allow_private_urls):
             items = load_items(self.task, subsets, request.data, self.loaded)
         cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
         team = assemble_team(self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency))
