@@ -63,8 +63,16 @@ class ChatSettings:
 
     @property
     def image_roles(self) -> frozenset[str]:
-        """Steps that receive the images themselves."""
+        """Steps that receive the images (or, on a text-only model, a note in their place)."""
         return self.plan.image_steps
+
+
+def images_withheld(problem: Problem, image_roles: frozenset[str], backends: dict[str, ChatBackend]) -> list[str]:
+    """The steps that would receive the problem's images but talk to a text-only model
+    (`vision: false`): their requests carry a text note in place of each image."""
+    if not problem.has_images:
+        return []
+    return sorted(role for role in image_roles if not backends[role].supports_images)
 
 
 def chat_settings(
@@ -456,6 +464,12 @@ class MapsChat:
             self.observer.emit({"type": "event", "event": "interpreter_skipped", "at": utc_now(),
                                 "detail": f"the problem has no image, so {', '.join(skipped)} is skipped and the reviewer scores "
                                           f"{len(self.settings.flow.scored)} dimensions"})
+        withheld = images_withheld(self.problem, self.settings.image_roles, self.backends)
+        if withheld:
+            titles = ", ".join(self.settings.team.step(role).title for role in withheld)
+            self.observer.emit({"type": "event", "event": "images_withheld", "roles": withheld, "at": utc_now(),
+                                "detail": f"images withheld from {titles}: the model is text-only (vision: false); "
+                                          "a note stands in for each image"})
         agents = agents_for(self.agent_shape())
         opening = self._opening_message()
         self.observer.emit({"type": "message", "agent": USER_PROXY_NAME, "role": "user_proxy", "step": "task", "round": 0,
@@ -486,4 +500,5 @@ class MapsChat:
         return outcome
 
 
-__all__ = ["AgentShape", "ChatAgents", "ChatOutcome", "ChatSettings", "MapsChat", "Observer", "Observers", "agents_for", "chat_settings"]
+__all__ = ["AgentShape", "ChatAgents", "ChatOutcome", "ChatSettings", "MapsChat", "Observer", "Observers", "agents_for", "chat_settings",
+           "images_withheld"]
