@@ -206,17 +206,14 @@ class ChatAgents:
             default_auto_reply="",
         )
         self.assistants: dict[str, autogen.AssistantAgent] = {}
-        for role, agent_name, system_message, model in shape.assistants:
-            agent = autogen.AssistantAgent(
+        for role, agent_name, system_message, _ in shape.assistants:
+            self.assistants[role] = autogen.AssistantAgent(
                 agent_name,
                 system_message=system_message,
-                llm_config={"config_list": [{"model": model, "model_client_cls": MapsModelClient.__name__}], "cache_seed": None},
+                llm_config=False,  # the model client comes below, once every agent exists
                 is_termination_msg=never,
                 max_consecutive_auto_reply=10_000,
             )
-            agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))
-            agent.register_hook("process_all_messages_before_reply", partial(self._role_view, role))
-            self.assistants[role] = agent
         groupchat = autogen.GroupChat(
             agents=[self.user_proxy, *self.assistants.values()],
             messages=[],
@@ -233,6 +230,20 @@ class ChatAgents:
             llm_config=False,
             is_termination_msg=never,
         )
+        for role, _, _, model in shape.assistants:
+            self._connect(role, model)
+
+    def _connect(self, role: str, model: str) -> None:
+        """Give a step's agent its model client and its request hook. AG2's runtime logger
+        (autogen.runtime_logging) records each new agent by serialising its attributes, and those
+        of the agents a group chat holds; AG2's model wrapper and our hooks cannot be serialised,
+        so they are attached only after every agent (and the Manager) has been recorded."""
+        agent = self.assistants[role]
+        agent.llm_config = agent._validate_llm_config(
+            {"config_list": [{"model": model, "model_client_cls": MapsModelClient.__name__}], "cache_seed": None})
+        agent.client = agent._create_client(agent.llm_config)
+        agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))
+        agent.register_hook("process_all_messages_before_reply", partial(self._role_view, role))
 
     def forget(self) -> None:
         """Drop the last chat's messages from every agent. `initiate_chat(clear_history=True)`
