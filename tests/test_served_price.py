@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from types import SimpleNamespace
 from pathlib import Path
 
 from maps_autogen.config import PriceConfig
 from maps_autogen.endpoints import price_of
-from maps_autogen.eval.runner import _Progress
+from maps_autogen.eval.runner import _costs, _Progress
 from tests.conftest import TEST_KEY, clean_env, critic_json, run_maps, solver_json
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI, Received, Reply, RoleScript
@@ -35,6 +36,18 @@ def test_the_progress_bar_says_unknown_as_the_summary_does() -> None:
         assert "$0.5000" in progress._progress.tasks[0].description
     finally:
         progress.close()
+
+
+def test_max_cost_counts_the_known_costs_and_stops_only_for_a_paid_model_without_a_price() -> None:
+    models = {"interpreter": SimpleNamespace(kind="local"), "solver": SimpleNamespace(kind="openai")}
+    final = SimpleNamespace(final_step=SimpleNamespace(name="solver"))
+    team = SimpleNamespace(resolution=SimpleNamespace(models=models), loaded=SimpleNamespace(team=SimpleNamespace(config=final)))
+    record = {"usage": {"calls": 3, "cost": None}, "usage_by_role": {"interpreter": {"cost": None}, "solver": {"cost": 0.25}}}
+    assert _costs(record, team) == (0.25, True, [])  # the local model's cost is unknown, but it is not paid for
+    record["usage_by_role"]["solver"]["cost"] = None
+    assert _costs(record, team) == (0.0, True, ["solver"])
+    assert _costs({"usage": {"calls": 0, "cost": None}}, team) == (0.0, False, [])  # no call, nothing spent
+    assert _costs({"usage": {"calls": 1, "cost": 0.5}}, team) == (0.5, False, [])
 
 
 def solve_script(served: str) -> RoleScript:

@@ -265,14 +265,31 @@ def _say_text_only(team: Team, method: str | None) -> None:
     seeing = [step.name for step in steps if step.sees_images or step.describes_images] if method == "maps" else [team.loaded.team.config.final_step.name]
     blind = [role for role in seeing if role in team.backends and not team.backends[role].supports_images]
     if blind:
-        logger.warning("images will be withheld from %s: the model is text-only (vision: false); a note stands in for each image, "
-                       "and each problem's run records it", ", ".join(blind) if method == "maps" else method)
+        how = "a note stands in for each image" if method == "maps" else "the request carries the text alone"
+        logger.warning("images will be withheld from %s: the model is text-only (vision: false); %s, and each problem's run records it",
+                       ", ".join(blind) if method == "maps" else f"the {method} requests", how)
 
 
-def _unknown_cost_stop(record: dict[str, Any]) -> FatalServiceError:
+def _costs(record: dict[str, Any], team: Team) -> tuple[float, bool, list[str]]:
+    """A problem's known USD, whether any of its cost is unknown, and the paid (not local)
+    roles whose cost is unknown: their served model has no price."""
+    usage = record.get("usage") or {}
+    if not usage.get("calls"):
+        return 0.0, False, []  # no call made: nothing spent
+    if usage.get("cost") is not None:
+        return usage["cost"], False, []
+    by_role = record.get("usage_by_role") or {}
+    models = team.resolution.models
+    answering = models[team.loaded.team.config.final_step.name]  # a baseline's role is its method
+    unpriced = sorted(role for role, row in by_role.items() if row.get("cost") is None and models.get(role, answering).kind != "local")
+    return sum(row.get("cost") or 0.0 for row in by_role.values()), True, unpriced
+
+
+def _unknown_cost_stop(record: dict[str, Any], roles: list[str]) -> FatalServiceError:
     """Why a --max-cost run stops at a problem whose cost is unknown: the served model has no
     price, so the bound could no longer be kept (the run never goes on unbounded)."""
-    served = sorted({sent.get("served_model") or sent.get("model") for sent in (record.get("models") or {}).values()} - {None})
+    sent = record.get("models") or {}
+    served = sorted({sent[role].get("served_model") or sent[role].get("model") for role in roles if role in sent} - {None})
     which = f" (served as {', '.join(served)})" if served else ""
     return FatalServiceError(f"--max-cost cannot be kept: the cost of problem {record.get('pid')} is unknown{which}",
                              fix="add the served model's name under prices: in agents.yaml")
@@ -445,7 +462,8 @@ class EvalRun:
     def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog) -> _Stop:
         request = self.request
         progress = _Progress(len(todo), self.progress)
-        spent: float | None = 0.0  # None once any problem's cost is unknown
+        spent = 0.0  # the known costs
+        cost_unknown = False  # some problem's cost is unknown: the bar says so, as the summary does
         tally = Tally()  # the problems run now, for the progress bar
         stop = _Stop()
         pending = iter(todo)
@@ -479,15 +497,15 @@ class EvalRun:
                     if isinstance(failure, RunInterrupted):
                         continue  # cancelled by a fatal error elsewhere: still pending, not failed
                     log.append(record)
-                    usage = record.get("usage") or {}
-                    cost = usage.get("cost") if usage.get("calls") else 0.0  # no call made: nothing spent
-                    spent = None if spent is None or cost is None else spent + cost
+                    known, unknown, unpriced = _costs(record, team)
+                    spent += known
+                    cost_unknown = cost_unknown or unknown
                     tally.add_row(record)
-                    progress.advance(tally.accuracy, spent)
-                    if request.max_cost is not None and cost is None and stop.fatal is None:
-                        stop.fatal = _unknown_cost_stop(record)
+                    progress.advance(tally.accuracy, None if cost_unknown else spent)
+                    if request.max_cost is not None and unpriced and stop.fatal is None:
+                        stop.fatal = _unknown_cost_stop(record, unpriced)
                         team.cancel()
-                    if request.max_cost is not None and spent is not None and spent >= request.max_cost:
+                    if request.max_cost is not None and spent >= request.max_cost:
                         stop.for_cost = True
                     if isinstance(failure, FatalServiceError) and stop.fatal is None:
                         # Every other problem would meet it too: stop sending; the problems not
