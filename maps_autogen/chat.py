@@ -63,8 +63,16 @@ class ChatSettings:
 
     @property
     def image_roles(self) -> frozenset[str]:
-        """Steps that receive the images themselves."""
+        """Steps that receive the images (or, on a text-only model, a note in their place)."""
         return self.plan.image_steps
+
+
+def images_withheld(problem: Problem, image_roles: frozenset[str], backends: dict[str, ChatBackend]) -> list[str]:
+    """The steps that would receive the problem's images but talk to a text-only model
+    (`vision: false`): their requests carry a text note in place of each image."""
+    if not problem.has_images:
+        return []
+    return sorted(role for role in image_roles if not backends[role].supports_images)
 
 
 def chat_settings(
@@ -198,17 +206,14 @@ class ChatAgents:
             default_auto_reply="",
         )
         self.assistants: dict[str, autogen.AssistantAgent] = {}
-        for role, agent_name, system_message, model in shape.assistants:
-            agent = autogen.AssistantAgent(
+        for role, agent_name, system_message, _ in shape.assistants:
+            self.assistants[role] = autogen.AssistantAgent(
                 agent_name,
                 system_message=system_message,
-                llm_config={"config_list": [{"model": model, "model_client_cls": MapsModelClient.__name__}], "cache_seed": None},
+                llm_config=False,  # the model client comes below, once every agent exists
                 is_termination_msg=never,
                 max_consecutive_auto_reply=10_000,
             )
-            agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))
-            agent.register_hook("process_all_messages_before_reply", partial(self._role_view, role))
-            self.assistants[role] = agent
         groupchat = autogen.GroupChat(
             agents=[self.user_proxy, *self.assistants.values()],
             messages=[],
@@ -225,6 +230,20 @@ class ChatAgents:
             llm_config=False,
             is_termination_msg=never,
         )
+        for role, _, _, model in shape.assistants:
+            self._connect(role, model)
+
+    def _connect(self, role: str, model: str) -> None:
+        """Give a step's agent its model client and its request hook. AG2's runtime logger
+        (autogen.runtime_logging) records each new agent by serialising its attributes, and those
+        of the agents a group chat holds; AG2's model wrapper and our hooks cannot be serialised,
+        so they are attached only after every agent (and the Manager) has been recorded."""
+        agent = self.assistants[role]
+        agent.llm_config = agent._validate_llm_config(
+            {"config_list": [{"model": model, "model_client_cls": MapsModelClient.__name__}], "cache_seed": None})
+        agent.client = agent._create_client(agent.llm_config)
+        agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))
+        agent.register_hook("process_all_messages_before_reply", partial(self._role_view, role))
 
     def forget(self) -> None:
         """Drop the last chat's messages from every agent. `initiate_chat(clear_history=True)`
@@ -456,6 +475,12 @@ class MapsChat:
             self.observer.emit({"type": "event", "event": "interpreter_skipped", "at": utc_now(),
                                 "detail": f"the problem has no image, so {', '.join(skipped)} is skipped and the reviewer scores "
                                           f"{len(self.settings.flow.scored)} dimensions"})
+        withheld = images_withheld(self.problem, self.settings.image_roles, self.backends)
+        if withheld:
+            titles = ", ".join(self.settings.team.step(role).title for role in withheld)
+            self.observer.emit({"type": "event", "event": "images_withheld", "roles": withheld, "at": utc_now(),
+                                "detail": f"images withheld from {titles}: the model is text-only (vision: false); "
+                                          "a note stands in for each image"})
         agents = agents_for(self.agent_shape())
         opening = self._opening_message()
         self.observer.emit({"type": "message", "agent": USER_PROXY_NAME, "role": "user_proxy", "step": "task", "round": 0,
@@ -486,4 +511,5 @@ class MapsChat:
         return outcome
 
 
-__all__ = ["AgentShape", "ChatAgents", "ChatOutcome", "ChatSettings", "MapsChat", "Observer", "Observers", "agents_for", "chat_settings"]
+__all__ = ["AgentShape", "ChatAgents", "ChatOutcome", "ChatSettings", "MapsChat", "Observer", "Observers", "agents_for", "chat_settings",
+           "images_withheld"]

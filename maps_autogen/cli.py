@@ -54,6 +54,7 @@ def _load_env() -> None:
 
 MODEL_OPTIONS = (
     click.option("--config", "config_file", type=click.Path(path_type=Path), help="agents.yaml to use (default: ./agents.yaml, else the built-in one)."),
+    click.option("--config-list", help="An AG2 OAI_CONFIG_LIST: a JSON file, or a variable holding the JSON or the file's path; its models become endpoints."),
     click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME, or an endpoint name (e.g. local)."),
     click.option("--threshold", type=click.FloatRange(0, 6), help="Reviewer pass threshold on the team's scale (1-5 by default: 6 never passes; overrides critic.threshold)."),
     click.option("--max-rollbacks", type=click.IntRange(0, 20), help="Maximum rollbacks (overrides critic.max_rollbacks)."),
@@ -84,8 +85,8 @@ def model_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("--view", "live_view", is_flag=True, help="Watch the run in a browser: serve it live on 127.0.0.1 and print the URL.")
 @click.option("--allow-private-urls", is_flag=True,
               help="Let the problem file's image URLs point at private addresses (loopback, LAN); trusted files only.")
-def solve(images, question, context, options, problem_file, config_file, model, threshold, max_rollbacks, team_file, without, runs_dir, quiet,
-          as_json, human, live_view, allow_private_urls) -> None:
+def solve(images, question, context, options, problem_file, config_file, config_list, model, threshold, max_rollbacks, team_file, without, runs_dir,
+          quiet, as_json, human, live_view, allow_private_urls) -> None:
     """Solve one problem: IMAGES are diagram files, http(s) URLs or data URLs."""
     import json as json_module
 
@@ -103,7 +104,8 @@ def solve(images, question, context, options, problem_file, config_file, model, 
         raise ProblemError("give either --problem FILE or the problem on the command line, not both", fix="drop one of them")
     if problem_file is None and not question:
         raise ProblemError("no question given", fix='pass -q "your question" or --problem problem.yaml')
-    loaded = with_overrides(load_config(config_file, team=team_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
+    loaded = with_overrides(load_config(config_file, team=team_file, config_list=config_list), model=model, threshold=threshold,
+                            max_rollbacks=max_rollbacks)
     check_without(loaded.team.config, frozenset(without), loaded.team.source)
     max_side = loaded.config.images.max_side
     limits = loaded.config.limits
@@ -203,8 +205,8 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--allow-private-urls", is_flag=True, help="Let data set rows' image URLs point at private addresses (trusted data only).")
 @click.option("--view", "live_view", is_flag=True, help="Watch the eval in a browser: serve it live on 127.0.0.1 and print the URL.")
 def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, team_file, concurrency, rules, no_cache, max_cost,
-                 shard, resume, allow_model_change, runs_dir, config_file, model, threshold, max_rollbacks, quiet, allow_outside_paths,
-                 allow_private_urls, live_view) -> None:
+                 shard, resume, allow_model_change, runs_dir, config_file, config_list, model, threshold, max_rollbacks, quiet,
+                 allow_outside_paths, allow_private_urls, live_view) -> None:
     """Run a whole benchmark (or part of it) and score it with the official rules.
 
     Exit codes: 0 every problem scored (or --max-cost stopped it cleanly); 1 a problem failed or
@@ -221,7 +223,8 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
     from maps_autogen.team import check_without
 
-    loaded = with_overrides(load_config(config_file, team=team_file), model=model, threshold=threshold, max_rollbacks=max_rollbacks)
+    loaded = with_overrides(load_config(config_file, team=team_file, config_list=config_list), model=model, threshold=threshold,
+                            max_rollbacks=max_rollbacks)
     check_without(loaded.team.config, frozenset(without), loaded.team.source)
     request = EvalRequest(
         benchmark=benchmark, subsets=tuple(subsets), data=data, limit=limit, sample=sample, seed=seed, method=method,
@@ -250,6 +253,25 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
         click.echo(f"stopped: --max-cost reached; continue with: {resume_hint}")
     if summary["failed"]:
         raise ServiceError(f"some problems failed ({summary['failed']})", fix=f"see results.jsonl; retry them with: {resume_hint}")
+
+
+@cli.command(name="config")
+@model_options
+def config_command(config_file, config_list, model, threshold, max_rollbacks, team_file) -> None:
+    """Print the effective configuration: the config file merged onto the built-in defaults (and
+    the options given), with where each part came from, and the model each step would use.
+    Secrets are never printed: keys are named by their variables."""
+    from maps_autogen.config import load_config, render_effective, with_overrides
+    from maps_autogen.endpoints import resolve_models
+
+    _load_env()
+    loaded = with_overrides(load_config(config_file, team=team_file, config_list=config_list), model=model, threshold=threshold,
+                            max_rollbacks=max_rollbacks)
+    _say(render_effective(loaded))
+    try:
+        _say("\n# " + resolve_models(loaded).announcement)
+    except MapsError as error:  # the configuration is shown either way; what is missing to run it, too
+        _say(f"\n# not runnable as is: {error}")
 
 
 @cli.command()

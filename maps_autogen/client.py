@@ -224,7 +224,7 @@ class ChatBackend:
             self._http = shared_http_client(model.timeout_s, max_connections)
         self._headers = {"Authorization": f"Bearer {model.api_key}"} if model.api_key else {}
         self._json_mode = model.json_mode
-        self.supports_images = model.kind != "local" or bool(model.local and model.local.mmproj_path)
+        self.supports_images = model.vision  # False: requests carry a note in place of each image
 
     def _response_format(self, schema_name: str | None, schema: dict[str, Any] | None) -> dict[str, Any] | None:
         if schema is None or self._json_mode == "none":
@@ -359,7 +359,7 @@ class ChatBackend:
                 usage = estimate_usage(messages, text)
             prompt_tokens = usage.get("prompt_tokens")
             completion_tokens = usage.get("completion_tokens")
-            cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0)
+            cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0, served=model_name)
             return Completion(
                 text=text,
                 model=self.model.model,

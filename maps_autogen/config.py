@@ -6,12 +6,13 @@ The built-in agents.yaml, team files and prompts/ are package data under maps_au
 from __future__ import annotations
 
 import importlib.resources
+import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Mapping, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from maps_autogen.errors import ConfigError
 from maps_autogen.redact import register_key_variables
@@ -46,6 +47,8 @@ class OpenAIEndpoint(_Strict):
     json_mode: Literal["schema", "object", "none"] = "schema"
     stream: bool = False
     max_connections: int = Field(default=64, ge=1)
+    vision: bool = True  # false: a text-only model; its roles get a note in place of each image (recorded)
+    models: list[str] = Field(default_factory=list)  # names it serves: `endpoint: auto` sends a named model here
 
 
 class LocalEndpoint(_Strict):
@@ -64,6 +67,18 @@ class LocalEndpoint(_Strict):
     max_retries: int = Field(default=1, ge=0)
     json_mode: Literal["schema", "object", "none"] = "schema"
     stream: bool = False
+    vision: bool | None = None  # None: true exactly when mmproj_path is set
+
+    @model_validator(mode="after")
+    def _vision_needs_projector(self) -> "LocalEndpoint":
+        if self.vision and not self.mmproj_path:
+            raise ValueError("vision: true needs mmproj_path (the model's image projector)")
+        return self
+
+    @property
+    def sees_images(self) -> bool:
+        """Whether requests to this endpoint carry the images themselves."""
+        return bool(self.mmproj_path) if self.vision is None else self.vision
 
 
 Endpoint = Annotated[Union[OpenAIEndpoint, LocalEndpoint], Field(discriminator="kind")]
@@ -103,6 +118,7 @@ class AppConfig(_Strict):
     """The whole of agents.yaml."""
 
     schema_version: int = CONFIG_SCHEMA_VERSION
+    config_list: str | None = None  # an AG2 OAI_CONFIG_LIST file (or the variable holding it): its models become endpoints
     endpoints: dict[str, Endpoint] = Field(default_factory=lambda: {"openai": OpenAIEndpoint()})
     model: ModelChoice = ModelChoice()
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
@@ -126,7 +142,11 @@ class AppConfig(_Strict):
 
 
 class LoadedConfig(BaseModel):
-    """A validated config and team plus where they came from (paths resolve against `base_dir`)."""
+    """A validated config and team plus where they came from (paths resolve against `base_dir`).
+
+    `origins`: where each top-level key's value came from (the file, the built-in defaults, a
+    config list). `endpoint_keys`: API keys given inline by an AG2 config list, by endpoint name
+    (registered with the redactor; never part of `config`, so never dumped)."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
@@ -134,6 +154,8 @@ class LoadedConfig(BaseModel):
     path: Path
     base_dir: Path
     team: LoadedTeam
+    origins: dict[str, str] = Field(default_factory=dict)
+    endpoint_keys: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
 
     def resolve(self, relative: str, base_dir: Path | None = None) -> Path:
         """A path from the config: relative to the config's folder, else to the built-ins."""
@@ -287,14 +309,63 @@ def configured_key_variables(explicit: Path | None = None) -> list[str]:
             if isinstance(endpoint, dict) and endpoint.get("kind", "openai") == "openai" and isinstance(endpoint.get("api_key_env", ""), str)]
 
 
-def load_config(explicit: Path | None = None, cwd: Path | None = None, *, team: Path | None = None) -> LoadedConfig:
-    """Find, read and validate the config and its team (`team`: --team FILE)."""
+def merge_onto(base: Any, override: Any) -> Any:
+    """`override` (a user's agents.yaml) laid over `base` (the built-in defaults). Mappings merge
+    key by key, recursively, the override's keys first (so `endpoint: auto` prefers the user's
+    endpoints); everything else (lists such as team.steps, strings, numbers, null) replaces the
+    base's value whole. Two mappings of different `kind` (an endpoint redeclared as another
+    kind) do not merge: the override replaces the base."""
+    if not isinstance(base, dict) or not isinstance(override, dict):
+        return override
+    if "kind" in base and "kind" in override and base["kind"] != override["kind"]:
+        return override
+    merged = {key: merge_onto(base[key], value) if key in base else value for key, value in override.items()}
+    merged.update({key: value for key, value in base.items() if key not in override})
+    return merged
+
+
+def effective_data(data: Any, path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """A config file's data merged onto the built-in defaults, and where each top-level key came
+    from. An empty file is all defaults; a file that is not a mapping is an error."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings at the top level", fix="see the default agents.yaml")
+    builtin = defaults_dir() / CONFIG_FILE_NAME
+    defaults = read_yaml(builtin)
+    merged = merge_onto(defaults, data)
+    origins = {key: str(path) if key in data else "built-in defaults" for key in merged}
+    return merged, origins
+
+
+def load_config(
+    explicit: Path | None = None,
+    cwd: Path | None = None,
+    *,
+    team: Path | None = None,
+    config_list: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> LoadedConfig:
+    """Find, read and validate the config and its team (`team`: --team FILE). The file is merged
+    onto the built-in defaults (`merge_onto`); `config_list` (--config-list, else the file's
+    `config_list:`) adds an AG2 OAI_CONFIG_LIST's models as endpoints."""
+    from maps_autogen.config_list import add_config_list
+
+    env = os.environ if env is None else env
     path = find_config(explicit, cwd).resolve()
-    config = parse_config(read_yaml(path), path)
+    data, origins = effective_data(read_yaml(path), path)
+    keys: dict[str, str] = {}
+    source = config_list or data.get("config_list")
+    if source:
+        data, keys = add_config_list(data, source, base_dir=path.parent if not config_list else Path.cwd(), env=env)
+        origins["endpoints"] = f"{origins['endpoints']} + config list {source}"
+    config = parse_config(data, path)
     # Every configured key is masked in all output, whether or not this run uses its endpoint.
-    register_key_variables(e.api_key_env for e in config.endpoints.values() if isinstance(e, OpenAIEndpoint))
+    register_key_variables((e.api_key_env for e in config.endpoints.values() if isinstance(e, OpenAIEndpoint)), env)
     loaded_team = load_team_file(find_team_file(str(team), Path.cwd()), read_yaml=read_yaml) if team else _load_team(config, path)
-    return LoadedConfig(config=config, path=path, base_dir=path.parent, team=loaded_team)
+    if team:
+        origins["team"] = f"--team {team}"
+    return LoadedConfig(config=config, path=path, base_dir=path.parent, team=loaded_team, origins=origins, endpoint_keys=keys)
 
 
 def with_overrides(
@@ -326,4 +397,22 @@ def with_overrides(
     if model is not None:  # --model applies to every step
         steps = tuple(step.model_copy(update={"model": None}) for step in team.config.steps)
         team = replace(team, config=team.config.model_copy(update={"steps": steps}))
-    return LoadedConfig(config=parse_config(data, loaded.path), path=loaded.path, base_dir=loaded.base_dir, team=team)
+    origins = dict(loaded.origins)
+    origins.update({key: flag for key, flag, given in (("model", "--model", model), ("critic", "--threshold/--max-rollbacks",
+                                                                                     threshold if threshold is not None else max_rollbacks))
+                    if given is not None})
+    return loaded.model_copy(update={"config": parse_config(data, loaded.path), "team": team, "origins": origins})
+
+
+def render_effective(loaded: LoadedConfig) -> str:
+    """The effective configuration as YAML (what `maps config` prints): every key, each
+    top-level one under a comment saying where its value came from. It holds no secrets: keys
+    are named by their variables, and a config list's inline keys are never part of it."""
+    data = loaded.config.model_dump(mode="json")
+    if loaded.team.source != loaded.path:  # a team file (the config's or --team's)
+        data["team"] = str(loaded.team.source)
+    lines = [f"# The effective configuration: {loaded.path} merged onto the built-in defaults."]
+    for key, value in data.items():
+        lines.append(f"\n# {key}: from {loaded.origins.get(key, 'built-in defaults')}")
+        lines.append(yaml.safe_dump({key: value}, sort_keys=False, allow_unicode=True, width=200).rstrip())
+    return "\n".join(lines)

@@ -4,6 +4,7 @@ embedded local model."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -12,6 +13,48 @@ from maps_autogen.errors import ConfigError
 from maps_autogen.redact import register_secret
 
 OPENAI_URL = "https://api.openai.com/v1"
+# The variables naming an OpenAI-compatible server: the OpenAI SDK's, and the older one that
+# VLMEvalKit and lmms-eval users keep in their .env. Both are honoured; differing values are an error.
+BASE_URL_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_BASE")
+CHAT_PATH = "/chat/completions"
+# A dated snapshot of a priced model: gpt-4o-2024-08-06 (OpenAI's usual), gpt-4-0613 (older).
+_SNAPSHOT_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{4})$")
+
+
+def service_url(url: str) -> str:
+    """A base URL as the client wants it: without a trailing slash or a trailing
+    `/chat/completions` (a full endpoint URL is a common way to write it)."""
+    url = url.strip().rstrip("/")
+    if url.endswith(CHAT_PATH):
+        url = url[: -len(CHAT_PATH)].rstrip("/")
+    return url
+
+
+def env_base_url(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(URL, variable) of the server the environment names, if any; both variables set to
+    different servers is an error naming both."""
+    named = {variable: service_url(env[variable]) for variable in BASE_URL_VARIABLES if env.get(variable, "").strip()}
+    if len(set(named.values())) > 1:
+        first, second = BASE_URL_VARIABLES
+        raise ConfigError(f"{first} ({named[first]}) and {second} ({named[second]}) name different servers",
+                          fix=f"unset one of them (maps reads both; {second} is the older name)")
+    if not named:
+        return None
+    variable = next(iter(named))
+    return named[variable], variable
+
+
+def price_of(served: str | None, prices: Mapping[str, PriceConfig]) -> PriceConfig | None:
+    """The price of the model a service says it served: its exact name under `prices`, else
+    that name without a dated-snapshot suffix (gpt-4o-2024-08-06 is priced as gpt-4o). A reply
+    naming no model, or a name not priced, has no price: its cost is unknown, never guessed
+    from the name that was asked for."""
+    if not served:
+        return None
+    if served in prices:
+        return prices[served]
+    undated = _SNAPSHOT_SUFFIX.sub("", served)
+    return prices.get(undated) if undated != served else None
 EMBEDDED_MODEL_LABEL = "SmolLM2-135M-Instruct (embedded)"
 
 
@@ -29,7 +72,8 @@ class ResolvedModel:
     stream: bool
     temperature: float | None
     max_tokens: int | None
-    price: PriceConfig | None = None
+    prices: Mapping[str, PriceConfig] = field(default_factory=dict)  # the price table, applied to the served name
+    vision: bool = True  # False: a text-only model; its requests carry a note in place of each image
     local: LocalEndpoint | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)  # server-specific sampling settings
     api_key: str = field(default="", repr=False)
@@ -45,16 +89,24 @@ class ResolvedModel:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "json_mode": self.json_mode,
+            "vision": self.vision,
         }
         if len(self.base_urls) > 1:
             described["replicas"] = list(self.base_urls)
         return described
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
-        """USD for a call, when the model's price is known."""
-        if self.price is None:
+    @property
+    def price(self) -> PriceConfig | None:
+        """The price of the requested model, should the service serve it under that name."""
+        return price_of(self.model, self.prices)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, served: str | None) -> float | None:
+        """USD for a call the service answered as model `served`, when that model's price is
+        known (`price_of`); None otherwise."""
+        price = price_of(served, self.prices)
+        if price is None:
             return None
-        return (prompt_tokens * self.price.prompt_per_million + completion_tokens * self.price.completion_per_million) / 1e6
+        return (prompt_tokens * price.prompt_per_million + completion_tokens * price.completion_per_million) / 1e6
 
 
 @dataclass(frozen=True)
@@ -76,15 +128,22 @@ def _first_of_kind(loaded: LoadedConfig, kind: str) -> str | None:
 def _auto_endpoint(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, str]) -> tuple[str, str]:
     """(endpoint name, why) for `endpoint: auto`. The embedded model is chosen only when nothing
     was asked for: a named model without a usable service is an error, never a substitution."""
+    if choice.name is not None:  # an endpoint that lists the named model serves it
+        listing = next((name for name, ep in loaded.config.endpoints.items() if isinstance(ep, OpenAIEndpoint) and choice.name in ep.models), None)
+        if listing is not None:
+            return listing, f"it lists {choice.name}"
     openai_name = _first_of_kind(loaded, "openai")
     key_env = "OPENAI_API_KEY"  # the variable the message names: the endpoint's own when it has one
+    from_env = env_base_url(env)
     if openai_name:
         endpoint = loaded.config.endpoints[openai_name]
         assert isinstance(endpoint, OpenAIEndpoint)
+        if openai_name in loaded.endpoint_keys:
+            return openai_name, "its key is in the config list"
         if endpoint.api_key_env and env.get(endpoint.api_key_env):
             return openai_name, f"{endpoint.api_key_env} is set"
-        if endpoint.base_url is None and env.get("OPENAI_BASE_URL"):
-            return openai_name, "OPENAI_BASE_URL is set"
+        if endpoint.base_url is None and from_env:
+            return openai_name, f"{from_env[1]} is set"
         if endpoint.api_key_env is None:
             return openai_name, "its endpoint needs no key"
         key_env = endpoint.api_key_env
@@ -124,15 +183,16 @@ def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, st
     if isinstance(endpoint, LocalEndpoint):
         model_name = choice.name or (endpoint.model_path and os.path.basename(endpoint.model_path)) or EMBEDDED_MODEL_LABEL
         common["max_tokens"] = min(choice.max_tokens or endpoint.max_tokens, endpoint.max_tokens)
-        return ResolvedModel(kind="local", model=model_name, base_url=None, local=endpoint,
+        return ResolvedModel(kind="local", model=model_name, base_url=None, local=endpoint, vision=endpoint.sees_images,
                              extra_body={"repeat_penalty": endpoint.repeat_penalty}, **common), why
     assert isinstance(endpoint, OpenAIEndpoint)
-    replicas = tuple(url.rstrip("/") for url in endpoint.base_url) if isinstance(endpoint.base_url, list) else ()
-    base_url = (replicas[0] if replicas else endpoint.base_url) or env.get("OPENAI_BASE_URL") or OPENAI_URL
-    # A server named by OPENAI_BASE_URL without a key (a local vLLM) is used without one.
-    keyless = endpoint.base_url is None and bool(env.get("OPENAI_BASE_URL"))
-    api_key = ""
-    if endpoint.api_key_env:
+    replicas = tuple(service_url(url) for url in endpoint.base_url) if isinstance(endpoint.base_url, list) else ()
+    from_env = env_base_url(env)
+    base_url = (replicas[0] if replicas else endpoint.base_url) or (from_env and from_env[0]) or OPENAI_URL
+    # A server named by OPENAI_BASE_URL (or OPENAI_API_BASE) without a key (a local vLLM) is used without one.
+    keyless = endpoint.base_url is None and from_env is not None
+    api_key = loaded.endpoint_keys.get(name, "")
+    if endpoint.api_key_env and not api_key:
         api_key = env.get(endpoint.api_key_env, "")
         if not api_key and not keyless:
             raise ConfigError(
@@ -142,9 +202,8 @@ def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, st
         if api_key:
             register_secret(api_key)
     model_name = choice.name or endpoint.default_model
-    price = config.prices.get(model_name)
-    return ResolvedModel(kind="openai", model=model_name, base_url=base_url.rstrip("/"), price=price, api_key=api_key,
-                         base_urls=replicas, **common), why
+    return ResolvedModel(kind="openai", model=model_name, base_url=service_url(base_url), prices=dict(config.prices), api_key=api_key,
+                         base_urls=replicas, vision=endpoint.vision, **common), why
 
 
 def resolve_models(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -> Resolution:

@@ -3,6 +3,7 @@ into AG2 as a custom model client, so AG2's agents make their calls through it."
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -19,6 +20,13 @@ class _AG2Response:
         self.completion = completion
         self.cost = completion.cost or 0.0
         self.message_retrieval_function = None
+
+    def __str__(self) -> str:
+        """What AG2's file logger writes for the response (it logs `str(response)`): JSON."""
+        completion = self.completion
+        return json.dumps({"model": completion.served_model or completion.model, "text": completion.text,
+                           "finish_reason": completion.finish_reason, "usage": completion.usage()},
+                          ensure_ascii=False)
 
 
 class MapsModelClient:

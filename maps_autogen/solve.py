@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from maps_autogen.cache import ResponseCache
-from maps_autogen.chat import CallRecord, ChatOutcome, MapsChat, Observer, Observers, chat_settings
+from maps_autogen.chat import CallRecord, ChatOutcome, MapsChat, Observer, Observers, chat_settings, images_withheld
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import Resolution, ResolvedModel, resolve_models
 from maps_autogen.client import ChatBackend
@@ -208,6 +208,7 @@ def solve_problem(
                 "final_review": settings.flow.final_review,
                 "max_rounds": settings.flow.max_rounds,
                 "image_roles": sorted(settings.image_roles),
+                "images_withheld": images_withheld(problem, settings.image_roles, team.backends),
                 "without": sorted(without),
             },
             **(extra or {}),

@@ -95,6 +95,10 @@ def run_baseline(
         opening = content if isinstance(content, str) else "".join(part["text"] for part in content if part["type"] == "text")
         writer.append({"type": "message", "agent": "UserProxy", "role": "user_proxy", "step": "task", "round": 0,
                        "revision": False, "content": opening, "images": image_files})
+        withheld = [method] if problem.has_images and not backend.supports_images else []
+        if withheld:
+            writer.append({"type": "event", "event": "images_withheld", "roles": withheld, "at": utc_now(),
+                           "detail": "images withheld from the request: the model is text-only (vision: false)"})
         completion, error, service_failure = None, None, None
         try:
             completion = backend.complete(messages, role=method)
@@ -121,6 +125,7 @@ def run_baseline(
             "error": error,
             "seconds": round(outcome.seconds, 4),
             "usage": outcome.usage(),
+            "images_withheld": withheld,
             **(extra or {}),
         })
     finally:

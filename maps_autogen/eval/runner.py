@@ -233,9 +233,10 @@ class _Progress:
         self._progress.start()
 
     def advance(self, accuracy: float | None, cost: float | None) -> None:
+        """One more problem done; `cost` None: some call's cost is unknown (as the summary says)."""
         if self.enabled:
             acc = "-" if accuracy is None else f"{accuracy:.1f}%"
-            spent = "?" if cost is None else f"${cost:.4f}"
+            spent = "unknown" if cost is None else f"${cost:.4f}"
             self._progress.update(self._task, advance=1, description=f"acc {acc} · cost {spent}")
 
     def close(self) -> None:
@@ -244,10 +245,49 @@ class _Progress:
 
 
 def _check_prices(resolution: Resolution) -> None:
-    """--max-cost can only be enforced when every paid model's price is known."""
+    """--max-cost can only be enforced when every paid model's price is known. This checks the
+    requested names before anything runs; a reply from a model served under a name without a
+    price stops the run (`_unknown_cost_stop`)."""
     unpriced = sorted({m.model for m in resolution.models.values() if m.price is None and m.kind != "local"})
     if unpriced:
         raise UsageError(f"--max-cost needs the price of {', '.join(unpriced)}", fix="add it under prices: in agents.yaml")
+
+
+def _say_text_only(team: Team, method: str | None) -> None:
+    """One line on the terminal when steps that see images talk to a text-only model; each
+    problem with images records it (an `images_withheld` event, run.json's flow.images_withheld)."""
+    steps = team.loaded.team.config.steps
+    seeing = [step.name for step in steps if step.sees_images or step.describes_images] if method == "maps" else [team.loaded.team.config.final_step.name]
+    blind = [role for role in seeing if role in team.backends and not team.backends[role].supports_images]
+    if blind:
+        how = "a note stands in for each image" if method == "maps" else "the request carries the text alone"
+        logger.warning("images will be withheld from %s: the model is text-only (vision: false); %s, and each problem's run records it",
+                       ", ".join(blind) if method == "maps" else f"the {method} requests", how)
+
+
+def _costs(record: dict[str, Any], team: Team) -> tuple[float, bool, list[str]]:
+    """A problem's known USD, whether any of its cost is unknown, and the paid (not local)
+    roles whose cost is unknown: their served model has no price."""
+    usage = record.get("usage") or {}
+    if not usage.get("calls"):
+        return 0.0, False, []  # no call made: nothing spent
+    if usage.get("cost") is not None:
+        return usage["cost"], False, []
+    by_role = record.get("usage_by_role") or {}
+    models = team.resolution.models
+    answering = models[team.loaded.team.config.final_step.name]  # a baseline's role is its method
+    unpriced = sorted(role for role, row in by_role.items() if row.get("cost") is None and models.get(role, answering).kind != "local")
+    return sum(row.get("cost") or 0.0 for row in by_role.values()), True, unpriced
+
+
+def _unknown_cost_stop(record: dict[str, Any], roles: list[str]) -> FatalServiceError:
+    """Why a --max-cost run stops at a problem whose cost is unknown: the served model has no
+    price, so the bound could no longer be kept (the run never goes on unbounded)."""
+    sent = record.get("models") or {}
+    served = sorted({sent[role].get("served_model") or sent[role].get("model") for role in roles if role in sent} - {None})
+    which = f" (served as {', '.join(served)})" if served else ""
+    return FatalServiceError(f"--max-cost cannot be kept: the cost of problem {record.get('pid')} is unknown{which}",
+                             fix="add the served model's name under prices: in agents.yaml")
 
 
 class EvalRun:
@@ -329,6 +369,7 @@ class EvalRun:
             items = load_items(self.task, subsets, request.data, self.loaded)
         cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
         team = assemble_team(self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency))
+        _say_text_only(team, request.method)
         if manifest is None:
             selection = select_items(items, subsets, sample=request.sample, seed=request.seed, limit=request.limit, shard=request.shard)
             manifest = self._new_manifest(eval_dir, subsets, selection, team)
@@ -416,7 +457,8 @@ class EvalRun:
     def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog) -> _Stop:
         request = self.request
         progress = _Progress(len(todo), self.progress)
-        spent = 0.0
+        spent = 0.0  # the known costs
+        cost_unknown = False  # some problem's cost is unknown: the bar says so, as the summary does
         tally = Tally()  # the problems run now, for the progress bar
         stop = _Stop()
         pending = iter(todo)
@@ -450,9 +492,14 @@ class EvalRun:
                     if isinstance(failure, RunInterrupted):
                         continue  # cancelled by a fatal error elsewhere: still pending, not failed
                     log.append(record)
-                    spent += (record.get("usage") or {}).get("cost") or 0.0
+                    known, unknown, unpriced = _costs(record, team)
+                    spent += known
+                    cost_unknown = cost_unknown or unknown
                     tally.add_row(record)
-                    progress.advance(tally.accuracy, spent)
+                    progress.advance(tally.accuracy, None if cost_unknown else spent)
+                    if request.max_cost is not None and unpriced and stop.fatal is None:
+                        stop.fatal = _unknown_cost_stop(record, unpriced)
+                        team.cancel()
                     if request.max_cost is not None and spent >= request.max_cost:
                         stop.for_cost = True
                     if isinstance(failure, FatalServiceError) and stop.fatal is None:
