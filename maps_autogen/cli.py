@@ -264,7 +264,6 @@ def config_command(config_file, config_list, model, threshold, max_rollbacks, te
     from maps_autogen.config import load_config, render_effective, with_overrides
     from maps_autogen.endpoints import resolve_models
 
-    _load_env()
     loaded = with_overrides(load_config(config_file, team=team_file, config_list=config_list), model=model, threshold=threshold,
                             max_rollbacks=max_rollbacks)
     _say(render_effective(loaded))
