@@ -4,8 +4,11 @@ Some models answer in Python ("x = 12 / 4\\nprint(x)"): their answer is the prog
 Untrusted code is never executed. Instead this module walks the parsed syntax tree of a
 small, side-effect-free subset of Python: numbers, strings, lists, tuples, dicts, arithmetic,
 comparisons, `if`/`for`/`while`, simple functions and lambdas, comprehensions, f-strings,
-`print`, a few builtins and the `math` module. Steps, sizes (sequence lengths, integer bits)
-and call depth are bounded; anything outside the subset or the budgets gives None.
+`print`, a few builtins and the `math` module. Steps, sizes (sequence lengths, integer bits),
+call depth and nesting are bounded, and every operation on values (comparing, hashing,
+membership, summing, sorting, printing, concatenating, repeating, slicing) is charged, before it
+runs, by the elements and characters it touches (`program_values.touch`); anything outside the
+subset or the budgets gives None.
 
 Two readings follow what the program says rather than refusing it outright:
 - A name the program never defines, and what a library we do not model returns (numpy,
@@ -27,11 +30,19 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from maps_autogen.benchmarks.mathvista import program_libraries, program_sympy
-from maps_autogen.benchmarks.mathvista.program_values import UNKNOWN, Unsupported, work_budget
+from maps_autogen.benchmarks.mathvista.program_values import (
+    MAX_WORK,
+    UNKNOWN,
+    Unsupported,
+    charge,
+    touch,
+    work_budget,
+)
 from maps_autogen.benchmarks.mathvista.program_values import is_unknown as _is_unknown
 
 MAX_SOURCE_CHARS = 20_000
-# Steps times the longest sequence bounds the work (one step may scan a whole sequence).
+# Interpreter steps (statements and expressions walked); what one step does to values is
+# charged to program_values' work budget by its real cost.
 MAX_STEPS = 20_000
 MAX_LENGTH = 2_000  # elements of a sequence or characters of a string
 MAX_INT_BITS = 4_096
@@ -67,6 +78,7 @@ def _checked(value: Any) -> Any:
 
 def _text(value: Any) -> str:
     """str(value), refused when the text would be too long (checked before it is built)."""
+    touch(value)
     budget = MAX_LENGTH
     pending = [value]
     while pending:
@@ -80,8 +92,10 @@ def _text(value: Any) -> str:
             budget -= 2 * len(item)
         elif isinstance(item, str):
             budget -= len(item) + 2
+        elif isinstance(item, int) and not isinstance(item, bool):
+            budget -= 2 + item.bit_length() // 3  # a sign, and a digit holds more than 3 bits
         else:
-            budget -= 30  # a number, bool or None prints in at most a few dozen characters
+            budget -= 30  # a float or None prints in at most a few dozen characters
         if budget < 0:
             raise Unsupported("text too long")
     return str(value)
@@ -197,8 +211,10 @@ def _sized(iterable: Any) -> Any:
 
 def _bounded_join(separator: str, items: Any) -> str:
     items = _sized(items)
+    charge(len(items))
     if not all(isinstance(item, str) for item in items):
         raise Unsupported("join of non-strings")
+    touch(items)
     if sum(len(item) for item in items) + len(separator) * len(items) > MAX_LENGTH:
         raise Unsupported("string too long")
     return separator.join(items)
@@ -222,23 +238,65 @@ def _float(value: Any = 0.0) -> float:
     return float(value)
 
 
-def _builtin(function: Callable[..., Any]) -> Callable[..., Any]:
-    """A builtin whose container arguments are size-checked first."""
+def _builtin(function: Callable[..., Any], walks: bool = False) -> Callable[..., Any]:
+    """A builtin whose container arguments are size-checked and charged first: by their length
+    (a shallow copy or scan), or, when it `walks` them (hashing, comparing the elements), by
+    everything they hold."""
 
     def call(*args: Any, **keywords: Any) -> Any:
-        return function(*(_sized(arg) if isinstance(arg, (str, list, tuple, dict, set, range)) else arg
-                          for arg in args), **keywords)
+        sized = [_sized(arg) if isinstance(arg, (str, list, tuple, dict, set, range)) else arg for arg in args]
+        if walks:
+            touch(*sized)
+        else:
+            charge(sum(len(arg) for arg in sized if isinstance(arg, (list, tuple, dict, set, range))))
+        return function(*sized, **keywords)
 
     return call
+
+
+def _ordered(function: Callable[..., Any]) -> Callable[..., Any]:
+    """max, min or sorted: each element (or its key) is compared up to about 2·log2(n) times,
+    and one comparison of nested containers walks them; charged for all that first. A `key`
+    is charged for the values it gives as it gives them (see `_Interpreter.key_function`)."""
+
+    def call(*args: Any, **keywords: Any) -> Any:
+        items = _sized(args[0]) if len(args) == 1 else args
+        rounds = 2 * max(len(items), 1).bit_length()
+        if keywords.get("key") is None:
+            touch(*items, times=rounds)
+        else:
+            charge(len(items) * rounds)
+        return function(*args, **keywords)
+
+    return call
+
+
+def _sum(items: Any, start: Any = 0) -> Any:
+    """sum(): numbers are added as Python adds them; anything else (lists, tuples) one `+` at
+    a time, each charged by what it copies (so a quadratic sum of lists is charged as such)."""
+    items = _sized(items)
+    charge(len(items))
+    if isinstance(start, str):
+        raise TypeError("sum() can't sum strings")
+    if all(isinstance(item, (int, float)) for item in items) and isinstance(start, (int, float)):
+        touch(*items)
+        return sum(items, start)
+    total = start
+    for item in items:
+        total = _checked(_binary(ast.Add(), total, item))
+    return total
 
 
 def _number_set(items: Iterable[Any] = ()) -> set[Any]:
     """set(items), for numbers only: a set of strings iterates and prints in an order that
     changes from one Python process to the next, so what it prints is not one answer."""
-    values = set(_sized(items))
-    if not all(isinstance(value, (int, float)) for value in values):
+    items = _sized(items)
+    charge(len(items))
+    # Checked before the set is built: building it hashes (walks) every element.
+    if not all(isinstance(value, (int, float)) for value in items):
         raise Unsupported("set of non-numbers (no fixed order)")
-    return values
+    touch(*items)
+    return set(items)
 
 
 def _range(*args: Any) -> range:
@@ -262,10 +320,10 @@ def _isinstance(value: Any, kinds: Any) -> bool:
 
 
 _BUILTINS: dict[str, Callable[..., Any]] = {
-    "len": _builtin(len), "max": _builtin(max), "min": _builtin(min), "sum": _builtin(sum),
+    "len": len, "max": _ordered(max), "min": _ordered(min), "sum": _sum,
     "abs": abs, "round": _round, "int": _int, "float": _float, "bool": bool, "str": _text,
-    "sorted": _builtin(sorted), "list": _builtin(list), "tuple": _builtin(tuple),
-    "set": _number_set, "dict": _builtin(dict), "range": _range,
+    "sorted": _ordered(sorted), "list": _builtin(list), "tuple": _builtin(tuple),
+    "set": _number_set, "dict": _builtin(dict, walks=True), "range": _range,
     "enumerate": _builtin(lambda items: list(enumerate(items))),
     "zip": _builtin(lambda *lists: list(zip(*lists))),
     "reversed": _builtin(lambda items: list(reversed(items))),
@@ -299,6 +357,9 @@ def _method_names_of(owner: Any) -> set[str]:
     return set()
 
 
+# How often sorting, max or min compares one key at most (2·log2 of the longest sequence).
+_COMPARISONS_PER_KEY = 2 * MAX_LENGTH.bit_length()
+
 _FORMAT_SPEC = re.compile(r"[<>^]?[+-]?,?\d{0,2}(?:\.\d{1,2})?[fdeg%]?")
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
@@ -316,6 +377,13 @@ _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
 
 def _size_of(value: Any) -> int:
     return len(value) if isinstance(value, (str, list, tuple)) else 0
+
+
+def _copied(value: Any) -> int:
+    """Work units to copy `value` shallowly: its elements, or its characters by 16."""
+    if isinstance(value, str):
+        return 1 + len(value) // 16
+    return 1 + _size_of(value)
 
 
 def _power(base: Any, exponent: Any) -> Any:
@@ -336,13 +404,20 @@ def _binary(operator: ast.operator, left: Any, right: Any) -> Any:
     if isinstance(operator, ast.Mult):
         # "ab" * 10**9 or [0] * 10**9 would be built before any check: check the size first.
         for sequence, count in ((left, right), (right, left)):
-            if _size_of(sequence) and isinstance(count, int) and count * _size_of(sequence) > MAX_LENGTH:
-                raise Unsupported("sequence too long")
+            if _size_of(sequence) and isinstance(count, int):
+                if count * _size_of(sequence) > MAX_LENGTH:
+                    raise Unsupported("sequence too long")
+                length = _size_of(sequence) * max(count, 0)
+                charge(1 + (length // 16 if isinstance(sequence, str) else length))
         if isinstance(left, int) and isinstance(right, int) and \
                 left.bit_length() + right.bit_length() > MAX_INT_BITS:
             raise Unsupported("integer too large")
-    if isinstance(operator, ast.Add) and _size_of(left) + _size_of(right) > MAX_LENGTH:
-        raise Unsupported("sequence too long")
+    if isinstance(operator, ast.Add):
+        if _size_of(left) + _size_of(right) > MAX_LENGTH:
+            raise Unsupported("sequence too long")
+        charge(_copied(left) + _copied(right))
+    if isinstance(left, int) and isinstance(right, int):
+        charge((left.bit_length() + right.bit_length()) // 64)
     if isinstance(operator, ast.Mod) and isinstance(left, str):
         if "%" not in left:
             # Python fails the same way: "not all arguments converted during string formatting".
@@ -358,6 +433,7 @@ class _Interpreter:
         self.steps = 0
         self.depth = 0
         self.output: list[str] = []
+        self.printed = 0  # characters in `output`
         self.globals: dict[str, Any] = {}
 
     # -- statements ---------------------------------------------------------------------------
@@ -439,7 +515,9 @@ class _Interpreter:
         if isinstance(target, ast.Name):
             scope[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            values = [UNKNOWN] * len(target.elts) if _is_unknown(value) else list(_sized(value))
+            if not _is_unknown(value):
+                charge(len(_sized(value)))
+            values = [UNKNOWN] * len(target.elts) if _is_unknown(value) else list(value)
             if len(values) != len(target.elts):
                 raise Unsupported("unpacking")
             for element, item in zip(target.elts, values):
@@ -450,7 +528,9 @@ class _Interpreter:
                 return  # an item of an unknown value: it stays unknown
             if not isinstance(container, (list, dict)):
                 raise Unsupported("item assignment")
-            container[self.eval(target.slice, scope)] = value
+            index = self.eval(target.slice, scope)
+            touch(index)  # a dict hashes it
+            container[index] = value
             _checked(container)
         else:
             raise Unsupported("assignment target")
@@ -508,8 +588,10 @@ class _Interpreter:
                 right = self.eval(comparator, scope)
                 if _is_unknown(left, right):
                     return UNKNOWN
-                if isinstance(operator, (ast.In, ast.NotIn)) and isinstance(right, (list, tuple, str)):
-                    self.tick(len(right) // 20)  # a membership test scans the sequence
+                if isinstance(operator, (ast.In, ast.NotIn)) and isinstance(right, (dict, set)):
+                    touch(left, times=2)  # hashed, then compared with the key found
+                elif not isinstance(operator, (ast.Is, ast.IsNot)):
+                    touch(left, right)  # a comparison or a scan may walk both sides whole
                 if not _COMPARE[type(operator)](left, right):
                     return False
                 left = right
@@ -525,6 +607,7 @@ class _Interpreter:
             keys = [self.eval(key, scope) for key in node.keys]  # type: ignore[arg-type]
             if _is_unknown(*keys):
                 return UNKNOWN
+            touch(*keys)  # hashed
             return dict(zip(keys, (self.eval(value, scope) for value in node.values)))
         if isinstance(node, ast.Subscript):
             container = self.eval(node.value, scope)
@@ -533,9 +616,13 @@ class _Interpreter:
                          for part in (node.slice.lower, node.slice.upper, node.slice.step)]
                 if _is_unknown(container, *parts):
                     return UNKNOWN
-                return _sized(container)[slice(*parts)]
+                charge(_copied(_sized(container)))
+                return container[slice(*parts)]
             index = self.eval(node.slice, scope)
-            return UNKNOWN if _is_unknown(container, index) else _sized(container)[index]
+            if _is_unknown(container, index):
+                return UNKNOWN
+            touch(index)  # a dict hashes it
+            return _sized(container)[index]
         if isinstance(node, ast.Attribute):
             owner = self.eval(node.value, scope)
             if isinstance(owner, _Module):
@@ -576,6 +663,7 @@ class _Interpreter:
             value = repr(_text(value))
         elif isinstance(value, (list, tuple, set, dict)):
             value = _text(value)
+        touch(value)
         return _checked(format(value, spec))
 
     def formatted_spec(self, spec: ast.expr, scope: dict[str, Any]) -> str:
@@ -667,6 +755,7 @@ class _Interpreter:
             value = self.apply(function, [item], {})
             if _is_unknown(value):
                 raise Unsupported("unknown sort key")
+            touch(value, times=_COMPARISONS_PER_KEY)  # compared about 2·log2(n) times
             return value
 
         return key
@@ -683,9 +772,27 @@ class _Interpreter:
             return _bounded_join(owner, *args)
         if isinstance(owner, set) and not all(isinstance(arg, (int, float)) for arg in args):
             raise Unsupported("set of non-numbers (no fixed order)")
+        self.charge_method(owner, name, args)
         result = getattr(owner, name)(*args)
         _checked(owner)
         return list(result) if name in ("keys", "values", "items") else result
+
+    @staticmethod
+    def charge_method(owner: Any, name: str, args: list[Any]) -> None:
+        """Charge a method call by what it touches, before it runs."""
+        if name == "sort":
+            rounds = 2 * max(len(owner), 1).bit_length()
+            touch(owner, times=rounds)
+        elif isinstance(owner, (list, tuple)) and name in ("index", "count", "remove"):
+            touch(owner, *args)  # compares the argument with the elements
+        elif isinstance(owner, (dict, set)) and name in ("get", "pop", "add"):
+            touch(*args[:1], times=2)  # hashed, then compared with the key found
+        elif isinstance(owner, str):
+            touch(owner, *args)
+        elif name in ("append", "insert", "pop"):
+            charge(1)  # an element put or taken (a shift of the rest is a cheap memory move)
+        else:
+            charge(_copied(owner) + sum(_copied(arg) for arg in args))
 
     def call_function(self, function: ast.FunctionDef | _Lambda, args: list[Any]) -> Any:
         if isinstance(function, _Lambda):
@@ -727,10 +834,11 @@ class _Interpreter:
     def print(self, args: list[Any], keywords: dict[str | None, Any]) -> None:
         if set(keywords) - {"sep", "end"}:
             raise Unsupported("print keywords")
-        separator = str(keywords.get("sep", " "))
-        end = str(keywords.get("end", "\n"))
+        separator = _text(keywords.get("sep", " "))
+        end = _text(keywords.get("end", "\n"))
         text = separator.join(_text(arg) for arg in args) + end
-        if sum(len(part) for part in self.output) + len(text) > MAX_LENGTH:
+        self.printed += len(text)
+        if self.printed > MAX_LENGTH:
             raise Unsupported("too much output")
         self.output.append(text)
         return None
@@ -776,6 +884,18 @@ def program_output(tree: ast.Module) -> str | None:
     """What the program prints (or, without any print, the value of its last bare
     expression, as a notebook shows it), stripped: "" when it prints nothing, including a
     program that fails before printing. None when the output cannot be worked out."""
+    return program_reading(tree)[0]
+
+
+def program_reading(tree: ast.Module, max_work: int = MAX_WORK) -> tuple[str | None, int]:
+    """`program_output` under a budget of `max_work` units, with the work units it spent
+    (counted as charged, whether or not the output was worked out)."""
+    with work_budget(max_work) as left:
+        output = _read(tree)
+        return output, max_work - left[0]
+
+
+def _read(tree: ast.Module) -> str | None:
     try:
         # Compiling runs nothing; it finds what Python refuses before running a line
         # ("return" outside a function): such a program prints nothing at all.
@@ -789,15 +909,14 @@ def program_output(tree: ast.Module) -> str | None:
     interpreter = _Interpreter()
     scope = interpreter.globals
     try:
-        with work_budget():
-            for statement in tree.body:
-                interpreter.run(statement, scope)
-            if not interpreter.output and tree.body and isinstance(tree.body[-1], ast.Expr):
-                value = interpreter.eval(tree.body[-1].value, scope)
-                if _is_unknown(value):
-                    return None
-                if value is not None:
-                    interpreter.output.append(_text(value))
+        for statement in tree.body:
+            interpreter.run(statement, scope)
+        if not interpreter.output and tree.body and isinstance(tree.body[-1], ast.Expr):
+            value = interpreter.eval(tree.body[-1].value, scope)
+            if _is_unknown(value):
+                return None
+            if value is not None:
+                interpreter.output.append(_text(value))
     except (Unsupported, _Return, _Break, _Continue, RecursionError, MemoryError):
         return None
     except _PROGRAM_FAILURES:
@@ -807,4 +926,4 @@ def program_output(tree: ast.Module) -> str | None:
     return "".join(interpreter.output).strip()
 
 
-__all__ = ["MAX_SOURCE_CHARS", "parse_program", "program_output"]
+__all__ = ["MAX_SOURCE_CHARS", "parse_program", "program_output", "program_reading"]
