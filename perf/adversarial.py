@@ -102,6 +102,20 @@ def programs() -> None:
         print(f"program reader, {name}: {took * 1000:.1f} ms, {work:,} work units, output {output!r}")
 
 
+def long_answers() -> None:
+    """A 1 KB answer parsed as LaTeX: sympy's official (LL) parse against the SLL parse the
+    symbolic scorers try first (same expression, or the official parse runs)."""
+    from sympy.parsing.latex import parse_latex as official
+
+    from maps_autogen.benchmarks import _symbolic
+
+    prose = ("First we compute the area of the triangle using the formula for the height and the base "
+             "then we divide by two and obtain the value that we need for the next step where x is ") * 5
+    official("1")  # load the parser
+    print(f"1 KB prose as LaTeX: official parse {seconds(official, prose):.2f} s; "
+          f"SLL parse {seconds(_symbolic._parse_fast, prose):.2f} s")
+
+
 def results_log(lines: int = 50_000) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "results.jsonl"
@@ -141,5 +155,6 @@ def images() -> None:
 if __name__ == "__main__":
     parsers()
     programs()
+    long_answers()
     results_log()
     images()
