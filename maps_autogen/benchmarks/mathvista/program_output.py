@@ -11,10 +11,13 @@ runs, by the elements and characters it touches (`program_values.touch`); anythi
 subset or the budgets gives None.
 
 Two readings follow what the program says rather than refusing it outright:
-- A name the program never defines, and what a library we do not model returns (numpy,
-  sympy, matplotlib, random, ...), is an unknown value. Unknowns may be computed with and
-  stored; only when one decides a branch or a loop, or is printed, is the output unknown
-  (None). So "AB = 2/5 * AC\nAB = 10\nprint(AB)" prints "10", as its author meant.
+- A name the program never defines, and whatever a library returns (numpy, sympy,
+  matplotlib, random, ...: no library is emulated, so no library's printing is imitated), is
+  an unknown value. Unknowns may be computed with and stored; only when one decides a branch
+  or a loop, or is printed, is the output unknown (None: the response is unreadable and left
+  to `--llm-extract`, as the official pipeline leaves every response to its LLM). So
+  "AB = 2/5 * AC\nAB = 10\nprint(AB)" prints "10", as its author meant, and
+  "print(np.mean(v))" is unreadable.
 - A program that fails when run (a ZeroDivisionError, a KeyError, the square root of a
   negative number) prints what it printed before the failure, often nothing (""): the
   failure message is not an answer.
@@ -29,7 +32,6 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from maps_autogen.benchmarks.mathvista import program_libraries, program_sympy
 from maps_autogen.benchmarks.mathvista.program_values import (
     MAX_WORK,
     UNKNOWN,
@@ -128,18 +130,12 @@ _MATH_FUNCTIONS: dict[str, Callable[..., Any]] = {
 _MATH_FUNCTIONS.update({"factorial": _factorial, "comb": _comb, "perm": _perm})
 _MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
 
-# Libraries whose results are unknown values but which write nothing to standard output
-# except through their print-like functions (refused by name). Any other module stays
-# outside the subset: its calls could print.
+# Libraries whose results are unknown values (never emulated) but which write nothing to
+# standard output except through their print-like functions (refused by name). Any other
+# module stays outside the subset: its calls could print.
 _OPAQUE_MODULES = {"numpy", "sympy", "scipy", "matplotlib", "random", "datetime", "fractions",
                    "statistics", "decimal", "cmath", "itertools", "collections", "pandas"}
 _PRINTING = re.compile(r"print|display|show|write|dump", re.IGNORECASE)
-
-_SYMPY_FUNCTIONS = frozenset(program_sympy.FUNCTIONS.values())
-
-
-def _holds_sympy(*values: Any) -> bool:
-    return any(isinstance(value, (program_sympy.Expression, program_sympy.Equation)) for value in values)
 
 
 class _Module:
@@ -155,12 +151,6 @@ class _Module:
                 return _MATH_FUNCTIONS[attr]
             if attr in _MATH_CONSTANTS:
                 return _MATH_CONSTANTS[attr]
-        elif self.name == "sympy" and attr in program_sympy.FUNCTIONS:
-            return program_sympy.FUNCTIONS[attr]
-        elif self.name == "numpy" and attr in program_libraries.NUMPY:
-            return program_libraries.NUMPY[attr]
-        elif self.name == "datetime" and attr in program_libraries.DATETIME:
-            return program_libraries.DATETIME[attr]
         elif self.name.split(".")[0] in _OPAQUE_MODULES:
             if attr == "show" and self.name.startswith("matplotlib"):
                 return _show_window
@@ -175,10 +165,7 @@ def _show_window(*args: Any, **keywords: Any) -> None:
 
 
 # The functions of modelled modules a program may call (functions compare by identity).
-_MODULE_FUNCTIONS = frozenset([*_MATH_FUNCTIONS.values(), _show_window, *_SYMPY_FUNCTIONS,
-                               *(value for value in (*program_libraries.NUMPY.values(),
-                                                     *program_libraries.DATETIME.values())
-                                 if callable(value))])
+_MODULE_FUNCTIONS = frozenset([*_MATH_FUNCTIONS.values(), _show_window])
 # Builtins that would read, run or show something: refused even though they are undefined
 # here (an undefined name is otherwise an unknown value).
 _REFUSED_NAMES = {"exec", "eval", "input", "help", "breakpoint", "open", "__import__", "compile",
@@ -314,8 +301,6 @@ def _isinstance(value: Any, kinds: Any) -> bool:
     names = kinds if isinstance(kinds, tuple) else (kinds,)
     if not all(isinstance(name, str) and name in _TYPES for name in names):
         raise Unsupported("isinstance of another type")
-    if isinstance(value, program_libraries.NumpyInt):
-        raise Unsupported("numpy's int64 is no Python int")  # isinstance would say False
     return isinstance(value, tuple(_TYPES[name] for name in names))
 
 
@@ -352,8 +337,6 @@ def _method_names_of(owner: Any) -> set[str]:
         return _DICT_METHODS
     if isinstance(owner, set):
         return _SET_METHODS
-    if isinstance(owner, program_sympy.Expression):
-        return program_sympy.METHODS
     return set()
 
 
@@ -631,8 +614,6 @@ class _Interpreter:
                 return UNKNOWN
             if node.attr in _method_names_of(owner) and node.attr not in _MUTATING_METHODS:
                 return _BoundMethod(owner, node.attr)  # "key=prices.get"
-            if node.attr in program_libraries.ATTRIBUTES.get(type(owner), ()):
-                return getattr(owner, node.attr)
             if isinstance(owner, (int, float, str, list, tuple, dict, set)) and not hasattr(owner, node.attr):
                 # Python fails here too ("stone.shape" on a dict): an AttributeError.
                 raise AttributeError(node.attr)
@@ -732,8 +713,6 @@ class _Interpreter:
                 raise Unsupported("keyword arguments")
             return self.method(function.owner, function.name, args)
         if isinstance(function, str) and function in _BUILTINS:
-            if _holds_sympy(*args, *keywords.values()) and function not in ("float", "int", "str"):
-                raise Unsupported("a builtin given a sympy expression")
             if set(keywords) - _BUILTIN_KEYWORDS.get(function, set()):
                 raise Unsupported("keyword arguments")
             if "key" in keywords and keywords["key"] is not None:
@@ -742,8 +721,6 @@ class _Interpreter:
         if callable(function) and function in _MODULE_FUNCTIONS:
             if keywords and function is not _show_window:
                 raise Unsupported("keyword arguments")
-            if function not in _SYMPY_FUNCTIONS and _holds_sympy(*args):
-                raise Unsupported("math given a sympy expression")  # sympy.sqrt, not math.sqrt
             return function(*args, **keywords)
         raise Unsupported("call")
 

@@ -1,5 +1,5 @@
-"""What the answer-program models share: leaving the subset, the unknown value, and the work
-budget that every operation on values is charged against by its real cost."""
+"""What the answer-program reader's parts share: leaving the subset, the unknown value, and
+the work budget that every operation on values is charged against by its real cost."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from typing import Any
 # compare, hash, print, sum or sort whole nested containers inside a single C call, so every
 # such operation is charged, before it runs, by what it touches. A unit is one element of a
 # container (at any depth: a list shared 2,000 times is counted 2,000 times, as comparing or
-# printing it walks it 2,000 times), 16 characters of a string, 64 bits of an integer, or one
-# arithmetic step of a library model.
+# printing it walks it 2,000 times), 16 characters of a string or 64 bits of an integer.
 MAX_WORK = 200_000
 # Containers nested deeper than this are not walked: comparing or printing them recurses in C.
 MAX_NESTING = 20
@@ -26,7 +25,8 @@ class Unsupported(Exception):
 
 
 class UnknownValue:
-    """A value the program uses but does not give: an undefined name, a library's result.
+    """A value the program uses but does not give: an undefined name, a library's result
+    (libraries are never emulated).
 
     The interpreter carries it through arithmetic, calls and stores explicitly; any other use
     (comparing, hashing, printing, iterating it inside a builtin) leaves the subset, so an
