@@ -36,7 +36,7 @@ EXPECTED_RECORDS = 12_998
 # verdict, 325 false accepts, 83.4% same prediction). Most of the remaining disagreements are
 # the official extractor's own errors (perf/mathvista_extraction_agreement.py groups them; 123
 # of the false accepts are programs whose printed answer the official LLM misread): on the
-# 9,763 records outside those families the rules agree on 98.90% with 23 false accepts. Since
+# 9,762 records outside those families the rules agree on 98.90% with 23 false accepts. Since
 # issue 24 a program whose output needs a library (sympy, numpy, datetime) is unreadable
 # rather than emulated: 37 such records are false rejects here, left to `--llm-extract`, which
 # puts the outside figure under issue 17's 99% (it was 99.07% with the emulation). These are

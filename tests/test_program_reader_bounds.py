@@ -120,3 +120,11 @@ def test_ordinary_programs_still_read() -> None:
 def test_nesting_a_few_levels_deep_reads() -> None:
     output, _ = program_reading(parse_program("a = [[[[[1]]]]]\nprint(a == [[[[[1]]]]], a)"))  # type: ignore[arg-type]
     assert output == "True [[[[[1]]]]]"
+
+
+@pytest.mark.parametrize("call", ["min(area)", "max(area)", "sum(area)", "sorted(area)", "list(area)"])
+def test_a_number_given_where_a_container_is_needed_fails_as_in_python(call: str) -> None:
+    # Python raises TypeError ("'float' object is not iterable"): the program prints what it
+    # printed before, here "start" (not an unknown output: nothing is left to work out).
+    output, _ = program_reading(parse_program(f"area = 2.5\nprint('start')\nif area == {call}:\n    print('yes')"))  # type: ignore[arg-type]
+    assert output == "start"

@@ -26,12 +26,27 @@ Two readings follow what the program says rather than refusing it outright:
 from __future__ import annotations
 
 import ast
-import math
 import re
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from maps_autogen.benchmarks.mathvista.program_builtins import (
+    BUILTINS,
+    BUILTIN_KEYWORDS,
+    COMPARE,
+    COMPARISONS_PER_KEY,
+    MATH_CONSTANTS,
+    MATH_FUNCTIONS,
+    MAX_LENGTH,
+    binary,
+    bounded_join,
+    checked,
+    copied,
+    number_set,
+    printed_text,
+    sized,
+)
 from maps_autogen.benchmarks.mathvista.program_values import (
     MAX_WORK,
     UNKNOWN,
@@ -46,10 +61,7 @@ MAX_SOURCE_CHARS = 20_000
 # Interpreter steps (statements and expressions walked); what one step does to values is
 # charged to program_values' work budget by its real cost.
 MAX_STEPS = 20_000
-MAX_LENGTH = 2_000  # elements of a sequence or characters of a string
-MAX_INT_BITS = 4_096
 MAX_CALL_DEPTH = 30
-MAX_FACTORIAL = 500
 
 
 class _Return(Exception):
@@ -65,70 +77,6 @@ class _Continue(Exception):
     pass
 
 
-def _checked(value: Any) -> Any:
-    """`value` if within the size budgets, else Unsupported."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        if value.bit_length() > MAX_INT_BITS:
-            raise Unsupported("integer too large")
-    elif isinstance(value, (str, list, tuple, dict, set, range)):
-        if len(value) > MAX_LENGTH:
-            raise Unsupported("sequence too long")
-    return value
-
-
-def _text(value: Any) -> str:
-    """str(value), refused when the text would be too long (checked before it is built)."""
-    touch(value)
-    budget = MAX_LENGTH
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-            budget -= 4 * len(item)
-        elif isinstance(item, (list, tuple, set)):
-            pending.extend(item)
-            budget -= 2 * len(item)
-        elif isinstance(item, str):
-            budget -= len(item) + 2
-        elif isinstance(item, int) and not isinstance(item, bool):
-            budget -= 2 + item.bit_length() // 3  # a sign, and a digit holds more than 3 bits
-        else:
-            budget -= 30  # a float or None prints in at most a few dozen characters
-        if budget < 0:
-            raise Unsupported("text too long")
-    return str(value)
-
-
-def _bounded_int(value: Any, limit: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= limit:
-        raise Unsupported("argument out of range")
-    return value
-
-
-def _factorial(value: Any) -> int:
-    return math.factorial(_bounded_int(value, MAX_FACTORIAL))
-
-
-def _comb(n: Any, k: Any) -> int:
-    return math.comb(_bounded_int(n, MAX_FACTORIAL), _bounded_int(k, MAX_FACTORIAL))
-
-
-def _perm(n: Any, k: Any = None) -> int:
-    return math.perm(_bounded_int(n, MAX_FACTORIAL), None if k is None else _bounded_int(k, MAX_FACTORIAL))
-
-
-_MATH_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    name: getattr(math, name)
-    for name in ("sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "radians",
-                 "degrees", "floor", "ceil", "log", "log10", "log2", "exp", "hypot", "fabs",
-                 "gcd", "trunc", "isclose", "copysign")
-}
-_MATH_FUNCTIONS.update({"factorial": _factorial, "comb": _comb, "perm": _perm})
-_MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
 
 # Libraries whose results are unknown values (never emulated) but which write nothing to
 # standard output except through their print-like functions (refused by name). Any other
@@ -147,10 +95,10 @@ class _Module:
 
     def attribute(self, attr: str) -> Any:
         if self.name == "math":
-            if attr in _MATH_FUNCTIONS:
-                return _MATH_FUNCTIONS[attr]
-            if attr in _MATH_CONSTANTS:
-                return _MATH_CONSTANTS[attr]
+            if attr in MATH_FUNCTIONS:
+                return MATH_FUNCTIONS[attr]
+            if attr in MATH_CONSTANTS:
+                return MATH_CONSTANTS[attr]
         elif self.name.split(".")[0] in _OPAQUE_MODULES:
             if attr == "show" and self.name.startswith("matplotlib"):
                 return _show_window
@@ -165,7 +113,7 @@ def _show_window(*args: Any, **keywords: Any) -> None:
 
 
 # The functions of modelled modules a program may call (functions compare by identity).
-_MODULE_FUNCTIONS = frozenset([*_MATH_FUNCTIONS.values(), _show_window])
+_MODULE_FUNCTIONS = frozenset([*MATH_FUNCTIONS.values(), _show_window])
 # Builtins that would read, run or show something: refused even though they are undefined
 # here (an undefined name is otherwise an unknown value).
 _REFUSED_NAMES = {"exec", "eval", "input", "help", "breakpoint", "open", "__import__", "compile",
@@ -189,134 +137,6 @@ class _Lambda:
         self.scope = scope
 
 
-def _sized(iterable: Any) -> Any:
-    """A builtin's iterable argument, refused if it is not a bounded container."""
-    if isinstance(iterable, (str, list, tuple, dict, set, range)):
-        return _checked(iterable)
-    raise Unsupported("not a container")
-
-
-def _bounded_join(separator: str, items: Any) -> str:
-    items = _sized(items)
-    charge(len(items))
-    if not all(isinstance(item, str) for item in items):
-        raise Unsupported("join of non-strings")
-    touch(items)
-    if sum(len(item) for item in items) + len(separator) * len(items) > MAX_LENGTH:
-        raise Unsupported("string too long")
-    return separator.join(items)
-
-
-def _round(value: Any, digits: Any = None) -> Any:
-    if digits is not None and not (isinstance(digits, int) and -20 <= digits <= 20):
-        raise Unsupported("round digits")
-    return round(value) if digits is None else round(value, digits)
-
-
-def _int(value: Any = 0) -> int:
-    if isinstance(value, str) and len(value) > 100:
-        raise Unsupported("long number text")
-    return int(value)
-
-
-def _float(value: Any = 0.0) -> float:
-    if isinstance(value, str) and len(value) > 100:
-        raise Unsupported("long number text")
-    return float(value)
-
-
-def _builtin(function: Callable[..., Any], walks: bool = False) -> Callable[..., Any]:
-    """A builtin whose container arguments are size-checked and charged first: by their length
-    (a shallow copy or scan), or, when it `walks` them (hashing, comparing the elements), by
-    everything they hold."""
-
-    def call(*args: Any, **keywords: Any) -> Any:
-        sized = [_sized(arg) if isinstance(arg, (str, list, tuple, dict, set, range)) else arg for arg in args]
-        if walks:
-            touch(*sized)
-        else:
-            charge(sum(len(arg) for arg in sized if isinstance(arg, (list, tuple, dict, set, range))))
-        return function(*sized, **keywords)
-
-    return call
-
-
-def _ordered(function: Callable[..., Any]) -> Callable[..., Any]:
-    """max, min or sorted: each element (or its key) is compared up to about 2·log2(n) times,
-    and one comparison of nested containers walks them; charged for all that first. A `key`
-    is charged for the values it gives as it gives them (see `_Interpreter.key_function`)."""
-
-    def call(*args: Any, **keywords: Any) -> Any:
-        items = _sized(args[0]) if len(args) == 1 else args
-        rounds = 2 * max(len(items), 1).bit_length()
-        if keywords.get("key") is None:
-            touch(*items, times=rounds)
-        else:
-            charge(len(items) * rounds)
-        return function(*args, **keywords)
-
-    return call
-
-
-def _sum(items: Any, start: Any = 0) -> Any:
-    """sum(): numbers are added as Python adds them; anything else (lists, tuples) one `+` at
-    a time, each charged by what it copies (so a quadratic sum of lists is charged as such)."""
-    items = _sized(items)
-    charge(len(items))
-    if isinstance(start, str):
-        raise TypeError("sum() can't sum strings")
-    if all(isinstance(item, (int, float)) for item in items) and isinstance(start, (int, float)):
-        touch(*items)
-        return sum(items, start)
-    total = start
-    for item in items:
-        total = _checked(_binary(ast.Add(), total, item))
-    return total
-
-
-def _number_set(items: Iterable[Any] = ()) -> set[Any]:
-    """set(items), for numbers only: a set of strings iterates and prints in an order that
-    changes from one Python process to the next, so what it prints is not one answer."""
-    items = _sized(items)
-    charge(len(items))
-    # Checked before the set is built: building it hashes (walks) every element.
-    if not all(isinstance(value, (int, float)) for value in items):
-        raise Unsupported("set of non-numbers (no fixed order)")
-    touch(*items)
-    return set(items)
-
-
-def _range(*args: Any) -> range:
-    if not all(isinstance(arg, int) and not isinstance(arg, bool) for arg in args):
-        raise Unsupported("range of non-integers")
-    return _checked(range(*args))
-
-
-_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "tuple": tuple,
-          "dict": dict, "set": set}
-
-
-def _isinstance(value: Any, kinds: Any) -> bool:
-    """isinstance() with builtin type names ("int", or a tuple of them) as the types."""
-    names = kinds if isinstance(kinds, tuple) else (kinds,)
-    if not all(isinstance(name, str) and name in _TYPES for name in names):
-        raise Unsupported("isinstance of another type")
-    return isinstance(value, tuple(_TYPES[name] for name in names))
-
-
-_BUILTINS: dict[str, Callable[..., Any]] = {
-    "len": len, "max": _ordered(max), "min": _ordered(min), "sum": _sum,
-    "abs": abs, "round": _round, "int": _int, "float": _float, "bool": bool, "str": _text,
-    "sorted": _ordered(sorted), "list": _builtin(list), "tuple": _builtin(tuple),
-    "set": _number_set, "dict": _builtin(dict, walks=True), "range": _range,
-    "enumerate": _builtin(lambda items: list(enumerate(items))),
-    "zip": _builtin(lambda *lists: list(zip(*lists))),
-    "reversed": _builtin(lambda items: list(reversed(items))),
-    "any": _builtin(any), "all": _builtin(all), "divmod": divmod, "isinstance": _isinstance,
-}
-
-_BUILTIN_KEYWORDS = {"sorted": {"reverse", "key"}, "max": {"key", "default"}, "min": {"key", "default"},
-                     "round": {"ndigits"}}
 _STRING_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "split", "startswith",
                    "endswith", "count", "find", "index", "title", "capitalize", "isdigit"}
 _LIST_METHODS = {"append", "extend", "index", "count", "sort", "reverse", "pop", "insert",
@@ -340,73 +160,8 @@ def _method_names_of(owner: Any) -> set[str]:
     return set()
 
 
-# How often sorting, max or min compares one key at most (2·log2 of the longest sequence).
-_COMPARISONS_PER_KEY = 2 * MAX_LENGTH.bit_length()
 
 _FORMAT_SPEC = re.compile(r"[<>^]?[+-]?,?\d{0,2}(?:\.\d{1,2})?[fdeg%]?")
-
-_BINARY: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b,
-    ast.Mod: lambda a, b: a % b,
-}
-_COMPARE: dict[type, Callable[[Any, Any], bool]] = {
-    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
-    ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
-}
-
-
-def _size_of(value: Any) -> int:
-    return len(value) if isinstance(value, (str, list, tuple)) else 0
-
-
-def _copied(value: Any) -> int:
-    """Work units to copy `value` shallowly: its elements, or its characters by 16."""
-    if isinstance(value, str):
-        return 1 + len(value) // 16
-    return 1 + _size_of(value)
-
-
-def _power(base: Any, exponent: Any) -> Any:
-    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0:
-        if exponent * max(abs(base).bit_length(), 1) > MAX_INT_BITS:
-            raise Unsupported("power too large")
-    elif isinstance(exponent, (int, float)) and abs(exponent) > 10_000:
-        raise Unsupported("power too large")
-    return pow(base, exponent)
-
-
-def _binary(operator: ast.operator, left: Any, right: Any) -> Any:
-    if isinstance(operator, ast.Pow):
-        return _power(left, right)
-    function = _BINARY.get(type(operator))
-    if function is None:
-        raise Unsupported(type(operator).__name__)
-    if isinstance(operator, ast.Mult):
-        # "ab" * 10**9 or [0] * 10**9 would be built before any check: check the size first.
-        for sequence, count in ((left, right), (right, left)):
-            if _size_of(sequence) and isinstance(count, int):
-                if count * _size_of(sequence) > MAX_LENGTH:
-                    raise Unsupported("sequence too long")
-                length = _size_of(sequence) * max(count, 0)
-                charge(1 + (length // 16 if isinstance(sequence, str) else length))
-        if isinstance(left, int) and isinstance(right, int) and \
-                left.bit_length() + right.bit_length() > MAX_INT_BITS:
-            raise Unsupported("integer too large")
-    if isinstance(operator, ast.Add):
-        if _size_of(left) + _size_of(right) > MAX_LENGTH:
-            raise Unsupported("sequence too long")
-        charge(_copied(left) + _copied(right))
-    if isinstance(left, int) and isinstance(right, int):
-        charge((left.bit_length() + right.bit_length()) // 64)
-    if isinstance(operator, ast.Mod) and isinstance(left, str):
-        if "%" not in left:
-            # Python fails the same way: "not all arguments converted during string formatting".
-            raise TypeError("not all arguments converted")
-        raise Unsupported("%-formatting")
-    return function(left, right)
 
 
 class _Interpreter:
@@ -440,7 +195,7 @@ class _Interpreter:
                 self.assign(target, value, scope)
         elif isinstance(node, ast.AugAssign):
             current = self.eval(_as_load(node.target), scope)
-            self.assign(node.target, _checked(_binary(node.op, current, self.eval(node.value, scope))), scope)
+            self.assign(node.target, checked(binary(node.op, current, self.eval(node.value, scope))), scope)
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             self.assign(node.target, self.eval(node.value, scope), scope)
         elif isinstance(node, ast.If):
@@ -483,7 +238,7 @@ class _Interpreter:
 
     def run_for(self, node: ast.For, scope: dict[str, Any]) -> None:
         items = self.eval(node.iter, scope)
-        for item in _sized(items):
+        for item in sized(items):
             self.tick()
             self.assign(node.target, item, scope)
             try:
@@ -499,7 +254,7 @@ class _Interpreter:
             scope[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             if not _is_unknown(value):
-                charge(len(_sized(value)))
+                charge(len(sized(value)))
             values = [UNKNOWN] * len(target.elts) if _is_unknown(value) else list(value)
             if len(values) != len(target.elts):
                 raise Unsupported("unpacking")
@@ -514,7 +269,7 @@ class _Interpreter:
             index = self.eval(target.slice, scope)
             touch(index)  # a dict hashes it
             container[index] = value
-            _checked(container)
+            checked(container)
         else:
             raise Unsupported("assignment target")
 
@@ -522,7 +277,7 @@ class _Interpreter:
 
     def eval(self, node: ast.expr, scope: dict[str, Any]) -> Any:
         self.tick()
-        return _checked(self._eval(node, scope))
+        return checked(self._eval(node, scope))
 
     def _eval(self, node: ast.expr, scope: dict[str, Any]) -> Any:
         if isinstance(node, ast.Constant):
@@ -532,7 +287,7 @@ class _Interpreter:
         if isinstance(node, ast.Name):
             if node.id in scope:
                 return scope[node.id]
-            if node.id in _BUILTINS or node.id == "print":
+            if node.id in BUILTINS or node.id == "print":
                 return node.id
             if node.id in ("True", "False", "None"):
                 return {"True": True, "False": False, "None": None}[node.id]
@@ -542,7 +297,7 @@ class _Interpreter:
             return UNKNOWN  # a name the program never defines
         if isinstance(node, ast.BinOp):
             left, right = self.eval(node.left, scope), self.eval(node.right, scope)
-            return UNKNOWN if _is_unknown(left, right) else _binary(node.op, left, right)
+            return UNKNOWN if _is_unknown(left, right) else binary(node.op, left, right)
         if isinstance(node, ast.UnaryOp):
             operand = self.eval(node.operand, scope)
             if _is_unknown(operand):
@@ -575,7 +330,7 @@ class _Interpreter:
                     touch(left, times=2)  # hashed, then compared with the key found
                 elif not isinstance(operator, (ast.Is, ast.IsNot)):
                     touch(left, right)  # a comparison or a scan may walk both sides whole
-                if not _COMPARE[type(operator)](left, right):
+                if not COMPARE[type(operator)](left, right):
                     return False
                 left = right
             return True
@@ -583,7 +338,7 @@ class _Interpreter:
             return self.eval(node.body if self.decide(node.test, scope) else node.orelse, scope)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             items = [self.eval(element, scope) for element in node.elts]
-            return {ast.List: list, ast.Tuple: tuple, ast.Set: _number_set}[type(node)](items)
+            return {ast.List: list, ast.Tuple: tuple, ast.Set: number_set}[type(node)](items)
         if isinstance(node, ast.Dict):
             if any(key is None for key in node.keys):
                 raise Unsupported("dict unpacking")
@@ -599,13 +354,13 @@ class _Interpreter:
                          for part in (node.slice.lower, node.slice.upper, node.slice.step)]
                 if _is_unknown(container, *parts):
                     return UNKNOWN
-                charge(_copied(_sized(container)))
+                charge(copied(sized(container)))
                 return container[slice(*parts)]
             index = self.eval(node.slice, scope)
             if _is_unknown(container, index):
                 return UNKNOWN
             touch(index)  # a dict hashes it
-            return _sized(container)[index]
+            return sized(container)[index]
         if isinstance(node, ast.Attribute):
             owner = self.eval(node.value, scope)
             if isinstance(owner, _Module):
@@ -624,7 +379,7 @@ class _Interpreter:
             return self.call(node, scope)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             items = self.comprehension(node.elt, node.generators, scope)
-            return _number_set(items) if isinstance(node, ast.SetComp) else items
+            return number_set(items) if isinstance(node, ast.SetComp) else items
         if isinstance(node, ast.JoinedStr):
             return "".join(self.formatted(part, scope) for part in node.values)
         raise Unsupported(type(node).__name__)
@@ -641,11 +396,11 @@ class _Interpreter:
         if not _FORMAT_SPEC.fullmatch(spec):
             raise Unsupported("format spec")
         if part.conversion == ord("r"):
-            value = repr(_text(value))
+            value = repr(printed_text(value))
         elif isinstance(value, (list, tuple, set, dict)):
-            value = _text(value)
+            value = printed_text(value)
         touch(value)
-        return _checked(format(value, spec))
+        return checked(format(value, spec))
 
     def formatted_spec(self, spec: ast.expr, scope: dict[str, Any]) -> str:
         if isinstance(spec, ast.JoinedStr) and all(isinstance(part, ast.Constant) for part in spec.values):
@@ -667,7 +422,7 @@ class _Interpreter:
             items = self.eval(generator.iter, inner)
             if _is_unknown(items):
                 raise Unsupported("loop over an unknown value")
-            for item in _sized(items):
+            for item in sized(items):
                 self.tick()
                 self.assign(generator.target, item, inner)
                 if all(self.decide(condition, inner) for condition in generator.ifs):
@@ -712,12 +467,12 @@ class _Interpreter:
             if keywords:
                 raise Unsupported("keyword arguments")
             return self.method(function.owner, function.name, args)
-        if isinstance(function, str) and function in _BUILTINS:
-            if set(keywords) - _BUILTIN_KEYWORDS.get(function, set()):
+        if isinstance(function, str) and function in BUILTINS:
+            if set(keywords) - BUILTIN_KEYWORDS.get(function, set()):
                 raise Unsupported("keyword arguments")
             if "key" in keywords and keywords["key"] is not None:
                 keywords["key"] = self.key_function(keywords["key"])
-            return _BUILTINS[function](*args, **keywords)
+            return BUILTINS[function](*args, **keywords)
         if callable(function) and function in _MODULE_FUNCTIONS:
             if keywords and function is not _show_window:
                 raise Unsupported("keyword arguments")
@@ -732,7 +487,7 @@ class _Interpreter:
             value = self.apply(function, [item], {})
             if _is_unknown(value):
                 raise Unsupported("unknown sort key")
-            touch(value, times=_COMPARISONS_PER_KEY)  # compared about 2·log2(n) times
+            touch(value, times=COMPARISONS_PER_KEY)  # compared about 2·log2(n) times
             return value
 
         return key
@@ -746,12 +501,12 @@ class _Interpreter:
             if name != "append":
                 return UNKNOWN
         if isinstance(owner, str) and name == "join":
-            return _bounded_join(owner, *args)
+            return bounded_join(owner, *args)
         if isinstance(owner, set) and not all(isinstance(arg, (int, float)) for arg in args):
             raise Unsupported("set of non-numbers (no fixed order)")
         self.charge_method(owner, name, args)
         result = getattr(owner, name)(*args)
-        _checked(owner)
+        checked(owner)
         return list(result) if name in ("keys", "values", "items") else result
 
     @staticmethod
@@ -769,7 +524,7 @@ class _Interpreter:
         elif name in ("append", "insert", "pop"):
             charge(1)  # an element put or taken (a shift of the rest is a cheap memory move)
         else:
-            charge(_copied(owner) + sum(_copied(arg) for arg in args))
+            charge(copied(owner) + sum(copied(arg) for arg in args))
 
     def call_function(self, function: ast.FunctionDef | _Lambda, args: list[Any]) -> Any:
         if isinstance(function, _Lambda):
@@ -811,9 +566,9 @@ class _Interpreter:
     def print(self, args: list[Any], keywords: dict[str | None, Any]) -> None:
         if set(keywords) - {"sep", "end"}:
             raise Unsupported("print keywords")
-        separator = _text(keywords.get("sep", " "))
-        end = _text(keywords.get("end", "\n"))
-        text = separator.join(_text(arg) for arg in args) + end
+        separator = printed_text(keywords.get("sep", " "))
+        end = printed_text(keywords.get("end", "\n"))
+        text = separator.join(printed_text(arg) for arg in args) + end
         self.printed += len(text)
         if self.printed > MAX_LENGTH:
             raise Unsupported("too much output")
@@ -893,7 +648,7 @@ def _read(tree: ast.Module) -> str | None:
             if _is_unknown(value):
                 return None
             if value is not None:
-                interpreter.output.append(_text(value))
+                interpreter.output.append(printed_text(value))
     except (Unsupported, _Return, _Break, _Continue, RecursionError, MemoryError):
         return None
     except _PROGRAM_FAILURES:
