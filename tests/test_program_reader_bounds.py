@@ -93,7 +93,7 @@ def test_the_full_size_attack_is_unreadable(name: str, program, expected: str | 
         ("deep nesting hashed", "a = ()\nfor i in range(3000):\n    a = (a,)\nd = {a: 1}\nprint(len(d))"),
         ("quadratic membership", "seen = list(range(2000))\nn = 0\nfor i in range(2000):\n"
                                  "    if -i - 1 in seen:\n        n += 1\nprint(n)"),
-        ("a separator of nested lists", nested("a", 2000) + "print(1, 2, sep=a3)"),
+        ("a long separator", "s = 'x' * 2000\nprint(" + "1, " * 500 + "sep=s)"),
         ("deeply nested expression", "x = " + "(" * 150 + "1" + ")" * 150 + "\nprint(" + "-" * 900 + "x)"),
     ],
 )
@@ -128,3 +128,9 @@ def test_a_number_given_where_a_container_is_needed_fails_as_in_python(call: str
     # printed before, here "start" (not an unknown output: nothing is left to work out).
     output, _ = program_reading(parse_program(f"area = 2.5\nprint('start')\nif area == {call}:\n    print('yes')"))  # type: ignore[arg-type]
     assert output == "start"
+
+
+def test_print_separators_are_read_as_python_reads_them() -> None:
+    read = [program_reading(parse_program(program))[0] for program in (  # type: ignore[arg-type]
+        "print(1, 2, sep=None, end=None)", "print(1, 2, sep='-')", "print('a')\nprint(1, 2, sep=[0])")]
+    assert read == ["1 2", "1-2", "a"]  # a separator that is no string fails, as in Python

@@ -566,8 +566,13 @@ class _Interpreter:
     def print(self, args: list[Any], keywords: dict[str | None, Any]) -> None:
         if set(keywords) - {"sep", "end"}:
             raise Unsupported("print keywords")
-        separator = printed_text(keywords.get("sep", " "))
-        end = printed_text(keywords.get("end", "\n"))
+        separator, end = keywords.get("sep"), keywords.get("end")
+        separator = " " if separator is None else separator
+        end = "\n" if end is None else end
+        if not isinstance(separator, str) or not isinstance(end, str):
+            raise TypeError("sep and end must be None or a string")  # as Python fails
+        if len(separator) * len(args) + len(end) + self.printed > MAX_LENGTH:
+            raise Unsupported("too much output")
         text = separator.join(printed_text(arg) for arg in args) + end
         self.printed += len(text)
         if self.printed > MAX_LENGTH:
