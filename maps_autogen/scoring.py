@@ -111,7 +111,9 @@ def scored_line(
     """The output object: the input unchanged plus `extraction`, `prediction` (when
     `with_prediction` or the verdict has one) and `correct`; also `extraction_method`
     when the scorer extracted the answer from the response itself: the scorer's own label
-    ("rules", "unreadable") or, if it gives none, "rules"."""
+    ("rules", "unreadable") or, if it gives none, "rules"; and `extractor_version` when the
+    benchmark's rules have one (MathVista), so that scores made by different rules can be
+    told apart."""
     out = dict(record)
     if record.get("extraction") is None and verdict.extraction_method not in (None, "given"):
         out["extraction_method"] = verdict.extraction_method
@@ -123,6 +125,8 @@ def scored_line(
     if with_prediction or verdict.prediction is not None:
         out["prediction"] = verdict.prediction
     out["correct"] = verdict.correct
+    if verdict.extractor_version is not None:
+        out["extractor_version"] = verdict.extractor_version
     return out
 
 

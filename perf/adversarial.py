@@ -1,5 +1,7 @@
-"""Hostile inputs: how long the parsers take on 1 MB adversarial replies, what an append to a
-50k-line results.jsonl costs, and the peak memory of loading a 12000x12000 image.
+"""Hostile inputs: how long the parsers take on 1 MB adversarial replies, how long the MathVista
+program reader takes on hostile answer programs (each used to run for seconds to hours inside
+one C call), what an append to a 50k-line results.jsonl costs, and the peak memory of loading a
+12000x12000 image.
 
 Prints one line per figure; nothing is asserted (tests/test_hostile.py asserts the results).
 
@@ -19,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from maps_autogen.benchmarks.mathvista.program_output import parse_program, program_reading  # noqa: E402
 from maps_autogen.eval.results import ResultsLog  # noqa: E402
 from maps_autogen.redact import redact, register_secret, terminal_safe  # noqa: E402
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply  # noqa: E402
@@ -35,6 +38,23 @@ REPLIES = {
     "512k-deep list": '{"final_answer": ' + "[" * (MEGABYTE // 2) + "]" * (MEGABYTE // 2) + "}",
     "600-deep list": '{"final_answer": ' + "[" * 600 + '"x"' + "]" * 600 + "}",
     "trailing commas": '{"final_answer": "5", "x": [' + "1," * (MEGABYTE // 2) + "]}",
+}
+
+# Four levels of 2,000-element lists, each level one list repeated (cheap to build, 16·10^12
+# elements to walk); `b3` is an equal, distinct copy.
+NESTED = "".join(f"{n}0 = [0] * 2000\n{n}1 = [{n}0] * 2000\n{n}2 = [{n}1] * 2000\n{n}3 = [{n}2] * 2000\n"
+                 for n in "ab")
+PROGRAMS = {
+    "a3 == b3": NESTED + "print(a3 == b3)",
+    "sum(a2, [])": NESTED + "print(len(sum(a2, [])))",
+    "max([a3, b3])": NESTED + "print(len(max([a3, b3])))",
+    "sorted([a3, b3])": NESTED + "print(len(sorted([a3, b3])))",
+    "str(a3)": NESTED + "print(len(str(a3)))",
+    "b2 in a3": NESTED + "print(b2 in a3)",
+    "{tuple key}": NESTED + "t = tuple(tuple(r) for r in a1)\nprint({t: 1}[t])",
+    "'ab' * 10**9": "print(len('ab' * 10**9))",
+    "2**10**8": "print(2**10**8)",
+    "3000-deep list": "a = []\nfor i in range(3000):\n    a = [a]\nprint(a == a)",
 }
 
 PEAK = """
@@ -72,6 +92,28 @@ def parsers() -> None:
     register_secret("sk-benchmark-0123456789")
     text = ("some reply text with \x1b[2J escapes and sk-benchmark-0123456789 " * 20000)[:MEGABYTE]
     print(f"redact 1 MB: {seconds(redact, text):.3f} s; terminal_safe 1 MB: {seconds(terminal_safe, text):.3f} s")
+
+
+def programs() -> None:
+    for name, program in PROGRAMS.items():
+        started = time.perf_counter()
+        output, work = program_reading(parse_program(program))
+        took = time.perf_counter() - started
+        print(f"program reader, {name}: {took * 1000:.1f} ms, {work:,} work units, output {output!r}")
+
+
+def long_answers() -> None:
+    """A 1 KB answer parsed as LaTeX: sympy's official (LL) parse against the SLL parse the
+    symbolic scorers try first (same expression, or the official parse runs)."""
+    from sympy.parsing.latex import parse_latex as official
+
+    from maps_autogen.benchmarks import _symbolic
+
+    prose = ("First we compute the area of the triangle using the formula for the height and the base "
+             "then we divide by two and obtain the value that we need for the next step where x is ") * 5
+    official("1")  # load the parser
+    print(f"1 KB prose as LaTeX: official parse {seconds(official, prose):.2f} s; "
+          f"SLL parse {seconds(_symbolic._parse_fast, prose):.2f} s")
 
 
 def results_log(lines: int = 50_000) -> None:
@@ -112,5 +154,7 @@ def images() -> None:
 
 if __name__ == "__main__":
     parsers()
+    programs()
+    long_answers()
     results_log()
     images()

@@ -56,6 +56,8 @@ DEFAULT_DATA = next((folder / "shared" / "conformance" / DATA_NAME for folder in
                      if (folder / "shared" / "conformance" / DATA_NAME).exists()),
                     ROOT.parent / "shared" / "conformance" / DATA_NAME)
 _CODE = re.compile(r"^\s{0,8}(?:print\(|def |import |from \w+ import |return )", re.MULTILINE)
+_LIBRARY = re.compile(r"^\s{0,8}(?:import|from)\s+(?:numpy|sympy|scipy|pandas|datetime|statistics|fractions|decimal)\b",
+                      re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,8 @@ def cause_of(outcome: Outcome) -> str:
     if program is not None:
         if outcome.method == "unreadable" and program_output(program):
             return "ours: program prints a number that is no option (unreadable, not mapped by edit distance)"
+        if outcome.method == "unreadable" and _LIBRARY.search(response):
+            return "ours: program using a library (unreadable: libraries are not emulated)"
         if outcome.method == "unreadable":
             return "ours: program outside the subset we work out (unreadable)"
         return "ours: program output read differently"

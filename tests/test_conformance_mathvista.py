@@ -32,18 +32,22 @@ DATA_FILE = next((folder / "shared" / "conformance" / DATA_NAME for folder in _R
                  _REPO.parent / "shared" / "conformance" / DATA_NAME)
 EXPECTED_RECORDS = 12_998
 
-# What the rules reach from the response alone (measured: 93.62% same verdict, 331 false
-# accepts, 83.9% same prediction). Most of the remaining disagreements are the official
-# extractor's own errors (perf/mathvista_extraction_agreement.py groups them; 128 of the false
-# accepts are programs whose printed answer the official LLM misread): on the records outside
-# those families the rules agree on 99.07% with 24 false accepts, against issue 17's target of
-# 99% with fewer than 106 false accepts per 10,000. The floors sit just under the figures to
-# catch regressions, the outside floor never below the target, and false accepts may not grow.
-RULE_ONLY_VERDICT_FLOOR = 0.9360
-RULE_ONLY_PREDICTION_FLOOR = 0.838
-RULE_ONLY_FALSE_ACCEPTS_CEILING = 331
-OUTSIDE_OFFICIAL_ERRORS_VERDICT_FLOOR = 0.9905
-OUTSIDE_OFFICIAL_ERRORS_FALSE_ACCEPTS_CEILING = 24
+# What the rules reach from the response alone on the developers' set (measured: 93.61% same
+# verdict, 325 false accepts, 83.4% same prediction). Most of the remaining disagreements are
+# the official extractor's own errors (perf/mathvista_extraction_agreement.py groups them; 123
+# of the false accepts are programs whose printed answer the official LLM misread): on the
+# 9,762 records outside those families the rules agree on 98.90% with 23 false accepts. Since
+# issue 24 a program whose output needs a library (sympy, numpy, datetime) is unreadable
+# rather than emulated: 37 such records are false rejects here, left to `--llm-extract`, which
+# puts the outside figure under issue 17's 99% (it was 99.07% with the emulation). These are
+# the developers' set's figures, and the rules are not tuned further to it: on responses
+# outside it the reviewer measured 89.2% agreement with 311 false accepts per 10,000. The
+# floors sit just under the figures to catch regressions, and false accepts may not grow.
+RULE_ONLY_VERDICT_FLOOR = 0.9355
+RULE_ONLY_PREDICTION_FLOOR = 0.832
+RULE_ONLY_FALSE_ACCEPTS_CEILING = 325
+OUTSIDE_OFFICIAL_ERRORS_VERDICT_FLOOR = 0.9885
+OUTSIDE_OFFICIAL_ERRORS_FALSE_ACCEPTS_CEILING = 23
 
 
 def load_records() -> list[dict[str, Any]]:
@@ -190,14 +194,13 @@ HARD_CASES = {
     "number with its unit": [("output_bard.json", "353"), ("output_bard.json", "719"),
                              ("output_claude.json", "638"), ("output_bard.json", "617"),
                              ("output_chatgpt_2shot_solution.json", "629")],
-    "program with libraries or undefined names": [("output_chatgpt_2shot_code.json", "564"),
-                                                  ("output_chatgpt_2shot_code_use_ocr.json", "58"),
-                                                  ("output_chatgpt_2shot_code_use_ocr.json", "461")],
-    "program solving with sympy": [("output_chatgpt_2shot_code.json", "120"),
-                                   ("output_chatgpt_2shot_code_use_ocr.json", "622"),
-                                   ("output_chatgpt_2shot_code.json", "713"),
-                                   ("output_chatgpt_2shot_code.json", "217")],
+    "program with undefined names or unused libraries": [("output_chatgpt_2shot_code_use_ocr.json", "58"),
+                                                         ("output_chatgpt_2shot_code_use_ocr.json", "461")],
 }
+# Programs whose printed answer needs a library (numpy, sympy): unreadable, never emulated.
+LIBRARY_PROGRAM_CASES = [("output_chatgpt_2shot_code.json", "564"), ("output_chatgpt_2shot_code.json", "120"),
+                         ("output_chatgpt_2shot_code_use_ocr.json", "622"), ("output_chatgpt_2shot_code.json", "713"),
+                         ("output_chatgpt_2shot_code.json", "217")]
 # Refusals: no answer read (the official extraction is its own placeholder), same verdict.
 REFUSAL_CASES = [("output_chatgpt.json", "523"), ("output_chatgpt_2shot_solution_use_ocr.json", "173"),
                  ("output_chatgpt.json", "308"), ("output_chatgpt_2shot_solution_use_ocr.json", "177")]
@@ -218,6 +221,16 @@ def test_hard_families_give_the_official_extraction(records: list[dict[str, Any]
     ours = extract_answer(record["response"], question_type=record["question_type"],
                           answer_type=record["answer_type"], choices=record["choices"])
     assert ours == record["extraction"], family
+
+
+@pytest.mark.parametrize(("source", "pid"), LIBRARY_PROGRAM_CASES)
+def test_programs_needing_a_library_are_unreadable(records: list[dict[str, Any]], source: str, pid: str) -> None:
+    record = _record(records, source, pid)
+    read = extract(record["response"], question_type=record["question_type"],
+                   answer_type=record["answer_type"], choices=record["choices"])
+    assert read.status == "unreadable"
+    verdict = SCORER.score({k: v for k, v in record.items() if k != "extraction"}, rule_versions_of(record)[0])
+    assert verdict.extraction_method == "unreadable"
 
 
 @pytest.mark.parametrize(("source", "pid"), REFUSAL_CASES)

@@ -2,17 +2,11 @@
 
 The families here come from the recorded code-answer runs of the developers' conformance set:
 programs that use a name they never define, programs that fail half-way, programs that lean
-on numpy or matplotlib for something beside the answer, `max(d, key=d.get)`, and the linear
-equations models solve with sympy. The sympy subset is checked against sympy itself, running
-the test's own programs (never a model's).
+on numpy or matplotlib for something beside the answer, `max(d, key=d.get)`, and programs
+whose answer needs sympy, numpy or datetime (unreadable: no library is emulated).
 """
 
 from __future__ import annotations
-
-import ast
-import contextlib
-import io
-from typing import Any
 
 import pytest
 
@@ -151,56 +145,59 @@ def test_a_method_that_changes_its_owner_is_not_handed_out_and_sets_stay_numeric
     assert printed("seen = set()\nseen.add('x')\nprint(seen)") is None  # no fixed order
 
 
-# --- sympy's polynomials and linear equations, checked against sympy itself -----------------------------------
+# --- programs that need a library: unreadable, never emulated ------------------------------------
+# What sympy, numpy or datetime print is theirs to decide (and changes between versions): a
+# program whose printed output depends on a library result is unreadable, left to
+# `--llm-extract`, as the official pipeline leaves every response to its LLM.
 
-SYMPY_PROGRAMS = [
+LIBRARY_PROGRAMS = [
     "import sympy as sp\nx = sp.Symbol('x')\neq = sp.Eq(38 + x, 90)\nprint(sp.solve(eq, x))",
     "import sympy as sp\nx = sp.Symbol('x')\ny = sp.Symbol('y')\neq1 = sp.Eq(x, 360 - 2 * 70)\n"
     "eq2 = sp.Eq(y, 360 - 70)\nsolution = sp.solve((eq1, eq2), (x, y))\nprint(solution[x])\nprint(solution)",
     "from sympy import symbols, Eq, solve\nx = symbols('x')\nprint(solve((Eq(3*x, 5*x - 12), Eq(5*x - 12, 8)), (x)))",
-    "import sympy as sp\nS = sp.Symbol('S')\nprint(sp.solve(sp.Eq(S / 12, (2 + 1) / 1), S)[0])",
-    "import sympy as sp\nx = sp.symbols('x')\nprint(sp.solve(sp.Eq(9*x - 1, sp.Rational(1, 2)), x))",
-    "import sympy as sp\na, b = sp.symbols('a b')\nprint(sp.solve([sp.Eq(a + b, 10), sp.Eq(a - b, 3)], [a, b]))",
-    "import sympy as sp\nx = sp.Symbol('x')\nr = sp.solve(x / 4 - 3.1875, x)\nprint(r)\nprint(r[0].evalf())",
     "import sympy as sp\nx = sp.Symbol('x')\nsol = sp.solve(2 * x + 3, x)[0]\nprint(sol + 1)\nprint(float(sol))",
     "import sympy as sp\nx = sp.Symbol('x')\nangle = sp.solve(sp.Eq(x + 62, 180), x)[0]\nprint(f'{angle} degrees')",
-    "import sympy as sp\nx, y = sp.symbols('x, y')\nprint(sp.solve((sp.Eq(x + y, 2), sp.Eq(x + y, 3)), (x, y)))",
     "import sympy as sp\nx = sp.Symbol('x')\nprint(sp.Symbol('x') == x, x == sp.Symbol('y'))",
-    "import sympy as sp\nx = sp.Symbol('x')\nsol = sp.solve(sp.Eq(3 * x, 1), x)\nprint(sol[0] * 3 == 1)",
+    "import sympy as sp\nx = sp.symbols('x')\nf = x**3 + 2*x**2 - 5*x + 1\nprint(sp.degree(f, x))",
+    "import sympy as sp\nx = sp.Symbol('x')\nf = 10*x**3 + 12*x**2 + 3*x + 10\n"
+    "a = sp.diff(f, x).subs(x, 0)\nb = sp.diff(f, x).subs(x, 5)\nprint(a, b, a > b, a == b)",
+    "import sympy as sp\nx = sp.Symbol('x')\nprint(sp.integrate(x * 3, x))",
+    "import sympy as sp\nx = sp.Symbol('x')\nprint(2 * x + 1)",
+    "import sympy as sp\nimport math\nx = sp.Symbol('x')\nprint(math.sqrt(sp.solve(x - 4, x)[0]))",
+    "import sympy as sp\nx = sp.Symbol('x')\nprint(1 / x)",
+    "import numpy as np\nprint(np.mean([8, 2, 8, 8]))",
+    "import numpy as np\nm = np.median([9, 2, 1, 8, 7])\nprint(m)\nprint(int(m))",
+    "import numpy as np\nprint(round(np.pi * 2 ** 2, 2))",
+    "import numpy as np\nprint(np.sqrt(16) + 1)",
+    "import numpy as np\nprint([np.mean([1, 2])])",
+    "import numpy as np\nv = list(range(2000))\nfor i in range(3):\n    m = np.median(v)\nprint(m)",
+    "from datetime import date\nprint(date(1990, 5, 15).year - date(1985, 10, 20).year)",
+    "import datetime\nd = datetime.date(2020, 2, 29)\nprint(d.month, d.day)",
+    "from datetime import date\nprint('start')\nprint(date(2021, 2, 30).day)",
+    "import numpy as np\nif np.mean([1, 2]) > 1:\n    print('yes')",  # a library result decides a branch
 ]
 
 
-def _run_for_real(program: str) -> str:
-    """What the test's own program prints when Python runs it (a notebook's last value too)."""
-    output = io.StringIO()
-    namespace: dict[str, Any] = {}
-    with contextlib.redirect_stdout(output):
-        exec(compile(program, "<test program>", "exec"), namespace)  # noqa: S102 - our own text
-    text = output.getvalue().strip()
-    last = ast.parse(program).body[-1]
-    if not text and isinstance(last, ast.Expr):
-        text = str(eval(compile(ast.Expression(last.value), "<test program>", "eval"), namespace))  # noqa: S307
-    return text
-
-
-@pytest.mark.parametrize("program", SYMPY_PROGRAMS)
-def test_linear_sympy_programs_print_what_sympy_prints(program: str) -> None:
-    assert printed(program) == _run_for_real(program)
+@pytest.mark.parametrize("program", LIBRARY_PROGRAMS)
+def test_a_program_whose_output_needs_a_library_is_unreadable(program: str) -> None:
+    assert printed(program) is None
+    assert choice(program, ["1", "2"]).status == "unreadable"
 
 
 @pytest.mark.parametrize(
-    "program",
+    ("program", "expected"),
     [
-        "import sympy as sp\nx = sp.Symbol('x')\nprint(sp.solve(x**2 - 4, x))",  # not linear
-        "import sympy as sp\nx, y = sp.symbols('x y')\nprint(sp.solve(sp.Eq(x + y, 2), (x, y)))",  # many
-        "import sympy as sp\nx = sp.Symbol('x')\nprint(sp.integrate(x * 3, x))",  # other sympy: unknown
-        "import sympy as sp\nx = sp.Symbol('x')\nprint(2 * x + 1)",  # printing an expression
-        "import sympy as sp\nimport math\nx = sp.Symbol('x')\nprint(math.sqrt(sp.solve(x - 4, x)[0]))",
-        "import sympy as sp\nx = sp.Symbol('x', positive=True)\nprint(sp.solve(x + 1, x))",  # assumptions
+        # Library results that never reach the output do not stop a known answer.
+        ("import sympy as sp\nx = sp.Symbol('x')\nunused = 2*x**2 - 10\nside = 8 * x\nprint(4 * 10)", "40"),
+        ("import sympy as sp\nx = sp.Symbol('x')\nratio = 1 / x\nprint('kept')", "kept"),
+        # Plain Python and the math module are read as Python runs them.
+        ("bars = [10, 1, 'bat', 7.5, True]\nprint(sum(1 for b in bars if isinstance(b, int) and b > 4))", "1"),
+        ("print(isinstance(3.0, (int, float)), isinstance('x', str))", "True True"),
+        ("import math\nprint(round(math.pi * 2 ** 2, 2))", "12.57"),
     ],
 )
-def test_sympy_outside_the_subset_is_not_worked_out(program: str) -> None:
-    assert printed(program) is None
+def test_library_values_that_do_not_reach_the_output_leave_it_known(program: str, expected: str) -> None:
+    assert printed(program) == expected
 
 
 # --- reading what a program printed ------------------------------------------------------------
@@ -227,74 +224,3 @@ def test_a_program_answers_with_its_last_printed_line() -> None:
     program = ("def change(algae):\n    if algae == 'alive':\n        return 'remains the same'\n"
                "    return 'decrease'\n\nprint(change('alive'))\nprint(change('dead'))")
     assert choice(program, ["remains the same", "decrease", "increase"]) == Extraction("decrease", "answer")
-
-
-# --- numpy and datetime on plain numbers ------------------------------------------------------
-
-NUMPY_PROGRAMS = [
-    "import numpy as np\nprint(np.mean([8, 2, 8, 8]))",
-    "import numpy as np\nm = np.median([9, 2, 1, 8, 7])\nprint(m)\nprint(int(m))",
-    "import numpy as np\nprint(np.median([4, 1, 3, 2]), np.max([3, 9]), np.min((2.5, 1.5)), np.sum([1, 2, 3]))",
-    "import numpy as np\nprint(round(np.pi * 2 ** 2, 2))",
-    "import numpy as np\nprint(np.sqrt(16) + 1)",
-    "from datetime import date\nprint(date(1990, 5, 15).year - date(1985, 10, 20).year)",
-    "import datetime\nd = datetime.date(2020, 2, 29)\nprint(d.month, d.day)",
-    "bars = [10, 1, 'bat', 7.5, True]\nprint(sum(1 for b in bars if isinstance(b, int) and b > 4))",
-    "print(isinstance(3.0, (int, float)), isinstance('x', str))",
-]
-
-
-@pytest.mark.parametrize("program", NUMPY_PROGRAMS)
-def test_numpy_and_datetime_on_plain_numbers_print_what_they_print(program: str) -> None:
-    assert printed(program) == _run_for_real(program)
-
-
-@pytest.mark.parametrize(
-    "program",
-    [
-        "import numpy as np\nprint([np.mean([1, 2])])",  # repr differs between numpy versions
-        "import numpy as np\nprint(np.mean([0.1] * 9))",  # pairwise summation
-        "import numpy as np\nprint(np.mean(np.array([1, 2])))",  # arrays are unknown
-        "from datetime import date\nprint(date(2020, 1, 1))",
-    ],
-)
-def test_numpy_and_datetime_beyond_plain_numbers_are_not_worked_out(program: str) -> None:
-    assert printed(program) is None
-
-
-def test_an_impossible_date_fails_like_the_program() -> None:
-    assert printed("from datetime import date\nprint('start')\nprint(date(2021, 2, 30).day)") == "start"
-
-
-POLYNOMIAL_PROGRAMS = [
-    "import sympy as sp\nx = sp.symbols('x')\nf = x**3 + 2*x**2 - 5*x + 1\nprint(sp.degree(f, x))",
-    "import sympy as sp\nx = sp.Symbol('x')\nf = 10*x**3 + 12*x**2 + 3*x + 10\n"
-    "a = sp.diff(f, x).subs(x, 0)\nb = sp.diff(f, x).subs(x, 5)\nprint(a, b, a > b, a == b)",
-    "import sympy as sp\nx, y = sp.symbols('x y')\ng = (x + 2*y)**2\nprint(g.subs({x: 1, y: 3}), g.diff(y).subs({x: 0, y: 1}))",
-    "import sympy as sp\nx = sp.Symbol('x')\nunused = 2*x**2 - 10\nside = 8 * x\nprint(4 * 10)",
-    "import sympy as sp\nx = sp.Symbol('x')\nprint(sp.solve(sp.Eq((x + 1)**2 - x**2, 7), x))",  # linear once expanded
-    "import sympy as sp\nx = sp.Symbol('x')\nprint((x**2).subs(x, sp.Rational(1, 3)), (2 * x).subs(x, 0.5))",
-]
-
-
-@pytest.mark.parametrize("program", POLYNOMIAL_PROGRAMS)
-def test_sympy_polynomials_print_what_sympy_prints(program: str) -> None:
-    assert printed(program) == _run_for_real(program)
-
-
-def test_library_work_is_bounded_beside_the_interpreter_steps() -> None:
-    # Few interpreter steps, each a large polynomial product or a long median: the work
-    # budget, not the step budget, ends it.
-    polynomial = ("import sympy as sp\nx = sp.Symbol('x')\np = sum([x**k for k in range(12)])\n"
-                  "n = 0\nwhile n < 3000:\n    q = p.subs(x, 3) + p * 2\n    n += 1\nprint(n)")
-    assert printed(polynomial) is None
-    assert printed(polynomial.replace("3000", "3")) == "3"
-    median = "import numpy as np\nv = list(range(2000))\nfor i in range(ROUNDS):\n    m = np.median(v)\nprint(m)"
-    assert printed(median.replace("ROUNDS", "300")) is None
-    assert printed(median.replace("ROUNDS", "3")) == "999.5"
-
-
-def test_what_leaves_polynomials_is_an_unknown_value() -> None:
-    assert printed("import sympy as sp\nx = sp.Symbol('x')\nprint(1 / x)") is None
-    assert printed("import sympy as sp\nx = sp.Symbol('x')\nratio = 1 / x\nprint('kept')") == "kept"
-    assert printed("import sympy as sp\nx = sp.Symbol('x')\nprint(sp.solve(x**2 - 4, x))") is None

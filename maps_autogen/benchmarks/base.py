@@ -21,6 +21,10 @@ class Verdict:
     # record had one), "rules" (read from the response; None when it gives no answer) or
     # "unreadable" (the rules could not read it). None: the benchmark does not say.
     extraction_method: str | None = None
+    # The version of the rules that read answers from responses (MathVista), recorded with
+    # every score so that scores made by different rules can be told apart; None: the
+    # benchmark's extraction is the official one, with no version of ours.
+    extractor_version: str | None = None
 
 
 class RecordError(ValueError):

@@ -592,7 +592,8 @@ class EvalRun:
             return {**self._failed_record(item, error, seconds), **chat, **base, "status": "failed", "error": error}, failure
         verdict = scored.get("verdict") or score_record(self.task.name, {**item.record, "response": response}, request.rules)
         record = {**base, "status": "ok", "response": response, "extraction": verdict.extraction,
-                  "prediction": verdict.prediction, "correct": bool(verdict.correct), **chat,
+                  "prediction": verdict.prediction, "correct": bool(verdict.correct),
+                  "extractor_version": verdict.extractor_version, **chat,
                   "seconds": round(seconds, 3), "error": None}
         if run_json is not None:
             self._annotate_run(run_json, _evaluation_fields(response, verdict, item.gold))

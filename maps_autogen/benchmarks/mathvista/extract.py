@@ -26,6 +26,11 @@ from maps_autogen.benchmarks.mathvista.program_output import parse_program, prog
 
 # Longer responses keep their head and tail: answers are stated up front or at the end.
 MAX_RESPONSE_CHARS = 16_000
+# The version of these rules (and of the program reader they use), recorded in every scored
+# line so that scores made by different rules can be told apart. Raise it whenever a change
+# can read any response differently. 2: programs needing a library are unreadable, never
+# emulated (issue 24).
+EXTRACTOR_VERSION = "mathvista-rules-2"
 _KEEP_EACH_END = MAX_RESPONSE_CHARS // 2
 
 ExtractionStatus = Literal["answer", "no_answer", "unreadable"]
@@ -847,6 +852,7 @@ def extract(
 
 __all__ = [
     "EMPTY_RESPONSE",
+    "EXTRACTOR_VERSION",
     "MAX_RESPONSE_CHARS",
     "NO_ANSWER_EXTRACTION",
     "Extraction",

@@ -4,14 +4,20 @@ Some models answer in Python ("x = 12 / 4\\nprint(x)"): their answer is the prog
 Untrusted code is never executed. Instead this module walks the parsed syntax tree of a
 small, side-effect-free subset of Python: numbers, strings, lists, tuples, dicts, arithmetic,
 comparisons, `if`/`for`/`while`, simple functions and lambdas, comprehensions, f-strings,
-`print`, a few builtins and the `math` module. Steps, sizes (sequence lengths, integer bits)
-and call depth are bounded; anything outside the subset or the budgets gives None.
+`print`, a few builtins and the `math` module. Steps, sizes (sequence lengths, integer bits),
+call depth and nesting are bounded, and every operation on values (comparing, hashing,
+membership, summing, sorting, printing, concatenating, repeating, slicing) is charged, before it
+runs, by the elements and characters it touches (`program_values.touch`); anything outside the
+subset or the budgets gives None.
 
 Two readings follow what the program says rather than refusing it outright:
-- A name the program never defines, and what a library we do not model returns (numpy,
-  sympy, matplotlib, random, ...), is an unknown value. Unknowns may be computed with and
-  stored; only when one decides a branch or a loop, or is printed, is the output unknown
-  (None). So "AB = 2/5 * AC\nAB = 10\nprint(AB)" prints "10", as its author meant.
+- A name the program never defines, and whatever a library returns (numpy, sympy,
+  matplotlib, random, ...: no library is emulated, so no library's printing is imitated), is
+  an unknown value. Unknowns may be computed with and stored; only when one decides a branch
+  or a loop, or is printed, is the output unknown (None: the response is unreadable and left
+  to `--llm-extract`, as the official pipeline leaves every response to its LLM). So
+  "AB = 2/5 * AC\nAB = 10\nprint(AB)" prints "10", as its author meant, and
+  "print(np.mean(v))" is unreadable.
 - A program that fails when run (a ZeroDivisionError, a KeyError, the square root of a
   negative number) prints what it printed before the failure, often nothing (""): the
   failure message is not an answer.
@@ -20,23 +26,42 @@ Two readings follow what the program says rather than refusing it outright:
 from __future__ import annotations
 
 import ast
-import math
 import re
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from maps_autogen.benchmarks.mathvista import program_libraries, program_sympy
-from maps_autogen.benchmarks.mathvista.program_values import UNKNOWN, Unsupported, work_budget
+from maps_autogen.benchmarks.mathvista.program_builtins import (
+    BUILTINS,
+    BUILTIN_KEYWORDS,
+    COMPARE,
+    COMPARISONS_PER_KEY,
+    MATH_CONSTANTS,
+    MATH_FUNCTIONS,
+    MAX_LENGTH,
+    binary,
+    bounded_join,
+    checked,
+    copied,
+    number_set,
+    printed_text,
+    sized,
+)
+from maps_autogen.benchmarks.mathvista.program_values import (
+    MAX_WORK,
+    UNKNOWN,
+    Unsupported,
+    charge,
+    touch,
+    work_budget,
+)
 from maps_autogen.benchmarks.mathvista.program_values import is_unknown as _is_unknown
 
 MAX_SOURCE_CHARS = 20_000
-# Steps times the longest sequence bounds the work (one step may scan a whole sequence).
+# Interpreter steps (statements and expressions walked); what one step does to values is
+# charged to program_values' work budget by its real cost.
 MAX_STEPS = 20_000
-MAX_LENGTH = 2_000  # elements of a sequence or characters of a string
-MAX_INT_BITS = 4_096
 MAX_CALL_DEPTH = 30
-MAX_FACTORIAL = 500
 
 
 class _Return(Exception):
@@ -52,80 +77,13 @@ class _Continue(Exception):
     pass
 
 
-def _checked(value: Any) -> Any:
-    """`value` if within the size budgets, else Unsupported."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        if value.bit_length() > MAX_INT_BITS:
-            raise Unsupported("integer too large")
-    elif isinstance(value, (str, list, tuple, dict, set, range)):
-        if len(value) > MAX_LENGTH:
-            raise Unsupported("sequence too long")
-    return value
 
-
-def _text(value: Any) -> str:
-    """str(value), refused when the text would be too long (checked before it is built)."""
-    budget = MAX_LENGTH
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-            budget -= 4 * len(item)
-        elif isinstance(item, (list, tuple, set)):
-            pending.extend(item)
-            budget -= 2 * len(item)
-        elif isinstance(item, str):
-            budget -= len(item) + 2
-        else:
-            budget -= 30  # a number, bool or None prints in at most a few dozen characters
-        if budget < 0:
-            raise Unsupported("text too long")
-    return str(value)
-
-
-def _bounded_int(value: Any, limit: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= limit:
-        raise Unsupported("argument out of range")
-    return value
-
-
-def _factorial(value: Any) -> int:
-    return math.factorial(_bounded_int(value, MAX_FACTORIAL))
-
-
-def _comb(n: Any, k: Any) -> int:
-    return math.comb(_bounded_int(n, MAX_FACTORIAL), _bounded_int(k, MAX_FACTORIAL))
-
-
-def _perm(n: Any, k: Any = None) -> int:
-    return math.perm(_bounded_int(n, MAX_FACTORIAL), None if k is None else _bounded_int(k, MAX_FACTORIAL))
-
-
-_MATH_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    name: getattr(math, name)
-    for name in ("sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "radians",
-                 "degrees", "floor", "ceil", "log", "log10", "log2", "exp", "hypot", "fabs",
-                 "gcd", "trunc", "isclose", "copysign")
-}
-_MATH_FUNCTIONS.update({"factorial": _factorial, "comb": _comb, "perm": _perm})
-_MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
-
-# Libraries whose results are unknown values but which write nothing to standard output
-# except through their print-like functions (refused by name). Any other module stays
-# outside the subset: its calls could print.
+# Libraries whose results are unknown values (never emulated) but which write nothing to
+# standard output except through their print-like functions (refused by name). Any other
+# module stays outside the subset: its calls could print.
 _OPAQUE_MODULES = {"numpy", "sympy", "scipy", "matplotlib", "random", "datetime", "fractions",
                    "statistics", "decimal", "cmath", "itertools", "collections", "pandas"}
 _PRINTING = re.compile(r"print|display|show|write|dump", re.IGNORECASE)
-
-_SYMPY_FUNCTIONS = frozenset(program_sympy.FUNCTIONS.values())
-
-
-def _holds_sympy(*values: Any) -> bool:
-    return any(isinstance(value, (program_sympy.Expression, program_sympy.Equation)) for value in values)
 
 
 class _Module:
@@ -137,16 +95,10 @@ class _Module:
 
     def attribute(self, attr: str) -> Any:
         if self.name == "math":
-            if attr in _MATH_FUNCTIONS:
-                return _MATH_FUNCTIONS[attr]
-            if attr in _MATH_CONSTANTS:
-                return _MATH_CONSTANTS[attr]
-        elif self.name == "sympy" and attr in program_sympy.FUNCTIONS:
-            return program_sympy.FUNCTIONS[attr]
-        elif self.name == "numpy" and attr in program_libraries.NUMPY:
-            return program_libraries.NUMPY[attr]
-        elif self.name == "datetime" and attr in program_libraries.DATETIME:
-            return program_libraries.DATETIME[attr]
+            if attr in MATH_FUNCTIONS:
+                return MATH_FUNCTIONS[attr]
+            if attr in MATH_CONSTANTS:
+                return MATH_CONSTANTS[attr]
         elif self.name.split(".")[0] in _OPAQUE_MODULES:
             if attr == "show" and self.name.startswith("matplotlib"):
                 return _show_window
@@ -161,10 +113,7 @@ def _show_window(*args: Any, **keywords: Any) -> None:
 
 
 # The functions of modelled modules a program may call (functions compare by identity).
-_MODULE_FUNCTIONS = frozenset([*_MATH_FUNCTIONS.values(), _show_window, *_SYMPY_FUNCTIONS,
-                               *(value for value in (*program_libraries.NUMPY.values(),
-                                                     *program_libraries.DATETIME.values())
-                                 if callable(value))])
+_MODULE_FUNCTIONS = frozenset([*MATH_FUNCTIONS.values(), _show_window])
 # Builtins that would read, run or show something: refused even though they are undefined
 # here (an undefined name is otherwise an unknown value).
 _REFUSED_NAMES = {"exec", "eval", "input", "help", "breakpoint", "open", "__import__", "compile",
@@ -188,92 +137,6 @@ class _Lambda:
         self.scope = scope
 
 
-def _sized(iterable: Any) -> Any:
-    """A builtin's iterable argument, refused if it is not a bounded container."""
-    if isinstance(iterable, (str, list, tuple, dict, set, range)):
-        return _checked(iterable)
-    raise Unsupported("not a container")
-
-
-def _bounded_join(separator: str, items: Any) -> str:
-    items = _sized(items)
-    if not all(isinstance(item, str) for item in items):
-        raise Unsupported("join of non-strings")
-    if sum(len(item) for item in items) + len(separator) * len(items) > MAX_LENGTH:
-        raise Unsupported("string too long")
-    return separator.join(items)
-
-
-def _round(value: Any, digits: Any = None) -> Any:
-    if digits is not None and not (isinstance(digits, int) and -20 <= digits <= 20):
-        raise Unsupported("round digits")
-    return round(value) if digits is None else round(value, digits)
-
-
-def _int(value: Any = 0) -> int:
-    if isinstance(value, str) and len(value) > 100:
-        raise Unsupported("long number text")
-    return int(value)
-
-
-def _float(value: Any = 0.0) -> float:
-    if isinstance(value, str) and len(value) > 100:
-        raise Unsupported("long number text")
-    return float(value)
-
-
-def _builtin(function: Callable[..., Any]) -> Callable[..., Any]:
-    """A builtin whose container arguments are size-checked first."""
-
-    def call(*args: Any, **keywords: Any) -> Any:
-        return function(*(_sized(arg) if isinstance(arg, (str, list, tuple, dict, set, range)) else arg
-                          for arg in args), **keywords)
-
-    return call
-
-
-def _number_set(items: Iterable[Any] = ()) -> set[Any]:
-    """set(items), for numbers only: a set of strings iterates and prints in an order that
-    changes from one Python process to the next, so what it prints is not one answer."""
-    values = set(_sized(items))
-    if not all(isinstance(value, (int, float)) for value in values):
-        raise Unsupported("set of non-numbers (no fixed order)")
-    return values
-
-
-def _range(*args: Any) -> range:
-    if not all(isinstance(arg, int) and not isinstance(arg, bool) for arg in args):
-        raise Unsupported("range of non-integers")
-    return _checked(range(*args))
-
-
-_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "tuple": tuple,
-          "dict": dict, "set": set}
-
-
-def _isinstance(value: Any, kinds: Any) -> bool:
-    """isinstance() with builtin type names ("int", or a tuple of them) as the types."""
-    names = kinds if isinstance(kinds, tuple) else (kinds,)
-    if not all(isinstance(name, str) and name in _TYPES for name in names):
-        raise Unsupported("isinstance of another type")
-    if isinstance(value, program_libraries.NumpyInt):
-        raise Unsupported("numpy's int64 is no Python int")  # isinstance would say False
-    return isinstance(value, tuple(_TYPES[name] for name in names))
-
-
-_BUILTINS: dict[str, Callable[..., Any]] = {
-    "len": _builtin(len), "max": _builtin(max), "min": _builtin(min), "sum": _builtin(sum),
-    "abs": abs, "round": _round, "int": _int, "float": _float, "bool": bool, "str": _text,
-    "sorted": _builtin(sorted), "list": _builtin(list), "tuple": _builtin(tuple),
-    "set": _number_set, "dict": _builtin(dict), "range": _range,
-    "enumerate": _builtin(lambda items: list(enumerate(items))),
-    "zip": _builtin(lambda *lists: list(zip(*lists))),
-    "reversed": _builtin(lambda items: list(reversed(items))),
-    "any": _builtin(any), "all": _builtin(all), "divmod": divmod, "isinstance": _isinstance,
-}
-
-_BUILTIN_KEYWORDS = {"sorted": {"reverse", "key"}, "max": {"key", "default"}, "min": {"key", "default"},
-                     "round": {"ndigits"}}
 _STRING_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "split", "startswith",
                    "endswith", "count", "find", "index", "title", "capitalize", "isdigit"}
 _LIST_METHODS = {"append", "extend", "index", "count", "sort", "reverse", "pop", "insert",
@@ -294,61 +157,11 @@ def _method_names_of(owner: Any) -> set[str]:
         return _DICT_METHODS
     if isinstance(owner, set):
         return _SET_METHODS
-    if isinstance(owner, program_sympy.Expression):
-        return program_sympy.METHODS
     return set()
 
 
+
 _FORMAT_SPEC = re.compile(r"[<>^]?[+-]?,?\d{0,2}(?:\.\d{1,2})?[fdeg%]?")
-
-_BINARY: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b,
-    ast.Mod: lambda a, b: a % b,
-}
-_COMPARE: dict[type, Callable[[Any, Any], bool]] = {
-    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
-    ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
-}
-
-
-def _size_of(value: Any) -> int:
-    return len(value) if isinstance(value, (str, list, tuple)) else 0
-
-
-def _power(base: Any, exponent: Any) -> Any:
-    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0:
-        if exponent * max(abs(base).bit_length(), 1) > MAX_INT_BITS:
-            raise Unsupported("power too large")
-    elif isinstance(exponent, (int, float)) and abs(exponent) > 10_000:
-        raise Unsupported("power too large")
-    return pow(base, exponent)
-
-
-def _binary(operator: ast.operator, left: Any, right: Any) -> Any:
-    if isinstance(operator, ast.Pow):
-        return _power(left, right)
-    function = _BINARY.get(type(operator))
-    if function is None:
-        raise Unsupported(type(operator).__name__)
-    if isinstance(operator, ast.Mult):
-        # "ab" * 10**9 or [0] * 10**9 would be built before any check: check the size first.
-        for sequence, count in ((left, right), (right, left)):
-            if _size_of(sequence) and isinstance(count, int) and count * _size_of(sequence) > MAX_LENGTH:
-                raise Unsupported("sequence too long")
-        if isinstance(left, int) and isinstance(right, int) and \
-                left.bit_length() + right.bit_length() > MAX_INT_BITS:
-            raise Unsupported("integer too large")
-    if isinstance(operator, ast.Add) and _size_of(left) + _size_of(right) > MAX_LENGTH:
-        raise Unsupported("sequence too long")
-    if isinstance(operator, ast.Mod) and isinstance(left, str):
-        if "%" not in left:
-            # Python fails the same way: "not all arguments converted during string formatting".
-            raise TypeError("not all arguments converted")
-        raise Unsupported("%-formatting")
-    return function(left, right)
 
 
 class _Interpreter:
@@ -358,6 +171,7 @@ class _Interpreter:
         self.steps = 0
         self.depth = 0
         self.output: list[str] = []
+        self.printed = 0  # characters in `output`
         self.globals: dict[str, Any] = {}
 
     # -- statements ---------------------------------------------------------------------------
@@ -381,7 +195,7 @@ class _Interpreter:
                 self.assign(target, value, scope)
         elif isinstance(node, ast.AugAssign):
             current = self.eval(_as_load(node.target), scope)
-            self.assign(node.target, _checked(_binary(node.op, current, self.eval(node.value, scope))), scope)
+            self.assign(node.target, checked(binary(node.op, current, self.eval(node.value, scope))), scope)
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             self.assign(node.target, self.eval(node.value, scope), scope)
         elif isinstance(node, ast.If):
@@ -424,7 +238,7 @@ class _Interpreter:
 
     def run_for(self, node: ast.For, scope: dict[str, Any]) -> None:
         items = self.eval(node.iter, scope)
-        for item in _sized(items):
+        for item in sized(items):
             self.tick()
             self.assign(node.target, item, scope)
             try:
@@ -439,7 +253,9 @@ class _Interpreter:
         if isinstance(target, ast.Name):
             scope[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            values = [UNKNOWN] * len(target.elts) if _is_unknown(value) else list(_sized(value))
+            if not _is_unknown(value):
+                charge(len(sized(value)))
+            values = [UNKNOWN] * len(target.elts) if _is_unknown(value) else list(value)
             if len(values) != len(target.elts):
                 raise Unsupported("unpacking")
             for element, item in zip(target.elts, values):
@@ -450,8 +266,10 @@ class _Interpreter:
                 return  # an item of an unknown value: it stays unknown
             if not isinstance(container, (list, dict)):
                 raise Unsupported("item assignment")
-            container[self.eval(target.slice, scope)] = value
-            _checked(container)
+            index = self.eval(target.slice, scope)
+            touch(index)  # a dict hashes it
+            container[index] = value
+            checked(container)
         else:
             raise Unsupported("assignment target")
 
@@ -459,7 +277,7 @@ class _Interpreter:
 
     def eval(self, node: ast.expr, scope: dict[str, Any]) -> Any:
         self.tick()
-        return _checked(self._eval(node, scope))
+        return checked(self._eval(node, scope))
 
     def _eval(self, node: ast.expr, scope: dict[str, Any]) -> Any:
         if isinstance(node, ast.Constant):
@@ -469,7 +287,7 @@ class _Interpreter:
         if isinstance(node, ast.Name):
             if node.id in scope:
                 return scope[node.id]
-            if node.id in _BUILTINS or node.id == "print":
+            if node.id in BUILTINS or node.id == "print":
                 return node.id
             if node.id in ("True", "False", "None"):
                 return {"True": True, "False": False, "None": None}[node.id]
@@ -479,7 +297,7 @@ class _Interpreter:
             return UNKNOWN  # a name the program never defines
         if isinstance(node, ast.BinOp):
             left, right = self.eval(node.left, scope), self.eval(node.right, scope)
-            return UNKNOWN if _is_unknown(left, right) else _binary(node.op, left, right)
+            return UNKNOWN if _is_unknown(left, right) else binary(node.op, left, right)
         if isinstance(node, ast.UnaryOp):
             operand = self.eval(node.operand, scope)
             if _is_unknown(operand):
@@ -508,9 +326,11 @@ class _Interpreter:
                 right = self.eval(comparator, scope)
                 if _is_unknown(left, right):
                     return UNKNOWN
-                if isinstance(operator, (ast.In, ast.NotIn)) and isinstance(right, (list, tuple, str)):
-                    self.tick(len(right) // 20)  # a membership test scans the sequence
-                if not _COMPARE[type(operator)](left, right):
+                if isinstance(operator, (ast.In, ast.NotIn)) and isinstance(right, (dict, set)):
+                    touch(left, times=2)  # hashed, then compared with the key found
+                elif not isinstance(operator, (ast.Is, ast.IsNot)):
+                    touch(left, right)  # a comparison or a scan may walk both sides whole
+                if not COMPARE[type(operator)](left, right):
                     return False
                 left = right
             return True
@@ -518,13 +338,14 @@ class _Interpreter:
             return self.eval(node.body if self.decide(node.test, scope) else node.orelse, scope)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             items = [self.eval(element, scope) for element in node.elts]
-            return {ast.List: list, ast.Tuple: tuple, ast.Set: _number_set}[type(node)](items)
+            return {ast.List: list, ast.Tuple: tuple, ast.Set: number_set}[type(node)](items)
         if isinstance(node, ast.Dict):
             if any(key is None for key in node.keys):
                 raise Unsupported("dict unpacking")
             keys = [self.eval(key, scope) for key in node.keys]  # type: ignore[arg-type]
             if _is_unknown(*keys):
                 return UNKNOWN
+            touch(*keys)  # hashed
             return dict(zip(keys, (self.eval(value, scope) for value in node.values)))
         if isinstance(node, ast.Subscript):
             container = self.eval(node.value, scope)
@@ -533,9 +354,13 @@ class _Interpreter:
                          for part in (node.slice.lower, node.slice.upper, node.slice.step)]
                 if _is_unknown(container, *parts):
                     return UNKNOWN
-                return _sized(container)[slice(*parts)]
+                charge(copied(sized(container)))
+                return container[slice(*parts)]
             index = self.eval(node.slice, scope)
-            return UNKNOWN if _is_unknown(container, index) else _sized(container)[index]
+            if _is_unknown(container, index):
+                return UNKNOWN
+            touch(index)  # a dict hashes it
+            return sized(container)[index]
         if isinstance(node, ast.Attribute):
             owner = self.eval(node.value, scope)
             if isinstance(owner, _Module):
@@ -544,8 +369,6 @@ class _Interpreter:
                 return UNKNOWN
             if node.attr in _method_names_of(owner) and node.attr not in _MUTATING_METHODS:
                 return _BoundMethod(owner, node.attr)  # "key=prices.get"
-            if node.attr in program_libraries.ATTRIBUTES.get(type(owner), ()):
-                return getattr(owner, node.attr)
             if isinstance(owner, (int, float, str, list, tuple, dict, set)) and not hasattr(owner, node.attr):
                 # Python fails here too ("stone.shape" on a dict): an AttributeError.
                 raise AttributeError(node.attr)
@@ -556,7 +379,7 @@ class _Interpreter:
             return self.call(node, scope)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             items = self.comprehension(node.elt, node.generators, scope)
-            return _number_set(items) if isinstance(node, ast.SetComp) else items
+            return number_set(items) if isinstance(node, ast.SetComp) else items
         if isinstance(node, ast.JoinedStr):
             return "".join(self.formatted(part, scope) for part in node.values)
         raise Unsupported(type(node).__name__)
@@ -573,10 +396,11 @@ class _Interpreter:
         if not _FORMAT_SPEC.fullmatch(spec):
             raise Unsupported("format spec")
         if part.conversion == ord("r"):
-            value = repr(_text(value))
+            value = repr(printed_text(value))
         elif isinstance(value, (list, tuple, set, dict)):
-            value = _text(value)
-        return _checked(format(value, spec))
+            value = printed_text(value)
+        touch(value)
+        return checked(format(value, spec))
 
     def formatted_spec(self, spec: ast.expr, scope: dict[str, Any]) -> str:
         if isinstance(spec, ast.JoinedStr) and all(isinstance(part, ast.Constant) for part in spec.values):
@@ -598,7 +422,7 @@ class _Interpreter:
             items = self.eval(generator.iter, inner)
             if _is_unknown(items):
                 raise Unsupported("loop over an unknown value")
-            for item in _sized(items):
+            for item in sized(items):
                 self.tick()
                 self.assign(generator.target, item, inner)
                 if all(self.decide(condition, inner) for condition in generator.ifs):
@@ -643,19 +467,15 @@ class _Interpreter:
             if keywords:
                 raise Unsupported("keyword arguments")
             return self.method(function.owner, function.name, args)
-        if isinstance(function, str) and function in _BUILTINS:
-            if _holds_sympy(*args, *keywords.values()) and function not in ("float", "int", "str"):
-                raise Unsupported("a builtin given a sympy expression")
-            if set(keywords) - _BUILTIN_KEYWORDS.get(function, set()):
+        if isinstance(function, str) and function in BUILTINS:
+            if set(keywords) - BUILTIN_KEYWORDS.get(function, set()):
                 raise Unsupported("keyword arguments")
             if "key" in keywords and keywords["key"] is not None:
                 keywords["key"] = self.key_function(keywords["key"])
-            return _BUILTINS[function](*args, **keywords)
+            return BUILTINS[function](*args, **keywords)
         if callable(function) and function in _MODULE_FUNCTIONS:
             if keywords and function is not _show_window:
                 raise Unsupported("keyword arguments")
-            if function not in _SYMPY_FUNCTIONS and _holds_sympy(*args):
-                raise Unsupported("math given a sympy expression")  # sympy.sqrt, not math.sqrt
             return function(*args, **keywords)
         raise Unsupported("call")
 
@@ -667,6 +487,7 @@ class _Interpreter:
             value = self.apply(function, [item], {})
             if _is_unknown(value):
                 raise Unsupported("unknown sort key")
+            touch(value, times=COMPARISONS_PER_KEY)  # compared about 2·log2(n) times
             return value
 
         return key
@@ -680,12 +501,30 @@ class _Interpreter:
             if name != "append":
                 return UNKNOWN
         if isinstance(owner, str) and name == "join":
-            return _bounded_join(owner, *args)
+            return bounded_join(owner, *args)
         if isinstance(owner, set) and not all(isinstance(arg, (int, float)) for arg in args):
             raise Unsupported("set of non-numbers (no fixed order)")
+        self.charge_method(owner, name, args)
         result = getattr(owner, name)(*args)
-        _checked(owner)
+        checked(owner)
         return list(result) if name in ("keys", "values", "items") else result
+
+    @staticmethod
+    def charge_method(owner: Any, name: str, args: list[Any]) -> None:
+        """Charge a method call by what it touches, before it runs."""
+        if name == "sort":
+            rounds = 2 * max(len(owner), 1).bit_length()
+            touch(owner, times=rounds)
+        elif isinstance(owner, (list, tuple)) and name in ("index", "count", "remove"):
+            touch(owner, *args)  # compares the argument with the elements
+        elif isinstance(owner, (dict, set)) and name in ("get", "pop", "add"):
+            touch(*args[:1], times=2)  # hashed, then compared with the key found
+        elif isinstance(owner, str):
+            touch(owner, *args)
+        elif name in ("append", "insert", "pop"):
+            charge(1)  # an element put or taken (a shift of the rest is a cheap memory move)
+        else:
+            charge(copied(owner) + sum(copied(arg) for arg in args))
 
     def call_function(self, function: ast.FunctionDef | _Lambda, args: list[Any]) -> Any:
         if isinstance(function, _Lambda):
@@ -727,10 +566,16 @@ class _Interpreter:
     def print(self, args: list[Any], keywords: dict[str | None, Any]) -> None:
         if set(keywords) - {"sep", "end"}:
             raise Unsupported("print keywords")
-        separator = str(keywords.get("sep", " "))
-        end = str(keywords.get("end", "\n"))
-        text = separator.join(_text(arg) for arg in args) + end
-        if sum(len(part) for part in self.output) + len(text) > MAX_LENGTH:
+        separator, end = keywords.get("sep"), keywords.get("end")
+        separator = " " if separator is None else separator
+        end = "\n" if end is None else end
+        if not isinstance(separator, str) or not isinstance(end, str):
+            raise TypeError("sep and end must be None or a string")  # as Python fails
+        if len(separator) * len(args) + len(end) + self.printed > MAX_LENGTH:
+            raise Unsupported("too much output")
+        text = separator.join(printed_text(arg) for arg in args) + end
+        self.printed += len(text)
+        if self.printed > MAX_LENGTH:
             raise Unsupported("too much output")
         self.output.append(text)
         return None
@@ -776,6 +621,18 @@ def program_output(tree: ast.Module) -> str | None:
     """What the program prints (or, without any print, the value of its last bare
     expression, as a notebook shows it), stripped: "" when it prints nothing, including a
     program that fails before printing. None when the output cannot be worked out."""
+    return program_reading(tree)[0]
+
+
+def program_reading(tree: ast.Module, max_work: int = MAX_WORK) -> tuple[str | None, int]:
+    """`program_output` under a budget of `max_work` units, with the work units it spent
+    (counted as charged, whether or not the output was worked out)."""
+    with work_budget(max_work) as left:
+        output = _read(tree)
+        return output, max_work - left[0]
+
+
+def _read(tree: ast.Module) -> str | None:
     try:
         # Compiling runs nothing; it finds what Python refuses before running a line
         # ("return" outside a function): such a program prints nothing at all.
@@ -789,15 +646,14 @@ def program_output(tree: ast.Module) -> str | None:
     interpreter = _Interpreter()
     scope = interpreter.globals
     try:
-        with work_budget():
-            for statement in tree.body:
-                interpreter.run(statement, scope)
-            if not interpreter.output and tree.body and isinstance(tree.body[-1], ast.Expr):
-                value = interpreter.eval(tree.body[-1].value, scope)
-                if _is_unknown(value):
-                    return None
-                if value is not None:
-                    interpreter.output.append(_text(value))
+        for statement in tree.body:
+            interpreter.run(statement, scope)
+        if not interpreter.output and tree.body and isinstance(tree.body[-1], ast.Expr):
+            value = interpreter.eval(tree.body[-1].value, scope)
+            if _is_unknown(value):
+                return None
+            if value is not None:
+                interpreter.output.append(printed_text(value))
     except (Unsupported, _Return, _Break, _Continue, RecursionError, MemoryError):
         return None
     except _PROGRAM_FAILURES:
@@ -807,4 +663,4 @@ def program_output(tree: ast.Module) -> str | None:
     return "".join(interpreter.output).strip()
 
 
-__all__ = ["MAX_SOURCE_CHARS", "parse_program", "program_output"]
+__all__ = ["MAX_SOURCE_CHARS", "parse_program", "program_output", "program_reading"]

@@ -1,4 +1,5 @@
-"""What the answer-program models share: leaving the subset, and the unknown value."""
+"""What the answer-program reader's parts share: leaving the subset, the unknown value, and
+the work budget that every operation on values is charged against by its real cost."""
 
 from __future__ import annotations
 
@@ -7,10 +8,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-# Work units (about one arithmetic step on a coefficient or one list element each) that the
-# library models may spend on one program, beside the interpreter's own step budget: one
-# interpreter step can be a whole polynomial product or a median of a long list.
-MAX_WORK = 50_000
+# Work units one program may spend, beside the interpreter's own step budget: one step can
+# compare, hash, print, sum or sort whole nested containers inside a single C call, so every
+# such operation is charged, before it runs, by what it touches. A unit is one element of a
+# container (at any depth: a list shared 2,000 times is counted 2,000 times, as comparing or
+# printing it walks it 2,000 times), 16 characters of a string or 64 bits of an integer.
+MAX_WORK = 200_000
+# Containers nested deeper than this are not walked: comparing or printing them recurses in C.
+MAX_NESTING = 20
 _WORK_LEFT: ContextVar[list[int] | None] = ContextVar("program_work_left", default=None)
 
 
@@ -20,7 +25,8 @@ class Unsupported(Exception):
 
 
 class UnknownValue:
-    """A value the program uses but does not give: an undefined name, a library's result.
+    """A value the program uses but does not give: an undefined name, a library's result
+    (libraries are never emulated).
 
     The interpreter carries it through arithmetic, calls and stores explicitly; any other use
     (comparing, hashing, printing, iterating it inside a builtin) leaves the subset, so an
@@ -42,23 +48,62 @@ UNKNOWN = UnknownValue()
 
 
 @contextmanager
-def work_budget() -> Iterator[None]:
-    """A fresh MAX_WORK for the program worked out inside the block (per thread/context)."""
-    token = _WORK_LEFT.set([MAX_WORK])
+def work_budget(units: int = MAX_WORK) -> Iterator[list[int]]:
+    """A fresh budget of `units` for the program worked out inside the block (per
+    thread/context); yields the one-element list of units left."""
+    left = [units]
+    token = _WORK_LEFT.set(left)
     try:
-        yield
+        yield left
     finally:
         _WORK_LEFT.reset(token)
 
 
-def charge(units: int) -> None:
-    """Spend work units; Unsupported when the program's budget is spent."""
+def _left() -> list[int]:
     left = _WORK_LEFT.get()
     if left is None:
-        raise Unsupported("library work outside a program's budget")
+        raise Unsupported("work outside a program's budget")
+    return left
+
+
+def charge(units: int) -> None:
+    """Spend work units; Unsupported when the program's budget is spent."""
+    left = _left()
     left[0] -= units
     if left[0] < 0:
         raise Unsupported("too much work")
+
+
+def touch(*values: Any, times: int = 1) -> None:
+    """Charge, before it runs, an operation that walks every part of `values` `times` over
+    (comparing, hashing, membership, printing, sorting): the walk that counts the units stops,
+    refusing, as soon as the budget would be exceeded, so counting costs no more than the
+    budget either. Nesting deeper than MAX_NESTING is refused too."""
+    left = _left()
+    allowed = left[0] // max(times, 1)
+    units = 0
+    pending: list[tuple[Any, int]] = [(value, 0) for value in values]
+    while pending:
+        item, depth = pending.pop()
+        units += 1
+        if isinstance(item, str):
+            units += len(item) // 16
+        elif isinstance(item, int):
+            units += item.bit_length() // 64
+        elif isinstance(item, range):
+            units += len(item)
+        elif isinstance(item, (list, tuple, set, frozenset, dict)):
+            if depth >= MAX_NESTING:
+                raise Unsupported("containers nested too deep")
+            units += len(item)
+            if units > allowed:
+                break
+            pending.extend((part, depth + 1) for part in item)
+            if isinstance(item, dict):
+                pending.extend((part, depth + 1) for part in item.values())
+        if units > allowed:
+            break
+    charge(units * max(times, 1))
 
 
 def is_unknown(*values: Any) -> bool:
@@ -66,4 +111,5 @@ def is_unknown(*values: Any) -> bool:
     return any(value is UNKNOWN for value in values)
 
 
-__all__ = ["MAX_WORK", "UNKNOWN", "UnknownValue", "Unsupported", "charge", "is_unknown", "work_budget"]
+__all__ = ["MAX_NESTING", "MAX_WORK", "UNKNOWN", "UnknownValue", "Unsupported", "charge", "is_unknown",
+           "touch", "work_budget"]

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from maps_autogen.benchmarks.base import RecordError, Verdict
-from maps_autogen.benchmarks.mathvista.extract import extract, levenshtein
+from maps_autogen.benchmarks.mathvista.extract import EXTRACTOR_VERSION, extract, levenshtein
 
 QuestionType = Literal["multi_choice", "free_form"]
 AnswerType = Literal["text", "integer", "float", "list"]
@@ -311,7 +311,8 @@ def score_parsed(record: MathVistaRecord, rules: str = "current") -> Verdict:
         rules=rules,
     )
     return Verdict(extraction=extraction, prediction=prediction,
-                   correct=is_correct(prediction, record.answer), extraction_method=method)
+                   correct=is_correct(prediction, record.answer), extraction_method=method,
+                   extractor_version=EXTRACTOR_VERSION)
 
 
 def subset_of(record: Mapping[str, Any]) -> str:
