@@ -10,8 +10,9 @@ request carries), `images` (the side images are reduced to), `method`, `without`
 
 `differences` compares two such structures part by part and names each difference the way a
 user finds it (`review.threshold 5.0 → 3.0`, `team.steps[2].prompt`, `models.solver.base_url`,
-`data (gold answers of 3 ids)`). `mixed_settings` says whether a run's scored problems ran under
-more than one recorded set of settings (each results row carries the index it ran under).
+`data (gold answers of 3 ids)`); `resume_under` refuses them, or records them as a change of
+the manifest. `mixed_settings` says whether a run's scored problems ran under more than one
+recorded set of settings (each results row carries the index it ran under).
 """
 
 from __future__ import annotations
@@ -109,26 +110,35 @@ def legacy_settings(manifest: Mapping[str, Any]) -> dict[str, Any]:
     without, the models and their sampling settings, the review settings and the step names
     (not prompts, personalities or data)."""
     models = {}
-    for role, model in (manifest.get("models") or {}).items():
+    for role, value in _mapping(manifest.get("models")).items():
+        model = _mapping(value)
         entry = {key: model.get(key) for key in ("kind", "model", "temperature", "max_tokens", "json_mode")}
         entry["base_url"] = model.get("replicas") or model.get("base_url")
         models[role] = entry
-    config = manifest.get("config") or {}
-    critic, stop = config.get("critic") or {}, config.get("stop") or {}
+    config = _mapping(manifest.get("config"))
+    critic, stop = _mapping(config.get("critic")), _mapping(config.get("stop"))
     review = {key: critic[key] for key in ("threshold", "max_rollbacks", "final_review") if critic.get(key) is not None}
     if "threshold" not in review and (threshold := _inline_threshold(manifest)) is not None:
         review["threshold"] = threshold
     if "max_rounds" in stop:
         review["max_rounds"] = stop["max_rounds"]
-    steps = [{"name": name} for name in (manifest.get("team") or {}).get("steps", [])]
-    return {"team": {"steps": steps}, "review": review, "models": models,
-            "method": manifest.get("method"), "without": list(manifest.get("without") or [])}
+    recorded: dict[str, Any] = {"review": review, "models": models, "method": manifest.get("method"),
+                                "without": list(manifest.get("without") or [])}
+    names = _mapping(manifest.get("team")).get("steps")
+    if isinstance(names, list):
+        recorded["team"] = {"steps": [{"name": name} for name in names]}
+    return recorded
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """A recorded value that should be a mapping (a damaged manifest's is read as empty)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _inline_threshold(manifest: Mapping[str, Any]) -> float | None:
     """The reviewer's own threshold, when the team was written in the recorded config."""
-    inline = (manifest.get("config") or {}).get("team")
-    if (manifest.get("team") or {}).get("source") != manifest.get("config_path") or not isinstance(inline, (dict, list)):
+    inline = _mapping(manifest.get("config")).get("team")
+    if _mapping(manifest.get("team")).get("source") != manifest.get("config_path") or not isinstance(inline, (dict, list)):
         return None
     try:
         return TeamConfig.model_validate({"steps": inline} if isinstance(inline, list) else inline).threshold
@@ -153,7 +163,7 @@ class Difference:
 
 def _plain(value: Any) -> bool:
     if isinstance(value, str):
-        return len(value) <= 80 and not value.startswith(_DIGEST)
+        return len(value) <= 80 and value.isprintable() and not value.startswith(_DIGEST)  # one line, no hashes
     if isinstance(value, list):
         return len(value) <= 4 and all(isinstance(v, str) and _plain(v) for v in value)
     return value is None or isinstance(value, (bool, int, float))
@@ -187,7 +197,7 @@ def _walk(name: str, before: Any, after: Any, found: list[Difference], known_onl
 
 
 def _data_differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Difference]:
-    old, new = before.get("gold") or {}, after.get("gold") or {}
+    old, new = (part.get("gold") if isinstance(part.get("gold"), dict) else {} for part in (before, after))
     changed = sorted(pid for pid in old.keys() & new.keys() if old[pid] != new[pid])
     gone, added = sorted(old.keys() - new.keys()), sorted(new.keys() - old.keys())
     found = []
