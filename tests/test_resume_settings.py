@@ -126,11 +126,6 @@ def test_an_allowed_change_is_recorded_with_the_problems_run_under_it(tmp_path: 
         first = run_maps(_args(data, runs), env=env, cwd=tmp_path)
         assert first.returncode == 1
         run_dir = eval_dir_of(runs)
-        # Nothing changed: the resume just runs what is pending (problem 3 still fails).
-        server.script = ProblemScript(scripted_answers(rows), fail={"3"})
-        unchanged = run_maps(_args(None, runs, "--resume", str(run_dir)), env=env, cwd=tmp_path)
-        assert unchanged.returncode == 1 and "other settings" not in unchanged.stderr and "note:" not in unchanged.stdout
-        assert "changes" not in json.loads((run_dir / "manifest.json").read_text())
         # The data file changed on disk (another gold answer for problem 3): caught without --data.
         lines = [json.loads(line) for line in data.read_text().splitlines()]
         data.write_text("".join(json.dumps({**row, "answer": "blue"} if row["pid"] == "3" else row) + "\n" for row in lines))
@@ -138,28 +133,29 @@ def test_an_allowed_change_is_recorded_with_the_problems_run_under_it(tmp_path: 
         on_disk = run_maps(_args(None, runs, "--resume", str(run_dir)), env=env, cwd=tmp_path)
         assert on_disk.returncode == 2 and "data (gold answers of 1 id)" in _errors(on_disk.stderr)[0], on_disk.stderr
         assert len(server.received) == sent
-        # Allowed: the new threshold and gold are recorded, and problem 3 runs under them.
+        # Allowed: the new threshold and gold are recorded; the pending problems 2 and 3 run under them.
         server.script = ProblemScript(scripted_answers(rows))
         allowed = run_maps(_args(None, runs, "--resume", str(run_dir), "--threshold", "4", "--allow-change"), env=env, cwd=tmp_path)
         assert allowed.returncode == 0, allowed.stderr
         again = run_maps(_args(None, runs, "--resume", str(run_dir), "--threshold", "4"), env=env, cwd=tmp_path)
-        sent_again = len(server.received) - sent
+        sent_since = len(server.received) - sent
     manifest = json.loads((run_dir / "manifest.json").read_text())
     (change,) = manifest["changes"]
     assert change["differences"] == ["review.threshold", "data (gold answers of 1 id)"]
     assert change["from"]["review.threshold"] == 5.0 and change["to"]["review.threshold"] == 4.0
     assert list(change["to"]["data (gold answers of 1 id)"]) == ["3"]
-    assert change["settings"] == 1 and change["pids"] == ["3"]
+    assert change["settings"] == 1 and change["pids"] == ["2", "3"]
     assert manifest["settings"]["review"]["threshold"] == 4.0 and manifest["config"]["critic"]["threshold"] == 4.0
     rows_now = {row["pid"]: row for row in results(run_dir)}
-    assert {pid: row["settings"] for pid, row in rows_now.items()} == {"1": 0, "2": 0, "3": 1}
+    assert {pid: row["settings"] for pid, row in rows_now.items()} == {"1": 0, "2": 1, "3": 1}
     assert rows_now["3"]["gold"] == "blue" and rows_now["1"]["gold"] == rows["1"]["answer"]
     assert json.loads((run_dir / "summary.json").read_text())["mixed_settings"] is True
     assert "mixed settings" in allowed.stdout  # Table 1's row
     assert "note: the scored problems ran under different settings" in allowed.stdout
-    # The run now carries the changed settings: resuming under them is not another change.
-    assert again.returncode == 0, again.stderr
-    assert sent_again == 5 and len(json.loads((run_dir / "manifest.json").read_text())["changes"]) == 1  # only problem 3's five calls
+    # The run now carries the changed settings: resuming under them is no change, and just works.
+    assert again.returncode == 0 and "other settings" not in again.stderr, again.stderr
+    assert sent_since == 2 * 5  # problems 2 and 3 under the allowed change; nothing for the last resume
+    assert len(json.loads((run_dir / "manifest.json").read_text())["changes"]) == 1
 
 
 def test_differences_are_named_by_part_and_a_damaged_manifest_is_one_line_not_a_crash() -> None:
