@@ -50,13 +50,13 @@ def finished_run(tmp_path_factory):
         yield home, data, rows, server, eval_dir_of(home / "runs")
 
 
-def _prompt_copy(folder: Path) -> Path:
-    """The Scholar's prompt file with one more sentence in its instruction."""
+def _edit_scholar_prompt(folder: Path) -> None:
+    """prompts/scholar.yaml beside the config (it wins over the built-in one the run used, under
+    the same name in agents.yaml), with one more sentence in its instruction."""
     prompt = yaml.safe_load((REPO / "maps_autogen" / "defaults" / "prompts" / "scholar.yaml").read_text())
     prompt["instruction"] += "\nAlso name the units of every quantity."
-    path = folder / "scholar_edited.yaml"
-    path.write_text(yaml.safe_dump(prompt))
-    return path
+    (folder / "prompts").mkdir()
+    (folder / "prompts" / "scholar.yaml").write_text(yaml.safe_dump(prompt))
 
 
 RENAMED = {  # scholar becomes expert, and the steps that read it follow
@@ -74,7 +74,7 @@ CASES = [
     ("max-rollbacks", ["--max-rollbacks", "1"], {}, False, "review.max_rollbacks 3 → 1"),
     ("json-mode", [], {"endpoints.openai.json_mode": "object"}, False, "models.*.json_mode schema → object (5 roles)"),
     ("server", [], {}, True, "models.*.base_url"),
-    ("prompt", [], {"team.steps.2.prompt": "PROMPT"}, False, "team.steps[2].prompt"),
+    ("prompt", [], {}, False, "team.steps[2].prompt"),  # same file name, other content
     ("personality", [], {"team.steps.1.personality": "Neuroticism: you doubt."}, False, "team.steps[1].personality"),
     ("renamed", [], RENAMED, False, "team.steps[2].name scholar → expert"),
     ("gold", ["--data", "GOLD"], {}, False, "data (gold answers of 1 id)"),
@@ -85,7 +85,8 @@ CASES = [
 def test_a_resume_under_other_settings_is_refused_with_one_line_before_any_call(finished_run, tmp_path: Path, case, extra, changes,
                                                                               other_server, named) -> None:
     home, data, rows, server, run_dir = finished_run
-    changes = {key: str(_prompt_copy(tmp_path)) if value == "PROMPT" else value for key, value in changes.items()}
+    if case == "prompt":
+        _edit_scholar_prompt(tmp_path)
     config = write_config(tmp_path / "agents.yaml", **changes)
     extra = [str(_with_gold(rows, tmp_path / "gold", {"1": "7"})) if arg == "GOLD" else arg for arg in extra]
     manifest_before = (run_dir / "manifest.json").read_bytes()
