@@ -177,8 +177,8 @@ _MISSING = object()
 
 
 def _walk(name: str, before: Any, after: Any, found: list[Difference], known_only: bool) -> None:
-    if before is _MISSING and known_only:
-        return
+    if before is _MISSING and (known_only or after is None):
+        return  # not recorded (an older manifest), or a setting added since that is unset
     if isinstance(before, dict) and isinstance(after, dict):
         keys = list(before) + ([] if known_only else [key for key in after if key not in before])
         for key in keys:
@@ -220,7 +220,7 @@ def differences(before: Mapping[str, Any], after: Mapping[str, Any], *, known_on
             if isinstance(before.get("data"), dict):
                 found += _data_differences(before["data"], after["data"])
             elif not known_only:
-                found.append(Difference("data", None, None))
+                found.append(Difference("data (not recorded)", None, after["data"].get("sha256")))
             continue
         _walk(part, before.get(part, _MISSING), after[part], found, known_only)
     return found
