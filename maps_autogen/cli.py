@@ -197,7 +197,8 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--max-cost", type=click.FloatRange(min=0), help="Stop cleanly once this many USD are spent (resume carries on).")
 @click.option("--shard", help="Run shard i of n (1-based, e.g. 2/4); combine shards with maps merge.")
 @click.option("--resume", type=click.Path(path_type=Path), help="Continue an eval run folder: skip finished problems, retry failed ones.")
-@click.option("--allow-model-change", is_flag=True, help="Let --resume switch the models or method (the manifest records both).")
+@click.option("--allow-change", "--allow-model-change", "allow_change", is_flag=True,
+              help="Let --resume run under other settings (team, prompts, review, models, method, data); the manifest records each change.")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
 @model_options
 @click.option("--quiet", is_flag=True, help="No progress bar.")
@@ -205,7 +206,7 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 @click.option("--allow-private-urls", is_flag=True, help="Let data set rows' image URLs point at private addresses (trusted data only).")
 @click.option("--view", "live_view", is_flag=True, help="Watch the eval in a browser: serve it live on 127.0.0.1 and print the URL.")
 def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, team_file, concurrency, rules, no_cache, max_cost,
-                 shard, resume, allow_model_change, runs_dir, config_file, config_list, model, threshold, max_rollbacks, quiet,
+                 shard, resume, allow_change, runs_dir, config_file, config_list, model, threshold, max_rollbacks, quiet,
                  allow_outside_paths, allow_private_urls, live_view) -> None:
     """Run a whole benchmark (or part of it) and score it with the official rules.
 
@@ -230,7 +231,7 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
         benchmark=benchmark, subsets=tuple(subsets), data=data, limit=limit, sample=sample, seed=seed, method=method,
         without=frozenset(without), concurrency=concurrency, rules=rules, cache=not no_cache,
         max_cost=max_cost, shard=Shard.parse(shard) if shard else None, runs_dir=runs_dir, resume=resume,
-        allow_outside_paths=allow_outside_paths, allow_private_urls=allow_private_urls, allow_model_change=allow_model_change,
+        allow_outside_paths=allow_outside_paths, allow_private_urls=allow_private_urls, allow_change=allow_change,
     )
     viewers = []
     try:
@@ -240,6 +241,8 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
         for viewer in viewers:
             _stop_viewer(viewer)
     _say(outcome.table)
+    for note in outcome.notes:
+        _say(f"note: {note}")
     summary = outcome.summary
     cost = summary["usage"]["cost"]
     spent = "unknown" if cost is None else f"${cost:.4f}"

@@ -91,6 +91,10 @@ class Manifest(_Record):
     subsets: list[str] = Field(default_factory=list)
     ids: list[str | int] = Field(default_factory=list)
     models: dict[str, Any] = Field(default_factory=dict)
+    # What a --resume must match (eval/run_settings.py); None in manifests written before it.
+    settings: dict[str, Any] | None = None
+    # Each allowed change of settings on --resume: when, from, to, and the pids run under it.
+    changes: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class ResultRow(_Record):
@@ -104,6 +108,7 @@ class ResultRow(_Record):
     run_dir: str | None = None  # problems/<safe_paths.safe_component(pid)>
     usage: dict[str, Any] | None = None
     rollbacks: list[Any] | None = None
+    settings: int = 0  # the manifest settings it ran under: 0 the run's first, k after its k-th change
 
 
 class Summary(_Record):

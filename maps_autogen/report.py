@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from maps_autogen.errors import missing_extra
 from maps_autogen.eval.results import FEEDBACK_TARGETS, RESULTS_FILE, ResultsLog
+from maps_autogen.eval.run_settings import mixed_settings
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
 from maps_autogen.artifacts import FILE_MODE, read_manifest, write_text_atomic
@@ -70,7 +71,9 @@ class Run:
         method = self.method
         if self.without:
             method = f"maps w/o {'+'.join(self.without)}"
-        return f"{method} ({self.models})"
+        # A resume with --allow-change: its accuracy mixes settings, so it never shares a row.
+        mixed = ", mixed settings" if mixed_settings(self.records) else ""
+        return f"{method} ({self.models}{mixed})"
 
     @property
     def scored(self) -> list[dict[str, Any]]:

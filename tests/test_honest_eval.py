@@ -143,13 +143,14 @@ def test_resume_with_another_model_or_method_is_refused_unless_allowed(tmp_path:
         allowed = run_maps(eval_args(data, runs, "--resume", str(run_dir), "--model", "gpt-4o-mini", "--allow-model-change"),
                            env=env_for(server), cwd=tmp_path)
         resent = {r.body["model"] for r in server.received[count:]}
-    assert other_model.returncode == 2 and "was run with gpt-4o" in other_model.stderr and "--allow-model-change" in other_model.stderr
-    assert other_method.returncode == 2 and "was run with method maps, not cot" in other_method.stderr
+    assert other_model.returncode == 2 and "models.*.model gpt-4o → gpt-4o-mini (5 roles)" in other_model.stderr
+    assert "--allow-change" in other_model.stderr
+    assert other_method.returncode == 2 and "method maps → cot" in other_method.stderr
     assert allowed.returncode == 0, allowed.stderr
     assert resent == {"gpt-4o-mini"}
     manifest = json.loads((run_dir / "manifest.json").read_text())
     (change,) = manifest["changes"]
-    assert change["from"]["models"]["solver"]["model"] == "gpt-4o" and change["to"]["models"]["solver"]["model"] == "gpt-4o-mini"
+    assert change["from"]["models.solver.model"] == "gpt-4o" and change["to"]["models.solver.model"] == "gpt-4o-mini"
     assert manifest["models"]["solver"]["model"] == "gpt-4o-mini"
     assert {line["pid"]: line["models"]["solver"]["model"] for line in results(run_dir)} == {"1": "gpt-4o", "2": "gpt-4o-mini"}
 

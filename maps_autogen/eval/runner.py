@@ -31,6 +31,7 @@ from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.eval.paths import outside_paths_allowed
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
+from maps_autogen.eval.run_settings import ROW_FIELD, mixed_settings, record_pids, resume_under, verdict_settings
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, find_subsets, load_answer_formats, spread_limit
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.eval.validate import validate_rows
@@ -90,7 +91,7 @@ class EvalRequest:
     resume: Path | None = None
     allow_outside_paths: bool = False  # data set rows may refer to files outside the data folder
     allow_private_urls: bool = False  # data set rows' image URLs may point at private addresses
-    allow_model_change: bool = False  # --resume may switch the models or method (the manifest records both)
+    allow_change: bool = False  # --resume may run under other verdict settings (the manifest records each change)
 
 
 @dataclass
@@ -167,6 +168,7 @@ class EvalOutcome:
     ran: int
     fatal: FatalServiceError | None = None  # the service error that stopped the run early
     interrupted: bool = False  # Ctrl-C: the problems in flight were dropped, the rest is pending
+    notes: list[str] = field(default_factory=list)  # printed after the table (a mixed run, an old manifest)
 
 
 @dataclass
@@ -210,11 +212,6 @@ class _DaemonWorkers:
         """Let every worker end once the queue is drained (never waits for them)."""
         for _ in range(self._count):
             self._queue.put(None)
-
-
-def _model_key(models: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
-    """What makes two runs' models the same: per role, the model and its sampling settings."""
-    return {role: (m.get("kind"), m.get("model"), m.get("temperature"), m.get("max_tokens")) for role, m in models.items()}
 
 
 class _Progress:
@@ -306,6 +303,8 @@ class EvalRun:
         self.env = env
         self.on_ready = on_ready  # called with the eval folder once its manifest is written (maps eval --view)
         self._lock = threading.Lock()
+        self.notes: list[str] = []  # lines the CLI prints after the table (e.g. what a resume could not compare)
+        self._settings_index = 0  # what each results row records: the settings it ran under (run_settings.py)
 
     # ----- setting up -------------------------------------------------------------------
     def _eval_dir_and_manifest(self) -> tuple[Path, dict[str, Any] | None]:
@@ -319,38 +318,29 @@ class EvalRun:
         return eval_dir, manifest
 
     def _resumed_request(self, manifest: dict[str, Any]) -> EvalRequest:
-        """The request a --resume runs: the manifest fixes what the run is (method, subsets,
-        rules, data); the command line only sets how it runs. Another method is an error unless
-        --allow-model-change."""
+        """The request a --resume runs: the manifest fixes which problems run (subsets, rules,
+        data) and, unless the command line names others, the method and --without; whether the
+        settings differ from the run's is decided later, against all of them (run_settings.resume_under)."""
         request = self.request
-        method = manifest["method"]
-        without = frozenset(manifest["without"])
-        changed = (request.method is not None and request.method != method) or (bool(request.without) and request.without != without)
-        if changed and not request.allow_model_change:
-            asked = request.method or method
-            if request.without:
-                asked += " without " + "+".join(sorted(request.without))
-            raise UsageError(f"{request.resume} was run with method {self.label(manifest).split(' (')[0]}, not {asked}",
-                             fix="resume without --method/--without, or pass --allow-model-change to switch (the manifest records both)")
-        if changed:
-            method, without = request.method or method, request.without or without
-        return replace(request, subsets=tuple(manifest["subsets"]), method=method, without=without, rules=manifest["rules"],
+        return replace(request, subsets=tuple(manifest["subsets"]), method=request.method or manifest["method"],
+                       without=request.without or frozenset(manifest["without"]), rules=manifest["rules"],
                        data=request.data or (Path(manifest["data"]) if manifest.get("data") else None))
 
-    def _check_models(self, manifest: dict[str, Any], models: dict[str, Any]) -> None:
-        """--resume with other models (or sampling settings) than the run's is refused unless
-        --allow-model-change; then the manifest keeps the old and the new."""
-        before = {"method": manifest["method"], "without": manifest["without"], "models": manifest["models"]}
-        after = {"method": self.request.method, "without": sorted(self.request.without), "models": models}
-        same_models = _model_key(before["models"]) == _model_key(models)
-        if not same_models and not self.request.allow_model_change:
-            old = ", ".join(sorted({m["model"] for m in before["models"].values()}))
-            new = ", ".join(sorted({m["model"] for m in models.values()}))
-            raise UsageError(f"{self.request.resume} was run with {old} (and its settings), not {new}",
-                             fix="resume with the same --model/--config, or pass --allow-model-change (the manifest records both)")
-        if not same_models or before["method"] != after["method"] or before["without"] != after["without"]:
-            manifest.setdefault("changes", []).append({"at": utc_now(), "from": before, "to": after})
-            manifest.update(after)
+    def _settings(self, team: Team, items: Sequence[EvalItem]) -> dict[str, Any]:
+        """This invocation's verdict settings (run_settings.py), read from what it will use."""
+        request = self.request
+        formats = load_answer_formats(self.loaded.resolve(self.loaded.config.answer_formats))
+        baseline = None
+        if request.method != "maps":
+            baseline = load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts))[request.method or ""]
+        return verdict_settings(team, method=request.method or "maps", without=request.without, items=items,
+                                answer_formats=formats.templates.get(self.task.name, {}), baseline_prompt=baseline)
+
+    def _described(self, team: Team) -> dict[str, Any]:
+        """The manifest's description of the settings in force (updated by an allowed change)."""
+        return {"method": self.request.method, "without": sorted(self.request.without), "models": team.models_record(),
+                "team": {"source": str(self.loaded.team.source), "steps": list(self.loaded.team.config.names)},
+                "config_path": str(self.loaded.path), "config": self.loaded.config.model_dump(mode="json")}
 
     def run(self) -> EvalOutcome:
         request = self.request
@@ -374,13 +364,15 @@ class EvalRun:
             selection = select_items(items, subsets, sample=request.sample, seed=request.seed, limit=request.limit, shard=request.shard)
             manifest = self._new_manifest(eval_dir, subsets, selection, team)
         else:
-            self._check_models(manifest, team.models_record())
             wanted = set(manifest["ids"])
             selection = Selection([item for item in items if item.pid in wanted], manifest.get("sampled", {}))
             missing = wanted - {item.pid for item in selection.items}
             if missing:
                 raise DataError(f"the data no longer has {len(missing)} problem(s) of this run, e.g. {sorted(missing)[0]}", fix="resume with the same --data")
+            self.notes += resume_under(manifest, self._settings(team, selection.items), self._described(team), run=str(eval_dir),
+                                       allow_change=request.allow_change, now=utc_now())  # refused here: before any model call
             manifest.setdefault("resumed_at", []).append(utc_now())
+        self._settings_index = len(manifest.get("changes") or [])
         # One writer per run folder: a second --resume of a live run stops here, before it
         # reads what is pending (it would solve, and pay for, the same problems again).
         lock = RunLock(eval_dir)
@@ -399,14 +391,15 @@ class EvalRun:
             log.compact(manifest["ids"])
             rows = list(log.records())  # after compact: the latest row per pid, read once for all below
             served = _served_models(rows)
-            if served != manifest.get("served_models", {}):
+            ran_under = record_pids(manifest.get("changes") or [], rows)
+            if served != manifest.get("served_models", {}) or ran_under:
                 manifest["served_models"] = served
                 write_manifest(eval_dir, manifest)
             summary = summarize(rows, self.task, [s.name for s in subsets])
             summary.update({"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
                             "complete": summary["average"]["scored"] == len(manifest["ids"]),
                             "stopped_for_cost": stop.for_cost, "interrupted": stop.interrupted,
-                            "stopped_by": str(stop.fatal) if stop.fatal else None})
+                            "stopped_by": str(stop.fatal) if stop.fatal else None, "mixed_settings": mixed_settings(rows)})
             write_summary(eval_dir, summary)
         finally:
             lock.release()
@@ -414,14 +407,11 @@ class EvalRun:
                 cache.close()
         # The one Table 1 writer, as `maps report` prints it for this folder (intervals included).
         table = table1([Run(path=eval_dir, manifest=Manifest.model_validate(manifest), records=rows)])[0]
+        if summary["mixed_settings"]:
+            self.notes.append("the scored problems ran under different settings (manifest.json: changes, with the pids run "
+                              "under each); the accuracy mixes them")
         return EvalOutcome(eval_dir, summary, table, stop.for_cost, len(todo),
-                           fatal=stop.fatal, interrupted=stop.interrupted)
-
-    @staticmethod
-    def label(manifest: dict[str, Any]) -> str:
-        models = sorted({m["model"] for m in manifest["models"].values()})
-        method = manifest["method"] if not manifest["without"] else f"maps w/o {'+'.join(manifest['without'])}"
-        return f"{method} ({', '.join(models)})"
+                           fatal=stop.fatal, interrupted=stop.interrupted, notes=self.notes)
 
     def _new_manifest(self, eval_dir: Path, subsets: Sequence[Subset], selection: Selection, team: Team) -> dict[str, Any]:
         request = self.request
@@ -441,14 +431,10 @@ class EvalRun:
             "sample": request.sample,
             "limit": request.limit,
             "shard": str(request.shard) if request.shard else None,
-            "method": request.method,
-            "without": sorted(request.without),
-            "team": {"source": str(self.loaded.team.source), "steps": list(self.loaded.team.config.names)},
+            **self._described(team),
             "rules": request.rules,
             "allow_outside_paths": request.allow_outside_paths,
-            "config_path": str(self.loaded.path),
-            "config": self.loaded.config.model_dump(mode="json"),
-            "models": team.models_record(),
+            "settings": self._settings(team, selection.items),  # what a --resume must match (run_settings.py)
             "versions": _versions(),
             "git_commit": _git_commit(),
         }
@@ -491,7 +477,7 @@ class EvalRun:
                         record = self._failed_record(item, f"{error.__class__.__name__}: {error}", 0.0)
                     if isinstance(failure, RunInterrupted):
                         continue  # cancelled by a fatal error elsewhere: still pending, not failed
-                    log.append(record)
+                    log.append({**record, ROW_FIELD: self._settings_index})
                     known, unknown, unpriced = _costs(record, team)
                     spent += known
                     cost_unknown = cost_unknown or unknown

@@ -1,0 +1,318 @@
+"""What decides an eval run's verdicts, recorded in its manifest and compared on `--resume`.
+
+`verdict_settings` computes, from the assembled team and the selected problems, one plain JSON
+structure with named parts: `team` (the steps in order: name, inputs, personality, output,
+images, reviewer scale, and each step's prompt content hashed), `prompts` (the task, manager,
+UserProxy, answer-format and baseline prompts, hashed), `review` (threshold, rollbacks, final
+review, round limit), `models` (per role: endpoint URL(s), kind, JSON mode and every setting a
+request carries), `images` (the side images are reduced to), `method`, `without` and `data`
+(how many problems, and a fingerprint of their ids and gold answers).
+
+`differences` compares two such structures part by part and names each difference the way a
+user finds it (`review.threshold 5.0 → 3.0`, `team.steps[2].prompt`, `models.solver.base_url`,
+`data (gold answers of 3 ids)`); `resume_under` refuses them, or records them as a change of
+the manifest. `mixed_settings` says whether a run's scored problems ran under more than one
+recorded set of settings (each results row carries the index it ran under).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from pydantic import ValidationError
+
+from maps_autogen.errors import UsageError
+from maps_autogen.team import TeamConfig
+
+if TYPE_CHECKING:  # annotations only: `maps report` reads rows without loading the engine
+    from maps_autogen.benchmarks.tasks import EvalItem
+    from maps_autogen.solve import Team
+
+#: The results-row field holding the index of the settings the problem ran under: 0 the run's
+#: first, k those after the manifest's k-th change.
+ROW_FIELD = "settings"
+_DIGEST = "sha256:"
+_SHOWN = 3  # differences named in a refusal before "and N more"
+_ORDER = ("method", "without", "models", "review", "data", "team", "prompts", "images")  # how differences are listed
+
+
+def digest(value: Any) -> str:
+    """A stable content hash of a JSON-like value (prompt text, templates)."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return _DIGEST + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _content(prompt: Any) -> str:
+    """The hash of a loaded prompt's text (where it was read from is not part of it)."""
+    fields = {key: value for key, value in dataclasses.asdict(prompt).items() if key != "source"}
+    return digest(fields)
+
+
+def data_fingerprint(items: Iterable[EvalItem]) -> dict[str, Any]:
+    """The selected problems: their count, one hash of ids and gold answers (order-free) and a
+    short hash of each id's gold answer (so a difference can say how many ids changed)."""
+    golds = {str(item.pid): item.gold for item in items}
+    return {
+        "count": len(golds),
+        "sha256": digest(sorted(golds.items())),
+        "gold": {pid: hashlib.sha256(json.dumps(gold, default=str).encode()).hexdigest()[:12] for pid, gold in golds.items()},
+    }
+
+
+def verdict_settings(team: Team, *, method: str, without: Iterable[str], items: Sequence[EvalItem],
+                     answer_formats: Mapping[str, str], baseline_prompt: Any | None) -> dict[str, Any]:
+    """Everything of this run that can change a verdict, as plain JSON (see the module doc).
+    `answer_formats` are this benchmark's templates; `baseline_prompt` the method's prompt for
+    a single-call baseline (None for maps)."""
+    config = team.loaded.config
+    team_config = team.loaded.team.config
+    prompts = team.prompts
+    steps = []
+    for step in team_config.steps:
+        # A step's model is under `models`; the threshold in force is under `review`.
+        record = step.model_dump(mode="json", exclude={"prompt", "model", "threshold"})
+        record["prompt"] = _content(prompts.roles[step.name])
+        steps.append(record)
+    models = {}
+    for role, model in team.resolution.models.items():
+        sent = {key: value for key, value in team.backends[role].settings().items() if key != "stream"}  # streaming is transport
+        base_url = list(model.base_urls) if len(model.base_urls) > 1 else model.base_url  # as the manifest's models record it
+        entry = {"kind": model.kind, "base_url": base_url, "json_mode": model.json_mode,
+                 "temperature": None, "max_tokens": None, **sent}
+        if model.local is not None:
+            entry["local"] = model.local.model_dump(mode="json", include={"model_path", "mmproj_path", "n_ctx", "chat_template"})
+        models[role] = entry
+    threshold = config.critic.threshold if config.critic.threshold is not None else team_config.threshold
+    settings = {
+        "team": {"steps": steps, "manager_personality": team_config.manager_personality,
+                 "user_proxy_personality": team_config.user_proxy_personality},
+        "prompts": {"task": _content(prompts.task), "manager": _content(prompts.manager), "user_proxy": _content(prompts.user_proxy),
+                    "answer_formats": digest(dict(answer_formats)),
+                    "baseline": _content(baseline_prompt) if baseline_prompt is not None else None},
+        "review": {"threshold": threshold, "max_rollbacks": config.critic.max_rollbacks,
+                   "final_review": config.critic.final_review, "max_rounds": config.stop.max_rounds},
+        "models": models,
+        "images": {"max_side": config.images.max_side},
+        "method": method,
+        "without": sorted(without),
+        "data": data_fingerprint(items),
+    }
+    result: dict[str, Any] = json.loads(json.dumps(settings))  # tuples become lists, as the manifest reads back
+    return result
+
+
+def legacy_settings(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of `verdict_settings` a manifest written before them lets us rebuild: method,
+    without, the models and their sampling settings, the review settings and the step names
+    (not prompts, personalities or data)."""
+    models = {}
+    for role, value in _mapping(manifest.get("models")).items():
+        model = _mapping(value)
+        entry = {key: model.get(key) for key in ("kind", "model", "temperature", "max_tokens", "json_mode")}
+        entry["base_url"] = model.get("replicas") or model.get("base_url")
+        models[role] = entry
+    config = _mapping(manifest.get("config"))
+    critic, stop = _mapping(config.get("critic")), _mapping(config.get("stop"))
+    review = {key: critic[key] for key in ("threshold", "max_rollbacks", "final_review") if critic.get(key) is not None}
+    if "threshold" not in review and (threshold := _inline_threshold(manifest)) is not None:
+        review["threshold"] = threshold
+    if "max_rounds" in stop:
+        review["max_rounds"] = stop["max_rounds"]
+    recorded: dict[str, Any] = {"review": review, "models": models, "method": manifest.get("method"),
+                                "without": list(manifest.get("without") or [])}
+    names = _mapping(manifest.get("team")).get("steps")
+    if isinstance(names, list):
+        recorded["team"] = {"steps": [{"name": name} for name in names]}
+    return recorded
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """A recorded value that should be a mapping (a damaged manifest's is read as empty)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _inline_threshold(manifest: Mapping[str, Any]) -> float | None:
+    """The reviewer's own threshold, when the team was written in the recorded config."""
+    inline = _mapping(manifest.get("config")).get("team")
+    if _mapping(manifest.get("team")).get("source") != manifest.get("config_path") or not isinstance(inline, (dict, list)):
+        return None
+    try:
+        return TeamConfig.model_validate({"steps": inline} if isinstance(inline, list) else inline).threshold
+    except ValidationError:
+        return None
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One setting that differs: its name, and the value recorded and the value now."""
+
+    name: str
+    before: Any
+    after: Any
+
+    def describe(self) -> str:
+        """The name, with both values when they are short plain values (never hashes)."""
+        if _plain(self.before) and _plain(self.after):
+            return f"{self.name} {_show(self.before)} → {_show(self.after)}"
+        return self.name
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, str):
+        return len(value) <= 80 and value.isprintable() and not value.startswith(_DIGEST)  # one line, no hashes
+    if isinstance(value, list):
+        return len(value) <= 4 and all(isinstance(v, str) and _plain(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float))
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+_MISSING = object()
+
+
+def _walk(name: str, before: Any, after: Any, found: list[Difference], known_only: bool) -> None:
+    if before is _MISSING and (known_only or after is None):
+        return  # not recorded (an older manifest), or a setting added since that is unset
+    if isinstance(before, dict) and isinstance(after, dict):
+        keys = list(before) + ([] if known_only else [key for key in after if key not in before])
+        for key in keys:
+            _walk(f"{name}.{key}", before.get(key, _MISSING), after.get(key, _MISSING), found, known_only)
+        return
+    dicts = isinstance(before, list) and isinstance(after, list) and all(isinstance(v, dict) for v in (*before, *after))
+    if dicts and len(before) == len(after):
+        for index, (old, new) in enumerate(zip(before, after)):
+            _walk(f"{name}[{index}]", old, new, found, known_only)
+        return
+    if dicts:
+        found.append(Difference(f"{name} (count)", len(before), len(after)))
+        return
+    if before != after:
+        found.append(Difference(name, None if before is _MISSING else before, None if after is _MISSING else after))
+
+
+def _data_differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Difference]:
+    old, new = (part.get("gold") if isinstance(part.get("gold"), dict) else {} for part in (before, after))
+    changed = sorted(pid for pid in old.keys() & new.keys() if old[pid] != new[pid])
+    gone, added = sorted(old.keys() - new.keys()), sorted(new.keys() - old.keys())
+    found = []
+    if changed:
+        found.append(Difference(f"data (gold answers of {len(changed)} id{'s' if len(changed) != 1 else ''})",
+                                {pid: old[pid] for pid in changed}, {pid: new[pid] for pid in changed}))
+    if gone or added:
+        found.append(Difference(f"data (ids: {len(gone)} gone, {len(added)} new)", gone, added))
+    if not found and before.get("sha256") != after.get("sha256"):
+        found.append(Difference("data.sha256", before.get("sha256"), after.get("sha256")))
+    return found
+
+
+def differences(before: Mapping[str, Any], after: Mapping[str, Any], *, known_only: bool = False) -> list[Difference]:
+    """What differs between two `verdict_settings`, part by part in the order they are built.
+    `known_only`: compare only what `before` records (a manifest written before full settings)."""
+    found: list[Difference] = []
+    for part in sorted(after, key=lambda name: _ORDER.index(name) if name in _ORDER else len(_ORDER)):
+        if part == "data":
+            if isinstance(before.get("data"), dict):
+                found += _data_differences(before["data"], after["data"])
+            elif not known_only:
+                found.append(Difference("data (not recorded)", None, after["data"].get("sha256")))
+            continue
+        _walk(part, before.get(part, _MISSING), after[part], found, known_only)
+    return found
+
+
+def _role_setting(difference: Difference) -> tuple[str, str, str] | None:
+    """(setting, from, to) of a difference in one role's model setting (models.ROLE.KEY)."""
+    parts = difference.name.split(".")
+    if parts[0] != "models" or len(parts) != 3:
+        return None
+    return parts[2], json.dumps(difference.before, default=str), json.dumps(difference.after, default=str)
+
+
+def _grouped(found: Sequence[Difference]) -> list[str]:
+    """Each difference described once; the same change of several roles' model setting is one
+    `models.*.KEY FROM → TO (N roles)`."""
+    groups: dict[tuple[str, str, str], list[Difference]] = {}
+    for difference in found:
+        if (key := _role_setting(difference)) is not None:
+            groups.setdefault(key, []).append(difference)
+    described = []
+    for difference in found:
+        key = _role_setting(difference)
+        group = groups[key] if key is not None else [difference]
+        if len(group) == 1:
+            described.append(difference.describe())
+        elif group[0] is difference and key is not None:
+            shared = Difference(f"models.*.{key[0]}", difference.before, difference.after)
+            described.append(f"{shared.describe()} ({len(group)} roles)")
+    return described
+
+
+def summary_line(found: Sequence[Difference]) -> str:
+    """The first few differences, then how many more."""
+    described = _grouped(found)
+    more = len(described) - _SHOWN
+    return ", ".join(described[:_SHOWN]) + (f", and {more} more" if more > 0 else "")
+
+
+def change_entry(found: Sequence[Difference], *, at: str, index: int) -> dict[str, Any]:
+    """A manifest `changes` entry: when, which settings index the problems run after it carry,
+    and only the differing values, from and to, by name."""
+    return {"at": at, "settings": index, "differences": [d.name for d in found],
+            "from": {d.name: d.before for d in found}, "to": {d.name: d.after for d in found}, "pids": []}
+
+
+def resume_under(manifest: dict[str, Any], settings: dict[str, Any], described: Mapping[str, Any], *, run: str,
+                 allow_change: bool, now: str) -> list[str]:
+    """Check a resume's `settings` against those `manifest` recorded: any difference is refused
+    with one line naming it unless `allow_change`; then the manifest gets a `changes` entry and
+    `described` (its top-level method, models, team, config) becomes the settings in force.
+    A manifest from before full settings is compared on what it has; the returned notes say so."""
+    recorded = manifest.get("settings")
+    legacy = not isinstance(recorded, dict)
+    found = differences(legacy_settings(manifest) if legacy else recorded, settings, known_only=legacy)
+    if found and not allow_change:
+        raise UsageError(f"{run} was run with other settings: {summary_line(found)}",
+                         fix="resume with the run's config, team, prompts, models and data, or pass --allow-change "
+                             "to switch (the manifest records each change and which problems ran under it)")
+    if legacy:
+        manifest["settings_recorded_at"] = now  # before this resume the run recorded only part of its settings
+    if found:
+        changes = manifest.setdefault("changes", [])
+        changes.append(change_entry(found, at=now, index=len(changes) + 1))
+        manifest.update(described)
+    manifest["settings"] = settings
+    return [f"{run} was written before runs recorded their settings in full: its models, method, review settings and "
+            "step names were compared, not its prompts, personalities or data"] if legacy else []
+
+
+def record_pids(changes: list[dict[str, Any]], rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Write into each `changes` entry the pids whose latest row ran under the settings it
+    introduced (a pid in no entry ran under the run's first settings); True if any changed."""
+    changed = False
+    for change in changes:
+        if isinstance(change.get("settings"), int):  # entries written before settings were tracked have none
+            pids = [str(row["pid"]) for row in rows if settings_index(row) == change["settings"]]
+            changed = changed or change.get("pids") != pids
+            change["pids"] = pids
+    return changed
+
+
+def settings_index(row: Mapping[str, Any]) -> int:
+    """The settings a results row ran under (rows written before settings were tracked: 0)."""
+    value = row.get(ROW_FIELD, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def mixed_settings(rows: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether the scored rows ran under more than one recorded set of settings."""
+    return len({settings_index(row) for row in rows if row.get("status") == "ok"}) > 1
+
+
+__all__ = ["Difference", "ROW_FIELD", "change_entry", "data_fingerprint", "differences", "digest", "legacy_settings",
+           "mixed_settings", "record_pids", "resume_under", "settings_index", "summary_line", "verdict_settings"]
