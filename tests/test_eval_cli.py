@@ -187,11 +187,17 @@ def test_sharded_runs_merge_to_the_same_results_as_one_run(tmp_path: Path, mathv
             server.script = ProblemScript(scripted_answers(rows), critic_low={"6"})  # fresh "first review" state
             part = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / f"shard{shard[0]}"), "--shard", shard, "--no-cache"], env=env, cwd=tmp_path)
             assert part.returncode == 0, part.stderr
-    shard_dirs = [eval_dir_of(tmp_path / f"shard{n}") for n in (1, 2, 3)]
-    shard_ids = [json.loads((d / "manifest.json").read_text())["ids"] for d in shard_dirs]
-    assert sorted(sum(shard_ids, [])) == sorted(rows) and all(len(ids) == 4 for ids in shard_ids)
-    merged = run_maps(["merge", *map(str, shard_dirs), "--out", str(tmp_path / "merged")], env=clean_env(), cwd=tmp_path)
-    assert merged.returncode == 0, merged.stderr
+        shard_dirs = [eval_dir_of(tmp_path / f"shard{n}") for n in (1, 2, 3)]
+        shard_ids = [json.loads((d / "manifest.json").read_text())["ids"] for d in shard_dirs]
+        assert sorted(sum(shard_ids, [])) == sorted(rows) and all(len(ids) == 4 for ids in shard_ids)
+        merged = run_maps(["merge", *map(str, shard_dirs), "--out", str(tmp_path / "merged")], env=clean_env(), cwd=tmp_path)
+        assert merged.returncode == 0, merged.stderr
+        # The merged folder's settings cover every shard's problems: resuming it finds nothing
+        # changed and nothing to run.
+        sent = len(server.received)
+        resumed = run_maps(["eval", "mathvista", "--resume", str(tmp_path / "merged")], env=env, cwd=tmp_path)
+        assert resumed.returncode == 0, resumed.stderr
+        assert len(server.received) == sent
     whole_dir = eval_dir_of(tmp_path / "whole")
     assert _comparable(results(tmp_path / "merged")) == _comparable(results(whole_dir))
     assert [line["pid"] for line in results(tmp_path / "merged")] == [line["pid"] for line in results(whole_dir)]

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from maps_autogen.artifacts import folder_built_beside, read_manifest, write_manifest
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.errors import DataError, UsageError
+from maps_autogen.eval.run_settings import fingerprint_of
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
 from maps_autogen.records import PROBLEMS_DIR, ResultRow, checked
 from maps_autogen.safe_paths import belongs_to, problem_folder, safe_component
@@ -52,16 +53,43 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
         for key in _SAME_EVALUATION:
             if manifest.get(key) != first.get(key):
                 raise UsageError(f"{run_dir} differs from {run_dirs[0]} in '{key}'", fix="merge only shards of one evaluation")
+        if _settings_but_data(manifest) != _settings_but_data(first):
+            raise UsageError(f"{run_dir} ran under other settings than {run_dirs[0]} (team, prompts, review or models)",
+                             fix="merge only shards of one evaluation")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out} already exists and is not empty", fix="choose another --out")
     task = get_benchmark(first["benchmark"]).task
     rows = _checked_rows(run_dirs, manifests)
     ids = _original_order(manifests)
     merged = {**first, "ids": ids, "shard": None, "created_at": utc_now(), "merged_from": [str(d) for d in run_dirs],
-              "subset_of_id": {k: v for m in manifests for k, v in m.get("subset_of_id", {}).items()}}
+              "subset_of_id": {k: v for m in manifests for k, v in m.get("subset_of_id", {}).items()},
+              **_merged_settings(run_dirs, manifests)}
     with folder_built_beside(out, fix="choose another --out") as building:
         _write_merged(building, out.name, rows, ids, merged, task)
     return out
+
+
+def _settings_but_data(manifest: dict[str, Any]) -> dict[str, Any]:
+    settings = manifest.get("settings")
+    return {key: value for key, value in settings.items() if key != "data"} if isinstance(settings, dict) else {}
+
+
+def _merged_settings(run_dirs: Sequence[Path], manifests: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The merged manifest's settings (the shards' common ones, with the data fingerprint of
+    every shard's problems together, so a `--resume` of the merged folder compares against the
+    whole) and every shard's recorded changes, each naming its shard. Empty for shards written
+    before settings were recorded."""
+    first = manifests[0].get("settings")
+    if not isinstance(first, dict):
+        return {}
+    gold: dict[str, str] = {}
+    for manifest in manifests:
+        data = manifest["settings"].get("data") if isinstance(manifest.get("settings"), dict) else None
+        if isinstance(data, dict) and isinstance(data.get("gold"), dict):
+            gold.update({str(pid): str(value) for pid, value in data["gold"].items()})
+    changes = [{**change, "shard": str(run_dir)} for run_dir, manifest in zip(run_dirs, manifests)
+               for change in manifest.get("changes") or () if isinstance(change, dict)]
+    return {"settings": {**first, "data": fingerprint_of(gold)}, "changes": changes}
 
 
 def _check_distinct(run_dirs: Sequence[Path]) -> None:

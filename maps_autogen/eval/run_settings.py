@@ -55,12 +55,13 @@ def _content(prompt: Any) -> str:
 def data_fingerprint(items: Iterable[EvalItem]) -> dict[str, Any]:
     """The selected problems: their count, one hash of ids and gold answers (order-free) and a
     short hash of each id's gold answer (so a difference can say how many ids changed)."""
-    golds = {str(item.pid): item.gold for item in items}
-    return {
-        "count": len(golds),
-        "sha256": digest(sorted(golds.items())),
-        "gold": {pid: hashlib.sha256(json.dumps(gold, default=str).encode()).hexdigest()[:12] for pid, gold in golds.items()},
-    }
+    return fingerprint_of({str(item.pid): hashlib.sha256(json.dumps(item.gold, default=str).encode()).hexdigest()[:12] for item in items})
+
+
+def fingerprint_of(gold: Mapping[str, str]) -> dict[str, Any]:
+    """The data fingerprint of per-id gold hashes: built from them alone, so the shards of one
+    evaluation combine into the fingerprint of the whole (`maps merge`)."""
+    return {"count": len(gold), "sha256": digest(sorted(gold.items())), "gold": dict(gold)}
 
 
 def verdict_settings(team: Team, *, method: str, without: Iterable[str], items: Sequence[EvalItem],
