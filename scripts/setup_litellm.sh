@@ -2,7 +2,7 @@
 # The LiteLLM proxy the gateway tests put in front of llama.cpp's server, in its own virtual
 # environment (.venv-litellm/): its many pinned dependencies stay out of the project's .venv.
 # Safe to run repeatedly; called by `make test` (and so by CI). Pinned below 1.107 (that release
-# was compromised) and below 1.108, whose [proxy] extra needs a package PyPI here lacks.
+# was compromised); 1.110's [proxy] extra needs a `litellm-proxy` package pip cannot find.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
