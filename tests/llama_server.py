@@ -18,8 +18,8 @@ def main() -> None:
     params.model.path = model
     params.n_ctx = 8192
     params.n_parallel = 2
-    params.cpuparams.n_threads = 1
-    params.cpuparams_batch.n_threads = 1
+    params.cpuparams.n_threads = 2
+    params.cpuparams_batch.n_threads = 2
     params.hostnames = ["127.0.0.1"]
     params.port = port
     params.model_alias = {sys.argv[3] if len(sys.argv) > 3 else "smollm2"}
