@@ -308,8 +308,9 @@ class ChatBackend:
         on_token: TokenCallback | None = None,
         check: ReplyCheck | None = None,
     ) -> Completion:
-        """One chat completion; retries timeouts, connection errors, 429, 5xx, malformed or
-        incomplete replies and replies failing `check`, with backoff; raises ServiceError with a
+        """One chat completion; retries timeouts, connection errors, 408/409/429, 5xx, malformed
+        or incomplete replies and replies failing `check` (unless cut at max_tokens: the same
+        request gives the same cut), with backoff; never another 4xx; raises ServiceError with a
         one-line message when it gives up (FatalServiceError when every request would fail).
         With a cache, an identical earlier accepted request is answered from it (cost 0).
         When the last allowed attempt still fails `check`, its reply is returned with
