@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Mapping
 
-from maps_autogen.config import LoadedConfig, LocalEndpoint, ModelChoice, OpenAIEndpoint, PriceConfig
+from maps_autogen.config import LoadedConfig, LocalEndpoint, ModelChoice, OpenAIEndpoint, PriceConfig, defaults_dir
 from maps_autogen.errors import ConfigError
 from maps_autogen.redact import register_secret
 
@@ -169,11 +170,16 @@ def _max_tokens_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> st
     endpoint = loaded.config.endpoints.get(model.endpoint_name)
     choice = loaded.model_for(role)
     if isinstance(endpoint, LocalEndpoint) and (choice.max_tokens is None or endpoint.max_tokens < choice.max_tokens):
-        return f"endpoints.{model.endpoint_name}.max_tokens in {loaded.path}"
+        return f"endpoints.{model.endpoint_name}.max_tokens in {_editable(loaded.path)}"
     index = team.config.names.index(role)
     if team.config.steps[index].model is not None:
-        return f"{team.where(f'steps[{index}].model.max_tokens')} in {team.source}"
-    return f"model.max_tokens in {loaded.path}"
+        return f"{team.where(f'steps[{index}].model.max_tokens')} in {_editable(team.source)}"
+    return f"model.max_tokens in {_editable(loaded.path)}"
+
+
+def _editable(path: Path) -> str:
+    """A config file as the user can change it: a built-in one is changed in a copy."""
+    return f"a copy of the built-in {path.name} (in your folder or --config)" if path.is_relative_to(defaults_dir()) else str(path)
 
 
 def _announce(models: dict[str, ResolvedModel], reasons: dict[str, str]) -> str:
