@@ -66,16 +66,16 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, within_s:
 
 
 @contextmanager
-def _process(args: list[str], ready_url: str, log: Path, within_s: float) -> Iterator[subprocess.Popen[bytes]]:
+def _process(args: list[str], ready_url: str, log: Path, within_s: float, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
     with open(log, "wb") as out:
-        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
     try:
         _wait_ready(ready_url, process, log, within_s)
         yield process
     finally:
         process.terminate()
         try:
-            process.wait(10)
+            process.wait(15)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(10)
@@ -112,20 +112,10 @@ def litellm_proxy(backend: str, dead_backend: str, folder: Path) -> Iterator[str
     }))
     port = free_port()
     env = {**os.environ, "LITELLM_LOG": "ERROR"}
-    env.pop("DATABASE_URL", None)
-    with open(folder / "litellm.log", "wb") as out:
-        process = subprocess.Popen([str(LITELLM), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
-                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-    try:
-        _wait_ready(f"http://127.0.0.1:{port}/health/liveliness", process, folder / "litellm.log", 180)
+    env.pop("DATABASE_URL", None)  # no database: how the errors of a keys-only proxy look
+    with _process([str(LITELLM), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
+                  f"http://127.0.0.1:{port}/health/liveliness", folder / "litellm.log", 180, env):
         yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
 
 
 def chat(base_url: str, key: str | None, model: str, content: object) -> httpx.Response:

@@ -84,9 +84,10 @@ def test_solve_against_llama_cpp_streaming_text_only(tmp_path: Path, llama: str)
     assert all(turn["usage"]["tokens_estimated"] is False and turn["usage"]["completion_tokens"] for turn in turns)
     solver = next(turn for turn in turns if turn.get("role") == "solver")
     assert solver.get("json_mode") == "schema" and solver.get("finish_reason") in ("stop", "length")
-    # 48 tokens is short for SmolLM2: a cut reply is reported with the key that raises it.
-    if any(turn.get("finish_reason") == "length" for turn in turns):
-        assert "raise model.max_tokens in" in result.stdout + result.stderr
+    # 48 tokens cannot hold the Solver's four phases: the cut is reported with the key that
+    # raises it, and the request is not sent again.
+    assert solver["finish_reason"] == "length" and solver["usage"]["attempts"] == 1
+    assert f"raise model.max_tokens in {tmp_path / 'agents.yaml'}" in result.stdout + result.stderr
 
 
 def test_small_eval_against_llama_cpp(tmp_path: Path, llama: str) -> None:
