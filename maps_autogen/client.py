@@ -187,7 +187,7 @@ def _rejection_error(error: "_Rejected", model: ResolvedModel) -> ServiceError:
     where = f"endpoint '{model.endpoint_name}'"
     if takes_no_images(error.detail):  # whatever the status: llama.cpp sends it as a 500
         return FatalServiceError(f"the model {model.model} does not accept images: {cause}", cause=cause,
-                                 fix=f"declare vision: false on {where} in agents.yaml (its images are then withheld) or use a vision model")
+                                 fix=f"declare vision: false on {where} in agents.yaml to withhold its images, or use a vision model")
     if error.status in (401, 403):
         return FatalServiceError(f"the model service refused the API key: {cause}", cause=cause,
                                  fix=f"check the key in the api_key_env variable of {where} and its permissions")
