@@ -12,7 +12,9 @@ demo: setup
 	echo "Transcript: $${run}transcript.jsonl"; \
 	echo "Viewer page: $$(.venv/bin/maps view "$$run")"
 
-# The whole suite, including the embedded-model and headless-Chromium tests.
+# The whole suite, including the embedded-model, headless-Chromium and real-server tests
+# (llama.cpp's server from xllamacpp, and a LiteLLM proxy in its own .venv-litellm).
 test: setup
 	bash scripts/setup_browser.sh
+	bash scripts/setup_litellm.sh
 	.venv/bin/python -m pytest -q

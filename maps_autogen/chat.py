@@ -447,7 +447,8 @@ class MapsChat:
         )
         if completion.finish_reason == "length":
             self.observer.emit({"type": "event", "event": "max_tokens_reached", "role": role, "at": utc_now(),
-                                "detail": f"the {step.title}'s reply was cut off at max_tokens ({completion.sent.get('max_tokens')})"})
+                                "detail": f"the {step.title}'s reply was cut off at max_tokens ({completion.sent.get('max_tokens')}); "
+                                          f"raise {self.backends[role].model.max_tokens_key} for longer replies"})
         record = CallRecord(role, completion, request_for_transcript(messages, self._data_urls), started_at)
         self.calls.append(record)
         self._pending[role] = record

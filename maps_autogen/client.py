@@ -38,12 +38,28 @@ RETRY_CAP_S = 30.0
 RETRY_AFTER_CAP_S = 120.0
 JSON_MODE_FALLBACK = {"schema": "object", "object": "none"}
 ERROR_BODY_BYTES = 64 * 1024
-# How services say a model takes no images (OpenAI: "image_url is only supported by certain
-# models"; vLLM: "... is not a multimodal model"); other image errors concern one problem only.
+ERROR_DETAIL_CHARS = 2000  # of a service's error message, read to classify it
+ERROR_SHOWN_CHARS = 300  # of it, in our one-line messages (gateways wrap the backend's message)
+# How services say that a model takes no images at all, whatever the status code they send it
+# with (llama.cpp without a projector: 500 "image input is not supported"; vLLM: 400 "At most 0
+# image(s) may be provided in one prompt" or "... is not a multimodal model"; OpenAI: "image_url
+# is only supported by certain models"; others: "model does not support images/vision"). Errors
+# about one image (its format, size or URL) concern one problem only and are not matched.
 _NO_IMAGE_INPUT = re.compile(
-    r"(image|vision|multimodal)\S*.{0,60}\b(not|only|un)\s*supported|(not|n't)\s+support\S*.{0,40}(image|vision)|not a multimodal model",
+    r"\bat most 0 images?\b"
+    r"|\bnot an? (multi-?modal|vision)\b|\bnon-multi-?modal\b|\btext-only model\b"
+    r"|\b(does not|doesn't|do not|cannot|can't|unable to) (support|accept|handle|process|take)\s+(image|vision|multi-?modal|visual)"
+    r"|\b(image|images|vision|multi-?modal)(\s+(input|inputs|content|modality|support|understanding))?\s+(is\s+|are\s+)?"
+    r"(not supported|unsupported|not enabled|disabled|not available)"
+    r"|\bimage_url\S* is only supported by",
     re.IGNORECASE,
 )
+
+
+def takes_no_images(detail: str) -> bool:
+    """Whether a service's error message says the model accepts no image input at all."""
+    return bool(_NO_IMAGE_INPUT.search(detail))
+
 
 TokenCallback = Callable[[str], None]
 # Checks a complete reply's text: None when it is usable, else why not (e.g. "not valid JSON").
@@ -84,10 +100,11 @@ class Completion:
 
 
 class _Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None, *, unreachable: bool = False):
+    def __init__(self, message: str, retry_after: float | None = None, *, unreachable: bool = False, fix: str | None = None):
         super().__init__(message)
         self.retry_after = retry_after
         self.unreachable = unreachable
+        self.fix = fix  # what to change when the retries run out (default: check the service)
 
 
 def _retry_after(response: httpx.Response | None) -> float | None:
@@ -148,7 +165,7 @@ class _Rejected(Exception):
     """The service answered with a status that retrying will not fix."""
 
     def __init__(self, status: int, detail: str):
-        super().__init__(f"HTTP {status}" + (f": {detail}" if detail else ""))
+        super().__init__(f"HTTP {status}" + (f": {detail[:ERROR_SHOWN_CHARS]}" if detail else ""))
         self.status = status
         self.detail = detail
 
@@ -161,25 +178,25 @@ def _error_detail(response: httpx.Response) -> str:
         message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
     except (ValueError, RecursionError, httpx.HTTPError):
         message = ""
-    return valid_text(" ".join(str(message).split())[:200])
+    return valid_text(" ".join(str(message).split())[:ERROR_DETAIL_CHARS])
 
 
-def _rejection_error(error: "_Rejected") -> ServiceError:
+def _rejection_error(error: "_Rejected", model: ResolvedModel) -> ServiceError:
     """The one-line error for a status that retrying will not fix. Errors every other request
     would meet too (key, permission, unknown model or URL, no image input) are fatal."""
-    detail = error.detail.lower()
+    cause = redact(str(error))
+    where = f"endpoint '{model.endpoint_name}'"
+    if takes_no_images(error.detail):  # whatever the status: llama.cpp sends it as a 500
+        return FatalServiceError(f"the model {model.model} does not accept images: {cause}", cause=cause,
+                                 fix=f"declare vision: false on {where} in agents.yaml to withhold its images, or use a vision model")
     if error.status in (401, 403):
-        return FatalServiceError(redact(f"the model service refused the API key: {error}"),
-                                 fix="check the key in the endpoint's api_key_env variable and its permissions")
+        return FatalServiceError(f"the model service refused the API key: {cause}", cause=cause,
+                                 fix=f"check the key in the api_key_env variable of {where} and its permissions")
     if error.status == 404:
-        return FatalServiceError(redact(f"the model service has no such model or URL: {error}"),
-                                 fix="check the model name and the endpoint's base_url")
-    if error.status == 400 and _NO_IMAGE_INPUT.search(detail):
-        return FatalServiceError(redact(f"the model does not accept images: {error}"),
-                                 fix="use a vision model, at least for the steps with sees_images: true (a step may name its own model in the team)")
-    if error.status == 400:
-        return ServiceError(redact(f"the model service rejected the request: {error}"), fix="check the model name and settings in agents.yaml")
-    return ServiceError(redact(f"the model service answered {error}"), fix="check the endpoint URL and model name")
+        return FatalServiceError(f"the model service has no such model or URL: {cause}", cause=cause,
+                                 fix=f"check the model name '{model.model}' and the base_url of {where}")
+    return ServiceError(f"the model service rejected the request: {cause}", cause=cause,
+                        fix=f"check the model name '{model.model}', the API key and the settings of {where} in agents.yaml")
 
 
 class ChatBackend:
@@ -292,8 +309,9 @@ class ChatBackend:
         on_token: TokenCallback | None = None,
         check: ReplyCheck | None = None,
     ) -> Completion:
-        """One chat completion; retries timeouts, connection errors, 429, 5xx, malformed or
-        incomplete replies and replies failing `check`, with backoff; raises ServiceError with a
+        """One chat completion; retries timeouts, connection errors, 408/409/429, 5xx, malformed
+        or incomplete replies and replies failing `check` (unless cut at max_tokens: the same
+        request gives the same cut), with backoff; never another 4xx; raises ServiceError with a
         one-line message when it gives up (FatalServiceError when every request would fail).
         With a cache, an identical earlier accepted request is answered from it (cost 0).
         When the last allowed attempt still fails `check`, its reply is returned with
@@ -315,7 +333,8 @@ class ChatBackend:
                 text, model_name, usage, finish_reason = self._once(body, role, on_token)
                 text, truncated = cap_reply(text, self.max_reply_bytes)
                 rejected = check(text) if check is not None else None
-                if rejected is not None and attempt <= self.model.max_retries:
+                # A reply cut at max_tokens comes back cut from the same request: never re-sent.
+                if rejected is not None and finish_reason != "length" and attempt <= self.model.max_retries:
                     raise _Retryable(f"the model's reply is unusable: {rejected}")
             except _Cancelled:
                 raise RunInterrupted("the run was interrupted") from None
@@ -327,7 +346,8 @@ class ChatBackend:
                     failure = FatalServiceError if error.unreachable else ServiceError
                     raise failure(
                         redact(f"{error} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})"),
-                        fix="check that the service is up, or raise max_retries/timeout_s in agents.yaml",
+                        fix=error.fix or f"check that the service is up, or raise endpoints.{self.model.endpoint_name}.max_retries in agents.yaml",
+                        cause=redact(str(error)),
                     ) from None
                 delay = backoff_delay(attempt, error.retry_after)
                 logger.warning("model call failed (%s); retry %d in %.1fs", redact(str(error)), attempt, delay)
@@ -344,11 +364,11 @@ class ChatBackend:
                     key = self._cache_key(body) if key is not None else None  # the key of what is sent now
                     attempt -= 1
                     continue
-                raise _rejection_error(error) from None
+                raise _rejection_error(error, self.model) from None
             reported_prompt = usage.get("prompt_tokens") if usage else None
             reported_completion = usage.get("completion_tokens") if usage else None
             if finish_reason == "length":
-                logger.warning("the %s reply was cut off at max_tokens (%s)", role, self.model.max_tokens)
+                logger.info("the %s reply was cut off at max_tokens (%s): raise %s", role, self.model.max_tokens, self.model.max_tokens_key)
             if key is not None and rejected is None and not truncated:  # a cut reply is incomplete
                 # The cache keeps only the tokens the server reported, never our estimate.
                 self.cache.put(key, text, model_name or self.model.model, reported_prompt, reported_completion, finish_reason)
@@ -385,23 +405,35 @@ class ChatBackend:
     ) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
         # The role travels as a header so gateways (and our tests) can attribute each request.
         headers = {**self._headers, "X-Maps-Role": role}
-        # timeout_s bounds every read and also the whole request: a service that trickles a
-        # token every few seconds still ends within the deadline.
+        setting = f"endpoints.{self.model.endpoint_name}"
+        if self.model.stream:
+            # A stream is bounded by the wait for each chunk, not by its length: a slow server
+            # that keeps sending finishes however long the reply.
+            idle = self.model.stream_idle_s
+            too_slow = f"the model service at {self.base_url} sent nothing of its streamed reply for {idle:g}s ({setting}.stream_idle_s)"
+            fix = f"raise {setting}.stream_idle_s in agents.yaml, or check that the service is up"
+            timeout = httpx.Timeout(self.model.timeout_s, connect=min(10.0, self.model.timeout_s), read=idle)
+        else:
+            # timeout_s bounds every read and the whole request: a service that trickles a
+            # byte every few seconds still ends within the deadline.
+            too_slow = f"the model service at {self.base_url} did not answer within {self.model.timeout_s:g}s ({setting}.timeout_s)"
+            fix = f"raise {setting}.timeout_s in agents.yaml (or set stream: true there), or check that the service is up"
+            timeout = None
         deadline = time.monotonic() + self.model.timeout_s
-        too_slow = f"the model service at {self.base_url} did not answer within {self.model.timeout_s:g}s"
         try:
-            with self._http.stream("POST", self._url, json=body, headers=headers) as response:
+            with self._http.stream("POST", self._url, json=body, headers=headers,
+                                   **({"timeout": timeout} if timeout is not None else {})) as response:
                 self._check_status(response)
                 if self.model.stream:
-                    return self._read_stream(response, on_token, deadline, too_slow)
-                raw = read_capped(self._before_deadline(response.iter_bytes(), deadline, too_slow), body_limit(self.max_reply_bytes))
+                    return self._read_stream(response, on_token, _Retryable(too_slow, fix=fix))
+                raw = read_capped(self._before_deadline(response.iter_bytes(), deadline, _Retryable(too_slow, fix=fix)), body_limit(self.max_reply_bytes))
                 if raw is None:
                     raise ServiceError(
                         f"the model service at {self.base_url} sent a reply body over {body_limit(self.max_reply_bytes):,} bytes",
                         fix="raise limits.reply_bytes in agents.yaml if such replies are expected",
                     )
         except httpx.TimeoutException:
-            raise _Retryable(too_slow) from None
+            raise _Retryable(too_slow, fix=fix) from None
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
             if self._cancel.is_set():
                 raise _Cancelled() from None
@@ -422,17 +454,17 @@ class ChatBackend:
         finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
         return text, reply.get("model"), usage, finish_reason if isinstance(finish_reason, str) else None
 
-    def _before_deadline(self, chunks: Iterator[bytes], deadline: float, message: str) -> Iterator[bytes]:
-        """The body's chunks, stopping with a retryable error once the request's deadline passes."""
+    def _before_deadline(self, chunks: Iterator[bytes], deadline: float, late: _Retryable) -> Iterator[bytes]:
+        """The body's chunks, stopping with the retryable error `late` once the deadline passes."""
         for chunk in chunks:
-            self._check_deadline(deadline, message)
+            self._check_deadline(deadline, late)
             yield chunk
 
-    def _check_deadline(self, deadline: float, message: str) -> None:
+    def _check_deadline(self, deadline: float, late: _Retryable) -> None:
         if self._cancel.is_set():
             raise _Cancelled()
         if time.monotonic() > deadline:
-            raise _Retryable(message)
+            raise late
 
     @staticmethod
     def _check_status(response: httpx.Response) -> None:
@@ -440,14 +472,19 @@ class ChatBackend:
         if status < 400:
             return
         detail = _error_detail(response)
-        message = f"HTTP {status}" + (f": {detail}" if detail else "")
+        message = f"HTTP {status}" + (f": {detail[:ERROR_SHOWN_CHARS]}" if detail else "")
+        if takes_no_images(detail):  # no retry changes the model, whatever the status says
+            raise _Rejected(status, detail)
         if status in (408, 409, 429) or status >= 500:
             raise _Retryable(f"the model service answered {message}", _retry_after(response))
         raise _Rejected(status, detail)
 
     def _read_stream(
-        self, response: httpx.Response, on_token: TokenCallback | None, deadline: float, too_slow: str,
+        self, response: httpx.Response, on_token: TokenCallback | None, idle: _Retryable,
     ) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
+        """The text, model, usage and finish reason of a streamed reply. Each wait for a chunk is
+        bounded by the socket's read timeout; lines that carry no data (keep-alive comments)
+        do not reset the wait, so a server that only pings still ends with `idle`."""
         pieces: list[str] = []
         received = 0  # bytes kept; past the reply limit the rest is read but dropped
         usage = None
@@ -458,6 +495,7 @@ class ChatBackend:
         # Decoded incrementally, whatever charset the headers claim: a character whose UTF-8
         # bytes span two network chunks is decoded whole.
         lines = capped_lines(utf8_chunks(response.iter_bytes()), body_limit(self.max_reply_bytes))
+        data_by = time.monotonic() + self.model.stream_idle_s
         while True:
             try:
                 line = next(lines, None)
@@ -465,9 +503,10 @@ class ChatBackend:
                 raise _Retryable(f"the model service sent {error} in its streamed reply") from None
             if line is None:
                 break
-            self._check_deadline(deadline, too_slow)
+            self._check_deadline(data_by, idle)
             if not line.startswith("data:"):
                 continue
+            data_by = time.monotonic() + self.model.stream_idle_s
             data = line[5:].strip()
             if data == "[DONE]":
                 done = True

@@ -42,7 +42,9 @@ class OpenAIEndpoint(_Strict):
     base_url: str | Annotated[list[str], Field(min_length=1)] | None = None
     api_key_env: str | None = "OPENAI_API_KEY"  # the variable's name; None: no key needed
     default_model: str = "gpt-4o"
-    timeout_s: float = Field(default=120, gt=0)
+    # A CPU server may take minutes for a long reply: the OpenAI SDK's default deadline.
+    timeout_s: float = Field(default=600, gt=0)  # a whole non-streamed request
+    stream_idle_s: float = Field(default=60, gt=0)  # a stream: the longest wait for its next chunk
     max_retries: int = Field(default=4, ge=0)
     json_mode: Literal["schema", "object", "none"] = "schema"
     stream: bool = False
@@ -64,6 +66,7 @@ class LocalEndpoint(_Strict):
     max_tokens: int = Field(default=512, ge=16)
     repeat_penalty: float = Field(default=1.15, ge=1.0, le=2.0)
     timeout_s: float = Field(default=600, gt=0)
+    stream_idle_s: float = Field(default=60, gt=0)
     max_retries: int = Field(default=1, ge=0)
     json_mode: Literal["schema", "object", "none"] = "schema"
     stream: bool = False

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Mapping
 
-from maps_autogen.config import LoadedConfig, LocalEndpoint, ModelChoice, OpenAIEndpoint, PriceConfig
+from maps_autogen.config import LoadedConfig, LocalEndpoint, ModelChoice, OpenAIEndpoint, PriceConfig, defaults_dir
 from maps_autogen.errors import ConfigError
 from maps_autogen.redact import register_secret
 
@@ -78,6 +79,8 @@ class ResolvedModel:
     extra_body: dict[str, Any] = field(default_factory=dict)  # server-specific sampling settings
     api_key: str = field(default="", repr=False)
     base_urls: tuple[str, ...] = ()  # every replica when the endpoint lists several (base_url is the first)
+    stream_idle_s: float = 60.0  # a streamed reply's longest wait for its next chunk
+    max_tokens_key: str = "model.max_tokens"  # the config key (and file) that sets max_tokens, for messages
 
     def describe(self) -> dict[str, Any]:
         """What a transcript records about this model (no secrets)."""
@@ -174,6 +177,7 @@ def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, st
     common = dict(
         endpoint_name=name,
         timeout_s=endpoint.timeout_s,
+        stream_idle_s=endpoint.stream_idle_s,
         max_retries=endpoint.max_retries,
         json_mode=endpoint.json_mode,
         stream=endpoint.stream,
@@ -213,9 +217,28 @@ def resolve_models(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -
     reasons: dict[str, str] = {}
     for role in loaded.team.config.names:
         resolved, why = _resolve_one(loaded, loaded.model_for(role), env)
-        models[role] = resolved
+        models[role] = replace(resolved, max_tokens_key=_max_tokens_key(loaded, role, resolved))
         reasons[resolved.endpoint_name] = why
     return Resolution(models=models, announcement=_announce(models, reasons))
+
+
+def _max_tokens_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> str:
+    """Where the `max_tokens` of `role`'s requests is set: its step's own model, the top-level
+    model, or (when it caps them) the local endpoint; with the file, for messages."""
+    team = loaded.team
+    endpoint = loaded.config.endpoints.get(model.endpoint_name)
+    choice = loaded.model_for(role)
+    if isinstance(endpoint, LocalEndpoint) and (choice.max_tokens is None or endpoint.max_tokens < choice.max_tokens):
+        return f"endpoints.{model.endpoint_name}.max_tokens in {_editable(loaded.path)}"
+    index = team.config.names.index(role)
+    if team.config.steps[index].model is not None:
+        return f"{team.where(f'steps[{index}].model.max_tokens')} in {_editable(team.source)}"
+    return f"model.max_tokens in {_editable(loaded.path)}"
+
+
+def _editable(path: Path) -> str:
+    """A config file as the user can change it: a built-in one is changed in a copy."""
+    return f"a copy of the built-in {path.name} (in your folder or --config)" if path.is_relative_to(defaults_dir()) else str(path)
 
 
 def _announce(models: dict[str, ResolvedModel], reasons: dict[str, str]) -> str:

