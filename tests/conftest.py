@@ -13,6 +13,8 @@ import pytest
 import yaml
 from PIL import Image
 
+from tests.inprocess import needs_process, run_in_process
+
 REPO = Path(__file__).resolve().parents[1]
 _SCRIPT = Path(sys.executable).parent / "maps"
 # The installed console script when there is one (as a user runs it), else the module.
@@ -37,8 +39,20 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_maps(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the real `maps` command in a subprocess (with no terminal input unless `stdin`)."""
+def run_maps(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120, stdin: str | None = None,
+             process: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run the real `maps` command (no terminal input unless `stdin`): in this process, as a fresh
+    process would run it (tests/inprocess.py), unless `process` or the environment needs a real one."""
+    if process or needs_process(env):
+        return run_maps_process(args, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
+    return run_in_process(args, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
+
+
+def run_maps_process(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120,
+                     stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the installed `maps` console script in a subprocess: for tests where the process
+    boundary is what is tested (signals, exit on kill, locks held by another process, the
+    console script itself, closed stdout, what a fresh interpreter imports)."""
     return subprocess.run([*MAPS, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
 
