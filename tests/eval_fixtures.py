@@ -110,3 +110,38 @@ class ProblemScript:
                 return Reply(critic_json(**scores, worst=self.critic_low[pid]))
             return Reply(critic_json(5, 5, 5, 5))
         return Reply(f"{role} notes" + (f" for [q:{pid}]" if pid else ""))
+
+
+class HoldLaterProblems:
+    """`script`, except that every request of a problem other than the first `free` problems
+    the server sees is held until `release()`; `wait_held(n)` returns once n requests are held.
+    With --concurrency 2 and free=2: once two requests are held, the first two problems are
+    finished and both workers wait inside a model call (events, not timing)."""
+
+    def __init__(self, script: ProblemScript, free: int = 2):
+        self.script = script
+        self.free = free
+        self.first: list[str] = []
+        self.held = 0
+        self.changed = threading.Condition()
+        self.released = threading.Event()
+
+    def __call__(self, request: Received) -> Reply:
+        pid = self.script._pid(request)
+        with self.changed:
+            if pid is not None and pid not in self.first and len(self.first) < self.free:
+                self.first.append(pid)
+            hold = pid is not None and pid not in self.first
+            if hold:
+                self.held += 1
+                self.changed.notify_all()
+        if hold:
+            self.released.wait(120)
+        return self.script(request)
+
+    def wait_held(self, count: int, timeout: float = 120) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: self.held >= count, timeout), f"only {self.held} requests held"
+
+    def release(self) -> None:
+        self.released.set()
