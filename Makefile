@@ -13,6 +13,11 @@ demo: setup
 	echo "Viewer page: $$(.venv/bin/maps view "$$run")"
 
 # The whole suite, including the embedded-model and headless-Chromium tests.
+# Workers: one more than the cores. Many tests wait (on the scripted server's delays, retries'
+# backoff, Chromium, the embedded model), so a third worker beat two on 2 cores (measured);
+# a fourth was slower. --dist worksteal: the embedded-model chat runs for minutes and starts
+# first (tests/conftest.py), and the other workers take over the tests queued behind it.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: setup
 	bash scripts/setup_browser.sh
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal

@@ -22,6 +22,12 @@ MAPS = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "maps_auto
 TEST_KEY = "sk-test-0123456789-secret"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The embedded-model tests first (order otherwise kept): the full chat on the local model
+    runs for minutes, so under xdist it starts at once and the other workers share the rest."""
+    items.sort(key=lambda item: item.get_closest_marker("local") is None)
+
+
 def make_png(path: Path, size: tuple[int, int] = (320, 200), color: str = "white", mark: int = 0) -> Path:
     image = Image.new("RGB", size, color)
     for x in range(0, size[0], 7):  # a little structure so the file is not trivially small
