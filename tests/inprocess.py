@@ -25,11 +25,12 @@ from types import FrameType
 from click import termui
 from click.testing import CliRunner
 
-# Variables read once, when the interpreter starts (PYTHONPATH, PYTHONWARNINGS, ...) or a library
-# is imported (huggingface_hub and datasets fix their cache folders, endpoint and offline mode
-# then): a call whose environment changes one of them from this process's runs in a subprocess,
-# where they take effect.
-READ_AT_START_PREFIXES = ("PYTHON", "HF_", "HUGGINGFACE_")
+# Variables read once per process: when the interpreter starts (PYTHONPATH, PYTHONWARNINGS, ...),
+# when a library is imported (huggingface_hub and datasets fix their cache folders, endpoint and
+# offline mode then), or by our process-wide symbolic-scoring helpers (MAPS_SCORER_TIME_LIMIT,
+# MAPS_SCORER_WORKERS). A call whose environment changes one of them from this process's runs
+# in a subprocess, where they take effect.
+READ_AT_START_PREFIXES = ("PYTHON", "HF_", "HUGGINGFACE_", "MAPS_SCORER_")
 
 
 def needs_process(env: Mapping[str, str]) -> bool:
