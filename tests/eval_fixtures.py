@@ -52,7 +52,7 @@ class ProblemScript:
     `fail` names pids whose requests fail with HTTP 500."""
 
     def __init__(self, answers: dict[str, str], *, critic_low: set[str] | dict[str, str] = frozenset(), fail: set[str] = frozenset(),
-                 delay_s: float = 0.0, baseline: bool = False, delay_for: dict[str, float] | None = None):
+                 delay_s: float = 0.0, baseline: bool = False, delay_for: dict[str, float] | None = None, meet: int = 0):
         self.answers = answers
         # pid -> the dimension the first review scores low (a set means "solution")
         self.critic_low = dict(critic_low) if isinstance(critic_low, dict) else dict.fromkeys(critic_low, "solution")
@@ -64,6 +64,9 @@ class ProblemScript:
         self.in_flight = 0
         self.max_in_flight = 0
         self.critic_seen: dict[str, int] = {}
+        # meet=n: the first n requests wait (up to a minute) until all n are in flight, so a
+        # client that runs problems concurrently shows it whatever the machine's speed.
+        self.meeting = threading.Barrier(meet, timeout=60) if meet > 1 else None
 
     def _pid(self, request: Received) -> str | None:
         for message in request.messages:
@@ -83,6 +86,12 @@ class ProblemScript:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            if self.meeting is not None and not self.meeting.broken:
+                try:
+                    self.meeting.wait()
+                except threading.BrokenBarrierError:
+                    pass  # fewer requests came at once: max_in_flight says so
+                self.meeting.abort()  # met (or not) once; later requests go straight on
             delay = self.delay_s + self.delay_for.get(self._pid(request) or "", 0.0)
             if delay:
                 time.sleep(delay)

@@ -49,7 +49,7 @@ def mathvista(tmp_path: Path):
 
 def test_eval_scores_known_answers_concurrently(tmp_path: Path, mathvista) -> None:
     data, rows = mathvista
-    script = ProblemScript(scripted_answers(rows), critic_low={"2"}, delay_s=0.05)
+    script = ProblemScript(scripted_answers(rows), critic_low={"2"}, meet=2)
     # the one-rollback budget variant (the paper's Figure 4 counts one feedback decision)
     budget = write_config(tmp_path / "budget.yaml", **{"critic.max_rollbacks": 1, "critic.final_review": False})
     with FakeOpenAI(script) as server:
