@@ -11,6 +11,8 @@ started, the shared HTTP connection pools, registered secrets, per-process cache
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import logging
 import os
 import signal
@@ -20,7 +22,7 @@ import threading
 import traceback
 import warnings
 from collections.abc import Iterator, Mapping
-from types import FrameType
+from types import FrameType, ModuleType
 
 from click import termui
 from click.testing import CliRunner
@@ -122,40 +124,61 @@ def _default_warnings() -> Iterator[None]:
         yield
 
 
-@contextlib.contextmanager
-def _process_state() -> Iterator[None]:
-    """Undo the per-process state of our package the command created: the local model server
-    and any other started server, the shared HTTP pools (they read proxy settings from the
-    environment when made), registered secrets, the hub probe's answer."""
-    from maps_autogen import client, redact
-    from maps_autogen.eval import hub
+_STATE_TYPES = (set, dict, list, tuple, frozenset, int, float, str, bool, type(None))
 
-    saved_secrets = (set(redact._secrets), redact._longest_first, redact._longest)
-    saved_clients = dict(client._clients)
-    server_module = sys.modules.get("maps_autogen.local.server")
-    saved_servers = set(server_module._LIVE_SERVERS) if server_module else set()
+
+def _is_state(name: str, value: object) -> bool:
+    """A module's private data (`_secrets`, `_clients`, a frozen dataclass of tables...), not
+    its functions, classes, locks or compiled patterns."""
+    if not name.startswith("_") or name.startswith("__"):
+        return False
+    return isinstance(value, _STATE_TYPES) or dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+@contextlib.contextmanager
+def _module_globals(module: ModuleType) -> Iterator[None]:
+    """Put `module`'s private data back as it was (containers refilled in place, other values
+    rebound), closing what the call opened there (an HTTP connection pool it made)."""
+    saved = {name: copy.copy(value) for name, value in vars(module).items() if _is_state(name, value)}
     try:
         yield
     finally:
-        server_module = sys.modules.get("maps_autogen.local.server")
-        if server_module is not None:
-            shared = server_module._SHARED
-            if shared is not None and shared not in saved_servers:
-                server_module.stop_shared_local_server()
-            for server in list(server_module._LIVE_SERVERS):
-                if server not in saved_servers:
-                    server.stop()
-        with client._clients_lock:
-            for key, made in list(client._clients.items()):
-                if saved_clients.get(key) is not made:
-                    made.close()
-            client._clients.clear()
-            client._clients.update(saved_clients)
-        with redact._lock:
-            redact._secrets.clear()
-            redact._secrets.update(saved_secrets[0])
-            redact._longest_first, redact._longest = saved_secrets[1], saved_secrets[2]
-        hub.hub_reachable.cache_clear()
+        for name, before in saved.items():
+            now = getattr(module, name)
+            if isinstance(now, dict) and isinstance(before, dict):
+                for key, value in now.items():
+                    if before.get(key) is not value and hasattr(value, "close"):
+                        value.close()
+            if isinstance(now, (set, dict, list)) and type(now) is type(before):
+                now.clear()
+                now.update(before) if not isinstance(now, list) else now.extend(before)
+            else:
+                setattr(module, name, before)
+
+
+@contextlib.contextmanager
+def _process_state() -> Iterator[None]:
+    """Undo the per-process state of our package the command created: the local model server
+    and any other it started, the shared HTTP pools (made with the environment's proxy
+    settings), registered secrets, the hub probe's answer."""
+    from maps_autogen import client, redact
+    from maps_autogen.eval import hub
+
+    server_module = sys.modules.get("maps_autogen.local.server")
+    saved_servers = set(server_module._LIVE_SERVERS) if server_module else set()
+    with _module_globals(redact), _module_globals(client):
+        try:
+            yield
+        finally:
+            server_module = sys.modules.get("maps_autogen.local.server")
+            if server_module is not None:
+                shared = server_module._SHARED
+                if shared is not None and shared not in saved_servers:
+                    server_module.stop_shared_local_server()
+                for server in list(server_module._LIVE_SERVERS):
+                    if server not in saved_servers:
+                        server.stop()
+            hub.hub_reachable.cache_clear()
 
 
 @contextlib.contextmanager
