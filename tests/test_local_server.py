@@ -1,9 +1,9 @@
 """The embedded local LLM server: the real xllamacpp server and the real SmolLM2 model.
 
-The whole module is marked `local` (it imports the embedded server's modules and the `openai`
-SDK); the tests that start llama.cpp (about 0.6 s each) and generate a few hundred tokens say so
-again, the others need neither the model nor the server. Nothing here patches maps_autogen.local: faults are real
-(files of random bytes, truncated GGUFs, a bound socket, SIGKILL).
+The whole module is marked `local` (it needs the `local` extra); the tests that start llama.cpp
+(about 0.6 s each) and generate a few hundred tokens say so again, the others need neither the
+model nor the server. Nothing here patches maps_autogen.local: faults are real (files of random
+bytes, truncated GGUFs, a bound socket, SIGKILL).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from maps_autogen.scoring import (
 from tests.conftest import clean_env
 from tests.conftest import run_maps as run_command
 
+
 def free_form(pid: str, answer: str, **fields: Any) -> dict[str, Any]:
     return {"pid": pid, "question_type": "free_form", "answer_type": "integer",
             "precision": None, "choices": None, "answer": answer, **fields}
