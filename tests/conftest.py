@@ -48,8 +48,10 @@ def clean_env(**extra: str) -> dict[str, str]:
 def run_maps(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120, stdin: str | None = None,
              process: bool = False) -> subprocess.CompletedProcess[str]:
     """Run the real `maps` command (no terminal input unless `stdin`): in this process, as a fresh
-    process would run it (tests/inprocess.py), unless `process` or the environment needs a real one."""
-    if process or needs_process(env):
+    process would run it (tests/inprocess.py), unless `process` or the environment needs a real one.
+    MAPS_TESTS_IN_SUBPROCESS=1 in pytest's environment runs every call in a subprocess (to tell a
+    difference of the in-process run from a real failure)."""
+    if process or needs_process(env) or os.environ.get("MAPS_TESTS_IN_SUBPROCESS") == "1":
         return run_maps_process(args, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
     return run_in_process(args, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
 
