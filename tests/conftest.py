@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,12 @@ def run_maps(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float 
              process: bool = False) -> subprocess.CompletedProcess[str]:
     """Run the real `maps` command (no terminal input unless `stdin`): in this process, as a fresh
     process would run it (tests/inprocess.py), unless `process` or the environment needs a real one.
-    MAPS_TESTS_IN_SUBPROCESS=1 in pytest's environment runs every call in a subprocess (to tell a
-    difference of the in-process run from a real failure)."""
-    if process or needs_process(env) or os.environ.get("MAPS_TESTS_IN_SUBPROCESS") == "1":
+    A call from another thread (two commands at once) runs in a subprocess: the environment, the
+    directory and signal handlers belong to the whole process. MAPS_TESTS_IN_SUBPROCESS=1 in
+    pytest's environment runs every call in a subprocess (to tell a difference of the in-process
+    run from a real failure)."""
+    if (process or needs_process(env) or threading.current_thread() is not threading.main_thread()
+            or os.environ.get("MAPS_TESTS_IN_SUBPROCESS") == "1"):
         return run_maps_process(args, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
     return run_in_process(args, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
 
