@@ -14,7 +14,12 @@ demo: setup
 
 # The whole suite, including the embedded-model, headless-Chromium and real-server tests
 # (llama.cpp's server from xllamacpp, and a LiteLLM proxy in its own .venv-litellm).
+# Workers: one more than the cores. Many tests wait (on the scripted server's delays, retries'
+# backoff, Chromium, the embedded model), so a third worker beat two on 2 cores (measured);
+# a fourth was slower. --dist worksteal: the embedded-model chat runs for minutes and starts
+# first (tests/conftest.py), and the other workers take over the tests queued behind it.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: setup
 	bash scripts/setup_browser.sh
 	bash scripts/setup_litellm.sh
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,19 @@ import pytest
 import yaml
 from PIL import Image
 
+from tests.inprocess import needs_process, run_in_process
+
 REPO = Path(__file__).resolve().parents[1]
 _SCRIPT = Path(sys.executable).parent / "maps"
 # The installed console script when there is one (as a user runs it), else the module.
 MAPS = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "maps_autogen.cli"]
 TEST_KEY = "sk-test-0123456789-secret"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The embedded-model tests first (order otherwise kept): the full chat on the local model
+    runs for minutes, so under xdist it starts at once and the other workers share the rest."""
+    items.sort(key=lambda item: item.get_closest_marker("local") is None)
 
 
 def make_png(path: Path, size: tuple[int, int] = (320, 200), color: str = "white", mark: int = 0) -> Path:
@@ -37,8 +46,25 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_maps(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the real `maps` command in a subprocess (with no terminal input unless `stdin`)."""
+def run_maps(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120, stdin: str | None = None,
+             process: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run the real `maps` command (no terminal input unless `stdin`): in this process, as a fresh
+    process would run it (tests/inprocess.py), unless `process` or the environment needs a real one.
+    A call from another thread (two commands at once) runs in a subprocess: the environment, the
+    directory and signal handlers belong to the whole process. MAPS_TESTS_IN_SUBPROCESS=1 in
+    pytest's environment runs every call in a subprocess (to tell a difference of the in-process
+    run from a real failure)."""
+    if (process or needs_process(env) or threading.current_thread() is not threading.main_thread()
+            or os.environ.get("MAPS_TESTS_IN_SUBPROCESS") == "1"):
+        return run_maps_process(args, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
+    return run_in_process(args, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
+
+
+def run_maps_process(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 120,
+                     stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the installed `maps` console script in a subprocess: for tests where the process
+    boundary is what is tested (signals, exit on kill, locks held by another process, the
+    console script itself, closed stdout, what a fresh interpreter imports)."""
     return subprocess.run([*MAPS, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
 

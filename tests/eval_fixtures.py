@@ -52,7 +52,7 @@ class ProblemScript:
     `fail` names pids whose requests fail with HTTP 500."""
 
     def __init__(self, answers: dict[str, str], *, critic_low: set[str] | dict[str, str] = frozenset(), fail: set[str] = frozenset(),
-                 delay_s: float = 0.0, baseline: bool = False, delay_for: dict[str, float] | None = None):
+                 delay_s: float = 0.0, baseline: bool = False, delay_for: dict[str, float] | None = None, meet: int = 0):
         self.answers = answers
         # pid -> the dimension the first review scores low (a set means "solution")
         self.critic_low = dict(critic_low) if isinstance(critic_low, dict) else dict.fromkeys(critic_low, "solution")
@@ -64,6 +64,9 @@ class ProblemScript:
         self.in_flight = 0
         self.max_in_flight = 0
         self.critic_seen: dict[str, int] = {}
+        # meet=n: the first n requests wait (up to a minute) until all n are in flight, so a
+        # client that runs problems concurrently shows it whatever the machine's speed.
+        self.meeting = threading.Barrier(meet, timeout=60) if meet > 1 else None
 
     def _pid(self, request: Received) -> str | None:
         for message in request.messages:
@@ -83,6 +86,12 @@ class ProblemScript:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            if self.meeting is not None and not self.meeting.broken:
+                try:
+                    self.meeting.wait()
+                except threading.BrokenBarrierError:
+                    pass  # fewer requests came at once: max_in_flight says so
+                self.meeting.abort()  # met (or not) once; later requests go straight on
             delay = self.delay_s + self.delay_for.get(self._pid(request) or "", 0.0)
             if delay:
                 time.sleep(delay)
@@ -110,3 +119,38 @@ class ProblemScript:
                 return Reply(critic_json(**scores, worst=self.critic_low[pid]))
             return Reply(critic_json(5, 5, 5, 5))
         return Reply(f"{role} notes" + (f" for [q:{pid}]" if pid else ""))
+
+
+class HoldLaterProblems:
+    """`script`, except that every request of a problem other than the first `free` problems
+    the server sees is held until `release()`; `wait_held(n)` returns once n requests are held.
+    With --concurrency 2 and free=2: once two requests are held, the first two problems are
+    finished and both workers wait inside a model call (events, not timing)."""
+
+    def __init__(self, script: ProblemScript, free: int = 2):
+        self.script = script
+        self.free = free
+        self.first: list[str] = []
+        self.held = 0
+        self.changed = threading.Condition()
+        self.released = threading.Event()
+
+    def __call__(self, request: Received) -> Reply:
+        pid = self.script._pid(request)
+        with self.changed:
+            if pid is not None and pid not in self.first and len(self.first) < self.free:
+                self.first.append(pid)
+            hold = pid is not None and pid not in self.first
+            if hold:
+                self.held += 1
+                self.changed.notify_all()
+        if hold:
+            self.released.wait(120)
+        return self.script(request)
+
+    def wait_held(self, count: int, timeout: float = 120) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: self.held >= count, timeout), f"only {self.held} requests held"
+
+    def release(self) -> None:
+        self.released.set()

@@ -8,14 +8,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from maps_autogen.eval.results import ResultsLog
 from tests.conftest import MAPS, TEST_KEY, all_text_in, clean_env, run_maps, write_config
-from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
+from tests.eval_fixtures import HoldLaterProblems, ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI
 
 VOLATILE = {"seconds", "usage", "usage_by_role", "schema_version"}
@@ -50,7 +49,7 @@ def mathvista(tmp_path: Path):
 
 def test_eval_scores_known_answers_concurrently(tmp_path: Path, mathvista) -> None:
     data, rows = mathvista
-    script = ProblemScript(scripted_answers(rows), critic_low={"2"}, delay_s=0.05)
+    script = ProblemScript(scripted_answers(rows), critic_low={"2"}, meet=2)
     # the one-rollback budget variant (the paper's Figure 4 counts one feedback decision)
     budget = write_config(tmp_path / "budget.yaml", **{"critic.max_rollbacks": 1, "critic.final_review": False})
     with FakeOpenAI(script) as server:
@@ -92,20 +91,20 @@ def test_eval_scores_known_answers_concurrently(tmp_path: Path, mathvista) -> No
 
 def test_kill_9_then_resume_loses_nothing_and_duplicates_nothing(tmp_path: Path, mathvista) -> None:
     data, rows = mathvista
-    script = ProblemScript(scripted_answers(rows), delay_s=0.15)
+    script = HoldLaterProblems(ProblemScript(scripted_answers(rows)), free=3)
     runs = tmp_path / "runs"
     with FakeOpenAI(script) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         process = subprocess.Popen([*MAPS, "eval", "mathvista", "--data", str(data), "--runs-dir", str(runs), "--concurrency", "2", "--no-cache"],
                                    env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 180  # generous: a loaded CI machine starts Python slowly
-        finished = 0
-        while time.time() < deadline and finished < 3:
-            found = list(runs.glob("eval-*/results.jsonl"))
-            finished = len(found[0].read_text().splitlines()) if found else 0
-            time.sleep(0.05)
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait()
+        try:
+            script.wait_held(2, timeout=180)  # three problems finished, two in flight (generous: a loaded CI machine starts Python slowly)
+        finally:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+            script.release()
+        found = list(runs.glob("eval-*/results.jsonl"))
+        finished = len(found[0].read_text().splitlines()) if found else 0
         assert finished >= 3, "the eval never got going"
         run_dir = eval_dir_of(runs)
         before = ResultsLog(run_dir / "results.jsonl").read()

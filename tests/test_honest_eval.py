@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MAPS, TEST_KEY, clean_env, run_maps, write_config
-from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
+from tests.eval_fixtures import HoldLaterProblems, ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI, Received, Reply
 from tests.test_eval_cli import eval_dir_of, results, scripted_answers
 
@@ -202,14 +202,24 @@ def _wait_for(condition, what: str, timeout: float = 120) -> None:
 def test_ctrl_c_in_eval_cancels_in_flight_problems_and_writes_the_summary(tmp_path: Path, mathvista) -> None:
     data, rows = mathvista
     runs = tmp_path / "runs"
-    with FakeOpenAI(ProblemScript(scripted_answers(rows), delay_s=0.2)) as server:
+    gate = HoldLaterProblems(ProblemScript(scripted_answers(rows)))
+    with FakeOpenAI(gate) as server:
         process = subprocess.Popen([*MAPS, *eval_args(data, runs, "--concurrency", "2", "--no-cache", "--quiet")], env=env_for(server),
                                    cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        _wait_for(lambda: any(len(p.read_text().splitlines()) >= 2 for p in runs.glob("eval-*/results.jsonl")), "two finished problems")
-        process.send_signal(signal.SIGINT)
-        at_interrupt = len(server.received)
-        stdout, stderr = process.communicate(timeout=60)
-        after = len(server.received) - at_interrupt
+        try:
+            gate.wait_held(2)  # two problems finished, two in flight, each inside a model call
+            at_interrupt = len(server.received)
+            process.send_signal(signal.SIGINT)
+            # The summary is written after the interrupt cancelled the team: only then do the
+            # held calls return, so a chat that went on would send its next call now.
+            _wait_for(lambda: process.poll() is not None or any(runs.glob("eval-*/summary.json")), "the summary after Ctrl-C")
+            gate.release()
+            stdout, stderr = process.communicate(timeout=60)
+            after = len(server.received) - at_interrupt
+        finally:
+            gate.release()
+            if process.poll() is None:
+                process.kill()
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and f"maps eval mathvista --resume {eval_dir_of(runs)}" in stderr
     # The chats in flight stopped at their next model call instead of running to their end.

@@ -83,7 +83,8 @@ def test_solve_needs_neither_the_openai_sdk_nor_the_extras(tmp_path: Path) -> No
     with FakeOpenAI(rollback_script()) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY,
                         PYTHONPATH=_blocking(tmp_path, "openai", "datasets", "matplotlib"))
-        result = run_maps(solve_args(png, tmp_path, "--quiet", "--max-rollbacks", "0"), env=env, cwd=tmp_path)
+        # A fresh interpreter: what it can import is what is tested.
+        result = run_maps(solve_args(png, tmp_path, "--quiet", "--max-rollbacks", "0"), env=env, cwd=tmp_path, process=True)
     assert result.returncode == 0 and result.stdout == "A\n", result.stderr
 
 

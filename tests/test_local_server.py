@@ -1,8 +1,9 @@
 """The embedded local LLM server: the real xllamacpp server and the real SmolLM2 model.
 
-Tests marked `local` start llama.cpp (about 0.6 s each) and generate a few hundred tokens;
-the others need neither. Nothing here patches maps_autogen.local: faults are real
-(files of random bytes, truncated GGUFs, a bound socket, SIGKILL).
+The whole module is marked `local` (it needs the `local` extra); the tests that start llama.cpp
+(about 0.6 s each) and generate a few hundred tokens say so again, the others need neither the
+model nor the server. Nothing here patches maps_autogen.local: faults are real (files of random
+bytes, truncated GGUFs, a bound socket, SIGKILL).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from maps_autogen.local.server import LocalServer, shared_local_server, stop_sha
 from maps_autogen.local.embedded import embedded_model_path
 from maps_autogen.local.settings import DEFAULT_N_CTX, LocalModelSettings, settings_from_endpoint
 from tests.local_schema import Answer, json_schema_format
+
+pytestmark = pytest.mark.local
 
 REPO = Path(__file__).resolve().parents[1]
 

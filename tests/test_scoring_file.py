@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,8 @@ from maps_autogen.scoring import (
     score_file,
     score_record,
 )
-
-MAPS = Path(sys.executable).with_name("maps")
+from tests.conftest import clean_env
+from tests.conftest import run_maps as run_command
 
 
 def free_form(pid: str, answer: str, **fields: Any) -> dict[str, Any]:
@@ -239,12 +238,8 @@ def test_empty_file_gives_an_empty_report(tmp_path: Path) -> None:
 
 
 def run_maps(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    if not MAPS.exists():
-        pytest.fail(f"{MAPS} is missing: run `.venv/bin/pip install -e . --no-deps`")
-    # Scoring needs no model: keep anything that could point at one out of the child's view.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "MAPS_"))}
-    return subprocess.run([str(MAPS), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+    # Scoring needs no model: keep anything that could point at one out of the command's view.
+    return run_command(list(args), env=clean_env(), cwd=cwd)
 
 
 def test_cli_scores_a_file(results_file: Path, tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ import pytest
 from maps_autogen.view.render import page_key
 from maps_autogen.view.server import ViewServer
 from tests.chromium import Chromium, chromium  # noqa: F401 - chromium is a fixture
-from tests.conftest import MAPS, TEST_KEY, clean_env, critic_json, solver_json
+from tests.conftest import MAPS, TEST_KEY, clean_env, critic_json, run_maps, solver_json
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI, Received, Reply, RoleScript
 from tests.view_fixtures import write_synthetic_eval
@@ -335,7 +335,7 @@ def test_view_serve_command(tmp_path: Path) -> None:
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=WAIT_S)
     assert process.returncode == 0 and "stopped" in err
-    bad = subprocess.run([*MAPS, "view", str(tmp_path / "missing"), "--serve"], env=clean_env(), cwd=tmp_path, capture_output=True, text=True, timeout=WAIT_S)
+    bad = run_maps(["view", str(tmp_path / "missing"), "--serve"], env=clean_env(), cwd=tmp_path, timeout=WAIT_S)
     assert bad.returncode == 2 and bad.stderr.startswith("error: run folder") and len(bad.stderr.strip().splitlines()) == 1
 
 
