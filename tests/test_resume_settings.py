@@ -124,7 +124,9 @@ def test_an_allowed_change_is_recorded_with_the_problems_run_under_it(tmp_path: 
     runs = tmp_path / "runs"
     with FakeOpenAI(ProblemScript(scripted_answers(rows), fail={"2", "3"})) as server:
         env = _env(server.base_url)
-        first = run_maps(_args(data, runs), env=env, cwd=tmp_path)
+        # One at a time: problem 1 finishes before 2 and 3 fail with the same service error
+        # (which stops the run), so 2 and 3 are the ones left to run.
+        first = run_maps(_args(data, runs, "--concurrency", "1"), env=env, cwd=tmp_path)
         assert first.returncode == 1
         run_dir = eval_dir_of(runs)
         # The data file changed on disk (another gold answer for problem 3): caught without --data.

@@ -116,7 +116,8 @@ def test_hostile_ids_get_their_own_folders_and_resume_replaces_only_their_own(sh
     (eval_dir / "problems" / safe_component(".") / "kept").write_text("another problem's file\n")
     with FakeOpenAI(ProblemScript({tag_of(pid): "2" for pid in HOSTILE_IDS})) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
-        resumed = run_maps(["eval", "mathvista", "--data", str(data), "--resume", str(eval_dir), "--no-cache",
+        # --allow-change: a new scripted server has another URL, which is another setting.
+        resumed = run_maps(["eval", "mathvista", "--data", str(data), "--resume", str(eval_dir), "--no-cache", "--allow-change",
                             "--runs-dir", str(tmp_path / "runs")], env=env, cwd=tmp_path)
         asked = len(server.received)
     assert resumed.returncode == 0, resumed.stderr
@@ -145,7 +146,7 @@ def test_hostile_ids_get_their_own_folders_and_resume_replaces_only_their_own(sh
     (eval_dir / "results.jsonl").write_text("".join(line + "\n" for line in lines if json.loads(line)["pid"] not in (linked, taken)))
     with FakeOpenAI(ProblemScript({})) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
-        tampered = run_maps(["eval", "mathvista", "--data", str(data), "--resume", str(eval_dir), "--no-cache",
+        tampered = run_maps(["eval", "mathvista", "--data", str(data), "--resume", str(eval_dir), "--no-cache", "--allow-change",
                              "--runs-dir", str(tmp_path / "runs")], env=env, cwd=tmp_path)
         assert len(server.received) == 0
     assert tampered.returncode == 1 and "Traceback" not in tampered.stderr, tampered.stderr
