@@ -19,6 +19,7 @@ from maps_autogen.errors import missing_extra
 from maps_autogen.eval.results import FEEDBACK_TARGETS, RESULTS_FILE, ResultsLog
 from maps_autogen.eval.run_settings import mixed_settings
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
+from maps_autogen.benchmarks.tasks import Subset
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
 from maps_autogen.artifacts import FILE_MODE, read_manifest, write_text_atomic
 from maps_autogen.records import Manifest
@@ -130,6 +131,16 @@ class Row:
     benchmark_avgs: dict[str, float] = field(default_factory=dict)
 
 
+def _subsets(benchmark: str, runs: Sequence[Run]) -> list[Any]:
+    """The benchmark's subsets in the paper's order, then those the runs name that the task does
+    not list (the custom benchmark's categories), in order of first appearance."""
+    task = get_benchmark(benchmark).task
+    known = {subset.name for subset in task.subsets}
+    extra = dict.fromkeys(str(r.get("subset")) for run in runs if run.benchmark == benchmark for r in run.records
+                          if r.get("subset") not in known and r.get("subset") not in (None, ""))
+    return [*task.subsets, *(Subset(name, name, 0, name) for name in extra)]
+
+
 def _columns(runs: Sequence[Run]) -> list[tuple[str, str, str]]:
     """(benchmark, subset, header) in the paper's order, for what the runs cover."""
     columns = []
@@ -139,7 +150,7 @@ def _columns(runs: Sequence[Run]) -> list[tuple[str, str, str]]:
             continue
         task = get_benchmark(benchmark).task
         ran = {r.get("subset") for run in runs if run.benchmark == benchmark for r in run.records}
-        for subset in task.subsets:
+        for subset in _subsets(benchmark, runs):
             if subset.name in ran:
                 columns.append((benchmark, subset.name, f"{task.title} {subset.column}"))
         columns.append((benchmark, "Avg.", f"{task.title} Avg."))
@@ -151,8 +162,7 @@ def table1_rows(runs: Sequence[Run]) -> list[Row]:
     rows: dict[str, Row] = {}
     for run in runs:
         row = rows.setdefault(run.label, Row(run.label))
-        task = get_benchmark(run.benchmark).task
-        for subset in task.subsets:
+        for subset in _subsets(run.benchmark, [run]):
             mine = [r for r in run.records if r.get("subset") == subset.name]
             if mine:
                 row.cells[(run.benchmark, subset.name)] = _cell(mine)
@@ -205,7 +215,7 @@ def table2(runs: Sequence[Run]) -> str | None:
             continue
         base = full[0]
         task = get_benchmark(benchmark).task
-        subsets = [s for s in task.subsets if any(r.get("subset") == s.name for r in base.records)]
+        subsets = [s for s in _subsets(benchmark, [base]) if any(r.get("subset") == s.name for r in base.records)]
         header = ["Variation", *(s.column for s in subsets), "Avg."]
 
         reference = _accuracies(base, subsets)
@@ -277,7 +287,7 @@ def random_choice_row(runs: Sequence[Run]) -> Row:
         known = [r for r in problems.values() if isinstance((r.get("metadata") or {}).get("choices"), int)]
         if not known:
             continue
-        for subset in [*(s.name for s in get_benchmark(benchmark).task.subsets), "Avg."]:
+        for subset in [*(s.name for s in _subsets(benchmark, runs)), "Avg."]:
             mine = [r for r in known if subset == "Avg." or r.get("subset") == subset]
             if mine:
                 chance = sum(1 / r["metadata"]["choices"] for r in mine if r["metadata"]["choices"] > 0) / len(mine)
@@ -436,7 +446,9 @@ def plot_models(data: dict[str, dict[str, dict[str, float]]], path: Path) -> Pat
     fig, axes = plt.subplots(1, len(data), figsize=(max(5.0, 1.2 + 1.1 * len(labels)) * len(data), 4.2), squeeze=False)
     for ax, (benchmark, rows) in zip(axes[0], data.items()):
         task = get_benchmark(benchmark).task
-        groups = [s.name for s in task.subsets if any(s.name in r for r in rows.values())] + ["Avg."]
+        known = {s.name for s in task.subsets}
+        ran = dict.fromkeys(name for values in rows.values() for name in values if name != "Avg.")
+        groups = [s.name for s in task.subsets if s.name in ran] + [name for name in ran if name not in known] + ["Avg."]
         width = 0.8 / max(1, len(rows))
         for n, (label, values) in enumerate(rows.items()):
             xs = [g + (n - (len(rows) - 1) / 2) * width for g, name in enumerate(groups) if name in values]
