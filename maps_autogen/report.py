@@ -337,7 +337,7 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
     columns: list[tuple[str, str, str]] = []
     for benchmark in benchmarks:
         task = get_benchmark(benchmark).task
-        columns += [(benchmark, s.name, f"{task.title} {s.column}") for s in task.subsets]
+        columns += [(benchmark, s.name, f"{task.title} {s.column}") for s in _subsets(benchmark, runs)]
         columns.append((benchmark, "Avg.", f"{task.title} Avg."))
     header = ["Source", "Method", *(h for _, _, h in columns), "Avg.", "Δ vs paper"]
     body: list[list[str]] = []
@@ -446,7 +446,7 @@ def plot_times(times: dict[str, dict[str, Any]], path: Path, *, paper_scale: boo
             ys = [float("nan") if t is None else t / scale for t in seconds]
             ax.plot(range(len(values)), ys, marker="o", color=colours[label], label=label)
         ax.set_xticks(range(len(values)))
-        ax.set_xticklabels([v if len(v) <= 18 else v[:17] + "…" for v in values], rotation=35, ha="right", fontsize=8)
+        ax.set_xticklabels([v if len(v) <= 28 else v[:27] + "…" for v in values], rotation=35, ha="right", fontsize=8)
         ax.set_title(f"by {panel}")
     axes[0][0].set_ylim(bottom=0)
     axes[0][0].set_ylabel(f"solving time relative to {PAPER_TIME_SCALE_S:.0f} s" if paper_scale else "mean solving time (s)")

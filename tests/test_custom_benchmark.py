@@ -86,14 +86,16 @@ def test_custom_needs_data_and_refuses_bad_rows_in_one_line_each(tmp_path: Path)
         {"id": "c1", "question": "q", "answer": "x"},  # duplicate id
         {"id": "x5", "question": "q"},  # no answer
         {"id": "x6", "question": "q", "answer": "1", "images": "img/c1.png"},
+        {"id": "x7", "question": "q", "answer": "1", "category": "optics\u001b[31m"},  # a terminal escape
     ]
     data = write_benchmark(tmp_path / "bench", bad)
     result = run_maps(["eval", "custom", "--data", str(data), "--runs-dir", str(tmp_path / "runs")], env=env, cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     lines = [line for line in result.stderr.splitlines() if " line " in line]
-    assert [line.split(" line ")[1].split(":")[0] for line in lines] == ["7", "8", "9", "10", "11", "12"], result.stderr
+    assert [line.split(" line ")[1].split(":")[0] for line in lines] == ["7", "8", "9", "10", "11", "12", "13"], result.stderr
     assert "option letter A-B" in lines[0] and "not a number" in lines[1] and "answer_type" in lines[2]
     assert "repeats id 'c1'" in lines[3] and "has no 'answer'" in lines[4] and "'images' that is not a list" in lines[5]
+    assert "'category' that is not one printable line" in lines[6]
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     # An image outside the data folder is refused before any call, too.
     outside = write_benchmark(tmp_path / "bench2", [{"id": "o", "question": "q", "image": "../bench/img/c1.png", "answer": "1"}])

@@ -48,8 +48,10 @@ def row_problems(fields: Mapping[str, Any]) -> list[str]:
     if options is not None and (not isinstance(options, list) or any(isinstance(o, (dict, list)) for o in options)):
         problems.append("has 'options' that is not a list of texts")
     category = fields.get("category")
-    if category is not None and (not isinstance(category, str) or len(category) > MAX_CATEGORY_CHARS):
-        problems.append(f"has a 'category' that is not a text of at most {MAX_CATEGORY_CHARS} characters")
+    # A category names a Table 1 column and a --subset: one printable line, no Markdown cell break.
+    if category is not None and (not isinstance(category, str) or len(category) > MAX_CATEGORY_CHARS
+                                 or not category.isprintable() or "|" in category):
+        problems.append(f"has a 'category' that is not one printable line of at most {MAX_CATEGORY_CHARS} characters without '|'")
     if fields.get("answer") not in (None, "") and not problems:
         try:
             gold = gold_problem(fields)
