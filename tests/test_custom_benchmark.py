@@ -128,3 +128,17 @@ def test_unusable_records_are_named() -> None:
     with pytest.raises(RecordError, match="at least two"):
         SCORER.score({"answer": "A", "answer_type": "choice", "response": "A"})
     assert SCORER.subset({"category": "optics"}) == "optics" and SCORER.subset({}) == "all"
+
+
+def test_categories_are_the_subsets(tmp_path: Path) -> None:
+    from maps_autogen.benchmarks.custom.task import TASK
+    from maps_autogen.benchmarks.tasks import available_subsets, find_subsets
+    from maps_autogen.errors import UsageError
+
+    data = write_benchmark(tmp_path / "bench", [row for row, _, _ in ROWS] + [{"id": "u", "question": "q", "answer": "1"}])
+    available = available_subsets(TASK, data)
+    assert [s.name for s in available] == ["mechanics", "optics", "all"]  # in order of first appearance
+    chosen = find_subsets(TASK, ("Optics",), available)
+    assert [row.fields["id"] for row in TASK.rows(chosen, data)] == ["c2", "n2", "t1"]
+    with pytest.raises(UsageError, match="no subset 'chemistry'"):
+        find_subsets(TASK, ("chemistry",), available)
