@@ -218,7 +218,13 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
         from maps_autogen.eval.hub import check_hub
         from maps_autogen.benchmarks import get_benchmark
 
-        check_hub(get_benchmark(benchmark).task.hub_id)
+        from maps_autogen.benchmarks.tasks import available_subsets
+
+        task = get_benchmark(benchmark).task
+        if task.hub_id:
+            check_hub(task.hub_id)
+        else:  # no hub copy (your own benchmark): --data is required
+            available_subsets(task, None)
     from maps_autogen.config import load_config, with_overrides
     from maps_autogen.errors import RunInterrupted, ServiceError
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard

@@ -19,6 +19,7 @@ from maps_autogen.errors import missing_extra
 from maps_autogen.eval.results import FEEDBACK_TARGETS, RESULTS_FILE, ResultsLog
 from maps_autogen.eval.run_settings import mixed_settings
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
+from maps_autogen.benchmarks.tasks import Subset
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
 from maps_autogen.artifacts import FILE_MODE, read_manifest, write_text_atomic
 from maps_autogen.records import Manifest
@@ -26,9 +27,8 @@ from maps_autogen.tally import tally_rows
 
 BOOTSTRAP_SAMPLES = 1000
 PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 100 s
-# One colour per series (Figure 5) and for Figure 6's bars, so a figure can be checked by colour.
+# One colour per series (Figures 5 and 6), so a figure can be checked by colour.
 SERIES_COLOURS = ("#3a86ff", "#e76f51", "#2a9d8f", "#b5179e", "#e9c46a", "#6a4c93", "#8ac926", "#ff595e")
-TIME_COLOUR = "#3a86ff"
 # Figure 6 panels: which metadata field holds each property, per benchmark.
 TIME_FIELDS = {
     "question type": ("question_type", "type"),
@@ -130,6 +130,16 @@ class Row:
     benchmark_avgs: dict[str, float] = field(default_factory=dict)
 
 
+def _subsets(benchmark: str, runs: Sequence[Run]) -> list[Any]:
+    """The benchmark's subsets in the paper's order, then those the runs name that the task does
+    not list (the custom benchmark's categories), in order of first appearance."""
+    task = get_benchmark(benchmark).task
+    known = {subset.name for subset in task.subsets}
+    extra = dict.fromkeys(str(r.get("subset")) for run in runs if run.benchmark == benchmark for r in run.records
+                          if r.get("subset") not in known and r.get("subset") not in (None, ""))
+    return [*task.subsets, *(Subset(name, name, 0, name) for name in extra)]
+
+
 def _columns(runs: Sequence[Run]) -> list[tuple[str, str, str]]:
     """(benchmark, subset, header) in the paper's order, for what the runs cover."""
     columns = []
@@ -139,7 +149,7 @@ def _columns(runs: Sequence[Run]) -> list[tuple[str, str, str]]:
             continue
         task = get_benchmark(benchmark).task
         ran = {r.get("subset") for run in runs if run.benchmark == benchmark for r in run.records}
-        for subset in task.subsets:
+        for subset in _subsets(benchmark, runs):
             if subset.name in ran:
                 columns.append((benchmark, subset.name, f"{task.title} {subset.column}"))
         columns.append((benchmark, "Avg.", f"{task.title} Avg."))
@@ -151,8 +161,7 @@ def table1_rows(runs: Sequence[Run]) -> list[Row]:
     rows: dict[str, Row] = {}
     for run in runs:
         row = rows.setdefault(run.label, Row(run.label))
-        task = get_benchmark(run.benchmark).task
-        for subset in task.subsets:
+        for subset in _subsets(run.benchmark, [run]):
             mine = [r for r in run.records if r.get("subset") == subset.name]
             if mine:
                 row.cells[(run.benchmark, subset.name)] = _cell(mine)
@@ -205,7 +214,7 @@ def table2(runs: Sequence[Run]) -> str | None:
             continue
         base = full[0]
         task = get_benchmark(benchmark).task
-        subsets = [s for s in task.subsets if any(r.get("subset") == s.name for r in base.records)]
+        subsets = [s for s in _subsets(benchmark, [base]) if any(r.get("subset") == s.name for r in base.records)]
         header = ["Variation", *(s.column for s in subsets), "Avg."]
 
         reference = _accuracies(base, subsets)
@@ -234,19 +243,36 @@ def feedback_shares(runs: Sequence[Run]) -> dict[str, dict[str, float]]:
     return shares
 
 
-def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, float]]:
-    """Figure 6 data: mean solving seconds per value of question type, answer type, category
-    and difficulty, where the benchmarks have those fields."""
-    panels: dict[str, dict[str, list[float]]] = {panel: {} for panel in TIME_FIELDS}
+def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
+    """Figure 6 data: per property (question type, answer type, category, difficulty), the
+    values on the x axis and one series per Table 1 row (method and models; runs of the same
+    row on different benchmarks pooled, as Table 1 pools them), holding the mean solving seconds
+    per value (None where the row has no scored problem of that value). Every series of a
+    panel shares its values; with several benchmarks a value is named "<benchmark>: <value>"
+    and the values go in the paper's benchmark order, so panels line up across benchmarks.
+    `{panel: {"values": [...], "series": {label: [seconds or None, ...]}}}`, panels without
+    data left out."""
+    several = len({run.benchmark for run in runs}) > 1
+    order = {name: n for n, name in enumerate(BENCHMARK_ORDER)}
+    panels: dict[str, dict[str, dict[tuple[int, str, str], list[float]]]] = {panel: {} for panel in TIME_FIELDS}
     for run in runs:
         for record in run.scored:
             metadata = record.get("metadata") or {}
             for panel, fields in TIME_FIELDS.items():
                 value = next((metadata[f] for f in fields if metadata.get(f) not in (None, "")), None)
                 if value is not None:
-                    panels[panel].setdefault(str(value), []).append(float(record.get("seconds") or 0))
-    return {panel: {value: round(sum(times) / len(times), 3) for value, times in sorted(values.items())}
-            for panel, values in panels.items() if values}
+                    key = (order.get(run.benchmark, len(order)), run.benchmark, str(value))
+                    panels[panel].setdefault(run.label, {}).setdefault(key, []).append(float(record.get("seconds") or 0))
+    data: dict[str, dict[str, Any]] = {}
+    for panel, series in panels.items():
+        keys = sorted({key for times in series.values() for key in times})
+        if not keys:
+            continue
+        names = [f"{get_benchmark(benchmark).task.title}: {value}" if several else value for _, benchmark, value in keys]
+        data[panel] = {"values": names, "series": {
+            label: [round(sum(times[key]) / len(times[key]), 3) if key in times else None for key in keys]
+            for label, times in series.items()}}
+    return data
 
 
 def usage_by_role(runs: Sequence[Run]) -> dict[str, dict[str, float | None]]:
@@ -277,7 +303,7 @@ def random_choice_row(runs: Sequence[Run]) -> Row:
         known = [r for r in problems.values() if isinstance((r.get("metadata") or {}).get("choices"), int)]
         if not known:
             continue
-        for subset in [*(s.name for s in get_benchmark(benchmark).task.subsets), "Avg."]:
+        for subset in [*(s.name for s in _subsets(benchmark, runs)), "Avg."]:
             mine = [r for r in known if subset == "Avg." or r.get("subset") == subset]
             if mine:
                 chance = sum(1 / r["metadata"]["choices"] for r in mine if r["metadata"]["choices"] > 0) / len(mine)
@@ -311,7 +337,7 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
     columns: list[tuple[str, str, str]] = []
     for benchmark in benchmarks:
         task = get_benchmark(benchmark).task
-        columns += [(benchmark, s.name, f"{task.title} {s.column}") for s in task.subsets]
+        columns += [(benchmark, s.name, f"{task.title} {s.column}") for s in _subsets(benchmark, runs)]
         columns.append((benchmark, "Avg.", f"{task.title} Avg."))
     header = ["Source", "Method", *(h for _, _, h in columns), "Avg.", "Δ vs paper"]
     body: list[list[str]] = []
@@ -405,24 +431,29 @@ def plot_feedback(shares: dict[str, dict[str, float]], path: Path) -> Path:
     return path
 
 
-def plot_times(times: dict[str, dict[str, float]], path: Path, *, paper_scale: bool = False) -> Path:
-    """Figure 6: mean solving time per value of each property, one panel per property; on the
-    paper's scale, each time relative to 100 s (1.0 = 100 s)."""
+def plot_times(times: dict[str, dict[str, Any]], path: Path, *, paper_scale: bool = False) -> Path:
+    """Figure 6: one panel per property, one line per series (method and models) over the
+    panel's values, every panel on the same time axis; on the paper's scale, each time relative
+    to 100 s (1.0 = 100 s)."""
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(times), figsize=(4.2 * len(times), 4), squeeze=False)
-    for ax, (panel, values) in zip(axes[0], times.items()):
-        labels = list(values)
-        heights = [v / PAPER_TIME_SCALE_S for v in values.values()] if paper_scale else list(values.values())
-        ax.bar(range(len(labels)), heights, color=TIME_COLOUR)
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels([label if len(label) <= 18 else label[:17] + "…" for label in labels], rotation=35, ha="right", fontsize=8)
+    labels = list(dict.fromkeys(label for panel in times.values() for label in panel["series"]))
+    colours = {label: SERIES_COLOURS[n % len(SERIES_COLOURS)] for n, label in enumerate(labels)}
+    fig, axes = plt.subplots(1, len(times), figsize=(4.2 * len(times), 4.4), squeeze=False, sharey=True)
+    scale = PAPER_TIME_SCALE_S if paper_scale else 1.0
+    for ax, (panel, data) in zip(axes[0], times.items()):
+        values = data["values"]
+        for label, seconds in data["series"].items():
+            ys = [float("nan") if t is None else t / scale for t in seconds]
+            ax.plot(range(len(values)), ys, marker="o", color=colours[label], label=label)
+        ax.set_xticks(range(len(values)))
+        ax.set_xticklabels([v if len(v) <= 28 else v[:27] + "…" for v in values], rotation=35, ha="right", fontsize=8)
         ax.set_title(f"by {panel}")
-        if paper_scale:
-            ax.set_ylabel(f"solving time relative to {PAPER_TIME_SCALE_S:.0f} s")
-        else:
-            ax.set_ylabel("mean solving time (s)")
+    axes[0][0].set_ylim(bottom=0)
+    axes[0][0].set_ylabel(f"solving time relative to {PAPER_TIME_SCALE_S:.0f} s" if paper_scale else "mean solving time (s)")
+    handles = [plt.Line2D([0], [0], color=colours[label], marker="o") for label in labels]
+    fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8, frameon=False)
     fig.suptitle(f"Solving time relative to {PAPER_TIME_SCALE_S:.0f} s (the paper's scale)" if paper_scale else "Solving time")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08 + 0.05 * ((len(labels) - 1) // 3), 1, 1))
     _save_figure(fig, path)
     return path
 
@@ -436,7 +467,9 @@ def plot_models(data: dict[str, dict[str, dict[str, float]]], path: Path) -> Pat
     fig, axes = plt.subplots(1, len(data), figsize=(max(5.0, 1.2 + 1.1 * len(labels)) * len(data), 4.2), squeeze=False)
     for ax, (benchmark, rows) in zip(axes[0], data.items()):
         task = get_benchmark(benchmark).task
-        groups = [s.name for s in task.subsets if any(s.name in r for r in rows.values())] + ["Avg."]
+        known = {s.name for s in task.subsets}
+        ran = dict.fromkeys(name for values in rows.values() for name in values if name != "Avg.")
+        groups = [s.name for s in task.subsets if s.name in ran] + [name for name in ran if name not in known] + ["Avg."]
         width = 0.8 / max(1, len(rows))
         for n, (label, values) in enumerate(rows.items()):
             xs = [g + (n - (len(rows) - 1) / 2) * width for g, name in enumerate(groups) if name in values]
@@ -462,8 +495,8 @@ class Report:
 
 
 def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) -> Report:
-    """Read the runs and write table1.md/.csv, table2.md, figure4.png, figure5.png, figure6.png,
-    figure6_paper_scale.png, usage.md and report.md into `out`; with `paper`, also
+    """Read the runs and write table1.md/.csv, table2.md, figure4.png, figure5.png, figure6.png
+    (its data as figure6.json), figure6_paper_scale.png, usage.md and report.md into `out`; with `paper`, also
     table1_paper.md/.csv (the paper's rows beside ours)."""
     runs = [load_run(path) for path in run_dirs]
     out.mkdir(parents=True, exist_ok=True)
@@ -497,6 +530,8 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         parts += ["## Figure 5: accuracy per base model", "![](figure5.png)"]
     times = solving_times(runs)
     if times:
+        write_text_atomic(out / "figure6.json", json.dumps(times, indent=2) + "\n")
+        files.append(out / "figure6.json")
         files.append(plot_times(times, out / "figure6.png"))
         files.append(plot_times(times, out / "figure6_paper_scale.png", paper_scale=True))
         parts += ["## Figure 6: solving time", "![](figure6.png)", f"On the paper's scale (relative to {PAPER_TIME_SCALE_S:.0f} s):",

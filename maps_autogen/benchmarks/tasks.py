@@ -93,15 +93,24 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def find_subsets(task: Task, names: tuple[str, ...]) -> tuple[Subset, ...]:
-    """The named subsets (case-insensitive; paper column names accepted), or all of them."""
+def available_subsets(task: Task, data: Path | None) -> tuple[Subset, ...]:
+    """The subsets a run chooses from: the task's own, or, for a task whose subsets come from
+    its data (`subsets_for`: the custom benchmark's categories), those of `data`."""
+    subsets_for = getattr(task, "subsets_for", None)
+    return task.subsets if subsets_for is None else subsets_for(data)
+
+
+def find_subsets(task: Task, names: tuple[str, ...], available: tuple[Subset, ...] | None = None) -> tuple[Subset, ...]:
+    """The named subsets (case-insensitive; paper column names accepted) among `available`
+    (default: the task's own), or all of them."""
+    available = task.subsets if available is None else available
     if not names:
-        return task.subsets
+        return available
     chosen = []
     for name in names:
-        match = next((s for s in task.subsets if name.lower() in (s.name.lower(), s.column.lower(), s.source.lower())), None)
+        match = next((s for s in available if name.lower() in (s.name.lower(), s.column.lower(), s.source.lower())), None)
         if match is None:
-            known = ", ".join(s.name for s in task.subsets)
+            known = ", ".join(s.name for s in available)
             raise UsageError(f"{task.title} has no subset '{name}'", fix=f"use one of: {known}")
         if match not in chosen:
             chosen.append(match)

@@ -32,7 +32,7 @@ from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.eval.paths import outside_paths_allowed
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
 from maps_autogen.eval.run_settings import ROW_FIELD, mixed_settings, record_pids, resume_under, verdict_settings
-from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, find_subsets, load_answer_formats, spread_limit
+from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, available_subsets, find_subsets, load_answer_formats, spread_limit
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.eval.validate import validate_rows
 from maps_autogen.fetch import private_urls_allowed
@@ -353,7 +353,7 @@ class EvalRun:
         resolution = resolve_models(self.loaded, self.env if self.env is not None else os.environ)
         if request.max_cost is not None:
             _check_prices(resolution)
-        subsets = find_subsets(self.task, request.subsets)
+        subsets = find_subsets(self.task, request.subsets, available_subsets(self.task, request.data))
         validate_rows(self.task, subsets, request.data)
         with outside_paths_allowed(request.allow_outside_paths), private_urls_allowed(request.allow_private_urls):
             items = load_items(self.task, subsets, request.data, self.loaded)

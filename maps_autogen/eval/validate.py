@@ -13,15 +13,17 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from maps_autogen.errors import DataError
 from maps_autogen.eval.data import _has_config_entries, rows_for
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.benchmarks.tasks import Subset, Task
 
 # Per benchmark: the id field, then the fields every row needs ("a|b": either will do;
 # dotted names look inside a mapping).
-ID_FIELDS = {"mathvista": "pid", "olympiadbench": "id", "emma": "pid"}
+ID_FIELDS = {"mathvista": "pid", "olympiadbench": "id", "emma": "pid", "custom": "id"}
 REQUIRED_FIELDS = {
     "mathvista": ("pid", "question", "answer", "question_type", "answer_type", "metadata.category|category"),
     "olympiadbench": ("id", "question", "final_answer"),
     "emma": ("pid", "question", "answer", "type"),
+    "custom": ("id", "question", "answer"),
 }
 MAX_REPORTED = 50  # a wholly wrong file would otherwise print thousands of lines
 
@@ -59,7 +61,9 @@ def row_problems(benchmark: str, fields: Any) -> list[str]:
     for spec in REQUIRED_FIELDS[benchmark]:
         if all(_lookup(fields, name) in (None, "", [], {}) for name in spec.split("|")):
             problems.append(f"has no '{spec.split('|')[0]}'")
-    return problems
+    # A task may check its own fields further (the custom benchmark: options, answer type, images).
+    own_check = getattr(get_benchmark(benchmark).task, "row_problems", None)
+    return problems + (own_check(fields) if own_check is not None and not _has_bad_text(fields) else [])
 
 
 def find_bad_rows(benchmark: str, rows: Iterable[tuple[str, Any]]) -> list[str]:
@@ -82,7 +86,7 @@ def find_bad_rows(benchmark: str, rows: Iterable[tuple[str, Any]]) -> list[str]:
 
 def _sources(task: Task, subsets: Sequence[Subset], data: Path | None) -> list[str | None]:
     """The hub configs (or local entries) the run reads, each once."""
-    if task.name == "mathvista":
+    if task.name == "mathvista" or not task.hub_id:  # one source: MathVista's split, or the user's own file
         return [None]
     if data is not None and not _has_config_entries(data, tuple(subsets)):
         return [subsets[0].source]  # one local source holds every config

@@ -1,0 +1,220 @@
+"""A benchmark of the user's own (`maps eval custom --data FILE.jsonl`): plain, documented rules.
+
+Record fields: `id`, `answer` (the gold answer: a letter for `choice`), `answer_type` (`choice`,
+`number` or `text`; see `answer_type_of` for the default), `options` (list, for `choice`),
+optional `tolerance` (for `number`), optional `category`, `response`; other fields pass
+through. The verdict, by answer type:
+
+- reading the response: the last `\\boxed{…}` if any, else the text after the last "answer is"
+  (or "answer:") up to the end of its line, else the whole response; on one line, stripped,
+  without a trailing full stop;
+- `choice`: the letter read from that answer ("B", "(B)", "B.", "B) text", "Option B", or the
+  text of one option, compared as `text` is) must be one of the options' letters (A for the
+  first option) and equal the gold letter;
+- `number`: the last number in the answer and the gold answer's number are compared exactly,
+  as decimals (12.50 equals 12.5; 1/4 equals 0.25); thousands commas ("1,250"), a leading
+  "+", a trailing "%" and words or units around the number are ignored; with a `tolerance`,
+  the absolute difference may be at most that much;
+- `text`: both sides normalised (Unicode NFKC, case-folded, punctuation dropped, the English
+  articles a/an/the dropped, whitespace collapsed) and then equal.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from fractions import Fraction
+from typing import Any, ClassVar, Mapping
+
+from maps_autogen.benchmarks.base import RecordError, Verdict
+
+ANSWER_TYPES = ("choice", "number", "text")
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+MAX_ANSWER_CHARS = 10_000  # the part of an answer the rules read (bounds the work per record)
+DEFAULT_CATEGORY = "all"  # rows without a category count under this one
+
+_PHRASE = re.compile(r"answer(?:\s+is|:)", re.IGNORECASE)
+# A letter as a Solver may write it: "B", "(B)", "B.", "B)", "Option B", "choice (b)".
+_LETTER = re.compile(r"(?:(?:option|choice)\s*)?\(?([A-Za-z])\)?[.:)]?", re.IGNORECASE)
+_LEADING_LETTER = re.compile(r"\(?([A-Z])[.:)]\s")  # "B. 12 N", "(C) north": a delimiter is required
+# A number: sign, digits with optional thousands commas or plain digits, decimals, exponent;
+# optionally "/ denominator". Linear-time: no nested quantifiers over the same characters.
+_NUMBER = re.compile(
+    r"(?<![\w.])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?"
+)
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+
+
+def answer_type_of(record: Mapping[str, Any]) -> str:
+    """The record's answer type: `answer_type` when given; else `choice` when it has options,
+    `number` when the gold answer is a number, `text` otherwise."""
+    given = record.get("answer_type")
+    if given not in (None, ""):
+        if given not in ANSWER_TYPES:
+            raise RecordError(f"field 'answer_type' must be one of {', '.join(ANSWER_TYPES)}, not {given!r}")
+        return str(given)
+    if record.get("options"):
+        return "choice"
+    return "number" if parse_number(str(record.get("answer") or ""), whole=True) is not None else "text"
+
+
+def read_answer(response: str) -> str:
+    """The answer part of a response (see the module docstring), on one line."""
+    text = response[-MAX_ANSWER_CHARS:] if len(response) > MAX_ANSWER_CHARS else response
+    box = text.rfind("\\boxed{")
+    if box != -1:
+        depth, pos = 1, box + len("\\boxed{")
+        start = pos
+        while pos < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[pos], 0)
+            pos += 1
+        if not depth:
+            text = text[start : pos - 1]
+    else:
+        phrases = list(_PHRASE.finditer(text))
+        if phrases:
+            tail = text[phrases[-1].end() :]
+            text = tail.split("\n", 1)[0]
+    answer = " ".join(text.split())
+    return answer[:-1].rstrip() if answer.endswith(".") else answer
+
+
+def normalise_text(text: str) -> str:
+    """NFKC, case-folded, punctuation and the articles a/an/the dropped, whitespace collapsed."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = "".join(" " if unicodedata.category(char).startswith("P") else char for char in text)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def _to_fraction(token: str) -> Fraction | None:
+    token = token.replace("−", "-").replace(",", "").replace(" ", "")
+    try:
+        if "/" in token:
+            top, bottom = token.split("/")
+            denominator = Fraction(bottom)
+            return None if denominator == 0 else Fraction(top) / denominator
+        return Fraction(token)
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def parse_number(text: str, *, whole: bool = False) -> Fraction | None:
+    """The last number in `text` as an exact fraction (None when there is none). With `whole`,
+    the text must be nothing but the number (a "%" and surrounding spaces allowed)."""
+    text = text[:MAX_ANSWER_CHARS]
+    if whole:
+        stripped = text.strip().rstrip("%").strip()
+        match = _NUMBER.fullmatch(stripped)
+        return _to_fraction(stripped) if match and stripped and any(c.isdigit() for c in stripped) else None
+    found = None
+    for match in _NUMBER.finditer(text):
+        if any(char.isdigit() for char in match.group()):
+            found = match.group()
+    return None if found is None else _to_fraction(found)
+
+
+def _options(record: Mapping[str, Any]) -> list[str]:
+    options = record.get("options")
+    if options is None:
+        return []
+    if not isinstance(options, list) or len(options) > len(LETTERS):
+        raise RecordError(f"field 'options' must be a list of at most {len(LETTERS)} options")
+    return [str(option) for option in options]
+
+
+def read_letter(answer: str, options: list[str]) -> str | None:
+    """The option letter an answer names, None when it names none of the options."""
+    match = _LETTER.fullmatch(answer) or _LEADING_LETTER.match(answer)
+    if match and LETTERS.index(match.group(1).upper()) < len(options):
+        return match.group(1).upper()
+    wanted = normalise_text(answer)  # else the text of one option ("y" among x, y, z)
+    return next((LETTERS[i] for i, option in enumerate(options) if wanted and normalise_text(option) == wanted), None)
+
+
+def _tolerance(record: Mapping[str, Any]) -> Fraction:
+    value = record.get("tolerance")
+    if value in (None, ""):
+        return Fraction(0)
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise RecordError("field 'tolerance' must be a non-negative number")
+    tolerance = _to_fraction(str(value))
+    if tolerance is None or tolerance < 0:
+        raise RecordError("field 'tolerance' must be a non-negative number")
+    return tolerance
+
+
+def gold_problem(record: Mapping[str, Any]) -> str | None:
+    """What makes a record's gold answer unusable (None when it is fine)."""
+    try:
+        _gold(record, answer_type_of(record))
+    except RecordError as error:
+        return str(error)
+    return None
+
+
+def _gold(record: Mapping[str, Any], kind: str) -> Any:
+    answer = record.get("answer")
+    if isinstance(answer, bool) or not isinstance(answer, (str, int, float)) or str(answer).strip() == "":
+        raise RecordError("field 'answer' must be a non-empty string or a number")
+    text = str(answer).strip()
+    if kind == "choice":
+        options = _options(record)
+        if len(options) < 2:
+            raise RecordError("a 'choice' record needs 'options': a list of at least two")
+        if len(text) != 1 or text.upper() not in LETTERS[: len(options)]:
+            raise RecordError(f"field 'answer' must be an option letter A-{LETTERS[len(options) - 1]} (A for the first option), not {text!r}")
+        return text.upper()
+    if kind == "number":
+        value = parse_number(text, whole=True)
+        if value is None:
+            raise RecordError(f"field 'answer' is not a number: {text[:40]!r}")
+        _tolerance(record)
+        return value
+    if not normalise_text(text):
+        raise RecordError("field 'answer' has no letters or digits to compare")
+    return normalise_text(text)
+
+
+class CustomScorer:
+    """The rules of `maps eval custom` (module docstring); one rule version."""
+
+    name: ClassVar[str] = "custom"
+    rule_versions: ClassVar[tuple[str, ...]] = ("current",)
+
+    def score(self, record: Mapping[str, Any], rules: str = "current") -> Verdict:
+        """Read the answer from `response` and compare it with `answer` by the record's type."""
+        kind = answer_type_of(record)
+        gold = _gold(record, kind)
+        response = record.get("response")
+        if response is not None and not isinstance(response, str):
+            raise RecordError("field 'response' must be a string or null")
+        if not response:
+            return Verdict(extraction=None, prediction=None, correct=False)
+        answer = read_answer(response)
+        if kind == "choice":
+            letter = read_letter(answer, _options(record))
+            return Verdict(extraction=answer, prediction=letter, correct=letter == gold)
+        if kind == "number":
+            value = parse_number(answer)
+            correct = value is not None and abs(value - gold) <= _tolerance(record)
+            return Verdict(extraction=answer, prediction=None if value is None else _decimal_text(value), correct=correct)
+        normalised = normalise_text(answer)
+        return Verdict(extraction=answer, prediction=normalised, correct=normalised == gold)
+
+    def subset(self, record: Mapping[str, Any]) -> str:
+        """`subset` if given, else `category`, else "all"."""
+        for key in ("subset", "category"):
+            value = record.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+        return DEFAULT_CATEGORY
+
+
+def _decimal_text(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
+
+
+SCORER = CustomScorer()
+
+__all__ = ["ANSWER_TYPES", "SCORER", "CustomScorer", "answer_type_of", "gold_problem", "normalise_text", "parse_number",
+           "read_answer", "read_letter"]
