@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from maps_autogen.benchmarks.emma.scorer import boxed_contents
+from maps_autogen.benchmarks.boxed import boxed_contents
 from maps_autogen.benchmarks.mathvista.program_output import parse_program, program_output
 
 # Longer responses keep their head and tail: answers are stated up front or at the end.
