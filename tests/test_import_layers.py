@@ -34,15 +34,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "records", "artifacts", "safe_paths")),
     # agents.yaml, the team, prompts, which model each step talks to
     ("config", ("config_list", "team", "roles", "config", "prompts", "endpoints", "defaults")),
-    # a problem and its images; a benchmark's rows read into problems
+    # a problem and its images; what every benchmark's task builds on: the task protocol and
+    # a data set's rows read into problems
     ("problem", ("fetch", "images", "problem", "benchmarks.tasks", "benchmarks.rows", "benchmarks.hub",
-                 "benchmarks.paths", "benchmarks.*.task", "benchmarks.olympiadbench.markers")),
+                 "benchmarks.paths")),
     # the run folder writer
     ("transcript", ("transcript",)),
     # the model client, the embedded model, the team's chat and one solve
     ("orchestration", ("cache", "pool", "client", "llm", "local", "local.*", "flow", "verdict",
                        "role_inputs", "chat", "live", "solve")),
-    # the benchmarks' scorers and their registry, `maps score`, the one tally
+    # the benchmarks (each package's task and scorer side by side: a task may check a row with
+    # its scorer's rules), their shared scoring rules and registry, `maps score`, the one tally
     ("scoring", ("tally", "benchmarks", "benchmarks.*", "scoring")),
     # `maps eval` and `maps merge`: whole benchmarks solved, scored and logged
     ("eval", ("eval", "eval.*")),

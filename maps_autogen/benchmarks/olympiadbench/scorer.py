@@ -21,9 +21,10 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from maps_autogen.benchmarks import _symbolic
 from maps_autogen.benchmarks.base import RecordError, Verdict
-from maps_autogen.benchmarks.olympiadbench.markers import CHINESE_MARKER, ENGLISH_MARKER
 
 DEFAULT_PRECISION = 1e-8
+ENGLISH_MARKER = "So the final answer is "
+CHINESE_MARKER = "所以最终答案是"
 SYMBOLIC_TOLERANCE = 1e-3  # fixed upstream for expressions with free symbols
 MAX_EXPONENT = 1000  # upstream refuses to evaluate a numeric power beyond this exponent
 
