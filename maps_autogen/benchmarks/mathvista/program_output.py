@@ -4,8 +4,8 @@ Some models answer in Python ("x = 12 / 4\\nprint(x)"): their answer is the prog
 Untrusted code is never executed. Instead its interpreter (`program_interpreter.py`) walks the
 parsed syntax tree of a small, side-effect-free subset of Python: numbers, strings, lists,
 tuples, dicts, arithmetic, comparisons, `if`/`for`/`while`, simple functions and lambdas,
-comprehensions, f-strings, `print`, a few builtins and the `math` module. Steps, sizes (sequence lengths, integer bits),
-call depth and nesting are bounded, and every operation on values (comparing, hashing,
+comprehensions, f-strings, `print`, a few builtins and the `math` module. Steps, sizes
+(sequence lengths, integer bits), call depth and nesting are bounded, and every operation on values (comparing, hashing,
 membership, summing, sorting, printing, concatenating, repeating, slicing) is charged, before it
 runs, by the elements and characters it touches (`program_values.touch`); anything outside the
 subset or the budgets gives None.
