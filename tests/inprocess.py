@@ -162,7 +162,7 @@ def _process_state() -> Iterator[None]:
     and any other it started, the shared HTTP pools (made with the environment's proxy
     settings), registered secrets, the hub probe's answer."""
     from maps_autogen import client, redact
-    from maps_autogen.eval import hub
+    from maps_autogen.benchmarks import hub
 
     server_module = sys.modules.get("maps_autogen.local.server")
     saved_servers = set(server_module._LIVE_SERVERS) if server_module else set()

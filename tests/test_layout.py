@@ -89,7 +89,7 @@ def test_solve_needs_neither_the_openai_sdk_nor_the_extras(tmp_path: Path) -> No
 
 
 def test_a_missing_extra_names_its_install_command(tmp_path: Path) -> None:
-    code = ("from maps_autogen.eval.hub import import_datasets\n"
+    code = ("from maps_autogen.benchmarks.hub import import_datasets\n"
             "try:\n    import_datasets()\nexcept Exception as error:\n    print(type(error).__name__, error)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                             env={**clean_env(), "PYTHONPATH": _blocking(tmp_path, "datasets")})

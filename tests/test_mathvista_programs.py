@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from maps_autogen.benchmarks.mathvista.extract import EMPTY_RESPONSE, Extraction, extract, option_value
+from maps_autogen.benchmarks.mathvista.choice_answers import option_value
+from maps_autogen.benchmarks.mathvista.extract import EMPTY_RESPONSE, Extraction, extract
 from maps_autogen.benchmarks.mathvista.program_output import parse_program, program_output
 
 

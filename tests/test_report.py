@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from maps_autogen.report import bootstrap_interval, feedback_shares, load_run, solving_times, table1_rows
+from maps_autogen.eval.table1 import bootstrap_interval, load_run, table1_rows
+from maps_autogen.report import feedback_shares, solving_times
 from tests.conftest import TEST_KEY, clean_env, run_maps
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI

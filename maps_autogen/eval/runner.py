@@ -29,7 +29,7 @@ from maps_autogen.endpoints import Resolution, resolve_models
 from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInterrupted, ServiceError, UsageError
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
-from maps_autogen.eval.paths import outside_paths_allowed
+from maps_autogen.benchmarks.paths import outside_paths_allowed
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
 from maps_autogen.eval.run_settings import ROW_FIELD, mixed_settings, record_pids, resume_under, verdict_settings
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, available_subsets, find_subsets, load_answer_formats, spread_limit
@@ -45,7 +45,7 @@ from maps_autogen.solve import Team, assemble_team, solve_problem
 from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_json_atomic, write_manifest
 from maps_autogen.records import PROBLEMS_DIR, SCHEMA_VERSION, Manifest, RunRecord, checked
 from maps_autogen.safe_paths import belongs_to, child_folder, safe_component
-from maps_autogen.report import Run, table1
+from maps_autogen.eval.table1 import Run, table1
 from maps_autogen.tally import Tally
 from maps_autogen.transcript import new_run_id, utc_now
 

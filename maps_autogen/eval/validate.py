@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from maps_autogen.errors import DataError
-from maps_autogen.eval.data import _has_config_entries, rows_for
+from maps_autogen.benchmarks.rows import _has_config_entries, rows_for
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.benchmarks.tasks import Subset, Task
 

@@ -16,7 +16,7 @@ from maps_autogen.benchmarks.custom.scorer import DEFAULT_CATEGORY, LETTERS, ans
 from maps_autogen.benchmarks.base import RecordError
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset, one_line
 from maps_autogen.errors import UsageError
-from maps_autogen.eval.data import check_image_reference, image_from_field, local_rows, required
+from maps_autogen.benchmarks.rows import check_image_reference, image_from_field, local_rows, required
 from maps_autogen.problem import Problem
 
 MAX_CATEGORY_CHARS = 80

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Mapping
 
 from maps_autogen.benchmarks import _symbolic
 from maps_autogen.benchmarks.base import RecordError, Verdict
+from maps_autogen.benchmarks.boxed import boxed_contents
 
 CHOICE_LETTERS = "ABCDEFGH"
 _PHRASES = {
@@ -65,31 +66,6 @@ def is_float_literal(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def boxed_contents(text: str) -> list[str]:
-    """Contents of every `\\boxed{…}` by brace matching; an unclosed box yields nothing.
-
-    Scanning resumes right after each box's closing brace, so boxes nested inside a box are
-    not reported on their own.
-    """
-    found: list[str] = []
-    i = 0
-    while i < len(text):
-        if text.startswith("\\boxed{", i):
-            start = i = i + len("\\boxed{")
-            depth = 0
-            while i < len(text):
-                if text[i] == "{":
-                    depth += 1
-                elif text[i] == "}":
-                    if depth == 0:
-                        found.append(text[start:i])
-                        break
-                    depth -= 1
-                i += 1
-        i += 1
-    return found
 
 
 def extract_answer(response: str, rules: str = "current") -> str:

@@ -17,7 +17,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from maps_autogen.benchmarks.base import RecordError, Verdict
-from maps_autogen.benchmarks.mathvista.extract import EXTRACTOR_VERSION, extract, levenshtein
+from maps_autogen.benchmarks.mathvista.choice_answers import levenshtein
+from maps_autogen.benchmarks.mathvista.extract import EXTRACTOR_VERSION, extract
 
 QuestionType = Literal["multi_choice", "free_form"]
 AnswerType = Literal["text", "integer", "float", "list"]

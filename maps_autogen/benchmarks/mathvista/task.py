@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from maps_autogen.eval.data import check_image_reference, image_from_field, rows_for
+from maps_autogen.benchmarks.rows import check_image_reference, image_from_field, rows_for
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset
 from maps_autogen.problem import Problem
 

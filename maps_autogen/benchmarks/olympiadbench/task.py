@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from maps_autogen.benchmarks.olympiadbench.scorer import CHINESE_MARKER, ENGLISH_MARKER
-from maps_autogen.eval.data import check_row_image_references, config_rows, numbered_image_problem, required
+from maps_autogen.benchmarks.rows import check_row_image_references, config_rows, numbered_image_problem, required
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset, boxed_contents, one_line
 from maps_autogen.problem import Problem
 

@@ -1,0 +1,564 @@
+"""The interpreter behind `program_output`: it walks the syntax tree of an answer program
+statement by statement, never running it, with its steps, call depth and work bounded. (What
+it reads, and why, is described in `program_output.py`.)"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from maps_autogen.benchmarks.mathvista.program_builtins import (
+    BUILTINS,
+    BUILTIN_KEYWORDS,
+    COMPARE,
+    COMPARISONS_PER_KEY,
+    MATH_CONSTANTS,
+    MATH_FUNCTIONS,
+    MAX_LENGTH,
+    binary,
+    bounded_join,
+    checked,
+    copied,
+    number_set,
+    printed_text,
+    sized,
+)
+from maps_autogen.benchmarks.mathvista.program_values import (
+    UNKNOWN,
+    Unsupported,
+    charge,
+    touch,
+)
+from maps_autogen.benchmarks.mathvista.program_values import is_unknown as _is_unknown
+
+# Interpreter steps (statements and expressions walked); what one step does to values is
+# charged to program_values' work budget by its real cost.
+MAX_STEPS = 20_000
+MAX_CALL_DEPTH = 30
+
+
+class _Return(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+
+# Libraries whose results are unknown values (never emulated) but which write nothing to
+# standard output except through their print-like functions (refused by name). Any other
+# module stays outside the subset: its calls could print.
+_OPAQUE_MODULES = {"numpy", "sympy", "scipy", "matplotlib", "random", "datetime", "fractions",
+                   "statistics", "decimal", "cmath", "itertools", "collections", "pandas"}
+_PRINTING = re.compile(r"print|display|show|write|dump", re.IGNORECASE)
+
+
+class _Module:
+    """A name bound by `import`: math is usable, the opaque libraries give unknown values,
+    anything else is outside the subset."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def attribute(self, attr: str) -> Any:
+        if self.name == "math":
+            if attr in MATH_FUNCTIONS:
+                return MATH_FUNCTIONS[attr]
+            if attr in MATH_CONSTANTS:
+                return MATH_CONSTANTS[attr]
+        elif self.name.split(".")[0] in _OPAQUE_MODULES:
+            if attr == "show" and self.name.startswith("matplotlib"):
+                return _show_window
+            if not _PRINTING.search(attr):
+                return UNKNOWN
+        raise Unsupported(f"{self.name}.{attr}")
+
+
+def _show_window(*args: Any, **keywords: Any) -> None:
+    """pyplot's show(): draws a window, prints nothing, returns None."""
+    return None
+
+
+# The functions of modelled modules a program may call (functions compare by identity).
+_MODULE_FUNCTIONS = frozenset([*MATH_FUNCTIONS.values(), _show_window])
+# Builtins that would read, run or show something: refused even though they are undefined
+# here (an undefined name is otherwise an unknown value).
+_REFUSED_NAMES = {"exec", "eval", "input", "help", "breakpoint", "open", "__import__", "compile",
+                  "globals", "locals", "vars", "getattr", "setattr", "delattr", "exit", "quit",
+                  "display", "pprint"}
+
+
+class _BoundMethod:
+    """A method of a value, taken without calling it ("key=prices.get")."""
+
+    def __init__(self, owner: Any, name: str) -> None:
+        self.owner = owner
+        self.name = name
+
+
+class _Lambda:
+    """A `lambda`, with the scope it was written in."""
+
+    def __init__(self, node: ast.Lambda, scope: dict[str, Any]) -> None:
+        self.node = node
+        self.scope = scope
+
+
+_STRING_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "split", "startswith",
+                   "endswith", "count", "find", "index", "title", "capitalize", "isdigit"}
+_LIST_METHODS = {"append", "extend", "index", "count", "sort", "reverse", "pop", "insert",
+                 "remove", "copy"}
+_DICT_METHODS = {"get", "keys", "values", "items", "pop"}
+_SET_METHODS = {"add"}
+# Methods that change their owner: not handed out as values, and not called with an unknown.
+_MUTATING_METHODS = {"append", "extend", "sort", "reverse", "pop", "insert", "remove", "add"}
+
+
+def _method_names_of(owner: Any) -> set[str]:
+    """The methods of `owner` that the subset models."""
+    if isinstance(owner, str):
+        return _STRING_METHODS | {"join"}
+    if isinstance(owner, list):
+        return _LIST_METHODS
+    if isinstance(owner, dict):
+        return _DICT_METHODS
+    if isinstance(owner, set):
+        return _SET_METHODS
+    return set()
+
+
+
+_FORMAT_SPEC = re.compile(r"[<>^]?[+-]?,?\d{0,2}(?:\.\d{1,2})?[fdeg%]?")
+
+
+class _Interpreter:
+    """Walks one program; `output` collects what `print` would write."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.depth = 0
+        self.output: list[str] = []
+        self.printed = 0  # characters in `output`
+        self.globals: dict[str, Any] = {}
+
+    # -- statements ---------------------------------------------------------------------------
+
+    def tick(self, cost: int = 1) -> None:
+        self.steps += cost
+        if self.steps > MAX_STEPS:
+            raise Unsupported("too many steps")
+
+    def run_block(self, body: Iterable[ast.stmt], scope: dict[str, Any]) -> None:
+        for statement in body:
+            self.run(statement, scope)
+
+    def run(self, node: ast.stmt, scope: dict[str, Any]) -> None:
+        self.tick()
+        if isinstance(node, ast.Expr):
+            self.eval(node.value, scope)
+        elif isinstance(node, ast.Assign):
+            value = self.eval(node.value, scope)
+            for target in node.targets:
+                self.assign(target, value, scope)
+        elif isinstance(node, ast.AugAssign):
+            current = self.eval(_as_load(node.target), scope)
+            self.assign(node.target, checked(binary(node.op, current, self.eval(node.value, scope))), scope)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            self.assign(node.target, self.eval(node.value, scope), scope)
+        elif isinstance(node, ast.If):
+            self.run_block(node.body if self.decide(node.test, scope) else node.orelse, scope)
+        elif isinstance(node, ast.For):
+            self.run_for(node, scope)
+        elif isinstance(node, ast.While):
+            while self.decide(node.test, scope):
+                self.tick()
+                try:
+                    self.run_block(node.body, scope)
+                except _Break:
+                    break
+                except _Continue:
+                    continue
+        elif isinstance(node, ast.FunctionDef) and not node.decorator_list:
+            scope[node.name] = node
+        elif isinstance(node, ast.Return):
+            raise _Return(None if node.value is None else self.eval(node.value, scope))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                scope[alias.asname or alias.name.split(".")[0]] = _Module(alias.name)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None and not node.level \
+                and (node.module == "math" or node.module.split(".")[0] in _OPAQUE_MODULES):
+            for alias in node.names:
+                scope[alias.asname or alias.name] = _Module(node.module).attribute(alias.name)
+        elif isinstance(node, ast.Break):
+            raise _Break()
+        elif isinstance(node, ast.Continue):
+            raise _Continue()
+        elif not isinstance(node, ast.Pass):
+            raise Unsupported(type(node).__name__)
+
+    def decide(self, test: ast.expr, scope: dict[str, Any]) -> bool:
+        """The truth of a branch or loop condition; an unknown one leaves the subset."""
+        value = self.eval(test, scope)
+        if _is_unknown(value):
+            raise Unsupported("condition on an unknown value")
+        return bool(value)
+
+    def run_for(self, node: ast.For, scope: dict[str, Any]) -> None:
+        items = self.eval(node.iter, scope)
+        for item in sized(items):
+            self.tick()
+            self.assign(node.target, item, scope)
+            try:
+                self.run_block(node.body, scope)
+            except _Break:
+                return
+            except _Continue:
+                continue
+        self.run_block(node.orelse, scope)
+
+    def assign(self, target: ast.expr, value: Any, scope: dict[str, Any]) -> None:
+        if isinstance(target, ast.Name):
+            scope[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if not _is_unknown(value):
+                charge(len(sized(value)))
+            values = [UNKNOWN] * len(target.elts) if _is_unknown(value) else list(value)
+            if len(values) != len(target.elts):
+                raise Unsupported("unpacking")
+            for element, item in zip(target.elts, values):
+                self.assign(element, item, scope)
+        elif isinstance(target, ast.Subscript):
+            container = self.eval(target.value, scope)
+            if _is_unknown(container):
+                return  # an item of an unknown value: it stays unknown
+            if not isinstance(container, (list, dict)):
+                raise Unsupported("item assignment")
+            index = self.eval(target.slice, scope)
+            touch(index)  # a dict hashes it
+            container[index] = value
+            checked(container)
+        else:
+            raise Unsupported("assignment target")
+
+    # -- expressions --------------------------------------------------------------------------
+
+    def eval(self, node: ast.expr, scope: dict[str, Any]) -> Any:
+        self.tick()
+        return checked(self._eval(node, scope))
+
+    def _eval(self, node: ast.expr, scope: dict[str, Any]) -> Any:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (int, float, str, bool, type(None))):
+                return node.value
+            raise Unsupported("constant")
+        if isinstance(node, ast.Name):
+            if node.id in scope:
+                return scope[node.id]
+            if node.id in BUILTINS or node.id == "print":
+                return node.id
+            if node.id in ("True", "False", "None"):
+                return {"True": True, "False": False, "None": None}[node.id]
+            if node.id in _REFUSED_NAMES or _PRINTING.search(node.id):
+                # A function of its own that would show the answer ("print_result(x)").
+                raise Unsupported(f"name {node.id}")
+            return UNKNOWN  # a name the program never defines
+        if isinstance(node, ast.BinOp):
+            left, right = self.eval(node.left, scope), self.eval(node.right, scope)
+            return UNKNOWN if _is_unknown(left, right) else binary(node.op, left, right)
+        if isinstance(node, ast.UnaryOp):
+            operand = self.eval(node.operand, scope)
+            if _is_unknown(operand):
+                return UNKNOWN
+            if isinstance(node.op, ast.USub):
+                return -operand
+            if isinstance(node.op, ast.UAdd):
+                return +operand
+            if isinstance(node.op, ast.Not):
+                return not operand
+            raise Unsupported("unary operator")
+        if isinstance(node, ast.BoolOp):
+            result: Any = None
+            for value in node.values:
+                result = self.eval(value, scope)
+                if _is_unknown(result):
+                    return UNKNOWN
+                if isinstance(node.op, ast.And) and not result:
+                    return result
+                if isinstance(node.op, ast.Or) and result:
+                    return result
+            return result
+        if isinstance(node, ast.Compare):
+            left = self.eval(node.left, scope)
+            for operator, comparator in zip(node.ops, node.comparators):
+                right = self.eval(comparator, scope)
+                if _is_unknown(left, right):
+                    return UNKNOWN
+                if isinstance(operator, (ast.In, ast.NotIn)) and isinstance(right, (dict, set)):
+                    touch(left, times=2)  # hashed, then compared with the key found
+                elif not isinstance(operator, (ast.Is, ast.IsNot)):
+                    touch(left, right)  # a comparison or a scan may walk both sides whole
+                if not COMPARE[type(operator)](left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.IfExp):
+            return self.eval(node.body if self.decide(node.test, scope) else node.orelse, scope)
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            items = [self.eval(element, scope) for element in node.elts]
+            return {ast.List: list, ast.Tuple: tuple, ast.Set: number_set}[type(node)](items)
+        if isinstance(node, ast.Dict):
+            if any(key is None for key in node.keys):
+                raise Unsupported("dict unpacking")
+            keys = [self.eval(key, scope) for key in node.keys]  # type: ignore[arg-type]
+            if _is_unknown(*keys):
+                return UNKNOWN
+            touch(*keys)  # hashed
+            return dict(zip(keys, (self.eval(value, scope) for value in node.values)))
+        if isinstance(node, ast.Subscript):
+            container = self.eval(node.value, scope)
+            if isinstance(node.slice, ast.Slice):
+                parts = [None if part is None else self.eval(part, scope)
+                         for part in (node.slice.lower, node.slice.upper, node.slice.step)]
+                if _is_unknown(container, *parts):
+                    return UNKNOWN
+                charge(copied(sized(container)))
+                return container[slice(*parts)]
+            index = self.eval(node.slice, scope)
+            if _is_unknown(container, index):
+                return UNKNOWN
+            touch(index)  # a dict hashes it
+            return sized(container)[index]
+        if isinstance(node, ast.Attribute):
+            owner = self.eval(node.value, scope)
+            if isinstance(owner, _Module):
+                return owner.attribute(node.attr)
+            if _is_unknown(owner):
+                return UNKNOWN
+            if node.attr in _method_names_of(owner) and node.attr not in _MUTATING_METHODS:
+                return _BoundMethod(owner, node.attr)  # "key=prices.get"
+            if isinstance(owner, (int, float, str, list, tuple, dict, set)) and not hasattr(owner, node.attr):
+                # Python fails here too ("stone.shape" on a dict): an AttributeError.
+                raise AttributeError(node.attr)
+            raise Unsupported("attribute")
+        if isinstance(node, ast.Lambda):
+            return _Lambda(node, scope)
+        if isinstance(node, ast.Call):
+            return self.call(node, scope)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            items = self.comprehension(node.elt, node.generators, scope)
+            return number_set(items) if isinstance(node, ast.SetComp) else items
+        if isinstance(node, ast.JoinedStr):
+            return "".join(self.formatted(part, scope) for part in node.values)
+        raise Unsupported(type(node).__name__)
+
+    def formatted(self, part: ast.expr, scope: dict[str, Any]) -> str:
+        if isinstance(part, ast.Constant):
+            return str(part.value)
+        if not isinstance(part, ast.FormattedValue):
+            raise Unsupported("f-string part")
+        value = self.eval(part.value, scope)
+        if _is_unknown(value):
+            raise Unsupported("unknown value in an f-string")
+        spec = "" if part.format_spec is None else self.formatted_spec(part.format_spec, scope)
+        if not _FORMAT_SPEC.fullmatch(spec):
+            raise Unsupported("format spec")
+        if part.conversion == ord("r"):
+            value = repr(printed_text(value))
+        elif isinstance(value, (list, tuple, set, dict)):
+            value = printed_text(value)
+        touch(value)
+        return checked(format(value, spec))
+
+    def formatted_spec(self, spec: ast.expr, scope: dict[str, Any]) -> str:
+        if isinstance(spec, ast.JoinedStr) and all(isinstance(part, ast.Constant) for part in spec.values):
+            return "".join(str(part.value) for part in spec.values)  # type: ignore[attr-defined]
+        raise Unsupported("computed format spec")
+
+    def comprehension(self, element: ast.expr, generators: list[ast.comprehension],
+                      scope: dict[str, Any]) -> list[Any]:
+        results: list[Any] = []
+        inner = dict(scope)
+
+        def expand(level: int) -> None:
+            if level == len(generators):
+                results.append(self.eval(element, inner))
+                if len(results) > MAX_LENGTH:
+                    raise Unsupported("comprehension too long")
+                return
+            generator = generators[level]
+            items = self.eval(generator.iter, inner)
+            if _is_unknown(items):
+                raise Unsupported("loop over an unknown value")
+            for item in sized(items):
+                self.tick()
+                self.assign(generator.target, item, inner)
+                if all(self.decide(condition, inner) for condition in generator.ifs):
+                    expand(level + 1)
+
+        expand(0)
+        return results
+
+    def call(self, node: ast.Call, scope: dict[str, Any]) -> Any:
+        if any(isinstance(arg, ast.Starred) for arg in node.args) or \
+                any(keyword.arg is None for keyword in node.keywords):
+            raise Unsupported("starred arguments")
+        if isinstance(node.func, ast.Attribute):
+            owner = self.eval(node.func.value, scope)
+            args = [self.eval(arg, scope) for arg in node.args]
+            keywords = {keyword.arg: self.eval(keyword.value, scope) for keyword in node.keywords}
+            if isinstance(owner, _Module):
+                return self.apply(owner.attribute(node.func.attr), args, keywords)
+            if _is_unknown(owner):
+                return UNKNOWN
+            if keywords:
+                raise Unsupported("keyword arguments")
+            return self.method(owner, node.func.attr, args)
+        function = self.eval(node.func, scope)
+        args = [self.eval(arg, scope) for arg in node.args]
+        keywords = {keyword.arg: self.eval(keyword.value, scope) for keyword in node.keywords}
+        return self.apply(function, args, keywords)
+
+    def apply(self, function: Any, args: list[Any], keywords: dict[str, Any]) -> Any:
+        """Call a function value: a builtin, math, a method, a user function or lambda."""
+        if isinstance(function, str) and function == "print":
+            if _is_unknown(*args, *keywords.values()):
+                raise Unsupported("printing an unknown value")
+            return self.print(args, keywords)
+        if isinstance(function, (ast.FunctionDef, _Lambda)):
+            if keywords:
+                raise Unsupported("keyword arguments")
+            return self.call_function(function, args)
+        if _is_unknown(function, *args, *keywords.values()):
+            return UNKNOWN
+        if isinstance(function, _BoundMethod):
+            if keywords:
+                raise Unsupported("keyword arguments")
+            return self.method(function.owner, function.name, args)
+        if isinstance(function, str) and function in BUILTINS:
+            if set(keywords) - BUILTIN_KEYWORDS.get(function, set()):
+                raise Unsupported("keyword arguments")
+            if "key" in keywords and keywords["key"] is not None:
+                keywords["key"] = self.key_function(keywords["key"])
+            return BUILTINS[function](*args, **keywords)
+        if callable(function) and function in _MODULE_FUNCTIONS:
+            if keywords and function is not _show_window:
+                raise Unsupported("keyword arguments")
+            return function(*args, **keywords)
+        raise Unsupported("call")
+
+    def key_function(self, function: Any) -> Callable[[Any], Any]:
+        """A `key=` argument as a Python function; an unknown key leaves the subset."""
+
+        def key(item: Any) -> Any:
+            self.tick()
+            value = self.apply(function, [item], {})
+            if _is_unknown(value):
+                raise Unsupported("unknown sort key")
+            touch(value, times=COMPARISONS_PER_KEY)  # compared about 2·log2(n) times
+            return value
+
+        return key
+
+    def method(self, owner: Any, name: str, args: list[Any]) -> Any:
+        if name not in _method_names_of(owner):
+            raise Unsupported(f"method {name}")
+        if _is_unknown(*args):
+            if name in _MUTATING_METHODS and name != "append":
+                raise Unsupported("an unknown value changes a container")
+            if name != "append":
+                return UNKNOWN
+        if isinstance(owner, str) and name == "join":
+            return bounded_join(owner, *args)
+        if isinstance(owner, set) and not all(isinstance(arg, (int, float)) for arg in args):
+            raise Unsupported("set of non-numbers (no fixed order)")
+        self.charge_method(owner, name, args)
+        result = getattr(owner, name)(*args)
+        checked(owner)
+        return list(result) if name in ("keys", "values", "items") else result
+
+    @staticmethod
+    def charge_method(owner: Any, name: str, args: list[Any]) -> None:
+        """Charge a method call by what it touches, before it runs."""
+        if name == "sort":
+            rounds = 2 * max(len(owner), 1).bit_length()
+            touch(owner, times=rounds)
+        elif isinstance(owner, (list, tuple)) and name in ("index", "count", "remove"):
+            touch(owner, *args)  # compares the argument with the elements
+        elif isinstance(owner, (dict, set)) and name in ("get", "pop", "add"):
+            touch(*args[:1], times=2)  # hashed, then compared with the key found
+        elif isinstance(owner, str):
+            touch(owner, *args)
+        elif name in ("append", "insert", "pop"):
+            charge(1)  # an element put or taken (a shift of the rest is a cheap memory move)
+        else:
+            charge(copied(owner) + sum(copied(arg) for arg in args))
+
+    def call_function(self, function: ast.FunctionDef | _Lambda, args: list[Any]) -> Any:
+        if isinstance(function, _Lambda):
+            return self.call_lambda(function, args)
+        parameters = function.args
+        if parameters.vararg or parameters.kwarg or parameters.kwonlyargs or parameters.posonlyargs:
+            raise Unsupported("parameters")
+        names = [arg.arg for arg in parameters.args]
+        defaults = [self.eval(default, self.globals) for default in parameters.defaults]
+        values = args + defaults[len(defaults) - (len(names) - len(args)):] if len(args) < len(names) else args
+        if len(values) != len(names):
+            raise Unsupported("arguments")
+        self.depth += 1
+        if self.depth > MAX_CALL_DEPTH:
+            raise Unsupported("recursion")
+        local = {**self.globals, **dict(zip(names, values))}
+        try:
+            self.run_block(function.body, local)
+        except _Return as returned:
+            return returned.value
+        finally:
+            self.depth -= 1
+        return None
+
+    def call_lambda(self, function: _Lambda, args: list[Any]) -> Any:
+        parameters = function.node.args
+        if parameters.vararg or parameters.kwarg or parameters.kwonlyargs or parameters.posonlyargs \
+                or parameters.defaults or len(parameters.args) != len(args):
+            raise Unsupported("lambda arguments")
+        self.depth += 1
+        try:
+            if self.depth > MAX_CALL_DEPTH:
+                raise Unsupported("recursion")
+            local = {**function.scope, **{arg.arg: value for arg, value in zip(parameters.args, args)}}
+            return self.eval(function.node.body, local)
+        finally:
+            self.depth -= 1
+
+    def print(self, args: list[Any], keywords: dict[str | None, Any]) -> None:
+        if set(keywords) - {"sep", "end"}:
+            raise Unsupported("print keywords")
+        separator, end = keywords.get("sep"), keywords.get("end")
+        separator = " " if separator is None else separator
+        end = "\n" if end is None else end
+        if not isinstance(separator, str) or not isinstance(end, str):
+            raise TypeError("sep and end must be None or a string")  # as Python fails
+        if len(separator) * len(args) + len(end) + self.printed > MAX_LENGTH:
+            raise Unsupported("too much output")
+        text = separator.join(printed_text(arg) for arg in args) + end
+        self.printed += len(text)
+        if self.printed > MAX_LENGTH:
+            raise Unsupported("too much output")
+        self.output.append(text)
+        return None
+
+
+def _as_load(target: ast.expr) -> ast.expr:
+    if isinstance(target, ast.Name):
+        return ast.Name(id=target.id, ctx=ast.Load())
+    if isinstance(target, ast.Subscript):
+        return ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load())
+    raise Unsupported("augmented target")

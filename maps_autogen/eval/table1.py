@@ -1,0 +1,184 @@
+"""Table 1 of eval runs: a run folder read back (`Run`), each cell's accuracy with its 95%
+bootstrap interval, and the table as Markdown and CSV. The one Table 1 writer: `maps eval`
+prints it for its folder, `maps report` writes it for several runs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from maps_autogen.artifacts import read_manifest
+from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
+from maps_autogen.benchmarks.tasks import Subset
+from maps_autogen.eval.results import RESULTS_FILE, ResultsLog
+from maps_autogen.eval.run_settings import mixed_settings
+from maps_autogen.records import Manifest
+from maps_autogen.tally import tally_rows
+
+BOOTSTRAP_SAMPLES = 1000
+
+
+@dataclass
+class Run:
+    """One eval run folder, read."""
+
+    path: Path
+    manifest: Manifest
+    records: list[dict[str, Any]]
+
+    @property
+    def benchmark(self) -> str:
+        return self.manifest.benchmark
+
+    @property
+    def method(self) -> str:
+        return self.manifest.method or ""  # maps eval always writes it
+
+    @property
+    def models(self) -> str:
+        return ", ".join(sorted(self.model_names))
+
+    @property
+    def model_names(self) -> set[str]:
+        return {m["model"] for m in self.manifest.models.values()}
+
+    @property
+    def without(self) -> tuple[str, ...]:
+        return tuple(self.manifest.without)
+
+    @property
+    def label(self) -> str:
+        method = self.method
+        if self.without:
+            method = f"maps w/o {'+'.join(self.without)}"
+        # A resume with --allow-change: its accuracy mixes settings, so it never shares a row.
+        mixed = ", mixed settings" if mixed_settings(self.records) else ""
+        return f"{method} ({self.models}{mixed})"
+
+    @property
+    def scored(self) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("status") == "ok"]
+
+
+def load_run(path: Path) -> Run:
+    """Read an eval run folder."""
+    manifest = Manifest.model_validate(read_manifest(path, fix="pass folders written by maps eval or maps merge"))
+    records = list(ResultsLog(path / RESULTS_FILE).read().values())
+    return Run(path=path, manifest=manifest, records=records)
+
+
+def bootstrap_interval(outcomes: Sequence[bool], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> tuple[float, float] | None:
+    """95% percentile bootstrap interval of an accuracy (in %), resampling problems."""
+    n = len(outcomes)
+    if n == 0:
+        return None
+    rng = random.Random(seed)
+    values = [int(bool(x)) for x in outcomes]
+    means = sorted(100.0 * sum(rng.choices(values, k=n)) / n for _ in range(samples))
+    return round(means[int(0.025 * samples)], 2), round(means[min(samples - 1, int(0.975 * samples))], 2)
+
+
+@dataclass
+class Cell:
+    accuracy: float | None
+    interval: tuple[float, float] | None
+    n: int
+
+    def text(self, with_interval: bool = True) -> str:
+        if self.accuracy is None:
+            return "-"
+        if with_interval and self.interval is not None:
+            return f"{self.accuracy:.2f} [{self.interval[0]:.2f}, {self.interval[1]:.2f}]"
+        return f"{self.accuracy:.2f}"
+
+
+def _cell(records: Sequence[dict[str, Any]]) -> Cell:
+    """The tally's accuracy (correct / scored) with the bootstrap interval over the scored rows."""
+    tally = tally_rows(records)
+    if not tally.scored:
+        return Cell(None, None, 0)
+    outcomes = [bool(r.get("correct")) for r in records if r.get("status") == "ok"]
+    return Cell(tally.accuracy, bootstrap_interval(outcomes), tally.scored)
+
+
+@dataclass
+class Row:
+    """One Table 1 row: a method and its models, over the benchmarks it was run on."""
+
+    label: str
+    cells: dict[tuple[str, str], Cell] = field(default_factory=dict)  # (benchmark, subset or "Avg.")
+    benchmark_avgs: dict[str, float] = field(default_factory=dict)
+
+
+def _subsets(benchmark: str, runs: Sequence[Run]) -> list[Any]:
+    """The benchmark's subsets in the paper's order, then those the runs name that the task does
+    not list (the custom benchmark's categories), in order of first appearance."""
+    task = get_benchmark(benchmark).task
+    known = {subset.name for subset in task.subsets}
+    extra = dict.fromkeys(str(r.get("subset")) for run in runs if run.benchmark == benchmark for r in run.records
+                          if r.get("subset") not in known and r.get("subset") not in (None, ""))
+    return [*task.subsets, *(Subset(name, name, 0, name) for name in extra)]
+
+
+def _columns(runs: Sequence[Run]) -> list[tuple[str, str, str]]:
+    """(benchmark, subset, header) in the paper's order, for what the runs cover."""
+    columns = []
+    present = {run.benchmark for run in runs}
+    for benchmark in BENCHMARK_ORDER:
+        if benchmark not in present:
+            continue
+        task = get_benchmark(benchmark).task
+        ran = {r.get("subset") for run in runs if run.benchmark == benchmark for r in run.records}
+        for subset in _subsets(benchmark, runs):
+            if subset.name in ran:
+                columns.append((benchmark, subset.name, f"{task.title} {subset.column}"))
+        columns.append((benchmark, "Avg.", f"{task.title} Avg."))
+    return columns
+
+
+def table1_rows(runs: Sequence[Run]) -> list[Row]:
+    """Rows by label (runs of the same method and models on different benchmarks share a row)."""
+    rows: dict[str, Row] = {}
+    for run in runs:
+        row = rows.setdefault(run.label, Row(run.label))
+        for subset in _subsets(run.benchmark, [run]):
+            mine = [r for r in run.records if r.get("subset") == subset.name]
+            if mine:
+                row.cells[(run.benchmark, subset.name)] = _cell(mine)
+        average = _cell(run.records)  # pooled over the subsets, as the paper's averages are
+        row.cells[(run.benchmark, "Avg.")] = average
+        if average.accuracy is not None:
+            row.benchmark_avgs[run.benchmark] = average.accuracy
+    return list(rows.values())
+
+
+def _markdown(header: list[str], body: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def table1(runs: Sequence[Run]) -> tuple[str, str]:
+    """Table 1 as Markdown (accuracy with its 95% interval) and CSV (separate columns)."""
+    columns = _columns(runs)
+    rows = table1_rows(runs)
+    multi = len({b for b, _, _ in columns}) > 1
+    header = ["Method", *(h for _, _, h in columns)] + (["Avg."] if multi else [])
+    body = []
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["method", *(f"{h} {part}" for _, _, h in columns for part in ("acc", "lo", "hi", "n")), *(["avg"] if multi else [])])
+    for row in rows:
+        cells = [row.cells.get((b, s), Cell(None, None, 0)) for b, s, _ in columns]
+        overall = round(sum(row.benchmark_avgs.values()) / len(row.benchmark_avgs), 2) if row.benchmark_avgs else None
+        body.append([row.label, *(c.text() for c in cells)] + ([f"{overall:.2f}" if overall is not None else "-"] if multi else []))
+        writer.writerow([row.label, *(v for c in cells for v in (c.accuracy, *(c.interval or (None, None)), c.n)),
+                         *([overall] if multi else [])])
+    return _markdown(header, body), out.getvalue()
+
+
+__all__ = ["BOOTSTRAP_SAMPLES", "Cell", "Row", "Run", "bootstrap_interval", "load_run", "table1", "table1_rows"]
