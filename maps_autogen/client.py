@@ -390,9 +390,8 @@ class ChatBackend:
                     self.model.max_tokens,
                     self.model.max_tokens_key,
                 )
-            if (
-                self.cache is not None and key is not None and rejected is None and not truncated
-            ):  # a cut reply is incomplete
+            # (a cut reply is incomplete)
+            if self.cache is not None and key is not None and rejected is None and not truncated:
                 # The cache keeps only the tokens the server reported, never our estimate.
                 self.cache.put(
                     key, text, model_name or self.model.model, reported_prompt, reported_completion, finish_reason
@@ -428,14 +427,13 @@ class ChatBackend:
         run is interrupted while waiting."""
         if error.unreachable and self._health_check is not None:
             self._health_check()
+        setting = f"endpoints.{self.model.endpoint_name}"
         if attempt > self.model.max_retries:
             # A service that cannot be reached at all fails every other request too.
             failure = FatalServiceError if error.unreachable else ServiceError
             raise failure(
                 redact(f"{error} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})"),
-                fix=error.fix
-                or f"check that the service is up, or raise endpoints.{self.model.endpoint_name}.max_retries in "
-                   "agents.yaml",
+                fix=error.fix or f"check that the service is up, or raise {setting}.max_retries in agents.yaml",
                 cause=redact(str(error)),
             ) from None
         delay = backoff_delay(attempt, error.retry_after)
