@@ -368,8 +368,8 @@ def eval_command(
     if method not in (None, "maps") and without:
         raise click.UsageError("--without applies to --method maps only")
     if data is None and resume is None:  # no network and no cached copy: fail before the slow imports
-        from maps_autogen.benchmarks import get_benchmark
         from maps_autogen.eval.hub import check_hub
+        from maps_autogen.benchmarks import get_benchmark
 
         check_hub(get_benchmark(benchmark).task.hub_id)
     from maps_autogen.config import load_config, with_overrides
