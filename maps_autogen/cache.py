@@ -53,11 +53,18 @@ class ResponseCache:
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             row = self._db.execute(
-                f"SELECT text, model, prompt_tokens, completion_tokens, finish_reason FROM {_TABLE} WHERE key = ?", (key,)
+                f"SELECT text, model, prompt_tokens, completion_tokens, finish_reason FROM {_TABLE} WHERE key = ?",
+                (key,),
             ).fetchone()
         if row is None:
             return None
-        return {"text": row[0], "model": row[1], "prompt_tokens": row[2], "completion_tokens": row[3], "finish_reason": row[4]}
+        return {
+            "text": row[0],
+            "model": row[1],
+            "prompt_tokens": row[2],
+            "completion_tokens": row[3],
+            "finish_reason": row[4],
+        }
 
     def put(self, key: str, text: str, model: str, prompt_tokens: int | None, completion_tokens: int | None,
             finish_reason: str | None = None) -> None:

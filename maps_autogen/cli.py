@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import click
 
@@ -53,12 +54,33 @@ def _load_env() -> None:
 
 
 MODEL_OPTIONS = (
-    click.option("--config", "config_file", type=click.Path(path_type=Path), help="agents.yaml to use (default: ./agents.yaml, else the built-in one)."),
-    click.option("--config-list", help="An AG2 OAI_CONFIG_LIST: a JSON file, or a variable holding the JSON or the file's path; its models become endpoints."),
+    click.option(
+        "--config",
+        "config_file",
+        type=click.Path(path_type=Path),
+        help="agents.yaml to use (default: ./agents.yaml, else the built-in one).",
+    ),
+    click.option(
+        "--config-list",
+        help="An AG2 OAI_CONFIG_LIST: a JSON file, or a variable holding the JSON or the file's path; its "
+        "models become endpoints.",
+    ),
     click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME, or an endpoint name (e.g. local)."),
-    click.option("--threshold", type=click.FloatRange(0, 6), help="Reviewer pass threshold on the team's scale (1-5 by default: 6 never passes; overrides critic.threshold)."),
-    click.option("--max-rollbacks", type=click.IntRange(0, 20), help="Maximum rollbacks (overrides critic.max_rollbacks)."),
-    click.option("--team", "team_file", type=click.Path(path_type=Path), help="A team file (or a built-in team: big_five) instead of the config's team."),
+    click.option(
+        "--threshold",
+        type=click.FloatRange(0, 6),
+        help="Reviewer pass threshold on the team's scale (1-5 by default: 6 never passes; overrides "
+        "critic.threshold).",
+    ),
+    click.option(
+        "--max-rollbacks", type=click.IntRange(0, 20), help="Maximum rollbacks (overrides critic.max_rollbacks)."
+    ),
+    click.option(
+        "--team",
+        "team_file",
+        type=click.Path(path_type=Path),
+        help="A team file (or a built-in team: big_five) instead of the config's team.",
+    ),
 )
 
 
@@ -75,18 +97,36 @@ def model_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("-q", "--question", help="The question to solve.")
 @click.option("-c", "--context", default="", help="Context that comes with the question.")
 @click.option("-o", "--option", "options", multiple=True, help="An answer option (repeat for each option).")
-@click.option("--problem", "problem_file", type=click.Path(path_type=Path), help="A problem.yaml (question, context, options, images).")
+@click.option(
+    "--problem",
+    "problem_file",
+    type=click.Path(path_type=Path),
+    help="A problem.yaml (question, context, options, images).",
+)
 @model_options
-@click.option("--without", "without", multiple=True, metavar="STEP", help="Leave a step out (repeatable); README: The team.")
-@click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Where run folders go.")
+@click.option(
+    "--without", "without", multiple=True, metavar="STEP", help="Leave a step out (repeatable); README: The team."
+)
+@click.option(
+    "--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Where run folders go."
+)
 @click.option("--quiet", is_flag=True, help="Print only the final answer.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the outcome.")
 @click.option("--human", is_flag=True, help="Let the UserProxy ask you for extra context before the team starts.")
-@click.option("--view", "live_view", is_flag=True, help="Watch the run in a browser: serve it live on 127.0.0.1 and print the URL.")
+@click.option(
+    "--view",
+    "live_view",
+    is_flag=True,
+    help="Watch the run in a browser: serve it live on 127.0.0.1 and print the URL.",
+)
 @click.option("--allow-private-urls", is_flag=True,
               help="Let the problem file's image URLs point at private addresses (loopback, LAN); trusted files only.")
-def solve(images, question, context, options, problem_file, config_file, config_list, model, threshold, max_rollbacks, team_file, without, runs_dir,
-          quiet, as_json, human, live_view, allow_private_urls) -> None:
+def solve(
+    images: tuple[str, ...], question: str | None, context: str, options: tuple[str, ...], problem_file: Path | None,
+    config_file: Path | None, config_list: str | None, model: str | None, threshold: float | None,
+    max_rollbacks: int | None, team_file: Path | None, without: tuple[str, ...], runs_dir: Path,
+    quiet: bool, as_json: bool, human: bool, live_view: bool, allow_private_urls: bool,
+) -> None:
     """Solve one problem: IMAGES are diagram files, http(s) URLs or data URLs."""
     import json as json_module
 
@@ -101,11 +141,17 @@ def solve(images, question, context, options, problem_file, config_file, config_
     from maps_autogen.transcript import new_run_id
 
     if problem_file is not None and (question or images or options or context):
-        raise ProblemError("give either --problem FILE or the problem on the command line, not both", fix="drop one of them")
+        raise ProblemError(
+            "give either --problem FILE or the problem on the command line, not both", fix="drop one of them"
+        )
     if problem_file is None and not question:
         raise ProblemError("no question given", fix='pass -q "your question" or --problem problem.yaml')
-    loaded = with_overrides(load_config(config_file, team=team_file, config_list=config_list), model=model, threshold=threshold,
-                            max_rollbacks=max_rollbacks)
+    loaded = with_overrides(
+        load_config(config_file, team=team_file, config_list=config_list),
+        model=model,
+        threshold=threshold,
+        max_rollbacks=max_rollbacks,
+    )
     check_without(loaded.team.config, frozenset(without), loaded.team.source)
     max_side = loaded.config.images.max_side
     limits = loaded.config.limits
@@ -115,9 +161,13 @@ def solve(images, question, context, options, problem_file, config_file, config_
                                         allow_private_urls=allow_private_urls)
         else:
             with private_urls_allowed(True):  # URLs the user typed are theirs to fetch
-                problem = build_problem(question, context=context, options=options, image_sources=images, max_side=max_side)
+                problem = build_problem(
+                    question or "", context=context, options=options, image_sources=images, max_side=max_side
+                )
     if human and not quiet and not as_json:
-        extra = click.prompt("UserProxy: anything to add to the context? (Enter to start)", default="", show_default=False)
+        extra = click.prompt(
+            "UserProxy: anything to add to the context? (Enter to start)", default="", show_default=False
+        )
         if extra.strip():
             from dataclasses import replace
 
@@ -131,7 +181,9 @@ def solve(images, question, context, options, problem_file, config_file, config_
     run_id = new_run_id("solve")
     viewer = _start_viewer(runs_dir / run_id) if live_view else None
     try:
-        result = solve_problem(problem, team, runs_dir=runs_dir, observer=live, human=human, run_id=run_id, without=frozenset(without))
+        result = solve_problem(
+            problem, team, runs_dir=runs_dir, observer=live, human=human, run_id=run_id, without=frozenset(without)
+        )
     finally:
         _stop_viewer(viewer)
     if as_json:
@@ -144,7 +196,9 @@ def solve(images, question, context, options, problem_file, config_file, config_
         _say(f"\nFinal answer: {result.outcome.final_answer}")
         _say(f"Stop reason: {result.outcome.stop_reason}; run saved in {result.run_dir}")
     if result.outcome.stop_reason == "error":
-        raise ServiceError(result.outcome.error or "the chat failed", fix=f"finished steps are saved in {result.run_dir}")
+        raise ServiceError(
+            result.outcome.error or "the chat failed", fix=f"finished steps are saved in {result.run_dir}"
+        )
 
 
 @cli.command()
@@ -154,17 +208,29 @@ def solve(images, question, context, options, problem_file, config_file, config_
               help="Which version of the official rules to apply (benchmarks with one version ignore it).")
 @click.option("--out", "out_path", type=click.Path(path_type=Path), default=None,
               help="Where to write the scored JSONL (default: FILE with .scored.jsonl).")
-@click.option("--llm-extract", is_flag=True, help="MathVista: ask the configured model to extract answers the rules cannot read.")
+@click.option(
+    "--llm-extract", is_flag=True, help="MathVista: ask the configured model to extract answers the rules cannot read."
+)
 @click.option("--config", "config_file", type=click.Path(path_type=Path), help="agents.yaml for --llm-extract.")
 @click.option("--model", help="Model for --llm-extract: NAME, ENDPOINT:NAME or an endpoint name.")
-def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_extract: bool, config_file: Path | None, model: str | None) -> None:
+def score(
+    benchmark: str,
+    file: Path,
+    rules: str,
+    out_path: Path | None,
+    llm_extract: bool,
+    config_file: Path | None,
+    model: str | None,
+) -> None:
     """Re-score recorded model outputs with the benchmark's official rules."""
     from maps_autogen.scoring import render_summary, score_file
 
     extractor = None
     if llm_extract:
         if benchmark != "mathvista":
-            raise click.UsageError("--llm-extract is MathVista's optional step; the other benchmarks score by rules only")
+            raise click.UsageError(
+                "--llm-extract is MathVista's optional step; the other benchmarks score by rules only"
+            )
         from maps_autogen.benchmarks.mathvista.scorer import with_llm_extraction
         from maps_autogen.config import load_config, with_overrides
         from maps_autogen.solve import assemble_team
@@ -184,30 +250,117 @@ def score(benchmark: str, file: Path, rules: str, out_path: Path | None, llm_ext
 
 @cli.command(name="eval")
 @click.argument("benchmark", type=click.Choice(BENCHMARK_NAMES))
-@click.option("--subset", "subsets", multiple=True, help="A subset to run (repeatable; default: all). Paper column names work too.")
-@click.option("--data", type=click.Path(path_type=Path), help="A local copy: a hub download as it comes, a save_to_disk folder, parquet or JSONL (README: Running benchmarks).")
-@click.option("--limit", type=click.IntRange(min=1), help="Run N problems spread evenly over the subsets (deterministic).")
+@click.option(
+    "--subset",
+    "subsets",
+    multiple=True,
+    help="A subset to run (repeatable; default: all). Paper column names work too.",
+)
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path),
+    help="A local copy: a hub download as it comes, a save_to_disk folder, parquet or JSONL (README: "
+    "Running benchmarks).",
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), help="Run N problems spread evenly over the subsets (deterministic)."
+)
 @click.option("--sample", type=click.IntRange(min=1), help="Sample N problems per subset (seeded).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample and the paper's sampled subsets.")
-@click.option("--method", type=click.Choice(["maps", "direct", "cot"]), default=None, help="maps (default), or a single-call baseline.")
-@click.option("--without", "without", multiple=True, metavar="STEP", help="Ablate a step of the team (repeatable), e.g. scholar; README: The team.")
-@click.option("--concurrency", type=click.IntRange(min=1, max=512), default=8, show_default=True, help="Problems in flight at once.")
-@click.option("--rules", type=click.Choice(["current", "legacy"]), default="current", show_default=True, help="Official scoring rule version.")
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed for --sample and the paper's sampled subsets."
+)
+@click.option(
+    "--method",
+    type=click.Choice(["maps", "direct", "cot"]),
+    default=None,
+    help="maps (default), or a single-call baseline.",
+)
+@click.option(
+    "--without",
+    "without",
+    multiple=True,
+    metavar="STEP",
+    help="Ablate a step of the team (repeatable), e.g. scholar; README: The team.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1, max=512),
+    default=8,
+    show_default=True,
+    help="Problems in flight at once.",
+)
+@click.option(
+    "--rules",
+    type=click.Choice(["current", "legacy"]),
+    default="current",
+    show_default=True,
+    help="Official scoring rule version.",
+)
 @click.option("--no-cache", is_flag=True, help="Do not reuse cached model replies.")
-@click.option("--max-cost", type=click.FloatRange(min=0), help="Stop cleanly once this many USD are spent (resume carries on).")
+@click.option(
+    "--max-cost", type=click.FloatRange(min=0), help="Stop cleanly once this many USD are spent (resume carries on)."
+)
 @click.option("--shard", help="Run shard i of n (1-based, e.g. 2/4); combine shards with maps merge.")
-@click.option("--resume", type=click.Path(path_type=Path), help="Continue an eval run folder: skip finished problems, retry failed ones.")
-@click.option("--allow-change", "--allow-model-change", "allow_change", is_flag=True,
-              help="Let --resume run under other settings (team, prompts, review, models, method, data); the manifest records each change.")
+@click.option(
+    "--resume",
+    type=click.Path(path_type=Path),
+    help="Continue an eval run folder: skip finished problems, retry failed ones.",
+)
+@click.option(
+    "--allow-change",
+    "--allow-model-change",
+    "allow_change",
+    is_flag=True,
+    help="Let --resume run under other settings (team, prompts, review, models, method, data); the "
+    "manifest records each change.",
+)
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
 @model_options
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option("--allow-outside-paths", is_flag=True, help="Let data set rows refer to files outside the data folder (trusted data only).")
-@click.option("--allow-private-urls", is_flag=True, help="Let data set rows' image URLs point at private addresses (trusted data only).")
-@click.option("--view", "live_view", is_flag=True, help="Watch the eval in a browser: serve it live on 127.0.0.1 and print the URL.")
-def eval_command(benchmark, subsets, data, limit, sample, seed, method, without, team_file, concurrency, rules, no_cache, max_cost,
-                 shard, resume, allow_change, runs_dir, config_file, config_list, model, threshold, max_rollbacks, quiet,
-                 allow_outside_paths, allow_private_urls, live_view) -> None:
+@click.option(
+    "--allow-outside-paths",
+    is_flag=True,
+    help="Let data set rows refer to files outside the data folder (trusted data only).",
+)
+@click.option(
+    "--allow-private-urls",
+    is_flag=True,
+    help="Let data set rows' image URLs point at private addresses (trusted data only).",
+)
+@click.option(
+    "--view",
+    "live_view",
+    is_flag=True,
+    help="Watch the eval in a browser: serve it live on 127.0.0.1 and print the URL.",
+)
+def eval_command(
+    benchmark: str,
+    subsets: tuple[str, ...],
+    data: Path | None,
+    limit: int | None,
+    sample: int | None,
+    seed: int,
+    method: str | None,
+    without: tuple[str, ...],
+    team_file: Path | None,
+    concurrency: int,
+    rules: str,
+    no_cache: bool,
+    max_cost: float | None,
+    shard: str | None,
+    resume: Path | None,
+    allow_change: bool,
+    runs_dir: Path,
+    config_file: Path | None,
+    config_list: str | None,
+    model: str | None,
+    threshold: float | None,
+    max_rollbacks: int | None,
+    quiet: bool,
+    allow_outside_paths: bool,
+    allow_private_urls: bool,
+    live_view: bool,
+) -> None:
     """Run a whole benchmark (or part of it) and score it with the official rules.
 
     Exit codes: 0 every problem scored (or --max-cost stopped it cleanly); 1 a problem failed or
@@ -230,8 +383,12 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
     from maps_autogen.team import check_without
 
-    loaded = with_overrides(load_config(config_file, team=team_file, config_list=config_list), model=model, threshold=threshold,
-                            max_rollbacks=max_rollbacks)
+    loaded = with_overrides(
+        load_config(config_file, team=team_file, config_list=config_list),
+        model=model,
+        threshold=threshold,
+        max_rollbacks=max_rollbacks,
+    )
     check_without(loaded.team.config, frozenset(without), loaded.team.source)
     request = EvalRequest(
         benchmark=benchmark, subsets=tuple(subsets), data=data, limit=limit, sample=sample, seed=seed, method=method,
@@ -252,29 +409,46 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
     summary = outcome.summary
     cost = summary["usage"]["cost"]
     spent = "unknown" if cost is None else f"${cost:.4f}"
-    click.echo(f"\n{summary['average']['scored']} scored, {summary['failed']} failed; cost {spent}; run saved in {outcome.eval_dir}")
+    click.echo(
+        f"\n{summary['average']['scored']} scored, {summary['failed']} failed; cost {spent}; run saved in "
+        f"{outcome.eval_dir}"
+    )
     resume_hint = f"maps eval {benchmark} --resume {outcome.eval_dir}"
     if outcome.interrupted:
-        raise RunInterrupted(f"interrupted; the finished problems are saved and summarised in {outcome.eval_dir}", fix=f"continue with: {resume_hint}")
+        raise RunInterrupted(
+            f"interrupted; the finished problems are saved and summarised in {outcome.eval_dir}",
+            fix=f"continue with: {resume_hint}",
+        )
     if outcome.fatal is not None:
-        raise ServiceError(f"stopped early: {outcome.fatal.problem}", fix=f"{outcome.fatal.fix}; then continue with: {resume_hint}")
+        raise ServiceError(
+            f"stopped early: {outcome.fatal.problem}", fix=f"{outcome.fatal.fix}; then continue with: {resume_hint}"
+        )
     if outcome.stopped_for_cost:
         click.echo(f"stopped: --max-cost reached; continue with: {resume_hint}")
     if summary["failed"]:
-        raise ServiceError(f"some problems failed ({summary['failed']})", fix=f"see results.jsonl; retry them with: {resume_hint}")
+        raise ServiceError(
+            f"some problems failed ({summary['failed']})", fix=f"see results.jsonl; retry them with: {resume_hint}"
+        )
 
 
 @cli.command(name="config")
 @model_options
-def config_command(config_file, config_list, model, threshold, max_rollbacks, team_file) -> None:
+def config_command(
+    config_file: Path | None, config_list: str | None, model: str | None, threshold: float | None,
+    max_rollbacks: int | None, team_file: Path | None,
+) -> None:
     """Print the effective configuration: the config file merged onto the built-in defaults (and
     the options given), with where each part came from, and the model each step would use.
     Secrets are never printed: keys are named by their variables."""
     from maps_autogen.config import load_config, render_effective, with_overrides
     from maps_autogen.endpoints import resolve_models
 
-    loaded = with_overrides(load_config(config_file, team=team_file, config_list=config_list), model=model, threshold=threshold,
-                            max_rollbacks=max_rollbacks)
+    loaded = with_overrides(
+        load_config(config_file, team=team_file, config_list=config_list),
+        model=model,
+        threshold=threshold,
+        max_rollbacks=max_rollbacks,
+    )
     _say(render_effective(loaded))
     try:
         _say("\n# " + resolve_models(loaded).announcement)
@@ -285,22 +459,31 @@ def config_command(config_file, config_list, model, threshold, max_rollbacks, te
 @cli.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="The merged run folder (default: runs/<new id>).")
-def merge(runs, out) -> None:
+def merge(runs: tuple[Path, ...], out: Path | None) -> None:
     """Combine the shard runs of one evaluation into one run."""
-    from maps_autogen.eval.results import SUMMARY_FILE
     from maps_autogen.eval.merge import merge_runs
+    from maps_autogen.eval.results import SUMMARY_FILE
     from maps_autogen.transcript import new_run_id
 
     target = merge_runs(list(runs), out or Path("runs") / new_run_id("merged"))
     summary = json.loads((target / SUMMARY_FILE).read_text())
-    click.echo(f"merged {len(runs)} runs into {target}: {summary['average']['scored']} scored, accuracy {summary['average']['accuracy']}")
+    click.echo(
+        f"merged {len(runs)} runs into {target}: {summary['average']['scored']} scored, accuracy "
+        f"{summary['average']['accuracy']}"
+    )
 
 
 @cli.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), help="Folder for the tables and figures (default: runs/report-<stamp>).")
-@click.option("--paper", is_flag=True, help="Add the paper's Table 1 rows beside ours, with the difference, and random-choice rows.")
-def report(runs, out, paper) -> None:
+@click.option(
+    "--out", type=click.Path(path_type=Path), help="Folder for the tables and figures (default: runs/report-<stamp>)."
+)
+@click.option(
+    "--paper",
+    is_flag=True,
+    help="Add the paper's Table 1 rows beside ours, with the difference, and random-choice rows.",
+)
+def report(runs: tuple[Path, ...], out: Path | None, paper: bool) -> None:
     """Tables and figures comparing eval runs (Table 1 and 2, Figures 4, 5 and 6, cost per role)."""
     from maps_autogen.report import write_report
     from maps_autogen.transcript import new_run_id
@@ -312,14 +495,25 @@ def report(runs, out, paper) -> None:
 
 @cli.command()
 @click.argument("run", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path),
-              help="A .html file (one self-contained page) or a folder (index.html, a page per problem, images as files). "
-                   "Default: RUN/view.html for a solve run, the folder RUN/view/ for an eval run.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="A .html file (one self-contained page) or a folder (index.html, a page per problem, images as files). "
+    "Default: RUN/view.html for a solve run, the folder RUN/view/ for an eval run.",
+)
 @click.option("--open", "open_page", is_flag=True, help="Open the page in the default browser.")
-@click.option("--serve", is_flag=True, help="Serve the run from a local web server, updating live while it runs (Ctrl-C stops it).")
-@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port for --serve (0: any free port).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address for --serve (the URL's token still guards it).")
-def view(run, out, open_page, serve, port, host) -> None:
+@click.option(
+    "--serve",
+    is_flag=True,
+    help="Serve the run from a local web server, updating live while it runs (Ctrl-C stops it).",
+)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port for --serve (0: any free port)."
+)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address for --serve (the URL's token still guards it)."
+)
+def view(run: Path, out: Path | None, open_page: bool, serve: bool, port: int, host: str) -> None:
     """Read a solve run or an eval run in a browser: pages on disk, or live with --serve."""
     import webbrowser
 
@@ -349,7 +543,7 @@ def view(run, out, open_page, serve, port, host) -> None:
         webbrowser.open(page.resolve().as_uri())
 
 
-def _start_viewer(run_dir: Path) -> "ViewServer":
+def _start_viewer(run_dir: Path) -> ViewServer:
     """`--view`: the live viewer beside a running solve or eval, its URL on stderr (stdout may be --json)."""
     from maps_autogen.view.server import ViewServer
 
@@ -358,7 +552,7 @@ def _start_viewer(run_dir: Path) -> "ViewServer":
     return server
 
 
-def _stop_viewer(server: "ViewServer | None") -> None:
+def _stop_viewer(server: ViewServer | None) -> None:
     if server is not None:
         server.close()
 

@@ -17,8 +17,9 @@ import random
 import re
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import httpx
 
@@ -48,7 +49,8 @@ ERROR_SHOWN_CHARS = 300  # of it, in our one-line messages (gateways wrap the ba
 _NO_IMAGE_INPUT = re.compile(
     r"\bat most 0 images?\b"
     r"|\bnot an? (multi-?modal|vision)\b|\bnon-multi-?modal\b|\btext-only model\b"
-    r"|\b(does not|doesn't|do not|cannot|can't|unable to) (support|accept|handle|process|take)\s+(image|vision|multi-?modal|visual)"
+    r"|\b(does not|doesn't|do not|cannot|can't|unable to) "
+    r"(support|accept|handle|process|take)\s+(image|vision|multi-?modal|visual)"
     r"|\b(image|images|vision|multi-?modal)(\s+(input|inputs|content|modality|support|understanding))?\s+(is\s+|are\s+)?"
     r"(not supported|unsupported|not enabled|disabled|not available)"
     r"|\bimage_url\S* is only supported by",
@@ -100,7 +102,9 @@ class Completion:
 
 
 class _Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None, *, unreachable: bool = False, fix: str | None = None):
+    def __init__(
+        self, message: str, retry_after: float | None = None, *, unreachable: bool = False, fix: str | None = None
+    ):
         super().__init__(message)
         self.retry_after = retry_after
         self.unreachable = unreachable
@@ -135,7 +139,7 @@ def backoff_delay(attempt: int, retry_after: float | None) -> float:
     given, else exponential backoff with jitter."""
     if retry_after is not None:
         return min(retry_after, RETRY_AFTER_CAP_S)
-    base = min(RETRY_CAP_S, RETRY_BASE_S * 2 ** (attempt - 1))
+    base = min(RETRY_CAP_S, RETRY_BASE_S * 2.0 ** (attempt - 1))
     return base * (1 + 0.1 * random.random())
 
 
@@ -173,7 +177,8 @@ class _Rejected(Exception):
 def _error_detail(response: httpx.Response) -> str:
     """The service's own error message, shortened to one line."""
     try:
-        body = json.loads(read_capped(response.iter_bytes(), ERROR_BODY_BYTES) or b"")  # an error page is not worth megabytes
+        # an error page is not worth megabytes
+        body = json.loads(read_capped(response.iter_bytes(), ERROR_BODY_BYTES) or b"")
         detail = body.get("error", body) if isinstance(body, dict) else body
         message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
     except (ValueError, RecursionError, httpx.HTTPError):
@@ -181,22 +186,28 @@ def _error_detail(response: httpx.Response) -> str:
     return valid_text(" ".join(str(message).split())[:ERROR_DETAIL_CHARS])
 
 
-def _rejection_error(error: "_Rejected", model: ResolvedModel) -> ServiceError:
+def _rejection_error(error: _Rejected, model: ResolvedModel) -> ServiceError:
     """The one-line error for a status that retrying will not fix. Errors every other request
     would meet too (key, permission, unknown model or URL, no image input) are fatal."""
     cause = redact(str(error))
     where = f"endpoint '{model.endpoint_name}'"
     if takes_no_images(error.detail):  # whatever the status: llama.cpp sends it as a 500
-        return FatalServiceError(f"the model {model.model} does not accept images: {cause}", cause=cause,
-                                 fix=f"declare vision: false on {where} in agents.yaml to withhold its images, or use a vision model")
+        return FatalServiceError(
+            f"the model {model.model} does not accept images: {cause}",
+            cause=cause,
+            fix=f"declare vision: false on {where} in agents.yaml to withhold its images, or use a vision model",
+        )
     if error.status in (401, 403):
         return FatalServiceError(f"the model service refused the API key: {cause}", cause=cause,
                                  fix=f"check the key in the api_key_env variable of {where} and its permissions")
     if error.status == 404:
         return FatalServiceError(f"the model service has no such model or URL: {cause}", cause=cause,
                                  fix=f"check the model name '{model.model}' and the base_url of {where}")
-    return ServiceError(f"the model service rejected the request: {cause}", cause=cause,
-                        fix=f"check the model name '{model.model}', the API key and the settings of {where} in agents.yaml")
+    return ServiceError(
+        f"the model service rejected the request: {cause}",
+        cause=cause,
+        fix=f"check the model name '{model.model}', the API key and the settings of {where} in agents.yaml",
+    )
 
 
 class ChatBackend:
@@ -248,9 +259,14 @@ class ChatBackend:
             return None
         if self._json_mode == "object":
             return {"type": "json_object"}
-        return {"type": "json_schema", "json_schema": {"name": schema_name or "reply", "schema": schema, "strict": True}}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": schema_name or "reply", "schema": schema, "strict": True},
+        }
 
-    def request_body(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None) -> dict[str, Any]:
+    def request_body(
+        self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The JSON body of a chat request: the one place the sampling settings go on the wire."""
         body: dict[str, Any] = {"model": self.model.model, "messages": messages}
         if self.model.temperature is not None:
@@ -268,7 +284,9 @@ class ChatBackend:
     @staticmethod
     def sent_settings(body: dict[str, Any]) -> dict[str, Any]:
         """What a run records about a request: every setting of its body except the messages."""
-        settings = {key: value for key, value in body.items() if key not in ("messages", "response_format", "stream_options")}
+        settings = {
+            key: value for key, value in body.items() if key not in ("messages", "response_format", "stream_options")
+        }
         if "response_format" in body:
             settings["response_format"] = body["response_format"]["type"]
         return settings
@@ -284,8 +302,12 @@ class ChatBackend:
         shaping = {key: value for key, value in body.items() if key not in ("stream", "stream_options")}
         return cache_key({"url": self._url, "body": shaping})
 
-    def _from_cache(self, key: str, body: dict[str, Any], check: ReplyCheck | None, started: float) -> Completion | None:
-        hit = self.cache.get(key) if self.cache is not None else None
+    def _from_cache(
+        self, key: str, body: dict[str, Any], check: ReplyCheck | None, started: float
+    ) -> Completion | None:
+        if self.cache is None:
+            return None
+        hit = self.cache.get(key)
         if hit is None:
             return None
         if check is not None and check(hit["text"]) is not None:
@@ -339,24 +361,18 @@ class ChatBackend:
             except _Cancelled:
                 raise RunInterrupted("the run was interrupted") from None
             except _Retryable as error:
-                if error.unreachable and self._health_check is not None:
-                    self._health_check()
-                if attempt > self.model.max_retries:
-                    # A service that cannot be reached at all fails every other request too.
-                    failure = FatalServiceError if error.unreachable else ServiceError
-                    raise failure(
-                        redact(f"{error} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})"),
-                        fix=error.fix or f"check that the service is up, or raise endpoints.{self.model.endpoint_name}.max_retries in agents.yaml",
-                        cause=redact(str(error)),
-                    ) from None
-                delay = backoff_delay(attempt, error.retry_after)
-                logger.warning("model call failed (%s); retry %d in %.1fs", redact(str(error)), attempt, delay)
-                if self._cancel.wait(delay):
-                    raise RunInterrupted("the run was interrupted") from None
+                self._wait_to_retry(error, attempt)
                 continue
             except _Rejected as error:
-                mentions_format = any(word in error.detail.lower() for word in ("response_format", "json_schema", "json schema"))
-                if error.status == 400 and response_format is not None and self._json_mode in JSON_MODE_FALLBACK and mentions_format:
+                mentions_format = any(
+                    word in error.detail.lower() for word in ("response_format", "json_schema", "json schema")
+                )
+                if (
+                    error.status == 400
+                    and response_format is not None
+                    and self._json_mode in JSON_MODE_FALLBACK
+                    and mentions_format
+                ):
                     self._json_mode = JSON_MODE_FALLBACK[self._json_mode]
                     logger.warning("endpoint rejected the JSON mode; falling back to %s", self._json_mode)
                     response_format = self._response_format(schema_name, schema)
@@ -368,14 +384,22 @@ class ChatBackend:
             reported_prompt = usage.get("prompt_tokens") if usage else None
             reported_completion = usage.get("completion_tokens") if usage else None
             if finish_reason == "length":
-                logger.info("the %s reply was cut off at max_tokens (%s): raise %s", role, self.model.max_tokens, self.model.max_tokens_key)
-            if key is not None and rejected is None and not truncated:  # a cut reply is incomplete
+                logger.info(
+                    "the %s reply was cut off at max_tokens (%s): raise %s",
+                    role,
+                    self.model.max_tokens,
+                    self.model.max_tokens_key,
+                )
+            # (a cut reply is incomplete)
+            if self.cache is not None and key is not None and rejected is None and not truncated:
                 # The cache keeps only the tokens the server reported, never our estimate.
-                self.cache.put(key, text, model_name or self.model.model, reported_prompt, reported_completion, finish_reason)
+                self.cache.put(
+                    key, text, model_name or self.model.model, reported_prompt, reported_completion, finish_reason
+                )
             # A server that reports no usage (some local servers, some streams) still gets a cost
             # estimate: the tokens are counted our way (tokens.METHOD) and marked as estimated.
             tokens_estimated = not usage
-            if tokens_estimated:
+            if not usage:
                 usage = estimate_usage(messages, text)
             prompt_tokens = usage.get("prompt_tokens")
             completion_tokens = usage.get("completion_tokens")
@@ -397,6 +421,26 @@ class ChatBackend:
                 tokens_estimated=tokens_estimated,
             )
 
+    def _wait_to_retry(self, error: _Retryable, attempt: int) -> None:
+        """Wait before the attempt after `attempt`; raise ServiceError (FatalServiceError when the
+        service cannot be reached) once `attempt` was the last allowed, RunInterrupted when the
+        run is interrupted while waiting."""
+        if error.unreachable and self._health_check is not None:
+            self._health_check()
+        setting = f"endpoints.{self.model.endpoint_name}"
+        if attempt > self.model.max_retries:
+            # A service that cannot be reached at all fails every other request too.
+            failure = FatalServiceError if error.unreachable else ServiceError
+            raise failure(
+                redact(f"{error} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})"),
+                fix=error.fix or f"check that the service is up, or raise {setting}.max_retries in agents.yaml",
+                cause=redact(str(error)),
+            ) from None
+        delay = backoff_delay(attempt, error.retry_after)
+        logger.warning("model call failed (%s); retry %d in %.1fs", redact(str(error)), attempt, delay)
+        if self._cancel.wait(delay):
+            raise RunInterrupted("the run was interrupted") from None
+
     def _once(
         self,
         body: dict[str, Any],
@@ -410,26 +454,38 @@ class ChatBackend:
             # A stream is bounded by the wait for each chunk, not by its length: a slow server
             # that keeps sending finishes however long the reply.
             idle = self.model.stream_idle_s
-            too_slow = f"the model service at {self.base_url} sent nothing of its streamed reply for {idle:g}s ({setting}.stream_idle_s)"
+            too_slow = (
+                f"the model service at {self.base_url} sent nothing of its streamed reply for {idle:g}s "
+                f"({setting}.stream_idle_s)"
+            )
             fix = f"raise {setting}.stream_idle_s in agents.yaml, or check that the service is up"
             timeout = httpx.Timeout(self.model.timeout_s, connect=min(10.0, self.model.timeout_s), read=idle)
         else:
             # timeout_s bounds every read and the whole request: a service that trickles a
             # byte every few seconds still ends within the deadline.
-            too_slow = f"the model service at {self.base_url} did not answer within {self.model.timeout_s:g}s ({setting}.timeout_s)"
-            fix = f"raise {setting}.timeout_s in agents.yaml (or set stream: true there), or check that the service is up"
+            too_slow = (
+                f"the model service at {self.base_url} did not answer within {self.model.timeout_s:g}s "
+                f"({setting}.timeout_s)"
+            )
+            fix = (
+                f"raise {setting}.timeout_s in agents.yaml (or set stream: true there), or check that the service is up"
+            )
             timeout = None
         deadline = time.monotonic() + self.model.timeout_s
         try:
             with self._http.stream("POST", self._url, json=body, headers=headers,
-                                   **({"timeout": timeout} if timeout is not None else {})) as response:
+                                   timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout) as response:
                 self._check_status(response)
                 if self.model.stream:
                     return self._read_stream(response, on_token, _Retryable(too_slow, fix=fix))
-                raw = read_capped(self._before_deadline(response.iter_bytes(), deadline, _Retryable(too_slow, fix=fix)), body_limit(self.max_reply_bytes))
+                raw = read_capped(
+                    self._before_deadline(response.iter_bytes(), deadline, _Retryable(too_slow, fix=fix)),
+                    body_limit(self.max_reply_bytes),
+                )
                 if raw is None:
                     raise ServiceError(
-                        f"the model service at {self.base_url} sent a reply body over {body_limit(self.max_reply_bytes):,} bytes",
+                        f"the model service at {self.base_url} sent a reply body over "
+                        f"{body_limit(self.max_reply_bytes):,} bytes",
                         fix="raise limits.reply_bytes in agents.yaml if such replies are expected",
                     )
         except httpx.TimeoutException:
@@ -485,13 +541,8 @@ class ChatBackend:
         """The text, model, usage and finish reason of a streamed reply. Each wait for a chunk is
         bounded by the socket's read timeout; lines that carry no data (keep-alive comments)
         do not reset the wait, so a server that only pings still ends with `idle`."""
-        pieces: list[str] = []
-        received = 0  # bytes kept; past the reply limit the rest is read but dropped
-        usage = None
-        model_name = None
-        finish_reason = None
+        reply = _StreamedReply(self.max_reply_bytes, on_token)
         done = False
-        joiner = PieceJoiner()  # an emoji split across two pieces (as \ud83d, \ude00) is joined
         # Decoded incrementally, whatever charset the headers claim: a character whose UTF-8
         # bytes span two network chunks is decoded whole.
         lines = capped_lines(utf8_chunks(response.iter_bytes()), body_limit(self.max_reply_bytes))
@@ -511,38 +562,70 @@ class ChatBackend:
             if data == "[DONE]":
                 done = True
                 break
-            try:
-                chunk = json.loads(data)
-                if may_hold_surrogates(data):
-                    chunk = {**valid_tree({k: v for k, v in chunk.items() if k != "choices"}), "choices": chunk.get("choices")}
-            except (ValueError, RecursionError):
-                raise _Retryable("the model service sent a malformed streamed reply") from None
-            model_name = chunk.get("model") or model_name
-            if isinstance(chunk.get("usage"), dict):
-                usage = chunk["usage"]
-            for choice in chunk.get("choices") or []:
-                delta = (choice.get("delta") or {}).get("content")
-                if isinstance(delta, str):
-                    delta = joiner.feed(delta)
-                if delta and received <= self.max_reply_bytes:
-                    received += len(delta.encode("utf-8", errors="surrogatepass"))
-                    pieces.append(delta)
-                    if on_token is not None:
-                        on_token(delta)
-                if isinstance(choice.get("finish_reason"), str):
-                    finish_reason = valid_text(choice["finish_reason"])
-        tail = joiner.flush()  # half a pair with nothing after it: U+FFFD
-        if tail and received <= self.max_reply_bytes:
-            pieces.append(tail)
-            if on_token is not None:
-                on_token(tail)
-        if not done or finish_reason is None:
+            reply.add(_stream_chunk(data))
+        reply.end()
+        if not done or reply.finish_reason is None:
             # A stream cut off cleanly looks like a short reply: only the end markers tell.
-            missing = " and ".join(part for part, absent in (("a finish reason", finish_reason is None), ("[DONE]", not done)) if absent)
+            missing = " and ".join(
+                part
+                for part, absent in (("a finish reason", reply.finish_reason is None), ("[DONE]", not done))
+                if absent
+            )
             raise _Retryable(f"the model service's streamed reply ended without {missing} (incomplete)")
-        if not pieces:
+        if not reply.pieces:
             raise _Retryable("the model service streamed no content")
-        return "".join(pieces), model_name, usage, finish_reason
+        return "".join(reply.pieces), reply.model_name, reply.usage, reply.finish_reason
+
+
+def _stream_chunk(data: str) -> Any:
+    """One `data:` line of a streamed reply, parsed (lone surrogates made valid outside the
+    choices, whose pieces are joined first)."""
+    try:
+        chunk = json.loads(data)
+        if may_hold_surrogates(data):
+            chunk = {**valid_tree({k: v for k, v in chunk.items() if k != "choices"}), "choices": chunk.get("choices")}
+    except (ValueError, RecursionError):
+        raise _Retryable("the model service sent a malformed streamed reply") from None
+    return chunk
+
+
+class _StreamedReply:
+    """What a streamed reply brought so far: its pieces of text (up to the reply limit: past it
+    the rest is read but dropped), model, usage and finish reason."""
+
+    def __init__(self, limit: int, on_token: TokenCallback | None) -> None:
+        self.limit = limit
+        self.on_token = on_token
+        self.pieces: list[str] = []
+        self.received = 0  # bytes kept
+        self.usage: Any = None
+        self.model_name: Any = None
+        self.finish_reason: str | None = None
+        self.joiner = PieceJoiner()  # an emoji split across two pieces (as \ud83d, \ude00) is joined
+
+    def add(self, chunk: Any) -> None:
+        """Take in one parsed chunk."""
+        self.model_name = chunk.get("model") or self.model_name
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            delta = (choice.get("delta") or {}).get("content")
+            if isinstance(delta, str):
+                delta = self.joiner.feed(delta)
+            self._keep(delta)
+            if isinstance(choice.get("finish_reason"), str):
+                self.finish_reason = valid_text(choice["finish_reason"])
+
+    def end(self) -> None:
+        """The stream ended: half a surrogate pair with nothing after it becomes U+FFFD."""
+        self._keep(self.joiner.flush())
+
+    def _keep(self, piece: Any) -> None:
+        if piece and self.received <= self.limit:
+            self.received += len(piece.encode("utf-8", errors="surrogatepass"))
+            self.pieces.append(piece)
+            if self.on_token is not None:
+                self.on_token(piece)
 
 
 def _differing(reported: str | None, requested: str) -> str | None:

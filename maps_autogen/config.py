@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import importlib.resources
 import os
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping, Union
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from maps_autogen.errors import ConfigError
 from maps_autogen.redact import register_key_variables
@@ -73,7 +75,7 @@ class LocalEndpoint(_Strict):
     vision: bool | None = None  # None: true exactly when mmproj_path is set
 
     @model_validator(mode="after")
-    def _vision_needs_projector(self) -> "LocalEndpoint":
+    def _vision_needs_projector(self) -> LocalEndpoint:
         if self.vision and not self.mmproj_path:
             raise ValueError("vision: true needs mmproj_path (the model's image projector)")
         return self
@@ -84,7 +86,7 @@ class LocalEndpoint(_Strict):
         return bool(self.mmproj_path) if self.vision is None else self.vision
 
 
-Endpoint = Annotated[Union[OpenAIEndpoint, LocalEndpoint], Field(discriminator="kind")]
+Endpoint = Annotated[OpenAIEndpoint | LocalEndpoint, Field(discriminator="kind")]
 
 
 # Which endpoint and model a step talks to (`endpoint: auto` picks at start-up); the team's
@@ -117,12 +119,17 @@ class LimitsConfig(_Strict):
     problem_file_bytes: int = Field(default=2**20, ge=1024)  # problem.yaml (YAML aliases are refused)
 
 
+def _default_endpoints() -> dict[str, OpenAIEndpoint | LocalEndpoint]:
+    return {"openai": OpenAIEndpoint()}
+
+
 class AppConfig(_Strict):
     """The whole of agents.yaml."""
 
     schema_version: int = CONFIG_SCHEMA_VERSION
-    config_list: str | None = None  # an AG2 OAI_CONFIG_LIST file (or the variable holding it): its models become endpoints
-    endpoints: dict[str, Endpoint] = Field(default_factory=lambda: {"openai": OpenAIEndpoint()})
+    # an AG2 OAI_CONFIG_LIST file (or the variable holding it): its models become endpoints
+    config_list: str | None = None
+    endpoints: dict[str, Endpoint] = Field(default_factory=_default_endpoints)
     model: ModelChoice = ModelChoice()
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
     task_prompt: str = "prompts/task.yaml"
@@ -196,7 +203,7 @@ def find_config(explicit: Path | None = None, cwd: Path | None = None) -> Path:
     return defaults_dir() / CONFIG_FILE_NAME
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     loc = [str(part) for part in error["loc"] if not str(part).startswith("function-")]
     if len(loc) >= 3 and loc[0] == "endpoints" and loc[2] in ("openai", "local"):
         del loc[2]  # pydantic puts the endpoint's `kind` tag into the path; the user never wrote it
@@ -220,7 +227,9 @@ def parse_config(data: Any, path: Path) -> AppConfig:
         first = error.errors()[0]
         more = len(error.errors()) - 1
         suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-        raise ConfigError(f"{path}: {_describe(first)}{suffix}", fix="fix agents.yaml; the default one documents every key") from None
+        raise ConfigError(
+            f"{path}: {_describe(first)}{suffix}", fix="fix agents.yaml; the default one documents every key"
+        ) from None
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -231,7 +240,9 @@ class _BoundedLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self._depth >= MAX_NESTING:
-            raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_NESTING} levels deep", self.peek_event().start_mark)
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # (unannotated in types-PyYAML)
+            too_deep = f"nested more than {MAX_NESTING} levels deep"
+            raise yaml.composer.ComposerError(None, None, too_deep, event.start_mark)
         self._depth += 1
         try:
             return super().compose_node(parent, index)
@@ -245,8 +256,10 @@ class _NoAliasLoader(_BoundedLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in this file", event.start_mark)
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # (unannotated in types-PyYAML)
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed in this file", event.start_mark
+            )
         return super().compose_node(parent, index)
 
 
@@ -256,15 +269,20 @@ def read_yaml(path: Path, *, allow_aliases: bool = True, max_bytes: int | None =
     `allow_aliases=False` and a `max_bytes` bound (named `limit_name` in the error)."""
     try:
         if max_bytes is not None and path.stat().st_size > max_bytes:
-            raise ConfigError(f"{path} is larger than {limit_name or 'the limit'} ({max_bytes:,} bytes)",
-                              fix=f"shorten the file or raise {limit_name} in agents.yaml" if limit_name else "shorten the file")
+            raise ConfigError(
+                f"{path} is larger than {limit_name or 'the limit'} ({max_bytes:,} bytes)",
+                fix=f"shorten the file or raise {limit_name} in agents.yaml" if limit_name else "shorten the file",
+            )
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path} does not exist", fix="check the path") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"cannot read {path}: {error.__class__.__name__}", fix="check the file's permissions and encoding") from None
+        raise ConfigError(
+            f"cannot read {path}: {error.__class__.__name__}", fix="check the file's permissions and encoding"
+        ) from None
     try:
-        data = yaml.load(text, Loader=_BoundedLoader if allow_aliases else _NoAliasLoader)  # noqa: S506 - both are safe loaders
+        loader = _BoundedLoader if allow_aliases else _NoAliasLoader  # both are safe loaders
+        data = yaml.load(text, Loader=loader)  # noqa: S506
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -306,10 +324,12 @@ def configured_key_variables(explicit: Path | None = None) -> list[str]:
     except ConfigError:
         return []
     endpoints = data.get("endpoints") if isinstance(data, dict) else None
+    default = OpenAIEndpoint().api_key_env or ""
     if not isinstance(endpoints, dict):
-        return [OpenAIEndpoint().api_key_env or ""]  # the default endpoint
-    return [endpoint.get("api_key_env", OpenAIEndpoint().api_key_env) for endpoint in endpoints.values()
-            if isinstance(endpoint, dict) and endpoint.get("kind", "openai") == "openai" and isinstance(endpoint.get("api_key_env", ""), str)]
+        return [default]  # the default endpoint
+    names = [endpoint.get("api_key_env", default) for endpoint in endpoints.values()
+             if isinstance(endpoint, dict) and endpoint.get("kind", "openai") == "openai"]
+    return [name for name in names if isinstance(name, str)]
 
 
 def merge_onto(base: Any, override: Any) -> Any:
@@ -365,10 +385,14 @@ def load_config(
     config = parse_config(data, path)
     # Every configured key is masked in all output, whether or not this run uses its endpoint.
     register_key_variables((e.api_key_env for e in config.endpoints.values() if isinstance(e, OpenAIEndpoint)), env)
-    loaded_team = load_team_file(find_team_file(str(team), Path.cwd()), read_yaml=read_yaml) if team else _load_team(config, path)
+    loaded_team = (
+        load_team_file(find_team_file(str(team), Path.cwd()), read_yaml=read_yaml) if team else _load_team(config, path)
+    )
     if team:
         origins["team"] = f"--team {team}"
-    return LoadedConfig(config=config, path=path, base_dir=path.parent, team=loaded_team, origins=origins, endpoint_keys=keys)
+    return LoadedConfig(
+        config=config, path=path, base_dir=path.parent, team=loaded_team, origins=origins, endpoint_keys=keys
+    )
 
 
 def with_overrides(
@@ -401,9 +425,16 @@ def with_overrides(
         steps = tuple(step.model_copy(update={"model": None}) for step in team.config.steps)
         team = replace(team, config=team.config.model_copy(update={"steps": steps}))
     origins = dict(loaded.origins)
-    origins.update({key: flag for key, flag, given in (("model", "--model", model), ("critic", "--threshold/--max-rollbacks",
-                                                                                     threshold if threshold is not None else max_rollbacks))
-                    if given is not None})
+    origins.update(
+        {
+            key: flag
+            for key, flag, given in (
+                ("model", "--model", model),
+                ("critic", "--threshold/--max-rollbacks", threshold if threshold is not None else max_rollbacks),
+            )
+            if given is not None
+        }
+    )
     return loaded.model_copy(update={"config": parse_config(data, loaded.path), "team": team, "origins": origins})
 
 

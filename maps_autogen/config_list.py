@@ -11,8 +11,9 @@ config (so it is never dumped or printed).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from maps_autogen.errors import ConfigError
 from maps_autogen.redact import register_secret
@@ -42,14 +43,18 @@ def read_config_list(source: str, *, base_dir: Path, env: Mapping[str, str]) -> 
                 raise ConfigError(f"config list {where} is larger than {MAX_LIST_BYTES:,} bytes", fix=FIX)
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise ConfigError(f"config list {where} does not exist (and no variable ${source} is set)",
-                              fix="give the path of an OAI_CONFIG_LIST file or the name of a variable holding it") from None
+            raise ConfigError(
+                f"config list {where} does not exist (and no variable ${source} is set)",
+                fix="give the path of an OAI_CONFIG_LIST file or the name of a variable holding it",
+            ) from None
         except (OSError, UnicodeDecodeError) as error:
             raise ConfigError(f"cannot read config list {where}: {error.__class__.__name__}", fix=FIX) from None
     try:
         entries = json.loads(text)
-    except ValueError as error:
-        raise ConfigError(f"config list {where} is not valid JSON: {error.msg} at line {error.lineno}", fix=FIX) from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(
+            f"config list {where} is not valid JSON: {error.msg} at line {error.lineno}", fix=FIX
+        ) from None
     if not isinstance(entries, list) or not entries:
         raise ConfigError(f"config list {where} is not a non-empty JSON list", fix=FIX)
     for number, entry in enumerate(entries, start=1):
@@ -63,22 +68,34 @@ def _check_entry(entry: Any, number: int, where: str) -> None:
         raise ConfigError(f"{here} is not a JSON object", fix=FIX)
     unknown = sorted(set(entry) - KNOWN_KEYS)
     if unknown:
-        raise ConfigError(f"{here}: key '{unknown[0]}' is not understood by maps", fix=f"remove it; maps reads {', '.join(sorted(KNOWN_KEYS))}")
+        raise ConfigError(
+            f"{here}: key '{unknown[0]}' is not understood by maps",
+            fix=f"remove it; maps reads {', '.join(sorted(KNOWN_KEYS))}",
+        )
     if not isinstance(entry.get("model"), str) or not entry["model"]:
         raise ConfigError(f"{here} has no model name", fix=FIX)
     for key in ("api_key", "base_url"):
         if entry.get(key) is not None and not isinstance(entry[key], str):
             raise ConfigError(f"{here}: {key} must be a string", fix=FIX)
     if entry.get("api_type", "openai") != "openai":
-        raise ConfigError(f"{here}: api_type '{entry['api_type']}' is not supported (maps speaks the OpenAI chat-completions API)",
-                          fix="use an OpenAI-compatible base_url for that model (a gateway such as LiteLLM serves most providers)")
+        raise ConfigError(
+            f"{here}: api_type '{entry['api_type']}' is not supported (maps speaks the OpenAI chat-completions API)",
+            fix="use an OpenAI-compatible base_url for that model (a gateway such as LiteLLM serves most providers)",
+        )
     price = entry.get("price")
-    if price is not None and not (isinstance(price, list) and len(price) == 2
-                                  and all(isinstance(p, (int, float)) and not isinstance(p, bool) and p >= 0 for p in price)):
-        raise ConfigError(f"{here}: price must be [prompt, completion] USD per 1,000 tokens", fix="e.g. \"price\": [0.0025, 0.01]")
+    if price is not None and not (
+        isinstance(price, list)
+        and len(price) == 2
+        and all(isinstance(p, (int, float)) and not isinstance(p, bool) and p >= 0 for p in price)
+    ):
+        raise ConfigError(
+            f"{here}: price must be [prompt, completion] USD per 1,000 tokens", fix='e.g. "price": [0.0025, 0.01]'
+        )
 
 
-def add_config_list(data: dict[str, Any], source: str, *, base_dir: Path, env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+def add_config_list(
+    data: dict[str, Any], source: str, *, base_dir: Path, env: Mapping[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
     """`data` (agents.yaml, merged) with the list's endpoints first under `endpoints` (so
     `endpoint: auto` picks them) and its prices added; and the inline keys by endpoint name."""
     entries, _ = read_config_list(source, base_dir=base_dir, env=env)
@@ -105,7 +122,9 @@ def add_config_list(data: dict[str, Any], source: str, *, base_dir: Path, env: M
         for entry in members:
             if entry.get("price") is not None:
                 prompt, completion = entry["price"]
-                prices.setdefault(entry["model"], {"prompt_per_million": prompt * 1000, "completion_per_million": completion * 1000})
+                prices.setdefault(
+                    entry["model"], {"prompt_per_million": prompt * 1000, "completion_per_million": completion * 1000}
+                )
     taken = sorted(set(endpoints) & set(data.get("endpoints") or {}))
     if taken:
         raise ConfigError(f"endpoint '{taken[0]}' is declared in the config and also made from the config list",

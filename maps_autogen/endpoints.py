@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from maps_autogen.config import LoadedConfig, LocalEndpoint, ModelChoice, OpenAIEndpoint, PriceConfig, defaults_dir
 from maps_autogen.errors import ConfigError
@@ -84,7 +85,7 @@ class ResolvedModel:
 
     def describe(self) -> dict[str, Any]:
         """What a transcript records about this model (no secrets)."""
-        described = {
+        described: dict[str, Any] = {
             "endpoint": self.endpoint_name,
             "kind": self.kind,
             "model": self.model,
@@ -132,7 +133,14 @@ def _auto_endpoint(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, 
     """(endpoint name, why) for `endpoint: auto`. The embedded model is chosen only when nothing
     was asked for: a named model without a usable service is an error, never a substitution."""
     if choice.name is not None:  # an endpoint that lists the named model serves it
-        listing = next((name for name, ep in loaded.config.endpoints.items() if isinstance(ep, OpenAIEndpoint) and choice.name in ep.models), None)
+        listing = next(
+            (
+                name
+                for name, ep in loaded.config.endpoints.items()
+                if isinstance(ep, OpenAIEndpoint) and choice.name in ep.models
+            ),
+            None,
+        )
         if listing is not None:
             return listing, f"it lists {choice.name}"
     openai_name = _first_of_kind(loaded, "openai")
@@ -153,7 +161,8 @@ def _auto_endpoint(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, 
     if choice.name is not None:
         raise ConfigError(
             f"model '{choice.name}' was asked for, but {key_env} is not set, so no service can serve it",
-            fix=f"export {key_env}=... (or put it in .env), set OPENAI_BASE_URL for a server without a key, or pass --model local for the embedded model",
+            fix=f"export {key_env}=... (or put it in .env), set OPENAI_BASE_URL for a server without a key, or "
+                "pass --model local for the embedded model",
         )
     local_name = _first_of_kind(loaded, "local")
     if local_name:
@@ -172,9 +181,11 @@ def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, st
         name, why = _auto_endpoint(loaded, choice, env)
     if name not in config.endpoints:
         known = ", ".join(sorted(config.endpoints))
-        raise ConfigError(f"{loaded.path}: model.endpoint '{name}' is not declared under endpoints", fix=f"use one of: {known}, auto")
+        raise ConfigError(
+            f"{loaded.path}: model.endpoint '{name}' is not declared under endpoints", fix=f"use one of: {known}, auto"
+        )
     endpoint = config.endpoints[name]
-    common = dict(
+    common: dict[str, Any] = dict(
         endpoint_name=name,
         timeout_s=endpoint.timeout_s,
         stream_idle_s=endpoint.stream_idle_s,
@@ -185,14 +196,17 @@ def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, st
         max_tokens=choice.max_tokens,
     )
     if isinstance(endpoint, LocalEndpoint):
-        model_name = choice.name or (endpoint.model_path and os.path.basename(endpoint.model_path)) or EMBEDDED_MODEL_LABEL
+        model_name = (
+            choice.name or (endpoint.model_path and os.path.basename(endpoint.model_path)) or EMBEDDED_MODEL_LABEL
+        )
         common["max_tokens"] = min(choice.max_tokens or endpoint.max_tokens, endpoint.max_tokens)
         return ResolvedModel(kind="local", model=model_name, base_url=None, local=endpoint, vision=endpoint.sees_images,
                              extra_body={"repeat_penalty": endpoint.repeat_penalty}, **common), why
     assert isinstance(endpoint, OpenAIEndpoint)
     replicas = tuple(service_url(url) for url in endpoint.base_url) if isinstance(endpoint.base_url, list) else ()
     from_env = env_base_url(env)
-    base_url = (replicas[0] if replicas else endpoint.base_url) or (from_env and from_env[0]) or OPENAI_URL
+    named = endpoint.base_url if isinstance(endpoint.base_url, str) else None  # (a list: its replicas)
+    base_url = (replicas[0] if replicas else named) or (from_env and from_env[0]) or OPENAI_URL
     # A server named by OPENAI_BASE_URL (or OPENAI_API_BASE) without a key (a local vLLM) is used without one.
     keyless = endpoint.base_url is None and from_env is not None
     api_key = loaded.endpoint_keys.get(name, "")
@@ -206,8 +220,16 @@ def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, st
         if api_key:
             register_secret(api_key)
     model_name = choice.name or endpoint.default_model
-    return ResolvedModel(kind="openai", model=model_name, base_url=service_url(base_url), prices=dict(config.prices), api_key=api_key,
-                         base_urls=replicas, vision=endpoint.vision, **common), why
+    return ResolvedModel(
+        kind="openai",
+        model=model_name,
+        base_url=service_url(base_url),
+        prices=dict(config.prices),
+        api_key=api_key,
+        base_urls=replicas,
+        vision=endpoint.vision,
+        **common,
+    ), why
 
 
 def resolve_models(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -> Resolution:
@@ -238,7 +260,11 @@ def _max_tokens_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> st
 
 def _editable(path: Path) -> str:
     """A config file as the user can change it: a built-in one is changed in a copy."""
-    return f"a copy of the built-in {path.name} (in your folder or --config)" if path.is_relative_to(defaults_dir()) else str(path)
+    return (
+        f"a copy of the built-in {path.name} (in your folder or --config)"
+        if path.is_relative_to(defaults_dir())
+        else str(path)
+    )
 
 
 def _announce(models: dict[str, ResolvedModel], reasons: dict[str, str]) -> str:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
-from typing import Callable, ContextManager
 
 import httpx
 
@@ -30,7 +31,7 @@ Resolver = Callable[[str, int], list[str]]
 _private_allowed: ContextVar[bool] = ContextVar("private_urls_allowed", default=False)
 
 
-def private_urls_allowed(allowed: bool) -> ContextManager[None]:
+def private_urls_allowed(allowed: bool) -> AbstractContextManager[None]:
     """Within the block, image URLs may point at private addresses when `allowed` (a URL the
     user typed, or --allow-private-urls)."""
     return scoped(_private_allowed, allowed)
@@ -59,7 +60,8 @@ def is_public_address(address: str) -> bool:
 
 def _refused(url: str, address: str) -> ProblemError:
     return ProblemError(
-        f"image {url} is at a non-public address ({address}); images named by a problem file or a data set are fetched only from public addresses",
+        f"image {url} is at a non-public address ({address}); images named by a problem file or a data set are "
+        "fetched only from public addresses",
         fix=f"pass {ALLOW_FLAG} if you trust the file, or save the image and name the file",
     )
 
@@ -87,7 +89,9 @@ def _pinned(url: httpx.URL, resolve: Resolver) -> tuple[httpx.URL, dict[str, str
     return url.copy_with(host=address), {"Host": name if url.port is None else f"{name}:{url.port}"}, extensions
 
 
-def fetch_url(url: str, *, limit: int, resolve: Resolver = system_resolve, transport: httpx.BaseTransport | None = None) -> bytes | None:
+def fetch_url(
+    url: str, *, limit: int, resolve: Resolver = system_resolve, transport: httpx.BaseTransport | None = None
+) -> bytes | None:
     """The body of an http(s) URL, or None as soon as it is over `limit` bytes (the caller names
     the limit), following up to MAX_REDIRECTS redirects, each checked like the first URL unless
     private URLs are allowed in this context."""
@@ -97,9 +101,14 @@ def fetch_url(url: str, *, limit: int, resolve: Resolver = system_resolve, trans
     with httpx.Client(transport=transport, timeout=TIMEOUT_S, trust_env=not check, follow_redirects=False) as client:
         for _ in range(MAX_REDIRECTS + 1):
             if current.scheme not in ("http", "https"):
-                raise ProblemError(f"image {url} redirects to {current.scheme}: URLs, which are not fetched", fix="pass an http(s) URL or a file")
+                raise ProblemError(
+                    f"image {url} redirects to {current.scheme}: URLs, which are not fetched",
+                    fix="pass an http(s) URL or a file",
+                )
             target, headers, extensions = _pinned(current, resolve) if check else (current, {}, {})
-            request = client.build_request("GET", target, headers={"User-Agent": "maps-autogen", **headers}, extensions=extensions)
+            request = client.build_request(
+                "GET", target, headers={"User-Agent": "maps-autogen", **headers}, extensions=extensions
+            )
             try:
                 response = client.send(request, stream=True)
             except httpx.HTTPError as error:
@@ -115,7 +124,11 @@ def fetch_url(url: str, *, limit: int, resolve: Resolver = system_resolve, trans
                 try:
                     return read_capped(response.iter_bytes(), limit)
                 except httpx.HTTPError as error:
-                    raise ProblemError(f"cannot download image {url}: {error.__class__.__name__}", fix="try again") from None
+                    raise ProblemError(
+                        f"cannot download image {url}: {error.__class__.__name__}", fix="try again"
+                    ) from None
             finally:
                 response.close()
-    raise ProblemError(f"cannot download image {url}: more than {MAX_REDIRECTS} redirects", fix="pass the final URL or save the image")
+    raise ProblemError(
+        f"cannot download image {url}: more than {MAX_REDIRECTS} redirects", fix="pass the final URL or save the image"
+    )

@@ -6,8 +6,8 @@ and replayed from a transcript. No LLM is ever consulted. Steps are the team's s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from maps_autogen.roles import CriticVerdict
 

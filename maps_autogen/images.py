@@ -8,10 +8,10 @@ import io
 import os
 import stat
 import warnings
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ContextManager
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
@@ -21,7 +21,13 @@ from maps_autogen.fetch import fetch_url
 from maps_autogen.limits import scoped
 from maps_autogen.text import valid_text
 
-SUPPORTED_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp", "BMP": "image/bmp"}
+SUPPORTED_FORMATS = {
+    "PNG": "image/png",
+    "JPEG": "image/jpeg",
+    "GIF": "image/gif",
+    "WEBP": "image/webp",
+    "BMP": "image/bmp",
+}
 # Formats the chat APIs accept as they are; others (BMP) are re-encoded as PNG.
 _SENDABLE = {"PNG", "JPEG", "GIF", "WEBP"}
 _EXTENSION = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
@@ -35,15 +41,15 @@ class ImageLimits:
     pixels: int = LimitsConfig().image_pixels
 
     @classmethod
-    def of(cls, limits: LimitsConfig) -> "ImageLimits":
+    def of(cls, limits: LimitsConfig) -> ImageLimits:
         """The image limits of agents.yaml's `limits:` section."""
         return cls(file_bytes=limits.image_file_bytes, pixels=limits.image_pixels)
 
 
-_limits: ContextVar[ImageLimits] = ContextVar("image_limits", default=ImageLimits())
+_limits: ContextVar[ImageLimits] = ContextVar("image_limits", default=ImageLimits())  # noqa: B039 - frozen
 
 
-def image_limits(limits: ImageLimits) -> ContextManager[None]:
+def image_limits(limits: ImageLimits) -> AbstractContextManager[None]:
     """Apply `limits` to every image loaded inside the block (the config's `limits:`)."""
     return scoped(_limits, limits)
 
@@ -64,7 +70,9 @@ def _read_file(path: Path, limit: int) -> bytes:
     try:
         info = path.stat()
     except OSError as error:
-        raise ProblemError(f"cannot read image file {path}: {error.strerror or error}", fix="check the path and permissions") from None
+        raise ProblemError(
+            f"cannot read image file {path}: {error.strerror or error}", fix="check the path and permissions"
+        ) from None
     if not stat.S_ISREG(info.st_mode):
         raise ProblemError(f"image path {path} is not a regular file", fix="pass an image file")
     if info.st_size > limit:
@@ -77,7 +85,9 @@ def _read_file(path: Path, limit: int) -> bytes:
                 raise ProblemError(f"image path {path} is not a regular file", fix="pass an image file")
             data = handle.read(limit + 1)
     except OSError as error:
-        raise ProblemError(f"cannot read image file {path}: {error.strerror or error}", fix="check the file's permissions") from None
+        raise ProblemError(
+            f"cannot read image file {path}: {error.strerror or error}", fix="check the file's permissions"
+        ) from None
     if len(data) > limit:
         raise _too_large(str(path), None, limit)
     return data
@@ -163,7 +173,7 @@ def image_from_bytes(raw: bytes, *, name: str, source: str, max_side: int) -> Im
     too_big = max(oriented.size) > max_side
     if too_big:
         oriented = oriented.copy()
-        oriented.thumbnail((max_side, max_side), Image.LANCZOS)
+        oriented.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
     if not (too_big or rotated) and fmt in _SENDABLE:
         return ImageInput(name, source, raw, SUPPORTED_FORMATS[fmt], image.width, image.height)
     out = io.BytesIO()
@@ -197,7 +207,9 @@ def _open_within_limit(raw: bytes, source: str, max_side: int, limit: int) -> Im
     image = Image.open(io.BytesIO(raw))
     fmt = image.format or ""
     if fmt not in SUPPORTED_FORMATS:
-        raise ProblemError(f"{source} is a {fmt or 'unknown'} image, which is not supported", fix="convert it to PNG or JPEG")
+        raise ProblemError(
+            f"{source} is a {fmt or 'unknown'} image, which is not supported", fix="convert it to PNG or JPEG"
+        )
     if fmt == "JPEG" and max(image.size) > max_side:
         image.draft(None, (max_side, max_side))  # decode at 1/2, 1/4 or 1/8 scale
     _check_pixels(source, image.size, limit)
@@ -218,6 +230,6 @@ def _check_pixels(source: str, size: tuple[int, int], limit: int) -> None:
 
 def _has_orientation(image: Image.Image) -> bool:
     try:
-        return image.getexif().get(0x0112, 1) != 1
-    except Exception:  # a broken EXIF block is not worth failing the image for
+        return bool(image.getexif().get(0x0112, 1) != 1)
+    except Exception:  # noqa: BLE001 - a broken EXIF block is not worth failing the image for
         return False

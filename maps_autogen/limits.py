@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterable, Iterator, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 

@@ -4,8 +4,9 @@ into AG2 as a custom model client, so AG2's agents make their calls through it."
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 from maps_autogen.client import Completion
 

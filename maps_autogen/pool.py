@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import httpx
 
@@ -135,11 +136,18 @@ class PoolTransport(httpx.BaseTransport):
         target = httpx.URL(replica.base_url + url[len(self._primary):])
         headers = httpx.Headers(request.headers)
         headers["Host"] = target.netloc.decode("ascii")
-        return httpx.Request(request.method, target, headers=headers, stream=request.stream, extensions=request.extensions)
+        return httpx.Request(
+            request.method, target, headers=headers, stream=request.stream, extensions=request.extensions
+        )
 
     def _alive(self, replica: Replica) -> bool:
         """Health probe: any HTTP answer from GET <base_url>/models means the server is up."""
-        timeout = {"connect": PROBE_TIMEOUT_S, "read": PROBE_TIMEOUT_S, "write": PROBE_TIMEOUT_S, "pool": PROBE_TIMEOUT_S}
+        timeout = {
+            "connect": PROBE_TIMEOUT_S,
+            "read": PROBE_TIMEOUT_S,
+            "write": PROBE_TIMEOUT_S,
+            "pool": PROBE_TIMEOUT_S,
+        }
         probe = httpx.Request("GET", f"{replica.base_url}/models", extensions={"timeout": timeout})
         try:
             response = self._inner.handle_request(probe)
@@ -178,6 +186,9 @@ class PoolTransport(httpx.BaseTransport):
 def pooled_http_client(pool: ReplicaPool, timeout_s: float, max_connections: int) -> httpx.Client:
     """An HTTP client whose requests the pool spreads over its replicas (up to
     `max_connections` to each)."""
-    limits = httpx.Limits(max_connections=max_connections * len(pool.replicas), max_keepalive_connections=max_connections * len(pool.replicas))
+    limits = httpx.Limits(
+        max_connections=max_connections * len(pool.replicas),
+        max_keepalive_connections=max_connections * len(pool.replicas),
+    )
     return httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
                         transport=PoolTransport(pool, httpx.HTTPTransport(limits=limits)))

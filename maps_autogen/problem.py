@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from maps_autogen.config import LimitsConfig, read_yaml
 from maps_autogen.errors import ConfigError, ProblemError
@@ -29,7 +30,9 @@ class Problem:
 
     def __post_init__(self) -> None:
         if not self.question or not self.question.strip():
-            raise ProblemError("the question is empty", fix="give the question with -q/--question or in the problem file")
+            raise ProblemError(
+                "the question is empty", fix="give the question with -q/--question or in the problem file"
+            )
 
     @property
     def has_images(self) -> bool:
@@ -44,7 +47,13 @@ class Problem:
             "options": list(self.options),
             "answer_format": self.answer_format,
             "images": [
-                {"name": image.name, "source": image.source, "mime": image.mime, "width": image.width, "height": image.height}
+                {
+                    "name": image.name,
+                    "source": image.source,
+                    "mime": image.mime,
+                    "width": image.width,
+                    "height": image.height,
+                }
                 for image in self.images
             ],
             "metadata": self.metadata,
@@ -64,7 +73,11 @@ def build_problem(
 ) -> Problem:
     """Validate the parts of a problem and load its images. Text from the command line may hold
     lone surrogates (bytes that were not UTF-8): made valid here."""
-    question, context, answer_format = valid_text(question or ""), valid_text(context or ""), valid_text(answer_format or "")
+    question, context, answer_format = (
+        valid_text(question or ""),
+        valid_text(context or ""),
+        valid_text(answer_format or ""),
+    )
     options = [valid_text(str(option)) for option in options]
     if not question or not question.strip():
         raise ProblemError("the question is empty", fix="give the question with -q/--question or in the problem file")
@@ -106,7 +119,9 @@ def load_problem_file(path: Path, *, max_side: int, max_bytes: int = LimitsConfi
         raise ProblemError(f"{path}: expected a mapping with at least 'question'", fix="see examples/")
     unknown = sorted(set(data) - PROBLEM_FILE_KEYS)
     if unknown:
-        raise ProblemError(f"{path}: unknown key '{unknown[0]}'", fix=f"allowed keys: {', '.join(sorted(PROBLEM_FILE_KEYS))}")
+        raise ProblemError(
+            f"{path}: unknown key '{unknown[0]}'", fix=f"allowed keys: {', '.join(sorted(PROBLEM_FILE_KEYS))}"
+        )
     question = data.get("question")
     if not isinstance(question, str):
         raise ProblemError(f"{path}: 'question' is missing or not text", fix="add question: ...")

@@ -6,9 +6,10 @@ All prompt text lives in prompts/; this module only reads and fills it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from maps_autogen.config import LoadedConfig, read_yaml
 from maps_autogen.errors import ConfigError
@@ -26,7 +27,9 @@ def render(template: str, variables: Mapping[str, Any], *, source: str = "prompt
     def fill(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in variables:
-            raise ConfigError(f"{source}: the variable '{{{{{name}}}}}' has no value", fix="use only the documented variables")
+            raise ConfigError(
+                f"{source}: the variable '{{{{{name}}}}}' has no value", fix="use only the documented variables"
+            )
         return str(variables[name])
 
     return _VARIABLE.sub(fill, template)
@@ -73,7 +76,9 @@ class PromptSet:
 
 def _text_fields(data: Any, path: Path, required: set[str]) -> dict[str, Any]:
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping with keys {', '.join(sorted(required))}", fix="see the default prompts/")
+        raise ConfigError(
+            f"{path}: expected a mapping with keys {', '.join(sorted(required))}", fix="see the default prompts/"
+        )
     unknown = sorted(set(data) - required)
     if unknown:
         raise ConfigError(f"{path}: unknown key '{unknown[0]}'", fix=f"allowed keys: {', '.join(sorted(required))}")
@@ -122,7 +127,8 @@ def load_prompts(loaded: LoadedConfig) -> PromptSet:
     personalities["manager"] = (team.manager_personality or "").strip()
     personalities["user_proxy"] = (team.user_proxy_personality or "").strip()
     step_labels = {
-        step.name: step.label or render(task.step_label, {"step": step.title}, source=task.source) for step in team.steps
+        step.name: step.label or render(task.step_label, {"step": step.title}, source=task.source)
+        for step in team.steps
     }
     return PromptSet(
         task=task,

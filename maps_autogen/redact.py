@@ -16,8 +16,8 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 MASK = "***"
 _MIN_SECRET_LENGTH = 4
@@ -29,8 +29,13 @@ _BLOCK = NEAR_COPY_CHARACTERS // 2  # every run of 12 holds one of the secret's 
 # Invisible format characters (Unicode category Cf: zero-width space and joiners, soft hyphen,
 # bidi marks, word joiner, BOM, tags...): ignored when looking for a secret, so a key split by
 # one is still found; the mask covers them too.
-_INVISIBLE_BMP = "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
-_INVISIBLE_ASTRAL = "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+_INVISIBLE_BMP = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+)
+_INVISIBLE_ASTRAL = (
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)
 _INVISIBLE = re.compile(f"[{_INVISIBLE_BMP}{_INVISIBLE_ASTRAL}]")
 # Two cheaper first looks (a class of BMP characters only compiles to a table lookup).
 _ANY_INVISIBLE_BMP = re.compile(f"[{_INVISIBLE_BMP}]")
@@ -41,7 +46,9 @@ def _has_invisible(text: str) -> bool:
     """Whether `text` holds an invisible format character (ASCII text is known at once)."""
     if text.isascii():
         return False
-    return _ANY_INVISIBLE_BMP.search(text) is not None or (_ANY_ASTRAL.search(text) is not None and _INVISIBLE.search(text) is not None)
+    return _ANY_INVISIBLE_BMP.search(text) is not None or (
+        _ANY_ASTRAL.search(text) is not None and _INVISIBLE.search(text) is not None
+    )
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,9 @@ WELL_KNOWN_KEY_VARIABLES = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKE
 def register_well_known_keys(env: Mapping[str, str] | None = None) -> None:
     """Register the well-known key variables and every variable whose name ends in _API_KEY."""
     env = os.environ if env is None else env
-    register_key_variables([*WELL_KNOWN_KEY_VARIABLES, *(name for name in env if name.upper().endswith("_API_KEY"))], env)
+    register_key_variables(
+        [*WELL_KNOWN_KEY_VARIABLES, *(name for name in env if name.upper().endswith("_API_KEY"))], env
+    )
 
 
 def register_key_variables(names: Iterable[str | None], env: Mapping[str, str] | None = None) -> None:
@@ -210,7 +219,8 @@ class StreamRedactor:
         if _has_invisible(piece):
             piece = _INVISIBLE.sub("", piece)
         if self._in_credential:
-            piece = piece[_TOKEN_CHARACTERS.match(piece).end():]
+            rest = _TOKEN_CHARACTERS.match(piece)  # (it always matches: it may match nothing)
+            piece = piece[rest.end() if rest else 0:]
             if not piece:
                 return ""
             self._in_credential = False
@@ -238,7 +248,9 @@ class StreamRedactor:
 def _escape_table() -> dict[int, str]:
     """C0 controls (except newline and tab), DEL, C1 controls, and the Unicode bidi overrides
     that reorder what a terminal shows: each becomes a visible escape such as \\x1b."""
-    table = {code: f"\\x{code:02x}" for code in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)] if code not in (0x09, 0x0A)}
+    table = {
+        code: f"\\x{code:02x}" for code in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)] if code not in (0x09, 0x0A)
+    }
     for code in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]:
         table[code] = f"\\u{code:04x}"
     return table

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-
 MANAGER_NAME = "Manager"
 USER_PROXY_NAME = "UserProxy"
 
@@ -30,9 +29,10 @@ class SolverAnswer:
 
 @dataclass(frozen=True)
 class CriticVerdict:
-    """The Critic's scores (1-5 per dimension) and Socratic feedback per dimension."""
+    """The Critic's scores (1-5 per dimension; a half mark stays a float) and Socratic feedback per
+    dimension."""
 
-    scores: dict[str, int]
+    scores: dict[str, int | float]
     need_feedback: bool
     worst_step: str | None = None
     feedback: dict[str, str] = field(default_factory=dict)
@@ -62,7 +62,12 @@ def solver_schema(option_count: int = 0) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "process": {"type": "object", "properties": phases, "required": list(phases), "additionalProperties": False},
+            "process": {
+                "type": "object",
+                "properties": phases,
+                "required": list(phases),
+                "additionalProperties": False,
+            },
             "final_answer": answer,
         },
         "required": ["process", "final_answer"],
@@ -70,7 +75,9 @@ def solver_schema(option_count: int = 0) -> dict[str, Any]:
     }
 
 
-def critic_schema(dimensions: tuple[str, ...], *, low: float = 1, high: float = 5, whole: bool = True) -> dict[str, Any]:
+def critic_schema(
+    dimensions: tuple[str, ...], *, low: float = 1, high: float = 5, whole: bool = True
+) -> dict[str, Any]:
     """JSON schema of the reviewer's reply for the dimensions under review: its reasoning
     first (a model writes in order, so it reasons before it scores), then the scores on the
     team's scale, the flag, the weakest dimension and one question per dimension."""
@@ -81,10 +88,20 @@ def critic_schema(dimensions: tuple[str, ...], *, low: float = 1, high: float = 
         "type": "object",
         "properties": {
             "reasoning": {"type": "string"},
-            "scores": {"type": "object", "properties": scores, "required": list(dimensions), "additionalProperties": False},
+            "scores": {
+                "type": "object",
+                "properties": scores,
+                "required": list(dimensions),
+                "additionalProperties": False,
+            },
             "need_feedback": {"type": "boolean"},
             "worst_step": {"type": "string", "enum": list(dimensions)},
-            "feedback": {"type": "object", "properties": feedback, "required": list(dimensions), "additionalProperties": False},
+            "feedback": {
+                "type": "object",
+                "properties": feedback,
+                "required": list(dimensions),
+                "additionalProperties": False,
+            },
         },
         "required": ["reasoning", "scores", "need_feedback", "worst_step", "feedback"],
         "additionalProperties": False,

@@ -46,7 +46,7 @@ class RunLock:
             os.close(self._fd)  # closing releases the flock
             self._fd = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         self.acquire()
         return self
 

@@ -7,8 +7,9 @@ wrong. Every place that prints an accuracy prints the same figure for the same r
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 
 def accuracy_percent(correct: int, scored: int) -> float | None:

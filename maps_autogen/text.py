@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import codecs
 import re
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 REPLACEMENT = "\ufffd"
 # How deep untrusted YAML or JSON may nest: our files are a few levels deep, and a few hundred

@@ -12,7 +12,8 @@ import base64
 import binascii
 import io
 import math
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import toktok
 from PIL import Image, UnidentifiedImageError
@@ -37,7 +38,8 @@ ImageSize = Callable[[dict[str, Any]], tuple[int, int]]
 
 def text_tokens(texts: Iterable[str]) -> list[int]:
     """The o200k_base token count of each text."""
-    return toktok.batch_count(list(texts), TEXT_ENCODING, threads=1)
+    counts: list[int] = toktok.batch_count(list(texts), TEXT_ENCODING, threads=1)
+    return counts
 
 
 def image_tokens(width: int, height: int) -> int:
@@ -45,10 +47,10 @@ def image_tokens(width: int, height: int) -> int:
     if width <= 0 or height <= 0:
         return IMAGE_BASE_TOKENS
     scale = min(1.0, IMAGE_FIT_PX / max(width, height))
-    width, height = width * scale, height * scale
-    scale = min(1.0, IMAGE_SHORT_SIDE_PX / min(width, height))
-    width, height = width * scale, height * scale
-    tiles = math.ceil(round(width, 6) / IMAGE_TILE_PX) * math.ceil(round(height, 6) / IMAGE_TILE_PX)
+    fit_width, fit_height = width * scale, height * scale
+    scale = min(1.0, IMAGE_SHORT_SIDE_PX / min(fit_width, fit_height))
+    fit_width, fit_height = fit_width * scale, fit_height * scale
+    tiles = math.ceil(round(fit_width, 6) / IMAGE_TILE_PX) * math.ceil(round(fit_height, 6) / IMAGE_TILE_PX)
     return IMAGE_BASE_TOKENS + IMAGE_TILE_TOKENS * tiles
 
 

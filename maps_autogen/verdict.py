@@ -13,7 +13,8 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from maps_autogen.roles import CriticVerdict, SolverAnswer
 
@@ -219,9 +220,9 @@ def parse_critic_reply(
     feedback: dict[str, str] = {}
     if isinstance(feedback_raw, dict):
         for key, value in feedback_raw.items():
-            dimension = _dimension_name(key, dimension_of_step)
-            if dimension in dimensions and value is not None:
-                feedback[dimension] = _answer_text(value)
+            named = _dimension_name(key, dimension_of_step)
+            if named is not None and named in dimensions and value is not None:
+                feedback[named] = _answer_text(value)
     elif isinstance(feedback_raw, str) and feedback_raw.strip():
         feedback = {dimension: feedback_raw.strip() for dimension in dimensions}
     worst = _dimension_name(found.get("worst_step"), dimension_of_step)

@@ -12,10 +12,10 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator
 
 import pytest
 
@@ -51,7 +51,7 @@ class Chromium:
             os.dup2(read_end, 3)
             os.dup2(write_end, 4)
 
-        self._log = open(profile.parent / "chromium.log", "wb")  # noqa: SIM115 - closed in close(); Chromium is chatty on stderr
+        self._log = open(profile.parent / "chromium.log", "wb")  # closed in close(); Chromium is chatty on stderr
         self.process = subprocess.Popen(
             [binary, *BROWSER_FLAGS, f"--user-data-dir={profile}", "about:blank"],
             preexec_fn=wire_pipes, close_fds=False, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,

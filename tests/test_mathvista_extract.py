@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maps_autogen.benchmarks.mathvista.scorer import SCORER
 from maps_autogen.benchmarks.mathvista.extract import (
     MAX_RESPONSE_CHARS,
     NO_ANSWER_EXTRACTION,
@@ -20,6 +19,7 @@ from maps_autogen.benchmarks.mathvista.extract import (
     extract,
 )
 from maps_autogen.benchmarks.mathvista.program_output import parse_program, program_output
+from maps_autogen.benchmarks.mathvista.scorer import SCORER
 
 YES_NO = ["Yes", "No"]
 ANGLES = ["30°", "32°", "36°", "40°"]

@@ -17,7 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from maps_autogen.redact import (
-    _INVISIBLE, MASK, NEAR_COPY_CHARACTERS, StreamRedactor, _compile, _mask_near_copies, redact, register_secret,
+    _INVISIBLE,
+    MASK,
+    NEAR_COPY_CHARACTERS,
+    StreamRedactor,
+    _compile,
+    _mask_near_copies,
+    register_secret,
 )
 from tests.conftest import MAPS, clean_env, run_maps
 from tests.view_fixtures import write_synthetic_eval

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from maps_autogen.benchmarks import _symbolic, get_benchmark
-from maps_autogen.benchmarks.olympiadbench import scorer as ob
 from maps_autogen.benchmarks.base import RecordError
+from maps_autogen.benchmarks.olympiadbench import scorer as ob
 
 
 def judge(answer: str, truth: str, precision: float | list[float] = 1e-8) -> bool:

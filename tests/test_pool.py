@@ -11,11 +11,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from maps_autogen.client import ChatBackend
 from maps_autogen.config import load_config
 from maps_autogen.endpoints import resolve_models
 from maps_autogen.errors import ConfigError
 from maps_autogen.eval.runner import EvalRequest, EvalRun
-from maps_autogen.client import ChatBackend
 from maps_autogen.pool import PoolTransport, ReplicaPool
 from tests.conftest import TEST_KEY, write_config
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl

@@ -30,7 +30,7 @@ class ImageServer:
             def log_message(self, *args: Any) -> None:
                 return None
 
-            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            def do_GET(self) -> None:
                 outer.paths.append(self.path)
                 self.send_response(200)
                 self.send_header("Content-Type", "image/png")
@@ -44,7 +44,7 @@ class ImageServer:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/{path}"
 
-    def __enter__(self) -> "ImageServer":
+    def __enter__(self) -> ImageServer:
         self._thread.start()
         return self
 

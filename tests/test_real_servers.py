@@ -9,8 +9,8 @@ recordings in tests/test_gateway_errors.py; here each server runs end to end onc
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import yaml

@@ -171,7 +171,8 @@ def test_report_paper_shows_the_papers_cells_verbatim_and_the_difference(paper_r
 
 
 def test_paper_rows_of_every_benchmark_are_the_published_ones() -> None:
-    from maps_autogen.paper import paper_row_for, table1_rows as paper_rows
+    from maps_autogen.paper import paper_row_for
+    from maps_autogen.paper import table1_rows as paper_rows
 
     maps_row = paper_row_for("maps", {"gpt-4o"})
     assert maps_row is not None and paper_row_for("maps", {"gpt-4o-mini"}) is None

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 
 from maps_autogen.config import PriceConfig
 from maps_autogen.endpoints import price_of

@@ -7,7 +7,6 @@ import base64
 import json
 from pathlib import Path
 
-
 from tests.conftest import TEST_KEY, all_text_in, clean_env, critic_json, make_png, run_maps, solver_json, write_config
 from tests.fake_openai import FakeOpenAI, Reply, RoleScript
 
@@ -174,7 +173,7 @@ def test_no_image_skips_the_interpreter(tmp_path: Path) -> None:
     critic = server.received[-1]
     assert critic.body["response_format"]["json_schema"]["schema"]["properties"]["scores"]["required"] == ["alignment", "knowledge", "solution"]
     assert "no diagram" in critic.user_text() and LABELS["caption"] not in critic.user_text()
-    records = [json.loads(l) for l in (Path(summary["run_dir"]) / "transcript.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (Path(summary["run_dir"]) / "transcript.jsonl").read_text().splitlines()]
     assert records[0]["event"] == "interpreter_skipped"
 
 
@@ -188,7 +187,7 @@ def test_unparseable_solver_falls_back_to_text(png: Path, tmp_path: Path) -> Non
         assert server.roles().count("solver") == 2
     summary = json.loads(result.stdout)
     assert result.returncode == 0 and summary["final_answer"] == "4 kg" and summary["stop_reason"] == "critic_passed"
-    records = [json.loads(l) for l in (Path(summary["run_dir"]) / "transcript.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (Path(summary["run_dir"]) / "transcript.jsonl").read_text().splitlines()]
     assert "solver_unparsed" in [r.get("event") for r in records]
     assert next(r for r in records if r.get("role") == "solver")["rejected"] == "the Solver's reply is not valid JSON with a final answer"
     assert json.loads((Path(summary["run_dir"]) / "run.json").read_text())["solver_parsed"] is False

@@ -96,7 +96,7 @@ def test_rate_limit_is_retried_honouring_retry_after(png: Path, tmp_path: Path) 
     assert len(aligner_times) == 3
     assert aligner_times[1] - aligner_times[0] >= 0.95 and aligner_times[2] - aligner_times[1] >= 0.95
     run_dir = Path(json.loads(result.stdout)["run_dir"])
-    aligner = [json.loads(l) for l in (run_dir / "transcript.jsonl").read_text().splitlines() if '"role": "aligner"' in l][0]
+    aligner = [json.loads(line) for line in (run_dir / "transcript.jsonl").read_text().splitlines() if '"role": "aligner"' in line][0]
     assert aligner["usage"]["attempts"] == 3
 
 
@@ -114,7 +114,7 @@ def test_server_errors_exhaust_retries_and_keep_finished_work(png: Path, tmp_pat
     run_dir = next((tmp_path / "runs").iterdir())
     run = json.loads((run_dir / "run.json").read_text())
     assert run["stop_reason"] == "error" and "503" in run["error"]
-    roles = [json.loads(l).get("role") for l in (run_dir / "transcript.jsonl").read_text().splitlines()]
+    roles = [json.loads(line).get("role") for line in (run_dir / "transcript.jsonl").read_text().splitlines()]
     assert roles[:3] == ["user_proxy", "interpreter", "aligner"]  # finished work is kept
 
 

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.config import LocalEndpoint
+from maps_autogen.config import LocalEndpoint, parse_config
 from maps_autogen.errors import ConfigError
-from maps_autogen.config import parse_config
 from tests.conftest import clean_env, critic_json, run_maps, solver_json
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI, RoleScript

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from maps_autogen.verdict import extract_json_object, parse_critic_reply as parse_any_critic_reply, parse_solver_reply
+from maps_autogen.verdict import extract_json_object, parse_solver_reply
+from maps_autogen.verdict import parse_critic_reply as parse_any_critic_reply
 
 SCORED = (("interpreter", "caption"), ("aligner", "alignment"), ("scholar", "knowledge"), ("solver", "solution"))
 

@@ -12,18 +12,18 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator
 
 import pytest
 
 from maps_autogen.errors import DataError
 from maps_autogen.view import CSS, SCRIPT, render_view, write_view
-from tests.conftest import TEST_KEY, critic_json, make_png, solver_json, write_config
 from tests.chromium import Chromium, Tab, chromium  # noqa: F401 - chromium is a fixture
+from tests.conftest import TEST_KEY, critic_json, make_png, solver_json, write_config
 from tests.fake_openai import FakeOpenAI, RoleScript
 
 # Each tries a different way to run script; `window.__pwned` or the title would show it worked.

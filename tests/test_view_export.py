@@ -104,7 +104,7 @@ def test_export_replaces_only_its_own_folder_and_keeps_single_files_for_solves(t
 
 
 @pytest.mark.browser
-def test_browser_1000_problem_export(big_eval: tuple[Path, list[dict]], big_export: Path, chromium: Chromium) -> None:  # noqa: F811
+def test_browser_1000_problem_export(big_eval: tuple[Path, list[dict]], big_export: Path, chromium: Chromium) -> None:
     _, facts = big_eval
     tab = chromium.open(big_export)
     seen = tab.js("""({rows: document.querySelectorAll('#index-table tbody tr').length,

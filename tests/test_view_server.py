@@ -259,7 +259,7 @@ def test_results_feed_adds_new_rows_and_reloads_after_compaction(served_eval: tu
 
 
 @pytest.mark.browser
-def test_browser_page_shows_turns_as_they_are_written(tmp_path: Path, chromium: Chromium) -> None:  # noqa: F811
+def test_browser_page_shows_turns_as_they_are_written(tmp_path: Path, chromium: Chromium) -> None:
     eval_dir = tmp_path / "eval-y"
     write_synthetic_eval(eval_dir, 5)  # problem q5 rolls back to the Scholar
     run_dir = eval_dir / "problems" / "q5"
@@ -281,7 +281,7 @@ def test_browser_page_shows_turns_as_they_are_written(tmp_path: Path, chromium: 
         seen = tab.js("""({roles: %s, scores: document.querySelectorAll('table.scores').length,
           question: document.querySelector('.event.rollback .question').textContent,
           numbers: Array.from(document.querySelectorAll('article.turn .meta')).map(m => m.textContent.split(' · ')[0]),
-          images: Array.from(document.images).map(i => i.naturalWidth)})""" % roles)
+          images: Array.from(document.images).map(i => i.naturalWidth)})""" % roles)  # noqa: UP031 - braces are JS
         assert seen["roles"] == ["user_proxy", "interpreter", "aligner", "scholar", "solver", "critic", "scholar"]
         assert seen["scores"] == 1 and seen["question"] == "Question sent back: What about the knowledge?"
         assert seen["numbers"] == [f"turn {n}" for n in range(1, 8)]  # numbering carries on across the live batches

@@ -61,7 +61,7 @@ def _serve_main() -> int:
         import xllamacpp
 
         server = xllamacpp.Server(_build_params(xllamacpp, plan))
-    except Exception as error:  # xllamacpp raises RuntimeError with a generic message
+    except Exception as error:  # noqa: BLE001 - reported to the parent (xllamacpp raises a generic RuntimeError)
         _send(handshake, {"ok": False, "error": str(error)})
         sys.stderr.flush()
         os._exit(3)  # skip interpreter teardown: see the ~Server note below

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 
-
 class GGUFFormatError(ValueError):
     """The file is not a well-formed GGUF file (random bytes, truncated, unsupported version)."""
 

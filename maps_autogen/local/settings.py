@@ -88,7 +88,9 @@ def _check_config_bounds(**values: Any) -> None:
         raise ConfigError(f"local model {name}: {problem['msg'].lower()}, got {problem['input']!r}") from None
 
 
-def settings_from_endpoint(endpoint: Any, base_dir: Path | None = None, model_name: str | None = None) -> LocalModelSettings:
+def settings_from_endpoint(
+    endpoint: Any, base_dir: Path | None = None, model_name: str | None = None
+) -> LocalModelSettings:
     """LocalModelSettings from an agents.yaml `local` endpoint (maps_autogen.config.LocalEndpoint).
 
     Reads model_path, mmproj_path, n_ctx, n_threads and chat_template; `model_name` is the name
