@@ -508,7 +508,8 @@ class ChatBackend:
             raise _Retryable("the model service sent a reply without message content")
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else None
         finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
-        return text, reply.get("model"), usage, finish_reason if isinstance(finish_reason, str) else None
+        model = reply.get("model")
+        return text, model if isinstance(model, str) else None, usage, finish_reason if isinstance(finish_reason, str) else None
 
     def _before_deadline(self, chunks: Iterator[bytes], deadline: float, late: _Retryable) -> Iterator[bytes]:
         """The body's chunks, stopping with the retryable error `late` once the deadline passes."""
@@ -580,12 +581,18 @@ class ChatBackend:
 def _stream_chunk(data: str) -> Any:
     """One `data:` line of a streamed reply, parsed (lone surrogates made valid outside the
     choices, whose pieces are joined first)."""
+    malformed = _Retryable("the model service sent a malformed streamed reply")
     try:
         chunk = json.loads(data)
-        if may_hold_surrogates(data):
-            chunk = {**valid_tree({k: v for k, v in chunk.items() if k != "choices"}), "choices": chunk.get("choices")}
     except (ValueError, RecursionError):
-        raise _Retryable("the model service sent a malformed streamed reply") from None
+        raise malformed from None
+    # Untrusted shape: an object whose choices (if any) are objects with an object delta.
+    choices = chunk.get("choices") if isinstance(chunk, dict) else None
+    if not isinstance(chunk, dict) or not isinstance(choices or [], list) or not all(
+            isinstance(choice, dict) and isinstance(choice.get("delta") or {}, dict) for choice in choices or []):
+        raise malformed
+    if may_hold_surrogates(data):
+        chunk = {**valid_tree({k: v for k, v in chunk.items() if k != "choices"}), "choices": choices}
     return chunk
 
 
@@ -605,7 +612,8 @@ class _StreamedReply:
 
     def add(self, chunk: Any) -> None:
         """Take in one parsed chunk."""
-        self.model_name = chunk.get("model") or self.model_name
+        if isinstance(chunk.get("model"), str) and chunk["model"]:
+            self.model_name = chunk["model"]
         if isinstance(chunk.get("usage"), dict):
             self.usage = chunk["usage"]
         for choice in chunk.get("choices") or []:

@@ -108,6 +108,21 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 512
     daemon_threads = True
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A handler's exception (a client that hung up mid-reply, as a cancelled stream does) is
+        kept in `handler_errors`, not printed: the `maps` command runs in this process and its
+        stderr, which tests read, would otherwise catch this thread's traceback."""
+        import sys
+        import traceback
+
+        self.handler_errors.append("".join(traceback.format_exception(*sys.exc_info())))
+
+    handler_errors: list[str]
+
+    def server_activate(self) -> None:
+        self.handler_errors = []
+        super().server_activate()
+
 
 class FakeOpenAI:
     """Start with `with FakeOpenAI(script) as server:`; `server.base_url` ends in /v1."""

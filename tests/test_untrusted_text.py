@@ -124,3 +124,33 @@ def test_valid_text_joins_pairs_and_replaces_lone_halves() -> None:
         pass
     else:
         raise AssertionError("100 levels passed a limit of 64")
+
+
+def test_streamed_chunks_of_the_wrong_shape_are_malformed_replies_and_retried(tmp_path: Path) -> None:
+    """A `data:` line that is JSON but not a chunk object (a number, choices that are not a list
+    of objects, a delta that is not an object, a model that is not a name) is a malformed reply:
+    retried, never a crash; the name recorded is only ever a string."""
+    bad = [b"data: 5\n\n", b'data: {"choices": "x"}\n\n', b'data: {"choices": [7]}\n\n',
+           b'data: {"choices": [{"delta": "text"}]}\n\n']
+    seen: list[str] = []
+
+    def script(request: Received) -> Reply:
+        seen.append(request.role)
+        if request.role == "aligner" and seen.count("aligner") <= len(bad):
+            return Reply(stream_bytes=[bad[seen.count("aligner") - 1]])
+        if request.role == "solver":
+            return Reply(stream_bytes=[_sse(solver_json("42")).replace(b'"gpt-4o"', b'{"not": "a name"}'), _sse("", "stop"),
+                                       b"data: [DONE]\n\n"])
+        return Reply("notes")
+
+    config = write_config(tmp_path / "agents.yaml", **{"endpoints.openai.stream": True, "endpoints.openai.max_retries": 4})
+    with FakeOpenAI(script) as server:
+        env = clean_env(OPENAI_API_KEY=TEST_KEY, OPENAI_BASE_URL=server.base_url)
+        result = run_maps(["solve", "-q", "What is 6*7?", "--config", str(config), "--runs-dir", str(tmp_path / "runs"), "--json",
+                           "--without", "critic"], env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert seen.count("aligner") == len(bad) + 1  # each wrong shape retried, then the good reply
+    assert json.loads(result.stdout)["final_answer"] == "42"
+    run = json.loads(next((tmp_path / "runs").glob("solve-*/run.json")).read_text())
+    assert "not a name" not in json.dumps(run)
