@@ -106,6 +106,9 @@ class StopConfig(_Strict):
 
 class ImagesConfig(_Strict):
     max_side: int = Field(default=1568, ge=64)
+    # A left-out step's images (--without interpreter): false, they reach no step (the paper's
+    # ablation); true, they go to the next step that runs.
+    to_next_step: bool = False
 
 
 class LimitsConfig(_Strict):

@@ -177,6 +177,7 @@ def solve_problem(
             final_review=config.critic.final_review,
             max_rounds=config.stop.max_rounds,
             without=without,
+            images_to_next=config.images.to_next_step,
             human=human,
         )
         started_at = utc_now()
@@ -210,6 +211,7 @@ def solve_problem(
                 "image_roles": sorted(settings.image_roles),
                 "images_withheld": images_withheld(problem, settings.image_roles, team.backends),
                 "without": sorted(without),
+                "images_dropped": list(settings.plan.images_dropped),
             },
             **(extra or {}),
         }
