@@ -161,12 +161,16 @@ def build_request(
 
 def review_variables(scored: Sequence[tuple[str, str]], prompts: PromptSet, *, low: float, high: float, threshold: float) -> dict[str, Any]:
     """What the reviewer's prompt is filled with: the dimensions under review (one line each,
-    with the heading of the step it scores), the score scale and the pass threshold."""
+    with the heading of the step it scores), each dimension's feedback template as its step
+    declares it (`feedback_template`; a dimension without one is not listed), the score scale
+    and the pass threshold."""
     dimensions = [dimension for _, dimension in scored]
     return {
         "dimensions": ", ".join(dimensions),
         "dimension_keys": "|".join(dimensions),
         "dimension_list": "\n".join(f"- {dimension}: {prompts.labels[step]}" for step, dimension in scored),
+        "feedback_templates": "\n".join(f"- {dimension}: {prompts.feedback_templates[step]}" for step, dimension in scored
+                                        if prompts.feedback_templates.get(step)),
         "scale_low": f"{low:g}",
         "scale_high": f"{high:g}",
         "threshold": f"{threshold:g}",

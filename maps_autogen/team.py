@@ -61,6 +61,7 @@ class StepConfig(_Strict):
     personality: str | None = None  # required; None only so that its absence gets a clear message
     output: Literal["text", "answer"] = "text"  # answer: the JSON of phases and a final answer
     critic_dimension: str | None = None  # the reviewer's name for this step (default: its name)
+    feedback_template: str | None = None  # what the reviewer's question about this dimension looks for
     final_answer: bool = False
     enabled: bool = True
     reviews: tuple[str, ...] | None = None  # makes this step the reviewer of these steps

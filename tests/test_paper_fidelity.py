@@ -40,3 +40,64 @@ def test_without_the_interpreter_no_request_carries_the_image_and_the_run_says_s
     assert run["flow"]["images_dropped"] == ["interpreter"] and run["flow"]["image_roles"] == []
     events = [r for r in transcript(run_dir) if r.get("event") == "images_dropped"]
     assert len(events) == 1 and events[0]["roles"] == ["interpreter"] and "no step" in events[0]["detail"]
+
+
+# ----- 2. the reviewer's rubric counts, and each dimension's feedback template comes from the team
+
+ANCHORS_1_TO_5 = ["- 5: it survives three counterfactual challenges", "- 4: it holds, but rests on one assumption (no more)",
+                  "- 3: two or three of its claims need further evidence", "- 2: it contradicts itself or an earlier step",
+                  "- 1: it fails the existence check"]
+
+
+def reviewer_text(loaded_team: str | None, tmp_path: Path) -> tuple[str, dict[str, str]]:
+    """The reviewer's first request as built for a problem with an image, and the dimensions'
+    templates as the team declares them."""
+    loaded = load_config(cwd=tmp_path, team=Path(loaded_team) if loaded_team else None)
+    team = loaded.team.config
+    prompts = load_prompts(loaded)
+    problem = build_problem("Q?", image_sources=[str(make_png(tmp_path / "f.png"))], max_side=512)
+    plan = plan_chat(team, has_images=True)
+    reviewer = team.step(plan.reviewer or "")
+    variables = review_variables(plan.scored, prompts, low=team.scale.low, high=team.scale.high, threshold=team.threshold)
+    text = build_request(reviewer, problem, {}, prompts, review_variables=variables)
+    assert isinstance(text, str)
+    return text, {step.dimension: step.feedback_template or "" for step in team.steps if step.name in dict(plan.scored)}
+
+
+def test_the_default_reviewer_counts_as_the_paper_does_and_asks_along_each_dimensions_template(tmp_path) -> None:
+    text, templates = reviewer_text(None, tmp_path)
+    for anchor in ANCHORS_1_TO_5:
+        assert anchor in text
+    assert set(templates) == {"caption", "alignment", "knowledge", "solution"}
+    for dimension, template in templates.items():
+        assert template and f"- {dimension}: {template}" in text
+    assert "measured quantity" in templates["caption"] and "same object or quantity" in templates["alignment"]
+    assert "established source" in templates["knowledge"] and "known, equivalent case" in templates["solution"]
+
+
+def test_the_big_five_reviewer_places_the_anchors_on_its_0_to_1_scale(tmp_path) -> None:
+    text, templates = reviewer_text("big_five", tmp_path)
+    for score, anchor in zip(("1.0", "0.75", "0.5", "0.25", "0"), ANCHORS_1_TO_5):
+        assert f"- {score}: {anchor.split(': ', 1)[1]}" in text
+    assert "passes at 0.8 or above" in " ".join(text.split())
+    for dimension, template in templates.items():
+        assert template and f"- {dimension}: {template}" in text
+
+
+def test_a_renamed_dimension_brings_its_own_template_to_the_reviewer_on_the_wire(tmp_path, monkeypatch, capsys) -> None:
+    team = steps()
+    by_name(team, "interpreter").update(critic_dimension="figure", feedback_template="which arrow has no stated length")
+    del by_name(team, "scholar")["feedback_template"]  # a dimension without a template is not listed
+    write_team_config(tmp_path, team)
+    verdict = json.dumps({"reasoning": "r", "scores": {"figure": 5, "alignment": 5, "knowledge": 5, "solution": 5},
+                          "need_feedback": False, "worst_step": "figure",
+                          "feedback": {"figure": "f?", "alignment": "a?", "knowledge": "k?", "solution": "s?"}})
+    with FakeOpenAI(RoleScript({"solver": [solver_json("A")], "critic": [verdict]})) as server:
+        code, _, err = solve(tmp_path, monkeypatch, capsys, server)
+    assert code == 0, err
+    critic = next(r for r in server.received if r.role == "critic").user_text()
+    assert "- figure: which arrow has no stated length" in critic
+    assert "- caption:" not in critic and "- knowledge: which" not in critic
+    assert f"- solution: {by_name(team, 'solver')['feedback_template']}" in critic
+    for anchor in ANCHORS_1_TO_5:
+        assert anchor in critic
