@@ -101,3 +101,34 @@ def test_a_renamed_dimension_brings_its_own_template_to_the_reviewer_on_the_wire
     assert f"- solution: {by_name(team, 'solver')['feedback_template']}" in critic
     for anchor in ANCHORS_1_TO_5:
         assert anchor in critic
+
+
+# ----- 3 and 4. the Interpreter asks for colours and measured geometry; an untagged image lands
+# where its instruction says the images are -----------------------------------------------------
+
+def test_an_untagged_image_reaches_the_interpreter_under_the_images_heading_not_inside_its_instruction(tmp_path, monkeypatch, capsys) -> None:
+    with FakeOpenAI(RoleScript({"solver": [solver_json("A")], "critic": [critic_json()]})) as server:
+        code, _, err = solve(tmp_path, monkeypatch, capsys, server)  # the question names no <image_1>
+    assert code == 0, err
+    interpreter = next(r for r in server.received if r.role == "interpreter")
+    content = interpreter.messages[-1]["content"]
+    kinds = [part["type"] for part in content]
+    assert kinds == ["text", "image_url", "text"]
+    before, after = content[0]["text"], content[2]["text"]
+    assert before.endswith("## Diagram(s)\n<image_1>")  # the heading the instruction names, after the inputs
+    assert "## Answer options\nA. O-one" in before
+    # the whole instruction, its own example tags included, comes after the image
+    assert after.lstrip().startswith("The question, context and options above") and "such as <image_1>, the" in " ".join(after.split())
+    assert 'under the heading "Diagram(s)"' in " ".join(after.split())
+    instruction = " ".join(after.split())
+    for asked in ("colour", "its code", "coordinates", "angles", "sizes and lengths", "purely visual evidence"):
+        assert asked in instruction, asked
+
+
+def test_a_tagged_image_follows_its_tag_in_the_question(tmp_path) -> None:
+    loaded = load_config(cwd=tmp_path)
+    prompts = load_prompts(loaded)
+    problem = build_problem("In <image_1>, which way?", image_sources=[str(make_png(tmp_path / "f.png"))], max_side=512)
+    content = build_request(loaded.team.config.step("interpreter"), problem, {}, prompts, images="send")
+    assert isinstance(content, list) and [part["type"] for part in content] == ["text", "image_url", "text"]
+    assert content[0]["text"].endswith("## Question\nIn <image_1>") and "## Diagram(s)" not in content[2]["text"]
