@@ -132,3 +132,28 @@ def test_a_tagged_image_follows_its_tag_in_the_question(tmp_path) -> None:
     content = build_request(loaded.team.config.step("interpreter"), problem, {}, prompts, images="send")
     assert isinstance(content, list) and [part["type"] for part in content] == ["text", "image_url", "text"]
     assert content[0]["text"].endswith("## Question\nIn <image_1>") and "## Diagram(s)" not in content[2]["text"]
+
+
+# ----- 5. each step's reply budget fits its work, and a step's model keys inherit the top-level ones
+
+BUDGETS = {"interpreter": 3072, "aligner": 3072, "scholar": 4096, "solver": 8192, "critic": 2048}
+
+
+def test_each_step_sends_its_own_budget_on_the_model_the_config_names(tmp_path, monkeypatch, capsys) -> None:
+    write_team_config(tmp_path, model={"name": "my-served-model", "temperature": 0.3})  # a step's budget keeps this model
+    with FakeOpenAI(RoleScript({"solver": [solver_json("A")], "critic": [critic_json()]})) as server:
+        code, _, err = solve(tmp_path, monkeypatch, capsys, server)
+    assert code == 0, err
+    sent = {r.role: (r.body["model"], r.body["temperature"], r.body["max_tokens"]) for r in server.received}
+    assert sent == {role: ("my-served-model", 0.3, budget) for role, budget in BUDGETS.items()}
+
+
+def test_model_on_the_command_line_keeps_each_steps_budget_and_both_teams_set_them(tmp_path) -> None:
+    from maps_autogen.config import with_overrides
+    from maps_autogen.endpoints import resolve_models
+
+    for team in (None, "big_five"):
+        loaded = with_overrides(load_config(cwd=tmp_path, team=Path(team) if team else None), model="gpt-4o-mini")
+        models = resolve_models(loaded, {"OPENAI_API_KEY": "sk-test-budget-000000"}).models
+        assert {role: (model.model, model.max_tokens) for role, model in models.items()} == {
+            role: ("gpt-4o-mini", budget) for role, budget in BUDGETS.items()}
