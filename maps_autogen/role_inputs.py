@@ -165,8 +165,9 @@ def build_request(
     revision: Revision | None = None,
 ) -> str | list[dict[str, Any]]:
     """The user message of `step`'s request: the task preamble, its labelled inputs, the
-    revision material when it re-runs, and its instruction (filled with `review_variables`
-    for the reviewer: the dimensions, the rubric's scale and threshold).
+    revision material when it re-runs, and its instruction (filled with `{{images_label}}`, the
+    images heading, and `review_variables` for the reviewer: the dimensions, the rubric's scale
+    and threshold).
 
     `images` is "send" (each image attached as a data URL right after its `<image_k>` tag in the
     problem's text, or, when the text names none, under the images heading after the inputs),
@@ -183,7 +184,7 @@ def build_request(
     blocks = [(section, False) for section in sections if section]
     # The problem's own text places the images after their tags; an earlier step's output does not.
     blocks += [(f"## {labels[name]}\n{text}", name in PROBLEM_FIELDS) for name, text in labelled_inputs(step, problem, outputs)]
-    variables = dict(review_variables or {})
+    variables = {"images_label": labels["images"], **(review_variables or {})}  # any prompt may name the images heading
     prompt = prompts.roles[step.name]
     tail = []
     if revision is not None:
