@@ -186,7 +186,7 @@ def build_request(
     blocks += [(f"## {labels[name]}\n{text}", name in PROBLEM_FIELDS) for name, text in labelled_inputs(step, problem, outputs)]
     variables = {"images_label": labels["images"], **(review_variables or {})}  # any prompt may name the images heading
     prompt = prompts.roles[step.name]
-    tail = []
+    tail: list[str] = []
     if revision is not None:
         tail.append(f"## {labels['previous_output']}\n{revision.previous_output.strip()}")
         tail.append(f"## {labels['feedback']}\n{revision.feedback.strip() or '-'}")
