@@ -42,6 +42,16 @@ def test_without_the_interpreter_no_request_carries_the_image_and_the_run_says_s
     assert len(events) == 1 and events[0]["roles"] == ["interpreter"] and "no step" in events[0]["detail"]
 
 
+
+def test_images_to_next_step_hands_a_left_out_steps_images_on_and_records_nothing_dropped(tmp_path) -> None:
+    team = load_config(cwd=tmp_path).team.config
+    paper = plan_chat(team, has_images=True, without=frozenset({"interpreter"}))
+    handed = plan_chat(team, has_images=True, without=frozenset({"interpreter"}), images_to_next=True)
+    assert (paper.image_steps, paper.images_dropped) == (frozenset(), ("interpreter",))
+    assert (handed.image_steps, handed.images_dropped) == (frozenset({"aligner"}), ())
+    # leaving out a step that sees no images drops nothing
+    assert plan_chat(team, has_images=True, without=frozenset({"scholar"})).images_dropped == ()
+
 # ----- 2. the reviewer's rubric counts, and each dimension's feedback template comes from the team
 
 ANCHORS_1_TO_5 = ["- 5: it survives three counterfactual challenges", "- 4: it holds, but rests on one assumption (no more)",
