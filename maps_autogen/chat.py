@@ -84,12 +84,14 @@ def chat_settings(
     final_review: bool,
     max_rounds: int | None,
     without: frozenset[str] = frozenset(),
+    images_to_next: bool = False,
     human: bool = False,
 ) -> ChatSettings:
     """Settings for `problem`: a step that describes images is skipped without images; the
-    images of a left-out step go to the next step that runs (see `team.plan_chat`).
-    `threshold` and `max_rounds` None: the reviewer's threshold, and rounds derived from the plan."""
-    plan = plan_chat(team, has_images=problem.has_images, without=without)
+    images of a left-out step reach no step, or with `images_to_next` the next step that runs
+    (see `team.plan_chat`). `threshold` and `max_rounds` None: the reviewer's threshold, and
+    rounds derived from the plan."""
+    plan = plan_chat(team, has_images=problem.has_images, without=without, images_to_next=images_to_next)
     flow = FlowSettings(
         steps=plan.steps,
         reviewer=plan.reviewer,
@@ -476,6 +478,13 @@ class MapsChat:
             self.observer.emit({"type": "event", "event": "interpreter_skipped", "at": utc_now(),
                                 "detail": f"the problem has no image, so {', '.join(skipped)} is skipped and the reviewer scores "
                                           f"{len(self.settings.flow.scored)} dimensions"})
+        dropped = self.settings.plan.images_dropped
+        if dropped:
+            titles = ", ".join(self.settings.team.step(role).title for role in dropped)
+            receivers = ", ".join(self.settings.team.step(role).title for role in sorted(self.settings.image_roles)) or "no step"
+            self.observer.emit({"type": "event", "event": "images_dropped", "roles": list(dropped), "at": utc_now(),
+                                "detail": f"{titles} left out: its images go to no other step (images.to_next_step: false); "
+                                          f"the images reach {receivers}"})
         withheld = images_withheld(self.problem, self.settings.image_roles, self.backends)
         if withheld:
             titles = ", ".join(self.settings.team.step(role).title for role in withheld)

@@ -210,6 +210,22 @@ def _rejection_error(error: _Rejected, model: ResolvedModel) -> ServiceError:
     )
 
 
+class JsonModeMemo:
+    """The JSON mode a model's endpoint accepts, learned once (a rejected mode falls back) and
+    shared by every backend that talks to that model, whatever their sampling settings."""
+
+    def __init__(self, mode: str):
+        self.mode = mode
+        self._lock = threading.Lock()
+
+    def fall_back(self, rejected: str) -> None:
+        """The endpoint refused `rejected`: use the next mode, unless a concurrent request has
+        already moved on from it (each refusal moves one step, from the mode it sent)."""
+        with self._lock:
+            if self.mode == rejected:
+                self.mode = JSON_MODE_FALLBACK[rejected]
+
+
 class ChatBackend:
     """Makes chat-completion calls to one model, with bounded retries and JSON-mode fallback.
 
@@ -231,6 +247,7 @@ class ChatBackend:
         health_check: Callable[[], None] | None = None,
         cancel: threading.Event | None = None,
         max_reply_bytes: int = DEFAULT_REPLY_BYTES,
+        json_mode: JsonModeMemo | None = None,
     ):
         self.model = model
         self.cache = cache
@@ -251,13 +268,13 @@ class ChatBackend:
         else:
             self._http = shared_http_client(model.timeout_s, max_connections)
         self._headers = {"Authorization": f"Bearer {model.api_key}"} if model.api_key else {}
-        self._json_mode = model.json_mode
+        self._json = json_mode or JsonModeMemo(model.json_mode)
         self.supports_images = model.vision  # False: requests carry a note in place of each image
 
     def _response_format(self, schema_name: str | None, schema: dict[str, Any] | None) -> dict[str, Any] | None:
-        if schema is None or self._json_mode == "none":
+        if schema is None or self._json.mode == "none":
             return None
-        if self._json_mode == "object":
+        if self._json.mode == "object":
             return {"type": "json_object"}
         return {
             "type": "json_schema",
@@ -316,7 +333,7 @@ class ChatBackend:
         return Completion(
             text=hit["text"], model=self.model.model, prompt_tokens=hit["prompt_tokens"],
             completion_tokens=hit["completion_tokens"], cost=0.0, seconds=time.monotonic() - started,
-            attempts=0, json_mode=self._json_mode if "response_format" in body else "none", cached=True,
+            attempts=0, json_mode=self._json.mode if "response_format" in body else "none", cached=True,
             finish_reason=hit.get("finish_reason"), served_model=_differing(hit["model"], self.model.model),
             sent=self.sent_settings(body),
         )
@@ -367,14 +384,12 @@ class ChatBackend:
                 mentions_format = any(
                     word in error.detail.lower() for word in ("response_format", "json_schema", "json schema")
                 )
-                if (
-                    error.status == 400
-                    and response_format is not None
-                    and self._json_mode in JSON_MODE_FALLBACK
-                    and mentions_format
-                ):
-                    self._json_mode = JSON_MODE_FALLBACK[self._json_mode]
-                    logger.warning("endpoint rejected the JSON mode; falling back to %s", self._json_mode)
+                sent_mode = {"json_schema": "schema", "json_object": "object"}.get(
+                    (response_format or {}).get("type", ""), "none"
+                )
+                if error.status == 400 and sent_mode in JSON_MODE_FALLBACK and mentions_format:
+                    self._json.fall_back(sent_mode)
+                    logger.warning("endpoint rejected the JSON mode; falling back to %s", self._json.mode)
                     response_format = self._response_format(schema_name, schema)
                     body = self.request_body(messages, response_format)
                     key = self._cache_key(body) if key is not None else None  # the key of what is sent now
@@ -412,7 +427,7 @@ class ChatBackend:
                 cost=cost,
                 seconds=time.monotonic() - started,
                 attempts=attempt,
-                json_mode=self._json_mode if response_format else "none",
+                json_mode=self._json.mode if response_format else "none",
                 finish_reason=finish_reason,
                 served_model=_differing(model_name, self.model.model),
                 sent=self.sent_settings(body),

@@ -108,6 +108,9 @@ class StopConfig(_Strict):
 
 class ImagesConfig(_Strict):
     max_side: int = Field(default=1568, ge=64)
+    # A left-out step's images (--without interpreter): false, they reach no step (the paper's
+    # ablation); true, they go to the next step that runs.
+    to_next_step: bool = False
 
 
 class LimitsConfig(_Strict):
@@ -183,7 +186,12 @@ class LoadedConfig(BaseModel):
         return self.resolve(self.team.config.step(name).prompt, self.team.base_dir)
 
     def model_for(self, step: str) -> ModelChoice:
-        return self.team.config.step(step).model or self.config.model
+        """A step's model: the keys its own `model:` writes, the others from the top-level `model:`
+        (so a step that sets only `max_tokens` still runs on the configured endpoint and model)."""
+        own = self.team.config.step(step).model
+        if own is None:
+            return self.config.model
+        return self.config.model.model_copy(update={key: getattr(own, key) for key in own.model_fields_set})
 
 
 def defaults_dir() -> Path:
@@ -421,8 +429,8 @@ def with_overrides(
     if max_rollbacks is not None:
         data["critic"]["max_rollbacks"] = max_rollbacks
     team = loaded.team
-    if model is not None:  # --model applies to every step
-        steps = tuple(step.model_copy(update={"model": None}) for step in team.config.steps)
+    if model is not None:  # --model applies to every step; a step keeps its own sampling settings
+        steps = tuple(step.model_copy(update={"model": _sampling_only(step.model)}) for step in team.config.steps)
         team = replace(team, config=team.config.model_copy(update={"steps": steps}))
     origins = dict(loaded.origins)
     origins.update(
@@ -436,6 +444,13 @@ def with_overrides(
         }
     )
     return loaded.model_copy(update={"config": parse_config(data, loaded.path), "team": team, "origins": origins})
+
+
+def _sampling_only(model: StepModel | None) -> StepModel | None:
+    """A step's own model without its endpoint and name (what `--model` replaces): the
+    temperature and max_tokens it writes, or None when it writes neither."""
+    kept = (model.model_fields_set if model is not None else set()) & {"temperature", "max_tokens"}
+    return StepModel(**{key: getattr(model, key) for key in kept}) if model is not None and kept else None
 
 
 def render_effective(loaded: LoadedConfig) -> str:

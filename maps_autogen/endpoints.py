@@ -253,7 +253,8 @@ def _max_tokens_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> st
     if isinstance(endpoint, LocalEndpoint) and (choice.max_tokens is None or endpoint.max_tokens < choice.max_tokens):
         return f"endpoints.{model.endpoint_name}.max_tokens in {_editable(loaded.path)}"
     index = team.config.names.index(role)
-    if team.config.steps[index].model is not None:
+    own = team.config.steps[index].model
+    if own is not None and "max_tokens" in own.model_fields_set:
         return f"{team.where(f'steps[{index}].model.max_tokens')} in {_editable(team.source)}"
     return f"model.max_tokens in {_editable(loaded.path)}"
 

@@ -95,5 +95,5 @@ class LiveConsole:
                 self.console.print(Text("  question sent back: ", style="cyan") + _safe(record["question"]))
         elif event == "stop":
             self.console.print(Text(terminal_safe(f"\n■ stopped: {record['stop_reason']}"), style="bold"))
-        elif event in ("interpreter_skipped", "images_withheld", "solver_unparsed", "critic_unparseable", "max_tokens_reached", "error"):
+        elif event in ("interpreter_skipped", "images_dropped", "images_withheld", "solver_unparsed", "critic_unparseable", "max_tokens_reached", "error"):
             self.console.print(Text(terminal_safe(f"\n! {record.get('detail', event)}"), style="yellow"))

@@ -67,6 +67,7 @@ class PromptSet:
     user_proxy: RolePrompt
     personalities: dict[str, str]  # by step name, plus "manager" and "user_proxy" (may be empty)
     labels: dict[str, str]  # problem-field labels and each step's output heading, by name
+    feedback_templates: dict[str, str]  # by step name: what the reviewer's question about it looks for ("" none)
 
     def system_message(self, step: str) -> str:
         """A step's system message with its personality written in."""
@@ -137,4 +138,5 @@ def load_prompts(loaded: LoadedConfig) -> PromptSet:
         user_proxy=load_role_prompt(loaded.resolve(config.user_proxy_prompt)),
         personalities=personalities,
         labels={**task.labels, **step_labels},
+        feedback_templates={step.name: (step.feedback_template or "").strip() for step in team.steps},
     )

@@ -62,29 +62,63 @@ def interleave_images(text: str, images: Sequence[ImageInput], options: Sequence
     (as the benchmarks' own evaluation code places it; an option "B. <image_3>" is thus followed
     by its image); an image the text never names follows the text, after its tag (and its
     option's letter when an option shows it). The text keeps every placeholder."""
-    parts: list[dict[str, Any]] = []
+    return place_images([(text, True)], images, options)
+
+
+def place_images(blocks: Sequence[tuple[str, bool]], images: Sequence[ImageInput], options: Sequence[str] = (), *,
+                 heading: str | None = None, after: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """`blocks` then `after`, joined by blank lines, as chat parts carrying the images: each
+    image right after the first `<image_k>` of a block marked True (the problem's own text; tags
+    in other blocks, such as an instruction's examples, are left alone); the images no marked
+    block names follow the blocks, under `heading` when given, each after its tag (and its
+    option's letter when an option shows it); then `after`."""
+    pieces: list[str | ImageInput] = []
     placed: set[int] = set()
-    start = 0
-    for match in IMAGE_PLACEHOLDER.finditer(text):
-        number = int(match.group(1))
-        if not 1 <= number <= len(images) or number in placed:
+    for index, (text, search) in enumerate(blocks):
+        if index:
+            pieces.append("\n\n")
+        if not search:
+            pieces.append(text)
             continue
-        parts.append({"type": "text", "text": text[start : match.end()]})
-        parts.append(image_part(images[number - 1]))
-        placed.add(number)
-        start = match.end()
-    tail = text[start:]
+        start = 0
+        for match in IMAGE_PLACEHOLDER.finditer(text):
+            number = int(match.group(1))
+            if not 1 <= number <= len(images) or number in placed:
+                continue
+            pieces += [text[start : match.end()], images[number - 1]]
+            placed.add(number)
+            start = match.end()
+        pieces.append(text[start:])
     letters = _option_of_image(options)
-    for number, image in enumerate(images, start=1):
-        if number in placed:
-            continue
+    unplaced = [number for number in range(1, len(images) + 1) if number not in placed]
+    for position, number in enumerate(unplaced):
         tag = image_tag(number) if number not in letters else f"{letters[number]}. {image_tag(number)}"
-        before = tail.rstrip()
-        parts.append({"type": "text", "text": f"{before}\n\n{tag}" if before else tag})
-        parts.append(image_part(image))
-        tail = ""
-    if tail:
-        parts.append({"type": "text", "text": tail})
+        if position == 0:
+            if pieces and isinstance(pieces[-1], str):
+                pieces[-1] = pieces[-1].rstrip()
+            after_text = bool(pieces) and isinstance(pieces[-1], str) and bool(pieces[-1])
+            tag = f"## {heading}\n{tag}" if heading else tag
+            if after_text or (heading and pieces):
+                tag = "\n\n" + tag
+        pieces += [tag, images[number - 1]]
+    pieces += [f"\n\n{text}" for text in after]
+    return _parts(pieces)
+
+
+def _parts(pieces: Sequence[str | ImageInput]) -> list[dict[str, Any]]:
+    """Chat parts from text pieces and images: adjacent text joined, empty text dropped."""
+    parts: list[dict[str, Any]] = []
+    text = ""
+    for piece in pieces:
+        if isinstance(piece, str):
+            text += piece
+            continue
+        if text:
+            parts.append({"type": "text", "text": text})
+        parts.append(image_part(piece))
+        text = ""
+    if text:
+        parts.append({"type": "text", "text": text})
     return parts
 
 
@@ -131,11 +165,14 @@ def build_request(
     revision: Revision | None = None,
 ) -> str | list[dict[str, Any]]:
     """The user message of `step`'s request: the task preamble, its labelled inputs, the
-    revision material when it re-runs, and its instruction (filled with `review_variables`
-    for the reviewer: the dimensions, the rubric's scale and threshold).
+    revision material when it re-runs, and its instruction (filled with `{{images_label}}`, the
+    images heading, and `review_variables` for the reviewer: the dimensions, the rubric's scale
+    and threshold).
 
-    `images` is "send" (each image attached as a data URL right after its `<image_k>` tag), "note" (a text note per image, for
-    models that cannot see) or "none" (this step does not receive images).
+    `images` is "send" (each image attached as a data URL right after its `<image_k>` tag in the
+    problem's text, or, when the text names none, under the images heading after the inputs),
+    "note" (a text note per image, for models that cannot see) or "none" (this step does not
+    receive images).
     """
     labels = prompts.labels
     sections = [prompts.task.preamble]
@@ -144,29 +181,36 @@ def build_request(
     if images == "note" and problem.has_images:
         notes = "\n".join(image_note(prompts, image, n) for n, image in enumerate(problem.images, start=1))
         sections.append(f"## {labels['images']}\n{notes}")
-    for name, text in labelled_inputs(step, problem, outputs):
-        sections.append(f"## {labels[name]}\n{text}")
-    variables = dict(review_variables or {})
+    blocks = [(section, False) for section in sections if section]
+    # The problem's own text places the images after their tags; an earlier step's output does not.
+    blocks += [(f"## {labels[name]}\n{text}", name in PROBLEM_FIELDS) for name, text in labelled_inputs(step, problem, outputs)]
+    variables = {"images_label": labels["images"], **(review_variables or {})}  # any prompt may name the images heading
     prompt = prompts.roles[step.name]
+    tail: list[str] = []
     if revision is not None:
-        sections.append(f"## {labels['previous_output']}\n{revision.previous_output.strip()}")
-        sections.append(f"## {labels['feedback']}\n{revision.feedback.strip() or '-'}")
-        sections.append(render(prompt.revision, variables, source=prompt.source))
-    sections.append(render(prompt.instruction, variables, source=prompt.source))
-    text = "\n\n".join(section for section in sections if section)
+        tail.append(f"## {labels['previous_output']}\n{revision.previous_output.strip()}")
+        tail.append(f"## {labels['feedback']}\n{revision.feedback.strip() or '-'}")
+        tail.append(render(prompt.revision, variables, source=prompt.source))
+    tail.append(render(prompt.instruction, variables, source=prompt.source))
+    tail = [section for section in tail if section]
     if images != "send" or not problem.has_images:
-        return text
-    return interleave_images(text, problem.images, problem.options)
+        return "\n\n".join([text for text, _ in blocks] + tail)
+    # Images the problem's text does not name go under the images heading, before the instruction.
+    return place_images(blocks, problem.images, problem.options, heading=labels["images"], after=tail)
 
 
 def review_variables(scored: Sequence[tuple[str, str]], prompts: PromptSet, *, low: float, high: float, threshold: float) -> dict[str, Any]:
     """What the reviewer's prompt is filled with: the dimensions under review (one line each,
-    with the heading of the step it scores), the score scale and the pass threshold."""
+    with the heading of the step it scores), each dimension's feedback template as its step
+    declares it (`feedback_template`; a dimension without one is not listed), the score scale
+    and the pass threshold."""
     dimensions = [dimension for _, dimension in scored]
     return {
         "dimensions": ", ".join(dimensions),
         "dimension_keys": "|".join(dimensions),
         "dimension_list": "\n".join(f"- {dimension}: {prompts.labels[step]}" for step, dimension in scored),
+        "feedback_templates": "\n".join(f"- {dimension}: {prompts.feedback_templates[step]}" for step, dimension in scored
+                                        if prompts.feedback_templates.get(step)),
         "scale_low": f"{low:g}",
         "scale_high": f"{high:g}",
         "threshold": f"{threshold:g}",

@@ -17,7 +17,7 @@ from maps_autogen.cache import ResponseCache
 from maps_autogen.chat import CallRecord, ChatOutcome, MapsChat, Observer, Observers, chat_settings, images_withheld
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import Resolution, ResolvedModel, resolve_models
-from maps_autogen.client import ChatBackend
+from maps_autogen.client import ChatBackend, JsonModeMemo
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.errors import RunInterrupted
@@ -85,10 +85,11 @@ _backend_lock = threading.Lock()
 
 
 def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: ResponseCache | None, max_connections: int,
-                  cancel: threading.Event) -> ChatBackend:
+                  cancel: threading.Event, json_mode: JsonModeMemo) -> ChatBackend:
     reply_bytes = loaded.config.limits.reply_bytes
     if model.kind != "local":
-        return ChatBackend(model, cache=cache, max_connections=max_connections, cancel=cancel, max_reply_bytes=reply_bytes)
+        return ChatBackend(model, cache=cache, max_connections=max_connections, cancel=cancel, max_reply_bytes=reply_bytes,
+                           json_mode=json_mode)
     from maps_autogen.local.server import shared_local_server
     from maps_autogen.local.settings import settings_from_endpoint
 
@@ -98,7 +99,7 @@ def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: Response
     register_secret(server.api_key)
     local = replace(model, base_url=server.base_url, api_key=server.api_key)
     return ChatBackend(local, cache=cache, max_connections=max_connections, health_check=server.ensure_alive, cancel=cancel,
-                       max_reply_bytes=reply_bytes)
+                       max_reply_bytes=reply_bytes, json_mode=json_mode)
 
 
 def assemble_team(
@@ -116,13 +117,16 @@ def assemble_team(
     resolution = resolution or resolve_models(loaded, os.environ if env is None else env)
     cancelled = threading.Event()
     opened: dict[tuple[Any, ...], ChatBackend] = {}
+    json_modes: dict[tuple[str, str], JsonModeMemo] = {}  # what each endpoint's model accepts, learned once
     backends: dict[str, ChatBackend] = {}
     with _backend_lock:
         for role, model in resolution.models.items():
             # The sampling settings are part of the key: a role never sends another role's.
             key = (model.endpoint_name, model.model, model.temperature, model.max_tokens)
             if key not in opened:
-                opened[key] = _open_backend(model, loaded=loaded, cache=cache, max_connections=max_connections, cancel=cancelled)
+                memo = json_modes.setdefault((model.endpoint_name, model.model), JsonModeMemo(model.json_mode))
+                opened[key] = _open_backend(model, loaded=loaded, cache=cache, max_connections=max_connections, cancel=cancelled,
+                                            json_mode=memo)
             backends[role] = opened[key]
     return Team(loaded=loaded, prompts=prompts, resolution=resolution, backends=backends, cancelled=cancelled)
 
@@ -177,6 +181,7 @@ def solve_problem(
             final_review=config.critic.final_review,
             max_rounds=config.stop.max_rounds,
             without=without,
+            images_to_next=config.images.to_next_step,
             human=human,
         )
         started_at = utc_now()
@@ -210,6 +215,7 @@ def solve_problem(
                 "image_roles": sorted(settings.image_roles),
                 "images_withheld": images_withheld(problem, settings.image_roles, team.backends),
                 "without": sorted(without),
+                "images_dropped": list(settings.plan.images_dropped),
             },
             **(extra or {}),
         }

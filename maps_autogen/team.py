@@ -61,6 +61,7 @@ class StepConfig(_Strict):
     personality: str | None = None  # required; None only so that its absence gets a clear message
     output: Literal["text", "answer"] = "text"  # answer: the JSON of phases and a final answer
     critic_dimension: str | None = None  # the reviewer's name for this step (default: its name)
+    feedback_template: str | None = None  # what the reviewer's question about this dimension looks for
     final_answer: bool = False
     enabled: bool = True
     reviews: tuple[str, ...] | None = None  # makes this step the reviewer of these steps
@@ -249,6 +250,8 @@ class ChatPlan:
     scored: tuple[tuple[str, str], ...]  # (step, dimension) of each running step the reviewer scores
     image_steps: frozenset[str]
     final_step: str
+    # Left-out steps whose images reached no step (images.to_next_step false: the paper's ablation).
+    images_dropped: tuple[str, ...] = ()
 
 
 def check_without(team: TeamConfig, without: frozenset[str], source: Path) -> None:
@@ -263,13 +266,17 @@ def check_without(team: TeamConfig, without: frozenset[str], source: Path) -> No
         raise UsageError("--without removes every working step", fix="keep at least the final-answer step")
 
 
-def plan_chat(team: TeamConfig, *, has_images: bool, without: frozenset[str] = frozenset()) -> ChatPlan:
+def plan_chat(team: TeamConfig, *, has_images: bool, without: frozenset[str] = frozenset(),
+              images_to_next: bool = False) -> ChatPlan:
     """Which steps run for one problem. A step is left out when it is disabled, named by
     `--without`, or describes images the problem does not have. A left-out step's output is
-    simply absent from the requests of the steps that read it; the images a left-out step
-    would have received go to the next working step that runs."""
+    simply absent from the requests of the steps that read it. The images a left-out step
+    would have received go nowhere (the paper's ablation: without the Interpreter no agent sees
+    the diagram), recorded in `images_dropped`; with `images_to_next` they go to the next
+    working step that runs instead."""
     running: list[StepConfig] = []
     image_steps: set[str] = set()
+    dropped_images: list[str] = []
     orphan_images = False
     reviewer: str | None = None
     for step in team.steps:
@@ -280,7 +287,11 @@ def plan_chat(team: TeamConfig, *, has_images: bool, without: frozenset[str] = f
                 image_steps.add(step.name)
             continue
         if dropped:
-            orphan_images = orphan_images or (step.sees_images and has_images)
+            if step.sees_images and has_images:
+                if images_to_next:
+                    orphan_images = True
+                else:
+                    dropped_images.append(step.name)
             continue
         running.append(step)
         if has_images and (step.sees_images or orphan_images):
@@ -291,7 +302,8 @@ def plan_chat(team: TeamConfig, *, has_images: bool, without: frozenset[str] = f
     scored = tuple((step.name, step.dimension) for step in running if step.name in reviewed)
     if reviewer is not None and not scored:
         reviewer = None  # nothing it scores runs: no review
-    return ChatPlan(steps=names, reviewer=reviewer, scored=scored, image_steps=frozenset(image_steps), final_step=team.final_step.name)
+    return ChatPlan(steps=names, reviewer=reviewer, scored=scored, image_steps=frozenset(image_steps), final_step=team.final_step.name,
+                    images_dropped=tuple(dropped_images))
 
 
 def derived_max_rounds(plan: ChatPlan, max_rollbacks: int) -> int:

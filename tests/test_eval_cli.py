@@ -258,10 +258,11 @@ def test_ablations(tmp_path: Path, mathvista) -> None:
         result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / "b"), "--limit", "1", "--without", "interpreter"], env=env, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         assert [r.role for r in server.received] == ["aligner", "scholar", "solver", "critic"]
-        assert len(server.received[0].image_urls()) == 1  # without the Interpreter the image goes to the Aligner
-        assert all(not r.image_urls() for r in server.received[1:])
+        assert all(not r.image_urls() for r in server.received)  # the paper's ablation: without the Interpreter no step sees the image
     summary = json.loads((eval_dir_of(tmp_path / "b") / "summary.json").read_text())
     assert summary["without"] == ["interpreter"] and "maps w/o interpreter" in result.stdout
+    manifest = json.loads((eval_dir_of(tmp_path / "b") / "manifest.json").read_text())
+    assert manifest["images_dropped"] == ["interpreter"] and manifest["settings"]["images"]["to_next_step"] is False
 
 
 def test_sampling_is_seeded_and_recorded(tmp_path: Path, mathvista) -> None:

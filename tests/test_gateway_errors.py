@@ -144,7 +144,8 @@ def test_an_unknown_model_at_404_stays_fatal() -> None:
 def test_a_reply_cut_at_max_tokens_is_not_resent_and_the_key_is_named(tmp_path: Path) -> None:
     png = make_png(tmp_path / "figure.png")
     # The Solver (step 4, index 3) has its own model; the Critic uses the top-level one.
-    write_config(tmp_path / "agents.yaml", **{"team.steps.3.model": {"max_tokens": 40}, "endpoints.openai.max_retries": 3})
+    write_config(tmp_path / "agents.yaml", **{"team.steps.3.model": {"max_tokens": 40}, "team.steps.4.model": None,
+                                              "endpoints.openai.max_retries": 3})
     cut_solver = Reply(solver_json("A")[:30], finish_reason="length")
     cut_critic = Reply(critic_json()[:40], finish_reason="length")
     script = RoleScript({"interpreter": ["CAPTION"], "solver": [cut_solver], "critic": [cut_critic]})

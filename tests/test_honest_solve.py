@@ -60,7 +60,7 @@ def test_a_reply_cut_at_max_tokens_is_recorded_on_the_turn_and_shown(png: Path, 
     with FakeOpenAI(healthy(scholar=[Reply("Torques balance, so the unknown mass", finish_reason="length")])) as server:
         result = solve(png, tmp_path, server)
     assert result.returncode == 0, result.stderr
-    assert "the Scholar's reply was cut off at max_tokens (2048)" in result.stdout
+    assert "the Scholar's reply was cut off at max_tokens (4096)" in result.stdout  # the default team's Scholar budget
     records = transcript(only_run(tmp_path))
     scholar = next(r for r in records if r.get("role") == "scholar" and r.get("type") == "message")
     assert scholar["finish_reason"] == "length"
@@ -76,7 +76,7 @@ def test_each_role_sends_its_own_settings_and_the_run_records_what_was_sent(png:
         result = solve(png, tmp_path, server, "--json")
         sent = {r.role: (r.body.get("temperature"), r.body.get("max_tokens")) for r in server.received}
     assert result.returncode == 0, result.stderr
-    assert sent == {"interpreter": (0.0, 2048), "aligner": (0.0, 2048), "scholar": (0.0, 2048),
+    assert sent == {"interpreter": (0.0, 3072), "aligner": (0.0, 3072), "scholar": (0.0, 4096),  # the default team's budgets
                     "solver": (1.5, 77), "critic": (0.0, 2048)}
     models = json.loads((only_run(tmp_path) / "run.json").read_text())["models"]
     assert models["solver"]["sent"]["temperature"] == 1.5 and models["solver"]["sent"]["max_tokens"] == 77

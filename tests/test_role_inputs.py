@@ -80,7 +80,7 @@ def test_critic_instruction_lists_its_dimensions_rubric_and_scale(prompts, step)
     assert "caption" not in text and "no diagram" in text
     assert "(one of:\nalignment, knowledge, solution)" in text or "(one of: alignment, knowledge, solution)" in " ".join(text.split())
     # the rubric: what each score means, the three Socratic kinds and the domain-standards check
-    for words in ("5: withstands", "1: fails basic verification", "Evidence:", "Internal consistency:", "Robustness:", "domain standards"):
+    for words in ("5: it survives three counterfactual", "1: it fails the existence check", "Evidence:", "Internal consistency:", "Robustness:", "domain standards"):
         assert words in text
     assert text.index('"reasoning"') < text.index('"scores"')
 

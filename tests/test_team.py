@@ -138,7 +138,8 @@ def test_a_removed_step_and_without_give_the_same_requests(tmp_path, monkeypatch
     assert [r.user_text() for r in removed.received] == [r.user_text() for r in ablated.received]
 
 
-def test_without_the_interpreter_the_images_go_to_the_next_step(tmp_path, monkeypatch, capsys) -> None:
+def test_without_the_interpreter_and_images_to_next_step_the_images_go_to_the_next_step(tmp_path, monkeypatch, capsys) -> None:
+    write_team_config(tmp_path, images={"to_next_step": True})  # the paper's ablation (the default) sends them nowhere
     with FakeOpenAI(RoleScript({"solver": [solver_json("A")], "critic": [critic_json(caption=None)]})) as server:
         code, summary, err = solve(tmp_path, monkeypatch, capsys, server, "--without", "interpreter")
     assert code == 0, err

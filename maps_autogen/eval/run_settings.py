@@ -21,7 +21,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Sequence
 
 from pydantic import ValidationError
 
@@ -64,7 +64,7 @@ def fingerprint_of(gold: Mapping[str, str]) -> dict[str, Any]:
     return {"count": len(gold), "sha256": digest(sorted(gold.items())), "gold": dict(gold)}
 
 
-def verdict_settings(team: Team, *, method: str, without: Iterable[str], items: Sequence[EvalItem],
+def verdict_settings(team: Team, *, method: str, without: Collection[str], items: Sequence[EvalItem],
                      answer_formats: Mapping[str, str], baseline_prompt: Any | None) -> dict[str, Any]:
     """Everything of this run that can change a verdict, as plain JSON (see the module doc).
     `answer_formats` are this benchmark's templates; `baseline_prompt` the method's prompt for
@@ -97,7 +97,11 @@ def verdict_settings(team: Team, *, method: str, without: Iterable[str], items: 
         "review": {"threshold": threshold, "max_rollbacks": config.critic.max_rollbacks,
                    "final_review": config.critic.final_review, "max_rounds": config.stop.max_rounds},
         "models": models,
-        "images": {"max_side": config.images.max_side},
+        # Where a left-out step's images go matters only when a step that sees them is left out
+        # (None otherwise, as in manifests written before the setting).
+        "images": {"max_side": config.images.max_side,
+                   "to_next_step": config.images.to_next_step if method == "maps" and any(
+                       step.sees_images and (step.name in without or not step.enabled) for step in team_config.steps) else None},
         "method": method,
         "without": sorted(without),
         "data": data_fingerprint(items),

@@ -42,6 +42,7 @@ from maps_autogen.client import Completion
 from maps_autogen.runlock import RunLock
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
+from maps_autogen.team import plan_chat
 from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_json_atomic, write_manifest
 from maps_autogen.records import PROBLEMS_DIR, SCHEMA_VERSION, Manifest, RunRecord, checked
 from maps_autogen.safe_paths import belongs_to, child_folder, safe_component
@@ -339,8 +340,18 @@ class EvalRun:
     def _described(self, team: Team) -> dict[str, Any]:
         """The manifest's description of the settings in force (updated by an allowed change)."""
         return {"method": self.request.method, "without": sorted(self.request.without), "models": team.models_record(),
+                "images_dropped": self._images_dropped(team),
                 "team": {"source": str(self.loaded.team.source), "steps": list(self.loaded.team.config.names)},
                 "config_path": str(self.loaded.path), "config": self.loaded.config.model_dump(mode="json")}
+
+    def _images_dropped(self, team: Team) -> list[str]:
+        """The left-out steps whose images reach no step on a problem with images (the paper's
+        ablation; empty with images.to_next_step or when nothing that sees images is left out)."""
+        if (self.request.method or "maps") != "maps":
+            return []
+        plan = plan_chat(team.loaded.team.config, has_images=True, without=self.request.without,
+                         images_to_next=self.loaded.config.images.to_next_step)
+        return list(plan.images_dropped)
 
     def run(self) -> EvalOutcome:
         request = self.request

@@ -40,6 +40,7 @@ IMAGE_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", 
 _KNOWN_ROLES = {"user_proxy", "interpreter", "aligner", "scholar", "solver", "critic"}
 _EVENT_TEXT = {
     "interpreter_skipped": "Interpreter skipped",
+    "images_dropped": "Images reach no step",
     "solver_unparsed": "Solver reply not parsed",
     "critic_unparseable": "Critic reply unparseable",
     "error": "Error",
