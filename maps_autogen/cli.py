@@ -368,9 +368,8 @@ def eval_command(
     if method not in (None, "maps") and without:
         raise click.UsageError("--without applies to --method maps only")
     if data is None and resume is None:  # no network and no cached copy: fail before the slow imports
-        from maps_autogen.benchmarks.hub import check_hub
         from maps_autogen.benchmarks import get_benchmark
-
+        from maps_autogen.benchmarks.hub import check_hub
         from maps_autogen.benchmarks.tasks import available_subsets
 
         task = get_benchmark(benchmark).task

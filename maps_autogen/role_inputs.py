@@ -7,14 +7,16 @@ this is what keeps the cost of a chat linear in its length.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from maps_autogen.images import ImageInput
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
 from maps_autogen.roles import option_letter
 from maps_autogen.team import PROBLEM_FIELDS, StepConfig
+
 
 @dataclass(frozen=True)
 class Revision:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.benchmarks.custom.scorer import SCORER
 from maps_autogen.benchmarks.base import RecordError
+from maps_autogen.benchmarks.custom.scorer import SCORER
 from tests.conftest import TEST_KEY, clean_env, make_png, run_maps
 from tests.eval_fixtures import ProblemScript
 from tests.fake_openai import FakeOpenAI

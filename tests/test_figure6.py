@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from maps_autogen.records import Manifest
 from maps_autogen.eval.table1 import Run
+from maps_autogen.records import Manifest
 from maps_autogen.report import solving_times
 from tests.conftest import TEST_KEY, clean_env, run_maps
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl

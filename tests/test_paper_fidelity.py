@@ -10,14 +10,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from maps_autogen.config import load_config
 from maps_autogen.problem import build_problem
 from maps_autogen.prompts import load_prompts
 from maps_autogen.role_inputs import build_request, review_variables
 from maps_autogen.team import plan_chat
-from tests.conftest import REPO, critic_json, make_png, solver_json
+from tests.conftest import critic_json, make_png, solver_json
 from tests.fake_openai import FakeOpenAI, RoleScript
 from tests.test_team import by_name, solve, steps, write_team_config
 
