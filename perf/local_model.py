@@ -31,10 +31,10 @@ from pydantic import ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from maps_autogen.local.server import LocalServer  # noqa: E402
-from maps_autogen.local.embedded import embedded_model_path  # noqa: E402
-from maps_autogen.local.settings import LocalModelSettings  # noqa: E402
-from tests.local_schema import Answer, json_schema_format  # noqa: E402
+from maps_autogen.local.embedded import embedded_model_path
+from maps_autogen.local.server import LocalServer
+from maps_autogen.local.settings import LocalModelSettings
+from tests.local_schema import Answer, json_schema_format
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,8 @@ with FakeOpenAI(script) as server:
 
 def drive(base_urls: list[str], clients: int, calls: int) -> tuple[float, dict[str, int]]:
     """Requests per second over `calls` calls from `clients` threads, and what each replica served."""
-    from maps_autogen.endpoints import ResolvedModel
     from maps_autogen.client import ChatBackend
+    from maps_autogen.endpoints import ResolvedModel
 
     model = ResolvedModel(endpoint_name="bench", kind="openai", model="m", base_url=base_urls[0], timeout_s=60, max_retries=2,
                           json_mode="none", stream=False, temperature=None, max_tokens=None,

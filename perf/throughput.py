@@ -248,8 +248,8 @@ def cpu_per_call(base_url: str, request: list[dict[str, Any]], calls: int) -> tu
     same request sent one at a time to the same service."""
     import openai
 
-    from maps_autogen.endpoints import ResolvedModel
     from maps_autogen.client import ChatBackend
+    from maps_autogen.endpoints import ResolvedModel
 
     model = ResolvedModel(endpoint_name="bench", kind="openai", model="gpt-4o", base_url=base_url, timeout_s=60,
                           max_retries=0, json_mode="none", stream=False, temperature=None, max_tokens=None, api_key="sk-benchmark-key")

@@ -28,10 +28,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -467,7 +468,7 @@ def _parse_fast(text: str) -> Any:
         parser._interp.predictionMode = PredictionMode.SLL
         relation = parser.math().relation()
         whole = tokens.LA(1) == antlr4.Token.EOF
-    except Exception as exc:  # noqa: BLE001 - a syntax error, or anything else: not settled
+    except Exception as exc:
         raise _NotSettled() from exc
     if not whole:
         raise _NotSettled()

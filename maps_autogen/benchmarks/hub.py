@@ -14,7 +14,7 @@ import re
 import threading
 import urllib.error
 import urllib.request
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 
@@ -37,7 +37,7 @@ def hub_endpoint() -> str:
     return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
 
 
-@lru_cache(maxsize=None)
+@cache
 def hub_reachable(endpoint: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     """One HEAD request to the hub (through any proxy the environment names), answered within
     `timeout_s`. Any HTTP answer counts as reachable; the result is kept for the process."""

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
-from maps_autogen.errors import DataError
 from maps_autogen.benchmarks.hub import check_hub, import_datasets, offline_error, offline_requested
 from maps_autogen.benchmarks.paths import checked_reference
 from maps_autogen.benchmarks.tasks import Row, Subset
+from maps_autogen.errors import DataError
 from maps_autogen.images import ImageInput, image_from_bytes, image_from_pil, load_image
 from maps_autogen.problem import Problem
 from maps_autogen.text import MAX_NESTING, nesting_depth_over

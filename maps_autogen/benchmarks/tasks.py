@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
 from maps_autogen.errors import UsageError
 from maps_autogen.problem import Problem
@@ -57,7 +58,7 @@ class Task(Protocol):
         """Rows of the chosen subsets, from the hub or from a local copy."""
         ...
 
-    def to_item(self, row: Row, *, prompts: "AnswerFormats", max_side: int) -> EvalItem:
+    def to_item(self, row: Row, *, prompts: AnswerFormats, max_side: int) -> EvalItem:
         """Turn a row into an EvalItem (Problem with its answer-format instruction, built when
         the problem starts; image paths are checked to stay inside the data folder now)."""
         ...

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from maps_autogen.benchmarks.base import RecordError, Verdict
 

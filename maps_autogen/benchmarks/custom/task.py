@@ -9,14 +9,15 @@ per category), optional `context`. Scoring rules: `scorer.py`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
-from maps_autogen.benchmarks.custom.scorer import DEFAULT_CATEGORY, LETTERS, answer_type_of, gold_problem
 from maps_autogen.benchmarks.base import RecordError
+from maps_autogen.benchmarks.custom.scorer import DEFAULT_CATEGORY, LETTERS, answer_type_of, gold_problem
+from maps_autogen.benchmarks.rows import check_image_reference, image_from_field, local_rows, required
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset, one_line
 from maps_autogen.errors import UsageError
-from maps_autogen.benchmarks.rows import check_image_reference, image_from_field, local_rows, required
 from maps_autogen.problem import Problem
 
 MAX_CATEGORY_CHARS = 80

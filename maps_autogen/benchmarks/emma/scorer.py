@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from typing import Any, ClassVar, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from maps_autogen.benchmarks import _symbolic
 from maps_autogen.benchmarks.base import RecordError, Verdict

@@ -10,8 +10,9 @@ themselves ("<image_2>").
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from maps_autogen.benchmarks.rows import check_row_image_references, config_rows, numbered_image_problem, required
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset, boxed_contents, one_line

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from maps_autogen.benchmarks.mathvista.program_builtins import (
-    BUILTINS,
     BUILTIN_KEYWORDS,
+    BUILTINS,
     COMPARE,
     COMPARISONS_PER_KEY,
     MATH_CONSTANTS,

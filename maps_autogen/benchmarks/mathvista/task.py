@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from maps_autogen.benchmarks.rows import check_image_reference, image_from_field, rows_for
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset

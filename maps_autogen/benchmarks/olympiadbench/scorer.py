@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from maps_autogen.benchmarks import _symbolic
 from maps_autogen.benchmarks.base import RecordError, Verdict

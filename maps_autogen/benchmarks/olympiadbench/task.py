@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from maps_autogen.benchmarks.olympiadbench.scorer import CHINESE_MARKER, ENGLISH_MARKER
 from maps_autogen.benchmarks.rows import check_row_image_references, config_rows, numbered_image_problem, required
