@@ -468,7 +468,7 @@ def _parse_fast(text: str) -> Any:
         parser._interp.predictionMode = PredictionMode.SLL
         relation = parser.math().relation()
         whole = tokens.LA(1) == antlr4.Token.EOF
-    except Exception as exc:
+    except Exception as exc:  # a syntax error, or anything else: not settled
         raise _NotSettled() from exc
     if not whole:
         raise _NotSettled()
