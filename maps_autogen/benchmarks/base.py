@@ -60,8 +60,10 @@ class Benchmark:
 
     @property
     def name(self) -> str:
-        return self.scorer.name
+        name: str = self.scorer.name
+        return name
 
     @property
     def title(self) -> str:
-        return self.task.title
+        title: str = self.task.title
+        return title

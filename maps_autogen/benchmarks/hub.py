@@ -123,4 +123,5 @@ def import_datasets(*, offline: bool = False) -> ModuleType:
     if offline:
         datasets.config.HF_HUB_OFFLINE = True
         huggingface_hub.constants.HF_HUB_OFFLINE = True
-    return datasets
+    module: ModuleType = datasets
+    return module

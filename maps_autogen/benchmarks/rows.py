@@ -55,7 +55,7 @@ def _from_parquet(*paths: Path) -> Iterator[dict[str, Any]]:
     yield from images_undecoded(loaded)
 
 
-class NumberedRow(dict):
+class NumberedRow(dict[str, Any]):
     """A row read from a JSONL line, remembering the line number for error messages."""
 
     line: int | None = None

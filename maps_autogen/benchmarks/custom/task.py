@@ -121,9 +121,10 @@ class CustomTask:
                            images=tuple(image for image in images if image is not None),
                            answer_format=answer_format, id=pid)
 
+        gold = answer.upper() if kind == "choice" else answer
         record = {
             "id": pid,
-            "answer": answer.upper() if kind == "choice" else answer,
+            "answer": gold,
             "answer_type": kind,
             "options": options if kind == "choice" else None,
             "tolerance": fields.get("tolerance"),
@@ -135,7 +136,7 @@ class CustomTask:
             subset=row.subset,
             load_problem=load_problem,
             record=record,
-            gold=record["answer"],
+            gold=gold,
             metadata={
                 "question_type": "multiple choice" if kind == "choice" else "open",
                 "answer_type": kind,
