@@ -216,7 +216,8 @@ def count_tokens(eval_dir: Path, records: list[dict[str, Any]], sample_size: int
         run_dir = eval_dir / record["run_dir"]
         sizes: dict[str, tuple[int, int]] = {}
 
-        def size_of(part: dict[str, Any]) -> tuple[int, int]:
+        def size_of(part: dict[str, Any], run_dir: Path = run_dir,
+                    sizes: dict[str, tuple[int, int]] = sizes) -> tuple[int, int]:
             name = part.get("file") or part.get("image_file") or ""
             if name not in sizes:
                 with Image.open(run_dir / name) as image:

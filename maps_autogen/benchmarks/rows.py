@@ -32,8 +32,9 @@ def _from_disk(path: Path, split: str) -> Iterator[dict[str, Any]]:
 
     try:
         loaded = datasets.load_from_disk(str(path))
-    except Exception as error:  # datasets raises many types for a damaged folder
-        raise DataError(f"cannot read the saved data set at {path}: {error}", fix="pass a folder written by save_to_disk") from None
+    except Exception as error:  # noqa: BLE001 - datasets raises many types for a damaged folder
+        raise DataError(f"cannot read the saved data set at {path}: {error}",
+                        fix="pass a folder written by save_to_disk") from None
     if isinstance(loaded, datasets.DatasetDict):
         if split in loaded:
             loaded = loaded[split]
@@ -50,8 +51,9 @@ def _from_parquet(*paths: Path) -> Iterator[dict[str, Any]]:
 
     try:
         loaded = datasets.load_dataset("parquet", data_files=[str(path) for path in paths], split="train")
-    except Exception as error:
-        raise DataError(f"cannot read parquet file {paths[0] if len(paths) == 1 else paths[0].parent}: {error}", fix="check the file") from None
+    except Exception as error:  # noqa: BLE001 - pyarrow and datasets raise many types for a damaged file
+        where = paths[0] if len(paths) == 1 else paths[0].parent
+        raise DataError(f"cannot read parquet file {where}: {error}", fix="check the file") from None
     yield from images_undecoded(loaded)
 
 
@@ -157,7 +159,7 @@ def hub_rows(hub_id: str, config: str | None, split: str) -> Iterator[dict[str, 
     try:
         datasets = import_datasets(offline=offline)
         loaded = datasets.load_dataset(hub_id, config, split=split)
-    except Exception as error:  # offline, unknown id, auth: all mean "use a local copy"
+    except Exception as error:  # noqa: BLE001 - offline, unknown id, auth: all mean "use a local copy"
         if offline:
             raise offline_error(hub_id, requested=offline_requested()) from None
         detail = " ".join(str(error).split())[:200]
