@@ -109,7 +109,8 @@ def find_subsets(task: Task, names: tuple[str, ...], available: tuple[Subset, ..
         return available
     chosen = []
     for name in names:
-        match = next((s for s in available if name.lower() in (s.name.lower(), s.column.lower(), s.source.lower())), None)
+        match = next((s for s in available
+                      if name.lower() in (s.name.lower(), s.column.lower(), s.source.lower())), None)
         if match is None:
             known = ", ".join(s.name for s in available)
             raise UsageError(f"{task.title} has no subset '{name}'", fix=f"use one of: {known}")
@@ -152,7 +153,8 @@ class AnswerFormats:
         try:
             template = self.templates[benchmark][case]
         except KeyError:
-            raise ConfigError(f"{self.source}: no answer format '{benchmark}.{case}'", fix="see the default prompts/answer_formats.yaml") from None
+            raise ConfigError(f"{self.source}: no answer format '{benchmark}.{case}'",
+                              fix="see the default prompts/answer_formats.yaml") from None
         return render(template, variables, source=self.source).strip()
 
 
@@ -163,5 +165,6 @@ def load_answer_formats(path: Path) -> AnswerFormats:
 
     data = read_yaml(path)
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise ConfigError(f"{path}: expected benchmark -> case -> text", fix="see the default prompts/answer_formats.yaml")
+        raise ConfigError(f"{path}: expected benchmark -> case -> text",
+                          fix="see the default prompts/answer_formats.yaml")
     return AnswerFormats({b: {c: str(t) for c, t in cases.items()} for b, cases in data.items()}, str(path))

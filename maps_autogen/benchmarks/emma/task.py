@@ -67,7 +67,8 @@ class EmmaTask:
     def rows(self, subsets: tuple[Subset, ...], data: Path | None) -> Iterator[Row]:
         """Rows of the chosen subsets, from the hub or from a local copy."""
         # `subject` names the config, so one local file holding all three subjects splits cleanly.
-        return config_rows(self.hub_id, self.split, subsets, data, key="pid", belongs=lambda subset, fields: fields.get("subject") in (None, "", subset.source))
+        return config_rows(self.hub_id, self.split, subsets, data, key="pid",
+                           belongs=lambda subset, fields: fields.get("subject") in (None, "", subset.source))
 
     def to_item(self, row: Row, *, prompts: AnswerFormats, max_side: int) -> EvalItem:
         """Turn a row into an EvalItem: every image of the row (question images and option

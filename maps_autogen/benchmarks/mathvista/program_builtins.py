@@ -286,4 +286,5 @@ def binary(operator: ast.operator, left: Any, right: Any) -> Any:
 
 
 __all__ = ["BUILTINS", "BUILTIN_KEYWORDS", "COMPARE", "COMPARISONS_PER_KEY", "MATH_CONSTANTS", "MATH_FUNCTIONS",
-           "MAX_INT_BITS", "MAX_LENGTH", "binary", "bounded_join", "checked", "copied", "number_set", "printed_text", "sized"]
+           "MAX_INT_BITS", "MAX_LENGTH", "binary", "bounded_join", "checked", "copied", "number_set", "printed_text",
+           "sized"]

@@ -51,7 +51,8 @@ class MathVistaTask:
             if places is None:
                 text = formats.render(self.name, "float_unrounded")
             else:
-                places_text = formats.render(self.name, "one_place") if places == 1 else formats.render(self.name, "places", precision=places)
+                places_text = (formats.render(self.name, "one_place") if places == 1
+                               else formats.render(self.name, "places", precision=places))
                 text = formats.render(self.name, "float", places=places_text)
         else:
             answer_type = fields.get("answer_type") or "text"
