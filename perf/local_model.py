@@ -258,7 +258,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip", nargs="*", default=[], choices=[name for name, _ in MEASUREMENTS])
     args = parser.parse_args(argv)
 
-    bench = Bench(LocalModelSettings(n_threads=args.threads, n_ctx=args.n_ctx), replies=args.replies, solves=args.solves)
+    bench = Bench(LocalModelSettings(n_threads=args.threads, n_ctx=args.n_ctx), replies=args.replies,
+                  solves=args.solves)
     print(f"model: {embedded_model_path().name}  cpus: {os.cpu_count()}  "
           f"load average at start: {os.getloadavg()[0]:.2f}")
     try:
