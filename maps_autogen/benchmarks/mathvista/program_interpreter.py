@@ -14,8 +14,6 @@ from maps_autogen.benchmarks.mathvista.program_builtins import (
     BUILTINS,
     COMPARE,
     COMPARISONS_PER_KEY,
-    MATH_CONSTANTS,
-    MATH_FUNCTIONS,
     MAX_LENGTH,
     binary,
     bounded_join,
@@ -24,6 +22,18 @@ from maps_autogen.benchmarks.mathvista.program_builtins import (
     number_set,
     printed_text,
     sized,
+)
+from maps_autogen.benchmarks.mathvista.program_names import (
+    MODULE_FUNCTIONS,
+    MUTATING_METHODS,
+    OPAQUE_MODULES,
+    PRINTING,
+    REFUSED_NAMES,
+    BoundMethod,
+    Lambda,
+    Module,
+    method_names_of,
+    show_window,
 )
 from maps_autogen.benchmarks.mathvista.program_values import (
     UNKNOWN,
@@ -50,89 +60,6 @@ class _Break(Exception):
 
 class _Continue(Exception):
     pass
-
-
-
-# Libraries whose results are unknown values (never emulated) but which write nothing to
-# standard output except through their print-like functions (refused by name). Any other
-# module stays outside the subset: its calls could print.
-_OPAQUE_MODULES = {"numpy", "sympy", "scipy", "matplotlib", "random", "datetime", "fractions",
-                   "statistics", "decimal", "cmath", "itertools", "collections", "pandas"}
-_PRINTING = re.compile(r"print|display|show|write|dump", re.IGNORECASE)
-
-
-class _Module:
-    """A name bound by `import`: math is usable, the opaque libraries give unknown values,
-    anything else is outside the subset."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def attribute(self, attr: str) -> Any:
-        if self.name == "math":
-            if attr in MATH_FUNCTIONS:
-                return MATH_FUNCTIONS[attr]
-            if attr in MATH_CONSTANTS:
-                return MATH_CONSTANTS[attr]
-        elif self.name.split(".")[0] in _OPAQUE_MODULES:
-            if attr == "show" and self.name.startswith("matplotlib"):
-                return _show_window
-            if not _PRINTING.search(attr):
-                return UNKNOWN
-        raise Unsupported(f"{self.name}.{attr}")
-
-
-def _show_window(*args: Any, **keywords: Any) -> None:
-    """pyplot's show(): draws a window, prints nothing, returns None."""
-    return None
-
-
-# The functions of modelled modules a program may call (functions compare by identity).
-_MODULE_FUNCTIONS = frozenset([*MATH_FUNCTIONS.values(), _show_window])
-# Builtins that would read, run or show something: refused even though they are undefined
-# here (an undefined name is otherwise an unknown value).
-_REFUSED_NAMES = {"exec", "eval", "input", "help", "breakpoint", "open", "__import__", "compile",
-                  "globals", "locals", "vars", "getattr", "setattr", "delattr", "exit", "quit",
-                  "display", "pprint"}
-
-
-class _BoundMethod:
-    """A method of a value, taken without calling it ("key=prices.get")."""
-
-    def __init__(self, owner: Any, name: str) -> None:
-        self.owner = owner
-        self.name = name
-
-
-class _Lambda:
-    """A `lambda`, with the scope it was written in."""
-
-    def __init__(self, node: ast.Lambda, scope: dict[str, Any]) -> None:
-        self.node = node
-        self.scope = scope
-
-
-_STRING_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "split", "startswith",
-                   "endswith", "count", "find", "index", "title", "capitalize", "isdigit"}
-_LIST_METHODS = {"append", "extend", "index", "count", "sort", "reverse", "pop", "insert",
-                 "remove", "copy"}
-_DICT_METHODS = {"get", "keys", "values", "items", "pop"}
-_SET_METHODS = {"add"}
-# Methods that change their owner: not handed out as values, and not called with an unknown.
-_MUTATING_METHODS = {"append", "extend", "sort", "reverse", "pop", "insert", "remove", "add"}
-
-
-def _method_names_of(owner: Any) -> set[str]:
-    """The methods of `owner` that the subset models."""
-    if isinstance(owner, str):
-        return _STRING_METHODS | {"join"}
-    if isinstance(owner, list):
-        return _LIST_METHODS
-    if isinstance(owner, dict):
-        return _DICT_METHODS
-    if isinstance(owner, set):
-        return _SET_METHODS
-    return set()
 
 
 
@@ -208,14 +135,14 @@ class _Interpreter:
 
     def run_import(self, node: ast.Import, scope: dict[str, Any]) -> None:
         for alias in node.names:
-            scope[alias.asname or alias.name.split(".")[0]] = _Module(alias.name)
+            scope[alias.asname or alias.name.split(".")[0]] = Module(alias.name)
 
     def run_import_from(self, node: ast.ImportFrom, scope: dict[str, Any]) -> None:
         module = node.module
-        if module is None or node.level or (module != "math" and module.split(".")[0] not in _OPAQUE_MODULES):
+        if module is None or node.level or (module != "math" and module.split(".")[0] not in OPAQUE_MODULES):
             raise Unsupported(type(node).__name__)
         for alias in node.names:
-            scope[alias.asname or alias.name] = _Module(module).attribute(alias.name)
+            scope[alias.asname or alias.name] = Module(module).attribute(alias.name)
 
     def run_break(self, node: ast.Break, scope: dict[str, Any]) -> None:
         raise _Break()
@@ -294,7 +221,7 @@ class _Interpreter:
             return node.id
         if node.id in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[node.id]
-        if node.id in _REFUSED_NAMES or _PRINTING.search(node.id):
+        if node.id in REFUSED_NAMES or PRINTING.search(node.id):
             # A function of its own that would show the answer ("print_result(x)").
             raise Unsupported(f"name {node.id}")
         return UNKNOWN  # a name the program never defines
@@ -378,19 +305,19 @@ class _Interpreter:
 
     def eval_attribute(self, node: ast.Attribute, scope: dict[str, Any]) -> Any:
         owner = self.eval(node.value, scope)
-        if isinstance(owner, _Module):
+        if isinstance(owner, Module):
             return owner.attribute(node.attr)
         if _is_unknown(owner):
             return UNKNOWN
-        if node.attr in _method_names_of(owner) and node.attr not in _MUTATING_METHODS:
-            return _BoundMethod(owner, node.attr)  # "key=prices.get"
+        if node.attr in method_names_of(owner) and node.attr not in MUTATING_METHODS:
+            return BoundMethod(owner, node.attr)  # "key=prices.get"
         if isinstance(owner, (int, float, str, list, tuple, dict, set)) and not hasattr(owner, node.attr):
             # Python fails here too ("stone.shape" on a dict): an AttributeError.
             raise AttributeError(node.attr)
         raise Unsupported("attribute")
 
     def eval_lambda(self, node: ast.Lambda, scope: dict[str, Any]) -> Any:
-        return _Lambda(node, scope)
+        return Lambda(node, scope)
 
     def eval_comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp, scope: dict[str, Any]) -> Any:
         items = self.comprehension(node.elt, node.generators, scope)
@@ -455,7 +382,7 @@ class _Interpreter:
             owner = self.eval(node.func.value, scope)
             args = [self.eval(arg, scope) for arg in node.args]
             keywords = self.keyword_values(node, scope)
-            if isinstance(owner, _Module):
+            if isinstance(owner, Module):
                 return self.apply(owner.attribute(node.func.attr), args, keywords)
             if _is_unknown(owner):
                 return UNKNOWN
@@ -477,13 +404,13 @@ class _Interpreter:
             if _is_unknown(*args, *keywords.values()):
                 raise Unsupported("printing an unknown value")
             return self.print(args, keywords)
-        if isinstance(function, (ast.FunctionDef, _Lambda)):
+        if isinstance(function, (ast.FunctionDef, Lambda)):
             if keywords:
                 raise Unsupported("keyword arguments")
             return self.call_function(function, args)
         if _is_unknown(function, *args, *keywords.values()):
             return UNKNOWN
-        if isinstance(function, _BoundMethod):
+        if isinstance(function, BoundMethod):
             if keywords:
                 raise Unsupported("keyword arguments")
             return self.method(function.owner, function.name, args)
@@ -493,8 +420,8 @@ class _Interpreter:
             if "key" in keywords and keywords["key"] is not None:
                 keywords["key"] = self.key_function(keywords["key"])
             return BUILTINS[function](*args, **keywords)
-        if callable(function) and function in _MODULE_FUNCTIONS:
-            if keywords and function is not _show_window:
+        if callable(function) and function in MODULE_FUNCTIONS:
+            if keywords and function is not show_window:
                 raise Unsupported("keyword arguments")
             return function(*args, **keywords)
         raise Unsupported("call")
@@ -513,10 +440,10 @@ class _Interpreter:
         return key
 
     def method(self, owner: Any, name: str, args: list[Any]) -> Any:
-        if name not in _method_names_of(owner):
+        if name not in method_names_of(owner):
             raise Unsupported(f"method {name}")
         if _is_unknown(*args):
-            if name in _MUTATING_METHODS and name != "append":
+            if name in MUTATING_METHODS and name != "append":
                 raise Unsupported("an unknown value changes a container")
             if name != "append":
                 return UNKNOWN
@@ -546,8 +473,8 @@ class _Interpreter:
         else:
             charge(copied(owner) + sum(copied(arg) for arg in args))
 
-    def call_function(self, function: ast.FunctionDef | _Lambda, args: list[Any]) -> Any:
-        if isinstance(function, _Lambda):
+    def call_function(self, function: ast.FunctionDef | Lambda, args: list[Any]) -> Any:
+        if isinstance(function, Lambda):
             return self.call_lambda(function, args)
         parameters = function.args
         if parameters.vararg or parameters.kwarg or parameters.kwonlyargs or parameters.posonlyargs:
@@ -569,7 +496,7 @@ class _Interpreter:
             self.depth -= 1
         return None
 
-    def call_lambda(self, function: _Lambda, args: list[Any]) -> Any:
+    def call_lambda(self, function: Lambda, args: list[Any]) -> Any:
         parameters = function.node.args
         if parameters.vararg or parameters.kwarg or parameters.kwonlyargs or parameters.posonlyargs \
                 or parameters.defaults or len(parameters.args) != len(args):
