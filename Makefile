@@ -26,5 +26,5 @@ test: setup
 
 # Type check (mypy, strict on maps_autogen/: [tool.mypy] in pyproject.toml) and lint (ruff: [tool.ruff]).
 lint: setup
-	.venv/bin/ruff check maps_autogen tests
+	.venv/bin/ruff check maps_autogen tests perf
 	.venv/bin/mypy

@@ -31,10 +31,10 @@ from pydantic import ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from maps_autogen.local.server import LocalServer  # noqa: E402
-from maps_autogen.local.embedded import embedded_model_path  # noqa: E402
-from maps_autogen.local.settings import LocalModelSettings  # noqa: E402
-from tests.local_schema import Answer, json_schema_format  # noqa: E402
+from maps_autogen.local.embedded import embedded_model_path
+from maps_autogen.local.server import LocalServer
+from maps_autogen.local.settings import LocalModelSettings
+from tests.local_schema import Answer, json_schema_format
 
 
 @dataclass(frozen=True)
@@ -258,7 +258,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip", nargs="*", default=[], choices=[name for name, _ in MEASUREMENTS])
     args = parser.parse_args(argv)
 
-    bench = Bench(LocalModelSettings(n_threads=args.threads, n_ctx=args.n_ctx), replies=args.replies, solves=args.solves)
+    bench = Bench(LocalModelSettings(n_threads=args.threads, n_ctx=args.n_ctx), replies=args.replies,
+                  solves=args.solves)
     print(f"model: {embedded_model_path().name}  cpus: {os.cpu_count()}  "
           f"load average at start: {os.getloadavg()[0]:.2f}")
     try:

@@ -44,7 +44,8 @@ def main() -> None:
                                       env=env, cwd=tmp, capture_output=True, text=True, timeout=120)
                 times.append(time.monotonic() - started)
                 lines.add(len(done.stderr.strip().splitlines()))
-        print(f"{name:24s} median {statistics.median(times):.2f} s, worst {max(times):.2f} s, stderr lines {sorted(lines)}, exit {done.returncode}")
+        print(f"{name:24s} median {statistics.median(times):.2f} s, worst {max(times):.2f} s, "
+              f"stderr lines {sorted(lines)}, exit {done.returncode}")
 
 
 if __name__ == "__main__":

@@ -37,10 +37,11 @@ with FakeOpenAI(script) as server:
 
 def drive(base_urls: list[str], clients: int, calls: int) -> tuple[float, dict[str, int]]:
     """Requests per second over `calls` calls from `clients` threads, and what each replica served."""
-    from maps_autogen.endpoints import ResolvedModel
     from maps_autogen.client import ChatBackend
+    from maps_autogen.endpoints import ResolvedModel
 
-    model = ResolvedModel(endpoint_name="bench", kind="openai", model="m", base_url=base_urls[0], timeout_s=60, max_retries=2,
+    model = ResolvedModel(endpoint_name="bench", kind="openai", model="m", base_url=base_urls[0], timeout_s=60,
+                          max_retries=2,
                           json_mode="none", stream=False, temperature=None, max_tokens=None,
                           base_urls=tuple(base_urls) if len(base_urls) > 1 else ())
     backend = ChatBackend(model, max_connections=clients)
@@ -88,8 +89,9 @@ def main() -> None:
             server.stdin.close()
             server.wait(timeout=10)
     share = ", ".join(f"{count}" for count in served.values())
+    nominal = sum(args.slots / latency for latency in args.latencies)
     print(f"pool of both: {pooled:.1f} requests/s = {pooled / sum(alone):.1%} of the sum of their measured capacities "
-          f"({sum(alone):.1f}); {pooled / sum(args.slots / latency for latency in args.latencies):.1%} of the nominal sum; "
+          f"({sum(alone):.1f}); {pooled / nominal:.1%} of the nominal sum; "
           f"requests served per replica: {share}")
 
 

@@ -47,7 +47,8 @@ from tests.conftest import critic_json, solver_json
 from tests.fake_openai import FakeOpenAI, Reply
 latency = float(sys.argv[2])
 # The Interpreter sees only the image: it knows the problem by the image's hash.
-pid_of_image = {hashlib.sha256(path.read_bytes()).hexdigest(): int(path.stem) for path in Path(sys.argv[3]).glob("*.png")}
+pid_of_image = {hashlib.sha256(path.read_bytes()).hexdigest(): int(path.stem)
+                for path in Path(sys.argv[3]).glob("*.png")}
 tag = re.compile(r"\[q:(\d+)\]")
 def problem_of(request):
     found = tag.search(request.user_text())
@@ -179,7 +180,8 @@ class Watcher:
     def steady_cpu_per_problem(self) -> float | None:
         """CPU seconds of this process per problem while problems were finishing (start-up,
         data loading and the final summary left out)."""
-        running = [(done, cpu) for done, cpu in self.progress if 0 < done < self.progress[-1][0]] if self.progress else []
+        running = ([(done, cpu) for done, cpu in self.progress if 0 < done < self.progress[-1][0]]
+                   if self.progress else [])
         if len(running) < 2 or running[-1][0] == running[0][0]:
             return None
         return (running[-1][1] - running[0][1]) / (running[-1][0] - running[0][0])
@@ -216,7 +218,8 @@ def count_tokens(eval_dir: Path, records: list[dict[str, Any]], sample_size: int
         run_dir = eval_dir / record["run_dir"]
         sizes: dict[str, tuple[int, int]] = {}
 
-        def size_of(part: dict[str, Any]) -> tuple[int, int]:
+        def size_of(part: dict[str, Any], run_dir: Path = run_dir,
+                    sizes: dict[str, tuple[int, int]] = sizes) -> tuple[int, int]:
             name = part.get("file") or part.get("image_file") or ""
             if name not in sizes:
                 with Image.open(run_dir / name) as image:
@@ -248,11 +251,12 @@ def cpu_per_call(base_url: str, request: list[dict[str, Any]], calls: int) -> tu
     same request sent one at a time to the same service."""
     import openai
 
-    from maps_autogen.endpoints import ResolvedModel
     from maps_autogen.client import ChatBackend
+    from maps_autogen.endpoints import ResolvedModel
 
     model = ResolvedModel(endpoint_name="bench", kind="openai", model="gpt-4o", base_url=base_url, timeout_s=60,
-                          max_retries=0, json_mode="none", stream=False, temperature=None, max_tokens=None, api_key="sk-benchmark-key")
+                          max_retries=0, json_mode="none", stream=False, temperature=None, max_tokens=None,
+                          api_key="sk-benchmark-key")
     ours = ChatBackend(model)
     sdk = openai.OpenAI(base_url=base_url, api_key="sk-benchmark-key", max_retries=0)
     headers = {"X-Maps-Role": "aligner"}
@@ -289,13 +293,15 @@ def main() -> None:
     builds = AgentBuilds()
     work = Path(tempfile.mkdtemp(prefix="maps-throughput-"))
     data = write_data(work / "data", args.problems, (width, height))
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(ROOT), str(args.latency), str(work / "data" / "images")],
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(ROOT), str(args.latency),
+                               str(work / "data" / "images")],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     base_url = server.stdout.readline().strip()
     env = {"OPENAI_API_KEY": "sk-benchmark-key", "OPENAI_BASE_URL": base_url}
     try:
         loaded = load_config(cwd=work)
-        request = EvalRequest(benchmark="mathvista", data=data, concurrency=args.concurrency, cache=False, runs_dir=work / "runs")
+        request = EvalRequest(benchmark="mathvista", data=data, concurrency=args.concurrency, cache=False,
+                              runs_dir=work / "runs")
         run = EvalRun(request, loaded, progress=False, env=env)
         watcher = None
         startup = 0.0
@@ -335,43 +341,57 @@ def main() -> None:
     rollbacks = sum(1 for r in records if r["rollbacks"])
     print(f"problems: {len(records)} ({len(failed)} failed), concurrency {args.concurrency}, "
           f"service latency {args.latency * 1000:.0f} ms/call, images {width}x{height}")
-    print(f"requests per problem: {calls / len(records):.2f}; problems with a rollback: {rollbacks} ({rollbacks / len(records):.0%})")
-    print(f"AG2 agent sets built: {sum(builds.by_thread.values())} on {len(builds.by_thread)} worker threads for {len(records)} problems "
+    print(f"requests per problem: {calls / len(records):.2f}; "
+          f"problems with a rollback: {rollbacks} ({rollbacks / len(records):.0%})")
+    print(f"AG2 agent sets built: {sum(builds.by_thread.values())} on {len(builds.by_thread)} worker threads "
+          f"for {len(records)} problems "
           f"(most on one thread: {max(builds.by_thread.values(), default=0)})")
     if args.latency == 0:
         seconds = [r["seconds"] for r in records]
-        print(f"own time per problem: {1000 * statistics.median(seconds):.1f} ms median, {1000 * statistics.mean(seconds):.1f} ms mean "
-              f"(each problem's wall time, the service answering at once; it includes reading and decoding the problem's image and the service's own work); "
-              f"whole run {1000 * wall / len(records):.1f} ms wall and {1000 * cpu / len(records):.1f} ms CPU of this process per problem")
+        print(f"own time per problem: {1000 * statistics.median(seconds):.1f} ms median, "
+              f"{1000 * statistics.mean(seconds):.1f} ms mean "
+              f"(each problem's wall time, the service answering at once; it includes reading and decoding the "
+              f"problem's image and the service's own work); "
+              f"whole run {1000 * wall / len(records):.1f} ms wall and {1000 * cpu / len(records):.1f} ms CPU "
+              f"of this process per problem")
         steady = watcher.steady_cpu_per_problem() if watcher else None
         if steady is not None:
-            print(f"CPU of this process per problem while problems finish (start-up and summary left out): {1000 * steady:.1f} ms")
+            print(f"CPU of this process per problem while problems finish (start-up and summary left out): "
+                  f"{1000 * steady:.1f} ms")
     else:
         ideal = simulated_seconds(calls_per_problem, args.concurrency, args.latency)
-        print(f"throughput: {len(records) / wall:.2f} problems/s; zero-overhead simulation of the same run: {len(records) / ideal:.2f}; "
-              f"ratio {ideal / wall:.1%} (whole run: {wall:.1f} s, of which {startup:.1f} s loading the data before the first "
+        print(f"throughput: {len(records) / wall:.2f} problems/s; "
+              f"zero-overhead simulation of the same run: {len(records) / ideal:.2f}; "
+              f"ratio {ideal / wall:.1%} (whole run: {wall:.1f} s, of which {startup:.1f} s loading the data "
+              f"before the first "
               f"problem; {ideal / (wall - startup):.1%} from the first problem on)")
         overhead_ms = 1000 * statistics.mean(r["seconds"] - r["usage"]["calls"] * args.latency for r in records)
         print(f"overhead per problem: {overhead_ms:.1f} ms (problem wall time minus the service's latency)")
-    print(f"CPU per model call: {1000 * cpu / calls:.2f} ms in this process (the whole run: orchestration, HTTP, files, "
-          f"scoring), {1000 * service_cpu / calls:.2f} ms in the fake service; load average {Path('/proc/loadavg').read_text().split()[0]} "
+    print(f"CPU per model call: {1000 * cpu / calls:.2f} ms in this process "
+          f"(the whole run: orchestration, HTTP, files, scoring), "
+          f"{1000 * service_cpu / calls:.2f} ms in the fake service; "
+          f"load average {Path('/proc/loadavg').read_text().split()[0]} "
           f"on {os.cpu_count()} cores")
     if ours_ms is not None:
-        print(f"CPU per call, one Aligner request sent {args.cpu_calls} times: our client {ours_ms:.2f} ms, openai SDK {sdk_ms:.2f} ms")
+        print(f"CPU per call, one Aligner request sent {args.cpu_calls} times: our client {ours_ms:.2f} ms, "
+              f"openai SDK {sdk_ms:.2f} ms")
     if not args.skip_tokens:
         sample = min(args.token_sample, len(records))
         maps_tokens, naive_tokens = count_tokens(outcome.eval_dir, records, sample)
         usd = GPT_4O_PROMPT_USD_PER_MILLION / 1e6
-        print(f"prompt tokens per problem over {sample} problems: MAPS {maps_tokens:.0f} vs naive broadcasting group chat "
-              f"{naive_tokens:.0f} ({maps_tokens / naive_tokens - 1:+.0%}); at gpt-4o's ${GPT_4O_PROMPT_USD_PER_MILLION:.2f}/M: "
+        print(f"prompt tokens per problem over {sample} problems: MAPS {maps_tokens:.0f} "
+              f"vs naive broadcasting group chat {naive_tokens:.0f} ({maps_tokens / naive_tokens - 1:+.0%}); "
+              f"at gpt-4o's ${GPT_4O_PROMPT_USD_PER_MILLION:.2f}/M: "
               f"${maps_tokens * usd:.4f} vs ${naive_tokens * usd:.4f} per problem")
         print(f"  counted as: {METHOD}")
     mark = f"{watcher.rss_at_mark:.0f} MB after 1,000 problems, " if watcher and watcher.rss_at_mark else ""
     running = watcher.peak_while_running(len(records)) if watcher else None
     last = f"{running:.0f} MB just before the last problem finished, " if running else ""
     samples = watcher.samples if watcher else []
-    quarters = ", ".join(f"{samples[min(len(samples) - 1, len(samples) * k // 4)]:.0f}" for k in (1, 2, 3, 4)) if samples else "-"
-    print(f"peak RSS: {mark}{last}{peak_after_run:.0f} MB once the run ended (after compacting results.jsonl and the summary); "
+    quarters = (", ".join(f"{samples[min(len(samples) - 1, len(samples) * k // 4)]:.0f}" for k in (1, 2, 3, 4))
+                if samples else "-")
+    print(f"peak RSS: {mark}{last}{peak_after_run:.0f} MB once the run ended "
+          f"(after compacting results.jsonl and the summary); "
           f"RSS at 25/50/75/100% of the run: {quarters} MB")
 
 if __name__ == "__main__":

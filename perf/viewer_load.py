@@ -49,8 +49,8 @@ def measure(browser: Chromium, target: Path | str) -> dict:
 
 
 # Resolves when the page shows more turns than it had before the write: a live turn is on screen.
-WAIT_FOR_TURN = """new Promise(done => { const wait = () => document.querySelectorAll('article.turn').length > window.__had
-  ? done() : setTimeout(wait, 5); wait(); })"""
+WAIT_FOR_TURN = """new Promise(done => { const wait = () =>
+  document.querySelectorAll('article.turn').length > window.__had ? done() : setTimeout(wait, 5); wait(); })"""
 
 
 def live_latency(browser: Chromium, eval_dir: Path, rounds: int = 5) -> list[float]:
@@ -61,7 +61,9 @@ def live_latency(browser: Chromium, eval_dir: Path, rounds: int = 5) -> list[flo
     latencies = []
     with ViewServer(run_dir) as server:
         tab = browser.open(server.url)
-        tab.js("new Promise(done => { const wait = () => document.getElementById('live-status').textContent.endsWith('on') ? done() : setTimeout(wait, 20); wait(); })")
+        tab.js("new Promise(done => { const wait = () => "
+               "document.getElementById('live-status').textContent.endsWith('on') ? done() : setTimeout(wait, 20); "
+               "wait(); })")
         for _ in range(rounds):
             tab.js("window.__had = document.querySelectorAll('article.turn').length")
             started = time.perf_counter()
@@ -81,7 +83,8 @@ def report(label: str, size_bytes: int | None, result: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
-    parser.add_argument("--single-file", action="store_true", help="also time the old self-contained page (minutes at 5,000)")
+    parser.add_argument("--single-file", action="store_true",
+                        help="also time the old self-contained page (minutes at 5,000)")
     args = parser.parse_args()
     binary = find_chromium()
     if binary is None:

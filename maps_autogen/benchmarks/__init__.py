@@ -22,7 +22,8 @@ def get_benchmark(name: str) -> Benchmark:
     """The benchmark called `name` (UsageError naming the known ones otherwise)."""
     if name not in NAMES:
         raise UsageError(f"unknown benchmark '{name}'", fix=f"use one of: {', '.join(NAMES)}")
-    return importlib.import_module(f"{__name__}.{name}").BENCHMARK
+    benchmark: Benchmark = importlib.import_module(f"{__name__}.{name}").BENCHMARK
+    return benchmark
 
 
 __all__ = ["NAMES", "Benchmark", "RecordError", "Scorer", "Verdict", "get_benchmark"]

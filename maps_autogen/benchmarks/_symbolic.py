@@ -28,10 +28,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -451,9 +452,11 @@ def _parse_fast(text: str) -> Any:
     case, like any syntax error, raises _NotSettled and the caller runs the official parse.
     The tree is converted by sympy's own converter, as in the official parse.
     """
-    import antlr4
-    from antlr4.atn.PredictionMode import PredictionMode
-    from sympy.parsing.latex import _parse_latex_antlr as latex_antlr
+    import antlr4  # type: ignore[import-untyped]  # (antlr4-python3-runtime ships no types)
+    from antlr4.atn.PredictionMode import PredictionMode  # type: ignore[import-untyped]
+
+    # The module binds its parser classes to None until antlr4 imports: untyped here.
+    latex_antlr: Any = importlib.import_module("sympy.parsing.latex._parse_latex_antlr")
 
     try:
         listener = latex_antlr.MathErrorListener(text)
@@ -467,7 +470,7 @@ def _parse_fast(text: str) -> Any:
         parser._interp.predictionMode = PredictionMode.SLL
         relation = parser.math().relation()
         whole = tokens.LA(1) == antlr4.Token.EOF
-    except Exception as exc:  # noqa: BLE001 - a syntax error, or anything else: not settled
+    except Exception as exc:  # a syntax error, or anything else: not settled
         raise _NotSettled() from exc
     if not whole:
         raise _NotSettled()

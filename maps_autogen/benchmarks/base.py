@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Protocol
+from typing import Any, ClassVar, Protocol
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,10 @@ class Benchmark:
 
     @property
     def name(self) -> str:
-        return self.scorer.name
+        name: str = self.scorer.name
+        return name
 
     @property
     def title(self) -> str:
-        return self.task.title
+        title: str = self.task.title
+        return title

@@ -14,7 +14,7 @@ import re
 import threading
 import urllib.error
 import urllib.request
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 
@@ -37,7 +37,7 @@ def hub_endpoint() -> str:
     return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
 
 
-@lru_cache(maxsize=None)
+@cache
 def hub_reachable(endpoint: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     """One HEAD request to the hub (through any proxy the environment names), answered within
     `timeout_s`. Any HTTP answer counts as reachable; the result is kept for the process."""
@@ -66,7 +66,8 @@ def _squashed(text: str) -> str:
 def _cache_roots() -> tuple[Path, Path]:
     home = Path(os.path.expanduser(os.environ.get("HF_HOME", "~/.cache/huggingface")))
     datasets_cache = Path(os.path.expanduser(os.environ.get("HF_DATASETS_CACHE", str(home / "datasets"))))
-    hub_cache = Path(os.path.expanduser(os.environ.get("HF_HUB_CACHE", os.environ.get("HUGGINGFACE_HUB_CACHE", str(home / "hub")))))
+    hub_default = os.environ.get("HUGGINGFACE_HUB_CACHE", str(home / "hub"))
+    hub_cache = Path(os.path.expanduser(os.environ.get("HF_HUB_CACHE", hub_default)))
     return datasets_cache, hub_cache
 
 
@@ -87,9 +88,12 @@ def offline_error(hub_id: str, *, requested: bool) -> DataError:
     """The one line an eval ends with when the data cannot come from the hub."""
     if requested:
         return DataError(f"HF_HUB_OFFLINE is set and {hub_id} is not in the local Hugging Face cache",
-                         fix="pass a downloaded copy with --data PATH (the README lists the layouts), or unset HF_HUB_OFFLINE to download it")
-    return DataError(f"the Hugging Face hub ({hub_endpoint()}) cannot be reached and {hub_id} is not in the local cache",
-                     fix="pass a downloaded copy with --data PATH (the README lists the layouts); with a cached copy, HF_HUB_OFFLINE=1 skips this check")
+                         fix="pass a downloaded copy with --data PATH (the README lists the layouts), "
+                             "or unset HF_HUB_OFFLINE to download it")
+    return DataError(f"the Hugging Face hub ({hub_endpoint()}) cannot be reached and {hub_id} is not in the "
+                     "local cache",
+                     fix="pass a downloaded copy with --data PATH (the README lists the layouts); "
+                         "with a cached copy, HF_HUB_OFFLINE=1 skips this check")
 
 
 def check_hub(hub_id: str) -> bool:
@@ -123,4 +127,5 @@ def import_datasets(*, offline: bool = False) -> ModuleType:
     if offline:
         datasets.config.HF_HUB_OFFLINE = True
         huggingface_hub.constants.HF_HUB_OFFLINE = True
-    return datasets
+    module: ModuleType = datasets
+    return module

@@ -7,9 +7,9 @@ for data sets the user trusts.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import ContextManager
 
 from maps_autogen.errors import DataError
 from maps_autogen.limits import scoped
@@ -18,7 +18,7 @@ _allow_outside: ContextVar[bool] = ContextVar("allow_outside_paths", default=Fal
 _NOT_FILES = ("http://", "https://", "data:")
 
 
-def outside_paths_allowed(allowed: bool) -> ContextManager[None]:
+def outside_paths_allowed(allowed: bool) -> AbstractContextManager[None]:
     """Within the block, data set file references may leave the data folder when `allowed`."""
     return scoped(_allow_outside, allowed)
 

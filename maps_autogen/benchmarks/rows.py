@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
-from maps_autogen.errors import DataError
 from maps_autogen.benchmarks.hub import check_hub, import_datasets, offline_error, offline_requested
 from maps_autogen.benchmarks.paths import checked_reference
 from maps_autogen.benchmarks.tasks import Row, Subset
+from maps_autogen.errors import DataError
 from maps_autogen.images import ImageInput, image_from_bytes, image_from_pil, load_image
 from maps_autogen.problem import Problem
 from maps_autogen.text import MAX_NESTING, nesting_depth_over
@@ -23,7 +24,8 @@ _PLACEHOLDER = re.compile(r"<image_(\d+)>")
 
 
 def _is_saved_dataset(path: Path) -> bool:
-    return path.is_dir() and any((path / marker).exists() for marker in ("dataset_info.json", "state.json", "dataset_dict.json"))
+    markers = ("dataset_info.json", "state.json", "dataset_dict.json")
+    return path.is_dir() and any((path / marker).exists() for marker in markers)
 
 
 def _from_disk(path: Path, split: str) -> Iterator[dict[str, Any]]:
@@ -31,8 +33,9 @@ def _from_disk(path: Path, split: str) -> Iterator[dict[str, Any]]:
 
     try:
         loaded = datasets.load_from_disk(str(path))
-    except Exception as error:  # datasets raises many types for a damaged folder
-        raise DataError(f"cannot read the saved data set at {path}: {error}", fix="pass a folder written by save_to_disk") from None
+    except Exception as error:  # noqa: BLE001 - datasets raises many types for a damaged folder
+        raise DataError(f"cannot read the saved data set at {path}: {error}",
+                        fix="pass a folder written by save_to_disk") from None
     if isinstance(loaded, datasets.DatasetDict):
         if split in loaded:
             loaded = loaded[split]
@@ -49,12 +52,13 @@ def _from_parquet(*paths: Path) -> Iterator[dict[str, Any]]:
 
     try:
         loaded = datasets.load_dataset("parquet", data_files=[str(path) for path in paths], split="train")
-    except Exception as error:
-        raise DataError(f"cannot read parquet file {paths[0] if len(paths) == 1 else paths[0].parent}: {error}", fix="check the file") from None
+    except Exception as error:  # noqa: BLE001 - pyarrow and datasets raise many types for a damaged file
+        where = paths[0] if len(paths) == 1 else paths[0].parent
+        raise DataError(f"cannot read parquet file {where}: {error}", fix="check the file") from None
     yield from images_undecoded(loaded)
 
 
-class NumberedRow(dict):
+class NumberedRow(dict[str, Any]):
     """A row read from a JSONL line, remembering the line number for error messages."""
 
     line: int | None = None
@@ -90,13 +94,15 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             try:
                 data = json.load(handle)
             except json.JSONDecodeError as error:
-                raise DataError(f"{path} is not valid JSON: {error.msg} at line {error.lineno}", fix="fix the file") from None
+                raise DataError(f"{path} is not valid JSON: {error.msg} at line {error.lineno}",
+                                fix="fix the file") from None
             except RecursionError:
                 raise DataError(f"{path} nests JSON too deeply", fix="fix the file") from None
             if nesting_depth_over(data, MAX_NESTING + 1):  # the rows, one level down
                 raise DataError(f"{path} nests JSON more than {MAX_NESTING} levels deep", fix="fix the file")
             if not isinstance(data, (list, dict)):
-                raise DataError(f"{path} holds a JSON {type(data).__name__}, not a list or object of rows", fix="fix the file")
+                raise DataError(f"{path} holds a JSON {type(data).__name__}, not a list or object of rows",
+                                fix="fix the file")
             yield from data if isinstance(data, list) else data.values()
             return
         for number, line in enumerate(handle, start=1):
@@ -109,7 +115,8 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             except RecursionError:
                 raise DataError(f"{path} line {number} nests JSON too deeply", fix="fix the line") from None
             if nesting_depth_over(row):
-                raise DataError(f"{path} line {number} nests JSON more than {MAX_NESTING} levels deep", fix="fix the line") from None
+                raise DataError(f"{path} line {number} nests JSON more than {MAX_NESTING} levels deep",
+                                fix="fix the line") from None
             if isinstance(row, dict):
                 row = NumberedRow(row)
                 row.line = number
@@ -129,7 +136,8 @@ def local_rows(path: Path, config: str | None, split: str) -> tuple[Iterator[dic
             if candidate.exists():
                 return local_rows(candidate, None, split)
         if not split_files(path, split):  # else the folder is one config's own download
-            raise DataError(f"{path} has no data for '{config}'", fix=f"add {config}/ (save_to_disk), {config}.parquet or {config}.jsonl")
+            raise DataError(f"{path} has no data for '{config}'",
+                            fix=f"add {config}/ (save_to_disk), {config}.parquet or {config}.jsonl")
     if _is_saved_dataset(path):
         return _from_disk(path, split), path
     if path.is_dir():
@@ -139,7 +147,8 @@ def local_rows(path: Path, config: str | None, split: str) -> tuple[Iterator[dic
         if files:
             return _from_parquet(*files), files[0].parent
         raise DataError(
-            f"{path} is not a saved data set and holds no '{split}' data ({split}.parquet, {split}.jsonl, {split}-*.parquet, {split}/*.parquet, data/…)",
+            f"{path} is not a saved data set and holds no '{split}' data ({split}.parquet, {split}.jsonl, "
+            f"{split}-*.parquet, {split}/*.parquet, data/…)",
             fix="see the README's list of the layouts --data accepts",
         )
     if path.suffix == ".parquet":
@@ -156,7 +165,7 @@ def hub_rows(hub_id: str, config: str | None, split: str) -> Iterator[dict[str, 
     try:
         datasets = import_datasets(offline=offline)
         loaded = datasets.load_dataset(hub_id, config, split=split)
-    except Exception as error:  # offline, unknown id, auth: all mean "use a local copy"
+    except Exception as error:  # noqa: BLE001 - offline, unknown id, auth: all mean "use a local copy"
         if offline:
             raise offline_error(hub_id, requested=offline_requested()) from None
         detail = " ".join(str(error).split())[:200]
@@ -177,7 +186,8 @@ def images_undecoded(dataset: Any) -> Any:
     return dataset
 
 
-def rows_for(hub_id: str, config: str | None, split: str, data: Path | None) -> tuple[Iterator[dict[str, Any]], Path | None]:
+def rows_for(hub_id: str, config: str | None, split: str,
+             data: Path | None) -> tuple[Iterator[dict[str, Any]], Path | None]:
     """Rows of one config, from `data` when given, else from the hub."""
     if data is not None:
         return local_rows(data, config, split)
@@ -229,7 +239,8 @@ def _decode_field(value: Any, *, name: str, base_dir: Path | None, max_side: int
         return image_from_bytes(bytes(value), name=name, source=name, max_side=max_side)
     if isinstance(value, str):
         return load_image(checked_reference(value, base_dir, what=name), max_side=max_side, base_dir=base_dir)
-    raise DataError(f"image field '{name}' has an unexpected type {type(value).__name__}", fix="check the data set's schema")
+    raise DataError(f"image field '{name}' has an unexpected type {type(value).__name__}",
+                    fix="check the data set's schema")
 
 
 # --------------------------------------------------------------------------------------------
@@ -241,7 +252,8 @@ def required(fields: Mapping[str, Any], key: str) -> Any:
     """A field every row must have; a DataError naming it otherwise."""
     value = fields.get(key)
     if value is None or value == "":
-        raise DataError(f"a data set row has no '{key}'", fix="check that the data follows the benchmark's published schema")
+        raise DataError(f"a data set row has no '{key}'",
+                        fix="check that the data follows the benchmark's published schema")
     return value
 
 
@@ -253,7 +265,8 @@ def _numbered_images(fields: Mapping[str, Any]) -> dict[int, int]:
     return {number: position for position, number in enumerate(present, start=1)}
 
 
-def row_images(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None, max_side: int) -> tuple[tuple[ImageInput, ...], dict[int, int]]:
+def row_images(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None,
+               max_side: int) -> tuple[tuple[ImageInput, ...], dict[int, int]]:
     """The row's images from image_1, image_2, ... (in number order, empty ones skipped), and the
     renumbering {field number: position} to apply to `<image_N>` placeholders.
 
@@ -262,7 +275,8 @@ def row_images(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None, ma
     """
     positions = _numbered_images(fields)
     images = tuple(
-        image_from_field(fields[f"image_{number}"], name=f"{pid}_image_{position}", base_dir=base_dir, max_side=max_side)
+        image_from_field(fields[f"image_{number}"], name=f"{pid}_image_{position}", base_dir=base_dir,
+                         max_side=max_side)
         for number, position in positions.items()
     )
     return tuple(image for image in images if image is not None), positions
@@ -323,7 +337,8 @@ def config_rows(
                 row_key = str(fields.get(key))
                 if claimed.setdefault(row_key, subset.name) != subset.name:
                     raise DataError(
-                        f"{data} holds rows of several configs that cannot be told apart ({key} {row_key} counts for {claimed[row_key]} and {subset.name})",
+                        f"{data} holds rows of several configs that cannot be told apart "
+                        f"({key} {row_key} counts for {claimed[row_key]} and {subset.name})",
                         fix="pass a folder with one entry per config: <config>/, <config>.parquet or <config>.jsonl",
                     )
             yield Row(subset.name, dict(fields), base_dir)
@@ -333,4 +348,6 @@ def _has_config_entries(data: Path, subsets: tuple[Subset, ...]) -> bool:
     """Whether `data` is a folder with an entry per config (the layout `rows_for` looks up)."""
     if not data.is_dir():
         return False
-    return any((data / s.source).exists() or any((data / f"{s.source}{suffix}").exists() for suffix in LOCAL_SUFFIXES) for s in subsets)
+    return any((data / s.source).exists()
+               or any((data / f"{s.source}{suffix}").exists() for suffix in LOCAL_SUFFIXES)
+               for s in subsets)

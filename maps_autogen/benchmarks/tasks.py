@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
 from maps_autogen.errors import UsageError
 from maps_autogen.problem import Problem
@@ -57,7 +58,7 @@ class Task(Protocol):
         """Rows of the chosen subsets, from the hub or from a local copy."""
         ...
 
-    def to_item(self, row: Row, *, prompts: "AnswerFormats", max_side: int) -> EvalItem:
+    def to_item(self, row: Row, *, prompts: AnswerFormats, max_side: int) -> EvalItem:
         """Turn a row into an EvalItem (Problem with its answer-format instruction, built when
         the problem starts; image paths are checked to stay inside the data folder now)."""
         ...
@@ -108,7 +109,8 @@ def find_subsets(task: Task, names: tuple[str, ...], available: tuple[Subset, ..
         return available
     chosen = []
     for name in names:
-        match = next((s for s in available if name.lower() in (s.name.lower(), s.column.lower(), s.source.lower())), None)
+        match = next((s for s in available
+                      if name.lower() in (s.name.lower(), s.column.lower(), s.source.lower())), None)
         if match is None:
             known = ", ".join(s.name for s in available)
             raise UsageError(f"{task.title} has no subset '{name}'", fix=f"use one of: {known}")
@@ -151,7 +153,8 @@ class AnswerFormats:
         try:
             template = self.templates[benchmark][case]
         except KeyError:
-            raise ConfigError(f"{self.source}: no answer format '{benchmark}.{case}'", fix="see the default prompts/answer_formats.yaml") from None
+            raise ConfigError(f"{self.source}: no answer format '{benchmark}.{case}'",
+                              fix="see the default prompts/answer_formats.yaml") from None
         return render(template, variables, source=self.source).strip()
 
 
@@ -162,5 +165,6 @@ def load_answer_formats(path: Path) -> AnswerFormats:
 
     data = read_yaml(path)
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise ConfigError(f"{path}: expected benchmark -> case -> text", fix="see the default prompts/answer_formats.yaml")
+        raise ConfigError(f"{path}: expected benchmark -> case -> text",
+                          fix="see the default prompts/answer_formats.yaml")
     return AnswerFormats({b: {c: str(t) for c, t in cases.items()} for b, cases in data.items()}, str(path))

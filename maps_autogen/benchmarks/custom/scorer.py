@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from maps_autogen.benchmarks.base import RecordError, Verdict
 
@@ -162,7 +163,8 @@ def _gold(record: Mapping[str, Any], kind: str) -> Any:
         if len(options) < 2:
             raise RecordError("a 'choice' record needs 'options': a list of at least two")
         if len(text) != 1 or text.upper() not in LETTERS[: len(options)]:
-            raise RecordError(f"field 'answer' must be an option letter A-{LETTERS[len(options) - 1]} (A for the first option), not {text!r}")
+            raise RecordError(f"field 'answer' must be an option letter A-{LETTERS[len(options) - 1]} "
+                              f"(A for the first option), not {text!r}")
         return text.upper()
     if kind == "number":
         value = parse_number(text, whole=True)
@@ -197,7 +199,8 @@ class CustomScorer:
         if kind == "number":
             value = parse_number(answer)
             correct = value is not None and abs(value - gold) <= _tolerance(record)
-            return Verdict(extraction=answer, prediction=None if value is None else _decimal_text(value), correct=correct)
+            prediction = None if value is None else _decimal_text(value)
+            return Verdict(extraction=answer, prediction=prediction, correct=correct)
         normalised = normalise_text(answer)
         return Verdict(extraction=answer, prediction=normalised, correct=normalised == gold)
 

@@ -9,14 +9,15 @@ per category), optional `context`. Scoring rules: `scorer.py`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
-from maps_autogen.benchmarks.custom.scorer import DEFAULT_CATEGORY, LETTERS, answer_type_of, gold_problem
 from maps_autogen.benchmarks.base import RecordError
+from maps_autogen.benchmarks.custom.scorer import DEFAULT_CATEGORY, LETTERS, answer_type_of, gold_problem
+from maps_autogen.benchmarks.rows import check_image_reference, image_from_field, local_rows, required
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset, one_line
 from maps_autogen.errors import UsageError
-from maps_autogen.benchmarks.rows import check_image_reference, image_from_field, local_rows, required
 from maps_autogen.problem import Problem
 
 MAX_CATEGORY_CHARS = 80
@@ -51,7 +52,8 @@ def row_problems(fields: Mapping[str, Any]) -> list[str]:
     # A category names a Table 1 column and a --subset: one printable line, no Markdown cell break.
     if category is not None and (not isinstance(category, str) or len(category) > MAX_CATEGORY_CHARS
                                  or not category.isprintable() or "|" in category):
-        problems.append(f"has a 'category' that is not one printable line of at most {MAX_CATEGORY_CHARS} characters without '|'")
+        problems.append(f"has a 'category' that is not one printable line of at most {MAX_CATEGORY_CHARS} "
+                        "characters without '|'")
     if fields.get("answer") not in (None, "") and not problems:
         try:
             gold = gold_problem(fields)
@@ -76,10 +78,12 @@ class CustomTask:
     def subsets_for(self, data: Path | None) -> tuple[Subset, ...]:
         """One subset per category of the data file, in order of first appearance."""
         if data is None:
-            raise UsageError("maps eval custom needs --data FILE.jsonl", fix="pass your benchmark file (README: 'Your own benchmark')")
+            raise UsageError("maps eval custom needs --data FILE.jsonl",
+                             fix="pass your benchmark file (README: 'Your own benchmark')")
         rows, _ = local_rows(data, None, self.split)
         names = dict.fromkeys(category_of(fields) for fields in rows if isinstance(fields, Mapping))
-        return tuple(Subset(name, name, 0, name) for name in names) or (Subset(DEFAULT_CATEGORY, DEFAULT_CATEGORY, 0, DEFAULT_CATEGORY),)
+        return (tuple(Subset(name, name, 0, name) for name in names)
+                or (Subset(DEFAULT_CATEGORY, DEFAULT_CATEGORY, 0, DEFAULT_CATEGORY),))
 
     def rows(self, subsets: tuple[Subset, ...], data: Path | None) -> Iterator[Row]:
         """The file's rows whose category is one of `subsets`."""
@@ -113,16 +117,18 @@ class CustomTask:
         answer_format = self.answer_format(fields, prompts)
 
         def load_problem() -> Problem:
-            images = (image_from_field(reference, name=f"{pid}_image_{number}", base_dir=row.base_dir, max_side=max_side)
+            images = (image_from_field(reference, name=f"{pid}_image_{number}", base_dir=row.base_dir,
+                                       max_side=max_side)
                       for number, reference in enumerate(references, start=1))
             return Problem(question=question, context=str(fields.get("context") or "").strip(),
                            options=tuple(options) if kind == "choice" else (),
                            images=tuple(image for image in images if image is not None),
                            answer_format=answer_format, id=pid)
 
+        gold = answer.upper() if kind == "choice" else answer
         record = {
             "id": pid,
-            "answer": answer.upper() if kind == "choice" else answer,
+            "answer": gold,
             "answer_type": kind,
             "options": options if kind == "choice" else None,
             "tolerance": fields.get("tolerance"),
@@ -134,7 +140,7 @@ class CustomTask:
             subset=row.subset,
             load_problem=load_problem,
             record=record,
-            gold=record["answer"],
+            gold=gold,
             metadata={
                 "question_type": "multiple choice" if kind == "choice" else "open",
                 "answer_type": kind,

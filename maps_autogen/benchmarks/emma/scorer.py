@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from typing import Any, ClassVar, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from maps_autogen.benchmarks import _symbolic
 from maps_autogen.benchmarks.base import RecordError, Verdict
@@ -99,7 +100,7 @@ def extract_answer(response: str, rules: str = "current") -> str:
 
 def _word_number(text: str) -> str | None:
     """word2number's reading of the text ("seven" → "7"), None when it finds none."""
-    from word2number import w2n
+    from word2number import w2n  # type: ignore[import-untyped]  # (word2number ships no types)
 
     try:
         return str(w2n.word_to_num(text))
@@ -153,7 +154,7 @@ def _as_latex2sympy_would(text: str) -> Any:
         # sympy would silently stop at the comma; latex2sympy2 returns a list
         raise ValueError("a list, not a number")
     expr = parse_latex(text)
-    return expr.subs({sympy.Symbol("e"): sympy.E, sympy.Symbol("pi"): sympy.pi})
+    return expr.subs({sympy.Symbol("e"): sympy.E, sympy.Symbol("pi"): sympy.pi})  # type: ignore[no-untyped-call]  # (unannotated in sympy)
 
 
 def answers_equal(model_answer: str, target: str, rules: str = "current") -> bool:
@@ -176,7 +177,7 @@ def answers_equal(model_answer: str, target: str, rules: str = "current") -> boo
         right = _as_latex2sympy_would(target)
         if left_value == round(float(right.evalf()), 2):
             return True
-        if sympy.simplify(left - right) == 0:
+        if sympy.simplify(left - right) == 0:  # type: ignore[no-untyped-call]  # (unannotated in sympy)
             return True
     except Exception:  # noqa: BLE001 - upstream: any parse/evaluation failure means unequal
         pass
@@ -244,7 +245,8 @@ def option_text(record: Mapping[str, Any]) -> str | None:
     index = CHOICE_LETTERS.index(letter)
     if index >= len(options) or not isinstance(options[index], str):
         return None
-    return options[index]
+    option: str = options[index]
+    return option
 
 
 def _validated(record: Mapping[str, Any]) -> tuple[str, str | None]:

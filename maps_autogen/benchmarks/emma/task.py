@@ -10,8 +10,9 @@ themselves ("<image_2>").
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from maps_autogen.benchmarks.rows import check_row_image_references, config_rows, numbered_image_problem, required
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset, boxed_contents, one_line
@@ -66,7 +67,8 @@ class EmmaTask:
     def rows(self, subsets: tuple[Subset, ...], data: Path | None) -> Iterator[Row]:
         """Rows of the chosen subsets, from the hub or from a local copy."""
         # `subject` names the config, so one local file holding all three subjects splits cleanly.
-        return config_rows(self.hub_id, self.split, subsets, data, key="pid", belongs=lambda subset, fields: fields.get("subject") in (None, "", subset.source))
+        return config_rows(self.hub_id, self.split, subsets, data, key="pid",
+                           belongs=lambda subset, fields: fields.get("subject") in (None, "", subset.source))
 
     def to_item(self, row: Row, *, prompts: AnswerFormats, max_side: int) -> EvalItem:
         """Turn a row into an EvalItem: every image of the row (question images and option

@@ -66,7 +66,8 @@ def _leading_letter(text: str, n_choices: int, *, loose: bool = False) -> str | 
         match = _LEADING_LETTER_LOOSE.match(cleaned)
         letter = match.group(1) if match else None
         # "option b" is a letter; a lone lower-case "a" after "is" is an article.
-        if letter is not None and letter.islower() and not match.group(0).lower().startswith(("option", "choice")):
+        if letter is not None and match is not None and letter.islower() \
+                and not match.group(0).lower().startswith(("option", "choice")):
             letter = None
         letter = letter.upper() if letter else None
     else:
@@ -185,10 +186,10 @@ def option_value(option: str) -> float | None:
         return None
     coefficient, root = match.groups()
     try:
-        value = float(coefficient) if coefficient not in ("", "+", "-") else (-1.0 if coefficient == "-" else 1.0)
+        number = float(coefficient) if coefficient not in ("", "+", "-") else (-1.0 if coefficient == "-" else 1.0)
         if root is None and coefficient in ("", "+", "-"):
             return None
-        return value * math.sqrt(float(root)) if root is not None else value
+        return number * math.sqrt(float(root)) if root is not None else number
     except (ValueError, OverflowError):
         return None
 
@@ -273,17 +274,46 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     line; the value a one-line reply states.
     """
     text = response.strip()
-    n_choices = len(choices)
+    whole = _whole_reply(text, choices)
+    if whole is not None:
+        return whole
+    text = cut_continuation(text)
+    lines = [line for line in text.split("\n") if line.strip()]
+    boxed = last_boxed(text)
+    stated = _stated_after_cues(text, boxed, choices)
+    if stated is not None:
+        return stated
+    said = _letter_said_correct(text, len(choices))
+    if said is not None:
+        return Extraction(said, "answer")
+    if not lines or is_refusal(last_paragraph(text)):
+        return declined(text)
+    if boxed is not None and 0 < len(strip_markup(boxed).strip()) <= _BOXED_VALUE_CHARS:
+        # A boxed value that is no option is still what the model answered, over any option
+        # mentioned around it; the official normalisation then maps it to the nearest option.
+        return Extraction(strip_markup(boxed).strip(), "answer")
+    for step in (_opening_letter, _closing_letter, _from_lines):
+        found = step(text, lines, choices)
+        if found is not None:
+            return found
+    return UNREADABLE
+
+
+def _whole_reply(text: str, choices: Sequence[str]) -> Extraction | None:
+    """The whole (stripped) response when it is an option's text or a bare letter."""
     whole = _exact_choice(text, choices)
     if whole is not None:
         return Extraction(whole, "answer")
     if len(strip_markup(text).strip()) <= 4:
-        letter = _leading_letter(text, n_choices)
+        letter = _leading_letter(text, len(choices))
         if letter is not None:
             return Extraction(letter, "answer")
-    text = cut_continuation(text)
-    lines = [line for line in text.split("\n") if line.strip()]
-    boxed = last_boxed(text)
+    return None
+
+
+def _stated_after_cues(text: str, boxed: str | None, choices: Sequence[str]) -> Extraction | None:
+    """The choice (or a refusal) in the last \\boxed{} or a statement after an answer phrase."""
+    n_choices = len(choices)
     for piece in ([boxed] if boxed is not None else []) + statements_after_cues(text):
         if piece is not boxed and is_refusal(piece):
             return declined(piece)
@@ -298,18 +328,14 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
         if piece is not boxed and _NO_OPTION_STATED.search(piece):
             # "The answer is None of the above.": no option is chosen; the text is copied.
             return declined(piece)
-    said = _letter_said_correct(text, n_choices)
-    if said is not None:
-        return Extraction(said, "answer")
-    if not lines or is_refusal(last_paragraph(text)):
-        return declined(text)
-    if boxed is not None and 0 < len(strip_markup(boxed).strip()) <= _BOXED_VALUE_CHARS:
-        # A boxed value that is no option is still what the model answered, over any option
-        # mentioned around it; the official normalisation then maps it to the nearest option.
-        return Extraction(strip_markup(boxed).strip(), "answer")
+    return None
+
+
+def _opening_letter(text: str, lines: list[str], choices: Sequence[str]) -> Extraction | None:
+    """An opening "(B)", or the option's text after an out-of-range opening letter."""
     first_line = strip_markup(lines[0])
     opening = _OPENING_PAREN_LETTER.match(first_line)
-    if opening is not None and _in_range(opening.group(1), n_choices):
+    if opening is not None and _in_range(opening.group(1), len(choices)):
         # "(B) sample A": the reply opens by naming its option (the official normalisation
         # also takes the first parenthesised letter).
         return Extraction(opening.group(1), "answer")
@@ -320,14 +346,26 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
         # "(D) sample A" of three options: a letter beyond the options, then an option's own
         # text, which is the choice (its "A" is no letter).
         return Extraction(named, "answer")
+    return None
+
+
+def _closing_letter(text: str, lines: list[str], choices: Sequence[str]) -> Extraction | None:
+    """A letter closing the response, or the option's text that ends it."""
     trailing = _TRAILING_LETTER.search(strip_markup(text[-80:]))
-    if trailing is not None and _in_range(trailing.group(1), n_choices):
+    if trailing is not None and _in_range(trailing.group(1), len(choices)):
         # "... is hotter: sample A." ends with an option's text, whose last word is no letter.
         ending = _choice_text_in(lines[-1], choices)
         if ending is not None and len(_comparable(ending)) > 1 \
                 and _comparable(ending, fold_case=False).endswith(trailing.group(1)):
             return Extraction(ending, "answer")
         return Extraction(trailing.group(1), "answer")
+    return None
+
+
+def _from_lines(text: str, lines: list[str], choices: Sequence[str]) -> Extraction | None:
+    """No answer for a list of options; else the first and last lines, a lone letter line, a
+    parenthesised letter in the last line, or the value a one-line reply states."""
+    n_choices = len(choices)
     if len(lines) > 1 and all(_OPTION_LINE.match(line) for line in lines):
         # A list of options ("(C) Yes\n(D) No") chooses none of them.
         return NO_ANSWER
@@ -343,4 +381,4 @@ def extract_choice(response: str, choices: Sequence[str]) -> Extraction:
     if found is None and len(lines) == 1 and len(text) <= _STATEMENT_CHARS:
         # A one-line reply stating a value ("2.83", "It is 36 degrees").
         found = _choice_by_value(text, choices) or _near_choice(text, choices)
-    return Extraction(found, "answer") if found is not None else UNREADABLE
+    return Extraction(found, "answer") if found is not None else None

@@ -174,19 +174,20 @@ def _sum(items: Any, start: Any = 0) -> Any:
 def number_set(items: Iterable[Any] = ()) -> set[Any]:
     """set(items), for numbers only: a set of strings iterates and prints in an order that
     changes from one Python process to the next, so what it prints is not one answer."""
-    items = sized(items)
-    charge(len(items))
+    values = sized(items)
+    charge(len(values))
     # Checked before the set is built: building it hashes (walks) every element.
-    if not all(isinstance(value, (int, float)) for value in items):
+    if not all(isinstance(value, (int, float)) for value in values):
         raise Unsupported("set of non-numbers (no fixed order)")
-    touch(*items)
-    return set(items)
+    touch(*values)
+    return set(values)
 
 
 def _range(*args: Any) -> range:
     if not all(isinstance(arg, int) and not isinstance(arg, bool) for arg in args):
         raise Unsupported("range of non-integers")
-    return checked(range(*args))
+    bounded: range = checked(range(*args))
+    return bounded
 
 
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "tuple": tuple,
@@ -285,4 +286,5 @@ def binary(operator: ast.operator, left: Any, right: Any) -> Any:
 
 
 __all__ = ["BUILTINS", "BUILTIN_KEYWORDS", "COMPARE", "COMPARISONS_PER_KEY", "MATH_CONSTANTS", "MATH_FUNCTIONS",
-           "MAX_INT_BITS", "MAX_LENGTH", "binary", "bounded_join", "checked", "copied", "number_set", "printed_text", "sized"]
+           "MAX_INT_BITS", "MAX_LENGTH", "binary", "bounded_join", "checked", "copied", "number_set", "printed_text",
+           "sized"]

@@ -10,12 +10,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from maps_autogen.benchmarks.mathvista.program_builtins import (
-    BUILTINS,
     BUILTIN_KEYWORDS,
+    BUILTINS,
     COMPARE,
     COMPARISONS_PER_KEY,
-    MATH_CONSTANTS,
-    MATH_FUNCTIONS,
     MAX_LENGTH,
     binary,
     bounded_join,
@@ -24,6 +22,18 @@ from maps_autogen.benchmarks.mathvista.program_builtins import (
     number_set,
     printed_text,
     sized,
+)
+from maps_autogen.benchmarks.mathvista.program_names import (
+    MODULE_FUNCTIONS,
+    MUTATING_METHODS,
+    OPAQUE_MODULES,
+    PRINTING,
+    REFUSED_NAMES,
+    BoundMethod,
+    Lambda,
+    Module,
+    method_names_of,
+    show_window,
 )
 from maps_autogen.benchmarks.mathvista.program_values import (
     UNKNOWN,
@@ -53,89 +63,6 @@ class _Continue(Exception):
 
 
 
-# Libraries whose results are unknown values (never emulated) but which write nothing to
-# standard output except through their print-like functions (refused by name). Any other
-# module stays outside the subset: its calls could print.
-_OPAQUE_MODULES = {"numpy", "sympy", "scipy", "matplotlib", "random", "datetime", "fractions",
-                   "statistics", "decimal", "cmath", "itertools", "collections", "pandas"}
-_PRINTING = re.compile(r"print|display|show|write|dump", re.IGNORECASE)
-
-
-class _Module:
-    """A name bound by `import`: math is usable, the opaque libraries give unknown values,
-    anything else is outside the subset."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def attribute(self, attr: str) -> Any:
-        if self.name == "math":
-            if attr in MATH_FUNCTIONS:
-                return MATH_FUNCTIONS[attr]
-            if attr in MATH_CONSTANTS:
-                return MATH_CONSTANTS[attr]
-        elif self.name.split(".")[0] in _OPAQUE_MODULES:
-            if attr == "show" and self.name.startswith("matplotlib"):
-                return _show_window
-            if not _PRINTING.search(attr):
-                return UNKNOWN
-        raise Unsupported(f"{self.name}.{attr}")
-
-
-def _show_window(*args: Any, **keywords: Any) -> None:
-    """pyplot's show(): draws a window, prints nothing, returns None."""
-    return None
-
-
-# The functions of modelled modules a program may call (functions compare by identity).
-_MODULE_FUNCTIONS = frozenset([*MATH_FUNCTIONS.values(), _show_window])
-# Builtins that would read, run or show something: refused even though they are undefined
-# here (an undefined name is otherwise an unknown value).
-_REFUSED_NAMES = {"exec", "eval", "input", "help", "breakpoint", "open", "__import__", "compile",
-                  "globals", "locals", "vars", "getattr", "setattr", "delattr", "exit", "quit",
-                  "display", "pprint"}
-
-
-class _BoundMethod:
-    """A method of a value, taken without calling it ("key=prices.get")."""
-
-    def __init__(self, owner: Any, name: str) -> None:
-        self.owner = owner
-        self.name = name
-
-
-class _Lambda:
-    """A `lambda`, with the scope it was written in."""
-
-    def __init__(self, node: ast.Lambda, scope: dict[str, Any]) -> None:
-        self.node = node
-        self.scope = scope
-
-
-_STRING_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "split", "startswith",
-                   "endswith", "count", "find", "index", "title", "capitalize", "isdigit"}
-_LIST_METHODS = {"append", "extend", "index", "count", "sort", "reverse", "pop", "insert",
-                 "remove", "copy"}
-_DICT_METHODS = {"get", "keys", "values", "items", "pop"}
-_SET_METHODS = {"add"}
-# Methods that change their owner: not handed out as values, and not called with an unknown.
-_MUTATING_METHODS = {"append", "extend", "sort", "reverse", "pop", "insert", "remove", "add"}
-
-
-def _method_names_of(owner: Any) -> set[str]:
-    """The methods of `owner` that the subset models."""
-    if isinstance(owner, str):
-        return _STRING_METHODS | {"join"}
-    if isinstance(owner, list):
-        return _LIST_METHODS
-    if isinstance(owner, dict):
-        return _DICT_METHODS
-    if isinstance(owner, set):
-        return _SET_METHODS
-    return set()
-
-
-
 _FORMAT_SPEC = re.compile(r"[<>^]?[+-]?,?\d{0,2}(?:\.\d{1,2})?[fdeg%]?")
 
 
@@ -161,48 +88,70 @@ class _Interpreter:
             self.run(statement, scope)
 
     def run(self, node: ast.stmt, scope: dict[str, Any]) -> None:
+        """Run one statement; a kind of statement outside the subset is Unsupported."""
         self.tick()
-        if isinstance(node, ast.Expr):
-            self.eval(node.value, scope)
-        elif isinstance(node, ast.Assign):
-            value = self.eval(node.value, scope)
-            for target in node.targets:
-                self.assign(target, value, scope)
-        elif isinstance(node, ast.AugAssign):
-            current = self.eval(_as_load(node.target), scope)
-            self.assign(node.target, checked(binary(node.op, current, self.eval(node.value, scope))), scope)
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            self.assign(node.target, self.eval(node.value, scope), scope)
-        elif isinstance(node, ast.If):
-            self.run_block(node.body if self.decide(node.test, scope) else node.orelse, scope)
-        elif isinstance(node, ast.For):
-            self.run_for(node, scope)
-        elif isinstance(node, ast.While):
-            while self.decide(node.test, scope):
-                self.tick()
-                try:
-                    self.run_block(node.body, scope)
-                except _Break:
-                    break
-                except _Continue:
-                    continue
-        elif isinstance(node, ast.FunctionDef) and not node.decorator_list:
-            scope[node.name] = node
-        elif isinstance(node, ast.Return):
-            raise _Return(None if node.value is None else self.eval(node.value, scope))
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                scope[alias.asname or alias.name.split(".")[0]] = _Module(alias.name)
-        elif isinstance(node, ast.ImportFrom) and node.module is not None and not node.level \
-                and (node.module == "math" or node.module.split(".")[0] in _OPAQUE_MODULES):
-            for alias in node.names:
-                scope[alias.asname or alias.name] = _Module(node.module).attribute(alias.name)
-        elif isinstance(node, ast.Break):
-            raise _Break()
-        elif isinstance(node, ast.Continue):
-            raise _Continue()
-        elif not isinstance(node, ast.Pass):
+        handler = _STATEMENTS.get(type(node))
+        if handler is None:
             raise Unsupported(type(node).__name__)
+        handler(self, node, scope)
+
+    def run_expr(self, node: ast.Expr, scope: dict[str, Any]) -> None:
+        self.eval(node.value, scope)
+
+    def run_assign(self, node: ast.Assign, scope: dict[str, Any]) -> None:
+        value = self.eval(node.value, scope)
+        for target in node.targets:
+            self.assign(target, value, scope)
+
+    def run_aug_assign(self, node: ast.AugAssign, scope: dict[str, Any]) -> None:
+        current = self.eval(_as_load(node.target), scope)
+        self.assign(node.target, checked(binary(node.op, current, self.eval(node.value, scope))), scope)
+
+    def run_ann_assign(self, node: ast.AnnAssign, scope: dict[str, Any]) -> None:
+        if node.value is None:
+            raise Unsupported(type(node).__name__)
+        self.assign(node.target, self.eval(node.value, scope), scope)
+
+    def run_if(self, node: ast.If, scope: dict[str, Any]) -> None:
+        self.run_block(node.body if self.decide(node.test, scope) else node.orelse, scope)
+
+    def run_while(self, node: ast.While, scope: dict[str, Any]) -> None:
+        while self.decide(node.test, scope):
+            self.tick()
+            try:
+                self.run_block(node.body, scope)
+            except _Break:
+                break
+            except _Continue:
+                continue
+
+    def run_function_def(self, node: ast.FunctionDef, scope: dict[str, Any]) -> None:
+        if node.decorator_list:
+            raise Unsupported(type(node).__name__)
+        scope[node.name] = node
+
+    def run_return(self, node: ast.Return, scope: dict[str, Any]) -> None:
+        raise _Return(None if node.value is None else self.eval(node.value, scope))
+
+    def run_import(self, node: ast.Import, scope: dict[str, Any]) -> None:
+        for alias in node.names:
+            scope[alias.asname or alias.name.split(".")[0]] = Module(alias.name)
+
+    def run_import_from(self, node: ast.ImportFrom, scope: dict[str, Any]) -> None:
+        module = node.module
+        if module is None or node.level or (module != "math" and module.split(".")[0] not in OPAQUE_MODULES):
+            raise Unsupported(type(node).__name__)
+        for alias in node.names:
+            scope[alias.asname or alias.name] = Module(module).attribute(alias.name)
+
+    def run_break(self, node: ast.Break, scope: dict[str, Any]) -> None:
+        raise _Break()
+
+    def run_continue(self, node: ast.Continue, scope: dict[str, Any]) -> None:
+        raise _Continue()
+
+    def run_pass(self, node: ast.Pass, scope: dict[str, Any]) -> None:
+        return None
 
     def decide(self, test: ast.expr, scope: dict[str, Any]) -> bool:
         """The truth of a branch or loop condition; an unknown one leaves the subset."""
@@ -255,109 +204,127 @@ class _Interpreter:
         return checked(self._eval(node, scope))
 
     def _eval(self, node: ast.expr, scope: dict[str, Any]) -> Any:
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, (int, float, str, bool, type(None))):
-                return node.value
-            raise Unsupported("constant")
-        if isinstance(node, ast.Name):
-            if node.id in scope:
-                return scope[node.id]
-            if node.id in BUILTINS or node.id == "print":
-                return node.id
-            if node.id in ("True", "False", "None"):
-                return {"True": True, "False": False, "None": None}[node.id]
-            if node.id in _REFUSED_NAMES or _PRINTING.search(node.id):
-                # A function of its own that would show the answer ("print_result(x)").
-                raise Unsupported(f"name {node.id}")
-            return UNKNOWN  # a name the program never defines
-        if isinstance(node, ast.BinOp):
-            left, right = self.eval(node.left, scope), self.eval(node.right, scope)
-            return UNKNOWN if _is_unknown(left, right) else binary(node.op, left, right)
-        if isinstance(node, ast.UnaryOp):
-            operand = self.eval(node.operand, scope)
-            if _is_unknown(operand):
+        handler = _EXPRESSIONS.get(type(node))
+        if handler is None:
+            raise Unsupported(type(node).__name__)
+        return handler(self, node, scope)
+
+    def eval_constant(self, node: ast.Constant, scope: dict[str, Any]) -> Any:
+        if isinstance(node.value, (int, float, str, bool, type(None))):
+            return node.value
+        raise Unsupported("constant")
+
+    def eval_name(self, node: ast.Name, scope: dict[str, Any]) -> Any:
+        if node.id in scope:
+            return scope[node.id]
+        if node.id in BUILTINS or node.id == "print":
+            return node.id
+        if node.id in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[node.id]
+        if node.id in REFUSED_NAMES or PRINTING.search(node.id):
+            # A function of its own that would show the answer ("print_result(x)").
+            raise Unsupported(f"name {node.id}")
+        return UNKNOWN  # a name the program never defines
+
+    def eval_bin_op(self, node: ast.BinOp, scope: dict[str, Any]) -> Any:
+        left, right = self.eval(node.left, scope), self.eval(node.right, scope)
+        return UNKNOWN if _is_unknown(left, right) else binary(node.op, left, right)
+
+    def eval_unary_op(self, node: ast.UnaryOp, scope: dict[str, Any]) -> Any:
+        operand = self.eval(node.operand, scope)
+        if _is_unknown(operand):
+            return UNKNOWN
+        if isinstance(node.op, ast.USub):
+            return -operand
+        if isinstance(node.op, ast.UAdd):
+            return +operand
+        if isinstance(node.op, ast.Not):
+            return not operand
+        raise Unsupported("unary operator")
+
+    def eval_bool_op(self, node: ast.BoolOp, scope: dict[str, Any]) -> Any:
+        result: Any = None
+        for value in node.values:
+            result = self.eval(value, scope)
+            if _is_unknown(result):
                 return UNKNOWN
-            if isinstance(node.op, ast.USub):
-                return -operand
-            if isinstance(node.op, ast.UAdd):
-                return +operand
-            if isinstance(node.op, ast.Not):
-                return not operand
-            raise Unsupported("unary operator")
-        if isinstance(node, ast.BoolOp):
-            result: Any = None
-            for value in node.values:
-                result = self.eval(value, scope)
-                if _is_unknown(result):
-                    return UNKNOWN
-                if isinstance(node.op, ast.And) and not result:
-                    return result
-                if isinstance(node.op, ast.Or) and result:
-                    return result
-            return result
-        if isinstance(node, ast.Compare):
-            left = self.eval(node.left, scope)
-            for operator, comparator in zip(node.ops, node.comparators):
-                right = self.eval(comparator, scope)
-                if _is_unknown(left, right):
-                    return UNKNOWN
-                if isinstance(operator, (ast.In, ast.NotIn)) and isinstance(right, (dict, set)):
-                    touch(left, times=2)  # hashed, then compared with the key found
-                elif not isinstance(operator, (ast.Is, ast.IsNot)):
-                    touch(left, right)  # a comparison or a scan may walk both sides whole
-                if not COMPARE[type(operator)](left, right):
-                    return False
-                left = right
-            return True
-        if isinstance(node, ast.IfExp):
-            return self.eval(node.body if self.decide(node.test, scope) else node.orelse, scope)
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            items = [self.eval(element, scope) for element in node.elts]
-            return {ast.List: list, ast.Tuple: tuple, ast.Set: number_set}[type(node)](items)
-        if isinstance(node, ast.Dict):
-            if any(key is None for key in node.keys):
+            if isinstance(node.op, ast.And) and not result:
+                return result
+            if isinstance(node.op, ast.Or) and result:
+                return result
+        return result
+
+    def eval_compare(self, node: ast.Compare, scope: dict[str, Any]) -> Any:
+        left = self.eval(node.left, scope)
+        for operator, comparator in zip(node.ops, node.comparators):
+            right = self.eval(comparator, scope)
+            if _is_unknown(left, right):
+                return UNKNOWN
+            if isinstance(operator, (ast.In, ast.NotIn)) and isinstance(right, (dict, set)):
+                touch(left, times=2)  # hashed, then compared with the key found
+            elif not isinstance(operator, (ast.Is, ast.IsNot)):
+                touch(left, right)  # a comparison or a scan may walk both sides whole
+            if not COMPARE[type(operator)](left, right):
+                return False
+            left = right
+        return True
+
+    def eval_if_exp(self, node: ast.IfExp, scope: dict[str, Any]) -> Any:
+        return self.eval(node.body if self.decide(node.test, scope) else node.orelse, scope)
+
+    def eval_sequence(self, node: ast.List | ast.Tuple | ast.Set, scope: dict[str, Any]) -> Any:
+        items = [self.eval(element, scope) for element in node.elts]
+        return _SEQUENCE_TYPES[type(node)](items)
+
+    def eval_dict(self, node: ast.Dict, scope: dict[str, Any]) -> Any:
+        keys = []
+        for key in node.keys:
+            if key is None:
                 raise Unsupported("dict unpacking")
-            keys = [self.eval(key, scope) for key in node.keys]  # type: ignore[arg-type]
-            if _is_unknown(*keys):
+            keys.append(key)
+        values = [self.eval(key, scope) for key in keys]
+        if _is_unknown(*values):
+            return UNKNOWN
+        touch(*values)  # hashed
+        return dict(zip(values, (self.eval(value, scope) for value in node.values)))
+
+    def eval_subscript(self, node: ast.Subscript, scope: dict[str, Any]) -> Any:
+        container = self.eval(node.value, scope)
+        if isinstance(node.slice, ast.Slice):
+            parts = [None if part is None else self.eval(part, scope)
+                     for part in (node.slice.lower, node.slice.upper, node.slice.step)]
+            if _is_unknown(container, *parts):
                 return UNKNOWN
-            touch(*keys)  # hashed
-            return dict(zip(keys, (self.eval(value, scope) for value in node.values)))
-        if isinstance(node, ast.Subscript):
-            container = self.eval(node.value, scope)
-            if isinstance(node.slice, ast.Slice):
-                parts = [None if part is None else self.eval(part, scope)
-                         for part in (node.slice.lower, node.slice.upper, node.slice.step)]
-                if _is_unknown(container, *parts):
-                    return UNKNOWN
-                charge(copied(sized(container)))
-                return container[slice(*parts)]
-            index = self.eval(node.slice, scope)
-            if _is_unknown(container, index):
-                return UNKNOWN
-            touch(index)  # a dict hashes it
-            return sized(container)[index]
-        if isinstance(node, ast.Attribute):
-            owner = self.eval(node.value, scope)
-            if isinstance(owner, _Module):
-                return owner.attribute(node.attr)
-            if _is_unknown(owner):
-                return UNKNOWN
-            if node.attr in _method_names_of(owner) and node.attr not in _MUTATING_METHODS:
-                return _BoundMethod(owner, node.attr)  # "key=prices.get"
-            if isinstance(owner, (int, float, str, list, tuple, dict, set)) and not hasattr(owner, node.attr):
-                # Python fails here too ("stone.shape" on a dict): an AttributeError.
-                raise AttributeError(node.attr)
-            raise Unsupported("attribute")
-        if isinstance(node, ast.Lambda):
-            return _Lambda(node, scope)
-        if isinstance(node, ast.Call):
-            return self.call(node, scope)
-        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-            items = self.comprehension(node.elt, node.generators, scope)
-            return number_set(items) if isinstance(node, ast.SetComp) else items
-        if isinstance(node, ast.JoinedStr):
-            return "".join(self.formatted(part, scope) for part in node.values)
-        raise Unsupported(type(node).__name__)
+            charge(copied(sized(container)))
+            return container[slice(*parts)]
+        index = self.eval(node.slice, scope)
+        if _is_unknown(container, index):
+            return UNKNOWN
+        touch(index)  # a dict hashes it
+        return sized(container)[index]
+
+    def eval_attribute(self, node: ast.Attribute, scope: dict[str, Any]) -> Any:
+        owner = self.eval(node.value, scope)
+        if isinstance(owner, Module):
+            return owner.attribute(node.attr)
+        if _is_unknown(owner):
+            return UNKNOWN
+        if node.attr in method_names_of(owner) and node.attr not in MUTATING_METHODS:
+            return BoundMethod(owner, node.attr)  # "key=prices.get"
+        if isinstance(owner, (int, float, str, list, tuple, dict, set)) and not hasattr(owner, node.attr):
+            # Python fails here too ("stone.shape" on a dict): an AttributeError.
+            raise AttributeError(node.attr)
+        raise Unsupported("attribute")
+
+    def eval_lambda(self, node: ast.Lambda, scope: dict[str, Any]) -> Any:
+        return Lambda(node, scope)
+
+    def eval_comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp, scope: dict[str, Any]) -> Any:
+        items = self.comprehension(node.elt, node.generators, scope)
+        return number_set(items) if isinstance(node, ast.SetComp) else items
+
+    def eval_joined_str(self, node: ast.JoinedStr, scope: dict[str, Any]) -> Any:
+        return "".join(self.formatted(part, scope) for part in node.values)
 
     def formatted(self, part: ast.expr, scope: dict[str, Any]) -> str:
         if isinstance(part, ast.Constant):
@@ -375,7 +342,8 @@ class _Interpreter:
         elif isinstance(value, (list, tuple, set, dict)):
             value = printed_text(value)
         touch(value)
-        return checked(format(value, spec))
+        text: str = checked(format(value, spec))
+        return text
 
     def formatted_spec(self, spec: ast.expr, scope: dict[str, Any]) -> str:
         if isinstance(spec, ast.JoinedStr) and all(isinstance(part, ast.Constant) for part in spec.values):
@@ -413,8 +381,8 @@ class _Interpreter:
         if isinstance(node.func, ast.Attribute):
             owner = self.eval(node.func.value, scope)
             args = [self.eval(arg, scope) for arg in node.args]
-            keywords = {keyword.arg: self.eval(keyword.value, scope) for keyword in node.keywords}
-            if isinstance(owner, _Module):
+            keywords = self.keyword_values(node, scope)
+            if isinstance(owner, Module):
                 return self.apply(owner.attribute(node.func.attr), args, keywords)
             if _is_unknown(owner):
                 return UNKNOWN
@@ -423,8 +391,12 @@ class _Interpreter:
             return self.method(owner, node.func.attr, args)
         function = self.eval(node.func, scope)
         args = [self.eval(arg, scope) for arg in node.args]
-        keywords = {keyword.arg: self.eval(keyword.value, scope) for keyword in node.keywords}
+        keywords = self.keyword_values(node, scope)
         return self.apply(function, args, keywords)
+
+    def keyword_values(self, node: ast.Call, scope: dict[str, Any]) -> dict[str, Any]:
+        """The call's `name=value` arguments, evaluated (`**mapping` is refused before this)."""
+        return {keyword.arg: self.eval(keyword.value, scope) for keyword in node.keywords if keyword.arg is not None}
 
     def apply(self, function: Any, args: list[Any], keywords: dict[str, Any]) -> Any:
         """Call a function value: a builtin, math, a method, a user function or lambda."""
@@ -432,13 +404,13 @@ class _Interpreter:
             if _is_unknown(*args, *keywords.values()):
                 raise Unsupported("printing an unknown value")
             return self.print(args, keywords)
-        if isinstance(function, (ast.FunctionDef, _Lambda)):
+        if isinstance(function, (ast.FunctionDef, Lambda)):
             if keywords:
                 raise Unsupported("keyword arguments")
             return self.call_function(function, args)
         if _is_unknown(function, *args, *keywords.values()):
             return UNKNOWN
-        if isinstance(function, _BoundMethod):
+        if isinstance(function, BoundMethod):
             if keywords:
                 raise Unsupported("keyword arguments")
             return self.method(function.owner, function.name, args)
@@ -448,8 +420,8 @@ class _Interpreter:
             if "key" in keywords and keywords["key"] is not None:
                 keywords["key"] = self.key_function(keywords["key"])
             return BUILTINS[function](*args, **keywords)
-        if callable(function) and function in _MODULE_FUNCTIONS:
-            if keywords and function is not _show_window:
+        if callable(function) and function in MODULE_FUNCTIONS:
+            if keywords and function is not show_window:
                 raise Unsupported("keyword arguments")
             return function(*args, **keywords)
         raise Unsupported("call")
@@ -468,10 +440,10 @@ class _Interpreter:
         return key
 
     def method(self, owner: Any, name: str, args: list[Any]) -> Any:
-        if name not in _method_names_of(owner):
+        if name not in method_names_of(owner):
             raise Unsupported(f"method {name}")
         if _is_unknown(*args):
-            if name in _MUTATING_METHODS and name != "append":
+            if name in MUTATING_METHODS and name != "append":
                 raise Unsupported("an unknown value changes a container")
             if name != "append":
                 return UNKNOWN
@@ -501,8 +473,8 @@ class _Interpreter:
         else:
             charge(copied(owner) + sum(copied(arg) for arg in args))
 
-    def call_function(self, function: ast.FunctionDef | _Lambda, args: list[Any]) -> Any:
-        if isinstance(function, _Lambda):
+    def call_function(self, function: ast.FunctionDef | Lambda, args: list[Any]) -> Any:
+        if isinstance(function, Lambda):
             return self.call_lambda(function, args)
         parameters = function.args
         if parameters.vararg or parameters.kwarg or parameters.kwonlyargs or parameters.posonlyargs:
@@ -524,7 +496,7 @@ class _Interpreter:
             self.depth -= 1
         return None
 
-    def call_lambda(self, function: _Lambda, args: list[Any]) -> Any:
+    def call_lambda(self, function: Lambda, args: list[Any]) -> Any:
         parameters = function.node.args
         if parameters.vararg or parameters.kwarg or parameters.kwonlyargs or parameters.posonlyargs \
                 or parameters.defaults or len(parameters.args) != len(args):
@@ -538,7 +510,7 @@ class _Interpreter:
         finally:
             self.depth -= 1
 
-    def print(self, args: list[Any], keywords: dict[str | None, Any]) -> None:
+    def print(self, args: list[Any], keywords: dict[str, Any]) -> None:
         if set(keywords) - {"sep", "end"}:
             raise Unsupported("print keywords")
         separator, end = keywords.get("sep"), keywords.get("end")
@@ -554,6 +526,39 @@ class _Interpreter:
             raise Unsupported("too much output")
         self.output.append(text)
         return None
+
+
+# What each kind of statement and expression runs (a kind not listed is outside the subset).
+_STATEMENTS: dict[type[ast.stmt], Callable[[_Interpreter, Any, dict[str, Any]], None]] = {
+    ast.Expr: _Interpreter.run_expr, ast.Assign: _Interpreter.run_assign,
+    ast.AugAssign: _Interpreter.run_aug_assign, ast.AnnAssign: _Interpreter.run_ann_assign,
+    ast.If: _Interpreter.run_if, ast.For: _Interpreter.run_for, ast.While: _Interpreter.run_while,
+    ast.FunctionDef: _Interpreter.run_function_def,
+    ast.Return: _Interpreter.run_return,
+    ast.Import: _Interpreter.run_import,
+    ast.ImportFrom: _Interpreter.run_import_from,
+    ast.Break: _Interpreter.run_break,
+    ast.Continue: _Interpreter.run_continue,
+    ast.Pass: _Interpreter.run_pass,
+}
+_EXPRESSIONS: dict[type[ast.expr], Callable[[_Interpreter, Any, dict[str, Any]], Any]] = {
+    ast.Constant: _Interpreter.eval_constant,
+    ast.Name: _Interpreter.eval_name,
+    ast.BinOp: _Interpreter.eval_bin_op, ast.UnaryOp: _Interpreter.eval_unary_op,
+    ast.BoolOp: _Interpreter.eval_bool_op, ast.Compare: _Interpreter.eval_compare,
+    ast.IfExp: _Interpreter.eval_if_exp,
+    ast.List: _Interpreter.eval_sequence, ast.Tuple: _Interpreter.eval_sequence, ast.Set: _Interpreter.eval_sequence,
+    ast.Dict: _Interpreter.eval_dict, ast.Subscript: _Interpreter.eval_subscript,
+    ast.Attribute: _Interpreter.eval_attribute,
+    ast.Lambda: _Interpreter.eval_lambda,
+    ast.Call: _Interpreter.call,
+    ast.ListComp: _Interpreter.eval_comprehension, ast.GeneratorExp: _Interpreter.eval_comprehension,
+    ast.SetComp: _Interpreter.eval_comprehension,
+    ast.JoinedStr: _Interpreter.eval_joined_str,
+}
+_SEQUENCE_TYPES: dict[type[ast.expr], Callable[[list[Any]], Any]] = {
+    ast.List: list, ast.Tuple: tuple, ast.Set: number_set,
+}
 
 
 def _as_load(target: ast.expr) -> ast.expr:

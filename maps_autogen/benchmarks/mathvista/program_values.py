@@ -37,8 +37,8 @@ class UnknownValue:
         raise Unsupported("an unknown value used")
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
-    __hash__ = __bool__ = __len__ = __iter__ = __contains__ = _refuse  # type: ignore[assignment]
-    __str__ = __repr__ = __format__ = __float__ = __int__ = __index__ = _refuse  # type: ignore[assignment]
+    __hash__ = __bool__ = __len__ = __iter__ = __contains__ = _refuse
+    __str__ = __repr__ = __format__ = __float__ = __int__ = __index__ = _refuse
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
     __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _refuse
     __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = __round__ = _refuse

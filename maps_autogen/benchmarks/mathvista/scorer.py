@@ -229,7 +229,8 @@ def load_prompt(name: str, variables: Mapping[str, str]) -> str:
     try:
         template = path.read_text(encoding="utf-8")
     except OSError:
-        raise ConfigError(f"prompt file {path} is missing or unreadable", fix="restore it from the repository") from None
+        raise ConfigError(f"prompt file {path} is missing or unreadable",
+                          fix="restore it from the repository") from None
     return render(template, variables, source=str(path))
 
 

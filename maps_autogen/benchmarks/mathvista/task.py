@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from maps_autogen.benchmarks.rows import check_image_reference, image_from_field, rows_for
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset
@@ -50,7 +51,8 @@ class MathVistaTask:
             if places is None:
                 text = formats.render(self.name, "float_unrounded")
             else:
-                places_text = formats.render(self.name, "one_place") if places == 1 else formats.render(self.name, "places", precision=places)
+                places_text = (formats.render(self.name, "one_place") if places == 1
+                               else formats.render(self.name, "places", precision=places))
                 text = formats.render(self.name, "float", places=places_text)
         else:
             answer_type = fields.get("answer_type") or "text"

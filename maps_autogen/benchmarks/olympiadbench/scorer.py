@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from maps_autogen.benchmarks import _symbolic
 from maps_autogen.benchmarks.base import RecordError, Verdict
@@ -233,8 +234,8 @@ def expression_equal(first: str, second: str, precision: float) -> Any:
     """
     import sympy
 
-    left = sympy.sympify(_symbolic.parse_latex(_right_of_equals(first)))
-    right = sympy.sympify(_symbolic.parse_latex(_right_of_equals(second)))
+    left = sympy.sympify(_symbolic.parse_latex(_right_of_equals(first)))  # type: ignore[no-untyped-call]  # (unannotated in sympy)
+    right = sympy.sympify(_symbolic.parse_latex(_right_of_equals(second)))  # type: ignore[no-untyped-call]  # (unannotated in sympy)
     if left == right:
         return True
     pi = _symbolic.parse_latex("\\pi")
@@ -250,7 +251,7 @@ def expression_equal(first: str, second: str, precision: float) -> Any:
         except Exception:  # noqa: BLE001 - upstream: any evaluation failure means unequal
             return False
     try:
-        difference = sympy.simplify(left - right).evalf()
+        difference = sympy.simplify(left - right).evalf()  # type: ignore[no-untyped-call]  # (unannotated in sympy)
         # May be a relation when symbols remain: its truth value is then undecidable.
         return abs(difference) < SYMBOLIC_TOLERANCE
     except Exception:  # noqa: BLE001
@@ -261,9 +262,9 @@ def _moved_to_left(equation: str) -> Any:
     import sympy
 
     lhs_text, rhs_text = equation.split("=")  # exactly one "=" or ValueError
-    relation = sympy.Eq(_symbolic.parse_latex(lhs_text), _symbolic.parse_latex(rhs_text))
+    relation = sympy.Eq(_symbolic.parse_latex(lhs_text), _symbolic.parse_latex(rhs_text))  # type: ignore[no-untyped-call]  # (unannotated in sympy)
     # For two numbers Eq evaluates to true/false, which has no sides: upstream fails there.
-    return sympy.simplify(relation.lhs - relation.rhs)
+    return sympy.simplify(relation.lhs - relation.rhs)  # type: ignore[no-untyped-call]  # (unannotated in sympy)
 
 
 def equation_equal(first: str, second: str) -> bool:
@@ -275,7 +276,7 @@ def equation_equal(first: str, second: str) -> bool:
         # the same ("unequal"), found without the (sometimes seconds-long) simplification.
         return False
     left, right = _moved_to_left(first), _moved_to_left(second)
-    ratios = (sympy.simplify(left / right), sympy.simplify(right / left))
+    ratios = (sympy.simplify(left / right), sympy.simplify(right / left))  # type: ignore[no-untyped-call]  # (unannotated in sympy)
     return any(bool(r.is_Integer) and r != 0 for r in ratios)
 
 

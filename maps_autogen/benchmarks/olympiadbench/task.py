@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from maps_autogen.benchmarks.olympiadbench.scorer import CHINESE_MARKER, ENGLISH_MARKER
 from maps_autogen.benchmarks.rows import check_row_image_references, config_rows, numbered_image_problem, required
@@ -37,7 +38,8 @@ _SUBJECTS = {"maths": "Math", "physics": "Physics"}
 def _config_fields(source: str) -> dict[str, str]:
     """What a config's name says about its rows: OE_MM_maths_zh_CEE → Math, Chinese."""
     parts = source.split("_")
-    known = {"subject": next((_SUBJECTS[p] for p in parts if p in _SUBJECTS), ""), "language": next((_LANGUAGES[p] for p in parts if p in _LANGUAGES), "")}
+    known = {"subject": next((_SUBJECTS[p] for p in parts if p in _SUBJECTS), ""),
+             "language": next((_LANGUAGES[p] for p in parts if p in _LANGUAGES), "")}
     return {name: value for name, value in known.items() if value}
 
 
