@@ -618,7 +618,7 @@ def render_eval_summary(manifest: dict[str, Any], rows: list[dict[str, Any]]) ->
         ("subsets", _e(", ".join(map(str, typed.subsets)) or "–")),
         ("method", _e(typed.method)),
         ("without", _e(", ".join(typed.without) or "–")),
-        ("models", _render_models(typed.models)),
+        ("models", _render_models(manifest.get("models"))),
         ("created", _e(manifest.get("created_at"))),
         ("problems", _e(f"{len(rows)} done of {len(typed.ids)}" if typed.ids else f"{len(rows)} done")
          + _e(f", {tally.failed} of them failed")),
