@@ -5,7 +5,6 @@ This is the one place where domain errors become one-line messages and exit code
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -244,9 +243,9 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
     for note in outcome.notes:
         _say(f"note: {note}")
     summary = outcome.summary
-    cost = summary["usage"]["cost"]
+    cost = summary.usage.cost
     spent = "unknown" if cost is None else f"${cost:.4f}"
-    click.echo(f"\n{summary['average']['scored']} scored, {summary['failed']} failed; cost {spent}; run saved in {outcome.eval_dir}")
+    click.echo(f"\n{summary.average.scored} scored, {summary.failed} failed; cost {spent}; run saved in {outcome.eval_dir}")
     resume_hint = f"maps eval {benchmark} --resume {outcome.eval_dir}"
     if outcome.interrupted:
         raise RunInterrupted(f"interrupted; the finished problems are saved and summarised in {outcome.eval_dir}", fix=f"continue with: {resume_hint}")
@@ -254,8 +253,8 @@ def eval_command(benchmark, subsets, data, limit, sample, seed, method, without,
         raise ServiceError(f"stopped early: {outcome.fatal.problem}", fix=f"{outcome.fatal.fix}; then continue with: {resume_hint}")
     if outcome.stopped_for_cost:
         click.echo(f"stopped: --max-cost reached; continue with: {resume_hint}")
-    if summary["failed"]:
-        raise ServiceError(f"some problems failed ({summary['failed']})", fix=f"see results.jsonl; retry them with: {resume_hint}")
+    if summary.failed:
+        raise ServiceError(f"some problems failed ({summary.failed})", fix=f"see results.jsonl; retry them with: {resume_hint}")
 
 
 @cli.command(name="config")
@@ -281,13 +280,13 @@ def config_command(config_file, config_list, model, threshold, max_rollbacks, te
 @click.option("--out", type=click.Path(path_type=Path), help="The merged run folder (default: runs/<new id>).")
 def merge(runs, out) -> None:
     """Combine the shard runs of one evaluation into one run."""
-    from maps_autogen.eval.results import SUMMARY_FILE
     from maps_autogen.eval.merge import merge_runs
+    from maps_autogen.records import read_summary
     from maps_autogen.transcript import new_run_id
 
     target = merge_runs(list(runs), out or Path("runs") / new_run_id("merged"))
-    summary = json.loads((target / SUMMARY_FILE).read_text())
-    click.echo(f"merged {len(runs)} runs into {target}: {summary['average']['scored']} scored, accuracy {summary['average']['accuracy']}")
+    summary = read_summary(target)
+    click.echo(f"merged {len(runs)} runs into {target}: {summary.average.scored} scored, accuracy {summary.average.accuracy}")
 
 
 @cli.command()

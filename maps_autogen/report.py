@@ -20,8 +20,8 @@ from maps_autogen.eval.results import RESULTS_FILE, ResultsLog
 from maps_autogen.eval.run_settings import mixed_settings
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
-from maps_autogen.artifacts import FILE_MODE, read_manifest, write_text_atomic
-from maps_autogen.records import Manifest, feedback_targets
+from maps_autogen.artifacts import FILE_MODE, write_text_atomic
+from maps_autogen.records import Manifest, ResultRow, feedback_targets, read_manifest
 from maps_autogen.tally import tally_rows
 
 BOOTSTRAP_SAMPLES = 1000
@@ -47,7 +47,7 @@ class Run:
 
     path: Path
     manifest: Manifest
-    records: list[dict[str, Any]]
+    records: list[ResultRow]
 
     @property
     def benchmark(self) -> str:
@@ -79,13 +79,13 @@ class Run:
         return f"{method} ({self.models}{mixed})"
 
     @property
-    def scored(self) -> list[dict[str, Any]]:
-        return [r for r in self.records if r.get("status") == "ok"]
+    def scored(self) -> list[ResultRow]:
+        return [r for r in self.records if r.status == "ok"]
 
 
 def load_run(path: Path) -> Run:
     """Read an eval run folder."""
-    manifest = Manifest.model_validate(read_manifest(path, fix="pass folders written by maps eval or maps merge"))
+    manifest = read_manifest(path, fix="pass folders written by maps eval or maps merge")
     records = list(ResultsLog(path / RESULTS_FILE).read().values())
     return Run(path=path, manifest=manifest, records=records)
 
@@ -115,12 +115,12 @@ class Cell:
         return f"{self.accuracy:.2f}"
 
 
-def _cell(records: Sequence[dict[str, Any]]) -> Cell:
+def _cell(records: Sequence[ResultRow]) -> Cell:
     """The tally's accuracy (correct / scored) with the bootstrap interval over the scored rows."""
     tally = tally_rows(records)
     if not tally.scored:
         return Cell(None, None, 0)
-    outcomes = [bool(r.get("correct")) for r in records if r.get("status") == "ok"]
+    outcomes = [bool(r.correct) for r in records if r.status == "ok"]
     return Cell(tally.accuracy, bootstrap_interval(outcomes), tally.scored)
 
 
@@ -141,7 +141,7 @@ def _columns(runs: Sequence[Run]) -> list[tuple[str, str, str]]:
         if benchmark not in present:
             continue
         task = get_benchmark(benchmark).task
-        ran = {r.get("subset") for run in runs if run.benchmark == benchmark for r in run.records}
+        ran = {r.subset for run in runs if run.benchmark == benchmark for r in run.records}
         for subset in task.subsets:
             if subset.name in ran:
                 columns.append((benchmark, subset.name, f"{task.title} {subset.column}"))
@@ -156,7 +156,7 @@ def table1_rows(runs: Sequence[Run]) -> list[Row]:
         row = rows.setdefault(run.label, Row(run.label))
         task = get_benchmark(run.benchmark).task
         for subset in task.subsets:
-            mine = [r for r in run.records if r.get("subset") == subset.name]
+            mine = [r for r in run.records if r.subset == subset.name]
             if mine:
                 row.cells[(run.benchmark, subset.name)] = _cell(mine)
         average = _cell(run.records)  # pooled over the subsets, as the paper's averages are
@@ -193,7 +193,7 @@ def table1(runs: Sequence[Run]) -> tuple[str, str]:
 
 def _accuracies(run: Run, subsets: Sequence[Any]) -> list[float | None]:
     """A run's accuracy per subset, then pooled."""
-    values = [_cell([r for r in run.records if r.get("subset") == s.name]).accuracy for s in subsets]
+    values = [_cell([r for r in run.records if r.subset == s.name]).accuracy for s in subsets]
     return values + [_cell(run.records).accuracy]
 
 
@@ -208,7 +208,7 @@ def table2(runs: Sequence[Run]) -> str | None:
             continue
         base = full[0]
         task = get_benchmark(benchmark).task
-        subsets = [s for s in task.subsets if any(r.get("subset") == s.name for r in base.records)]
+        subsets = [s for s in task.subsets if any(r.subset == s.name for r in base.records)]
         header = ["Variation", *(s.column for s in subsets), "Avg."]
 
         reference = _accuracies(base, subsets)
@@ -232,10 +232,10 @@ def feedback_shares(runs: Sequence[Run]) -> dict[str, dict[str, float]]:
         scored = [r for run in full for r in run.scored]
         if not scored:
             continue
-        targets = feedback_targets((run.manifest.team for run in full), (r.get("feedback_step") for r in scored))
+        targets = feedback_targets((run.manifest.team for run in full), (r.feedback_step for r in scored))
         counts = {target: 0 for target in targets}
         for record in scored:
-            counts[record.get("feedback_step") or "none"] += 1
+            counts[record.feedback_step or "none"] += 1
         shares[benchmark] = {target: round(count / len(scored), 4) for target, count in counts.items()}
     return shares
 
@@ -246,11 +246,11 @@ def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, float]]:
     panels: dict[str, dict[str, list[float]]] = {panel: {} for panel in TIME_FIELDS}
     for run in runs:
         for record in run.scored:
-            metadata = record.get("metadata") or {}
+            metadata = record.metadata  # the data set's own fields, as the row carries them
             for panel, fields in TIME_FIELDS.items():
                 value = next((metadata[f] for f in fields if metadata.get(f) not in (None, "")), None)
                 if value is not None:
-                    panels[panel].setdefault(str(value), []).append(float(record.get("seconds") or 0))
+                    panels[panel].setdefault(str(value), []).append(float(record.seconds))
     return {panel: {value: round(sum(times) / len(times), 3) for value, times in sorted(values.items())}
             for panel, values in panels.items() if values}
 
@@ -261,11 +261,11 @@ def usage_by_role(runs: Sequence[Run]) -> dict[str, dict[str, float | None]]:
     problems = sum(len(run.scored) for run in runs)
     for run in runs:
         for record in run.scored:
-            for role, usage in (record.get("usage_by_role") or {}).items():
+            for role, usage in record.usage_by_role.items():
                 row = totals.setdefault(role, {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "cost": 0.0})
                 for key in ("calls", "prompt_tokens", "completion_tokens"):
-                    row[key] += usage.get(key) or 0
-                row["cost"] = None if row["cost"] is None or usage.get("cost") is None else row["cost"] + usage["cost"]
+                    row[key] += getattr(usage, key) or 0
+                row["cost"] = None if row["cost"] is None or usage.cost is None else row["cost"] + usage.cost
     return {role: {key: (round(value / problems, 6) if value is not None else None) for key, value in row.items()}
             for role, row in totals.items()} if problems else {}
 
@@ -279,14 +279,14 @@ def random_choice_row(runs: Sequence[Run]) -> Row:
         for run in runs:
             if run.benchmark == benchmark:
                 for record in run.records:
-                    problems.setdefault(str(record.get("pid")), record)
-        known = [r for r in problems.values() if isinstance((r.get("metadata") or {}).get("choices"), int)]
+                    problems.setdefault(str(record.pid), record)
+        known = [r for r in problems.values() if isinstance(r.metadata.get("choices"), int)]
         if not known:
             continue
         for subset in [*(s.name for s in get_benchmark(benchmark).task.subsets), "Avg."]:
-            mine = [r for r in known if subset == "Avg." or r.get("subset") == subset]
+            mine = [r for r in known if subset == "Avg." or r.subset == subset]
             if mine:
-                chance = sum(1 / r["metadata"]["choices"] for r in mine if r["metadata"]["choices"] > 0) / len(mine)
+                chance = sum(1 / r.metadata["choices"] for r in mine if r.metadata["choices"] > 0) / len(mine)
                 row.cells[(benchmark, subset)] = Cell(round(100 * chance, 2), None, len(mine))
         row.benchmark_avgs[benchmark] = row.cells[(benchmark, "Avg.")].accuracy or 0.0
     return row

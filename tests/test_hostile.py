@@ -22,6 +22,7 @@ from PIL import Image
 from maps_autogen.config import load_config
 from maps_autogen.errors import ConfigError, DataError, ProblemError
 from maps_autogen.eval.results import ResultsLog
+from maps_autogen.records import ResultRow
 from maps_autogen.images import ImageLimits, image_limits, load_image
 from maps_autogen.live import LiveConsole
 from maps_autogen.problem import load_problem_file
@@ -432,7 +433,7 @@ def test_results_log_repairs_a_torn_tail_once_and_appends_without_rereading(tmp_
     assert path.read_text().count("\n") == 2 and not path.read_text().endswith("sta")  # the writer cut it once
     with open(path, "a") as handle:  # another torn tail after opening is not looked for again
         handle.write("torn")
-    log.append({"pid": "2", "status": "ok"})
+    log.append(ResultRow(pid="2", status="ok"))
     assert path.read_text().count("torn") == 1
     assert log.finished_ids() == {"1", "2"}
 

@@ -30,11 +30,9 @@ from maps_autogen.team import TeamConfig
 
 if TYPE_CHECKING:  # annotations only: `maps report` reads rows without loading the engine
     from maps_autogen.benchmarks.tasks import EvalItem
+    from maps_autogen.records import ResultRow
     from maps_autogen.solve import Team
 
-#: The results-row field holding the index of the settings the problem ran under: 0 the run's
-#: first, k those after the manifest's k-th change.
-ROW_FIELD = "settings"
 _DIGEST = "sha256:"
 _SHOWN = 3  # differences named in a refusal before "and N more"
 _ORDER = ("method", "without", "models", "review", "data", "team", "prompts", "images")  # how differences are listed
@@ -292,28 +290,23 @@ def resume_under(manifest: dict[str, Any], settings: dict[str, Any], described: 
             "step names were compared, not its prompts, personalities or data"] if legacy else []
 
 
-def record_pids(changes: list[dict[str, Any]], rows: Sequence[Mapping[str, Any]]) -> bool:
+def record_pids(changes: list[dict[str, Any]], rows: Sequence[ResultRow]) -> bool:
     """Write into each `changes` entry the pids whose latest row ran under the settings it
     introduced (a pid in no entry ran under the run's first settings); True if any changed."""
     changed = False
     for change in changes:
         if isinstance(change.get("settings"), int):  # entries written before settings were tracked have none
-            pids = [str(row["pid"]) for row in rows if settings_index(row) == change["settings"]]
+            pids = [str(row.pid) for row in rows if row.settings == change["settings"]]
             changed = changed or change.get("pids") != pids
             change["pids"] = pids
     return changed
 
 
-def settings_index(row: Mapping[str, Any]) -> int:
-    """The settings a results row ran under (rows written before settings were tracked: 0)."""
-    value = row.get(ROW_FIELD, 0)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def mixed_settings(rows: Iterable[ResultRow]) -> bool:
+    """Whether the scored rows ran under more than one recorded set of settings (a row written
+    before settings were tracked ran under the first: `ResultRow.settings` is 0)."""
+    return len({row.settings for row in rows if row.status == "ok"}) > 1
 
 
-def mixed_settings(rows: Iterable[Mapping[str, Any]]) -> bool:
-    """Whether the scored rows ran under more than one recorded set of settings."""
-    return len({settings_index(row) for row in rows if row.get("status") == "ok"}) > 1
-
-
-__all__ = ["Difference", "ROW_FIELD", "change_entry", "data_fingerprint", "differences", "digest", "legacy_settings",
-           "mixed_settings", "record_pids", "resume_under", "settings_index", "summary_line", "verdict_settings"]
+__all__ = ["Difference", "change_entry", "data_fingerprint", "differences", "digest", "legacy_settings",
+           "mixed_settings", "record_pids", "resume_under", "summary_line", "verdict_settings"]

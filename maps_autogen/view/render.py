@@ -23,10 +23,10 @@ from urllib.parse import quote
 from maps_autogen.artifacts import read_json_or_empty, read_jsonl_from, read_manifest, read_run
 from maps_autogen.errors import DataError
 from maps_autogen.redact import redact
-from maps_autogen.eval.results import latest_by_pid, read_results_from
+from maps_autogen.eval.results import latest_by_pid
 from maps_autogen.tally import Tally, tally_rows
 from maps_autogen.records import (
-    IMAGES_DIR, MANIFEST_FILE, PROBLEMS_DIR, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest, feedback_targets,
+    IMAGES_DIR, MANIFEST_FILE, PROBLEMS_DIR, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest, dumped, feedback_targets, read_result_rows,
 )
 from maps_autogen.safe_paths import belongs_to, inside, problem_folder, safe_component
 from maps_autogen.view.assets import CSS, SCRIPT, PageMode, content_security_policy
@@ -470,8 +470,8 @@ def load_results(eval_dir: Path) -> tuple[list[dict[str, Any]], int]:
     """results.jsonl rows (a problem written twice, as a resumed eval does, keeps its first place
     and its last row) and the byte offset read up to; a DataError naming the line of a row that
     is not a result row."""
-    records, offset = read_results_from(eval_dir / RESULTS_FILE)
-    return list(latest_by_pid(records).values()), offset
+    rows, offset = read_result_rows(eval_dir / RESULTS_FILE)
+    return [dumped(row) for row in latest_by_pid(rows).values()], offset
 
 
 def unfinished_rows(eval_dir: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
