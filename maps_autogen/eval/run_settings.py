@@ -30,7 +30,7 @@ from maps_autogen.team import TeamConfig
 
 if TYPE_CHECKING:  # annotations only: `maps report` reads rows without loading the engine
     from maps_autogen.benchmarks.tasks import EvalItem
-    from maps_autogen.records import ResultRow
+    from maps_autogen.records import ResultRow, SettingsChange
     from maps_autogen.solve import Team
 
 _DIGEST = "sha256:"
@@ -290,16 +290,12 @@ def resume_under(manifest: dict[str, Any], settings: dict[str, Any], described: 
             "step names were compared, not its prompts, personalities or data"] if legacy else []
 
 
-def record_pids(changes: list[dict[str, Any]], rows: Sequence[ResultRow]) -> bool:
-    """Write into each `changes` entry the pids whose latest row ran under the settings it
-    introduced (a pid in no entry ran under the run's first settings); True if any changed."""
-    changed = False
-    for change in changes:
-        if isinstance(change.get("settings"), int):  # entries written before settings were tracked have none
-            pids = [str(row.pid) for row in rows if row.settings == change["settings"]]
-            changed = changed or change.get("pids") != pids
-            change["pids"] = pids
-    return changed
+def record_pids(changes: Sequence[SettingsChange], rows: Sequence[ResultRow]) -> list[SettingsChange]:
+    """Each `changes` entry with the pids whose latest row ran under the settings it introduced
+    (a pid in no entry ran under the run's first settings)."""
+    return [change if change.settings is None  # entries written before settings were tracked have none
+            else change.model_copy(update={"pids": [str(row.pid) for row in rows if row.settings == change.settings]})
+            for change in changes]
 
 
 def mixed_settings(rows: Iterable[ResultRow]) -> bool:

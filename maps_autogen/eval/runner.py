@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from maps_autogen.artifacts import read_manifest, write_manifest
+from maps_autogen.artifacts import write_manifest
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, find_subsets, load_answer_formats
 from maps_autogen.cache import ResponseCache
@@ -38,7 +38,7 @@ from maps_autogen.eval.validate import validate_rows
 from maps_autogen.eval.workers import DaemonWorkers, Progress
 from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.interrupts import exit_on_second_interrupt
-from maps_autogen.records import SCHEMA_VERSION, Manifest, ResultRow, Summary, TeamRecord
+from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord, dumped, read_manifest
 from maps_autogen.report import Run, table1
 from maps_autogen.runlock import RunLock
 from maps_autogen.solve import Team, assemble_team
@@ -107,24 +107,24 @@ class EvalRun:
         self._settings_index = 0  # what each results row records: the settings it ran under (run_settings.py)
 
     # ----- setting up -------------------------------------------------------------------
-    def _eval_dir_and_manifest(self) -> tuple[Path, dict[str, Any] | None]:
+    def _eval_dir_and_manifest(self) -> tuple[Path, Manifest | None]:
         if self.request.resume is None:
             eval_id = new_run_id(f"eval-{self.task.name}")
             return self.request.runs_dir / eval_id, None
         eval_dir = self.request.resume
         manifest = read_manifest(eval_dir, fix="pass the folder maps eval printed")
-        if manifest.get("benchmark") != self.task.name:
-            raise UsageError(f"{eval_dir} is a {manifest.get('benchmark')} run, not {self.task.name}", fix=f"run maps eval {manifest.get('benchmark')} --resume {eval_dir}")
+        if manifest.benchmark != self.task.name:
+            raise UsageError(f"{eval_dir} is a {manifest.benchmark} run, not {self.task.name}", fix=f"run maps eval {manifest.benchmark} --resume {eval_dir}")
         return eval_dir, manifest
 
-    def _resumed_request(self, manifest: dict[str, Any]) -> EvalRequest:
+    def _resumed_request(self, manifest: Manifest) -> EvalRequest:
         """The request a --resume runs: the manifest fixes which problems run (subsets, rules,
         data) and, unless the command line names others, the method and --without; whether the
         settings differ from the run's is decided later, against all of them (run_settings.resume_under)."""
         request = self.request
-        return replace(request, subsets=tuple(manifest["subsets"]), method=request.method or manifest["method"],
-                       without=request.without or frozenset(manifest["without"]), rules=manifest["rules"],
-                       data=request.data or (Path(manifest["data"]) if manifest.get("data") else None))
+        return replace(request, subsets=tuple(manifest.subsets), method=request.method or manifest.method,
+                       without=request.without or frozenset(manifest.without), rules=manifest.rules,
+                       data=request.data or (Path(manifest.data) if manifest.data else None))
 
     def _settings(self, team: Team, items: Sequence[EvalItem]) -> dict[str, Any]:
         """This invocation's verdict settings (run_settings.py), read from what it will use."""
@@ -164,15 +164,19 @@ class EvalRun:
             selection = select_items(items, subsets, sample=request.sample, seed=request.seed, limit=request.limit, shard=request.shard)
             manifest = self._new_manifest(eval_dir, subsets, selection, team)
         else:
-            wanted = set(manifest["ids"])
-            selection = Selection([item for item in items if item.pid in wanted], manifest.get("sampled", {}))
+            wanted = set(manifest.ids)
+            selection = Selection([item for item in items if item.pid in wanted],
+                                  {name: sample.model_dump(mode="json") for name, sample in manifest.sampled.items()})
             missing = wanted - {item.pid for item in selection.items}
             if missing:
-                raise DataError(f"the data no longer has {len(missing)} problem(s) of this run, e.g. {sorted(missing)[0]}", fix="resume with the same --data")
-            self.notes += resume_under(manifest, self._settings(team, selection.items), self._described(team), run=str(eval_dir),
+                raise DataError(f"the data no longer has {len(missing)} problem(s) of this run, e.g. {sorted(missing, key=str)[0]}",
+                                fix="resume with the same --data")
+            # run_settings compares and records on the manifest's JSON (its settings are an open mapping).
+            recorded = dumped(manifest)
+            self.notes += resume_under(recorded, self._settings(team, selection.items), self._described(team), run=str(eval_dir),
                                        allow_change=request.allow_change, now=utc_now())  # refused here: before any model call
-            manifest.setdefault("resumed_at", []).append(utc_now())
-        self._settings_index = len(manifest.get("changes") or [])
+            manifest = Manifest.model_validate({**recorded, "resumed_at": [*manifest.resumed_at, utc_now()]})
+        self._settings_index = len(manifest.changes)
         # One writer per run folder: a second --resume of a live run stops here, before it
         # reads what is pending (it would solve, and pay for, the same problems again).
         lock = RunLock(eval_dir)
@@ -187,17 +191,17 @@ class EvalRun:
             try:
                 stop = self._run_items(todo, team, eval_dir, log)
             finally:
-                _record_replicas(eval_dir, manifest, team.replicas_served())
-            log.compact(manifest["ids"])
+                manifest = _record_replicas(eval_dir, manifest, team.replicas_served())
+            log.compact([str(pid) for pid in manifest.ids])
             rows = list(log.records())  # after compact: the latest row per pid, read once for all below
             served = _served_models(rows)
-            ran_under = record_pids(manifest.get("changes") or [], rows)
-            if served != manifest.get("served_models", {}) or ran_under:
-                manifest["served_models"] = served
+            changes = record_pids(manifest.changes, rows)
+            if served != manifest.served_models or changes != manifest.changes:
+                manifest = manifest.model_copy(update={"served_models": served, "changes": changes})
                 write_manifest(eval_dir, manifest)
-            summary = summarize(rows, self.task, [s.name for s in subsets], Manifest.model_validate(manifest).team)
-            summary = summary.model_copy(update={"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
-                            "complete": summary.average.scored == len(manifest["ids"]),
+            summary = summarize(rows, self.task, [s.name for s in subsets], manifest.team)
+            summary = summary.model_copy(update={"eval_id": manifest.eval_id, "method": manifest.method, "without": manifest.without,
+                            "complete": summary.average.scored == len(manifest.ids),
                             "stopped_for_cost": stop.for_cost, "interrupted": stop.interrupted,
                             "stopped_by": str(stop.fatal) if stop.fatal else None, "mixed_settings": mixed_settings(rows)})
             write_summary(eval_dir, summary)
@@ -206,17 +210,16 @@ class EvalRun:
             if cache is not None:
                 cache.close()
         # The one Table 1 writer, as `maps report` prints it for this folder (intervals included).
-        table = table1([Run(path=eval_dir, manifest=Manifest.model_validate(manifest), records=rows)])[0]
+        table = table1([Run(path=eval_dir, manifest=manifest, records=rows)])[0]
         if summary.mixed_settings:
             self.notes.append("the scored problems ran under different settings (manifest.json: changes, with the pids run "
                               "under each); the accuracy mixes them")
         return EvalOutcome(eval_dir, summary, table, stop.for_cost, len(todo),
                            fatal=stop.fatal, interrupted=stop.interrupted, notes=self.notes)
 
-    def _new_manifest(self, eval_dir: Path, subsets: Sequence[Subset], selection: Selection, team: Team) -> dict[str, Any]:
+    def _new_manifest(self, eval_dir: Path, subsets: Sequence[Subset], selection: Selection, team: Team) -> Manifest:
         request = self.request
-        return {
-            "schema_version": SCHEMA_VERSION,
+        return Manifest.model_validate({
             "kind": "eval",
             "eval_id": eval_dir.name,
             "created_at": utc_now(),
@@ -237,7 +240,7 @@ class EvalRun:
             "settings": self._settings(team, selection.items),  # what a --resume must match (run_settings.py)
             "versions": versions(),
             "git_commit": git_commit(),
-        }
+        })
 
     # ----- running ----------------------------------------------------------------------
     def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog) -> Stop:
@@ -327,15 +330,18 @@ def _say_text_only(team: Team, method: str | None) -> None:
                        ", ".join(blind) if method == "maps" else f"the {method} requests", how)
 
 
-def _record_replicas(eval_dir: Path, manifest: dict[str, Any], served: dict[str, dict[str, int]]) -> None:
-    """Add this invocation's requests per replica to the manifest (endpoints with replicas only)."""
+def _record_replicas(eval_dir: Path, manifest: Manifest, served: dict[str, dict[str, int]]) -> Manifest:
+    """The manifest with this invocation's requests per replica added (endpoints with replicas
+    only), written."""
     if not served:
-        return
-    totals = manifest.setdefault("replicas_served", {})
+        return manifest
+    totals = {endpoint: dict(counts) for endpoint, counts in manifest.replicas_served.items()}
     for endpoint, counts in served.items():
         for url, count in counts.items():
             totals.setdefault(endpoint, {})[url] = totals.get(endpoint, {}).get(url, 0) + count
+    manifest = manifest.model_copy(update={"replicas_served": totals})
     write_manifest(eval_dir, manifest)
+    return manifest
 
 
 def _served_models(rows: Iterable[ResultRow]) -> dict[str, list[str]]:
