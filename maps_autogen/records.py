@@ -73,6 +73,11 @@ class _File(_Record):
         self.__pydantic_fields_set__.add("schema_version")
 
 
+#: A reviewer's score as it was given: a whole number on 1-5, or a fraction on [0, 1] (kept as
+#: written: 5 stays 5, never 5.0).
+Score = Union[int, float]
+
+
 # ----- shared parts -------------------------------------------------------------------------
 
 
@@ -179,7 +184,7 @@ class FlowRecord(_Record):
     critic: bool = False  # a reviewer ran
     reviewer: str | None = None
     scored: dict[str, str] = Field(default_factory=dict)  # step -> dimension
-    threshold: float | None = None
+    threshold: Score | None = None
     max_rollbacks: int | None = None
     final_review: bool | None = None
     max_rounds: int | None = None
@@ -194,14 +199,14 @@ class RollbackRecord(_Record):
     number: int
     step: str
     dimension: str
-    scores: dict[str, float] = Field(default_factory=dict)
+    scores: dict[str, Score] = Field(default_factory=dict)
     question: str = ""
 
 
 class VerdictRecord(_Record):
     """A reviewer's verdict (roles.CriticVerdict.to_dict)."""
 
-    scores: dict[str, float] = Field(default_factory=dict)
+    scores: dict[str, Score] = Field(default_factory=dict)
     need_feedback: bool = False
     worst_step: str | None = None
     feedback: dict[str, str] = Field(default_factory=dict)
@@ -309,7 +314,7 @@ class EventRecord(_File):
     number: int | None = None
     step: str | None = None
     dimension: str | None = None
-    scores: dict[str, float] | None = None
+    scores: dict[str, Score] | None = None
     question: str | None = None
     # stop
     stop_reason: StopReason | None = None
@@ -340,7 +345,6 @@ class TokenRecord(_Record):
 TranscriptLine = Annotated[Union[MessageRecord, EventRecord], Field(discriminator="type")]
 TranscriptRecord = Annotated[Union[MessageRecord, EventRecord, TurnStartRecord, TokenRecord], Field(discriminator="type")]
 TRANSCRIPT_LINE: TypeAdapter[Any] = TypeAdapter(TranscriptLine)
-TRANSCRIPT_RECORD: TypeAdapter[Any] = TypeAdapter(TranscriptRecord)
 
 
 class _TranscriptLineModel(RootModel[TranscriptLine]):
@@ -429,7 +433,7 @@ class ResultRow(_File):
     final_answer: str | None = None
     solver_parsed: bool | None = None
     rollbacks: list[str] = Field(default_factory=list)  # the step each rollback re-ran
-    critic_scores: list[dict[str, float] | None] = Field(default_factory=list)
+    critic_scores: list[dict[str, Score] | None] = Field(default_factory=list)
     feedback_step: str | None = None  # the first rollback's step (Figure 4)
     usage: Usage | None = None
     usage_by_role: dict[str, RoleUsage] = Field(default_factory=dict)
@@ -503,11 +507,6 @@ def parsed(model: type[M], data: Any, *, source: str) -> M:
         raise DataError(f"{source}: {_first_problem(error)}", fix="the run folder may be damaged or from another version") from None
 
 
-def checked(model: type[M], data: dict[str, Any], *, source: str) -> M:
-    """`data` as `model` (see `parsed`); kept for writers that still build a dict."""
-    return parsed(model, data, source=source)
-
-
 def dumped(record: BaseModel) -> dict[str, Any]:
     """The JSON of a record as its writer set it: the fields it was given (and the schema
     version), so a file holds exactly what was recorded."""
@@ -522,14 +521,6 @@ def transcript_line(record: dict[str, Any]) -> MessageRecord | EventRecord:
     except ValidationError as error:
         raise ValueError(f"not a transcript record: {_first_problem(error)}") from None
     return line
-
-
-def check_transcript_record(record: dict[str, Any]) -> None:
-    """Raise ValueError when a record (live or kept) is not a known transcript kind."""
-    try:
-        TRANSCRIPT_RECORD.validate_python(record)
-    except ValidationError as error:
-        raise ValueError(f"not a transcript record: {_first_problem(error)}") from None
 
 
 def read_run(run_dir: Path) -> RunRecord:
@@ -581,8 +572,7 @@ def read_result_rows(path: Path, start: int = 0) -> tuple[list[ResultRow], int]:
     complete line (see eval.results.read_results_from for the line-numbered error)."""
     from maps_autogen.eval.results import read_results_from
 
-    rows, offset = read_results_from(path, start)
-    return [parsed(ResultRow, row, source=str(path)) for row in rows], offset
+    return read_results_from(path, start)
 
 
 def _first_problem(error: ValidationError) -> str:

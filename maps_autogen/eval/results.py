@@ -12,7 +12,7 @@ from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, 
 from maps_autogen.benchmarks.tasks import Task
 from maps_autogen.errors import DataError
 from maps_autogen.records import (
-    RESULTS_FILE, SUMMARY_FILE, AverageSummary, ResultRow, SubsetSummary, Summary, TeamRecord, Usage, checked, dumped, feedback_targets, parsed,
+    RESULTS_FILE, SUMMARY_FILE, AverageSummary, ResultRow, SubsetSummary, Summary, TeamRecord, Usage, dumped, feedback_targets, parsed,
 )
 from maps_autogen.redact import redact
 from maps_autogen.tally import Tally
@@ -29,16 +29,15 @@ def latest_by_pid(rows: Iterable[ResultRow]) -> dict[str, ResultRow]:
     return latest
 
 
-def read_results_from(path: Path, start: int = 0) -> tuple[list[dict[str, Any]], int]:
-    """`read_jsonl_from` for results.jsonl, each row checked against `ResultRow`: a tampered
-    row is one line naming the file and its line, never a crash further down."""
+def read_results_from(path: Path, start: int = 0) -> tuple[list[ResultRow], int]:
+    """`read_jsonl_from` for results.jsonl, each row read into `ResultRow`: a tampered row is
+    one line naming the file and its line, never a crash further down."""
     records, offset = read_jsonl_from(path, start)
-    for record in records:
-        try:
-            checked(ResultRow, record, source=str(path))
-        except DataError:
-            raise _bad_result_line(path, start) from None
-    return records, offset
+    try:
+        rows = [parsed(ResultRow, record, source=str(path)) for record in records]
+    except DataError:
+        raise _bad_result_line(path, start) from None
+    return rows, offset
 
 
 def _bad_result_line(path: Path, start: int) -> DataError:
@@ -50,7 +49,7 @@ def _bad_result_line(path: Path, start: int) -> DataError:
         line, counted = line + data.count(b"\n", counted, offset), offset
         if offset >= start:
             try:
-                checked(ResultRow, record, source=f"{path} line {line}")
+                parsed(ResultRow, record, source=f"{path} line {line}")
             except DataError as error:
                 return error
     return DataError(f"{path} changed while it was read", fix="try again once the run has finished writing it")
