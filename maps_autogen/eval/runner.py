@@ -38,7 +38,7 @@ from maps_autogen.eval.validate import validate_rows
 from maps_autogen.eval.workers import DaemonWorkers, Progress
 from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.interrupts import exit_on_second_interrupt
-from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord, dumped, read_manifest
+from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord, read_manifest
 from maps_autogen.report import Run, table1
 from maps_autogen.runlock import RunLock
 from maps_autogen.solve import Team, assemble_team
@@ -171,11 +171,10 @@ class EvalRun:
             if missing:
                 raise DataError(f"the data no longer has {len(missing)} problem(s) of this run, e.g. {sorted(missing, key=str)[0]}",
                                 fix="resume with the same --data")
-            # run_settings compares and records on the manifest's JSON (its settings are an open mapping).
-            recorded = dumped(manifest)
-            self.notes += resume_under(recorded, self._settings(team, selection.items), self._described(team), run=str(eval_dir),
-                                       allow_change=request.allow_change, now=utc_now())  # refused here: before any model call
-            manifest = Manifest.model_validate({**recorded, "resumed_at": [*manifest.resumed_at, utc_now()]})
+            manifest, notes = resume_under(manifest, self._settings(team, selection.items), self._described(team), run=str(eval_dir),
+                                           allow_change=request.allow_change, now=utc_now())  # refused here: before any model call
+            self.notes += notes
+            manifest = manifest.model_copy(update={"resumed_at": [*manifest.resumed_at, utc_now()]})
         self._settings_index = len(manifest.changes)
         # One writer per run folder: a second --resume of a live run stops here, before it
         # reads what is pending (it would solve, and pay for, the same problems again).
