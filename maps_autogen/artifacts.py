@@ -24,6 +24,8 @@ from maps_autogen.text import TooDeep, may_hold_surrogates, valid_tree
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from maps_autogen.records import Manifest
+
 FILE_MODE = 0o644
 PRIVATE_FILE_MODE = 0o600
 
@@ -200,30 +202,22 @@ def write_record(path: Path, record: "BaseModel") -> None:
 
 
 def read_manifest(eval_dir: Path, *, fix: str = "pass a folder written by maps eval or maps merge") -> dict[str, Any]:
-    """An eval folder's manifest.json as a dict, checked against `records.Manifest` (use
-    `records.read_manifest` for the typed record)."""
-    from maps_autogen.records import read_manifest as read_typed
+    """An eval folder's manifest.json read into `records.Manifest`, as its JSON (the viewer's
+    pages still take dicts; everything else uses `records.read_manifest`)."""
+    from maps_autogen.records import dumped, read_manifest as read_typed
 
-    return dumped_json(read_typed(eval_dir, fix=fix))
+    return dumped(read_typed(eval_dir, fix=fix))
 
 
 def read_run(run_dir: Path) -> dict[str, Any]:
-    """A run's run.json as a dict, checked against `records.RunRecord`."""
-    from maps_autogen.records import read_run as read_typed
+    """A run's run.json read into `records.RunRecord`, as its JSON (for the viewer, as above)."""
+    from maps_autogen.records import dumped, read_run as read_typed
 
-    return dumped_json(read_typed(run_dir))
-
-
-def dumped_json(record: "BaseModel") -> dict[str, Any]:
-    from maps_autogen.records import dumped
-
-    return dumped(record)
+    return dumped(read_typed(run_dir))
 
 
-def write_manifest(eval_dir: Path, manifest: "dict[str, Any] | BaseModel") -> None:
-    """Write an eval folder's manifest.json from `records.Manifest` (a dict is checked first)."""
-    from maps_autogen.records import MANIFEST_FILE, Manifest, parsed
+def write_manifest(eval_dir: Path, manifest: "Manifest") -> None:
+    """Write an eval folder's manifest.json from its record."""
+    from maps_autogen.records import MANIFEST_FILE
 
-    path = eval_dir / MANIFEST_FILE
-    record = manifest if isinstance(manifest, Manifest) else parsed(Manifest, manifest, source=str(path))
-    write_record(path, record)
+    write_record(eval_dir / MANIFEST_FILE, manifest)
