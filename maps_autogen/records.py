@@ -345,6 +345,7 @@ class TokenRecord(_Record):
 TranscriptLine = Annotated[Union[MessageRecord, EventRecord], Field(discriminator="type")]
 TranscriptRecord = Annotated[Union[MessageRecord, EventRecord, TurnStartRecord, TokenRecord], Field(discriminator="type")]
 TRANSCRIPT_LINE: TypeAdapter[Any] = TypeAdapter(TranscriptLine)
+LIVE_RECORD: TypeAdapter[Any] = TypeAdapter(TranscriptRecord)
 
 
 class _TranscriptLineModel(RootModel[TranscriptLine]):
@@ -521,6 +522,16 @@ def transcript_line(record: dict[str, Any]) -> MessageRecord | EventRecord:
     except ValidationError as error:
         raise ValueError(f"not a transcript record: {_first_problem(error)}") from None
     return line
+
+
+def live_record(record: dict[str, Any]) -> MessageRecord | EventRecord | TurnStartRecord | TokenRecord:
+    """A record a chat emits to its observers (kept or live-only) as its model; ValueError when
+    it is not one (a programming error)."""
+    try:
+        typed: MessageRecord | EventRecord | TurnStartRecord | TokenRecord = LIVE_RECORD.validate_python(record)
+    except ValidationError as error:
+        raise ValueError(f"not a chat record: {_first_problem(error)}") from None
+    return typed
 
 
 def read_run(run_dir: Path) -> RunRecord:

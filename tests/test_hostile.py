@@ -139,7 +139,7 @@ def test_live_view_keeps_its_own_styling_but_escapes_the_reply(monkeypatch: pyte
                "content": f"the answer {HOSTILE}", "parsed": {"final_answer": f"42 {HOSTILE}"}, "usage": {"seconds": 1.0}})
     live.emit({"type": "event", "event": "error", "detail": f"gateway said {HOSTILE}"})
     printed = out.getvalue()
-    assert "\x1b[1;33m" in printed  # our bold-yellow Solver header is real styling
+    assert "\x1b[1;35m" in printed  # our styling is real: the first speaker's header is bold magenta
     for sequence in ("\x1b[2J", "\x1b[6n", "\x1b]0;", "\x1b]8;", "\x07", "\x9b"):
         assert sequence not in printed
     assert printed.count("\\x1b[2J") == 3
