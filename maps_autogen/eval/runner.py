@@ -74,9 +74,10 @@ class EvalRequest:
     allow_change: bool = False  # --resume may run under other verdict settings (the manifest records each change)
 
 
-
 @dataclass
 class EvalOutcome:
+    """What one invocation did: its folder, summary, Table 1 and why it stopped early (if it did)."""
+
     eval_dir: Path
     summary: Summary
     table: str
