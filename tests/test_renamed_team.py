@@ -69,7 +69,13 @@ def test_a_fully_renamed_team_solves_evaluates_and_reports(tmp_path: Path) -> No
                            "--runs-dir", str(runs / "solve"), "--json"], env=env, cwd=tmp_path)
         evaluated = run_maps(["eval", "mathvista", "--data", str(data), "--config", str(config), "--runs-dir", str(runs / "eval"),
                               "--concurrency", "2"], env=env, cwd=tmp_path)
+        baseline = run_maps(["eval", "mathvista", "--data", str(data), "--config", str(config), "--runs-dir", str(runs / "cot"),
+                             "--method", "cot", "--limit", "1"], env=env, cwd=tmp_path)
     assert solved.returncode == 0, solved.stderr
+    assert baseline.returncode == 0, baseline.stderr
+    # A baseline's one call goes to the final-answer step's model, recorded under that step's name.
+    cot_dir = next(path for path in (runs / "cot").iterdir() if path.name.startswith("eval-"))
+    assert list(read_run(next((cot_dir / "problems").iterdir())).models) == ["reasoner"]
     assert evaluated.returncode == 0, evaluated.stderr
 
     # The solve's run records the renamed team: its reviewer, final-answer step and dimensions.

@@ -85,7 +85,8 @@ def run_baseline(
     extra: dict[str, Any] | None = None,
 ) -> BaselineOutcome:
     """One model call on the whole problem; writes run.json and transcript.jsonl in run_dir."""
-    backend = team.backends[team.loaded.team.config.final_step.name]  # the answering step's model
+    answering = team.loaded.team.config.final_step.name
+    backend = team.backends[answering]  # the answering step's model
     writer = RunWriter(run_dir)
     started = time.monotonic()
     try:
@@ -119,7 +120,7 @@ def run_baseline(
             "kind": "baseline",
             "method": method,
             "problem": {**problem.describe(), "image_files": image_files},
-            "models": {"solver": {**backend.model.describe(), "sent": completion.sent if completion else backend.settings()}},
+            "models": {answering: {**backend.model.describe(), "sent": completion.sent if completion else backend.settings()}},
             "final_answer": outcome.response,
             "stop_reason": "error" if error else None,
             "error": error,
