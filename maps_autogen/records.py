@@ -3,8 +3,8 @@ rows, manifest.json, summary.json), one pydantic model each with every field dec
 vocabularies (stop reasons, statuses, event kinds) defined once as `Literal`s, the file names,
 and the typed readers.
 
-Writers build a model and write it (`artifacts.write_record`, `model_dump(mode="json")` of the
-fields they set, so a file holds exactly what its writer recorded); readers read a file back
+Writers build a model and write it (`artifacts.write_record`, the `model_dump` of the fields
+they set, so a file holds exactly what its writer recorded); readers read a file back
 into its model (`read_run`, `read_manifest`, `read_summary`, `read_transcript`,
 `read_result_rows`) and use attributes, never `.get(` on a dict. Every field a file may lack
 (an older run, a baseline's run.json, a run still going) has a default, and an unknown field is
@@ -511,7 +511,9 @@ def parsed(model: type[M], data: Any, *, source: str) -> M:
 def dumped(record: BaseModel) -> dict[str, Any]:
     """The JSON of a record as its writer set it: the fields it was given (and the schema
     version), so a file holds exactly what was recorded."""
-    return record.model_dump(mode="json", exclude_unset=True, by_alias=True)
+    # Python mode: a data set's own values (gold, metadata) may be of any type, and the writers
+    # turn what JSON cannot hold into text (`default=str`), as before.
+    return record.model_dump(exclude_unset=True, by_alias=True)
 
 
 def transcript_line(record: dict[str, Any]) -> MessageRecord | EventRecord:

@@ -75,7 +75,7 @@ class RunWriter:
         with self._lock:
             line = transcript_line({**record, "index": self._index})
             self._index += 1
-            self._transcript.write(redact(json.dumps(dumped(line), ensure_ascii=False)) + "\n")
+            self._transcript.write(redact(json.dumps(dumped(line), ensure_ascii=False, default=str)) + "\n")
             if line.type == "message":
                 self._transcript.flush()
 

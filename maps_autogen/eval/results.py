@@ -120,7 +120,7 @@ class ResultsLog:
 
     def append(self, row: ResultRow) -> None:
         """Append one row as a complete line, fsync'd."""
-        line = (redact(json.dumps(dumped(row), ensure_ascii=False)) + "\n").encode()
+        line = (redact(json.dumps(dumped(row), ensure_ascii=False, default=str)) + "\n").encode()
         with self._lock:
             status = self._prepared()
             fd = open_append(self.path)
