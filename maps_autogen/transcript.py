@@ -13,7 +13,7 @@ from typing import Any
 from maps_autogen.artifacts import open_append, write_bytes_file, write_record
 from maps_autogen.errors import DataError
 from maps_autogen.problem import Problem
-from maps_autogen.records import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, RunRecord, dumped, parsed, transcript_line
+from maps_autogen.records import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, RunRecord, dumped, transcript_line
 from maps_autogen.redact import redact
 
 __all__ = ["RunWriter", "new_run_id", "request_for_transcript", "utc_now"]
@@ -79,10 +79,10 @@ class RunWriter:
             if line.type == "message":
                 self._transcript.flush()
 
-    def write_run(self, run: RunRecord | dict[str, Any]) -> Path:
-        """Write run.json from its record (a dict is read into `records.RunRecord` first)."""
+    def write_run(self, run: RunRecord) -> Path:
+        """Write run.json from its record."""
         path = self.run_dir / RUN_FILE
-        write_record(path, run if isinstance(run, RunRecord) else parsed(RunRecord, run, source=str(path)))
+        write_record(path, run)
         return path
 
     def close(self) -> None:
