@@ -16,11 +16,16 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, Iterator, TextIO
 
 from maps_autogen.errors import DataError
 from maps_autogen.redact import redact
 from maps_autogen.text import TooDeep, may_hold_surrogates, valid_tree
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from maps_autogen.records import Manifest
 
 FILE_MODE = 0o644
 PRIVATE_FILE_MODE = 0o600
@@ -189,29 +194,31 @@ def read_json_or_empty(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def read_manifest(eval_dir: Path, *, fix: str = "pass a folder written by maps eval or maps merge") -> dict[str, Any]:
-    """An eval folder's manifest.json, checked against `records.Manifest` (the one reader)."""
-    from maps_autogen.records import MANIFEST_FILE, Manifest, checked
+def write_record(path: Path, record: "BaseModel") -> None:
+    """Write one of our files from its `records` model: the fields its writer set (and the
+    schema version), atomically, secrets masked."""
+    from maps_autogen.records import dumped
 
-    path = eval_dir / MANIFEST_FILE
-    manifest = read_json_object(path, missing=f"{eval_dir} is not an eval run (no {MANIFEST_FILE})", fix=fix)
-    return checked(Manifest, manifest, source=str(path))
+    write_json_atomic(path, dumped(record))
+
+
+def read_manifest(eval_dir: Path, *, fix: str = "pass a folder written by maps eval or maps merge") -> dict[str, Any]:
+    """An eval folder's manifest.json read into `records.Manifest`, as its JSON (the viewer's
+    pages still take dicts; everything else uses `records.read_manifest`)."""
+    from maps_autogen.records import dumped, read_manifest as read_typed
+
+    return dumped(read_typed(eval_dir, fix=fix))
 
 
 def read_run(run_dir: Path) -> dict[str, Any]:
-    """A run's run.json, checked against `records.RunRecord`."""
-    from maps_autogen.records import RUN_FILE, RunRecord, checked
+    """A run's run.json read into `records.RunRecord`, as its JSON (for the viewer, as above)."""
+    from maps_autogen.records import dumped, read_run as read_typed
 
-    path = run_dir / RUN_FILE
-    run = read_json_object(
-        path, missing=f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval"
-    )
-    return checked(RunRecord, run, source=str(path))
+    return dumped(read_typed(run_dir))
 
 
-def write_manifest(eval_dir: Path, manifest: dict[str, Any]) -> None:
-    """Write an eval folder's manifest.json, checked against `records.Manifest` first."""
-    from maps_autogen.records import MANIFEST_FILE, Manifest, checked
+def write_manifest(eval_dir: Path, manifest: "Manifest") -> None:
+    """Write an eval folder's manifest.json from its record."""
+    from maps_autogen.records import MANIFEST_FILE
 
-    path = eval_dir / MANIFEST_FILE
-    write_json_atomic(path, checked(Manifest, manifest, source=str(path)))
+    write_record(eval_dir / MANIFEST_FILE, manifest)

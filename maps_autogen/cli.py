@@ -5,7 +5,6 @@ This is the one place where domain errors become one-line messages and exit code
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -406,11 +405,10 @@ def eval_command(
     for note in outcome.notes:
         _say(f"note: {note}")
     summary = outcome.summary
-    cost = summary["usage"]["cost"]
+    cost = summary.usage.cost
     spent = "unknown" if cost is None else f"${cost:.4f}"
     click.echo(
-        f"\n{summary['average']['scored']} scored, {summary['failed']} failed; cost {spent}; run saved in "
-        f"{outcome.eval_dir}"
+        f"\n{summary.average.scored} scored, {summary.failed} failed; cost {spent}; run saved in {outcome.eval_dir}"
     )
     resume_hint = f"maps eval {benchmark} --resume {outcome.eval_dir}"
     if outcome.interrupted:
@@ -424,9 +422,9 @@ def eval_command(
         )
     if outcome.stopped_for_cost:
         click.echo(f"stopped: --max-cost reached; continue with: {resume_hint}")
-    if summary["failed"]:
+    if summary.failed:
         raise ServiceError(
-            f"some problems failed ({summary['failed']})", fix=f"see results.jsonl; retry them with: {resume_hint}"
+            f"some problems failed ({summary.failed})", fix=f"see results.jsonl; retry them with: {resume_hint}"
         )
 
 
@@ -461,14 +459,13 @@ def config_command(
 def merge(runs: tuple[Path, ...], out: Path | None) -> None:
     """Combine the shard runs of one evaluation into one run."""
     from maps_autogen.eval.merge import merge_runs
-    from maps_autogen.eval.results import SUMMARY_FILE
+    from maps_autogen.records import read_summary
     from maps_autogen.transcript import new_run_id
 
     target = merge_runs(list(runs), out or Path("runs") / new_run_id("merged"))
-    summary = json.loads((target / SUMMARY_FILE).read_text())
+    summary = read_summary(target)
     click.echo(
-        f"merged {len(runs)} runs into {target}: {summary['average']['scored']} scored, accuracy "
-        f"{summary['average']['accuracy']}"
+        f"merged {len(runs)} runs into {target}: {summary.average.scored} scored, accuracy {summary.average.accuracy}"
     )
 
 

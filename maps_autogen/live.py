@@ -8,16 +8,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from maps_autogen.records import EventRecord, MessageRecord, TokenRecord, TurnStartRecord, live_record
 from maps_autogen.redact import StreamRedactor, escape_controls, terminal_safe
 
-ROLE_STYLES = {
-    "user_proxy": "bold white",
-    "interpreter": "bold magenta",
-    "aligner": "bold blue",
-    "scholar": "bold green",
-    "solver": "bold yellow",
-    "critic": "bold red",
-}
+# Each speaker gets the next style as it first appears (step names come from the team).
+ROLE_STYLES = ("bold magenta", "bold blue", "bold green", "bold yellow", "bold red", "bold cyan")
+USER_PROXY_STYLE = "bold white"
 
 
 def _safe(value: Any) -> Text:
@@ -36,64 +32,73 @@ class LiveConsole:
         self._streamed: set[tuple[str, int]] = set()
         self._stream_redactor = StreamRedactor()
         self._turn = 0
+        self._styles: dict[str, str] = {}
+
+    def _style(self, role: str) -> str:
+        if role == "user_proxy":
+            return USER_PROXY_STYLE
+        if role not in self._styles:
+            self._styles[role] = ROLE_STYLES[len(self._styles) % len(ROLE_STYLES)]
+        return self._styles[role]
 
     def _header(self, agent: str, role: str, detail: str) -> None:
-        self.console.print(Text(f"\n── {terminal_safe(agent)} ", style=ROLE_STYLES.get(role, "bold")) + Text(terminal_safe(detail), style="dim"))
+        self.console.print(Text(f"\n── {terminal_safe(agent)} ", style=self._style(role)) + Text(terminal_safe(detail), style="dim"))
 
     def emit(self, record: dict[str, Any]) -> None:
-        kind = record.get("type")
-        if kind == "turn_start":
+        typed = live_record(record)
+        if isinstance(typed, TurnStartRecord):
             leftover = self._stream_redactor.flush()  # the tail of a stream that ended without a message
             if leftover:
                 self.console.print(Text(escape_controls(leftover)))
             self._turn += 1
             return
-        if kind == "token":
-            if (record["role"], self._turn) not in self._streamed:
-                self._streamed.add((record["role"], self._turn))
-                self._header(record["role"].capitalize(), record["role"], "(streaming)")
-            self.console.print(Text(escape_controls(self._stream_redactor.feed(record["text"]))), end="")
+        if isinstance(typed, TokenRecord):
+            if (typed.role, self._turn) not in self._streamed:
+                self._streamed.add((typed.role, self._turn))
+                self._header(typed.role.capitalize(), typed.role, "(streaming)")
+            self.console.print(Text(escape_controls(self._stream_redactor.feed(typed.text))), end="")
             return
-        if kind == "message":
-            self._message(record)
-        elif kind == "event":
-            self._event(record)
+        if isinstance(typed, MessageRecord):
+            self._message(typed)
+        else:
+            self._event(typed)
 
-    def _message(self, record: dict[str, Any]) -> None:
-        role = record["role"]
+    def _message(self, record: MessageRecord) -> None:
+        role = record.role
         streamed = (role, self._turn) in self._streamed
         if not streamed:
-            detail = f"step {record['step']}, round {record['round']}" + (" (revision)" if record.get("revision") else "")
-            usage = record.get("usage") or {}
-            if usage.get("seconds") is not None:
-                detail += f", {usage['seconds']:.1f}s"
-            if usage.get("truncated"):
+            detail = f"step {record.step}, round {record.round}" + (" (revision)" if record.revision else "")
+            usage = record.usage
+            if usage is not None and usage.seconds is not None:
+                detail += f", {usage.seconds:.1f}s"
+            if usage is not None and usage.truncated:
                 detail += ", reply truncated at limits.reply_bytes"
-            self._header(record["agent"], role, detail)
-            content = record.get("content") or ""
+            self._header(record.agent, role, detail)
+            content = record.content
             if self.max_chars and len(content) > self.max_chars:
                 content = content[: self.max_chars] + " …"
             self.console.print(_safe(content))
         else:
             self.console.print(Text(escape_controls(self._stream_redactor.flush())))
-        parsed = record.get("parsed") or {}
-        if role == "critic" and "scores" in parsed:
-            table = Table(title="Critic's scores", show_header=True, header_style="bold")
+        # What the reply parsed into says what it is (a verdict or an answer), whatever the step's name.
+        parsed = record.parsed or {}
+        if isinstance(parsed.get("scores"), dict):
+            table = Table(title=f"{record.agent}'s scores", show_header=True, header_style="bold")
             for dimension in parsed["scores"]:
                 table.add_column(_safe(dimension))
             table.add_row(*(_safe(score) for score in parsed["scores"].values()))
             self.console.print(table)
-        if role == "solver" and "final_answer" in parsed:
-            self.console.print(Text("Solver's answer: ", style="bold") + _safe(parsed["final_answer"]))
+        elif "final_answer" in parsed:
+            self.console.print(Text(f"{record.agent}'s answer: ", style="bold") + _safe(parsed["final_answer"]))
 
-    def _event(self, record: dict[str, Any]) -> None:
-        event = record.get("event")
+    def _event(self, record: EventRecord) -> None:
+        event = record.event
         if event == "rollback":
-            scores = ", ".join(f"{k} {v}" for k, v in record.get("scores", {}).items())
-            self.console.print(Text(terminal_safe(f"\n↺ rollback {record['number']}: re-running from the {record['step']} step ({scores})"), style="bold cyan"))
-            if record.get("question"):
-                self.console.print(Text("  question sent back: ", style="cyan") + _safe(record["question"]))
+            scores = ", ".join(f"{k} {v}" for k, v in (record.scores or {}).items())
+            self.console.print(Text(terminal_safe(f"\n↺ rollback {record.number}: re-running from the {record.step} step ({scores})"), style="bold cyan"))
+            if record.question:
+                self.console.print(Text("  question sent back: ", style="cyan") + _safe(record.question))
         elif event == "stop":
-            self.console.print(Text(terminal_safe(f"\n■ stopped: {record['stop_reason']}"), style="bold"))
-        elif event in ("interpreter_skipped", "images_dropped", "images_withheld", "solver_unparsed", "critic_unparseable", "max_tokens_reached", "error"):
-            self.console.print(Text(terminal_safe(f"\n! {record.get('detail', event)}"), style="yellow"))
+            self.console.print(Text(terminal_safe(f"\n■ stopped: {record.stop_reason}"), style="bold"))
+        else:
+            self.console.print(Text(terminal_safe(f"\n! {record.detail or event}"), style="yellow"))

@@ -15,15 +15,18 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from maps_autogen.errors import missing_extra
-from maps_autogen.eval.results import FEEDBACK_TARGETS
 from maps_autogen.eval.table1 import Cell, Row, Run, _cell, _markdown, _subsets, load_run, table1, table1_rows
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
 from maps_autogen.artifacts import FILE_MODE, write_text_atomic
+from maps_autogen.records import feedback_targets
 
 PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 100 s
 # One colour per series (Figures 5 and 6), so a figure can be checked by colour.
 SERIES_COLOURS = ("#3a86ff", "#e76f51", "#2a9d8f", "#b5179e", "#e9c46a", "#6a4c93", "#8ac926", "#ff595e")
+# Figure 4: the n-th feedback target of the team (in team order) and "none" (no regeneration).
+FEEDBACK_COLOURS = ("#b5179e", "#3a86ff", "#2a9d8f", "#e9c46a", "#6a4c93", "#e76f51", "#8ac926", "#ff595e")
+NO_FEEDBACK_COLOUR = "#adb5bd"
 # Figure 6 panels: which metadata field holds each property, per benchmark.
 TIME_FIELDS = {
     "question type": ("question_type", "type"),
@@ -35,7 +38,7 @@ TIME_FIELDS = {
 
 def _accuracies(run: Run, subsets: Sequence[Any]) -> list[float | None]:
     """A run's accuracy per subset, then pooled."""
-    values = [_cell([r for r in run.records if r.get("subset") == s.name]).accuracy for s in subsets]
+    values = [_cell([r for r in run.records if r.subset == s.name]).accuracy for s in subsets]
     return values + [_cell(run.records).accuracy]
 
 
@@ -50,7 +53,7 @@ def table2(runs: Sequence[Run]) -> str | None:
             continue
         base = full[0]
         task = get_benchmark(benchmark).task
-        subsets = [s for s in _subsets(benchmark, [base]) if any(r.get("subset") == s.name for r in base.records)]
+        subsets = [s for s in _subsets(benchmark, [base]) if any(r.subset == s.name for r in base.records)]
         header = ["Variation", *(s.column for s in subsets), "Avg."]
 
         reference = _accuracies(base, subsets)
@@ -66,15 +69,18 @@ def table2(runs: Sequence[Run]) -> str | None:
 
 def feedback_shares(runs: Sequence[Run]) -> dict[str, dict[str, float]]:
     """Figure 4 data: per benchmark, the share of problems whose (first) feedback went to each
-    step, or to no regeneration. Full MAPS runs only."""
+    step the recorded team's reviewer scores (in team order), or to no regeneration ("none",
+    last). Full MAPS runs only."""
     shares: dict[str, dict[str, float]] = {}
     for benchmark in BENCHMARK_ORDER:
-        scored = [r for run in runs if run.benchmark == benchmark and run.method == "maps" and not run.without for r in run.scored]
+        full = [run for run in runs if run.benchmark == benchmark and run.method == "maps" and not run.without]
+        scored = [r for run in full for r in run.scored]
         if not scored:
             continue
-        counts = {target: 0 for target in FEEDBACK_TARGETS}
+        targets = feedback_targets((run.manifest.team for run in full), (r.feedback_step for r in scored))
+        counts = {target: 0 for target in targets}
         for record in scored:
-            counts[record.get("feedback_step") or "none"] += 1
+            counts[record.feedback_step or "none"] += 1
         shares[benchmark] = {target: round(count / len(scored), 4) for target, count in counts.items()}
     return shares
 
@@ -93,12 +99,12 @@ def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
     panels: dict[str, dict[str, dict[tuple[int, str, str], list[float]]]] = {panel: {} for panel in TIME_FIELDS}
     for run in runs:
         for record in run.scored:
-            metadata = record.get("metadata") or {}
+            metadata = record.metadata  # the data set's own fields, as the row carries them
             for panel, fields in TIME_FIELDS.items():
                 value = next((metadata[f] for f in fields if metadata.get(f) not in (None, "")), None)
                 if value is not None:
                     key = (order.get(run.benchmark, len(order)), run.benchmark, str(value))
-                    panels[panel].setdefault(run.label, {}).setdefault(key, []).append(float(record.get("seconds") or 0))
+                    panels[panel].setdefault(run.label, {}).setdefault(key, []).append(float(record.seconds))
     data: dict[str, dict[str, Any]] = {}
     for panel, series in panels.items():
         keys = sorted({key for times in series.values() for key in times})
@@ -117,11 +123,11 @@ def usage_by_role(runs: Sequence[Run]) -> dict[str, dict[str, float | None]]:
     problems = sum(len(run.scored) for run in runs)
     for run in runs:
         for record in run.scored:
-            for role, usage in (record.get("usage_by_role") or {}).items():
+            for role, usage in record.usage_by_role.items():
                 row = totals.setdefault(role, {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "cost": 0.0})
                 for key in ("calls", "prompt_tokens", "completion_tokens"):
-                    row[key] += usage.get(key) or 0
-                row["cost"] = None if row["cost"] is None or usage.get("cost") is None else row["cost"] + usage["cost"]
+                    row[key] += getattr(usage, key) or 0
+                row["cost"] = None if row["cost"] is None or usage.cost is None else row["cost"] + usage.cost
     return {role: {key: (round(value / problems, 6) if value is not None else None) for key, value in row.items()}
             for role, row in totals.items()} if problems else {}
 
@@ -135,12 +141,12 @@ def random_choice_row(runs: Sequence[Run]) -> Row:
         for run in runs:
             if run.benchmark == benchmark:
                 for record in run.records:
-                    problems.setdefault(str(record.get("pid")), record)
-        known = [r for r in problems.values() if isinstance((r.get("metadata") or {}).get("choices"), int)]
+                    problems.setdefault(str(record.pid), record)
+        known = [r for r in problems.values() if isinstance(r.metadata.get("choices"), int)]
         if not known:
             continue
         for subset in [*(s.name for s in _subsets(benchmark, runs)), "Avg."]:
-            mine = [r for r in known if subset == "Avg." or r.get("subset") == subset]
+            mine = [r for r in known if subset == "Avg." or r.subset == subset]
             if mine:
                 chance = sum(1 / r["metadata"]["choices"] for r in mine if r["metadata"]["choices"] > 0) / len(mine)
                 row.cells[(benchmark, subset)] = Cell(round(100 * chance, 2), None, len(mine))
@@ -243,24 +249,31 @@ def _save_figure(fig: Any, path: Path) -> None:
     plt.close(fig)
 
 
+def _all_targets(shares: dict[str, dict[str, float]]) -> list[str]:
+    """The feedback targets of every benchmark, each once, in order, "none" last."""
+    targets = list(dict.fromkeys(target for per_benchmark in shares.values() for target in per_benchmark))
+    return sorted(targets, key=lambda target: target == "none")
+
+
 def plot_feedback(shares: dict[str, dict[str, float]], path: Path) -> Path:
     """Figure 4: stacked bars of where the Critic's feedback went, per benchmark."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9.5, 1.6 + 0.7 * len(shares)))
-    colours = {"interpreter": "#b5179e", "aligner": "#3a86ff", "scholar": "#2a9d8f", "solver": "#e9c46a", "none": "#adb5bd"}
     names = [get_benchmark(b).task.title for b in shares]
     left = [0.0] * len(shares)
-    for target in FEEDBACK_TARGETS:
-        values = [100 * shares[b][target] for b in shares]
+    targets = _all_targets(shares)
+    for number, target in enumerate(targets):
+        values = [100 * shares[b].get(target, 0.0) for b in shares]
         label = "no regeneration" if target == "none" else target.capitalize()
-        bars = ax.barh(names, values, left=left, color=colours[target], label=label)
+        colour = NO_FEEDBACK_COLOUR if target == "none" else FEEDBACK_COLOURS[number % len(FEEDBACK_COLOURS)]
+        bars = ax.barh(names, values, left=left, color=colour, label=label)
         for bar, value in zip(bars, values):
             if value >= 6:
                 ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2, f"{value:.0f}%", ha="center", va="center", fontsize=8)
         left = [l + v for l, v in zip(left, values)]
     ax.set_xlim(0, 100)
     ax.set_xlabel("share of problems (%)")
-    ax.set_title("Where the Critic's feedback went (first rollback per problem)")
+    ax.set_title("Where the reviewer's feedback went (first rollback per problem)")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     fig.tight_layout()
     _save_figure(fig, path)
@@ -358,8 +371,9 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
     if shares:
         files.append(plot_feedback(shares, out / "figure4.png"))
         parts += ["## Figure 4: feedback shares", "![](figure4.png)",
-                  _markdown(["Benchmark", *(t if t != "none" else "no regeneration" for t in FEEDBACK_TARGETS)],
-                            [[get_benchmark(b).task.title, *(f"{100 * s[t]:.1f}%" for t in FEEDBACK_TARGETS)] for b, s in shares.items()])]
+                  _markdown(["Benchmark", *(t if t != "none" else "no regeneration" for t in _all_targets(shares))],
+                            [[get_benchmark(b).task.title, *(f"{100 * s.get(t, 0.0):.1f}%" for t in _all_targets(shares))]
+                             for b, s in shares.items()])]
     models = accuracy_by_model(runs)
     if models:
         files.append(plot_models(models, out / "figure5.png"))

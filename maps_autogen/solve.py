@@ -22,6 +22,7 @@ from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.errors import RunInterrupted
 from maps_autogen.interrupts import exit_on_second_interrupt
+from maps_autogen.records import FlowRecord, RunRecord, TeamRecord, dumped
 from maps_autogen.redact import register_secret
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
 
@@ -136,7 +137,7 @@ class SolveResult:
     run_id: str
     run_dir: Path
     outcome: ChatOutcome
-    run: dict[str, Any]
+    run: RunRecord
 
     def summary(self) -> dict[str, Any]:
         """What `maps solve --json` prints."""
@@ -193,7 +194,7 @@ def solve_problem(
             observer=Observers(writer, observer),
             image_files=image_files,
         )
-        base_run = {
+        base_run = RunRecord.model_validate({
             "kind": "solve",
             "run_id": run_id,
             "maps_version": _package_version(),
@@ -202,24 +203,24 @@ def solve_problem(
             "config_path": str(team.loaded.path),
             "config": config.model_dump(mode="json"),
             "models": team.models_record(),
-            "team": {"source": str(team.loaded.team.source), "steps": list(team.loaded.team.config.names)},
-            "flow": {
-                "steps": list(settings.flow.steps),
-                "critic": settings.flow.reviewer is not None,
-                "reviewer": settings.flow.reviewer,
-                "scored": dict(settings.flow.scored),
-                "threshold": settings.flow.threshold,
-                "max_rollbacks": settings.flow.max_rollbacks,
-                "final_review": settings.flow.final_review,
-                "max_rounds": settings.flow.max_rounds,
-                "image_roles": sorted(settings.image_roles),
-                "images_withheld": images_withheld(problem, settings.image_roles, team.backends),
-                "without": sorted(without),
-                "images_dropped": list(settings.plan.images_dropped),
-            },
+            "team": TeamRecord.of(team.loaded.team.config, team.loaded.team.source),
+            "flow": FlowRecord(
+                steps=list(settings.flow.steps),
+                critic=settings.flow.reviewer is not None,
+                reviewer=settings.flow.reviewer,
+                scored=dict(settings.flow.scored),
+                threshold=settings.flow.threshold,
+                max_rollbacks=settings.flow.max_rollbacks,
+                final_review=settings.flow.final_review,
+                max_rounds=settings.flow.max_rounds,
+                image_roles=sorted(settings.image_roles),
+                images_withheld=images_withheld(problem, settings.image_roles, team.backends),
+                without=sorted(without),
+                images_dropped=list(settings.plan.images_dropped),
+            ),
             **(extra or {}),
-        }
-        writer.write_run({**base_run, "status": "running"})
+        })
+        writer.write_run(base_run.model_copy(update={"status": "running"}))
         chat_started = time.monotonic()
         try:
             outcome = chat.run()
@@ -230,17 +231,19 @@ def solve_problem(
             writer.append({"type": "event", "event": "stop", "stop_reason": "interrupted", "final_answer": outcome.final_answer, "at": utc_now()})
             writer.write_run(_finished_run(base_run, outcome, team, status="interrupted"))
             raise RunInterrupted(f"interrupted; the finished turns are saved in {run_dir}") from None
-        run = {**_finished_run(base_run, outcome, team, status="finished"), **(evaluate(outcome) if evaluate is not None else {})}
+        run = _finished_run(base_run, outcome, team, status="finished", evaluation=evaluate(outcome) if evaluate is not None else None)
         writer.write_run(run)
     finally:
         writer.close()
     return SolveResult(run_id=run_id, run_dir=run_dir, outcome=outcome, run=run)
 
 
-def _finished_run(base_run: dict[str, Any], outcome: ChatOutcome, team: Team, *, status: str) -> dict[str, Any]:
-    """run.json once the chat has ended (finished, or interrupted with the turns so far)."""
-    return {
-        **base_run,
+def _finished_run(base_run: RunRecord, outcome: ChatOutcome, team: Team, *, status: str,
+                  evaluation: dict[str, Any] | None = None) -> RunRecord:
+    """run.json once the chat has ended (finished, or interrupted with the turns so far), with
+    an eval's `evaluation` fields (its verdict) when given."""
+    return RunRecord.model_validate({
+        **dumped(base_run),
         "status": status,
         "models": team.models_record(outcome.calls),
         "finished_at": utc_now(),
@@ -256,4 +259,5 @@ def _finished_run(base_run: dict[str, Any], outcome: ChatOutcome, team: Team, *,
         "usage": outcome.usage(),
         "usage_by_role": outcome.usage_by_role(),
         "error": outcome.error,
-    }
+        **(evaluation or {}),
+    })

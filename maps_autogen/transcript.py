@@ -10,10 +10,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.artifacts import open_append, write_bytes_file, write_json_atomic
+from maps_autogen.artifacts import open_append, write_bytes_file, write_record
 from maps_autogen.errors import DataError
 from maps_autogen.problem import Problem
-from maps_autogen.records import IMAGES_DIR, RUN_FILE, SCHEMA_VERSION, TRANSCRIPT_FILE, RunRecord, check_transcript_record, checked
+from maps_autogen.records import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, RunRecord, dumped, transcript_line
 from maps_autogen.redact import redact
 
 __all__ = ["RunWriter", "new_run_id", "request_for_transcript", "utc_now"]
@@ -69,19 +69,20 @@ class RunWriter:
         return files
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one record as a complete line. Lines are flushed at the end of each turn (a
-        message) and on close, so a crash loses at most the events of the turn under way."""
-        check_transcript_record(record)
+        """Append one record (a `records.MessageRecord` or `EventRecord`, built from the chat's
+        record) as a complete line. Lines are flushed at the end of each turn (a message) and on
+        close, so a crash loses at most the events of the turn under way."""
         with self._lock:
-            full = {"schema_version": SCHEMA_VERSION, "index": self._index, **record}
+            line = transcript_line({**record, "index": self._index})
             self._index += 1
-            self._transcript.write(redact(json.dumps(full, ensure_ascii=False, default=str)) + "\n")
-            if record.get("type") == "message":
+            self._transcript.write(redact(json.dumps(dumped(line), ensure_ascii=False, default=str)) + "\n")
+            if line.type == "message":
                 self._transcript.flush()
 
-    def write_run(self, run: dict[str, Any]) -> Path:
+    def write_run(self, run: RunRecord) -> Path:
+        """Write run.json from its record."""
         path = self.run_dir / RUN_FILE
-        write_json_atomic(path, checked(RunRecord, {"schema_version": SCHEMA_VERSION, **run}, source=str(path)))
+        write_record(path, run)
         return path
 
     def close(self) -> None:

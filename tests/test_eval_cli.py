@@ -116,7 +116,7 @@ def test_kill_9_then_resume_loses_nothing_and_duplicates_nothing(tmp_path: Path,
     assert all(line["status"] == "ok" for line in lines)
     for pid, record in before.items():  # finished problems were not re-run
         after = next(line for line in lines if line["pid"] == pid)
-        assert after["seconds"] == record["seconds"]
+        assert after["seconds"] == record.seconds
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["average"]["accuracy"] == expected_accuracy(rows) and summary["complete"] is True
     assert len(json.loads((run_dir / "manifest.json").read_text())["resumed_at"]) == 1

@@ -22,6 +22,7 @@ from PIL import Image
 from maps_autogen.config import load_config
 from maps_autogen.errors import ConfigError, DataError, ProblemError
 from maps_autogen.eval.results import ResultsLog
+from maps_autogen.records import ResultRow
 from maps_autogen.images import ImageLimits, image_limits, load_image
 from maps_autogen.live import LiveConsole
 from maps_autogen.problem import load_problem_file
@@ -138,7 +139,7 @@ def test_live_view_keeps_its_own_styling_but_escapes_the_reply(monkeypatch: pyte
                "content": f"the answer {HOSTILE}", "parsed": {"final_answer": f"42 {HOSTILE}"}, "usage": {"seconds": 1.0}})
     live.emit({"type": "event", "event": "error", "detail": f"gateway said {HOSTILE}"})
     printed = out.getvalue()
-    assert "\x1b[1;33m" in printed  # our bold-yellow Solver header is real styling
+    assert "\x1b[1;35m" in printed  # our styling is real: the first speaker's header is bold magenta
     for sequence in ("\x1b[2J", "\x1b[6n", "\x1b]0;", "\x1b]8;", "\x07", "\x9b"):
         assert sequence not in printed
     assert printed.count("\\x1b[2J") == 3
@@ -432,7 +433,7 @@ def test_results_log_repairs_a_torn_tail_once_and_appends_without_rereading(tmp_
     assert path.read_text().count("\n") == 2 and not path.read_text().endswith("sta")  # the writer cut it once
     with open(path, "a") as handle:  # another torn tail after opening is not looked for again
         handle.write("torn")
-    log.append({"pid": "2", "status": "ok"})
+    log.append(ResultRow(pid="2", status="ok"))
     assert path.read_text().count("torn") == 1
     assert log.finished_ids() == {"1", "2"}
 

@@ -112,9 +112,12 @@ def _plant(folder: Path) -> None:
     transcript.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records))
     lines = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
     for line in lines:
-        line.update(response=f"answer {KEY[2:]}", extraction=f"{KEY[:-2]}", question=f"q {KEY}", answer="4 kg",
-                    question_type="free_form", answer_type="text", precision=None, choices=None)
+        line.update(response=f"answer {KEY[2:]}", extraction=f"{KEY[:-2]}")
     (folder / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    # `maps score` reads a data set's own fields too (a results row declares only its own).
+    for line in lines:
+        line.update(question=f"q {KEY}", answer="4 kg", question_type="free_form", answer_type="text", precision=None, choices=None)
+    (folder / "to_score.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
 def test_view_serve_and_score_mask_keys_in_the_files_they_read(tmp_path: Path) -> None:
@@ -124,7 +127,7 @@ def test_view_serve_and_score_mask_keys_in_the_files_they_read(tmp_path: Path) -
     env = clean_env(OPENAI_API_KEY=KEY)
     page = run_maps(["view", str(eval_dir), "--out", str(tmp_path / "page.html")], env=env, cwd=tmp_path)
     assert page.returncode == 0, page.stderr
-    scored = run_maps(["score", "mathvista", str(eval_dir / "results.jsonl"), "--out", str(tmp_path / "scored.jsonl")], env=env, cwd=tmp_path)
+    scored = run_maps(["score", "mathvista", str(eval_dir / "to_score.jsonl"), "--out", str(tmp_path / "scored.jsonl")], env=env, cwd=tmp_path)
     assert scored.returncode == 0, scored.stderr
     server = subprocess.Popen([*MAPS, "view", str(eval_dir), "--serve"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)

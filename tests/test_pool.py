@@ -103,7 +103,7 @@ def test_an_eval_records_which_replicas_served(tmp_path: Path) -> None:
     assert manifest["replicas_served"] == {"openai": received}
     assert all(count > 0 for count in received.values())
     assert manifest["models"]["solver"]["replicas"] == [one.base_url, two.base_url]
-    assert outcome.summary["complete"]
+    assert outcome.summary.complete
 
 
 def test_an_empty_replica_list_is_a_config_error(tmp_path: Path) -> None:

@@ -164,6 +164,7 @@ def test_an_allowed_change_is_recorded_with_the_problems_run_under_it(tmp_path: 
 def test_differences_are_named_by_part_and_a_damaged_manifest_is_one_line_not_a_crash() -> None:
     from maps_autogen.errors import UsageError
     from maps_autogen.eval.run_settings import differences, resume_under, summary_line
+    from maps_autogen.records import Manifest
 
     before = {"method": "maps", "review": {"threshold": 5.0}, "team": {"steps": [{"name": "a", "personality": "calm"}]},
               "data": {"count": 2, "sha256": "x", "gold": {"1": "aa", "2": "bb"}}}
@@ -173,7 +174,7 @@ def test_differences_are_named_by_part_and_a_damaged_manifest_is_one_line_not_a_
     assert [d.name for d in found] == ["review.threshold", "data (gold answers of 1 id)", "team.steps[0].personality"]
     # A value that is not one plain line is named, never printed (the refusal stays one line).
     assert summary_line(found) == "review.threshold 5.0 → 3.0, data (gold answers of 1 id), team.steps[0].personality"
-    damaged = {"settings": {"data": {"gold": ["not", "a", "mapping"]}, "models": "nonsense", "review": 7}}
+    damaged = Manifest(benchmark="mathvista", settings={"data": {"gold": ["not", "a", "mapping"]}, "models": "nonsense", "review": 7})
     with pytest.raises(UsageError) as refused:
         resume_under(damaged, after, {}, run="runs/x", allow_change=False, now="now")
     assert "\n" not in str(refused.value) and "data (ids: 0 gone, 2 new)" in str(refused.value)

@@ -11,7 +11,9 @@ from types import SimpleNamespace
 
 from maps_autogen.config import PriceConfig
 from maps_autogen.endpoints import price_of
-from maps_autogen.eval.runner import _costs, _Progress
+from maps_autogen.eval.stopping import costs as _costs
+from maps_autogen.eval.workers import Progress as _Progress
+from maps_autogen.records import ResultRow
 from tests.conftest import TEST_KEY, clean_env, critic_json, run_maps, solver_json
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI, Received, Reply, RoleScript
@@ -43,11 +45,12 @@ def test_max_cost_counts_the_known_costs_and_stops_only_for_a_paid_model_without
     final = SimpleNamespace(final_step=SimpleNamespace(name="solver"))
     team = SimpleNamespace(resolution=SimpleNamespace(models=models), loaded=SimpleNamespace(team=SimpleNamespace(config=final)))
     record = {"usage": {"calls": 3, "cost": None}, "usage_by_role": {"interpreter": {"cost": None}, "solver": {"cost": 0.25}}}
-    assert _costs(record, team) == (0.25, True, [])  # the local model's cost is unknown, but it is not paid for
+    row = lambda fields: ResultRow.model_validate({"pid": "1", "status": "ok", **fields})  # noqa: E731
+    assert _costs(row(record), team) == (0.25, True, [])  # the local model's cost is unknown, but it is not paid for
     record["usage_by_role"]["solver"]["cost"] = None
-    assert _costs(record, team) == (0.0, True, ["solver"])
-    assert _costs({"usage": {"calls": 0, "cost": None}}, team) == (0.0, False, [])  # no call, nothing spent
-    assert _costs({"usage": {"calls": 1, "cost": 0.5}}, team) == (0.5, False, [])
+    assert _costs(row(record), team) == (0.0, True, ["solver"])
+    assert _costs(row({"usage": {"calls": 0, "cost": None}}), team) == (0.0, False, [])  # no call, nothing spent
+    assert _costs(row({"usage": {"calls": 1, "cost": 0.5}}), team) == (0.5, False, [])
 
 
 def solve_script(served: str) -> RoleScript:

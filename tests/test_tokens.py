@@ -54,12 +54,12 @@ def test_a_server_without_usage_gets_estimated_tokens_and_cost(tmp_path: Path) -
     assert result.outcome.calls[0].completion.prompt_tokens == text_only + 765
 
     expected_prompt = sum(prompt_tokens(messages) for messages in sent)
-    usage = result.run["usage"]
-    assert usage["prompt_tokens"] == expected_prompt
-    assert usage["completion_tokens"] == sum(text_tokens([call.completion.text])[0] for call in result.outcome.calls)
+    usage = result.run.usage
+    assert usage is not None and usage.prompt_tokens == expected_prompt
+    assert usage.completion_tokens == sum(text_tokens([call.completion.text])[0] for call in result.outcome.calls)
     price = loaded.config.prices["gpt-4o"]
-    expected_cost = (usage["prompt_tokens"] * price.prompt_per_million + usage["completion_tokens"] * price.completion_per_million) / 1e6
-    assert usage["cost"] == pytest.approx(expected_cost)
-    assert usage["tokens_estimated"] is True
+    expected_cost = (usage.prompt_tokens * price.prompt_per_million + usage.completion_tokens * price.completion_per_million) / 1e6
+    assert usage.cost == pytest.approx(expected_cost)
+    assert usage.tokens_estimated is True
     messages = [json.loads(line) for line in (result.run_dir / "transcript.jsonl").read_text().splitlines()]
     assert all(m["usage"]["tokens_estimated"] for m in messages if m.get("usage"))

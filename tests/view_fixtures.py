@@ -67,7 +67,9 @@ def write_synthetic_eval(eval_dir: Path, count: int) -> list[dict[str, Any]]:
     problems_dir.mkdir(parents=True)
     facts = [problem_facts(number) for number in range(1, count + 1)]
     manifest = {"schema_version": 1, "kind": "eval", "eval_id": eval_dir.name, "benchmark": "mathvista", "subsets": list(SUBSETS),
-                "ids": [fact["pid"] for fact in facts], "method": "maps", "without": [], "models": MODELS, "created_at": "2026-01-01T00:00:00Z"}
+                "ids": [fact["pid"] for fact in facts], "method": "maps", "without": [], "models": MODELS, "created_at": "2026-01-01T00:00:00Z",
+                "team": {"source": "agents.yaml", "steps": list(ROLES), "reviewer": "critic", "final_step": "solver",
+                         "scored": {"interpreter": "caption", "aligner": "alignment", "scholar": "knowledge", "solver": "solution"}}}
     (eval_dir / "manifest.json").write_text(json.dumps(manifest))
     with open(eval_dir / "results.jsonl", "w") as results:
         for number, fact in enumerate(facts, start=1):

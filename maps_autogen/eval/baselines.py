@@ -12,6 +12,7 @@ from maps_autogen.config import read_yaml
 from maps_autogen.errors import ConfigError, MapsError
 from maps_autogen.client import Completion
 from maps_autogen.problem import Problem
+from maps_autogen.records import RunRecord
 from maps_autogen.redact import redact
 from maps_autogen.solve import Team
 from maps_autogen.transcript import RunWriter, request_for_transcript, utc_now
@@ -85,7 +86,8 @@ def run_baseline(
     extra: dict[str, Any] | None = None,
 ) -> BaselineOutcome:
     """One model call on the whole problem; writes run.json and transcript.jsonl in run_dir."""
-    backend = team.backends[team.loaded.team.config.final_step.name]  # the answering step's model
+    answering = team.loaded.team.config.final_step.name
+    backend = team.backends[answering]  # the answering step's model
     writer = RunWriter(run_dir)
     started = time.monotonic()
     try:
@@ -115,11 +117,11 @@ def run_baseline(
         else:
             writer.append({"type": "event", "event": "error", "detail": error, "at": utc_now()})
         outcome = BaselineOutcome(completion.text if completion else "", completion, time.monotonic() - started, error, service_failure)
-        writer.write_run({
+        writer.write_run(RunRecord.model_validate({
             "kind": "baseline",
             "method": method,
             "problem": {**problem.describe(), "image_files": image_files},
-            "models": {"solver": {**backend.model.describe(), "sent": completion.sent if completion else backend.settings()}},
+            "models": {answering: {**backend.model.describe(), "sent": completion.sent if completion else backend.settings()}},
             "final_answer": outcome.response,
             "stop_reason": "error" if error else None,
             "error": error,
@@ -127,7 +129,7 @@ def run_baseline(
             "usage": outcome.usage(),
             "images_withheld": withheld,
             **(extra or {}),
-        })
+        }))
     finally:
         writer.close()
     return outcome

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from maps_autogen.artifacts import folder_built_beside, read_manifest, write_manifest
+from maps_autogen.artifacts import folder_built_beside, write_manifest
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.run_settings import fingerprint_of
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
-from maps_autogen.records import PROBLEMS_DIR, ResultRow, checked
+from maps_autogen.records import PROBLEMS_DIR, Manifest, ResultRow, SettingsChange, dumped, read_manifest
 from maps_autogen.safe_paths import belongs_to, problem_folder, safe_component
 from maps_autogen.transcript import utc_now
 
@@ -36,7 +36,7 @@ class _Row:
     the problem failed before it had one)."""
 
     shard: Path
-    record: dict[str, Any]
+    record: ResultRow
     folder: Path | None
 
 
@@ -51,44 +51,45 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     first = manifests[0]
     for run_dir, manifest in zip(run_dirs[1:], manifests[1:]):
         for key in _SAME_EVALUATION:
-            if manifest.get(key) != first.get(key):
+            if getattr(manifest, key) != getattr(first, key):
                 raise UsageError(f"{run_dir} differs from {run_dirs[0]} in '{key}'", fix="merge only shards of one evaluation")
         if _settings_but_data(manifest) != _settings_but_data(first):
             raise UsageError(f"{run_dir} ran under other settings than {run_dirs[0]} (team, prompts, review or models)",
                              fix="merge only shards of one evaluation")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out} already exists and is not empty", fix="choose another --out")
-    task = get_benchmark(first["benchmark"]).task
+    task = get_benchmark(first.benchmark).task
     rows = _checked_rows(run_dirs, manifests)
     ids = _original_order(manifests)
-    merged = {**first, "ids": ids, "shard": None, "created_at": utc_now(), "merged_from": [str(d) for d in run_dirs],
-              "subset_of_id": {k: v for m in manifests for k, v in m.get("subset_of_id", {}).items()},
-              **_merged_settings(run_dirs, manifests)}
+    merged = first.model_copy(update={"ids": ids, "shard": None, "created_at": utc_now(), "merged_from": [str(d) for d in run_dirs],
+                                      "subset_of_id": {k: v for m in manifests for k, v in m.subset_of_id.items()},
+                                      **_merged_settings(run_dirs, manifests)})
     with folder_built_beside(out, fix="choose another --out") as building:
         _write_merged(building, out.name, rows, ids, merged, task)
     return out
 
 
-def _settings_but_data(manifest: dict[str, Any]) -> dict[str, Any]:
-    settings = manifest.get("settings")
-    return {key: value for key, value in settings.items() if key != "data"} if isinstance(settings, dict) else {}
+def _settings_but_data(manifest: Manifest) -> dict[str, Any]:
+    settings = manifest.settings
+    return {key: value for key, value in settings.items() if key != "data"} if settings is not None else {}
 
 
-def _merged_settings(run_dirs: Sequence[Path], manifests: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _merged_settings(run_dirs: Sequence[Path], manifests: Sequence[Manifest]) -> dict[str, Any]:
     """The merged manifest's settings (the shards' common ones, with the data fingerprint of
     every shard's problems together, so a `--resume` of the merged folder compares against the
     whole) and every shard's recorded changes, each naming its shard. Empty for shards written
     before settings were recorded."""
-    first = manifests[0].get("settings")
-    if not isinstance(first, dict):
+    first = manifests[0].settings
+    if first is None:
         return {}
     gold: dict[str, str] = {}
     for manifest in manifests:
-        data = manifest["settings"].get("data") if isinstance(manifest.get("settings"), dict) else None
+        # The settings are an open mapping (run_settings.verdict_settings), compared as recorded.
+        data = manifest.settings.get("data") if manifest.settings is not None else None
         if isinstance(data, dict) and isinstance(data.get("gold"), dict):
             gold.update({str(pid): str(value) for pid, value in data["gold"].items()})
-    changes = [{**change, "shard": str(run_dir)} for run_dir, manifest in zip(run_dirs, manifests)
-               for change in manifest.get("changes") or () if isinstance(change, dict)]
+    changes: list[SettingsChange] = [change.model_copy(update={"shard": str(run_dir)}) for run_dir, manifest in zip(run_dirs, manifests)
+                                     for change in manifest.changes]
     return {"settings": {**first, "data": fingerprint_of(gold)}, "changes": changes}
 
 
@@ -101,14 +102,13 @@ def _check_distinct(run_dirs: Sequence[Path]) -> None:
         seen[resolved] = run_dir
 
 
-def _checked_rows(run_dirs: Sequence[Path], manifests: Sequence[dict[str, Any]]) -> dict[str, _Row]:
+def _checked_rows(run_dirs: Sequence[Path], manifests: Sequence[Manifest]) -> dict[str, _Row]:
     """Every shard's latest row per problem, checked; the first row of each problem."""
     rows: dict[str, _Row] = {}
     for run_dir, manifest in zip(run_dirs, manifests):
         source = run_dir / RESULTS_FILE
-        ids = {str(pid) for pid in manifest["ids"]}
-        for pid, record in ResultsLog(source).read().items():
-            checked(ResultRow, record, source=f"{source} (problem {pid!r})")
+        ids = {str(pid) for pid in manifest.ids}
+        for pid, record in ResultsLog(source).read().items():  # each row read into ResultRow
             if pid not in ids:
                 raise DataError(f"{source} has a row for problem {pid!r}, which is not in {run_dir}'s manifest",
                                 fix="merge only folders written by maps eval, or remove that row")
@@ -122,15 +122,15 @@ def _checked_rows(run_dirs: Sequence[Path], manifests: Sequence[dict[str, Any]])
     return rows
 
 
-def _comparable(record: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in record.items() if key != "schema_version"}
+def _comparable(record: ResultRow) -> dict[str, Any]:
+    return {key: value for key, value in dumped(record).items() if key != "schema_version"}
 
 
-def _problem_folder(run_dir: Path, pid: str, record: dict[str, Any]) -> Path | None:
+def _problem_folder(run_dir: Path, pid: str, record: ResultRow) -> Path | None:
     """The row's problem folder: a real folder directly inside the shard's problems folder
     (symlinks followed), holding no other problem's run; None when there is none."""
-    named = record.get("run_dir")
-    if not isinstance(named, str):
+    named = record.run_dir
+    if named is None:
         raise DataError(f"{run_dir / RESULTS_FILE}: the row of problem {pid!r} has no run_dir",
                         fix="merge only folders written by maps eval, or remove that row")
     folder = problem_folder(run_dir, named)
@@ -148,31 +148,31 @@ def _problem_folder(run_dir: Path, pid: str, record: dict[str, Any]) -> Path | N
     return folder
 
 
-def _write_merged(building: Path, eval_id: str, rows: dict[str, _Row], ids: list[str], manifest: dict[str, Any], task: Any) -> None:
+def _write_merged(building: Path, eval_id: str, rows: dict[str, _Row], ids: list[str], manifest: Manifest, task: Any) -> None:
     """The merged run folder's files, written into `building`."""
     problems = building / PROBLEMS_DIR
     problems.mkdir()
     log = ResultsLog(building / RESULTS_FILE)
     for pid, row in rows.items():
         name = safe_component(pid)
-        log.append({**row.record, "run_dir": f"{PROBLEMS_DIR}/{name}"})
+        log.append(row.record.model_copy(update={"run_dir": f"{PROBLEMS_DIR}/{name}"}))
         if row.folder is not None:
             shutil.copytree(row.folder, problems / name)
-    write_manifest(building, {**manifest, "eval_id": eval_id})
+    write_manifest(building, manifest.model_copy(update={"eval_id": eval_id}))
     log.compact(ids)
-    summary = summarize(log.records(), task, manifest["subsets"])
-    summary.update({"eval_id": eval_id, "method": manifest["method"], "without": manifest["without"],
-                    "complete": summary["average"]["scored"] == len(ids)})
+    summary = summarize(log.records(), task, manifest.subsets, manifest.team)
+    summary = summary.model_copy(update={"eval_id": eval_id, "method": manifest.method, "without": manifest.without,
+                                         "complete": summary.average.scored == len(ids)})
     write_summary(building, summary)
 
 
-def _original_order(manifests: Sequence[dict[str, Any]]) -> list[str]:
+def _original_order(manifests: Sequence[Manifest]) -> list[str]:
     """Every id of the shards in the order of the one list they were taken from (shard i/n
     takes every n-th problem of it), each once."""
     position: dict[str, int] = {}
     for manifest in manifests:
-        match = re.fullmatch(r"(\d+)/(\d+)", str(manifest.get("shard") or "1/1"))
+        match = re.fullmatch(r"(\d+)/(\d+)", manifest.shard or "1/1")
         index, count = (int(match.group(1)), int(match.group(2))) if match else (1, 1)
-        for number, pid in enumerate(manifest["ids"]):
+        for number, pid in enumerate(manifest.ids):
             position.setdefault(str(pid), number * count + index - 1)
     return sorted(position, key=lambda pid: position[pid])

@@ -8,37 +8,36 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, parse_read_back, read_jsonl_from, write_json_atomic
+from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, parse_read_back, read_jsonl_from, write_record
 from maps_autogen.benchmarks.tasks import Task
 from maps_autogen.errors import DataError
-from maps_autogen.records import RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE, ResultRow, Summary, checked
+from maps_autogen.records import (
+    RESULTS_FILE, SUMMARY_FILE, AverageSummary, ResultRow, SubsetSummary, Summary, TeamRecord, Usage, dumped, feedback_targets, parsed,
+)
 from maps_autogen.redact import redact
 from maps_autogen.tally import Tally
 
-__all__ = ["FEEDBACK_TARGETS", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "read_results_from"]
-FEEDBACK_TARGETS = ("interpreter", "aligner", "scholar", "solver", "none")
+__all__ = ["RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "read_results_from", "summarize", "write_summary"]
 
 
-def latest_by_pid(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def latest_by_pid(rows: Iterable[ResultRow]) -> dict[str, ResultRow]:
     """The one de-dup rule for result rows: the latest row per pid, in the place of its first
     row (a problem retried after a failure, or run again by a resume, appears more than once)."""
-    latest: dict[str, dict[str, Any]] = {}
+    latest: dict[str, ResultRow] = {}
     for row in rows:
-        if "pid" in row:
-            latest[str(row["pid"])] = row
+        latest[str(row.pid)] = row
     return latest
 
 
-def read_results_from(path: Path, start: int = 0) -> tuple[list[dict[str, Any]], int]:
-    """`read_jsonl_from` for results.jsonl, each row checked against `ResultRow`: a tampered
-    row is one line naming the file and its line, never a crash further down."""
+def read_results_from(path: Path, start: int = 0) -> tuple[list[ResultRow], int]:
+    """`read_jsonl_from` for results.jsonl, each row read into `ResultRow`: a tampered row is
+    one line naming the file and its line, never a crash further down."""
     records, offset = read_jsonl_from(path, start)
-    for record in records:
-        try:
-            checked(ResultRow, record, source=str(path))
-        except DataError:
-            raise _bad_result_line(path, start) from None
-    return records, offset
+    try:
+        rows = [parsed(ResultRow, record, source=str(path)) for record in records]
+    except DataError:
+        raise _bad_result_line(path, start) from None
+    return rows, offset
 
 
 def _bad_result_line(path: Path, start: int) -> DataError:
@@ -50,7 +49,7 @@ def _bad_result_line(path: Path, start: int) -> DataError:
         line, counted = line + data.count(b"\n", counted, offset), offset
         if offset >= start:
             try:
-                checked(ResultRow, record, source=f"{path} line {line}")
+                parsed(ResultRow, record, source=f"{path} line {line}")
             except DataError as error:
                 return error
     return DataError(f"{path} changed while it was read", fix="try again once the run has finished writing it")
@@ -72,10 +71,10 @@ class ResultsLog:
         """The statuses by pid, after the one-time torn-tail repair (call with the lock held)."""
         if self._status is None:
             self._cut_torn_tail()
-            self._status = {str(record["pid"]): str(record.get("status")) for record in self.records()}
+            self._status = {str(row.pid): row.status for row in self.records()}
         return self._status
 
-    def read(self) -> dict[str, dict[str, Any]]:
+    def read(self) -> dict[str, ResultRow]:
         """The latest record per pid (a pid retried after a failure appears more than once)."""
         return latest_by_pid(self.records())
 
@@ -84,10 +83,11 @@ class ResultsLog:
         with self._lock:
             return {pid for pid, status in self._prepared().items() if status == "ok"}
 
-    def records(self) -> Iterator[dict[str, Any]]:
-        """The file's records in file order, read one line at a time."""
-        for _, record in self._lines():
-            yield record
+    def records(self) -> Iterator[ResultRow]:
+        """The file's rows in file order, read one line at a time; a line that is not a result
+        row is one line naming the file and the row's byte offset."""
+        for start, record in self._lines():  # raw JSON objects, not yet rows
+            yield parsed(ResultRow, record, source=f"{self.path} (the row of problem {record['pid']!r}, at byte {start})")
 
     def _lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(byte offset, record) of each complete, readable line, one at a time (artifacts' rule)."""
@@ -118,9 +118,9 @@ class ResultsLog:
                 end = start
             handle.truncate(0)
 
-    def append(self, record: dict[str, Any]) -> None:
-        checked(ResultRow, record, source=str(self.path))
-        line = (redact(json.dumps({"schema_version": SCHEMA_VERSION, **record}, ensure_ascii=False, default=str)) + "\n").encode()
+    def append(self, row: ResultRow) -> None:
+        """Append one row as a complete line, fsync'd."""
+        line = (redact(json.dumps(dumped(row), ensure_ascii=False, default=str)) + "\n").encode()
         with self._lock:
             status = self._prepared()
             fd = open_append(self.path)
@@ -129,7 +129,7 @@ class ResultsLog:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            status[str(record["pid"])] = str(record.get("status"))
+            status[str(row.pid)] = row.status
 
     def compact(self, order: Sequence[str]) -> None:
         """Rewrite the file atomically with one line per pid (its latest), in `order` (others
@@ -144,49 +144,52 @@ class ResultsLog:
                     handle.write(json.dumps(parse_read_back(source.readline()), ensure_ascii=False, default=str) + "\n")
 
 
-def summarize(records: Iterable[dict[str, Any]], task: Task, subset_names: Sequence[str]) -> dict[str, Any]:
+def summarize(records: Iterable[ResultRow], task: Task, subset_names: Sequence[str], team: TeamRecord | None) -> Summary:
     """Accuracy per subset and on average (pooled over the subsets run, as the paper does),
-    failures, feedback shares (Figure 4), stop reasons, usage and cost. One pass of running
-    tallies: `records` may be a stream of any length."""
+    failures, feedback shares (Figure 4, over the feedback targets of the recorded `team`),
+    stop reasons, usage and cost. One pass of running tallies: `records` may be a stream of any
+    length."""
     subsets = {name: Tally() for name in subset_names}
     overall = Tally()
-    feedback = {target: 0 for target in FEEDBACK_TARGETS}
+    feedback = {target: 0 for target in feedback_targets([team])}
     stop_reasons: dict[str, int] = {}
     usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     cost: float | None = 0
     seconds: float = 0
-    for record in records:
-        overall.add_row(record)
-        tally = subsets.get(record.get("subset"))
+    for row in records:
+        overall.add_row(row)
+        tally = subsets.get(row.subset)
         if tally is not None:
-            tally.add_row(record)
-        if record.get("status") == "ok":
-            target = record.get("feedback_step") or "none"
+            tally.add_row(row)
+        if row.status == "ok":
+            target = row.feedback_step or "none"
             feedback[target] = feedback.get(target, 0) + 1
-            reason = record.get("stop_reason") or "none"
+            reason = row.stop_reason or "none"
             stop_reasons[reason] = stop_reasons.get(reason, 0) + 1
-        spent = record.get("usage") or {}
-        for key in usage:
-            usage[key] += spent.get(key) or 0
+        spent = row.usage or Usage()
+        usage["calls"] += spent.calls
+        usage["prompt_tokens"] += spent.prompt_tokens
+        usage["completion_tokens"] += spent.completion_tokens
         if cost is not None:
-            cost = None if spent.get("cost") is None else cost + (spent["cost"] or 0)
-        seconds += record.get("seconds") or 0
+            cost = None if row.usage is None or spent.cost is None else cost + spent.cost
+        seconds += row.seconds
     scored = overall.scored
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "benchmark": task.name,
-        "subsets": {name: {"n": tally.n, "scored": tally.scored, "correct": tally.correct, "failed": tally.failed,
-                           "accuracy": tally.accuracy} for name, tally in subsets.items()},
-        "average": {"n": overall.n, "scored": overall.scored, "correct": overall.correct, "accuracy": overall.accuracy},
-        "failed": overall.failed,
-        "feedback_shares": {k: round(v / scored, 4) if scored else None for k, v in feedback.items()},
-        "stop_reasons": stop_reasons,
-        "usage": {**usage, "cost": None if cost is None else round(cost, 6)},
-        "seconds": round(seconds, 3),
-    }
+    return Summary(
+        benchmark=task.name,
+        subsets={name: SubsetSummary(n=tally.n, scored=tally.scored, correct=tally.correct, failed=tally.failed, accuracy=tally.accuracy)
+                 for name, tally in subsets.items()},
+        average=AverageSummary(n=overall.n, scored=overall.scored, correct=overall.correct, accuracy=overall.accuracy),
+        failed=overall.failed,
+        feedback_shares={k: round(feedback[k] / scored, 4) if scored else None for k in sorted(feedback, key=lambda k: k == "none")},
+        stop_reasons=stop_reasons,
+        usage=Usage(calls=usage["calls"], prompt_tokens=usage["prompt_tokens"], completion_tokens=usage["completion_tokens"],
+                    cost=None if cost is None else round(cost, 6)),
+        seconds=round(seconds, 3),
+    )
 
 
-def write_summary(eval_dir: Path, summary: dict[str, Any]) -> Path:
+def write_summary(eval_dir: Path, summary: Summary) -> Path:
+    """Write an eval folder's summary.json from its record."""
     path = eval_dir / SUMMARY_FILE
-    write_json_atomic(path, checked(Summary, summary, source=str(path)))
+    write_record(path, summary)
     return path

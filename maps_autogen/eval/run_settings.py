@@ -26,15 +26,14 @@ from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Sequence
 from pydantic import ValidationError
 
 from maps_autogen.errors import UsageError
+from maps_autogen.records import Manifest, dumped
 from maps_autogen.team import TeamConfig
 
 if TYPE_CHECKING:  # annotations only: `maps report` reads rows without loading the engine
     from maps_autogen.benchmarks.tasks import EvalItem
+    from maps_autogen.records import ResultRow, SettingsChange
     from maps_autogen.solve import Team
 
-#: The results-row field holding the index of the settings the problem ran under: 0 the run's
-#: first, k those after the manifest's k-th change.
-ROW_FIELD = "settings"
 _DIGEST = "sha256:"
 _SHOWN = 3  # differences named in a refusal before "and N more"
 _ORDER = ("method", "without", "models", "review", "data", "team", "prompts", "images")  # how differences are listed
@@ -110,28 +109,24 @@ def verdict_settings(team: Team, *, method: str, without: Collection[str], items
     return result
 
 
-def legacy_settings(manifest: Mapping[str, Any]) -> dict[str, Any]:
+def legacy_settings(manifest: Manifest) -> dict[str, Any]:
     """The part of `verdict_settings` a manifest written before them lets us rebuild: method,
     without, the models and their sampling settings, the review settings and the step names
     (not prompts, personalities or data)."""
     models = {}
-    for role, value in _mapping(manifest.get("models")).items():
-        model = _mapping(value)
-        entry = {key: model.get(key) for key in ("kind", "model", "temperature", "max_tokens", "json_mode")}
-        entry["base_url"] = model.get("replicas") or model.get("base_url")
-        models[role] = entry
-    config = _mapping(manifest.get("config"))
+    for role, model in manifest.models.items():
+        models[role] = {"kind": model.kind, "model": model.model, "temperature": model.temperature, "max_tokens": model.max_tokens,
+                        "json_mode": model.json_mode, "base_url": model.replicas or model.base_url}
+    config = manifest.config  # the effective agents.yaml as recorded (config.py's schema, read as an open mapping)
     critic, stop = _mapping(config.get("critic")), _mapping(config.get("stop"))
     review = {key: critic[key] for key in ("threshold", "max_rollbacks", "final_review") if critic.get(key) is not None}
     if "threshold" not in review and (threshold := _inline_threshold(manifest)) is not None:
         review["threshold"] = threshold
     if "max_rounds" in stop:
         review["max_rounds"] = stop["max_rounds"]
-    recorded: dict[str, Any] = {"review": review, "models": models, "method": manifest.get("method"),
-                                "without": list(manifest.get("without") or [])}
-    names = _mapping(manifest.get("team")).get("steps")
-    if isinstance(names, list):
-        recorded["team"] = {"steps": [{"name": name} for name in names]}
+    recorded: dict[str, Any] = {"review": review, "models": models, "method": manifest.method, "without": list(manifest.without)}
+    if manifest.team is not None:
+        recorded["team"] = {"steps": [{"name": name} for name in manifest.team.steps]}
     return recorded
 
 
@@ -140,10 +135,11 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _inline_threshold(manifest: Mapping[str, Any]) -> float | None:
+def _inline_threshold(manifest: Manifest) -> float | None:
     """The reviewer's own threshold, when the team was written in the recorded config."""
-    inline = _mapping(manifest.get("config")).get("team")
-    if _mapping(manifest.get("team")).get("source") != manifest.get("config_path") or not isinstance(inline, (dict, list)):
+    inline = manifest.config.get("team")
+    source = manifest.team.source if manifest.team is not None else None
+    if source != manifest.config_path or not isinstance(inline, (dict, list)):
         return None
     try:
         return TeamConfig.model_validate({"steps": inline} if isinstance(inline, list) else inline).threshold
@@ -272,52 +268,44 @@ def change_entry(found: Sequence[Difference], *, at: str, index: int) -> dict[st
             "from": {d.name: d.before for d in found}, "to": {d.name: d.after for d in found}, "pids": []}
 
 
-def resume_under(manifest: dict[str, Any], settings: dict[str, Any], described: Mapping[str, Any], *, run: str,
-                 allow_change: bool, now: str) -> list[str]:
+def resume_under(manifest: Manifest, settings: dict[str, Any], described: Mapping[str, Any], *, run: str,
+                 allow_change: bool, now: str) -> tuple[Manifest, list[str]]:
     """Check a resume's `settings` against those `manifest` recorded: any difference is refused
-    with one line naming it unless `allow_change`; then the manifest gets a `changes` entry and
-    `described` (its top-level method, models, team, config) becomes the settings in force.
-    A manifest from before full settings is compared on what it has; the returned notes say so."""
-    recorded = manifest.get("settings")
-    legacy = not isinstance(recorded, dict)
-    found = differences(legacy_settings(manifest) if legacy else recorded, settings, known_only=legacy)
+    with one line naming it unless `allow_change`; then the manifest (returned) gets a `changes`
+    entry and `described` (its top-level method, models, team, config) becomes the settings in
+    force. A manifest from before full settings is compared on what it has; the returned notes
+    say so."""
+    recorded = manifest.settings
+    legacy = recorded is None
+    found = differences(legacy_settings(manifest) if recorded is None else recorded, settings, known_only=legacy)
     if found and not allow_change:
         raise UsageError(f"{run} was run with other settings: {summary_line(found)}",
                          fix="resume with the run's config, team, prompts, models and data, or pass --allow-change "
                              "to switch (the manifest records each change and which problems ran under it)")
+    updated = dumped(manifest)
     if legacy:
-        manifest["settings_recorded_at"] = now  # before this resume the run recorded only part of its settings
+        updated["settings_recorded_at"] = now  # before this resume the run recorded only part of its settings
     if found:
-        changes = manifest.setdefault("changes", [])
-        changes.append(change_entry(found, at=now, index=len(changes) + 1))
-        manifest.update(described)
-    manifest["settings"] = settings
-    return [f"{run} was written before runs recorded their settings in full: its models, method, review settings and "
+        updated["changes"] = [*map(dumped, manifest.changes), change_entry(found, at=now, index=len(manifest.changes) + 1)]
+        updated.update(described)
+    updated["settings"] = settings
+    return Manifest.model_validate(updated), [f"{run} was written before runs recorded their settings in full: its models, method, review settings and "
             "step names were compared, not its prompts, personalities or data"] if legacy else []
 
 
-def record_pids(changes: list[dict[str, Any]], rows: Sequence[Mapping[str, Any]]) -> bool:
-    """Write into each `changes` entry the pids whose latest row ran under the settings it
-    introduced (a pid in no entry ran under the run's first settings); True if any changed."""
-    changed = False
-    for change in changes:
-        if isinstance(change.get("settings"), int):  # entries written before settings were tracked have none
-            pids = [str(row["pid"]) for row in rows if settings_index(row) == change["settings"]]
-            changed = changed or change.get("pids") != pids
-            change["pids"] = pids
-    return changed
+def record_pids(changes: Sequence[SettingsChange], rows: Sequence[ResultRow]) -> list[SettingsChange]:
+    """Each `changes` entry with the pids whose latest row ran under the settings it introduced
+    (a pid in no entry ran under the run's first settings)."""
+    return [change if change.settings is None  # entries written before settings were tracked have none
+            else change.model_copy(update={"pids": [str(row.pid) for row in rows if row.settings == change.settings]})
+            for change in changes]
 
 
-def settings_index(row: Mapping[str, Any]) -> int:
-    """The settings a results row ran under (rows written before settings were tracked: 0)."""
-    value = row.get(ROW_FIELD, 0)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def mixed_settings(rows: Iterable[ResultRow]) -> bool:
+    """Whether the scored rows ran under more than one recorded set of settings (a row written
+    before settings were tracked ran under the first: `ResultRow.settings` is 0)."""
+    return len({row.settings for row in rows if row.status == "ok"}) > 1
 
 
-def mixed_settings(rows: Iterable[Mapping[str, Any]]) -> bool:
-    """Whether the scored rows ran under more than one recorded set of settings."""
-    return len({settings_index(row) for row in rows if row.get("status") == "ok"}) > 1
-
-
-__all__ = ["Difference", "ROW_FIELD", "change_entry", "data_fingerprint", "differences", "digest", "legacy_settings",
-           "mixed_settings", "record_pids", "resume_under", "settings_index", "summary_line", "verdict_settings"]
+__all__ = ["Difference", "change_entry", "data_fingerprint", "differences", "digest", "legacy_settings",
+           "mixed_settings", "record_pids", "resume_under", "summary_line", "verdict_settings"]

@@ -1,4 +1,8 @@
-"""The eval runner: selection, bounded concurrency, resume, cost control, shards and merges.
+"""The eval run: one `maps eval` invocation over one eval folder, from the request to the
+summary. It sets the folder up (a new manifest, or a --resume checked against the recorded
+settings), hands the pending problems to the worker pool (eval/workers.py), each solved by
+eval/problem_run.py, stops early when eval/stopping.py says so, and writes the summary and
+Table 1. Selection is eval/selection.py, the environment record eval/environment.py.
 
 Every finished problem is appended to results.jsonl at once, so a killed run loses at most the
 problems in flight; `--resume` skips finished problems and retries failed ones.
@@ -6,69 +10,45 @@ problems in flight; `--resume` skips finished problems and retries failed ones.
 
 from __future__ import annotations
 
-import contextvars
-import importlib.metadata
 import logging
 import os
-import platform
-import queue
-import random
-import re
-import shutil
-import subprocess
 import threading
-import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from maps_autogen.artifacts import write_manifest
+from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.benchmarks.tasks import EvalItem, Subset, available_subsets, find_subsets, load_answer_formats
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
-from maps_autogen.endpoints import Resolution, resolve_models
+from maps_autogen.endpoints import resolve_models
 from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInterrupted, ServiceError, UsageError
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
-from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
+from maps_autogen.eval.baselines import load_baseline_prompts
+from maps_autogen.eval.environment import git_commit, versions
 from maps_autogen.benchmarks.paths import outside_paths_allowed
+from maps_autogen.eval.problem_run import ProblemRunner
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
-from maps_autogen.eval.run_settings import ROW_FIELD, mixed_settings, record_pids, resume_under, verdict_settings
-from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, available_subsets, find_subsets, load_answer_formats, spread_limit
-from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.eval.run_settings import mixed_settings, record_pids, resume_under, verdict_settings
+from maps_autogen.eval.selection import Selection, Shard, load_items, select_items
+from maps_autogen.eval.stopping import Stop, check_prices, costs, same_failure, unknown_cost_stop
 from maps_autogen.eval.validate import validate_rows
+from maps_autogen.eval.workers import DaemonWorkers, Progress
 from maps_autogen.fetch import private_urls_allowed
-from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.interrupts import exit_on_second_interrupt
-from maps_autogen.client import Completion
-from maps_autogen.runlock import RunLock
-from maps_autogen.scoring import score_record
-from maps_autogen.solve import Team, assemble_team, solve_problem
-from maps_autogen.team import plan_chat
-from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_json_atomic, write_manifest
-from maps_autogen.records import PROBLEMS_DIR, SCHEMA_VERSION, Manifest, RunRecord, checked
-from maps_autogen.safe_paths import belongs_to, child_folder, safe_component
+from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord, read_manifest
 from maps_autogen.eval.table1 import Run, table1
+from maps_autogen.runlock import RunLock
+from maps_autogen.solve import Team, assemble_team
+from maps_autogen.team import plan_chat
 from maps_autogen.tally import Tally
 from maps_autogen.transcript import new_run_id, utc_now
 
 logger = logging.getLogger(__name__)
 
 METHODS = ("maps", *BASELINE_METHODS)
-
-
-@dataclass(frozen=True)
-class Shard:
-    index: int  # 1-based
-    count: int
-
-    @classmethod
-    def parse(cls, text: str) -> "Shard":
-        match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
-        if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
-            raise UsageError(f"--shard '{text}' is not of the form i/n with 1 <= i <= n", fix="e.g. --shard 1/4")
-        return cls(int(match.group(1)), int(match.group(2)))
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
 
 
 @dataclass(frozen=True)
@@ -96,196 +76,17 @@ class EvalRequest:
 
 
 @dataclass
-class Selection:
-    items: list[EvalItem]
-    sampled: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def select_items(items: Sequence[EvalItem], subsets: Sequence[Subset], *, sample: int | None, seed: int,
-                 limit: int | None, shard: Shard | None) -> Selection:
-    """Which problems run, deterministically: seeded samples per subset (the paper's 300 for the
-    Zh_CEE subsets unless --sample says otherwise), then --limit, then the shard's share."""
-    chosen: set[str] = set()
-    sampled: dict[str, dict[str, Any]] = {}
-    for subset in subsets:
-        pids = [item.pid for item in items if item.subset == subset.name]
-        size = sample if sample is not None else subset.default_sample
-        if size is not None and size < len(pids):
-            picked = sorted(random.Random(f"{seed}:{subset.name}").sample(range(len(pids)), size))
-            pids = [pids[n] for n in picked]
-            sampled[subset.name] = {"seed": seed, "n": size, "of": len([i for i in items if i.subset == subset.name]), "ids": pids}
-        chosen.update(pids)
-    selected = [item for item in items if item.pid in chosen]
-    if limit is not None:
-        selected = spread_limit(selected, subsets, limit)
-    if shard is not None:
-        selected = [item for n, item in enumerate(selected) if n % shard.count == shard.index - 1]
-    return Selection(selected, sampled)
-
-
-def _versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for package in ("maps-autogen", "autogen", "openai", "datasets", "sympy", "pydantic"):
-        try:
-            versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            versions[package] = "not installed"
-    return versions
-
-
-def _git_commit() -> str | None:
-    root = Path(__file__).resolve().parents[2]
-    if not (root / ".git").exists():
-        return None
-    try:
-        result = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return result.stdout.strip() or None
-
-
-def load_items(task: Task, subsets: Sequence[Subset], data: Path | None, loaded: LoadedConfig) -> list[EvalItem]:
-    """Every problem of the chosen subsets, in data set order. Their images are read when each
-    problem starts (in its worker thread), under the image limits and path rules in force now."""
-    formats = load_answer_formats(loaded.resolve(loaded.config.answer_formats))
-    max_side = loaded.config.images.max_side
-    with image_limits(ImageLimits.of(loaded.config.limits)):
-        context = contextvars.copy_context()
-        return [_loaded_in(context, task.to_item(row, prompts=formats, max_side=max_side)) for row in task.rows(tuple(subsets), data)]
-
-
-def _loaded_in(context: contextvars.Context, item: EvalItem) -> EvalItem:
-    """The item with its Problem built under `context`'s settings (a worker thread has its own)."""
-    build = item.load_problem
-    return replace(item, load_problem=lambda: context.copy().run(build))
-
-
-@dataclass
 class EvalOutcome:
+    """What one invocation did: its folder, summary, Table 1 and why it stopped early (if it did)."""
+
     eval_dir: Path
-    summary: dict[str, Any]
+    summary: Summary
     table: str
     stopped_for_cost: bool
     ran: int
     fatal: FatalServiceError | None = None  # the service error that stopped the run early
     interrupted: bool = False  # Ctrl-C: the problems in flight were dropped, the rest is pending
     notes: list[str] = field(default_factory=list)  # printed after the table (a mixed run, an old manifest)
-
-
-@dataclass
-class _Stop:
-    """Why `_run_items` stopped submitting problems."""
-
-    for_cost: bool = False
-    fatal: FatalServiceError | None = None
-    interrupted: bool = False
-
-
-class _DaemonWorkers:
-    """A fixed set of daemon worker threads for the problems in flight.
-
-    Daemon threads: on Ctrl-C the process exits without waiting for the problems in flight
-    (their model calls are cancelled, their work is not counted). Long-lived workers: each
-    keeps its AG2 agents (chat.agents_for) across the problems it solves."""
-
-    def __init__(self, count: int):
-        self._queue: queue.SimpleQueue[tuple[Future[Any], Any, tuple[Any, ...]] | None] = queue.SimpleQueue()
-        self._count = count
-        for _ in range(count):
-            threading.Thread(target=self._work, name="maps-eval", daemon=True).start()
-
-    def _work(self) -> None:
-        while (task := self._queue.get()) is not None:
-            future, function, args = task
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(function(*args))
-            except BaseException as error:  # handed to the main thread, which records it
-                future.set_exception(error)
-
-    def submit(self, function: Any, *args: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        self._queue.put((future, function, args))
-        return future
-
-    def close(self) -> None:
-        """Let every worker end once the queue is drained (never waits for them)."""
-        for _ in range(self._count):
-            self._queue.put(None)
-
-
-class _Progress:
-    """A progress bar on stderr with ETA, accuracy so far and cost so far."""
-
-    def __init__(self, total: int, enabled: bool):
-        self.enabled = enabled and total > 0
-        if not self.enabled:
-            return
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self._progress = Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                                  TextColumn("{task.description}"), console=Console(stderr=True), transient=False)
-        self._task = self._progress.add_task("", total=total)
-        self._progress.start()
-
-    def advance(self, accuracy: float | None, cost: float | None) -> None:
-        """One more problem done; `cost` None: some call's cost is unknown (as the summary says)."""
-        if self.enabled:
-            acc = "-" if accuracy is None else f"{accuracy:.1f}%"
-            spent = "unknown" if cost is None else f"${cost:.4f}"
-            self._progress.update(self._task, advance=1, description=f"acc {acc} · cost {spent}")
-
-    def close(self) -> None:
-        if self.enabled:
-            self._progress.stop()
-
-
-def _check_prices(resolution: Resolution) -> None:
-    """--max-cost can only be enforced when every paid model's price is known. This checks the
-    requested names before anything runs; a reply from a model served under a name without a
-    price stops the run (`_unknown_cost_stop`)."""
-    unpriced = sorted({m.model for m in resolution.models.values() if m.price is None and m.kind != "local"})
-    if unpriced:
-        raise UsageError(f"--max-cost needs the price of {', '.join(unpriced)}", fix="add it under prices: in agents.yaml")
-
-
-def _say_text_only(team: Team, method: str | None) -> None:
-    """One line on the terminal when steps that see images talk to a text-only model; each
-    problem with images records it (an `images_withheld` event, run.json's flow.images_withheld)."""
-    steps = team.loaded.team.config.steps
-    seeing = [step.name for step in steps if step.sees_images or step.describes_images] if method == "maps" else [team.loaded.team.config.final_step.name]
-    blind = [role for role in seeing if role in team.backends and not team.backends[role].supports_images]
-    if blind:
-        how = "a note stands in for each image" if method == "maps" else "the request carries the text alone"
-        logger.warning("images will be withheld from %s: the model is text-only (vision: false); %s, and each problem's run records it",
-                       ", ".join(blind) if method == "maps" else f"the {method} requests", how)
-
-
-def _costs(record: dict[str, Any], team: Team) -> tuple[float, bool, list[str]]:
-    """A problem's known USD, whether any of its cost is unknown, and the paid (not local)
-    roles whose cost is unknown: their served model has no price."""
-    usage = record.get("usage") or {}
-    if not usage.get("calls"):
-        return 0.0, False, []  # no call made: nothing spent
-    if usage.get("cost") is not None:
-        return usage["cost"], False, []
-    by_role = record.get("usage_by_role") or {}
-    models = team.resolution.models
-    answering = models[team.loaded.team.config.final_step.name]  # a baseline's role is its method
-    unpriced = sorted(role for role, row in by_role.items() if row.get("cost") is None and models.get(role, answering).kind != "local")
-    return sum(row.get("cost") or 0.0 for row in by_role.values()), True, unpriced
-
-
-def _unknown_cost_stop(record: dict[str, Any], roles: list[str]) -> FatalServiceError:
-    """Why a --max-cost run stops at a problem whose cost is unknown: the served model has no
-    price, so the bound could no longer be kept (the run never goes on unbounded)."""
-    sent = record.get("models") or {}
-    served = sorted({sent[role].get("served_model") or sent[role].get("model") for role in roles if role in sent} - {None})
-    which = f" (served as {', '.join(served)})" if served else ""
-    return FatalServiceError(f"--max-cost cannot be kept: the cost of problem {record.get('pid')} is unknown{which}",
-                             fix="add the served model's name under prices: in agents.yaml")
 
 
 class EvalRun:
@@ -308,24 +109,24 @@ class EvalRun:
         self._settings_index = 0  # what each results row records: the settings it ran under (run_settings.py)
 
     # ----- setting up -------------------------------------------------------------------
-    def _eval_dir_and_manifest(self) -> tuple[Path, dict[str, Any] | None]:
+    def _eval_dir_and_manifest(self) -> tuple[Path, Manifest | None]:
         if self.request.resume is None:
             eval_id = new_run_id(f"eval-{self.task.name}")
             return self.request.runs_dir / eval_id, None
         eval_dir = self.request.resume
         manifest = read_manifest(eval_dir, fix="pass the folder maps eval printed")
-        if manifest.get("benchmark") != self.task.name:
-            raise UsageError(f"{eval_dir} is a {manifest.get('benchmark')} run, not {self.task.name}", fix=f"run maps eval {manifest.get('benchmark')} --resume {eval_dir}")
+        if manifest.benchmark != self.task.name:
+            raise UsageError(f"{eval_dir} is a {manifest.benchmark} run, not {self.task.name}", fix=f"run maps eval {manifest.benchmark} --resume {eval_dir}")
         return eval_dir, manifest
 
-    def _resumed_request(self, manifest: dict[str, Any]) -> EvalRequest:
+    def _resumed_request(self, manifest: Manifest) -> EvalRequest:
         """The request a --resume runs: the manifest fixes which problems run (subsets, rules,
         data) and, unless the command line names others, the method and --without; whether the
         settings differ from the run's is decided later, against all of them (run_settings.resume_under)."""
         request = self.request
-        return replace(request, subsets=tuple(manifest["subsets"]), method=request.method or manifest["method"],
-                       without=request.without or frozenset(manifest["without"]), rules=manifest["rules"],
-                       data=request.data or (Path(manifest["data"]) if manifest.get("data") else None))
+        return replace(request, subsets=tuple(manifest.subsets), method=request.method or manifest.method,
+                       without=request.without or frozenset(manifest.without), rules=manifest.rules,
+                       data=request.data or (Path(manifest.data) if manifest.data else None))
 
     def _settings(self, team: Team, items: Sequence[EvalItem]) -> dict[str, Any]:
         """This invocation's verdict settings (run_settings.py), read from what it will use."""
@@ -341,7 +142,7 @@ class EvalRun:
         """The manifest's description of the settings in force (updated by an allowed change)."""
         return {"method": self.request.method, "without": sorted(self.request.without), "models": team.models_record(),
                 "images_dropped": self._images_dropped(team),
-                "team": {"source": str(self.loaded.team.source), "steps": list(self.loaded.team.config.names)},
+                "team": TeamRecord.of(self.loaded.team.config, self.loaded.team.source).model_dump(mode="json"),
                 "config_path": str(self.loaded.path), "config": self.loaded.config.model_dump(mode="json")}
 
     def _images_dropped(self, team: Team) -> list[str]:
@@ -363,7 +164,7 @@ class EvalRun:
         # Resolved once, before anything is written: a missing key or price fails the run cleanly.
         resolution = resolve_models(self.loaded, self.env if self.env is not None else os.environ)
         if request.max_cost is not None:
-            _check_prices(resolution)
+            check_prices(resolution)
         subsets = find_subsets(self.task, request.subsets, available_subsets(self.task, request.data))
         validate_rows(self.task, subsets, request.data)
         with outside_paths_allowed(request.allow_outside_paths), private_urls_allowed(request.allow_private_urls):
@@ -375,15 +176,18 @@ class EvalRun:
             selection = select_items(items, subsets, sample=request.sample, seed=request.seed, limit=request.limit, shard=request.shard)
             manifest = self._new_manifest(eval_dir, subsets, selection, team)
         else:
-            wanted = set(manifest["ids"])
-            selection = Selection([item for item in items if item.pid in wanted], manifest.get("sampled", {}))
+            wanted = set(manifest.ids)
+            selection = Selection([item for item in items if item.pid in wanted],
+                                  {name: sample.model_dump(mode="json") for name, sample in manifest.sampled.items()})
             missing = wanted - {item.pid for item in selection.items}
             if missing:
-                raise DataError(f"the data no longer has {len(missing)} problem(s) of this run, e.g. {sorted(missing)[0]}", fix="resume with the same --data")
-            self.notes += resume_under(manifest, self._settings(team, selection.items), self._described(team), run=str(eval_dir),
-                                       allow_change=request.allow_change, now=utc_now())  # refused here: before any model call
-            manifest.setdefault("resumed_at", []).append(utc_now())
-        self._settings_index = len(manifest.get("changes") or [])
+                raise DataError(f"the data no longer has {len(missing)} problem(s) of this run, e.g. {sorted(missing, key=str)[0]}",
+                                fix="resume with the same --data")
+            manifest, notes = resume_under(manifest, self._settings(team, selection.items), self._described(team), run=str(eval_dir),
+                                           allow_change=request.allow_change, now=utc_now())  # refused here: before any model call
+            self.notes += notes
+            manifest = manifest.model_copy(update={"resumed_at": [*manifest.resumed_at, utc_now()]})
+        self._settings_index = len(manifest.changes)
         # One writer per run folder: a second --resume of a live run stops here, before it
         # reads what is pending (it would solve, and pay for, the same problems again).
         lock = RunLock(eval_dir)
@@ -398,17 +202,17 @@ class EvalRun:
             try:
                 stop = self._run_items(todo, team, eval_dir, log)
             finally:
-                _record_replicas(eval_dir, manifest, team.replicas_served())
-            log.compact(manifest["ids"])
+                manifest = _record_replicas(eval_dir, manifest, team.replicas_served())
+            log.compact([str(pid) for pid in manifest.ids])
             rows = list(log.records())  # after compact: the latest row per pid, read once for all below
             served = _served_models(rows)
-            ran_under = record_pids(manifest.get("changes") or [], rows)
-            if served != manifest.get("served_models", {}) or ran_under:
-                manifest["served_models"] = served
+            changes = record_pids(manifest.changes, rows)
+            if served != manifest.served_models or changes != manifest.changes:
+                manifest = manifest.model_copy(update={"served_models": served, "changes": changes})
                 write_manifest(eval_dir, manifest)
-            summary = summarize(rows, self.task, [s.name for s in subsets])
-            summary.update({"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
-                            "complete": summary["average"]["scored"] == len(manifest["ids"]),
+            summary = summarize(rows, self.task, [s.name for s in subsets], manifest.team)
+            summary = summary.model_copy(update={"eval_id": manifest.eval_id, "method": manifest.method, "without": manifest.without,
+                            "complete": summary.average.scored == len(manifest.ids),
                             "stopped_for_cost": stop.for_cost, "interrupted": stop.interrupted,
                             "stopped_by": str(stop.fatal) if stop.fatal else None, "mixed_settings": mixed_settings(rows)})
             write_summary(eval_dir, summary)
@@ -417,17 +221,16 @@ class EvalRun:
             if cache is not None:
                 cache.close()
         # The one Table 1 writer, as `maps report` prints it for this folder (intervals included).
-        table = table1([Run(path=eval_dir, manifest=Manifest.model_validate(manifest), records=rows)])[0]
-        if summary["mixed_settings"]:
+        table = table1([Run(path=eval_dir, manifest=manifest, records=rows)])[0]
+        if summary.mixed_settings:
             self.notes.append("the scored problems ran under different settings (manifest.json: changes, with the pids run "
                               "under each); the accuracy mixes them")
         return EvalOutcome(eval_dir, summary, table, stop.for_cost, len(todo),
                            fatal=stop.fatal, interrupted=stop.interrupted, notes=self.notes)
 
-    def _new_manifest(self, eval_dir: Path, subsets: Sequence[Subset], selection: Selection, team: Team) -> dict[str, Any]:
+    def _new_manifest(self, eval_dir: Path, subsets: Sequence[Subset], selection: Selection, team: Team) -> Manifest:
         request = self.request
-        return {
-            "schema_version": SCHEMA_VERSION,
+        return Manifest.model_validate({
             "kind": "eval",
             "eval_id": eval_dir.name,
             "created_at": utc_now(),
@@ -446,31 +249,33 @@ class EvalRun:
             "rules": request.rules,
             "allow_outside_paths": request.allow_outside_paths,
             "settings": self._settings(team, selection.items),  # what a --resume must match (run_settings.py)
-            "versions": _versions(),
-            "git_commit": _git_commit(),
-        }
+            "versions": versions(),
+            "git_commit": git_commit(),
+        })
 
     # ----- running ----------------------------------------------------------------------
-    def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog) -> _Stop:
+    def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog) -> Stop:
         request = self.request
-        progress = _Progress(len(todo), self.progress)
+        progress = Progress(len(todo), self.progress)
         spent = 0.0  # the known costs
         cost_unknown = False  # some problem's cost is unknown: the bar says so, as the summary does
         tally = Tally()  # the problems run now, for the progress bar
-        stop = _Stop()
+        stop = Stop()
         suspect: ServiceError | None = None  # the service error the last problem to finish failed with
         pending = iter(todo)
-        in_flight: dict[Future[tuple[dict[str, Any], MapsError | None]], EvalItem] = {}
-        baseline_prompts = load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts)) if request.method != "maps" else None
-        formats = load_answer_formats(self.loaded.resolve(self.loaded.config.answer_formats)) if request.method != "maps" else None
-
-        workers = _DaemonWorkers(min(request.concurrency, len(todo)))
+        in_flight: dict[Future[tuple[ResultRow, MapsError | None]], EvalItem] = {}
+        baseline = request.method != "maps"
+        runner = ProblemRunner(
+            task=self.task, method=request.method or "maps", without=request.without, rules=request.rules, team=team, eval_dir=eval_dir,
+            baseline_prompts=load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts)) if baseline else None,
+            formats=load_answer_formats(self.loaded.resolve(self.loaded.config.answer_formats)) if baseline else None)
+        workers = DaemonWorkers(min(request.concurrency, len(todo)))
 
         def submit_next() -> bool:
             item = next(pending, None)
             if item is None:
                 return False
-            in_flight[workers.submit(self._solve_one, item, team, eval_dir, baseline_prompts, formats)] = item
+            in_flight[workers.submit(runner.solve, item)] = item
             return True
 
         try:
@@ -483,24 +288,24 @@ class EvalRun:
                     item = in_flight.pop(future)
                     failure: MapsError | None = None
                     try:
-                        record, failure = future.result()
+                        row, failure = future.result()
                     except Exception as error:  # a bug in one problem must not stop the run
                         logger.exception("problem %s failed", item.pid)
-                        record = self._failed_record(item, f"{error.__class__.__name__}: {error}", 0.0)
+                        row = runner.failed_row(item, f"{error.__class__.__name__}: {error}", 0.0)
                     if isinstance(failure, RunInterrupted):
                         continue  # cancelled by a fatal error elsewhere: still pending, not failed
-                    log.append({**record, ROW_FIELD: self._settings_index})
-                    known, unknown, unpriced = _costs(record, team)
+                    log.append(row.model_copy(update={"settings": self._settings_index}))
+                    known, unknown, unpriced = costs(row, team)
                     spent += known
                     cost_unknown = cost_unknown or unknown
-                    tally.add_row(record)
+                    tally.add_row(row)
                     progress.advance(tally.accuracy, None if cost_unknown else spent)
                     if request.max_cost is not None and unpriced and stop.fatal is None:
-                        stop.fatal = _unknown_cost_stop(record, unpriced)
+                        stop.fatal = unknown_cost_stop(row, unpriced)
                         team.cancel()
                     if request.max_cost is not None and spent >= request.max_cost:
                         stop.for_cost = True
-                    fatal = failure if isinstance(failure, FatalServiceError) else _same_failure(suspect, failure)
+                    fatal = failure if isinstance(failure, FatalServiceError) else same_failure(suspect, failure)
                     if fatal is not None and stop.fatal is None:
                         # Every other problem would meet it too: stop sending; the problems not
                         # started stay pending for --resume.
@@ -523,156 +328,41 @@ class EvalRun:
         progress.close()
         return stop
 
-    def _failed_record(self, item: EvalItem, error: str, seconds: float) -> dict[str, Any]:
-        return {"pid": item.pid, "subset": item.subset, "status": "failed", "gold": item.gold, "response": None,
-                "extraction": None, "prediction": None, "correct": None, "stop_reason": "error", "rollbacks": [],
-                "critic_scores": [], "feedback_step": None, "usage": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0},
-                "seconds": round(seconds, 3), "error": error, "metadata": item.metadata, "method": self.request.method,
-                "run_dir": f"{PROBLEMS_DIR}/{safe_component(item.pid)}"}
 
-    def _solve_one(self, item: EvalItem, team: Team, eval_dir: Path, baseline_prompts: Any, formats: Any) -> tuple[dict[str, Any], MapsError | None]:
-        """Solve and score one problem: its results.jsonl record, and the service failure that
-        ended it (if any) so the caller can stop the run on a fatal one."""
-        request = self.request
-        name = safe_component(item.pid)
-        try:
-            problem_dir = _fresh_problem_dir(eval_dir, name, item.pid)
-        except DataError as error:  # a tampered folder fails its own problem only, and is left alone
-            return self._failed_record(item, str(error), 0.0), None
-        started = time.monotonic()
-        extra = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "benchmark": self.task.name, "method": request.method}
-        base = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "metadata": item.metadata,
-                "method": request.method, "run_dir": f"{PROBLEMS_DIR}/{name}"}
-        scored: dict[str, Any] = {}
-        try:
-            problem = item.load_problem()  # its images are read and decoded now, not before the run
-        except MapsError as error:  # a broken image fails its own problem only
-            return self._failed_record(item, str(error), time.monotonic() - started), None
-        if request.method == "maps":
-
-            def evaluate(outcome: Any) -> dict[str, Any]:
-                # Scored before run.json's final write, so the verdict goes in with it.
-                if outcome.stop_reason == "error":
-                    return {}
-                response = self.task.render_response(outcome.final_answer, item) if outcome.solver_answer else ""
-                scored["verdict"] = score_record(self.task.name, {**item.record, "response": response}, request.rules)
-                return _evaluation_fields(response, scored["verdict"], item.gold)
-
-            result = solve_problem(problem, team, runs_dir=eval_dir / PROBLEMS_DIR, run_id=name,
-                                   without=request.without, extra=extra, evaluate=evaluate)
-            outcome = result.outcome
-            error = outcome.error if outcome.stop_reason in ("error", "interrupted") else None
-            failure = outcome.failure
-            response = self.task.render_response(outcome.final_answer, item) if outcome.solver_answer else ""
-            chat = {
-                "stop_reason": outcome.stop_reason,
-                "rollbacks": [r.step for r in outcome.rollbacks],
-                "critic_scores": [v.scores if v else None for v in outcome.verdicts],
-                "feedback_step": outcome.rollbacks[0].step if outcome.rollbacks else None,
-                "final_answer": outcome.final_answer,
-                # False: the Solver's last allowed reply never parsed and its text was scored.
-                "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
-                "usage": outcome.usage(),
-                "usage_by_role": outcome.usage_by_role(),
-                "models": _models_sent((call.role, call.completion) for call in outcome.calls),
-                "max_tokens_reached": sorted({call.role for call in outcome.calls if call.completion.finish_reason == "length"}),
-            }
-            run_json = None  # already holds the verdict
-        else:
-            ending = formats.render(self.task.name, "baseline_ending")
-            baseline = run_baseline(problem, team, request.method, prompt=baseline_prompts[request.method],
-                                    ending=ending, run_dir=problem_dir, extra=extra)
-            error = baseline.error
-            failure = baseline.failure
-            response = baseline.response
-            chat = {"stop_reason": "error" if error else None, "rollbacks": [], "critic_scores": [], "feedback_step": None,
-                    "final_answer": response, "usage": baseline.usage(), "usage_by_role": {request.method: baseline.usage()},
-                    "models": _models_sent([(request.method, baseline.completion)] if baseline.completion else []),
-                    "max_tokens_reached": [request.method] if baseline.completion and baseline.completion.finish_reason == "length" else []}
-            run_json = problem_dir / "run.json"
-        seconds = time.monotonic() - started
-        if error:
-            return {**self._failed_record(item, error, seconds), **chat, **base, "status": "failed", "error": error}, failure
-        verdict = scored.get("verdict") or score_record(self.task.name, {**item.record, "response": response}, request.rules)
-        record = {**base, "status": "ok", "response": response, "extraction": verdict.extraction,
-                  "prediction": verdict.prediction, "correct": bool(verdict.correct),
-                  "extractor_version": verdict.extractor_version, **chat,
-                  "seconds": round(seconds, 3), "error": None}
-        if run_json is not None:
-            self._annotate_run(run_json, _evaluation_fields(response, verdict, item.gold))
-        return record, None
-
-    @staticmethod
-    def _annotate_run(run_json: Path, fields: dict[str, Any]) -> None:
-        """Put the verdict into a baseline's run.json, for the viewer."""
-        run = read_json_or_empty(run_json)
-        if run:
-            write_json_atomic(run_json, checked(RunRecord, {**run, **fields}, source=str(run_json)))
+def _say_text_only(team: Team, method: str | None) -> None:
+    """One line on the terminal when steps that see images talk to a text-only model; each
+    problem with images records it (an `images_withheld` event, run.json's flow.images_withheld)."""
+    steps = team.loaded.team.config.steps
+    seeing = [step.name for step in steps if step.sees_images or step.describes_images] if method == "maps" else [team.loaded.team.config.final_step.name]
+    blind = [role for role in seeing if role in team.backends and not team.backends[role].supports_images]
+    if blind:
+        how = "a note stands in for each image" if method == "maps" else "the request carries the text alone"
+        logger.warning("images will be withheld from %s: the model is text-only (vision: false); %s, and each problem's run records it",
+                       ", ".join(blind) if method == "maps" else f"the {method} requests", how)
 
 
-def _fresh_problem_dir(eval_dir: Path, name: str, pid: str) -> Path:
-    """`<eval>/problems/<name>`, empty: the folder of a problem that was in flight when the run
-    was killed is removed first. Only a real folder (not a symlink) that is a direct child of
-    the real problems folder and belongs to no other problem is ever removed."""
-    problems = eval_dir / PROBLEMS_DIR
-    problems.mkdir(parents=True, exist_ok=True)
-    problem_dir = child_folder(problems, name, what=f"the folder of problem {pid!r}")
-    if problem_dir.exists():
-        if not problem_dir.is_dir():
-            raise DataError(f"{problem_dir} is not a folder", fix="remove it, or resume into an untouched run folder")
-        if not belongs_to(problem_dir, pid):
-            raise DataError(f"{problem_dir} holds another problem than {pid!r}", fix="resume into an untouched run folder")
-        shutil.rmtree(problem_dir)
-    return problem_dir
-
-
-def _same_failure(previous: ServiceError | None, failure: MapsError | None) -> FatalServiceError | None:
-    """The error that stops an eval when two problems in a row (in the order they finish) failed
-    with the same service answer: a gateway's unknown alias or refused key, a dead backend, a
-    deadline no request can meet. Errors about one problem differ from problem to problem."""
-    if previous is None or not isinstance(failure, ServiceError) or failure.cause is None or failure.cause != previous.cause:
-        return None
-    return FatalServiceError(f"two problems in a row failed with the same error: {failure.problem}", fix=failure.fix, cause=failure.cause)
-
-
-def _record_replicas(eval_dir: Path, manifest: dict[str, Any], served: dict[str, dict[str, int]]) -> None:
-    """Add this invocation's requests per replica to the manifest (endpoints with replicas only)."""
+def _record_replicas(eval_dir: Path, manifest: Manifest, served: dict[str, dict[str, int]]) -> Manifest:
+    """The manifest with this invocation's requests per replica added (endpoints with replicas
+    only), written."""
     if not served:
-        return
-    totals = manifest.setdefault("replicas_served", {})
+        return manifest
+    totals = {endpoint: dict(counts) for endpoint, counts in manifest.replicas_served.items()}
     for endpoint, counts in served.items():
         for url, count in counts.items():
             totals.setdefault(endpoint, {})[url] = totals.get(endpoint, {}).get(url, 0) + count
+    manifest = manifest.model_copy(update={"replicas_served": totals})
     write_manifest(eval_dir, manifest)
+    return manifest
 
 
-def _evaluation_fields(response: str, verdict: Any, gold: Any) -> dict[str, Any]:
-    """What a problem's run.json records of its scoring, for the viewer."""
-    evaluation = {"response": response, "extraction": verdict.extraction, "prediction": verdict.prediction,
-                  "correct": bool(verdict.correct), "gold": gold}
-    return {"evaluation": evaluation, "correct": evaluation["correct"]}
-
-
-def _models_sent(calls: Iterable[tuple[str, Completion]]) -> dict[str, dict[str, Any]]:
-    """Per role that called a model, the settings read back from its last request body sent
-    (and the model name the service reported, when it differs)."""
-    models: dict[str, dict[str, Any]] = {}
-    for role, completion in calls:
-        entry = dict(completion.sent)
-        if completion.served_model:
-            entry["served_model"] = completion.served_model
-        models[role] = entry
-    return models
-
-
-def _served_models(records: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+def _served_models(rows: Iterable[ResultRow]) -> dict[str, list[str]]:
     """Per role, the model names the service reported where they differ from the one sent."""
     served: dict[str, set[str]] = {}
-    for record in records:
-        for role, sent in (record.get("models") or {}).items():
+    for row in rows:
+        for role, sent in row.models.items():
             if sent.get("served_model"):
                 served.setdefault(role, set()).add(sent["served_model"])
     return {role: sorted(names) for role, names in sorted(served.items())}
 
 
-__all__ = ["EvalOutcome", "EvalRequest", "EvalRun", "Shard", "select_items"]
+__all__ = ["EvalOutcome", "EvalRequest", "EvalRun", "Shard", "load_items", "select_items"]

@@ -11,12 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from maps_autogen.artifacts import read_manifest
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
 from maps_autogen.benchmarks.tasks import Subset
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog
 from maps_autogen.eval.run_settings import mixed_settings
-from maps_autogen.records import Manifest
+from maps_autogen.records import Manifest, ResultRow, read_manifest
 from maps_autogen.tally import tally_rows
 
 BOOTSTRAP_SAMPLES = 1000
@@ -28,7 +27,7 @@ class Run:
 
     path: Path
     manifest: Manifest
-    records: list[dict[str, Any]]
+    records: list[ResultRow]
 
     @property
     def benchmark(self) -> str:
@@ -44,7 +43,7 @@ class Run:
 
     @property
     def model_names(self) -> set[str]:
-        return {m["model"] for m in self.manifest.models.values()}
+        return {m.model for m in self.manifest.models.values()}
 
     @property
     def without(self) -> tuple[str, ...]:
@@ -60,13 +59,13 @@ class Run:
         return f"{method} ({self.models}{mixed})"
 
     @property
-    def scored(self) -> list[dict[str, Any]]:
-        return [r for r in self.records if r.get("status") == "ok"]
+    def scored(self) -> list[ResultRow]:
+        return [r for r in self.records if r.status == "ok"]
 
 
 def load_run(path: Path) -> Run:
     """Read an eval run folder."""
-    manifest = Manifest.model_validate(read_manifest(path, fix="pass folders written by maps eval or maps merge"))
+    manifest = read_manifest(path, fix="pass folders written by maps eval or maps merge")
     records = list(ResultsLog(path / RESULTS_FILE).read().values())
     return Run(path=path, manifest=manifest, records=records)
 
@@ -96,12 +95,12 @@ class Cell:
         return f"{self.accuracy:.2f}"
 
 
-def _cell(records: Sequence[dict[str, Any]]) -> Cell:
+def _cell(records: Sequence[ResultRow]) -> Cell:
     """The tally's accuracy (correct / scored) with the bootstrap interval over the scored rows."""
     tally = tally_rows(records)
     if not tally.scored:
         return Cell(None, None, 0)
-    outcomes = [bool(r.get("correct")) for r in records if r.get("status") == "ok"]
+    outcomes = [bool(r.correct) for r in records if r.status == "ok"]
     return Cell(tally.accuracy, bootstrap_interval(outcomes), tally.scored)
 
 
@@ -119,8 +118,8 @@ def _subsets(benchmark: str, runs: Sequence[Run]) -> list[Any]:
     not list (the custom benchmark's categories), in order of first appearance."""
     task = get_benchmark(benchmark).task
     known = {subset.name for subset in task.subsets}
-    extra = dict.fromkeys(str(r.get("subset")) for run in runs if run.benchmark == benchmark for r in run.records
-                          if r.get("subset") not in known and r.get("subset") not in (None, ""))
+    extra = dict.fromkeys(str(r.subset) for run in runs if run.benchmark == benchmark for r in run.records
+                          if r.subset not in known and r.subset not in (None, ""))
     return [*task.subsets, *(Subset(name, name, 0, name) for name in extra)]
 
 
@@ -132,7 +131,7 @@ def _columns(runs: Sequence[Run]) -> list[tuple[str, str, str]]:
         if benchmark not in present:
             continue
         task = get_benchmark(benchmark).task
-        ran = {r.get("subset") for run in runs if run.benchmark == benchmark for r in run.records}
+        ran = {r.subset for run in runs if run.benchmark == benchmark for r in run.records}
         for subset in _subsets(benchmark, runs):
             if subset.name in ran:
                 columns.append((benchmark, subset.name, f"{task.title} {subset.column}"))
@@ -146,7 +145,7 @@ def table1_rows(runs: Sequence[Run]) -> list[Row]:
     for run in runs:
         row = rows.setdefault(run.label, Row(run.label))
         for subset in _subsets(run.benchmark, [run]):
-            mine = [r for r in run.records if r.get("subset") == subset.name]
+            mine = [r for r in run.records if r.subset == subset.name]
             if mine:
                 row.cells[(run.benchmark, subset.name)] = _cell(mine)
         average = _cell(run.records)  # pooled over the subsets, as the paper's averages are

@@ -23,10 +23,10 @@ from urllib.parse import quote
 from maps_autogen.artifacts import read_json_or_empty, read_jsonl_from, read_manifest, read_run
 from maps_autogen.errors import DataError
 from maps_autogen.redact import redact
-from maps_autogen.eval.results import FEEDBACK_TARGETS, latest_by_pid, read_results_from
+from maps_autogen.eval.results import latest_by_pid
 from maps_autogen.tally import Tally, tally_rows
 from maps_autogen.records import (
-    IMAGES_DIR, MANIFEST_FILE, PROBLEMS_DIR, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest,
+    IMAGES_DIR, MANIFEST_FILE, PROBLEMS_DIR, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest, dumped, feedback_targets, read_result_rows,
 )
 from maps_autogen.safe_paths import belongs_to, inside, problem_folder, safe_component
 from maps_autogen.view.assets import CSS, SCRIPT, PageMode, content_security_policy
@@ -471,8 +471,8 @@ def load_results(eval_dir: Path) -> tuple[list[dict[str, Any]], int]:
     """results.jsonl rows (a problem written twice, as a resumed eval does, keeps its first place
     and its last row) and the byte offset read up to; a DataError naming the line of a row that
     is not a result row."""
-    records, offset = read_results_from(eval_dir / RESULTS_FILE)
-    return list(latest_by_pid(records).values()), offset
+    rows, offset = read_result_rows(eval_dir / RESULTS_FILE)
+    return [dumped(row) for row in latest_by_pid(rows).values()], offset
 
 
 def unfinished_rows(eval_dir: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -601,10 +601,11 @@ def _render_models(models: Any) -> str:
                        for name, roles in by_model.items())
 
 
-def _render_histogram() -> str:
-    """Figure 4's bars: the script counts the shown, scored rows' `data-feedback` into them."""
+def _render_histogram(targets: list[str]) -> str:
+    """Figure 4's bars (one per feedback target of the recorded team): the script counts the
+    shown, scored rows' `data-feedback` into them."""
     rows = "".join(f'<tr data-target="{target}"><td>{target}</td><td><progress max="1" value="0"></progress></td>'
-                   f'<td class="num count"></td><td class="num share"></td></tr>' for target in FEEDBACK_TARGETS)
+                   f'<td class="num count"></td><td class="num share"></td></tr>' for target in map(_e, targets))
     return ('<table id="feedback-histogram"><caption>Where the Critic\'s feedback went (Figure 4; shown problems, failed ones left out)'
             f'</caption><thead><tr><th>step</th><th></th><th class=num>problems</th><th class=num>share</th></tr></thead><tbody>{rows}</tbody></table>')
 
@@ -614,12 +615,13 @@ def render_eval_summary(manifest: dict[str, Any], rows: list[dict[str, Any]]) ->
     replaced live as problems finish."""
     tally = _finished_tally(rows)
     typed = Manifest.model_validate(manifest)  # read_manifest checked it: these fields have their types
+    targets = feedback_targets([typed.team], (row.get("feedback_step") for row in rows))
     pairs = [
         ("benchmark", _e(typed.benchmark)),
         ("subsets", _e(", ".join(map(str, typed.subsets)) or "–")),
         ("method", _e(typed.method)),
         ("without", _e(", ".join(typed.without) or "–")),
-        ("models", _render_models(typed.models)),
+        ("models", _render_models(manifest.get("models"))),
         ("created", _e(manifest.get("created_at"))),
         ("problems", _e(f"{len(rows)} done of {len(typed.ids)}" if typed.ids else f"{len(rows)} done")
          + _e(f", {tally.failed} of them failed")),
@@ -628,7 +630,7 @@ def render_eval_summary(manifest: dict[str, Any], rows: list[dict[str, Any]]) ->
     accuracy = (f'<p class="headline">Accuracy <strong id="accuracy">{_e(tally.text())}</strong> '
                 f'<span class="muted">(correct of the scored problems; failed ones are counted apart)</span></p>')
     return (f'<section id="summary">{accuracy}<section class="card">{_kv(pairs)}</section>'
-            f'<section class="card stats">{_render_subset_table(rows)}{_render_role_usage(rows)}{_render_histogram()}</section></section>')
+            f'<section class="card stats">{_render_subset_table(rows)}{_render_role_usage(rows)}{_render_histogram(targets)}</section></section>')
 
 
 INDEX_HEAD = ("<tr><th>problem</th><th>subset</th><th>verdict</th><th>prediction</th><th>gold</th><th>stop reason</th>"

@@ -31,7 +31,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.results import read_results_from
 from maps_autogen.artifacts import read_json_or_empty, read_jsonl_from, read_manifest
-from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE
+from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, dumped
 from maps_autogen.redact import redact
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.render import (
@@ -316,7 +316,8 @@ class ViewServer:
                 yield _sse("reload", {})
                 return
             first = first or stamp
-            records, end = read_results_from(path, offset)
+            read, end = read_results_from(path, offset)
+            records = [dumped(row) for row in read]  # the viewer's rows are still dicts
             if records:
                 offset = end
                 markup = "".join(render_index_row(row, links.problem_page(row.get("pid"))) for row in records)

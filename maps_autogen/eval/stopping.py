@@ -1,0 +1,65 @@
+"""When an eval stops early: what a problem cost (and whether --max-cost can still be kept),
+and the service failures that every further problem would meet too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from maps_autogen.endpoints import Resolution
+from maps_autogen.errors import FatalServiceError, MapsError, ServiceError, UsageError
+from maps_autogen.records import ResultRow
+from maps_autogen.solve import Team
+
+
+@dataclass
+class Stop:
+    """Why the run stopped submitting problems."""
+
+    for_cost: bool = False
+    fatal: FatalServiceError | None = None
+    interrupted: bool = False
+
+
+def check_prices(resolution: Resolution) -> None:
+    """--max-cost can only be enforced when every paid model's price is known. This checks the
+    requested names before anything runs; a reply from a model served under a name without a
+    price stops the run (`unknown_cost_stop`)."""
+    unpriced = sorted({m.model for m in resolution.models.values() if m.price is None and m.kind != "local"})
+    if unpriced:
+        raise UsageError(f"--max-cost needs the price of {', '.join(unpriced)}", fix="add it under prices: in agents.yaml")
+
+
+def costs(row: ResultRow, team: Team) -> tuple[float, bool, list[str]]:
+    """A problem's known USD, whether any of its cost is unknown, and the paid (not local)
+    roles whose cost is unknown: their served model has no price."""
+    usage = row.usage
+    if usage is None or not usage.calls:
+        return 0.0, False, []  # no call made: nothing spent
+    if usage.cost is not None:
+        return usage.cost, False, []
+    models = team.resolution.models
+    answering = models[team.loaded.team.config.final_step.name]  # a baseline's role is its method
+    unpriced = sorted(role for role, spent in row.usage_by_role.items() if spent.cost is None and models.get(role, answering).kind != "local")
+    return sum(spent.cost or 0.0 for spent in row.usage_by_role.values()), True, unpriced
+
+
+def unknown_cost_stop(row: ResultRow, roles: list[str]) -> FatalServiceError:
+    """Why a --max-cost run stops at a problem whose cost is unknown: the served model has no
+    price, so the bound could no longer be kept (the run never goes on unbounded)."""
+    sent = row.models  # step -> the settings its request body carried (an open mapping, as sent)
+    served = sorted({sent[role].get("served_model") or sent[role].get("model") for role in roles if role in sent} - {None})
+    which = f" (served as {', '.join(served)})" if served else ""
+    return FatalServiceError(f"--max-cost cannot be kept: the cost of problem {row.pid} is unknown{which}",
+                             fix="add the served model's name under prices: in agents.yaml")
+
+
+def same_failure(previous: ServiceError | None, failure: MapsError | None) -> FatalServiceError | None:
+    """The error that stops an eval when two problems in a row (in the order they finish) failed
+    with the same service answer: a gateway's unknown alias or refused key, a dead backend, a
+    deadline no request can meet. Errors about one problem differ from problem to problem."""
+    if previous is None or not isinstance(failure, ServiceError) or failure.cause is None or failure.cause != previous.cause:
+        return None
+    return FatalServiceError(f"two problems in a row failed with the same error: {failure.problem}", fix=failure.fix, cause=failure.cause)
+
+
+__all__ = ["Stop", "check_prices", "costs", "same_failure", "unknown_cost_stop"]
