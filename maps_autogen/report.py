@@ -148,7 +148,7 @@ def random_choice_row(runs: Sequence[Run]) -> Row:
         for subset in [*(s.name for s in _subsets(benchmark, runs)), "Avg."]:
             mine = [r for r in known if subset == "Avg." or r.subset == subset]
             if mine:
-                chance = sum(1 / r["metadata"]["choices"] for r in mine if r["metadata"]["choices"] > 0) / len(mine)
+                chance = sum(1 / r.metadata["choices"] for r in mine if r.metadata["choices"] > 0) / len(mine)
                 row.cells[(benchmark, subset)] = Cell(round(100 * chance, 2), None, len(mine))
         row.benchmark_avgs[benchmark] = row.cells[(benchmark, "Avg.")].accuracy or 0.0
     return row
