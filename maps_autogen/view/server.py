@@ -34,10 +34,14 @@ from maps_autogen.artifacts import read_json_or_empty, read_jsonl_from, read_man
 from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE
 from maps_autogen.redact import redact
 from maps_autogen.view.assets import PageMode, content_security_policy
+from maps_autogen.safe_paths import inside
+from maps_autogen.view.eval_pages import (
+    load_results, render_eval_index, render_eval_summary, render_index_row, render_problem_page, row_folder, unfinished_rows,
+)
+from maps_autogen.view.prepare import TranscriptState, team_of
 from maps_autogen.view.render import (
-    FILES_PREFIX, IMAGE_MIME, INDEX_PAGE, PROBLEMS_PAGES, Links, inside, kind_of, load_results, page, page_key,
-    render_eval_index, render_eval_summary, render_index_row, render_outcome, render_problem_page, render_records,
-    render_solve, render_usage_table, row_folder, threshold_of, TranscriptState, unfinished_rows,
+    FILES_PREFIX, IMAGE_MIME, INDEX_PAGE, PROBLEMS_PAGES, Links, kind_of, page, page_key, render_outcome_and_usage, render_records,
+    render_solve,
 )
 
 logger = logging.getLogger(__name__)
@@ -273,7 +277,7 @@ class ViewServer:
     def _transcript_events(self, run_dir: Path, offset: int) -> Iterator[bytes]:
         """New turns and events as they are written; the outcome whenever run.json changes."""
         path = run_dir / TRANSCRIPT_FILE
-        state = TranscriptState()
+        state = TranscriptState(team_of(read_json_or_empty(run_dir / RUN_FILE)))
         for record in read_jsonl_from(path, 0, stop=offset)[0]:  # what the page already shows
             state.absorb(record)
         run_stamp = _stamp(run_dir / RUN_FILE)
@@ -283,7 +287,7 @@ class ViewServer:
                 return
             records, end = read_jsonl_from(path, offset)
             if records:
-                markup = render_records(records, threshold_of(read_json_or_empty(run_dir / RUN_FILE)), True, state)
+                markup = render_records(records, read_json_or_empty(run_dir / RUN_FILE), True, state)
                 offset = end
                 yield _sse("append", {"html": markup}, str(offset))
             stamp = _stamp(run_dir / RUN_FILE)
@@ -291,7 +295,7 @@ class ViewServer:
                 run_stamp = stamp
                 run = read_json_or_empty(run_dir / RUN_FILE)
                 if run:
-                    yield _sse("replace", {"html": render_outcome(run, run.get("gold"), run.get("correct")) + render_usage_table(run)})
+                    yield _sse("replace", {"html": render_outcome_and_usage(run)})
             if keepalive:
                 yield b": keep-alive\n\n"
 
