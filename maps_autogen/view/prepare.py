@@ -17,7 +17,7 @@ from typing import Any
 # A step name as team.py allows it: safe inside a class name.
 _STEP_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,39}")
 USER_PROXY = "user_proxy"
-SLOTS = 6  # colours in view.css: slot-0 (the user proxy) to slot-5, by place in the team
+SLOTS = 4  # working steps' colours in view.css: slot-1 to slot-4 by place in the team (slot-0: the user proxy)
 
 
 # ----- formatting (plain text; the templates escape it) --------------------------------------
@@ -94,13 +94,16 @@ class RecordedTeam:
     dimensions: Mapping[str, str] = field(default_factory=dict)  # scored step -> dimension
 
     def role_classes(self, role: str) -> str:
-        """CSS classes of a turn: role-<step> (a safe step name, else role-other) and its colour
-        slot by place in the team (the user proxy first)."""
+        """CSS classes of a turn: role-<step> (a safe step name, else role-other), and its colour:
+        the reviewer's, or a slot by the step's place among the working steps (the user proxy 0)."""
         token = role if _STEP_TOKEN.fullmatch(role) else "other"
+        working = [step for step in self.steps if step != self.reviewer]
         if role == USER_PROXY:
             return f"role-{token} slot-0"
-        if role in self.steps:
-            return f"role-{token} slot-{1 + self.steps.index(role) % (SLOTS - 1)}"
+        if role == self.reviewer:
+            return f"role-{token} reviewer"
+        if role in working:
+            return f"role-{token} slot-{1 + working.index(role) % SLOTS}"
         return f"role-{token}"
 
     def label(self, step: str | None, fallback: str) -> str:
