@@ -15,11 +15,14 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import TYPE_CHECKING, Any, Iterator, TextIO
 
 from maps_autogen.errors import DataError
 from maps_autogen.redact import redact
 from maps_autogen.text import TooDeep, may_hold_surrogates, valid_tree
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 FILE_MODE = 0o644
 PRIVATE_FILE_MODE = 0o600
@@ -188,27 +191,39 @@ def read_json_or_empty(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def read_manifest(eval_dir: Path, *, fix: str = "pass a folder written by maps eval or maps merge") -> dict[str, Any]:
-    """An eval folder's manifest.json, checked against `records.Manifest` (the one reader)."""
-    from maps_autogen.records import MANIFEST_FILE, Manifest, checked
+def write_record(path: Path, record: "BaseModel") -> None:
+    """Write one of our files from its `records` model: the fields its writer set (and the
+    schema version), atomically, secrets masked."""
+    from maps_autogen.records import dumped
 
-    path = eval_dir / MANIFEST_FILE
-    manifest = read_json_object(path, missing=f"{eval_dir} is not an eval run (no {MANIFEST_FILE})", fix=fix)
-    return checked(Manifest, manifest, source=str(path))
+    write_json_atomic(path, dumped(record))
+
+
+def read_manifest(eval_dir: Path, *, fix: str = "pass a folder written by maps eval or maps merge") -> dict[str, Any]:
+    """An eval folder's manifest.json as a dict, checked against `records.Manifest` (use
+    `records.read_manifest` for the typed record)."""
+    from maps_autogen.records import read_manifest as read_typed
+
+    return dumped_json(read_typed(eval_dir, fix=fix))
 
 
 def read_run(run_dir: Path) -> dict[str, Any]:
-    """A run's run.json, checked against `records.RunRecord`."""
-    from maps_autogen.records import RUN_FILE, RunRecord, checked
+    """A run's run.json as a dict, checked against `records.RunRecord`."""
+    from maps_autogen.records import read_run as read_typed
 
-    path = run_dir / RUN_FILE
-    run = read_json_object(path, missing=f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval")
-    return checked(RunRecord, run, source=str(path))
+    return dumped_json(read_typed(run_dir))
 
 
-def write_manifest(eval_dir: Path, manifest: dict[str, Any]) -> None:
-    """Write an eval folder's manifest.json, checked against `records.Manifest` first."""
-    from maps_autogen.records import MANIFEST_FILE, Manifest, checked
+def dumped_json(record: "BaseModel") -> dict[str, Any]:
+    from maps_autogen.records import dumped
+
+    return dumped(record)
+
+
+def write_manifest(eval_dir: Path, manifest: "dict[str, Any] | BaseModel") -> None:
+    """Write an eval folder's manifest.json from `records.Manifest` (a dict is checked first)."""
+    from maps_autogen.records import MANIFEST_FILE, Manifest, parsed
 
     path = eval_dir / MANIFEST_FILE
-    write_json_atomic(path, checked(Manifest, manifest, source=str(path)))
+    record = manifest if isinstance(manifest, Manifest) else parsed(Manifest, manifest, source=str(path))
+    write_record(path, record)

@@ -1,19 +1,33 @@
-"""The schema of everything a run writes: run.json, transcript records, manifest.json, result
-rows and the summary, with one schema version and the file names.
+"""The one schema module: every file a run writes (run.json, transcript lines, results.jsonl
+rows, manifest.json, summary.json), one pydantic model each with every field declared, the
+vocabularies (stop reasons, statuses, event kinds) defined once as `Literal`s, the file names,
+and the typed readers.
 
-Writers validate what they write against these models and readers validate what they read
-back, so a file that lacks what a reader needs is one clear line, not a KeyError deep inside.
-The models name the fields the code relies on; other fields are kept as written
-(`extra="allow"`): a run records more than any one reader needs.
+Writers build a model and write it (`artifacts.write_record`, `model_dump(mode="json")` of the
+fields they set, so a file holds exactly what its writer recorded); readers read a file back
+into its model (`read_run`, `read_manifest`, `read_summary`, `read_transcript`,
+`read_result_rows`) and use attributes, never `.get(` on a dict. Every field a file may lack
+(an older run, a baseline's run.json, a run still going) has a default, and an unknown field is
+an error (`extra="forbid"`): a tampered or foreign file is one line naming it, not a KeyError
+deep inside. Reading checks the schema version first: a file from a newer maps-autogen is one
+line naming the file and the fix.
+
+Schema version 1 throughout: the team record gained `reviewer`, `final_step` and `scored`
+(declared with defaults), which older files lack and readers handle (a consumer then takes the
+feedback targets from the rows themselves), so no older file is refused.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Iterator, Literal, TypeVar, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, RootModel, TypeAdapter, ValidationError
 
 from maps_autogen.errors import DataError
+
+if TYPE_CHECKING:
+    from maps_autogen.team import TeamConfig
 
 SCHEMA_VERSION = 1
 
@@ -25,39 +39,278 @@ MANIFEST_FILE = "manifest.json"
 SUMMARY_FILE = "summary.json"
 PROBLEMS_DIR = "problems"  # an eval's problem folders: problems/<safe_paths.safe_component(pid)>
 
-#: Why a chat stopped: the Critic passed the work, rollbacks ran out, the Critic's reply could
+# ----- vocabularies -------------------------------------------------------------------------
+
+#: Why a chat stopped: the reviewer passed the work, rollbacks ran out, the reviewer's reply could
 #: not be read, the round limit, an error, or the user's Ctrl-C.
 StopReason = Literal["critic_passed", "rollback_limit", "critic_unparseable", "max_rounds", "error", "interrupted"]
+STOP_REASONS: tuple[str, ...] = get_args(StopReason)
+
+#: A run.json's state: written when the chat starts, rewritten when it ends.
+RunStatus = Literal["running", "finished", "interrupted"]
+#: A results.jsonl row: scored, or failed (an error before a verdict; retried by --resume).
+ResultStatus = Literal["ok", "failed"]
+#: What wrote a run.json: a MAPS chat, or one baseline model call.
+RunKind = Literal["solve", "baseline"]
+#: The transcript's events (things that happen between turns).
+EventKind = Literal["rollback", "stop", "error", "solver_unparsed", "critic_unparseable", "max_tokens_reached",
+                    "interpreter_skipped", "images_withheld"]
+EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    """A part of a file we write: every field declared, nothing else accepted."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class RunRecord(_Record):
-    """run.json: one solve (or one eval problem), rewritten as the run goes."""
+class _File(_Record):
+    """A whole file (or JSONL line) we write: it carries the schema version, always written."""
 
     schema_version: int = SCHEMA_VERSION
+
+    def model_post_init(self, context: Any) -> None:
+        self.__pydantic_fields_set__.add("schema_version")
+
+
+# ----- shared parts -------------------------------------------------------------------------
+
+
+class Usage(_Record):
+    """Calls, tokens and cost of a chat, a problem or a whole eval."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None  # USD; None when some call's price is unknown
+    tokens_estimated: bool = False  # some server reported no usage: those tokens are our own count
+
+
+class RoleUsage(_Record):
+    """One step's (or a baseline method's) share of a chat's usage."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    seconds: float = 0.0
+
+
+class CallUsage(_Record):
+    """One model call's usage, as a transcript message records it."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost: float | None = None
+    seconds: float | None = None
+    attempts: int = 1
+    cached: bool = False
+    truncated: bool = False  # the reply was longer than limits.reply_bytes and was cut
+    tokens_estimated: bool = False
+
+
+class ModelRecord(_Record):
+    """A step's model as a run records it (endpoints.ResolvedModel.describe), with `sent` (the
+    settings read back from the last request body sent) or, for a step that sent nothing,
+    `request_settings` (what its request would carry), and the model the service reported."""
+
+    endpoint: str | None = None
+    kind: str | None = None
+    model: str
+    base_url: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    json_mode: str | None = None
+    vision: bool | None = None
+    replicas: list[str] | None = None
+    sent: dict[str, Any] | None = None
+    request_settings: dict[str, Any] | None = None
+    served_model: str | None = None
+
+
+class TeamRecord(_Record):
+    """The team a run ran with: every consumer takes step names, the reviewer, the final-answer
+    step and the scored dimensions from here, never from the default team's names."""
+
+    source: str = ""  # the file that declared it
+    steps: list[str] = Field(default_factory=list)  # every step, in order
+    reviewer: str | None = None  # the step that scores the others (None: no review)
+    final_step: str | None = None  # the step whose answer is the run's final answer
+    scored: dict[str, str] = Field(default_factory=dict)  # reviewed step -> its dimension name
+
+    @classmethod
+    def of(cls, team: "TeamConfig", source: Path | str) -> "TeamRecord":
+        """The record of a loaded team."""
+        reviewer = team.reviewer
+        reviewed = reviewer.reviews or () if reviewer is not None else ()
+        return cls(source=str(source), steps=list(team.names), reviewer=reviewer.name if reviewer is not None else None,
+                   final_step=team.final_step.name,
+                   scored={step.name: step.dimension for step in team.steps if step.name in reviewed})
+
+    def feedback_targets(self, seen: "list[str] | tuple[str, ...]" = ()) -> list[str]:
+        """Where a reviewer's feedback can go: the scored steps in team order, any other step
+        `seen` in rows (a team recorded before `scored` was), then "none"."""
+        targets = [step for step in self.steps if step in self.scored]
+        targets += [step for step in seen if step not in targets and step != "none"]
+        return [*targets, "none"]
+
+
+class ImageInfo(_Record):
+    """One problem image (by name and size, never inlined)."""
+
+    name: str
+    source: str | None = None
+    mime: str | None = None
+    width: int | None = None
+    height: int | None = None
+
+
+class ProblemRecord(_Record):
+    """The problem a run solved (problem.Problem.describe), with its stored image files."""
+
+    id: str | int | None = None
+    question: str = ""
+    context: str | None = None
+    options: list[str] = Field(default_factory=list)
+    answer_format: str | None = None
+    images: list[ImageInfo] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    image_files: list[str] = Field(default_factory=list)  # relative to the run folder
+
+
+class FlowRecord(_Record):
+    """The rules one chat ran under (flow.FlowSettings, after --without and a missing image)."""
+
+    steps: list[str] = Field(default_factory=list)  # the working steps that ran, in order
+    critic: bool = False  # a reviewer ran
+    reviewer: str | None = None
+    scored: dict[str, str] = Field(default_factory=dict)  # step -> dimension
+    threshold: float | None = None
+    max_rollbacks: int | None = None
+    final_review: bool | None = None
+    max_rounds: int | None = None
+    image_roles: list[str] = Field(default_factory=list)
+    images_withheld: list[str] = Field(default_factory=list)  # steps on a text-only model
+    without: list[str] = Field(default_factory=list)
+
+
+class RollbackRecord(_Record):
+    """A rollback: which step re-ran, its dimension, the scores and the question sent back."""
+
+    number: int
+    step: str
+    dimension: str
+    scores: dict[str, float] = Field(default_factory=dict)
+    question: str = ""
+
+
+class VerdictRecord(_Record):
+    """A reviewer's verdict (roles.CriticVerdict.to_dict)."""
+
+    scores: dict[str, float] = Field(default_factory=dict)
+    need_feedback: bool = False
+    worst_step: str | None = None
+    feedback: dict[str, str] = Field(default_factory=dict)
+
+
+class Evaluation(_Record):
+    """How an eval scored a problem's answer (written into its run.json for the viewer)."""
+
+    response: str | None = None
+    extraction: Any = None
+    prediction: Any = None
+    correct: bool | None = None
+    gold: Any = None
+
+
+# ----- run.json -----------------------------------------------------------------------------
+
+
+class RunRecord(_File):
+    """run.json: one solve (or one eval problem), written when the chat starts and rewritten when
+    it ends; a baseline writes it once."""
+
+    kind: RunKind = "solve"
     run_id: str | None = None
-    status: str | None = None  # running, finished, interrupted
+    maps_version: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    status: RunStatus | None = None  # None: a baseline (one call, no chat)
+    problem: ProblemRecord = Field(default_factory=ProblemRecord)
+    config_path: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)  # config.MapsConfig as loaded
+    models: dict[str, ModelRecord] = Field(default_factory=dict)  # by step (a baseline: "solver")
+    team: TeamRecord | None = None
+    flow: FlowRecord | None = None
+    seconds: float | None = None
     stop_reason: StopReason | None = None
+    final_answer: str | None = None
+    solver_parsed: bool | None = None  # False: the answer step's reply never parsed; its text stands
+    rollbacks: list[RollbackRecord] = Field(default_factory=list)
+    critic_verdicts: list[VerdictRecord | None] = Field(default_factory=list)  # None: unparseable
+    usage: Usage | None = None
+    usage_by_role: dict[str, RoleUsage] = Field(default_factory=dict)
+    error: str | None = None
+    images_withheld: list[str] = Field(default_factory=list)  # a baseline's
+    # An eval problem's: which problem, what the eval ran, and how its answer scored.
+    pid: str | int | None = None
+    subset: str | None = None
+    gold: Any = None
+    benchmark: str | None = None
+    method: str | None = None
+    evaluation: Evaluation | None = None
+    correct: bool | None = None
 
 
-class MessageRecord(_Record):
-    """A transcript line: one agent's turn, as sent and as parsed."""
+# ----- transcript.jsonl ---------------------------------------------------------------------
+
+
+class MessageRecord(_File):
+    """A transcript line: one agent's turn, as sent and as parsed (the opening task message has
+    only the task fields and `images`)."""
 
     type: Literal["message"]
-    role: str
-    agent: str
-    content: Any = None
+    index: int | None = None  # the line's number in the transcript (set by the writer)
+    agent: str  # the agent's display name
+    role: str  # the step name ("user_proxy" for the task)
+    step: str = ""  # the reviewer's dimension of this step, "review", "task" or "answer"
+    round: int = 0
+    revision: bool = False  # a re-run with the reviewer's feedback
+    content: str = ""
+    images: list[str] | None = None  # the task message's image files
+    parsed: dict[str, Any] | None = None  # the answer or verdict read from `content`
+    model: str | None = None
+    started_at: str | None = None
+    seconds: float | None = None
+    usage: CallUsage | None = None
+    json_mode: str | None = None
+    finish_reason: str | None = None
+    served_model: str | None = None
+    sent: dict[str, Any] | None = None
+    rejected: str | None = None
+    request: list[dict[str, Any]] | None = None  # the request as sent (images by file name)
 
 
-class EventRecord(_Record):
-    """A transcript line: something that happened between turns (rollback, stop, error...)."""
+class EventRecord(_File):
+    """A transcript line: something that happened between turns."""
 
     type: Literal["event"]
-    event: str
+    index: int | None = None
+    event: EventKind
+    at: str | None = None
+    detail: str | None = None
+    # rollback
+    number: int | None = None
+    step: str | None = None
+    dimension: str | None = None
+    scores: dict[str, float] | None = None
+    question: str | None = None
+    # stop
     stop_reason: StopReason | None = None
+    final_answer: str | None = None
+    # images_withheld, max_tokens_reached
+    roles: list[str] | None = None
+    role: str | None = None
 
 
 class TurnStartRecord(_Record):
@@ -65,6 +318,9 @@ class TurnStartRecord(_Record):
 
     type: Literal["turn_start"]
     role: str
+    agent: str | None = None
+    round: int = 0
+    revision: bool = False
 
 
 class TokenRecord(_Record):
@@ -75,66 +331,252 @@ class TokenRecord(_Record):
     text: str
 
 
+TranscriptLine = Annotated[Union[MessageRecord, EventRecord], Field(discriminator="type")]
 TranscriptRecord = Annotated[Union[MessageRecord, EventRecord, TurnStartRecord, TokenRecord], Field(discriminator="type")]
+TRANSCRIPT_LINE: TypeAdapter[Any] = TypeAdapter(TranscriptLine)
 TRANSCRIPT_RECORD: TypeAdapter[Any] = TypeAdapter(TranscriptRecord)
 
 
-class Manifest(_Record):
-    """manifest.json: what an eval run is (benchmark, method, subsets, problems, models)."""
+class _TranscriptLineModel(RootModel[TranscriptLine]):
+    """A transcript line, parsed through `parsed` like the other files."""
 
-    schema_version: int = SCHEMA_VERSION
-    benchmark: str
+# ----- manifest.json ------------------------------------------------------------------------
+
+
+class SampleRecord(_Record):
+    """A subset's seeded sample: seed, size, out of how many, and the ids picked."""
+
+    seed: int
+    n: int
+    of: int
+    ids: list[str | int] = Field(default_factory=list)
+
+
+class SettingsChange(_Record):
+    """A --resume --allow-change: when, what differed (from, to), and the pids run under it."""
+
+    at: str | None = None
+    settings: int | None = None  # the index rows run under it record (None: recorded before indexes)
+    differences: list[str] = Field(default_factory=list)
+    from_: dict[str, Any] = Field(default_factory=dict, alias="from")
+    to: dict[str, Any] = Field(default_factory=dict)
+    pids: list[str | int] = Field(default_factory=list)
+    shard: str | None = None  # a merged run's: the shard that recorded it
+
+
+class Manifest(_File):
+    """manifest.json: what an eval run is (benchmark, method, subsets, problems, team, models)
+    and what ran it (versions, resumes, changes, replicas)."""
+
+    kind: Literal["eval"] = "eval"
     eval_id: str | None = None
-    method: str | None = None
-    without: list[str] = Field(default_factory=list)
-    rules: str = "current"
+    created_at: str | None = None
+    benchmark: str
+    hub_id: str | None = None
+    data: str | None = None  # --data, resolved
     subsets: list[str] = Field(default_factory=list)
     ids: list[str | int] = Field(default_factory=list)
-    models: dict[str, Any] = Field(default_factory=dict)
+    subset_of_id: dict[str, str] = Field(default_factory=dict)
+    sampled: dict[str, SampleRecord] = Field(default_factory=dict)
+    seed: int | None = None
+    sample: int | None = None
+    limit: int | None = None
+    shard: str | None = None  # "i/n"
+    method: str | None = None
+    without: list[str] = Field(default_factory=list)
+    models: dict[str, ModelRecord] = Field(default_factory=dict)
+    team: TeamRecord | None = None
+    config_path: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    rules: str = "current"
+    allow_outside_paths: bool = False
     # What a --resume must match (eval/run_settings.py); None in manifests written before it.
     settings: dict[str, Any] | None = None
-    # Each allowed change of settings on --resume: when, from, to, and the pids run under it.
-    changes: list[dict[str, Any]] = Field(default_factory=list)
+    changes: list[SettingsChange] = Field(default_factory=list)
+    settings_recorded_at: str | None = None  # the resume that first recorded the settings of an older run
+    versions: dict[str, str] = Field(default_factory=dict)  # python and package versions
+    git_commit: str | None = None
+    resumed_at: list[str] = Field(default_factory=list)
+    replicas_served: dict[str, dict[str, int]] = Field(default_factory=dict)  # endpoint -> url -> requests
+    served_models: dict[str, list[str]] = Field(default_factory=dict)  # step -> models the service reported
+    merged_from: list[str] | None = None  # maps merge: the shard folders
 
 
-class ResultRow(_Record):
+# ----- results.jsonl ------------------------------------------------------------------------
+
+
+class ResultRow(_File):
     """A results.jsonl line: one finished (or failed) problem."""
 
     pid: str | int
     subset: str = ""
-    status: str  # ok, error
+    status: ResultStatus
+    method: str | None = None
+    gold: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    response: str | None = None
+    extraction: Any = None
+    prediction: Any = None
     correct: bool | None = None
+    extractor_version: str | int | None = None
     stop_reason: StopReason | None = None
+    final_answer: str | None = None
+    solver_parsed: bool | None = None
+    rollbacks: list[str] = Field(default_factory=list)  # the step each rollback re-ran
+    critic_scores: list[dict[str, float] | None] = Field(default_factory=list)
+    feedback_step: str | None = None  # the first rollback's step (Figure 4)
+    usage: Usage | None = None
+    usage_by_role: dict[str, RoleUsage] = Field(default_factory=dict)
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict)  # step -> settings sent (+ served_model)
+    max_tokens_reached: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+    error: str | None = None
     run_dir: str | None = None  # problems/<safe_paths.safe_component(pid)>
-    usage: dict[str, Any] | None = None
-    rollbacks: list[Any] | None = None
     settings: int = 0  # the manifest settings it ran under: 0 the run's first, k after its k-th change
 
 
-class Summary(_Record):
-    """summary.json: accuracy per subset and overall, usage and cost."""
+# ----- summary.json -------------------------------------------------------------------------
 
-    schema_version: int = SCHEMA_VERSION
+
+class SubsetSummary(_Record):
+    """Accuracy of one subset."""
+
+    n: int = 0
+    scored: int = 0
+    correct: int = 0
+    failed: int = 0
+    accuracy: float | None = None
+
+
+class AverageSummary(_Record):
+    """Accuracy pooled over the subsets run."""
+
+    n: int = 0
+    scored: int = 0
+    correct: int = 0
+    accuracy: float | None = None
+
+
+class Summary(_File):
+    """summary.json: accuracy per subset and overall, feedback shares, usage and cost."""
+
     benchmark: str
+    eval_id: str | None = None
+    method: str | None = None
+    without: list[str] = Field(default_factory=list)
+    subsets: dict[str, SubsetSummary] = Field(default_factory=dict)
+    average: AverageSummary = Field(default_factory=AverageSummary)
+    failed: int = 0
+    feedback_shares: dict[str, float | None] = Field(default_factory=dict)  # step (or "none") -> share
+    stop_reasons: dict[str, int] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
+    complete: bool | None = None  # every problem of the manifest scored
+    stopped_for_cost: bool | None = None
+    interrupted: bool | None = None
+    stopped_by: str | None = None
+    mixed_settings: bool | None = None
 
 
-def checked(model: type[BaseModel], data: dict[str, Any], *, source: str) -> dict[str, Any]:
-    """`data` if it matches `model` (as the same dict, so nothing is reordered or dropped); a
-    one-line DataError naming the first bad field and `source` otherwise."""
+# ----- checking and reading -----------------------------------------------------------------
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parsed(model: type[M], data: Any, *, source: str) -> M:
+    """`data` (read from `source`) as `model`, its schema version checked first: a file from a
+    newer maps-autogen, or one that does not match, is a one-line DataError naming `source`."""
+    if isinstance(data, dict):
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+            raise DataError(f"{source} was written by a newer maps-autogen (schema version {version}; this one reads "
+                            f"up to {SCHEMA_VERSION})", fix="upgrade maps-autogen (pip install -U maps-autogen) to read it")
     try:
-        model.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as error:
         raise DataError(f"{source}: {_first_problem(error)}", fix="the run folder may be damaged or from another version") from None
-    return data
+
+
+def checked(model: type[M], data: dict[str, Any], *, source: str) -> M:
+    """`data` as `model` (see `parsed`); kept for writers that still build a dict."""
+    return parsed(model, data, source=source)
+
+
+def dumped(record: BaseModel) -> dict[str, Any]:
+    """The JSON of a record as its writer set it: the fields it was given (and the schema
+    version), so a file holds exactly what was recorded."""
+    return record.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def transcript_line(record: dict[str, Any]) -> MessageRecord | EventRecord:
+    """A record about to be written to a transcript as its model; ValueError when it is not a
+    transcript kind (a programming error: the chat emits only these)."""
+    try:
+        line: MessageRecord | EventRecord = TRANSCRIPT_LINE.validate_python(record)
+    except ValidationError as error:
+        raise ValueError(f"not a transcript record: {_first_problem(error)}") from None
+    return line
 
 
 def check_transcript_record(record: dict[str, Any]) -> None:
-    """Raise ValueError when a record about to be written is not a known transcript kind (a
-    programming error: the chat emits only these)."""
+    """Raise ValueError when a record (live or kept) is not a known transcript kind."""
     try:
         TRANSCRIPT_RECORD.validate_python(record)
     except ValidationError as error:
         raise ValueError(f"not a transcript record: {_first_problem(error)}") from None
+
+
+def read_run(run_dir: Path) -> RunRecord:
+    """A run folder's run.json as a RunRecord; one line naming the file when it is missing,
+    damaged, newer or not a run."""
+    from maps_autogen.artifacts import read_json_object
+
+    path = run_dir / RUN_FILE
+    data = read_json_object(path, missing=f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval")
+    return parsed(RunRecord, data, source=str(path))
+
+
+def read_manifest(eval_dir: Path, *, fix: str = "pass a folder written by maps eval or maps merge") -> Manifest:
+    """An eval folder's manifest.json as a Manifest (the one reader)."""
+    from maps_autogen.artifacts import read_json_object
+
+    path = eval_dir / MANIFEST_FILE
+    data = read_json_object(path, missing=f"{eval_dir} is not an eval run (no {MANIFEST_FILE})", fix=fix)
+    return parsed(Manifest, data, source=str(path))
+
+
+def read_summary(eval_dir: Path) -> Summary:
+    """An eval folder's summary.json as a Summary."""
+    from maps_autogen.artifacts import read_json_object
+
+    path = eval_dir / SUMMARY_FILE
+    data = read_json_object(path, missing=f"{eval_dir} has no {SUMMARY_FILE}", fix="pass a folder written by maps eval or maps merge")
+    return parsed(Summary, data, source=str(path))
+
+
+def iter_transcript(run_dir: Path) -> Iterator[MessageRecord | EventRecord]:
+    """A run's transcript lines as records, one at a time (the JSONL torn-tail rule applies:
+    a line still being written is not read); a line that is not a transcript record is one
+    line naming the file and its index."""
+    from maps_autogen.artifacts import iter_jsonl
+
+    path = run_dir / TRANSCRIPT_FILE
+    for number, (_, data) in enumerate(iter_jsonl(path), start=1):
+        yield parsed(_TranscriptLineModel, data, source=f"{path} record {number}").root
+
+
+def read_transcript(run_dir: Path) -> list[MessageRecord | EventRecord]:
+    """A run's whole transcript as records (see `iter_transcript`)."""
+    return list(iter_transcript(run_dir))
+
+
+def read_result_rows(path: Path, start: int = 0) -> tuple[list[ResultRow], int]:
+    """The results.jsonl rows from byte `start` as ResultRows, and the offset after the last
+    complete line (see eval.results.read_results_from for the line-numbered error)."""
+    from maps_autogen.eval.results import read_results_from
+
+    rows, offset = read_results_from(path, start)
+    return [parsed(ResultRow, row, source=str(path)) for row in rows], offset
 
 
 def _first_problem(error: ValidationError) -> str:

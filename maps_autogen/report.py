@@ -60,7 +60,7 @@ class Run:
 
     @property
     def model_names(self) -> set[str]:
-        return {m["model"] for m in self.manifest.models.values()}
+        return {m.model for m in self.manifest.models.values()}
 
     @property
     def without(self) -> tuple[str, ...]:

@@ -11,8 +11,6 @@ from typing import Any
 MANAGER_NAME = "Manager"
 USER_PROXY_NAME = "UserProxy"
 
-STOP_REASONS = ("critic_passed", "rollback_limit", "critic_unparseable", "max_rounds", "error")
-
 
 @dataclass(frozen=True)
 class SolverAnswer:

@@ -22,6 +22,7 @@ from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.errors import RunInterrupted
 from maps_autogen.interrupts import exit_on_second_interrupt
+from maps_autogen.records import TeamRecord
 from maps_autogen.redact import register_secret
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
 
@@ -197,7 +198,7 @@ def solve_problem(
             "config_path": str(team.loaded.path),
             "config": config.model_dump(mode="json"),
             "models": team.models_record(),
-            "team": {"source": str(team.loaded.team.source), "steps": list(team.loaded.team.config.names)},
+            "team": TeamRecord.of(team.loaded.team.config, team.loaded.team.source).model_dump(mode="json"),
             "flow": {
                 "steps": list(settings.flow.steps),
                 "critic": settings.flow.reviewer is not None,

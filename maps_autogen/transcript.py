@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.artifacts import open_append, write_bytes_file, write_json_atomic
+from maps_autogen.artifacts import open_append, write_bytes_file, write_record
 from maps_autogen.errors import DataError
 from maps_autogen.problem import Problem
 from maps_autogen.records import IMAGES_DIR, RUN_FILE, SCHEMA_VERSION, TRANSCRIPT_FILE, RunRecord, check_transcript_record, checked
@@ -81,7 +81,7 @@ class RunWriter:
 
     def write_run(self, run: dict[str, Any]) -> Path:
         path = self.run_dir / RUN_FILE
-        write_json_atomic(path, checked(RunRecord, {"schema_version": SCHEMA_VERSION, **run}, source=str(path)))
+        write_record(path, checked(RunRecord, run, source=str(path)))
         return path
 
     def close(self) -> None:

@@ -106,7 +106,7 @@ def result_row(pid: str, subset: str, correct: bool | None, **extra: Any) -> dic
 def write_eval_files(eval_dir: Path) -> None:
     """manifest.json and results.jsonl as `maps eval` writes them (per the eval format)."""
     manifest = {"schema_version": 1, "kind": "eval", "eval_id": eval_dir.name, "benchmark": "mathvista", "subsets": ["testmini", "extra"],
-                "method": "maps", "without": [], "models": {"all": "openai:gpt-4o"}, "created_at": "2026-01-01T00:00:00Z"}
+                "method": "maps", "without": [], "models": {"all": {"model": "openai:gpt-4o"}}, "created_at": "2026-01-01T00:00:00Z"}
     (eval_dir / "manifest.json").write_text(json.dumps(manifest))
     rows = [
         result_row("lever-1", "testmini", True, rollbacks=["scholar"], critic_scores=[{"knowledge": 2}, {"knowledge": 5}]),

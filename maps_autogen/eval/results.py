@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, parse_read_back, read_jsonl_from, write_json_atomic
+from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, parse_read_back, read_jsonl_from, write_record
 from maps_autogen.benchmarks.tasks import Task
 from maps_autogen.errors import DataError
 from maps_autogen.records import RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE, ResultRow, Summary, checked
@@ -188,5 +188,5 @@ def summarize(records: Iterable[dict[str, Any]], task: Task, subset_names: Seque
 
 def write_summary(eval_dir: Path, summary: dict[str, Any]) -> Path:
     path = eval_dir / SUMMARY_FILE
-    write_json_atomic(path, checked(Summary, summary, source=str(path)))
+    write_record(path, checked(Summary, summary, source=str(path)))
     return path

@@ -42,8 +42,8 @@ from maps_autogen.client import Completion
 from maps_autogen.runlock import RunLock
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, assemble_team, solve_problem
-from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_json_atomic, write_manifest
-from maps_autogen.records import PROBLEMS_DIR, SCHEMA_VERSION, Manifest, RunRecord, checked
+from maps_autogen.artifacts import read_json_or_empty, read_manifest, write_manifest, write_record
+from maps_autogen.records import PROBLEMS_DIR, SCHEMA_VERSION, Manifest, RunRecord, TeamRecord, checked
 from maps_autogen.safe_paths import belongs_to, child_folder, safe_component
 from maps_autogen.report import Run, table1
 from maps_autogen.tally import Tally
@@ -339,7 +339,7 @@ class EvalRun:
     def _described(self, team: Team) -> dict[str, Any]:
         """The manifest's description of the settings in force (updated by an allowed change)."""
         return {"method": self.request.method, "without": sorted(self.request.without), "models": team.models_record(),
-                "team": {"source": str(self.loaded.team.source), "steps": list(self.loaded.team.config.names)},
+                "team": TeamRecord.of(self.loaded.team.config, self.loaded.team.source).model_dump(mode="json"),
                 "config_path": str(self.loaded.path), "config": self.loaded.config.model_dump(mode="json")}
 
     def run(self) -> EvalOutcome:
@@ -596,7 +596,7 @@ class EvalRun:
         """Put the verdict into a baseline's run.json, for the viewer."""
         run = read_json_or_empty(run_json)
         if run:
-            write_json_atomic(run_json, checked(RunRecord, {**run, **fields}, source=str(run_json)))
+            write_record(run_json, checked(RunRecord, {**run, **fields}, source=str(run_json)))
 
 
 def _fresh_problem_dir(eval_dir: Path, name: str, pid: str) -> Path:
