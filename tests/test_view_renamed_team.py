@@ -73,6 +73,7 @@ def assert_judged_with_one_rollback(dom: Node) -> None:
     assert "re-running from the sage step (lore scored low)" in rollback and "what about the lore?" in rollback
     assert "sage (lore)" in dom.find_all(cls="outcome")[0].text()
     assert dom.find_all(cls="final-answer")[0].text() == "2"
+    assert dom.find_all(cls="final-step")[0].text() == "from the answerer step"  # the recorded final-answer step
     assert not DEFAULT_NAMES & {node.attrs.get("data-role") for node in dom.walk()}
 
 
@@ -116,3 +117,17 @@ def test_solve_and_eval_with_every_step_renamed_show_in_the_viewer(tmp_path: Pat
         "seer", "framer", "sage", "answerer", "none"]
     assert "Judge's feedback" in histogram.text()
     assert "sage" in [option.attrs["value"] for option in eval_page.find_all("select", id="filter-rollbacks")[0].find_all("option")]
+
+
+def test_a_transcript_line_that_is_no_record_is_one_line_naming_it(tmp_path: Path) -> None:
+    """The viewer reads the transcript into the typed records: an event kind no maps-autogen
+    writes is refused with the file and the record named (exit 2, no traceback)."""
+    folder = tmp_path / "solve-odd"
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({"schema_version": 1, "kind": "solve", "run_id": "solve-odd", "status": "finished"}))
+    lines = [{"type": "message", "agent": "UserProxy", "role": "user_proxy", "content": "Q?"}, {"type": "event", "event": "teleported"}]
+    (folder / "transcript.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    viewed = run_maps(["view", str(folder), "--out", str(tmp_path / "odd.html")], env=clean_env(), cwd=tmp_path)
+    assert viewed.returncode == 2 and "Traceback" not in viewed.stderr
+    assert "transcript.jsonl record 2" in viewed.stderr and "event" in viewed.stderr
+    assert not (tmp_path / "odd.html").exists()

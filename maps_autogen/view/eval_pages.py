@@ -4,78 +4,110 @@ folders and rendered from the templates."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
 
-from maps_autogen.artifacts import read_json_or_empty, read_manifest
 from maps_autogen.errors import DataError
 from maps_autogen.eval.results import latest_by_pid, read_results_from
-from maps_autogen.records import PROBLEMS_DIR, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest
+from maps_autogen.records import (
+    PROBLEMS_DIR, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest, ResultRow, RoleUsage, Usage, parsed, read_manifest,
+)
 from maps_autogen.safe_paths import belongs_to, problem_folder
-from maps_autogen.tally import Tally, tally_rows
+from maps_autogen.tally import Tally
 from maps_autogen.view.prepare import compact, cost, model_name, sum_costs, title, usage_cost
-from maps_autogen.view.render import INDEX_PAGE, Links, page_key, run_view
+from maps_autogen.view.render import INDEX_PAGE, Links, page_key, read_run_or_none, run_view
 from maps_autogen.view.templating import fragment, render
 
-Row = Mapping[str, Any]
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A problem with a folder but no result row yet (in flight, or left by a killed eval): the
+    fields of a result row the index shows, from its run.json."""
+
+    pid: str | int
+    subset: str
+    gold: Any
+    stop_reason: Any
+    usage: Usage | None
+    run_dir: str
+    status: str = "unfinished"
+    correct: bool | None = None
+    prediction: Any = None
+    extraction: Any = None
+    response: Any = None
+    error: str | None = None
+    rollbacks: list[str] = field(default_factory=list)
+    feedback_step: str | None = None
+    usage_by_role: dict[str, RoleUsage] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    seconds: float | None = None
 
 
-def load_results(eval_dir: Path) -> tuple[list[dict[str, Any]], int]:
+Row = ResultRow | Unfinished
+
+
+def load_results(eval_dir: Path) -> tuple[list[ResultRow], int]:
     """results.jsonl rows (a problem written twice, as a resumed eval does, keeps its first place
     and its last row) and the byte offset read up to; a DataError naming the line of a row that
     is not a result row."""
-    records, offset = read_results_from(eval_dir / RESULTS_FILE)
-    return list(latest_by_pid(records).values()), offset
+    path = eval_dir / RESULTS_FILE
+    rows, offset = read_results_from(path)
+    return [parsed(ResultRow, row, source=str(path)) for row in latest_by_pid(rows).values()], offset
 
 
-def unfinished_rows(eval_dir: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def unfinished_rows(eval_dir: Path, rows: Iterable[Row]) -> list[Unfinished]:
     """Rows for the problems with a folder but no result yet: in flight while the eval runs (or
     left over by a killed one). Only folders no result names are read."""
-    named = {Path(str(row.get("run_dir"))).name for row in rows if row.get("run_dir")}
+    named = {Path(row.run_dir).name for row in rows if row.run_dir}
     try:
         folders = sorted(entry for entry in (eval_dir / PROBLEMS_DIR).iterdir() if entry.name not in named and entry.is_dir())
     except OSError:
         return []
     unfinished = []
     for folder in folders:
-        run = read_json_or_empty(folder / RUN_FILE)  # {}: just created, or damaged
-        if run.get("pid") is not None:
-            unfinished.append({"pid": run["pid"], "subset": run.get("subset", ""), "status": "unfinished", "gold": run.get("gold"),
-                               "stop_reason": run.get("stop_reason"), "usage": run.get("usage") or {}, "run_dir": f"{PROBLEMS_DIR}/{folder.name}"})
+        if not (folder / RUN_FILE).is_file():
+            continue
+        run = read_run_or_none(folder)  # None: damaged (a just-created one is not there yet)
+        if run is not None and run.pid is not None:
+            unfinished.append(Unfinished(pid=run.pid, subset=run.subset or "", gold=run.gold, stop_reason=run.stop_reason,
+                                         usage=run.usage, run_dir=f"{PROBLEMS_DIR}/{folder.name}"))
     return unfinished
 
 
 def verdict_of(row: Row) -> str:
     """correct, incorrect, failed, unknown (not scored) or unfinished."""
-    if row.get("status") == "unfinished":
-        return "unfinished"
-    if row.get("status") == "failed" or row.get("correct") is None:
-        return "failed" if row.get("status") == "failed" else "unknown"
-    return "correct" if row["correct"] else "incorrect"
+    if row.status in ("unfinished", "failed"):
+        return row.status
+    if row.correct is None:
+        return "unknown"
+    return "correct" if row.correct else "incorrect"
 
 
 def rollback_steps(row: Row) -> list[str]:
     """The steps a problem rolled back to, each once, in order."""
-    steps = row.get("rollbacks") or []
-    return list(dict.fromkeys(str(step.get("step") if isinstance(step, Mapping) else step) for step in steps))
+    return list(dict.fromkeys(row.rollbacks))
 
 
 def feedback_target(row: Row) -> str:
     """Where the reviewer's first feedback went (the paper's Figure 4), "none" without rollback."""
-    step = row.get("feedback_step")
-    if step is None:
-        steps = rollback_steps(row)
-        step = steps[0] if steps else "none"
-    return str(step)
+    if row.feedback_step is not None:
+        return row.feedback_step
+    steps = rollback_steps(row)
+    return steps[0] if steps else "none"
 
 
 def _finished_tally(rows: Iterable[Row]) -> Tally:
-    """The one tally (correct / scored) over the finished rows; unfinished ones are not counted."""
-    return tally_rows(row for row in rows if row.get("status") != "unfinished")
+    """The one tally (correct / scored: a row whose status is ok) over the finished rows;
+    unfinished ones are not counted."""
+    tally = Tally()
+    for row in rows:
+        if row.status != "unfinished":
+            tally.add(scored=row.status == "ok", correct=row.status == "ok" and bool(row.correct))
+    return tally
 
 
 # ----- the index -----------------------------------------------------------------------------
@@ -102,13 +134,10 @@ class IndexRow:
 
 def index_row(row: Row, href: str, anchor: str = "") -> IndexRow:
     """One problem's row in the eval index, linking to `href`."""
-    usage = row.get("usage") if isinstance(row.get("usage"), Mapping) else {}
-    correct = row.get("correct")
-    return IndexRow(key=page_key(row.get("pid")), pid=row.get("pid"), href=href, anchor=anchor, verdict=verdict_of(row),
-                    correct=correct if isinstance(correct, bool) else None, subset=str(row.get("subset", "")),
-                    stop_reason=str(row.get("stop_reason") or ""), steps=rollback_steps(row), feedback=feedback_target(row),
-                    prediction=row.get("prediction"), gold=row.get("gold"), calls=usage.get("calls"), cost=usage_cost(usage),
-                    seconds=row.get("seconds"))
+    return IndexRow(key=page_key(row.pid), pid=row.pid, href=href, anchor=anchor, verdict=verdict_of(row), correct=row.correct,
+                    subset=row.subset, stop_reason=row.stop_reason or "", steps=rollback_steps(row), feedback=feedback_target(row),
+                    prediction=row.prediction, gold=row.gold, calls=row.usage.calls if row.usage else None,
+                    cost=usage_cost(row.usage) if row.usage else None, seconds=row.seconds)
 
 
 def render_index_row(row: Row, href: str, anchor: str = "") -> str:
@@ -116,9 +145,9 @@ def render_index_row(row: Row, href: str, anchor: str = "") -> str:
     return fragment("index_row", index_row(row, href, anchor))
 
 
-def _filters(rows: list[Row]) -> list[tuple[str, str, list[tuple[str, str]]]]:
-    subsets = sorted({str(row.get("subset", "")) for row in rows})
-    stops = sorted({str(row.get("stop_reason") or "") for row in rows} - {""})
+def _filters(rows: list[ResultRow] | list[Row]) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    subsets = sorted({row.subset for row in rows})
+    stops = sorted({row.stop_reason or "" for row in rows} - {""})
     steps = sorted({step for row in rows for step in rollback_steps(row)})
     verdicts = [("", "all"), ("correct", "correct"), ("incorrect", "incorrect"), ("failed", "failed")]
     if any(verdict_of(row) == "unknown" for row in rows):
@@ -144,35 +173,12 @@ class RoleRow:
 
 def _role_rows(rows: list[Row]) -> list[RoleRow]:
     """Calls, tokens and cost per role over all problems (failed ones included: they cost too)."""
-    totals: dict[str, dict[str, Any]] = {}
+    by_role: dict[str, list[RoleUsage]] = {}
     for row in rows:
-        by_role = row.get("usage_by_role")
-        for role, usage in (by_role.items() if isinstance(by_role, Mapping) else []):
-            total = totals.setdefault(str(role), {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "costs": []})
-            usage = usage if isinstance(usage, Mapping) else {}
-            for key in ("calls", "prompt_tokens", "completion_tokens"):
-                total[key] += usage.get(key) if isinstance(usage.get(key), int) else 0
-            total["costs"].append(usage_cost(usage))
-    return [RoleRow(role, t["calls"], t["prompt_tokens"], t["completion_tokens"], cost(sum_costs(t["costs"]))) for role, t in totals.items()]
-
-
-@dataclass(frozen=True)
-class RecordedEvalTeam:
-    """What the index needs of the team the eval recorded: the reviewer and the steps it scores."""
-
-    reviewer: str | None
-    scored: list[str]
-
-
-def eval_team(manifest: Manifest) -> RecordedEvalTeam:
-    """The reviewer and its scored steps from the manifest's recorded settings (empty when not recorded)."""
-    settings = manifest.settings or {}
-    team = settings.get("team") if isinstance(settings.get("team"), Mapping) else {}
-    steps = [step for step in team.get("steps") or [] if isinstance(step, Mapping)]
-    reviewer = next((step for step in steps if step.get("reviews") is not None and step.get("enabled", True)), None)
-    if reviewer is None:
-        return RecordedEvalTeam(None, [])
-    return RecordedEvalTeam(str(reviewer.get("name")), [str(name) for name in reviewer.get("reviews") or []])
+        for role, usage in row.usage_by_role.items():
+            by_role.setdefault(role, []).append(usage)
+    return [RoleRow(role, sum(u.calls for u in used), sum(u.prompt_tokens for u in used), sum(u.completion_tokens for u in used),
+                    cost(sum_costs(usage_cost(u) for u in used))) for role, used in by_role.items()]
 
 
 @dataclass(frozen=True)
@@ -192,49 +198,48 @@ class Summary:
     targets: list[str]
 
 
-def summary_of(manifest: dict[str, Any], rows: list[dict[str, Any]]) -> Summary:
+def summary_of(manifest: Manifest, rows: list[ResultRow]) -> Summary:
     """The eval's headline, run facts, accuracy per subset, usage per role and the Figure 4 targets
-    (the reviewed steps of the recorded team, any other step a problem's feedback went to, none)."""
+    (the reviewed steps of the team the eval recorded, any other step a problem's feedback went
+    to, none)."""
     tally = _finished_tally(rows)
-    typed = Manifest.model_validate(manifest)  # read_manifest checked it: these fields have their types
     by_model: dict[str, list[str]] = {}
-    for role, described in typed.models.items():
-        by_model.setdefault(model_name(described), []).append(str(role))
-    subsets = sorted({str(row.get("subset", "")) for row in rows})
+    for role, described in manifest.models.items():
+        by_model.setdefault(model_name(described), []).append(role)
     subset_rows = []
-    for subset in subsets:
-        part = _finished_tally([row for row in rows if str(row.get("subset", "")) == subset])
+    for subset in sorted({row.subset for row in rows}):
+        part = _finished_tally([row for row in rows if row.subset == subset])
         subset_rows.append((subset or "(none)", part.text(), part.failed))
-    team = eval_team(typed)
-    targets = list(dict.fromkeys([*team.scored, *(feedback_target(row) for row in rows)]))
-    targets = [target for target in targets if target != "none"] + ["none"]
+    team = manifest.team
+    seen = list(dict.fromkeys(feedback_target(row) for row in rows))
     return Summary(
-        accuracy=tally.text(), benchmark=typed.benchmark, subsets=", ".join(map(str, typed.subsets)) or "–", method=typed.method,
-        without=", ".join(typed.without) or "–", models=[(name, ", ".join(roles)) for name, roles in by_model.items()],
-        created=manifest.get("created_at"),
-        problems=(f"{len(rows)} done of {len(typed.ids)}" if typed.ids else f"{len(rows)} done") + f", {tally.failed} of them failed",
-        cost=sum_costs(usage_cost(row.get("usage")) for row in rows), subset_rows=subset_rows, role_rows=_role_rows(rows),
-        reviewer=title(team.reviewer) if team.reviewer else "reviewer", targets=targets,
+        accuracy=tally.text(), benchmark=manifest.benchmark, subsets=", ".join(manifest.subsets) or "–", method=manifest.method,
+        without=", ".join(manifest.without) or "–", models=[(name, ", ".join(roles)) for name, roles in by_model.items()],
+        created=manifest.created_at,
+        problems=(f"{len(rows)} done of {len(manifest.ids)}" if manifest.ids else f"{len(rows)} done") + f", {tally.failed} of them failed",
+        cost=sum_costs(usage_cost(row.usage) if row.usage else None for row in rows), subset_rows=subset_rows,
+        role_rows=_role_rows(rows), reviewer=title(team.reviewer) if team and team.reviewer else "reviewer",
+        targets=team.feedback_targets(seen) if team else [*(step for step in seen if step != "none"), "none"],
     )
 
 
-def render_eval_summary(manifest: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+def render_eval_summary(manifest: Manifest, rows: list[ResultRow]) -> str:
     """The summary section; replaced live as problems finish."""
     return fragment("summary", summary_of(manifest, rows))
 
 
-def render_eval_index(eval_dir: Path, links: Links, *, single_file: bool = False) -> tuple[str, Markup, list[dict[str, Any]]]:
+def render_eval_index(eval_dir: Path, links: Links, *, single_file: bool = False) -> tuple[str, Markup, list[Row]]:
     """The title and body of an eval's index, and its rows. In one file, the rows link to the
     problems' sections (#p1, ...) the caller appends; otherwise to each problem's page."""
     manifest = read_manifest(eval_dir)
     finished, offset = load_results(eval_dir)
-    rows = finished + unfinished_rows(eval_dir, finished) if links.live else finished
+    rows: list[Row] = [*finished, *unfinished_rows(eval_dir, finished)] if links.live else list(finished)
     anchors = [f"p{n}" for n in range(1, len(rows) + 1)] if single_file else [""] * len(rows)
-    body = render("eval_index.html", eval_id=manifest.get("eval_id") or "", live=links.events("results", offset=offset) if links.live else "",
+    body = render("eval_index.html", eval_id=manifest.eval_id or "", live=links.events("results", offset=offset) if links.live else "",
                   summary=summary_of(manifest, finished), filters=_filters(rows), results_file=RESULTS_FILE,
-                  rows=[index_row(row, f"#{anchor}" if anchor else links.problem_page(row.get("pid")), anchor)
+                  rows=[index_row(row, f"#{anchor}" if anchor else links.problem_page(row.pid), anchor)
                         for row, anchor in zip(rows, anchors, strict=True)])
-    return f"maps view: {manifest.get('eval_id') or eval_dir.name}", body, rows
+    return f"maps view: {manifest.eval_id or eval_dir.name}", body, rows
 
 
 # ----- one problem ---------------------------------------------------------------------------
@@ -255,19 +260,16 @@ class ResultCard:
 
 
 def _result_card(row: Row) -> ResultCard:
-    metadata = row.get("metadata") if isinstance(row.get("metadata"), Mapping) else {}
-    correct = row.get("correct")
-    return ResultCard(pid=row.get("pid"), subset=row.get("subset", ""), verdict=verdict_of(row),
-                      correct=correct if isinstance(correct, bool) else None, gold=row.get("gold"), prediction=row.get("prediction"),
-                      extraction=row.get("extraction"), response=row.get("response"), error=row.get("error"),
-                      metadata=[(str(key), compact(value)) for key, value in metadata.items()])
+    return ResultCard(pid=row.pid, subset=row.subset, verdict=verdict_of(row), correct=row.correct, gold=row.gold,
+                      prediction=row.prediction, extraction=row.extraction, response=row.response, error=row.error,
+                      metadata=[(key, compact(value)) for key, value in row.metadata.items()])
 
 
 def row_folder(eval_dir: Path, row: Row) -> Path | None:
     """The problem folder a result row names, when it is one of the eval's problem folders
     (`safe_paths.problem_folder`) and holds that problem's run, never another's."""
-    folder = problem_folder(eval_dir, row.get("run_dir"))
-    return folder if folder is not None and belongs_to(folder, row.get("pid")) else None
+    folder = problem_folder(eval_dir, row.run_dir)
+    return folder if folder is not None and belongs_to(folder, row.pid) else None
 
 
 def _problem(eval_dir: Path, row: Row, links: Links, *, include_requests: bool, section: str, nav: list[tuple[str, str, str]]) -> Markup:
@@ -275,8 +277,8 @@ def _problem(eval_dir: Path, row: Row, links: Links, *, include_requests: bool, 
     run, error = None, None
     if run_dir is not None and (run_dir / RUN_FILE).is_file() and (run_dir / TRANSCRIPT_FILE).is_file():
         try:
-            run = run_view(run_dir, links, gold=row.get("gold"), correct=row.get("correct"), include_requests=include_requests,
-                           live_key=page_key(row.get("pid")))
+            run = run_view(run_dir, links, gold=row.gold, correct=row.correct, include_requests=include_requests,
+                           live_key=page_key(row.pid))
         except DataError as failure:  # one damaged problem folder must not hide the other problems
             error = str(failure)
     return render("problem.html", section=section, nav=nav, result=_result_card(row), run=run, run_error=error, live=links.live)
@@ -298,7 +300,7 @@ def render_problem_page(eval_dir: Path, row: Row, links: Links, *, previous: Any
     if following is not None:
         nav.append((links.problem_page(following), "next", "next"))
     body = _problem(eval_dir, row, links, include_requests=include_requests, section="", nav=nav)
-    return f"maps view: problem {row.get('pid')}", body
+    return f"maps view: problem {row.pid}", body
 
 
 def problem_nav(anchors: list[str], number: int) -> list[tuple[str, str, str]]:

@@ -68,11 +68,11 @@ def _export_pages(run_dir: Path, kind: str, folder: Path) -> None:
         _write_text(folder / INDEX_PAGE, page(title, body, kind=kind, mode=PageMode.EXPORT))
         (folder / PROBLEMS_PAGES).mkdir()
         problem_links = Links(PageMode.EXPORT, run_dir, root="../")
-        pids = [row.get("pid") for row in rows]
+        pids = [row.pid for row in rows]
         for number, row in enumerate(rows):
             title, body = render_problem_page(run_dir, row, problem_links, previous=pids[number - 1] if number else None,
                                               following=pids[number + 1] if number + 1 < len(pids) else None)
-            _write_text(folder / PROBLEMS_PAGES / f"{page_key(row.get('pid'))}.html", page(title, body, kind="problem", mode=PageMode.EXPORT))
+            _write_text(folder / PROBLEMS_PAGES / f"{page_key(row.pid)}.html", page(title, body, kind="problem", mode=PageMode.EXPORT))
         linked = problem_links.linked_images
     root = run_dir.resolve()
     for relative in sorted(linked):

@@ -1,18 +1,24 @@
-"""What the viewer's templates show, prepared from a run's records: pure functions from the
-records to small view objects (a turn, an event, the outcome, an index row...), so the templates
-only lay out values and never decide anything.
+"""What the viewer's templates show, prepared from a run's typed records (records.py): pure
+functions from the records to small view objects (a turn, an event, the outcome...), so the
+templates only lay out values and never decide anything.
 
 Step names, the reviewer, the final-answer step and the scored dimensions come from the team
-recorded in the run (`RecordedTeam`), never from the default team's names.
+recorded in the run (`records.TeamRecord`), never from the default team's names.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from maps_autogen.records import (
+    CallUsage, EventRecord, MessageRecord, ModelRecord, RoleUsage, RunRecord, TeamRecord, Usage as UsageRecord,
+)
 
 # A step name as team.py allows it: safe inside a class name.
 _STEP_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,39}")
@@ -50,14 +56,12 @@ def compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def usage_cost(usage: Any) -> float | None:
+def usage_cost(usage: UsageRecord | RoleUsage | None) -> float | None:
     """The cost of a usage record: nothing was spent when no call was made (whatever the record
     says); None (unknown) when calls were made and a price was missing."""
-    usage = usage if isinstance(usage, Mapping) else {}
-    if usage.get("calls") == 0:
+    if usage is None or usage.calls == 0:
         return 0.0
-    value = usage.get("cost")
-    return float(value) if is_number(value) else None
+    return usage.cost
 
 
 def sum_costs(costs: Iterable[float | None]) -> float | None:
@@ -66,12 +70,11 @@ def sum_costs(costs: Iterable[float | None]) -> float | None:
     return None if any(value is None for value in values) else sum(v for v in values if v is not None)
 
 
-def model_name(described: Any) -> str:
-    """A model as people name it: "gpt-4o (openai)" from a recorded model description."""
-    if isinstance(described, Mapping):
-        name, endpoint = described.get("model"), described.get("endpoint")
-        return f"{name} ({endpoint})" if name and endpoint else str(name or endpoint or "unknown")
-    return str(described)
+def model_name(described: ModelRecord | None) -> str:
+    """A model as people name it: "gpt-4o (openai)" from a recorded model."""
+    if described is None:
+        return ""
+    return f"{described.model} ({described.endpoint})" if described.model and described.endpoint else described.model or "unknown"
 
 
 def title(step: str) -> str:
@@ -82,47 +85,74 @@ def title(step: str) -> str:
 # ----- the team the run recorded --------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RecordedTeam:
-    """The team as the run recorded it: its steps in order, the reviewer, the final-answer step
-    and each scored step's dimension. A run that did not record one of them gets None / empty
-    there, and the page shows the plain reply instead of guessing."""
-
-    steps: tuple[str, ...] = ()
-    reviewer: str | None = None
-    final_step: str | None = None
-    dimensions: Mapping[str, str] = field(default_factory=dict)  # scored step -> dimension
-
-    def role_classes(self, role: str) -> str:
-        """CSS classes of a turn: role-<step> (a safe step name, else role-other), and its colour:
-        the reviewer's, or a slot by the step's place among the working steps (the user proxy 0)."""
-        token = role if _STEP_TOKEN.fullmatch(role) else "other"
-        working = [step for step in self.steps if step != self.reviewer]
-        if role == USER_PROXY:
-            return f"role-{token} slot-0"
-        if role == self.reviewer:
-            return f"role-{token} reviewer"
-        if role in working:
-            return f"role-{token} slot-{1 + working.index(role) % SLOTS}"
-        return f"role-{token}"
-
-    def label(self, step: str | None, fallback: str) -> str:
-        return title(step) if step else fallback
+def team_of(run: RunRecord | None) -> TeamRecord:
+    """The team a run recorded; a run recorded before the team carried its reviewer and scored
+    steps has them in its flow record. Nothing recorded: an empty team (no scores table, the
+    plain replies), never the default team's names."""
+    if run is None:
+        return TeamRecord()
+    team = run.team or TeamRecord()
+    if team.reviewer is None and run.flow is not None and run.flow.reviewer is not None:
+        return team.model_copy(update={"reviewer": run.flow.reviewer, "scored": team.scored or run.flow.scored,
+                                       "steps": team.steps or [*run.flow.steps, run.flow.reviewer]})
+    return team
 
 
-def team_of(run: Mapping[str, Any]) -> RecordedTeam:
-    """The recorded team of a run.json."""
-    flow = run.get("flow") if isinstance(run.get("flow"), Mapping) else {}
-    team = run.get("team") if isinstance(run.get("team"), Mapping) else {}
-    steps = team.get("steps") if isinstance(team.get("steps"), list) else flow.get("steps") or []
-    scored = flow.get("scored") if isinstance(flow.get("scored"), Mapping) else {}
-    reviewer = flow.get("reviewer") if isinstance(flow.get("reviewer"), str) else None
-    final = team.get("final_step") or flow.get("final_step")
-    return RecordedTeam(steps=tuple(map(str, steps)), reviewer=reviewer, final_step=str(final) if final else None,
-                        dimensions={str(k): str(v) for k, v in scored.items()})
+def role_classes(team: TeamRecord, role: str) -> str:
+    """CSS classes of a turn: role-<step> (a safe step name, else role-other), and its colour:
+    the reviewer's, or a slot by the step's place among the working steps (the user proxy 0)."""
+    token = role if _STEP_TOKEN.fullmatch(role) else "other"
+    working = [step for step in team.steps if step != team.reviewer]
+    if role == USER_PROXY:
+        return f"role-{token} slot-0"
+    if role == team.reviewer:
+        return f"role-{token} reviewer"
+    if role in working:
+        return f"role-{token} slot-{1 + working.index(role) % SLOTS}"
+    return f"role-{token}"
 
 
 # ----- transcript records ---------------------------------------------------------------------
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class _Verdict(_Lenient):
+    """The reviewer's verdict as a message's `parsed` holds it (with whatever else it records)."""
+
+    scores: dict[str, Any] = {}
+    feedback: dict[str, Any] = {}
+    worst_step: Any = None
+
+
+class _Answer(_Lenient):
+    """An answer step's answer as a message's `parsed` holds it."""
+
+    final_answer: Any
+    parsed: bool = True
+
+
+class _Part(_Lenient):
+    type: Any = None
+    text: Any = ""
+    file: Any = None
+
+
+class _Sent(_Lenient):
+    """One message of a request as recorded (images by file name)."""
+
+    role: Any = None
+    content: str | list[_Part] | None = None
+
+
+def _as(model: type[_Lenient], data: Any) -> Any:
+    """`data` read as `model`, or None when it is not one."""
+    try:
+        return model.model_validate(data) if data is not None else None
+    except ValidationError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -182,88 +212,76 @@ class Event:
     final_answer: Any = None
 
 
-def _meta(record: Mapping[str, Any], turn: int) -> str:
-    meta = [f"turn {turn}", f"step {record.get('step', '–')}", f"round {record.get('round', '–')}"]
-    if record.get("model"):
-        meta.append(str(record["model"]))
-    usage = record.get("usage") if isinstance(record.get("usage"), Mapping) else {}
-    if usage:
-        meta.append(f"{number(usage.get('prompt_tokens'))} → {number(usage.get('completion_tokens'))} tokens")
-        meta.append(cost(usage.get("cost")))
-        if usage.get("attempts", 1) not in (None, 1):
-            meta.append(f"{usage['attempts']} attempts")
-        if usage.get("cached"):
+def _meta(record: MessageRecord, turn: int) -> str:
+    meta = [f"turn {turn}", f"step {record.step or '–'}", f"round {record.round}"]
+    if record.model:
+        meta.append(record.model)
+    usage: CallUsage | None = record.usage
+    if usage is not None:
+        meta.append(f"{number(usage.prompt_tokens)} → {number(usage.completion_tokens)} tokens")
+        meta.append(cost(usage.cost))
+        if usage.attempts != 1:
+            meta.append(f"{usage.attempts} attempts")
+        if usage.cached:
             meta.append("cached")
-    if record.get("seconds") is not None:
-        meta.append(seconds(record.get("seconds")))
+    if record.seconds is not None:
+        meta.append(seconds(record.seconds))
     return " · ".join(meta)
 
 
-def scores_of(parsed: Mapping[str, Any], reviewer: str, threshold: float | None) -> Scores | None:
+def scores_of(verdict: _Verdict, reviewer: str, threshold: float | None) -> Scores | None:
     """The reviewer's scores and feedback per dimension; None without scores."""
-    raw = parsed.get("scores")
-    if not isinstance(raw, Mapping) or not raw:
+    if not verdict.scores:
         return None
-    feedback = parsed.get("feedback") if isinstance(parsed.get("feedback"), Mapping) else {}
-    cells = [Score(str(dim), value, is_number(value) and threshold is not None and value < threshold, feedback.get(dim, ""))
-             for dim, value in raw.items()]
-    return Scores(reviewer=title(reviewer), worst=parsed.get("worst_step"), cells=cells)
+    cells = [Score(str(dim), value, is_number(value) and threshold is not None and value < threshold, verdict.feedback.get(dim, ""))
+             for dim, value in verdict.scores.items()]
+    return Scores(reviewer=title(reviewer), worst=verdict.worst_step, cells=cells)
 
 
-def request_parts(request: Any) -> list[RequestPart] | None:
+def request_parts(request: list[Any] | None) -> list[RequestPart] | None:
     """What the role was sent: each message's text, image parts by file name."""
-    if not isinstance(request, list) or not request:
+    if not request:
         return None
     parts = []
-    for message in request:
-        if not isinstance(message, Mapping):
-            continue
-        content = message.get("content")
+    for message in filter(None, (_as(_Sent, item) for item in request)):
+        content = message.content
         if isinstance(content, list):
-            pieces = []
-            for piece in content:
-                if isinstance(piece, Mapping) and piece.get("type") == "text":
-                    pieces.append(str(piece.get("text", "")))
-                elif isinstance(piece, Mapping):
-                    pieces.append(f"[{piece.get('type')}: {piece.get('file') or '…'}]")
-            content = "\n".join(pieces)
-        parts.append(RequestPart(message.get("role"), "" if content is None else str(content)))
+            content = "\n".join(str(piece.text) if piece.type == "text" else f"[{piece.type}: {piece.file or '…'}]" for piece in content)
+        parts.append(RequestPart(message.role, content or ""))
     return parts
 
 
-def turn_of(record: Mapping[str, Any], team: RecordedTeam, threshold: float | None, include_requests: bool, turn: int) -> Turn:
+def turn_of(record: MessageRecord, team: TeamRecord, threshold: float | None, include_requests: bool, turn: int) -> Turn:
     """One message record as a turn card."""
-    role = str(record.get("role") or "other")
-    parsed = record.get("parsed") if isinstance(record.get("parsed"), Mapping) else {}
-    scores = scores_of(parsed, role, threshold) if role == team.reviewer else None
-    images = record.get("images")
+    reviewing = record.role == team.reviewer
+    verdict = _as(_Verdict, record.parsed) if reviewing else None
+    answer = None if reviewing else _as(_Answer, record.parsed)
     return Turn(
-        number=turn, role=role, classes=team.role_classes(role), agent=str(record.get("agent") or role), round=record.get("round"),
-        meta=_meta(record, turn), revision=bool(record.get("revision")), content=record.get("content", ""), scores=scores,
-        answer=parsed["final_answer"] if "final_answer" in parsed and role != team.reviewer else None,
-        answer_parsed=bool(parsed.get("parsed", True)),
-        request=request_parts(record.get("request")) if include_requests else None,
-        images=[str(name) for name in images] if isinstance(images, list) else [],
+        number=turn, role=record.role, classes=role_classes(team, record.role), agent=record.agent or record.role,
+        round=record.round, meta=_meta(record, turn), revision=record.revision, content=record.content,
+        scores=scores_of(verdict, record.role, threshold) if verdict is not None else None,
+        answer=answer.final_answer if answer is not None else None, answer_parsed=answer.parsed if answer is not None else True,
+        request=request_parts(record.request) if include_requests else None, images=list(record.images or []),
     )
 
 
-def event_of(record: Mapping[str, Any], team: RecordedTeam, question: Any = None) -> Event:
+def event_of(record: EventRecord, team: TeamRecord, question: Any = None) -> Event:
     """One event record (rollback, stop, a warning or an error)."""
-    event = str(record.get("event") or "event")
-    if event == "rollback":
-        scores = record.get("scores") if isinstance(record.get("scores"), Mapping) else {}
-        return Event(event, "rollback", "Rollback", None, number=record.get("number"), step=record.get("step"),
-                     dimension=record.get("dimension"), scores=", ".join(f"{key} {value}" for key, value in scores.items()),
-                     question=question)
-    if event == "stop":
-        return Event(event, "stop", "Stopped", None, stop_reason=record.get("stop_reason"), final_answer=record.get("final_answer"))
+    if record.event == "rollback":
+        scores = ", ".join(f"{key} {value:g}" for key, value in (record.scores or {}).items())
+        return Event(record.event, "rollback", "Rollback", None, number=record.number, step=record.step,
+                     dimension=record.dimension, scores=scores, question=question)
+    if record.event == "stop":
+        return Event(record.event, "stop", "Stopped", None, stop_reason=record.stop_reason, final_answer=record.final_answer)
     labels = {
         "interpreter_skipped": "Image step skipped",
-        "solver_unparsed": "Answer not parsed",
-        "critic_unparseable": f"{team.label(team.reviewer, 'Reviewer')} reply unparseable",
+        "solver_unparsed": f"{title(team.final_step or 'answer')} reply not parsed",
+        "critic_unparseable": f"{title(team.reviewer or 'reviewer')} reply unparseable",
+        "max_tokens_reached": f"{title(record.role or 'a step')} reached max_tokens",
+        "images_withheld": "Images withheld",
         "error": "Error",
     }
-    return Event(event, "error" if event == "error" else "warn", labels.get(event, event), record.get("detail", ""))
+    return Event(record.event, "error" if record.event == "error" else "warn", labels.get(record.event, record.event), record.detail or "")
 
 
 @dataclass
@@ -272,30 +290,30 @@ class TranscriptState:
     numbered) and the reviewer's last feedback (a rollback shows the question it sends back).
     A live feed keeps one across its batches."""
 
-    team: RecordedTeam
+    team: TeamRecord
     turns: int = 0
-    feedback: Mapping[str, Any] = field(default_factory=dict)
+    feedback: dict[str, Any] = field(default_factory=dict)
 
-    def absorb(self, record: Mapping[str, Any]) -> None:
-        if record.get("type") != "message":
+    def absorb(self, record: MessageRecord | EventRecord) -> None:
+        if not isinstance(record, MessageRecord):
             return
         self.turns += 1
-        parsed = record.get("parsed")
-        if record.get("role") == self.team.reviewer and isinstance(parsed, Mapping) and isinstance(parsed.get("feedback"), Mapping):
-            self.feedback = parsed["feedback"]
+        verdict = _as(_Verdict, record.parsed) if record.role == self.team.reviewer else None
+        if verdict is not None and verdict.feedback:
+            self.feedback = verdict.feedback
 
 
-def transcript_items(records: Iterable[Mapping[str, Any]], threshold: float | None, include_requests: bool,
+def transcript_items(records: Iterable[MessageRecord | EventRecord], threshold: float | None, include_requests: bool,
                      state: TranscriptState) -> list[Turn | Event]:
     """The turns and events of transcript records, continuing from `state` (which it updates)."""
     items: list[Turn | Event] = []
     for record in records:
         state.absorb(record)
-        if record.get("type") == "message":
+        if isinstance(record, MessageRecord):
             items.append(turn_of(record, state.team, threshold, include_requests, state.turns))
-        elif record.get("type") == "event":
+        else:
             # The rollback record carries the question it sent back; older runs only the verdict.
-            items.append(event_of(record, state.team, record.get("question") or state.feedback.get(str(record.get("dimension")))))
+            items.append(event_of(record, state.team, record.question or state.feedback.get(str(record.dimension))))
     return items
 
 
@@ -312,21 +330,19 @@ class Outcome:
     gold: Any
     correct: bool | None
     stop_reason: Any
-    rollbacks: list[tuple[Any, Any]]
+    rollbacks: list[tuple[str, str]]
     error: Any
     usage: str
 
 
-def outcome_of(run: Mapping[str, Any], gold: Any, correct: Any) -> Outcome:
-    """The outcome of a run.json (gold and verdict: an eval's, when it has them)."""
-    rollbacks = run.get("rollbacks") if isinstance(run.get("rollbacks"), list) else []
-    usage = run.get("usage") if isinstance(run.get("usage"), Mapping) else {}
+def outcome_of(run: RunRecord, gold: Any, correct: bool | None) -> Outcome:
+    """The outcome of a run (gold and verdict: an eval's, when it has them)."""
+    usage = run.usage or UsageRecord()
     return Outcome(
-        status=run.get("status"), final_answer=run.get("final_answer", ""), final_step=team_of(run).final_step, gold=gold,
-        correct=correct if isinstance(correct, bool) else None, stop_reason=run.get("stop_reason"),
-        rollbacks=[(r.get("step"), r.get("dimension")) for r in rollbacks if isinstance(r, Mapping)], error=run.get("error"),
-        usage=(f"{number(usage.get('calls'))} calls, {number(usage.get('prompt_tokens'))} prompt + "
-               f"{number(usage.get('completion_tokens'))} completion tokens, {cost(usage_cost(usage))}, {seconds(run.get('seconds'))}"),
+        status=run.status, final_answer=run.final_answer or "", final_step=team_of(run).final_step, gold=gold, correct=correct,
+        stop_reason=run.stop_reason, rollbacks=[(r.step, r.dimension) for r in run.rollbacks], error=run.error,
+        usage=(f"{number(usage.calls)} calls, {number(usage.prompt_tokens)} prompt + {number(usage.completion_tokens)} completion "
+               f"tokens, {cost(usage_cost(run.usage) if run.usage is not None else None)}, {seconds(run.seconds)}"),
     )
 
 
@@ -349,28 +365,24 @@ class Usage:
     settings: list[tuple[str, str]]
 
 
-def usage_of(run: Mapping[str, Any]) -> Usage:
-    """The usage table of a run.json: every role that has a model or made calls."""
-    by_role = run.get("usage_by_role") if isinstance(run.get("usage_by_role"), Mapping) else {}
-    models = run.get("models") if isinstance(run.get("models"), Mapping) else {}
+def usage_of(run: RunRecord) -> Usage:
+    """The usage table of a run: every role that has a model or made calls."""
     rows = []
-    for role in dict.fromkeys([*models, *by_role]):
-        row = by_role.get(role) if isinstance(by_role.get(role), Mapping) else {}
-        rows.append(UsageRow(str(role), model_name(models.get(role) or ""), row.get("calls"), row.get("prompt_tokens"),
-                             row.get("completion_tokens"), cost(usage_cost(row)) if row else "–", row.get("seconds")))
-    flow = run.get("flow") if isinstance(run.get("flow"), Mapping) else {}
+    for role in dict.fromkeys([*run.models, *run.usage_by_role]):
+        used = run.usage_by_role.get(role)
+        rows.append(UsageRow(role, model_name(run.models.get(role)), used.calls if used else None,
+                             used.prompt_tokens if used else None, used.completion_tokens if used else None,
+                             cost(usage_cost(used)) if used else "–", used.seconds if used else None))
     settings: list[tuple[str, str]] = []
-    if flow and rows:
-        team = team_of(run)
-        review = (f"{team.reviewer}: threshold {flow.get('threshold')}, max rollbacks {flow.get('max_rollbacks')}, "
-                  f"final review {'on' if flow.get('final_review') else 'off'}") if team.reviewer else "off"
-        settings = [("steps", " → ".join(map(str, flow.get("steps") or []))), ("review", review),
-                    ("without", ", ".join(map(str, flow.get("without") or [])) or "–")]
+    flow = run.flow
+    if flow is not None and rows:
+        reviewer = team_of(run).reviewer
+        review = (f"{reviewer}: threshold {flow.threshold:g}, max rollbacks {flow.max_rollbacks}, "
+                  f"final review {'on' if flow.final_review else 'off'}") if reviewer and flow.threshold is not None else "off"
+        settings = [("steps", " → ".join(flow.steps)), ("review", review), ("without", ", ".join(flow.without) or "–")]
     return Usage(rows=rows, settings=settings)
 
 
-def threshold_of(run: Mapping[str, Any]) -> float | None:
+def threshold_of(run: RunRecord | None) -> float | None:
     """The review threshold the run used (None when not recorded)."""
-    flow = run.get("flow") if isinstance(run.get("flow"), Mapping) else {}
-    threshold = flow.get("threshold")
-    return threshold if is_number(threshold) else None
+    return run.flow.threshold if run is not None and run.flow is not None else None

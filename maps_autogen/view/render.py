@@ -13,7 +13,7 @@ are the same macros.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,9 +21,14 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
-from maps_autogen.artifacts import read_jsonl_from, read_run
+from pydantic import RootModel
+
+from maps_autogen.artifacts import read_jsonl_from
 from maps_autogen.errors import DataError
-from maps_autogen.records import IMAGES_DIR, MANIFEST_FILE, RUN_FILE, TRANSCRIPT_FILE
+from maps_autogen.records import (
+    IMAGES_DIR, MANIFEST_FILE, RUN_FILE, TRANSCRIPT_FILE, EventRecord, MessageRecord, ProblemRecord, RunRecord, TranscriptLine,
+    parsed, read_run,
+)
 from maps_autogen.safe_paths import inside, safe_component
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.prepare import (
@@ -123,41 +128,59 @@ class RunView:
     live: str  # the live feed's URL ("" on a static page)
 
 
-def _image_files(run_dir: Path, problem: Mapping[str, Any]) -> list[str]:
-    files = problem.get("image_files")
-    if isinstance(files, list) and files:
-        return [str(name) for name in files]
+class _Line(RootModel[TranscriptLine]):
+    """A transcript line read back (records.TranscriptLine)."""
+
+
+def read_transcript_from(path: Path, start: int = 0, stop: int | None = None) -> tuple[list[MessageRecord | EventRecord], int]:
+    """The transcript records on the complete lines from byte `start` (up to `stop`), as
+    records, and the offset read up to: the live feed carries on from there. A line that is not
+    a transcript record is one DataError naming the file and the record."""
+    lines, offset = read_jsonl_from(path, start, stop)
+    return [parsed(_Line, line, source=f"{path} record {number + 1}" + (f" after byte {start}" if start else "")).root for number, line in enumerate(lines)], offset
+
+
+def read_run_or_none(run_dir: Path) -> RunRecord | None:
+    """A run.json that may not be there yet or be damaged (a live feed, a problem just started)."""
+    try:
+        return read_run(run_dir)
+    except DataError:
+        return None
+
+
+def _image_files(run_dir: Path, problem: ProblemRecord) -> list[str]:
+    if problem.image_files:
+        return problem.image_files
     folder = run_dir / IMAGES_DIR
     return [f"{IMAGES_DIR}/{path.name}" for path in sorted(folder.iterdir())] if folder.is_dir() else []
 
 
-def _statement(run_dir: Path, run: Mapping[str, Any], links: Links) -> ProblemStatement:
-    problem = run.get("problem") if isinstance(run.get("problem"), Mapping) else {}
-    metadata = problem.get("metadata") if isinstance(problem.get("metadata"), Mapping) else {}
-    options = problem.get("options") if isinstance(problem.get("options"), list) else []
+def _statement(run_dir: Path, run: RunRecord, links: Links) -> ProblemStatement:
+    problem = run.problem
     return ProblemStatement(
-        question=problem.get("question", "(no question recorded)"), context=problem.get("context"), options=options,
-        answer_format=problem.get("answer_format"),
+        question=problem.question or "(no question recorded)", context=problem.context, options=problem.options,
+        answer_format=problem.answer_format,
         images=[(name, links.image_src(run_dir, name)) for name in _image_files(run_dir, problem)],
-        metadata=[(str(key), compact(value)) for key, value in metadata.items()],
+        metadata=[(key, compact(value)) for key, value in problem.metadata.items()],
     )
 
 
-def run_view(run_dir: Path, links: Links, *, gold: Any = None, correct: Any = None, include_requests: bool = True,
+def run_view(run_dir: Path, links: Links, *, gold: Any = None, correct: bool | None = None, include_requests: bool = True,
              live_key: str | None = None) -> RunView:
-    """The problem, outcome, usage and transcript of one run folder."""
+    """The problem, outcome, usage and transcript of one run folder (gold and verdict: an
+    eval's result row's, else the run's own)."""
     run = read_run(run_dir)
     path = run_dir / TRANSCRIPT_FILE
     if not path.is_file():
         raise DataError(f"{run_dir} has no {TRANSCRIPT_FILE}", fix="pass a run folder written by maps solve or maps eval")
-    records, offset = read_jsonl_from(path)
+    records, offset = read_transcript_from(path)
     live = ""
     if links.live:
         # The live feed carries on from exactly what this page shows.
         live = links.events("transcript", offset=offset, **({"problem": live_key} if live_key else {}))
     return RunView(
         problem=_statement(run_dir, run, links),
-        outcome=outcome_of(run, run.get("gold") if gold is None else gold, run.get("correct") if correct is None else correct),
+        outcome=outcome_of(run, run.gold if gold is None else gold, run.correct if correct is None else correct),
         usage=usage_of(run),
         items=transcript_items(records, threshold_of(run), include_requests, TranscriptState(team_of(run))),
         live=live,
@@ -167,8 +190,8 @@ def run_view(run_dir: Path, links: Links, *, gold: Any = None, correct: Any = No
 def render_solve(run_dir: Path, links: Links) -> tuple[str, Markup]:
     """The title and body of a solve run's page."""
     run = read_run(run_dir)
-    run_id = run.get("run_id") or run_dir.name
-    body = render("solve.html", run_id=run_id, started=run.get("started_at", "–"), version=run.get("maps_version", "?"),
+    run_id = run.run_id or run_dir.name
+    body = render("solve.html", run_id=run_id, started=run.started_at or "–", version=run.maps_version or "?",
                   live=links.live, run=run_view(run_dir, links))
     return f"maps view: {run_id}", body
 
@@ -176,14 +199,15 @@ def render_solve(run_dir: Path, links: Links) -> tuple[str, Markup]:
 # ----- live fragments (server.py) ------------------------------------------------------------
 
 
-def render_records(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any], include_requests: bool,
+def render_records(records: Iterable[MessageRecord | EventRecord], run: RunRecord | None, include_requests: bool,
                    state: TranscriptState) -> str:
     """The turns and events of transcript records, continuing from `state` (which it updates);
     `run` is the run.json as it is now (the team it records, the threshold)."""
-    state.team = team_of(run)
+    if run is not None:
+        state.team = team_of(run)
     return fragment("records", transcript_items(records, threshold_of(run), include_requests, state))
 
 
-def render_outcome_and_usage(run: Mapping[str, Any]) -> str:
-    """The outcome card and the usage table of a run.json, as the live feed replaces them."""
-    return fragment("outcome", outcome_of(run, run.get("gold"), run.get("correct"))) + fragment("usage", usage_of(run))
+def render_outcome_and_usage(run: RunRecord) -> str:
+    """The outcome card and the usage table of a run, as the live feed replaces them."""
+    return fragment("outcome", outcome_of(run, run.gold, run.correct)) + fragment("usage", usage_of(run))
