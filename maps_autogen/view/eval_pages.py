@@ -4,7 +4,7 @@ folders and rendered from the templates."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,7 +145,7 @@ def render_index_row(row: Row, href: str, anchor: str = "") -> str:
     return fragment("index_row", index_row(row, href, anchor))
 
 
-def _filters(rows: list[ResultRow] | list[Row]) -> list[tuple[str, str, list[tuple[str, str]]]]:
+def _filters(rows: Sequence[Row]) -> list[tuple[str, str, list[tuple[str, str]]]]:
     subsets = sorted({row.subset for row in rows})
     stops = sorted({row.stop_reason or "" for row in rows} - {""})
     steps = sorted({step for row in rows for step in rollback_steps(row)})
@@ -171,7 +171,7 @@ class RoleRow:
     cost: str
 
 
-def _role_rows(rows: list[Row]) -> list[RoleRow]:
+def _role_rows(rows: Iterable[Row]) -> list[RoleRow]:
     """Calls, tokens and cost per role over all problems (failed ones included: they cost too)."""
     by_role: dict[str, list[RoleUsage]] = {}
     for row in rows:

@@ -267,9 +267,10 @@ class ViewServer:
             run_dir = self.run_dir
         else:
             row, _, _ = self._rows_around(key)
-            run_dir = row_folder(self.run_dir, row)
-            if run_dir is None:
+            folder = row_folder(self.run_dir, row)
+            if folder is None:
                 raise _NotFound("this problem has no transcript")
+            run_dir = folder
         return self._transcript_events(run_dir, _parse_offset(last_event or query.get("offset", "0")))
 
     def _transcript_events(self, run_dir: Path, offset: int) -> Iterator[bytes]:
