@@ -20,7 +20,7 @@ feedback targets from the rows themselves), so no older file is refused.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Iterator, Literal, TypeVar, Union, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Iterable, Iterator, Literal, TypeVar, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, TypeAdapter, ValidationError
 
@@ -147,12 +147,6 @@ class TeamRecord(_Record):
                    final_step=team.final_step.name,
                    scored={step.name: step.dimension for step in team.steps if step.name in reviewed})
 
-    def feedback_targets(self, seen: "list[str] | tuple[str, ...]" = ()) -> list[str]:
-        """Where a reviewer's feedback can go: the scored steps in team order, any other step
-        `seen` in rows (a team recorded before `scored` was), then "none"."""
-        targets = [step for step in self.steps if step in self.scored]
-        targets += [step for step in seen if step not in targets and step != "none"]
-        return [*targets, "none"]
 
 
 class ImageInfo(_Record):
@@ -221,6 +215,18 @@ class Evaluation(_Record):
     prediction: Any = None
     correct: bool | None = None
     gold: Any = None
+
+
+def feedback_targets(teams: Iterable[TeamRecord | None], seen: Iterable[str | None] = ()) -> list[str]:
+    """Where a reviewer's feedback can go (Figure 4): the scored steps of the recorded teams in
+    team order, any other step `seen` as a row's feedback step (a team recorded before `scored`
+    was), then "none" (no regeneration)."""
+    targets: list[str] = []
+    for team in teams:
+        if team is not None:
+            targets += [step for step in team.steps if step in team.scored and step not in targets]
+    targets += sorted({step for step in seen if step and step != "none" and step not in targets})
+    return [*targets, "none"]
 
 
 # ----- run.json -----------------------------------------------------------------------------

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from maps_autogen.errors import missing_extra
-from maps_autogen.eval.results import FEEDBACK_TARGETS, RESULTS_FILE, ResultsLog
+from maps_autogen.eval.results import RESULTS_FILE, ResultsLog
 from maps_autogen.eval.run_settings import mixed_settings
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
 from maps_autogen.artifacts import FILE_MODE, read_manifest, write_text_atomic
-from maps_autogen.records import Manifest
+from maps_autogen.records import Manifest, feedback_targets
 from maps_autogen.tally import tally_rows
 
 BOOTSTRAP_SAMPLES = 1000
@@ -29,6 +29,9 @@ PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 
 # One colour per series (Figure 5) and for Figure 6's bars, so a figure can be checked by colour.
 SERIES_COLOURS = ("#3a86ff", "#e76f51", "#2a9d8f", "#b5179e", "#e9c46a", "#6a4c93", "#8ac926", "#ff595e")
 TIME_COLOUR = "#3a86ff"
+# Figure 4: the n-th feedback target of the team (in team order) and "none" (no regeneration).
+FEEDBACK_COLOURS = ("#b5179e", "#3a86ff", "#2a9d8f", "#e9c46a", "#6a4c93", "#e76f51", "#8ac926", "#ff595e")
+NO_FEEDBACK_COLOUR = "#adb5bd"
 # Figure 6 panels: which metadata field holds each property, per benchmark.
 TIME_FIELDS = {
     "question type": ("question_type", "type"),
@@ -221,13 +224,16 @@ def table2(runs: Sequence[Run]) -> str | None:
 
 def feedback_shares(runs: Sequence[Run]) -> dict[str, dict[str, float]]:
     """Figure 4 data: per benchmark, the share of problems whose (first) feedback went to each
-    step, or to no regeneration. Full MAPS runs only."""
+    step the recorded team's reviewer scores (in team order), or to no regeneration ("none",
+    last). Full MAPS runs only."""
     shares: dict[str, dict[str, float]] = {}
     for benchmark in BENCHMARK_ORDER:
-        scored = [r for run in runs if run.benchmark == benchmark and run.method == "maps" and not run.without for r in run.scored]
+        full = [run for run in runs if run.benchmark == benchmark and run.method == "maps" and not run.without]
+        scored = [r for run in full for r in run.scored]
         if not scored:
             continue
-        counts = {target: 0 for target in FEEDBACK_TARGETS}
+        targets = feedback_targets((run.manifest.team for run in full), (r.get("feedback_step") for r in scored))
+        counts = {target: 0 for target in targets}
         for record in scored:
             counts[record.get("feedback_step") or "none"] += 1
         shares[benchmark] = {target: round(count / len(scored), 4) for target, count in counts.items()}
@@ -381,24 +387,31 @@ def _save_figure(fig: Any, path: Path) -> None:
     plt.close(fig)
 
 
+def _all_targets(shares: dict[str, dict[str, float]]) -> list[str]:
+    """The feedback targets of every benchmark, each once, in order, "none" last."""
+    targets = list(dict.fromkeys(target for per_benchmark in shares.values() for target in per_benchmark))
+    return sorted(targets, key=lambda target: target == "none")
+
+
 def plot_feedback(shares: dict[str, dict[str, float]], path: Path) -> Path:
     """Figure 4: stacked bars of where the Critic's feedback went, per benchmark."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9.5, 1.6 + 0.7 * len(shares)))
-    colours = {"interpreter": "#b5179e", "aligner": "#3a86ff", "scholar": "#2a9d8f", "solver": "#e9c46a", "none": "#adb5bd"}
     names = [get_benchmark(b).task.title for b in shares]
     left = [0.0] * len(shares)
-    for target in FEEDBACK_TARGETS:
-        values = [100 * shares[b][target] for b in shares]
+    targets = _all_targets(shares)
+    for number, target in enumerate(targets):
+        values = [100 * shares[b].get(target, 0.0) for b in shares]
         label = "no regeneration" if target == "none" else target.capitalize()
-        bars = ax.barh(names, values, left=left, color=colours[target], label=label)
+        colour = NO_FEEDBACK_COLOUR if target == "none" else FEEDBACK_COLOURS[number % len(FEEDBACK_COLOURS)]
+        bars = ax.barh(names, values, left=left, color=colour, label=label)
         for bar, value in zip(bars, values):
             if value >= 6:
                 ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2, f"{value:.0f}%", ha="center", va="center", fontsize=8)
         left = [l + v for l, v in zip(left, values)]
     ax.set_xlim(0, 100)
     ax.set_xlabel("share of problems (%)")
-    ax.set_title("Where the Critic's feedback went (first rollback per problem)")
+    ax.set_title("Where the reviewer's feedback went (first rollback per problem)")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     fig.tight_layout()
     _save_figure(fig, path)
@@ -489,8 +502,9 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
     if shares:
         files.append(plot_feedback(shares, out / "figure4.png"))
         parts += ["## Figure 4: feedback shares", "![](figure4.png)",
-                  _markdown(["Benchmark", *(t if t != "none" else "no regeneration" for t in FEEDBACK_TARGETS)],
-                            [[get_benchmark(b).task.title, *(f"{100 * s[t]:.1f}%" for t in FEEDBACK_TARGETS)] for b, s in shares.items()])]
+                  _markdown(["Benchmark", *(t if t != "none" else "no regeneration" for t in _all_targets(shares))],
+                            [[get_benchmark(b).task.title, *(f"{100 * s.get(t, 0.0):.1f}%" for t in _all_targets(shares))]
+                             for b, s in shares.items()])]
     models = accuracy_by_model(runs)
     if models:
         files.append(plot_models(models, out / "figure5.png"))

@@ -181,17 +181,16 @@ def test_paper_rows_of_every_benchmark_are_the_published_ones() -> None:
 
 
 def test_every_figure_is_read_back(paper_report) -> None:
-    from maps_autogen.eval.results import FEEDBACK_TARGETS
-    from maps_autogen.report import SERIES_COLOURS, TIME_COLOUR
+    from maps_autogen.report import FEEDBACK_COLOURS, NO_FEEDBACK_COLOUR, SERIES_COLOURS, TIME_COLOUR
 
     _, out = paper_report
     data = json.loads((out / "report.json").read_text())
     # Figure 4: per Critic target, a bar segment when it has a share, plus its legend swatch.
-    colours4 = {"interpreter": "#b5179e", "aligner": "#3a86ff", "scholar": "#2a9d8f", "solver": "#e9c46a", "none": "#adb5bd"}
     assert_a_real_picture(out / "figure4.png", (600, 150))
     shares = data["feedback_shares"]["mathvista"]
-    for target in FEEDBACK_TARGETS:
-        assert colour_regions(out / "figure4.png", colours4[target]) == (shares[target] > 0) + 1, target
+    assert list(shares) == ["interpreter", "aligner", "scholar", "solver", "none"]  # the team's scored steps, in order
+    for target, colour in zip(shares, [*FEEDBACK_COLOURS[:4], NO_FEEDBACK_COLOUR]):
+        assert colour_regions(out / "figure4.png", colour) == (shares[target] > 0) + 1, target
     # Figure 5: one colour per full run (maps, cot), a bar per subset and the average, plus a swatch.
     assert_a_real_picture(out / "figure5.png", (600, 300))
     by_model = data["accuracy_by_model"]["mathvista"]

@@ -21,7 +21,7 @@ from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.run_settings import fingerprint_of
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
-from maps_autogen.records import PROBLEMS_DIR, ResultRow, checked
+from maps_autogen.records import PROBLEMS_DIR, Manifest, ResultRow, checked
 from maps_autogen.safe_paths import belongs_to, problem_folder, safe_component
 from maps_autogen.transcript import utc_now
 
@@ -160,7 +160,7 @@ def _write_merged(building: Path, eval_id: str, rows: dict[str, _Row], ids: list
             shutil.copytree(row.folder, problems / name)
     write_manifest(building, {**manifest, "eval_id": eval_id})
     log.compact(ids)
-    summary = summarize(log.records(), task, manifest["subsets"])
+    summary = summarize(log.records(), task, manifest["subsets"], Manifest.model_validate(manifest).team)
     summary.update({"eval_id": eval_id, "method": manifest["method"], "without": manifest["without"],
                     "complete": summary["average"]["scored"] == len(ids)})
     write_summary(building, summary)

@@ -11,12 +11,11 @@ from typing import Any, Iterable, Iterator, Sequence
 from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, parse_read_back, read_jsonl_from, write_record
 from maps_autogen.benchmarks.tasks import Task
 from maps_autogen.errors import DataError
-from maps_autogen.records import RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE, ResultRow, Summary, checked
+from maps_autogen.records import RESULTS_FILE, SCHEMA_VERSION, SUMMARY_FILE, ResultRow, Summary, TeamRecord, checked, feedback_targets
 from maps_autogen.redact import redact
 from maps_autogen.tally import Tally
 
-__all__ = ["FEEDBACK_TARGETS", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "read_results_from"]
-FEEDBACK_TARGETS = ("interpreter", "aligner", "scholar", "solver", "none")
+__all__ = ["RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "read_results_from", "summarize", "write_summary"]
 
 
 def latest_by_pid(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -144,13 +143,14 @@ class ResultsLog:
                     handle.write(json.dumps(parse_read_back(source.readline()), ensure_ascii=False, default=str) + "\n")
 
 
-def summarize(records: Iterable[dict[str, Any]], task: Task, subset_names: Sequence[str]) -> dict[str, Any]:
+def summarize(records: Iterable[dict[str, Any]], task: Task, subset_names: Sequence[str], team: TeamRecord | None) -> dict[str, Any]:
     """Accuracy per subset and on average (pooled over the subsets run, as the paper does),
-    failures, feedback shares (Figure 4), stop reasons, usage and cost. One pass of running
-    tallies: `records` may be a stream of any length."""
+    failures, feedback shares (Figure 4, over the feedback targets of the recorded `team`),
+    stop reasons, usage and cost. One pass of running tallies: `records` may be a stream of any
+    length."""
     subsets = {name: Tally() for name in subset_names}
     overall = Tally()
-    feedback = {target: 0 for target in FEEDBACK_TARGETS}
+    feedback = {target: 0 for target in feedback_targets([team])}
     stop_reasons: dict[str, int] = {}
     usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     cost: float | None = 0
@@ -179,7 +179,7 @@ def summarize(records: Iterable[dict[str, Any]], task: Task, subset_names: Seque
                            "accuracy": tally.accuracy} for name, tally in subsets.items()},
         "average": {"n": overall.n, "scored": overall.scored, "correct": overall.correct, "accuracy": overall.accuracy},
         "failed": overall.failed,
-        "feedback_shares": {k: round(v / scored, 4) if scored else None for k, v in feedback.items()},
+        "feedback_shares": {k: round(feedback[k] / scored, 4) if scored else None for k in sorted(feedback, key=lambda k: k == "none")},
         "stop_reasons": stop_reasons,
         "usage": {**usage, "cost": None if cost is None else round(cost, 6)},
         "seconds": round(seconds, 3),

@@ -395,7 +395,7 @@ class EvalRun:
             if served != manifest.get("served_models", {}) or ran_under:
                 manifest["served_models"] = served
                 write_manifest(eval_dir, manifest)
-            summary = summarize(rows, self.task, [s.name for s in subsets])
+            summary = summarize(rows, self.task, [s.name for s in subsets], Manifest.model_validate(manifest).team)
             summary.update({"eval_id": manifest["eval_id"], "method": manifest["method"], "without": manifest["without"],
                             "complete": summary["average"]["scored"] == len(manifest["ids"]),
                             "stopped_for_cost": stop.for_cost, "interrupted": stop.interrupted,

@@ -14,7 +14,7 @@ from markupsafe import Markup
 from maps_autogen.errors import DataError
 from maps_autogen.eval.results import latest_by_pid, read_results_from
 from maps_autogen.records import (
-    PROBLEMS_DIR, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest, ResultRow, RoleUsage, Usage, parsed, read_manifest,
+    PROBLEMS_DIR, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest, ResultRow, RoleUsage, Usage, feedback_targets, parsed, read_manifest,
 )
 from maps_autogen.safe_paths import belongs_to, problem_folder
 from maps_autogen.tally import Tally
@@ -211,7 +211,6 @@ def summary_of(manifest: Manifest, rows: list[ResultRow]) -> Summary:
         part = _finished_tally([row for row in rows if row.subset == subset])
         subset_rows.append((subset or "(none)", part.text(), part.failed))
     team = manifest.team
-    seen = list(dict.fromkeys(feedback_target(row) for row in rows))
     return Summary(
         accuracy=tally.text(), benchmark=manifest.benchmark, subsets=", ".join(manifest.subsets) or "–", method=manifest.method,
         without=", ".join(manifest.without) or "–", models=[(name, ", ".join(roles)) for name, roles in by_model.items()],
@@ -219,7 +218,7 @@ def summary_of(manifest: Manifest, rows: list[ResultRow]) -> Summary:
         problems=(f"{len(rows)} done of {len(manifest.ids)}" if manifest.ids else f"{len(rows)} done") + f", {tally.failed} of them failed",
         cost=sum_costs(usage_cost(row.usage) if row.usage else None for row in rows), subset_rows=subset_rows,
         role_rows=_role_rows(rows), reviewer=title(team.reviewer) if team and team.reviewer else "reviewer",
-        targets=team.feedback_targets(seen) if team else [*(step for step in seen if step != "none"), "none"],
+        targets=feedback_targets([team], (feedback_target(row) for row in rows)),
     )
 
 
