@@ -339,7 +339,7 @@ def test_events_unfinished_run_and_unknown_roles(tmp_path: Path) -> None:
         {"type": "event", "event": "critic_unparseable", "detail": "no usable scores"},
         {"type": "message", "agent": "Direct", "role": "x\" onclick=\"bad", "step": "answer", "round": 0, "content": "other role"},
         {"type": "event", "event": "error", "detail": HOSTILE_ERROR},
-        {"type": "event", "event": "something_new", "detail": "a later version's event"},
+        {"type": "event", "event": "max_tokens_reached", "role": "solver", "detail": "the reply was cut at max_tokens"},
         {"type": "event", "event": "stop", "stop_reason": "error", "final_answer": "It is 4. <b>"},
     ]
     run = {"run_id": "solve-hand", "status": "running", "problem": {"question": "Q?", "image_files": ["../../../etc/passwd", "images/missing.png"]},
@@ -347,8 +347,8 @@ def test_events_unfinished_run_and_unknown_roles(tmp_path: Path) -> None:
     dom = parse(render_view(write_run(tmp_path / "solve-hand", run, records)))
     assert_nothing_executable(dom)
     events = {node.attrs["data-event"]: node.text() for node in dom.find_all(cls="event")}
-    assert list(events) == ["interpreter_skipped", "solver_unparsed", "critic_unparseable", "error", "something_new", "stop"]
-    assert HOSTILE_ERROR in events["error"] and "a later version's event" in events["something_new"]
+    assert list(events) == ["interpreter_skipped", "solver_unparsed", "critic_unparseable", "error", "max_tokens_reached", "stop"]
+    assert HOSTILE_ERROR in events["error"] and "cut at max_tokens" in events["max_tokens_reached"]
     assert "Stopped: error" in events["stop"]
     assert "not parsed" in dom.find_all("article", data_role="solver")[0].text()
     assert dom.find_all("article", data_role="critic")[0].find_all(cls="content")[0].text() == "Fine, well done."

@@ -12,6 +12,8 @@ from typing import Any
 from PIL import Image
 
 ROLES = ("interpreter", "aligner", "scholar", "solver", "critic")
+SCORED = {"interpreter": "caption", "aligner": "alignment", "scholar": "knowledge", "solver": "solution"}  # step -> dimension
+TEAM = {"steps": list(ROLES), "reviewer": "critic", "final_step": "solver", "scored": SCORED}  # as run.json and the manifest record it
 SUBSETS = ("general", "math")
 MODELS = {role: {"endpoint": "openai", "kind": "openai", "model": "gpt-4o", "base_url": "https://api.openai.com/v1"} for role in ROLES}
 PARAGRAPH = ("The diagram shows a uniform lever on a pivot with two masses hung at marked distances; "
@@ -68,8 +70,7 @@ def write_synthetic_eval(eval_dir: Path, count: int) -> list[dict[str, Any]]:
     facts = [problem_facts(number) for number in range(1, count + 1)]
     manifest = {"schema_version": 1, "kind": "eval", "eval_id": eval_dir.name, "benchmark": "mathvista", "subsets": list(SUBSETS),
                 "ids": [fact["pid"] for fact in facts], "method": "maps", "without": [], "models": MODELS, "created_at": "2026-01-01T00:00:00Z",
-                "team": {"source": "agents.yaml", "steps": list(ROLES), "reviewer": "critic", "final_step": "solver",
-                         "scored": {"interpreter": "caption", "aligner": "alignment", "scholar": "knowledge", "solver": "solution"}}}
+                "team": TEAM}
     (eval_dir / "manifest.json").write_text(json.dumps(manifest))
     with open(eval_dir / "results.jsonl", "w") as results:
         for number, fact in enumerate(facts, start=1):
@@ -83,7 +84,8 @@ def write_synthetic_eval(eval_dir: Path, count: int) -> list[dict[str, Any]]:
             by_role = {role: {"calls": 1, "prompt_tokens": 900, "completion_tokens": 120, "cost": 0.0035} for role in ROLES}
             run = {"schema_version": 1, "kind": "solve", "run_id": fact["pid"], "status": "finished", "pid": fact["pid"], "subset": fact["subset"],
                    "problem": {"question": f"Question {fact['pid']}: which mass balances the lever?", "image_files": ["images/image-1.png"]},
-                   "models": MODELS, "flow": {"steps": ["caption", "alignment", "knowledge", "solution"], "critic": True, "threshold": 5},
+                   "models": MODELS, "team": TEAM,
+                   "flow": {"steps": list(ROLES[:-1]), "critic": True, "reviewer": "critic", "scored": SCORED, "threshold": 5},
                    "final_answer": "4 kg", "gold": "4 kg", "correct": fact["correct"], "usage": usage, "usage_by_role": by_role}
             (run_dir / "run.json").write_text(json.dumps(run))
             row = {"schema_version": 1, "pid": fact["pid"], "subset": fact["subset"], "status": "failed" if fact["failed"] else "ok",

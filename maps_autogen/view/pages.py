@@ -6,13 +6,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from markupsafe import Markup
+
 from maps_autogen.errors import DataError
 from maps_autogen.artifacts import folder_built_beside, write_text_atomic
 from maps_autogen.view.assets import PageMode
-from maps_autogen.view.render import (
-    FILES_PREFIX, INDEX_PAGE, PROBLEMS_PAGES, Links, kind_of, page, page_key, problem_nav, render_eval_index,
-    render_problem_page, render_problem_section, render_solve,
-)
+from maps_autogen.view.eval_pages import render_eval_index, render_problem_page, render_problem_section, problem_nav
+from maps_autogen.view.render import FILES_PREFIX, INDEX_PAGE, PROBLEMS_PAGES, Links, kind_of, page, page_key, render_solve
 
 VIEW_FILE = "view.html"
 VIEW_DIR = "view"
@@ -33,8 +33,8 @@ def render_view(run_dir: Path) -> str:
     else:
         title, body, rows = render_eval_index(run_dir, links, single_file=True)
         anchors = [f"p{number}" for number in range(1, len(rows) + 1)]
-        body += "".join(render_problem_section(run_dir, row, anchor, problem_nav(anchors, number), links)
-                        for number, (row, anchor) in enumerate(zip(rows, anchors, strict=True)))
+        body += Markup("").join(render_problem_section(run_dir, row, anchor, problem_nav(anchors, number), links)
+                                for number, (row, anchor) in enumerate(zip(rows, anchors, strict=True)))
     return page(title, body, kind=kind, mode=PageMode.SINGLE_FILE)
 
 
@@ -68,11 +68,11 @@ def _export_pages(run_dir: Path, kind: str, folder: Path) -> None:
         _write_text(folder / INDEX_PAGE, page(title, body, kind=kind, mode=PageMode.EXPORT))
         (folder / PROBLEMS_PAGES).mkdir()
         problem_links = Links(PageMode.EXPORT, run_dir, root="../")
-        pids = [row.get("pid") for row in rows]
+        pids = [row.pid for row in rows]
         for number, row in enumerate(rows):
             title, body = render_problem_page(run_dir, row, problem_links, previous=pids[number - 1] if number else None,
                                               following=pids[number + 1] if number + 1 < len(pids) else None)
-            _write_text(folder / PROBLEMS_PAGES / f"{page_key(row.get('pid'))}.html", page(title, body, kind="problem", mode=PageMode.EXPORT))
+            _write_text(folder / PROBLEMS_PAGES / f"{page_key(row.pid)}.html", page(title, body, kind="problem", mode=PageMode.EXPORT))
         linked = problem_links.linked_images
     root = run_dir.resolve()
     for relative in sorted(linked):

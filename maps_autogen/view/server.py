@@ -29,15 +29,17 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from maps_autogen.errors import DataError, UsageError
-from maps_autogen.eval.results import read_results_from
-from maps_autogen.artifacts import read_json_or_empty, read_jsonl_from, read_manifest
-from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, dumped
+from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, read_manifest, read_result_rows
 from maps_autogen.redact import redact
 from maps_autogen.view.assets import PageMode, content_security_policy
+from maps_autogen.safe_paths import inside
+from maps_autogen.view.eval_pages import (
+    Row, load_results, render_eval_index, render_eval_summary, render_index_row, render_problem_page, row_folder, unfinished_rows,
+)
+from maps_autogen.view.prepare import TranscriptState, team_of
 from maps_autogen.view.render import (
-    FILES_PREFIX, IMAGE_MIME, INDEX_PAGE, PROBLEMS_PAGES, Links, inside, kind_of, load_results, page, page_key,
-    render_eval_index, render_eval_summary, render_index_row, render_outcome, render_problem_page, render_records,
-    render_solve, render_usage_table, row_folder, threshold_of, TranscriptState, unfinished_rows,
+    FILES_PREFIX, IMAGE_MIME, INDEX_PAGE, PROBLEMS_PAGES, Links, kind_of, page, page_key, read_run_or_none, read_transcript_from,
+    render_outcome_and_usage, render_records, render_solve,
 )
 
 logger = logging.getLogger(__name__)
@@ -190,18 +192,18 @@ class ViewServer:
             title, body, _ = render_eval_index(self.run_dir, links)
         return page(title, body, kind=kind, mode=PageMode.SERVED)
 
-    def _rows_around(self, key: str) -> tuple[dict[str, Any], Any, Any]:
+    def _rows_around(self, key: str) -> tuple[Row, Any, Any]:
         """The result row whose page is `key`, and the previous and next problems' pids."""
         if kind_of(self.run_dir) != "eval" or not _KEY.fullmatch(key):
             raise _NotFound("no such problem")
-        rows, _ = load_results(self.run_dir)
-        rows += unfinished_rows(self.run_dir, rows)
-        keys = [page_key(row.get("pid")) for row in rows]
+        finished, _ = load_results(self.run_dir)
+        rows: list[Row] = [*finished, *unfinished_rows(self.run_dir, finished)]
+        keys = [page_key(row.pid) for row in rows]
         if key not in keys:
             raise _NotFound("no such problem (yet)")
         number = keys.index(key)
-        previous = rows[number - 1].get("pid") if number else None
-        following = rows[number + 1].get("pid") if number + 1 < len(rows) else None
+        previous = rows[number - 1].pid if number else None
+        following = rows[number + 1].pid if number + 1 < len(rows) else None
         return rows[number], previous, following
 
     def _problem(self, key: str) -> str:
@@ -265,33 +267,34 @@ class ViewServer:
             run_dir = self.run_dir
         else:
             row, _, _ = self._rows_around(key)
-            run_dir = row_folder(self.run_dir, row)
-            if run_dir is None:
+            folder = row_folder(self.run_dir, row)
+            if folder is None:
                 raise _NotFound("this problem has no transcript")
+            run_dir = folder
         return self._transcript_events(run_dir, _parse_offset(last_event or query.get("offset", "0")))
 
     def _transcript_events(self, run_dir: Path, offset: int) -> Iterator[bytes]:
         """New turns and events as they are written; the outcome whenever run.json changes."""
         path = run_dir / TRANSCRIPT_FILE
-        state = TranscriptState()
-        for record in read_jsonl_from(path, 0, stop=offset)[0]:  # what the page already shows
+        state = TranscriptState(team_of(read_run_or_none(run_dir)))
+        for record in read_transcript_from(path, 0, stop=offset)[0]:  # what the page already shows
             state.absorb(record)
         run_stamp = _stamp(run_dir / RUN_FILE)
         for keepalive in self._ticks():
             if (_stamp(path) or (0, 0, 0))[1] < offset:  # rewritten from scratch (a resumed eval re-ran it)
                 yield _sse("reload", {})
                 return
-            records, end = read_jsonl_from(path, offset)
+            records, end = read_transcript_from(path, offset)
             if records:
-                markup = render_records(records, threshold_of(read_json_or_empty(run_dir / RUN_FILE)), True, state)
+                markup = render_records(records, read_run_or_none(run_dir), True, state)
                 offset = end
                 yield _sse("append", {"html": markup}, str(offset))
             stamp = _stamp(run_dir / RUN_FILE)
             if stamp != run_stamp:
                 run_stamp = stamp
-                run = read_json_or_empty(run_dir / RUN_FILE)
-                if run:
-                    yield _sse("replace", {"html": render_outcome(run, run.get("gold"), run.get("correct")) + render_usage_table(run)})
+                run = read_run_or_none(run_dir)
+                if run is not None:
+                    yield _sse("replace", {"html": render_outcome_and_usage(run)})
             if keepalive:
                 yield b": keep-alive\n\n"
 
@@ -309,26 +312,25 @@ class ViewServer:
         links = Links(PageMode.SERVED, self.run_dir)
         first = _stamp(path)
         rows, _ = load_results(self.run_dir)
-        announced = {page_key(row.get("pid")) for row in unfinished_rows(self.run_dir, rows)}  # on the page already
+        announced = {page_key(row.pid) for row in unfinished_rows(self.run_dir, rows)}  # on the page already
         for tick, keepalive in enumerate(self._ticks()):
             stamp = _stamp(path)
             if stamp is not None and ((first is not None and stamp[0] != first[0]) or stamp[1] < offset):
                 yield _sse("reload", {})
                 return
             first = first or stamp
-            read, end = read_results_from(path, offset)
-            records = [dumped(row) for row in read]  # the viewer's rows are still dicts
+            records, end = read_result_rows(path, offset)
             if records:
                 offset = end
-                markup = "".join(render_index_row(row, links.problem_page(row.get("pid"))) for row in records)
+                markup = "".join(render_index_row(row, links.problem_page(row.pid)) for row in records)
                 yield _sse("append", {"html": markup}, str(offset))
                 rows, _ = load_results(self.run_dir)
                 yield _sse("replace", {"html": render_eval_summary(read_manifest(self.run_dir), rows)})
             if tick % UNFINISHED_EVERY == 0:
-                started = [row for row in unfinished_rows(self.run_dir, rows) if page_key(row.get("pid")) not in announced]
+                started = [row for row in unfinished_rows(self.run_dir, rows) if page_key(row.pid) not in announced]
                 if started:
-                    announced.update(page_key(row.get("pid")) for row in started)
-                    yield _sse("append", {"html": "".join(render_index_row(row, links.problem_page(row.get("pid"))) for row in started)}, str(offset))
+                    announced.update(page_key(row.pid) for row in started)
+                    yield _sse("append", {"html": "".join(render_index_row(row, links.problem_page(row.pid)) for row in started)}, str(offset))
             if keepalive:
                 yield b": keep-alive\n\n"
 

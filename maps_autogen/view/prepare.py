@@ -1,0 +1,388 @@
+"""What the viewer's templates show, prepared from a run's typed records (records.py): pure
+functions from the records to small view objects (a turn, an event, the outcome...), so the
+templates only lay out values and never decide anything.
+
+Step names, the reviewer, the final-answer step and the scored dimensions come from the team
+recorded in the run (`records.TeamRecord`), never from the default team's names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from maps_autogen.records import (
+    CallUsage, EventRecord, MessageRecord, ModelRecord, RoleUsage, RunRecord, TeamRecord, Usage as UsageRecord,
+)
+
+# A step name as team.py allows it: safe inside a class name.
+_STEP_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,39}")
+USER_PROXY = "user_proxy"
+SLOTS = 4  # working steps' colours in view.css: slot-1 to slot-4 by place in the team (slot-0: the user proxy)
+
+
+# ----- formatting (plain text; the templates escape it) --------------------------------------
+
+
+def is_number(value: Any) -> bool:
+    """A real number (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def number(value: Any) -> str:
+    """A count with thousands separators; "–" when unknown."""
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else ("–" if value is None else str(value))
+
+
+def cost(value: Any) -> str:
+    """One way to show a cost everywhere: dollars, or "unknown" when a model has no price."""
+    return f"${value:.4f}" if is_number(value) else "unknown"
+
+
+def seconds(value: Any) -> str:
+    """A duration; "–" when unknown."""
+    return f"{value:.1f} s" if is_number(value) else "–"
+
+
+def compact(value: Any) -> str:
+    """Short text for a small JSON value (manifest fields, metadata)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def usage_cost(usage: UsageRecord | RoleUsage | None) -> float | None:
+    """The cost of a usage record: nothing was spent when no call was made (whatever the record
+    says); None (unknown) when calls were made and a price was missing."""
+    if usage is None or usage.calls == 0:
+        return 0.0
+    return usage.cost
+
+
+def sum_costs(costs: Iterable[float | None]) -> float | None:
+    """The total, or None (unknown) if any part is unknown."""
+    values = list(costs)
+    return None if any(value is None for value in values) else sum(v for v in values if v is not None)
+
+
+def model_name(described: ModelRecord | None) -> str:
+    """A model as people name it: "gpt-4o (openai)" from a recorded model."""
+    if described is None:
+        return ""
+    return f"{described.model} ({described.endpoint})" if described.model and described.endpoint else described.model or "unknown"
+
+
+def title(step: str) -> str:
+    """A step's display name (team.py's rule): the name with a capital."""
+    return step[:1].upper() + step[1:]
+
+
+# ----- the team the run recorded --------------------------------------------------------------
+
+
+def team_of(run: RunRecord | None) -> TeamRecord:
+    """The team a run recorded; a run recorded before the team carried its reviewer and scored
+    steps has them in its flow record. Nothing recorded: an empty team (no scores table, the
+    plain replies), never the default team's names."""
+    if run is None:
+        return TeamRecord()
+    team = run.team or TeamRecord()
+    if team.reviewer is None and run.flow is not None and run.flow.reviewer is not None:
+        return team.model_copy(update={"reviewer": run.flow.reviewer, "scored": team.scored or run.flow.scored,
+                                       "steps": team.steps or [*run.flow.steps, run.flow.reviewer]})
+    return team
+
+
+def role_classes(team: TeamRecord, role: str) -> str:
+    """CSS classes of a turn: role-<step> (a safe step name, else role-other), and its colour:
+    the reviewer's, or a slot by the step's place among the working steps (the user proxy 0)."""
+    token = role if _STEP_TOKEN.fullmatch(role) else "other"
+    working = [step for step in team.steps if step != team.reviewer]
+    if role == USER_PROXY:
+        return f"role-{token} slot-0"
+    if role == team.reviewer:
+        return f"role-{token} reviewer"
+    if role in working:
+        return f"role-{token} slot-{1 + working.index(role) % SLOTS}"
+    return f"role-{token}"
+
+
+# ----- transcript records ---------------------------------------------------------------------
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class _Verdict(_Lenient):
+    """The reviewer's verdict as a message's `parsed` holds it (with whatever else it records)."""
+
+    scores: dict[str, Any] = {}
+    feedback: dict[str, Any] = {}
+    worst_step: Any = None
+
+
+class _Answer(_Lenient):
+    """An answer step's answer as a message's `parsed` holds it."""
+
+    final_answer: Any
+    parsed: bool = True
+
+
+class _Part(_Lenient):
+    type: Any = None
+    text: Any = ""
+    file: Any = None
+
+
+class _Sent(_Lenient):
+    """One message of a request as recorded (images by file name)."""
+
+    role: Any = None
+    content: str | list[_Part] | None = None
+
+
+def _as(model: type[_Lenient], data: Any) -> Any:
+    """`data` read as `model`, or None when it is not one."""
+    try:
+        return model.model_validate(data) if data is not None else None
+    except ValidationError:
+        return None
+
+
+@dataclass(frozen=True)
+class Score:
+    dimension: str
+    value: Any
+    low: bool
+    feedback: Any
+
+
+@dataclass(frozen=True)
+class Scores:
+    """The reviewer's verdict as a table."""
+
+    reviewer: str
+    worst: Any
+    cells: list[Score]
+
+
+@dataclass(frozen=True)
+class RequestPart:
+    role: Any
+    text: str
+
+
+@dataclass(frozen=True)
+class Turn:
+    kind = "turn"
+    number: int
+    role: str
+    classes: str
+    agent: str
+    round: Any
+    meta: str
+    revision: bool
+    content: Any
+    scores: Scores | None
+    answer: Any  # the answer an answer step gave (None: not an answer step)
+    answer_parsed: bool
+    request: list[RequestPart] | None
+    images: list[str]
+
+
+@dataclass(frozen=True)
+class Event:
+    kind = "event"
+    event: str
+    cls: str
+    label: str
+    detail: Any
+    number: Any = None
+    step: Any = None
+    dimension: Any = None
+    scores: str = ""
+    question: Any = None
+    stop_reason: Any = None
+    final_answer: Any = None
+
+
+def _meta(record: MessageRecord, turn: int) -> str:
+    meta = [f"turn {turn}", f"step {record.step or '–'}", f"round {record.round}"]
+    if record.model:
+        meta.append(record.model)
+    usage: CallUsage | None = record.usage
+    if usage is not None:
+        meta.append(f"{number(usage.prompt_tokens)} → {number(usage.completion_tokens)} tokens")
+        meta.append(cost(usage.cost))
+        if usage.attempts != 1:
+            meta.append(f"{usage.attempts} attempts")
+        if usage.cached:
+            meta.append("cached")
+    if record.seconds is not None:
+        meta.append(seconds(record.seconds))
+    return " · ".join(meta)
+
+
+def scores_of(verdict: _Verdict, reviewer: str, threshold: float | None) -> Scores | None:
+    """The reviewer's scores and feedback per dimension; None without scores."""
+    if not verdict.scores:
+        return None
+    cells = [Score(str(dim), value, is_number(value) and threshold is not None and value < threshold, verdict.feedback.get(dim, ""))
+             for dim, value in verdict.scores.items()]
+    return Scores(reviewer=title(reviewer), worst=verdict.worst_step, cells=cells)
+
+
+def request_parts(request: list[Any] | None) -> list[RequestPart] | None:
+    """What the role was sent: each message's text, image parts by file name."""
+    if not request:
+        return None
+    parts = []
+    for message in filter(None, (_as(_Sent, item) for item in request)):
+        content = message.content
+        if isinstance(content, list):
+            content = "\n".join(str(piece.text) if piece.type == "text" else f"[{piece.type}: {piece.file or '…'}]" for piece in content)
+        parts.append(RequestPart(message.role, content or ""))
+    return parts
+
+
+def turn_of(record: MessageRecord, team: TeamRecord, threshold: float | None, include_requests: bool, turn: int) -> Turn:
+    """One message record as a turn card."""
+    reviewing = record.role == team.reviewer
+    verdict = _as(_Verdict, record.parsed) if reviewing else None
+    answer = None if reviewing else _as(_Answer, record.parsed)
+    return Turn(
+        number=turn, role=record.role, classes=role_classes(team, record.role), agent=record.agent or record.role,
+        round=record.round, meta=_meta(record, turn), revision=record.revision, content=record.content,
+        scores=scores_of(verdict, record.role, threshold) if verdict is not None else None,
+        answer=answer.final_answer if answer is not None else None, answer_parsed=answer.parsed if answer is not None else True,
+        request=request_parts(record.request) if include_requests else None, images=list(record.images or []),
+    )
+
+
+def event_of(record: EventRecord, team: TeamRecord, question: Any = None) -> Event:
+    """One event record (rollback, stop, a warning or an error)."""
+    if record.event == "rollback":
+        scores = ", ".join(f"{key} {value:g}" for key, value in (record.scores or {}).items())
+        return Event(record.event, "rollback", "Rollback", None, number=record.number, step=record.step,
+                     dimension=record.dimension, scores=scores, question=question)
+    if record.event == "stop":
+        return Event(record.event, "stop", "Stopped", None, stop_reason=record.stop_reason, final_answer=record.final_answer)
+    labels = {
+        "interpreter_skipped": "Image step skipped",
+        "solver_unparsed": f"{title(team.final_step or 'answer')} reply not parsed",
+        "critic_unparseable": f"{title(team.reviewer or 'reviewer')} reply unparseable",
+        "max_tokens_reached": f"{title(record.role or 'a step')} reached max_tokens",
+        "images_withheld": "Images withheld",
+        "error": "Error",
+    }
+    return Event(record.event, "error" if record.event == "error" else "warn", labels.get(record.event, record.event), record.detail or "")
+
+
+@dataclass
+class TranscriptState:
+    """What rendering a record needs from the records before it: the turn count (turns are
+    numbered) and the reviewer's last feedback (a rollback shows the question it sends back).
+    A live feed keeps one across its batches."""
+
+    team: TeamRecord
+    turns: int = 0
+    feedback: dict[str, Any] = field(default_factory=dict)
+
+    def absorb(self, record: MessageRecord | EventRecord) -> None:
+        if not isinstance(record, MessageRecord):
+            return
+        self.turns += 1
+        verdict = _as(_Verdict, record.parsed) if record.role == self.team.reviewer else None
+        if verdict is not None and verdict.feedback:
+            self.feedback = verdict.feedback
+
+
+def transcript_items(records: Iterable[MessageRecord | EventRecord], threshold: float | None, include_requests: bool,
+                     state: TranscriptState) -> list[Turn | Event]:
+    """The turns and events of transcript records, continuing from `state` (which it updates)."""
+    items: list[Turn | Event] = []
+    for record in records:
+        state.absorb(record)
+        if isinstance(record, MessageRecord):
+            items.append(turn_of(record, state.team, threshold, include_requests, state.turns))
+        else:
+            # The rollback record carries the question it sent back; older runs only the verdict.
+            items.append(event_of(record, state.team, record.question or state.feedback.get(str(record.dimension))))
+    return items
+
+
+# ----- a run's outcome and usage --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The outcome card: answer, verdict, stop reason, rollbacks, usage."""
+
+    status: Any
+    final_answer: Any
+    final_step: str | None
+    gold: Any
+    correct: bool | None
+    stop_reason: Any
+    rollbacks: list[tuple[str, str]]
+    error: Any
+    usage: str
+
+
+def outcome_of(run: RunRecord, gold: Any, correct: bool | None) -> Outcome:
+    """The outcome of a run (gold and verdict: an eval's, when it has them)."""
+    usage = run.usage or UsageRecord()
+    return Outcome(
+        status=run.status, final_answer=run.final_answer or "", final_step=team_of(run).final_step, gold=gold, correct=correct,
+        stop_reason=run.stop_reason, rollbacks=[(r.step, r.dimension) for r in run.rollbacks], error=run.error,
+        usage=(f"{number(usage.calls)} calls, {number(usage.prompt_tokens)} prompt + {number(usage.completion_tokens)} completion "
+               f"tokens, {cost(usage_cost(run.usage) if run.usage is not None else None)}, {seconds(run.seconds)}"),
+    )
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    role: str
+    model: str
+    calls: Any
+    prompt_tokens: Any
+    completion_tokens: Any
+    cost: str
+    seconds: Any
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Models and usage per role, and the flow's settings."""
+
+    rows: list[UsageRow]
+    settings: list[tuple[str, str]]
+
+
+def usage_of(run: RunRecord) -> Usage:
+    """The usage table of a run: every role that has a model or made calls."""
+    rows = []
+    for role in dict.fromkeys([*run.models, *run.usage_by_role]):
+        used = run.usage_by_role.get(role)
+        rows.append(UsageRow(role, model_name(run.models.get(role)), used.calls if used else None,
+                             used.prompt_tokens if used else None, used.completion_tokens if used else None,
+                             cost(usage_cost(used)) if used else "–", used.seconds if used else None))
+    settings: list[tuple[str, str]] = []
+    flow = run.flow
+    if flow is not None and rows:
+        reviewer = team_of(run).reviewer
+        review = (f"{reviewer}: threshold {flow.threshold:g}, max rollbacks {flow.max_rollbacks}, "
+                  f"final review {'on' if flow.final_review else 'off'}") if reviewer and flow.threshold is not None else "off"
+        settings = [("steps", " → ".join(flow.steps)), ("review", review), ("without", ", ".join(flow.without) or "–")]
+    return Usage(rows=rows, settings=settings)
+
+
+def threshold_of(run: RunRecord | None) -> float | None:
+    """The review threshold the run used (None when not recorded)."""
+    return run.flow.threshold if run is not None and run.flow is not None else None
