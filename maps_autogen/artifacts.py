@@ -16,16 +16,11 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, TextIO
+from typing import Any, TextIO
 
 from maps_autogen.errors import DataError
 from maps_autogen.redact import redact
 from maps_autogen.text import TooDeep, may_hold_surrogates, valid_tree
-
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    from maps_autogen.records import Manifest
 
 FILE_MODE = 0o644
 PRIVATE_FILE_MODE = 0o600
@@ -192,33 +187,3 @@ def read_json_or_empty(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def write_record(path: Path, record: "BaseModel") -> None:
-    """Write one of our files from its `records` model: the fields its writer set (and the
-    schema version), atomically, secrets masked."""
-    from maps_autogen.records import dumped
-
-    write_json_atomic(path, dumped(record))
-
-
-def read_manifest(eval_dir: Path, *, fix: str = "pass a folder written by maps eval or maps merge") -> dict[str, Any]:
-    """An eval folder's manifest.json read into `records.Manifest`, as its JSON (the viewer's
-    pages still take dicts; everything else uses `records.read_manifest`)."""
-    from maps_autogen.records import dumped, read_manifest as read_typed
-
-    return dumped(read_typed(eval_dir, fix=fix))
-
-
-def read_run(run_dir: Path) -> dict[str, Any]:
-    """A run's run.json read into `records.RunRecord`, as its JSON (for the viewer, as above)."""
-    from maps_autogen.records import dumped, read_run as read_typed
-
-    return dumped(read_typed(run_dir))
-
-
-def write_manifest(eval_dir: Path, manifest: "Manifest") -> None:
-    """Write an eval folder's manifest.json from its record."""
-    from maps_autogen.records import MANIFEST_FILE
-
-    write_record(eval_dir / MANIFEST_FILE, manifest)

@@ -10,7 +10,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.artifacts import open_append, write_bytes_file, write_record
+from maps_autogen.artifacts import open_append, write_bytes_file
+from maps_autogen.records import write_record
 from maps_autogen.errors import DataError
 from maps_autogen.problem import Problem
 from maps_autogen.records import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, RunRecord, dumped, transcript_line

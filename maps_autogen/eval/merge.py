@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from maps_autogen.artifacts import folder_built_beside, write_manifest
+from maps_autogen.artifacts import folder_built_beside
+from maps_autogen.records import write_manifest
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.run_settings import fingerprint_of

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from maps_autogen.artifacts import write_record
+from maps_autogen.records import write_record
 from maps_autogen.benchmarks.tasks import EvalItem, Task
 from maps_autogen.client import Completion
 from maps_autogen.errors import DataError, MapsError

@@ -8,16 +8,26 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, parse_read_back, read_jsonl_from, write_record
+from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, parse_read_back
 from maps_autogen.benchmarks.tasks import Task
-from maps_autogen.errors import DataError
 from maps_autogen.records import (
-    RESULTS_FILE, SUMMARY_FILE, AverageSummary, ResultRow, SubsetSummary, Summary, TeamRecord, Usage, dumped, feedback_targets, parsed,
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    AverageSummary,
+    ResultRow,
+    SubsetSummary,
+    Summary,
+    TeamRecord,
+    Usage,
+    dumped,
+    feedback_targets,
+    parsed,
+    write_record,
 )
 from maps_autogen.redact import redact
 from maps_autogen.tally import Tally
 
-__all__ = ["RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "read_results_from", "summarize", "write_summary"]
+__all__ = ["RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "summarize", "write_summary"]
 
 
 def latest_by_pid(rows: Iterable[ResultRow]) -> dict[str, ResultRow]:
@@ -27,32 +37,6 @@ def latest_by_pid(rows: Iterable[ResultRow]) -> dict[str, ResultRow]:
     for row in rows:
         latest[str(row.pid)] = row
     return latest
-
-
-def read_results_from(path: Path, start: int = 0) -> tuple[list[ResultRow], int]:
-    """`read_jsonl_from` for results.jsonl, each row read into `ResultRow`: a tampered row is
-    one line naming the file and its line, never a crash further down."""
-    records, offset = read_jsonl_from(path, start)
-    try:
-        rows = [parsed(ResultRow, record, source=str(path)) for record in records]
-    except DataError:
-        raise _bad_result_line(path, start) from None
-    return rows, offset
-
-
-def _bad_result_line(path: Path, start: int) -> DataError:
-    """The error for the first row from byte `start` that is not a result row, with its line."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    line, counted = 1, 0
-    for offset, record in iter_jsonl(path):
-        line, counted = line + data.count(b"\n", counted, offset), offset
-        if offset >= start:
-            try:
-                parsed(ResultRow, record, source=f"{path} line {line}")
-            except DataError as error:
-                return error
-    return DataError(f"{path} changed while it was read", fix="try again once the run has finished writing it")
 
 
 class ResultsLog:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from maps_autogen.artifacts import write_manifest
+from maps_autogen.records import write_manifest
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, available_subsets, find_subsets, load_answer_formats
 from maps_autogen.cache import ResponseCache

@@ -12,9 +12,20 @@ from typing import Any
 from markupsafe import Markup
 
 from maps_autogen.errors import DataError
-from maps_autogen.eval.results import latest_by_pid, read_results_from
+from maps_autogen.eval.results import latest_by_pid
 from maps_autogen.records import (
-    PROBLEMS_DIR, RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, Manifest, ResultRow, RoleUsage, Usage, feedback_targets, parsed, read_manifest,
+    PROBLEMS_DIR,
+    RESULTS_FILE,
+    RUN_FILE,
+    TRANSCRIPT_FILE,
+    Manifest,
+    ResultRow,
+    RoleUsage,
+    Usage,
+    feedback_targets,
+    parsed,
+    read_manifest,
+    read_result_rows,
 )
 from maps_autogen.safe_paths import belongs_to, problem_folder
 from maps_autogen.tally import Tally
@@ -55,7 +66,7 @@ def load_results(eval_dir: Path) -> tuple[list[ResultRow], int]:
     and its last row) and the byte offset read up to; a DataError naming the line of a row that
     is not a result row."""
     path = eval_dir / RESULTS_FILE
-    rows, offset = read_results_from(path)
+    rows, offset = read_result_rows(path)
     return [parsed(ResultRow, row, source=str(path)) for row in latest_by_pid(rows).values()], offset
 
 
