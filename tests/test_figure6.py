@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from maps_autogen.eval.table1 import Run
-from maps_autogen.records import Manifest
+from maps_autogen.records import Manifest, ResultRow
 from maps_autogen.report import solving_times
 from tests.conftest import TEST_KEY, clean_env, run_maps
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
@@ -57,7 +57,7 @@ def test_report_draws_one_series_per_run(tmp_path: Path) -> None:
 def _run(benchmark: str, method: str, records: list[dict]) -> Run:
     manifest = Manifest.model_validate({"benchmark": benchmark, "method": method, "models": {"solver": {"model": "gpt-4o"}}})
     return Run(path=Path(f"/runs/{benchmark}-{method}"), manifest=manifest,
-               records=[{"status": "ok", "pid": str(n), **record} for n, record in enumerate(records)])
+               records=[ResultRow.model_validate({"status": "ok", "pid": str(n), **record}) for n, record in enumerate(records)])
 
 
 def test_panels_line_up_across_benchmarks() -> None:
