@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.artifacts import read_jsonl_from, read_manifest
+from maps_autogen.artifacts import read_jsonl_from
+from maps_autogen.records import read_manifest
 from maps_autogen.benchmarks import NAMES, get_benchmark
 from maps_autogen.cli import cli
 from maps_autogen.errors import DataError, UsageError
