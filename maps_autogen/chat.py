@@ -17,18 +17,18 @@ from typing import Any, Protocol
 import autogen
 from autogen.io import IOStream
 
+from maps_autogen.client import ChatBackend, Completion
 from maps_autogen.errors import MapsError, RunInterrupted
 from maps_autogen.flow import FlowSettings, Rollback, Turn, decide_next
-from maps_autogen.client import ChatBackend, Completion
 from maps_autogen.llm import MapsModelClient
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
-from maps_autogen.roles import MANAGER_NAME, USER_PROXY_NAME, CriticVerdict, SolverAnswer, critic_schema, solver_schema
 from maps_autogen.redact import redact
+from maps_autogen.role_inputs import build_request, format_options, review_variables, revision_for
+from maps_autogen.roles import MANAGER_NAME, USER_PROXY_NAME, CriticVerdict, SolverAnswer, critic_schema, solver_schema
+from maps_autogen.team import ChatPlan, TeamConfig, derived_max_rounds, plan_chat
 from maps_autogen.transcript import request_for_transcript, utc_now
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply
-from maps_autogen.role_inputs import build_request, format_options, review_variables, revision_for
-from maps_autogen.team import ChatPlan, TeamConfig, derived_max_rounds, plan_chat
 
 logger = logging.getLogger(__name__)
 # AG2 announces at INFO level that our custom model client awaits registration; it always is.
@@ -254,7 +254,7 @@ class ChatAgents:
         for agent in (self.user_proxy, self.manager, *self.assistants.values()):
             agent.clear_history()
 
-    def _bound(self) -> "MapsChat":
+    def _bound(self) -> MapsChat:
         if self.chat is None:
             raise RuntimeError("the agents were called with no chat bound to them")
         return self.chat

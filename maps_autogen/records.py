@@ -19,8 +19,9 @@ feedback targets from the rows themselves), so no older file is refused.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Iterable, Iterator, Literal, TypeVar, Union, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, TypeAdapter, ValidationError
 
@@ -145,7 +146,7 @@ class TeamRecord(_Record):
     scored: dict[str, str] = Field(default_factory=dict)  # reviewed step -> its dimension name
 
     @classmethod
-    def of(cls, team: "TeamConfig", source: Path | str) -> "TeamRecord":
+    def of(cls, team: TeamConfig, source: Path | str) -> TeamRecord:
         """The record of a loaded team."""
         reviewer = team.reviewer
         reviewed = reviewer.reviews or () if reviewer is not None else ()
@@ -344,8 +345,8 @@ class TokenRecord(_Record):
     text: str
 
 
-TranscriptLine = Annotated[Union[MessageRecord, EventRecord], Field(discriminator="type")]
-TranscriptRecord = Annotated[Union[MessageRecord, EventRecord, TurnStartRecord, TokenRecord], Field(discriminator="type")]
+TranscriptLine = Annotated[MessageRecord | EventRecord, Field(discriminator="type")]
+TranscriptRecord = Annotated[MessageRecord | EventRecord | TurnStartRecord | TokenRecord, Field(discriminator="type")]
 TRANSCRIPT_LINE: TypeAdapter[Any] = TypeAdapter(TranscriptLine)
 LIVE_RECORD: TypeAdapter[Any] = TypeAdapter(TranscriptRecord)
 

@@ -10,15 +10,18 @@ import csv
 import io
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from maps_autogen.artifacts import FILE_MODE, write_text_atomic
+from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.errors import missing_extra
 from maps_autogen.eval.table1 import Cell, Row, Run, _cell, _markdown, _subsets, load_run, table1, table1_rows
-from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
-from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
-from maps_autogen.artifacts import FILE_MODE, write_text_atomic
+from maps_autogen.paper import OVERALL, PaperRow, paper_row_for
+from maps_autogen.paper import table1_rows as paper_table1_rows
 from maps_autogen.records import feedback_targets
 
 PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 100 s

@@ -9,19 +9,20 @@ import importlib.metadata
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from maps_autogen.cache import ResponseCache
 from maps_autogen.chat import CallRecord, ChatOutcome, MapsChat, Observer, Observers, chat_settings, images_withheld
+from maps_autogen.client import ChatBackend, JsonModeMemo
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import Resolution, ResolvedModel, resolve_models
-from maps_autogen.client import ChatBackend, JsonModeMemo
-from maps_autogen.problem import Problem
-from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.errors import RunInterrupted
 from maps_autogen.interrupts import exit_on_second_interrupt
+from maps_autogen.problem import Problem
+from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.records import FlowRecord, RunRecord, TeamRecord, dumped
 from maps_autogen.redact import register_secret
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now

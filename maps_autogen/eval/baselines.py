@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from maps_autogen.client import Completion
 from maps_autogen.config import read_yaml
 from maps_autogen.errors import ConfigError, MapsError
-from maps_autogen.client import Completion
 from maps_autogen.problem import Problem
 from maps_autogen.records import RunRecord
 from maps_autogen.redact import redact
+from maps_autogen.role_inputs import format_options, interleave_images
 from maps_autogen.solve import Team
 from maps_autogen.transcript import RunWriter, request_for_transcript, utc_now
-from maps_autogen.role_inputs import format_options, interleave_images
 
 METHODS = ("direct", "cot")
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from maps_autogen.records import write_record
 from maps_autogen.benchmarks.tasks import EvalItem, Task
 from maps_autogen.client import Completion
 from maps_autogen.errors import DataError, MapsError
 from maps_autogen.eval.baselines import run_baseline
-from maps_autogen.records import PROBLEMS_DIR, RUN_FILE, Evaluation, ResultRow, read_run
+from maps_autogen.records import PROBLEMS_DIR, RUN_FILE, Evaluation, ResultRow, read_run, write_record
 from maps_autogen.safe_paths import belongs_to, child_folder, safe_component
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, solve_problem

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, parse_read_back
 from maps_autogen.benchmarks.tasks import Task

@@ -20,8 +20,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
-from maps_autogen.records import write_manifest
 from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.benchmarks.paths import outside_paths_allowed
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, available_subsets, find_subsets, load_answer_formats
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
@@ -28,22 +29,21 @@ from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInte
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.environment import git_commit, versions
-from maps_autogen.benchmarks.paths import outside_paths_allowed
 from maps_autogen.eval.problem_run import ProblemRunner
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
 from maps_autogen.eval.run_settings import mixed_settings, record_pids, resume_under, verdict_settings
 from maps_autogen.eval.selection import Selection, Shard, load_items, select_items
 from maps_autogen.eval.stopping import Stop, check_prices, costs, same_failure, unknown_cost_stop
+from maps_autogen.eval.table1 import Run, table1
 from maps_autogen.eval.validate import validate_rows
 from maps_autogen.eval.workers import DaemonWorkers, Progress
 from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.interrupts import exit_on_second_interrupt
-from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord, read_manifest
-from maps_autogen.eval.table1 import Run, table1
+from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord, read_manifest, write_manifest
 from maps_autogen.runlock import RunLock
 from maps_autogen.solve import Team, assemble_team
-from maps_autogen.team import plan_chat
 from maps_autogen.tally import Tally
+from maps_autogen.team import plan_chat
 from maps_autogen.transcript import new_run_id, utc_now
 
 logger = logging.getLogger(__name__)

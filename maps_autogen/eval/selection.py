@@ -6,9 +6,10 @@ from __future__ import annotations
 import contextvars
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, load_answer_formats, spread_limit
 from maps_autogen.config import LoadedConfig
@@ -22,7 +23,7 @@ class Shard:
     count: int
 
     @classmethod
-    def parse(cls, text: str) -> "Shard":
+    def parse(cls, text: str) -> Shard:
         match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
         if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
             raise UsageError(f"--shard '{text}' is not of the form i/n with 1 <= i <= n", fix="e.g. --shard 1/4")

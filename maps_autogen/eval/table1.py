@@ -7,11 +7,13 @@ from __future__ import annotations
 import csv
 import io
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
+from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.benchmarks.tasks import Subset
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog
 from maps_autogen.eval.run_settings import mixed_settings

@@ -8,13 +8,14 @@ lines), and the run stops before anything is written.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from maps_autogen.errors import DataError
-from maps_autogen.benchmarks.rows import _has_config_entries, rows_for
 from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.benchmarks.rows import _has_config_entries, rows_for
 from maps_autogen.benchmarks.tasks import Subset, Task
+from maps_autogen.errors import DataError
 
 # Per benchmark: the id field, then the fields every row needs ("a|b": either will do;
 # dotted names look inside a mapping).

@@ -8,11 +8,20 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from maps_autogen.errors import DataError
 from maps_autogen.artifacts import folder_built_beside, write_text_atomic
+from maps_autogen.errors import DataError
 from maps_autogen.view.assets import PageMode
-from maps_autogen.view.eval_pages import render_eval_index, render_problem_page, render_problem_section, problem_nav
-from maps_autogen.view.render import FILES_PREFIX, INDEX_PAGE, PROBLEMS_PAGES, Links, kind_of, page, page_key, render_solve
+from maps_autogen.view.eval_pages import problem_nav, render_eval_index, render_problem_page, render_problem_section
+from maps_autogen.view.render import (
+    FILES_PREFIX,
+    INDEX_PAGE,
+    PROBLEMS_PAGES,
+    Links,
+    kind_of,
+    page,
+    page_key,
+    render_solve,
+)
 
 VIEW_FILE = "view.html"
 VIEW_DIR = "view"

@@ -17,7 +17,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from maps_autogen.records import (
-    CallUsage, EventRecord, MessageRecord, ModelRecord, RoleUsage, RunRecord, TeamRecord, Usage as UsageRecord,
+    CallUsage,
+    EventRecord,
+    MessageRecord,
+    ModelRecord,
+    RoleUsage,
+    RunRecord,
+    TeamRecord,
+)
+from maps_autogen.records import (
+    Usage as UsageRecord,
 )
 
 # A step name as team.py allows it: safe inside a class name.

@@ -20,19 +20,37 @@ from typing import Any
 from urllib.parse import quote
 
 from markupsafe import Markup
-
 from pydantic import RootModel
 
 from maps_autogen.artifacts import read_jsonl_from
 from maps_autogen.errors import DataError
 from maps_autogen.records import (
-    IMAGES_DIR, MANIFEST_FILE, RUN_FILE, TRANSCRIPT_FILE, EventRecord, MessageRecord, ProblemRecord, RunRecord, TranscriptLine,
-    parsed, read_run,
+    IMAGES_DIR,
+    MANIFEST_FILE,
+    RUN_FILE,
+    TRANSCRIPT_FILE,
+    EventRecord,
+    MessageRecord,
+    ProblemRecord,
+    RunRecord,
+    TranscriptLine,
+    parsed,
+    read_run,
 )
 from maps_autogen.safe_paths import inside, safe_component
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.prepare import (
-    Event, Outcome, TranscriptState, Turn, Usage, compact, outcome_of, team_of, threshold_of, transcript_items, usage_of,
+    Event,
+    Outcome,
+    TranscriptState,
+    Turn,
+    Usage,
+    compact,
+    outcome_of,
+    team_of,
+    threshold_of,
+    transcript_items,
+    usage_of,
 )
 from maps_autogen.view.templating import fragment, render
 

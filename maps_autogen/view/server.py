@@ -31,15 +31,33 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, read_manifest, read_result_rows
 from maps_autogen.redact import redact
-from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.safe_paths import inside
+from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.eval_pages import (
-    Row, load_results, render_eval_index, render_eval_summary, render_index_row, render_problem_page, row_folder, unfinished_rows,
+    Row,
+    load_results,
+    render_eval_index,
+    render_eval_summary,
+    render_index_row,
+    render_problem_page,
+    row_folder,
+    unfinished_rows,
 )
 from maps_autogen.view.prepare import TranscriptState, team_of
 from maps_autogen.view.render import (
-    FILES_PREFIX, IMAGE_MIME, INDEX_PAGE, PROBLEMS_PAGES, Links, kind_of, page, page_key, read_run_or_none, read_transcript_from,
-    render_outcome_and_usage, render_records, render_solve,
+    FILES_PREFIX,
+    IMAGE_MIME,
+    INDEX_PAGE,
+    PROBLEMS_PAGES,
+    Links,
+    kind_of,
+    page,
+    page_key,
+    read_run_or_none,
+    read_transcript_from,
+    render_outcome_and_usage,
+    render_records,
+    render_solve,
 )
 
 logger = logging.getLogger(__name__)
@@ -126,10 +144,10 @@ class ViewServer:
             def log_message(self, *args: Any) -> None:
                 return None  # request lines hold the token
 
-            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            def do_GET(self) -> None:
                 server._answer(self)
 
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 self._send(405, "text/plain", b"method not allowed\n")
 
             def _send(self, status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None) -> None:
