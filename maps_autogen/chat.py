@@ -130,11 +130,12 @@ class ChatOutcome:
         """Calls, tokens and cost (None when any call's price is unknown)."""
         completions = [call.completion for call in self.calls]
         costs = [c.cost for c in completions]
+        known = [cost for cost in costs if cost is not None]
         return {
             "calls": len(completions),
             "prompt_tokens": sum(c.prompt_tokens or 0 for c in completions),
             "completion_tokens": sum(c.completion_tokens or 0 for c in completions),
-            "cost": round(sum(costs), 8) if completions and all(c is not None for c in costs) else None,
+            "cost": round(sum(known), 8) if completions and len(known) == len(costs) else None,
             # Some call's server reported no usage: its tokens (and cost) are our own count.
             "tokens_estimated": any(c.tokens_estimated for c in completions),
         }
@@ -244,7 +245,8 @@ class ChatAgents:
         agent.llm_config = agent._validate_llm_config(
             {"config_list": [{"model": model, "model_client_cls": MapsModelClient.__name__}], "cache_seed": None})
         agent.client = agent._create_client(agent.llm_config)
-        agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))
+        # AG2 annotates this parameter as an instance of its ModelClient protocol, but it takes the class.
+        agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))  # type: ignore[arg-type]
         agent.register_hook("process_all_messages_before_reply", partial(self._role_view, role))
 
     def forget(self) -> None:

@@ -22,7 +22,7 @@ from maps_autogen.errors import missing_extra
 from maps_autogen.eval.table1 import Cell, Row, Run, _cell, _markdown, _subsets, load_run, table1, table1_rows
 from maps_autogen.paper import OVERALL, PaperRow, paper_row_for
 from maps_autogen.paper import table1_rows as paper_table1_rows
-from maps_autogen.records import feedback_targets
+from maps_autogen.records import ResultRow, feedback_targets
 
 PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 100 s
 # One colour per series (Figures 5 and 6), so a figure can be checked by colour.
@@ -129,7 +129,7 @@ def usage_by_role(runs: Sequence[Run]) -> dict[str, dict[str, float | None]]:
             for role, usage in record.usage_by_role.items():
                 row = totals.setdefault(role, {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "cost": 0.0})
                 for key in ("calls", "prompt_tokens", "completion_tokens"):
-                    row[key] += getattr(usage, key) or 0
+                    row[key] = (row[key] or 0.0) + (getattr(usage, key) or 0)
                 row["cost"] = None if row["cost"] is None or usage.cost is None else row["cost"] + usage.cost
     return {role: {key: (round(value / problems, 6) if value is not None else None) for key, value in row.items()}
             for role, row in totals.items()} if problems else {}
@@ -140,7 +140,7 @@ def random_choice_row(runs: Sequence[Run]) -> Row:
     with k choices, 0 for an open answer; per subset, and pooled per benchmark."""
     row = Row("random choice (expected, from the data)")
     for benchmark in BENCHMARK_ORDER:
-        problems: dict[str, dict[str, Any]] = {}
+        problems: dict[str, ResultRow] = {}
         for run in runs:
             if run.benchmark == benchmark:
                 for record in run.records:
@@ -194,16 +194,16 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
     ours = [(random_choice_row(runs), None)] + [(row, next((r for r in runs if r.label == row.label), None)) for row in table1_rows(runs)]
     differences: list[list[str]] = []
     for row, run in ours:
-        overall = _overall(row.benchmark_avgs)
-        paper = paper_row_for(run.method, run.model_names) if run is not None and not run.without else None
+        our_overall = _overall(row.benchmark_avgs)
+        match = paper_row_for(run.method, run.model_names) if run is not None and not run.without else None
         delta = "-"
-        if paper is not None and overall is not None:
-            reference = _paper_average(paper, list(row.benchmark_avgs))
-            delta = "-" if reference is None else f"{overall - reference:+.2f} ({paper.label})"
-            differences.append([f"{row.label} − {paper.label}",
-                                *(_difference(row.cells.get((b, s)), paper.value(f"{b}/{s}")) for b, s, _ in columns)])
+        if match is not None and our_overall is not None:
+            reference = _paper_average(match, list(row.benchmark_avgs))
+            delta = "-" if reference is None else f"{our_overall - reference:+.2f} ({match.label})"
+            differences.append([f"{row.label} − {match.label}",
+                                *(_difference(row.cells.get((b, s)), match.value(f"{b}/{s}")) for b, s, _ in columns)])
         body.append(["this report", row.label, *(row.cells.get((b, s), Cell(None, None, 0)).text(False) for b, s, _ in columns),
-                     "-" if overall is None else f"{overall:.2f}", delta])
+                     "-" if our_overall is None else f"{our_overall:.2f}", delta])
     markdown = _markdown(header, body)
     if differences:
         markdown += "\n\nDifference against the paper (points, ours − paper):\n\n" + _markdown(["Run", *(h for _, _, h in columns)], differences)
@@ -229,7 +229,8 @@ def _usage_table(usage: dict[str, dict[str, float | None]]) -> str:
     return _markdown(["Role", "Calls / problem", "Prompt tokens / problem", "Completion tokens / problem", "Cost / problem"], body)
 
 
-def _pyplot():
+def _pyplot() -> Any:
+    """matplotlib.pyplot, headless (the `report` extra)."""
     try:
         import matplotlib
     except ModuleNotFoundError as error:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from maps_autogen.errors import ConfigError, UsageError
 
@@ -126,7 +127,7 @@ class LoadedTeam:
         return f"{self.key}.{suffix}" if self.key else suffix
 
 
-def _describe(error: dict[str, Any], key: str) -> str:
+def _describe(error: ErrorDetails, key: str) -> str:
     parts: list[str] = []
     for part in error["loc"]:
         if isinstance(part, int):

@@ -14,7 +14,7 @@ from maps_autogen.benchmarks.tasks import EvalItem, Task
 from maps_autogen.client import Completion
 from maps_autogen.errors import DataError, MapsError
 from maps_autogen.eval.baselines import run_baseline
-from maps_autogen.records import PROBLEMS_DIR, RUN_FILE, Evaluation, ResultRow, read_run, write_record
+from maps_autogen.records import PROBLEMS_DIR, RUN_FILE, Evaluation, ResultRow, Usage, read_run, write_record
 from maps_autogen.safe_paths import belongs_to, child_folder, safe_component
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, solve_problem
@@ -38,7 +38,7 @@ class ProblemRunner:
         """The row of a problem that failed before (or instead of) a verdict."""
         return ResultRow(pid=item.pid, subset=item.subset, status="failed", gold=item.gold, response=None, extraction=None,
                          prediction=None, correct=None, stop_reason="error", rollbacks=[], critic_scores=[], feedback_step=None,
-                         usage={"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}, seconds=round(seconds, 3),
+                         usage=Usage(calls=0, prompt_tokens=0, completion_tokens=0, cost=0.0), seconds=round(seconds, 3),
                          error=error, metadata=item.metadata, method=self.method, run_dir=f"{PROBLEMS_DIR}/{safe_component(item.pid)}")
 
     def solve(self, item: EvalItem) -> tuple[ResultRow, MapsError | None]:
@@ -47,8 +47,8 @@ class ProblemRunner:
         name = safe_component(item.pid)
         try:
             problem_dir = fresh_problem_dir(self.eval_dir, name, item.pid)
-        except DataError as error:  # a tampered folder fails its own problem only, and is left alone
-            return self.failed_row(item, str(error), 0.0), None
+        except DataError as tampered:  # a tampered folder fails its own problem only, and is left alone
+            return self.failed_row(item, str(tampered), 0.0), None
         started = time.monotonic()
         extra = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "benchmark": self.task.name, "method": self.method}
         base = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "metadata": item.metadata,
@@ -56,8 +56,8 @@ class ProblemRunner:
         scored: dict[str, Any] = {}
         try:
             problem = item.load_problem()  # its images are read and decoded now, not before the run
-        except MapsError as error:  # a broken image fails its own problem only
-            return self.failed_row(item, str(error), time.monotonic() - started), None
+        except MapsError as broken:  # a broken image fails its own problem only
+            return self.failed_row(item, str(broken), time.monotonic() - started), None
         if self.method == "maps":
 
             def evaluate(outcome: Any) -> dict[str, Any]:

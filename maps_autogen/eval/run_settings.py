@@ -198,8 +198,14 @@ def _walk(name: str, before: Any, after: Any, found: list[Difference], known_onl
         found.append(Difference(name, None if before is _MISSING else before, None if after is _MISSING else after))
 
 
+def _gold(part: Mapping[str, Any]) -> dict[Any, Any]:
+    """A settings part's gold answers by id ({} when it holds none)."""
+    gold = part.get("gold")
+    return gold if isinstance(gold, dict) else {}
+
+
 def _data_differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Difference]:
-    old, new = (part.get("gold") if isinstance(part.get("gold"), dict) else {} for part in (before, after))
+    old, new = _gold(before), _gold(after)
     changed = sorted(pid for pid in old.keys() & new.keys() if old[pid] != new[pid])
     gone, added = sorted(old.keys() - new.keys()), sorted(new.keys() - old.keys())
     found = []

@@ -108,7 +108,8 @@ class ViewServer:
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/{self.token}/"
+        name = host.decode() if isinstance(host, bytes | bytearray) else host
+        return f"http://{name}:{port}/{self.token}/"
 
     def start(self) -> ViewServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="maps-view", daemon=True)
