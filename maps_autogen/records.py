@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, TypeAdapter, ValidationError
 
@@ -77,7 +77,7 @@ class _File(_Record):
 
 #: A reviewer's score as it was given: a whole number on 1-5, or a fraction on [0, 1] (kept as
 #: written: 5 stays 5, never 5.0).
-Score = Union[int, float]
+Score = int | float
 
 
 # ----- shared parts -------------------------------------------------------------------------

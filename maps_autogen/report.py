@@ -274,7 +274,7 @@ def plot_feedback(shares: dict[str, dict[str, float]], path: Path) -> Path:
         for bar, value in zip(bars, values):
             if value >= 6:
                 ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2, f"{value:.0f}%", ha="center", va="center", fontsize=8)
-        left = [l + v for l, v in zip(left, values)]
+        left = [start + v for start, v in zip(left, values)]
     ax.set_xlim(0, 100)
     ax.set_xlabel("share of problems (%)")
     ax.set_title("Where the reviewer's feedback went (first rollback per problem)")
