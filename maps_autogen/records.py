@@ -504,12 +504,17 @@ def parsed(model: type[M], data: Any, *, source: str) -> M:
     if isinstance(data, dict):
         version = data.get("schema_version", SCHEMA_VERSION)
         if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-            raise DataError(f"{source} was written by a newer maps-autogen (schema version {version}; this one reads "
-                            f"up to {SCHEMA_VERSION})", fix="upgrade maps-autogen (pip install -U maps-autogen) to read it")
+            raise DataError(
+                f"{source} was written by a newer maps-autogen (schema version {version}; this one reads "
+                f"up to {SCHEMA_VERSION})",
+                fix="upgrade maps-autogen (pip install -U maps-autogen) to read it",
+            )
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        raise DataError(f"{source}: {_first_problem(error)}", fix="the run folder may be damaged or from another version") from None
+        raise DataError(
+            f"{source}: {_first_problem(error)}", fix="the run folder may be damaged or from another version"
+        ) from None
 
 
 def dumped(record: BaseModel) -> dict[str, Any]:
@@ -545,7 +550,9 @@ def read_run(run_dir: Path) -> RunRecord:
     damaged, newer or not a run."""
 
     path = run_dir / RUN_FILE
-    data = read_json_object(path, missing=f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval")
+    data = read_json_object(
+        path, missing=f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval"
+    )
     return parsed(RunRecord, data, source=str(path))
 
 
@@ -561,7 +568,9 @@ def read_summary(eval_dir: Path) -> Summary:
     """An eval folder's summary.json as a Summary."""
 
     path = eval_dir / SUMMARY_FILE
-    data = read_json_object(path, missing=f"{eval_dir} has no {SUMMARY_FILE}", fix="pass a folder written by maps eval or maps merge")
+    data = read_json_object(
+        path, missing=f"{eval_dir} has no {SUMMARY_FILE}", fix="pass a folder written by maps eval or maps merge"
+    )
     return parsed(Summary, data, source=str(path))
 
 

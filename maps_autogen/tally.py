@@ -37,7 +37,9 @@ class Tally:
     def add_row(self, row: ResultRow | Mapping[str, Any]) -> None:
         """Count one eval result row: scored when its status is "ok". (A mapping: the viewer's
         rows, until it reads `records.ResultRow`.)"""
-        status, correct = (row.status, row.correct) if not isinstance(row, Mapping) else (row.get("status"), row.get("correct"))
+        status, correct = (
+            (row.status, row.correct) if not isinstance(row, Mapping) else (row.get("status"), row.get("correct"))
+        )
         ok = status == "ok"
         self.add(scored=ok, correct=ok and bool(correct))
 

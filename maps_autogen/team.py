@@ -147,11 +147,15 @@ def parse_team(data: Any, source: Path, *, key: str, base_dir: Path) -> LoadedTe
     if isinstance(data, list):
         data = {"steps": data}
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: '{key or 'steps'}' must be a mapping with a 'steps' list", fix="see the default agents.yaml")
+        raise ConfigError(
+            f"{source}: '{key or 'steps'}' must be a mapping with a 'steps' list", fix="see the default agents.yaml"
+        )
     try:
         config = TeamConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(f"{source}: {_describe(error.errors()[0], key)}", fix="see the team in the default agents.yaml") from None
+        raise ConfigError(
+            f"{source}: {_describe(error.errors()[0], key)}", fix="see the team in the default agents.yaml"
+        ) from None
     team = LoadedTeam(config=config, source=source, key=key, base_dir=base_dir)
     validate_team(team)
     return team
@@ -195,12 +199,19 @@ def _check_step(team: LoadedTeam, index: int, names: list[str]) -> None:
     if names.index(step.name) != index:
         raise _fail(team, index, "name", f"'{step.name}' names two steps", "give every step its own name")
     if step.name in RESERVED_NAMES:
-        raise _fail(team, index, "name", f"'{step.name}' is reserved", f"choose a name other than {', '.join(RESERVED_NAMES)}")
+        raise _fail(
+            team, index, "name", f"'{step.name}' is reserved", f"choose a name other than {', '.join(RESERVED_NAMES)}"
+        )
     if not (step.personality or "").strip():
         raise _fail(team, index, "personality", "missing", "describe this step's temperament in one sentence")
     if step.describes_images and not step.sees_images:
-        raise _fail(team, index, "sees_images", "this step describes the images (describes_images: true) but receives none",
-                    "set sees_images: true, or drop describes_images")
+        raise _fail(
+            team,
+            index,
+            "sees_images",
+            "this step describes the images (describes_images: true) but receives none",
+            "set sees_images: true, or drop describes_images",
+        )
 
 
 def _check_reads(team: LoadedTeam, index: int, names: list[str]) -> None:
@@ -213,11 +224,18 @@ def _check_reads(team: LoadedTeam, index: int, names: list[str]) -> None:
         if read in PROBLEM_FIELDS and field == "inputs":
             continue
         if read == "images":
-            raise _fail(team, index, field, "'images' is not an input", "use sees_images: true to send a step the images")
+            raise _fail(
+                team, index, field, "'images' is not an input", "use sees_images: true to send a step the images"
+            )
         if read not in position:
             allowed = ", ".join([*names[:index], *PROBLEM_FIELDS]) if field == "inputs" else ", ".join(names[:index])
-            raise _fail(team, index, field, f"'{read}' is not a step{' or a problem field' if field == 'inputs' else ''}",
-                        f"use one of: {allowed}")
+            raise _fail(
+                team,
+                index,
+                field,
+                f"'{read}' is not a step{' or a problem field' if field == 'inputs' else ''}",
+                f"use one of: {allowed}",
+            )
         if position[read] >= index:
             chain = _cycle(steps, read, step.name)
             if chain is not None or read == step.name:
@@ -255,7 +273,9 @@ def _check_reviewer(team: LoadedTeam, names: list[str]) -> None:
         if index != len(steps) - 1:
             raise _fail(team, index, "reviews", "the reviewer must be the last step", "move it to the end of the list")
         if reviewer.final_answer:
-            raise _fail(team, index, "final_answer", "the reviewer cannot give the final answer", "mark a reviewed step instead")
+            raise _fail(
+                team, index, "final_answer", "the reviewer cannot give the final answer", "mark a reviewed step instead"
+            )
         dimensions = [team.config.step(name).dimension for name in reviewer.reviews or ()]
         if len(set(dimensions)) != len(dimensions):
             raise _fail(team, index, "reviews", "two reviewed steps share a critic_dimension",
@@ -269,8 +289,13 @@ def _check_scales(team: LoadedTeam) -> None:
     """Only the reviewer has a score scale or threshold."""
     for index, step in enumerate(team.config.steps):
         if step.reviews is None and (step.scale is not None or step.threshold is not None):
-            raise _fail(team, index, "scale" if step.scale is not None else "threshold", "only the reviewer has a score scale",
-                        "move it to the step with reviews:")
+            raise _fail(
+                team,
+                index,
+                "scale" if step.scale is not None else "threshold",
+                "only the reviewer has a score scale",
+                "move it to the step with reviews:",
+            )
 
 
 def load_team_file(path: Path, *, read_yaml: Any) -> LoadedTeam:
@@ -295,7 +320,9 @@ def check_without(team: TeamConfig, without: frozenset[str], source: Path) -> No
     """`--without` names must be steps of the team; the final-answer step cannot go."""
     for name in sorted(without):
         if name not in team.names:
-            raise UsageError(f"--without {name}: {source} has no step '{name}'", fix=f"use one of: {', '.join(team.names)}")
+            raise UsageError(
+                f"--without {name}: {source} has no step '{name}'", fix=f"use one of: {', '.join(team.names)}"
+            )
     if team.final_step.name in without:
         raise UsageError(f"--without {team.final_step.name}: that step gives the final answer",
                          fix="mark another step final_answer: true in the team to ablate this one")
@@ -339,8 +366,14 @@ def plan_chat(team: TeamConfig, *, has_images: bool, without: frozenset[str] = f
     scored = tuple((step.name, step.dimension) for step in running if step.name in reviewed)
     if reviewer is not None and not scored:
         reviewer = None  # nothing it scores runs: no review
-    return ChatPlan(steps=names, reviewer=reviewer, scored=scored, image_steps=frozenset(image_steps), final_step=team.final_step.name,
-                    images_dropped=tuple(dropped_images))
+    return ChatPlan(
+        steps=names,
+        reviewer=reviewer,
+        scored=scored,
+        image_steps=frozenset(image_steps),
+        final_step=team.final_step.name,
+        images_dropped=tuple(dropped_images),
+    )
 
 
 def derived_max_rounds(plan: ChatPlan, max_rollbacks: int) -> int:

@@ -53,7 +53,9 @@ class RunWriter:
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise DataError(f"cannot create run folder {run_dir}: {error.strerror or error}", fix="choose another --runs-dir") from None
+            raise DataError(
+                f"cannot create run folder {run_dir}: {error.strerror or error}", fix="choose another --runs-dir"
+            ) from None
         self._lock = threading.Lock()
         self._transcript = open(open_append(run_dir / TRANSCRIPT_FILE), "a", encoding="utf-8")
         self._index = 0

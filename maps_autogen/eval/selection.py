@@ -52,7 +52,12 @@ def select_items(items: Sequence[EvalItem], subsets: Sequence[Subset], *, sample
         if size is not None and size < len(pids):
             picked = sorted(random.Random(f"{seed}:{subset.name}").sample(range(len(pids)), size))
             pids = [pids[n] for n in picked]
-            sampled[subset.name] = {"seed": seed, "n": size, "of": len([i for i in items if i.subset == subset.name]), "ids": pids}
+            sampled[subset.name] = {
+                "seed": seed,
+                "n": size,
+                "of": len([i for i in items if i.subset == subset.name]),
+                "ids": pids,
+            }
         chosen.update(pids)
     selected = [item for item in items if item.pid in chosen]
     if limit is not None:
@@ -70,7 +75,10 @@ def load_items(task: Task, subsets: Sequence[Subset], data: Path | None, loaded:
     max_side = loaded.config.images.max_side
     with image_limits(ImageLimits.of(loaded.config.limits)):
         context = contextvars.copy_context()
-        return [_loaded_in(context, task.to_item(row, prompts=formats, max_side=max_side)) for row in task.rows(tuple(subsets), data)]
+        return [
+            _loaded_in(context, task.to_item(row, prompts=formats, max_side=max_side))
+            for row in task.rows(tuple(subsets), data)
+        ]
 
 
 def _loaded_in(context: contextvars.Context, item: EvalItem) -> EvalItem:

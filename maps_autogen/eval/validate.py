@@ -111,4 +111,6 @@ def validate_rows(task: Task, subsets: Sequence[Subset], data: Path | None) -> N
     shown = bad[:MAX_REPORTED]
     if len(bad) > len(shown):
         shown.append(f"... and {len(bad) - len(shown)} more bad rows")
-    raise DataError("\n".join(shown), fix=f"fix or remove the {len(bad)} bad row{'s' if len(bad) > 1 else ''}; nothing was run")
+    raise DataError(
+        "\n".join(shown), fix=f"fix or remove the {len(bad)} bad row{'s' if len(bad) > 1 else ''}; nothing was run"
+    )

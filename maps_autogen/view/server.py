@@ -71,7 +71,11 @@ _SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no
 
 
 def _sse(event: str, data: dict[str, Any], event_id: str | None = None) -> bytes:
-    lines = [f"event: {event}"] + ([f"id: {event_id}"] if event_id else []) + [f"data: {json.dumps(data, ensure_ascii=True)}", "", ""]
+    lines = (
+        [f"event: {event}"]
+        + ([f"id: {event_id}"] if event_id else [])
+        + [f"data: {json.dumps(data, ensure_ascii=True)}", "", ""]
+    )
     return "\n".join(lines).encode("ascii")
 
 
@@ -100,7 +104,10 @@ class ViewServer:
         try:
             self._httpd = _HTTPServer((host, port), self._handler_class())
         except OSError as error:
-            raise UsageError(f"cannot serve on {host}:{port}: {error.strerror or error}", fix="choose another --port (0 picks a free one)") from None
+            raise UsageError(
+                f"cannot serve on {host}:{port}: {error.strerror or error}",
+                fix="choose another --port (0 picks a free one)",
+            ) from None
         self._thread: threading.Thread | None = None
         self._streams = 0  # live feeds open
         self._streams_done = threading.Condition()
@@ -173,7 +180,9 @@ class ViewServer:
             return
         decoded = [unquote(segment) for segment in segments[2:]]
         # Nothing may climb out or start over from the root, encoded or not.
-        if any(part in (".", "..") or "/" in part or "\\" in part or "\0" in part for part in decoded) or (len(decoded) > 1 and "" in decoded[:-1]):
+        if any(part in (".", "..") or "/" in part or "\\" in part or "\0" in part for part in decoded) or (
+            len(decoded) > 1 and "" in decoded[:-1]
+        ):
             request._send(403, "text/plain; charset=utf-8", b"forbidden: path outside the run folder\n")
             return
         route = "/".join(decoded)
@@ -229,7 +238,9 @@ class ViewServer:
         row, previous, following = self._rows_around(key)
         links = Links(PageMode.SERVED, self.run_dir, root="../")
         # Served pages are rendered on demand, so they can afford each turn's request.
-        title, body = render_problem_page(self.run_dir, row, links, previous=previous, following=following, include_requests=True)
+        title, body = render_problem_page(
+            self.run_dir, row, links, previous=previous, following=following, include_requests=True
+        )
         return page(title, body, kind="problem", mode=PageMode.SERVED)
 
     def _send_file(self, request: Any, relative: str) -> None:
@@ -349,7 +360,11 @@ class ViewServer:
                 started = [row for row in unfinished_rows(self.run_dir, rows) if page_key(row.pid) not in announced]
                 if started:
                     announced.update(page_key(row.pid) for row in started)
-                    yield _sse("append", {"html": "".join(render_index_row(row, links.problem_page(row.pid)) for row in started)}, str(offset))
+                    yield _sse(
+                        "append",
+                        {"html": "".join(render_index_row(row, links.problem_page(row.pid)) for row in started)},
+                        str(offset),
+                    )
             if keepalive:
                 yield b": keep-alive\n\n"
 
