@@ -18,8 +18,9 @@ demo: setup
 # backoff, Chromium, the embedded model), so a third worker beat two on 2 cores (measured);
 # a fourth was slower. --dist worksteal: the embedded-model chat runs for minutes and starts
 # first (tests/conftest.py), and the other workers take over the tests queued behind it.
+# The linters run first (the lint target below): any mypy or ruff finding fails `make test`, and so CI.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
-test: setup
+test: setup lint
 	bash scripts/setup_browser.sh
 	bash scripts/setup_litellm.sh
 	.venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal

@@ -17,18 +17,18 @@ from typing import Any, Protocol
 import autogen
 from autogen.io import IOStream
 
+from maps_autogen.client import ChatBackend, Completion
 from maps_autogen.errors import MapsError, RunInterrupted
 from maps_autogen.flow import FlowSettings, Rollback, Turn, decide_next
-from maps_autogen.client import ChatBackend, Completion
 from maps_autogen.llm import MapsModelClient
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
-from maps_autogen.roles import MANAGER_NAME, USER_PROXY_NAME, CriticVerdict, SolverAnswer, critic_schema, solver_schema
 from maps_autogen.redact import redact
+from maps_autogen.role_inputs import build_request, format_options, review_variables, revision_for
+from maps_autogen.roles import MANAGER_NAME, USER_PROXY_NAME, CriticVerdict, SolverAnswer, critic_schema, solver_schema
+from maps_autogen.team import ChatPlan, TeamConfig, derived_max_rounds, plan_chat
 from maps_autogen.transcript import request_for_transcript, utc_now
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply
-from maps_autogen.role_inputs import build_request, format_options, review_variables, revision_for
-from maps_autogen.team import ChatPlan, TeamConfig, derived_max_rounds, plan_chat
 
 logger = logging.getLogger(__name__)
 # AG2 announces at INFO level that our custom model client awaits registration; it always is.
@@ -130,11 +130,12 @@ class ChatOutcome:
         """Calls, tokens and cost (None when any call's price is unknown)."""
         completions = [call.completion for call in self.calls]
         costs = [c.cost for c in completions]
+        known = [cost for cost in costs if cost is not None]
         return {
             "calls": len(completions),
             "prompt_tokens": sum(c.prompt_tokens or 0 for c in completions),
             "completion_tokens": sum(c.completion_tokens or 0 for c in completions),
-            "cost": round(sum(costs), 8) if completions and all(c is not None for c in costs) else None,
+            "cost": round(sum(known), 8) if completions and len(known) == len(costs) else None,
             # Some call's server reported no usage: its tokens (and cost) are our own count.
             "tokens_estimated": any(c.tokens_estimated for c in completions),
         }
@@ -142,11 +143,15 @@ class ChatOutcome:
     def usage_by_role(self) -> dict[str, dict[str, Any]]:
         table: dict[str, dict[str, Any]] = {}
         for call in self.calls:
-            row = table.setdefault(call.role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "seconds": 0.0})
+            row = table.setdefault(
+                call.role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "seconds": 0.0}
+            )
             row["calls"] += 1
             row["prompt_tokens"] += call.completion.prompt_tokens or 0
             row["completion_tokens"] += call.completion.completion_tokens or 0
-            row["cost"] = None if row["cost"] is None or call.completion.cost is None else row["cost"] + call.completion.cost
+            row["cost"] = (
+                None if row["cost"] is None or call.completion.cost is None else row["cost"] + call.completion.cost
+            )
             row["seconds"] += call.completion.seconds
         return table
 
@@ -158,7 +163,11 @@ def _solver_check(text: str) -> str | None:
 
 def _critic_check(text: str, *, scored: tuple[tuple[str, str], ...], low: float, high: float) -> str | None:
     """Why a reviewer's reply is unusable (None when it has usable scores)."""
-    return None if parse_critic_reply(text, scored, low=low, high=high) is not None else "the Critic's reply has no usable scores"
+    return (
+        None
+        if parse_critic_reply(text, scored, low=low, high=high) is not None
+        else "the Critic's reply has no usable scores"
+    )
 
 
 class _SilentStream:
@@ -180,7 +189,8 @@ class AgentShape:
 
     user_proxy_system: str
     manager_system: str
-    assistants: tuple[tuple[str, str, str, str], ...]  # (step, agent name, system message, model) of each step that runs
+    # (step, agent name, system message, model) of each step that runs
+    assistants: tuple[tuple[str, str, str, str], ...]
     human: bool
     max_round: int
     team: str  # the team's steps as JSON: chats of different teams never share agents
@@ -244,7 +254,8 @@ class ChatAgents:
         agent.llm_config = agent._validate_llm_config(
             {"config_list": [{"model": model, "model_client_cls": MapsModelClient.__name__}], "cache_seed": None})
         agent.client = agent._create_client(agent.llm_config)
-        agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))
+        # AG2 annotates this parameter as an instance of its ModelClient protocol, but it takes the class.
+        agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))  # type: ignore[arg-type]
         agent.register_hook("process_all_messages_before_reply", partial(self._role_view, role))
 
     def forget(self) -> None:
@@ -254,7 +265,7 @@ class ChatAgents:
         for agent in (self.user_proxy, self.manager, *self.assistants.values()):
             agent.clear_history()
 
-    def _bound(self) -> "MapsChat":
+    def _bound(self) -> MapsChat:
         if self.chat is None:
             raise RuntimeError("the agents were called with no chat bound to them")
         return self.chat
@@ -325,10 +336,13 @@ class MapsChat:
         team = self.settings.team
         roles = [*flow.steps, *([flow.reviewer] if flow.reviewer else [])]
         return AgentShape(
-            user_proxy_system=render(self.prompts.user_proxy.system, {"personality": self.prompts.personalities["user_proxy"]}),
+            user_proxy_system=render(
+                self.prompts.user_proxy.system, {"personality": self.prompts.personalities["user_proxy"]}
+            ),
             manager_system=render(self.prompts.manager.system, {"personality": self.prompts.personalities["manager"]}),
             assistants=tuple(
-                (role, team.step(role).title, self.prompts.system_message(role), self.backends[role].model.model) for role in roles
+                (role, team.step(role).title, self.prompts.system_message(role), self.backends[role].model.model)
+                for role in roles
             ),
             human=self.settings.human,
             max_round=flow.max_rounds + 2,
@@ -336,17 +350,24 @@ class MapsChat:
         )
 
     def _opening_message(self) -> str:
-        parts = [self.prompts.user_proxy.instruction.strip(), f"{self.prompts.task.labels['question']}: {self.problem.question}"]
+        parts = [
+            self.prompts.user_proxy.instruction.strip(),
+            f"{self.prompts.task.labels['question']}: {self.problem.question}",
+        ]
         if self.problem.context:
             parts.append(f"{self.prompts.task.labels['context']}: {self.problem.context}")
         if self.problem.options:
             parts.append(f"{self.prompts.task.labels['options']}:\n{format_options(self.problem.options)}")
         if self.problem.images:
-            parts.append(f"{self.prompts.task.labels['images']}: " + ", ".join(f"[{name}]" for name in self.image_files))
+            parts.append(
+                f"{self.prompts.task.labels['images']}: " + ", ".join(f"[{name}]" for name in self.image_files)
+            )
         return "\n\n".join(parts)
 
     # ----- the Manager's selection ----------------------------------------------------
-    def _select_speaker(self, assistants: dict[str, autogen.AssistantAgent], user_proxy: Any, last_speaker: Any, groupchat: Any) -> Any:
+    def _select_speaker(
+        self, assistants: dict[str, autogen.AssistantAgent], user_proxy: Any, last_speaker: Any, groupchat: Any
+    ) -> Any:
         if last_speaker is not user_proxy:
             role = next(name for name, agent in assistants.items() if agent is last_speaker)
             self._record_turn(role, groupchat.messages[-1].get("content") or "")
@@ -376,8 +397,15 @@ class MapsChat:
             if role == self.settings.plan.final_step:
                 self.solver_answer = answer
             if not answer.parsed:
-                self.observer.emit({"type": "event", "event": "solver_unparsed", "at": utc_now(),
-                                    "detail": "the Solver's reply was not valid JSON; its final answer falls back to the reply's text"})
+                self.observer.emit(
+                    {
+                        "type": "event",
+                        "event": "solver_unparsed",
+                        "at": utc_now(),
+                        "detail": "the Solver's reply was not valid JSON; "
+                        "its final answer falls back to the reply's text",
+                    }
+                )
         elif role == self.settings.plan.final_step:
             self.solver_answer = SolverAnswer(final_answer=content.strip())
         if role == self.settings.flow.reviewer:
@@ -385,32 +413,42 @@ class MapsChat:
             verdict = parse_critic_reply(content, self.settings.flow.scored, low=scale.low, high=scale.high)
             self.verdicts.append(verdict)
             if verdict is None:
-                self.observer.emit({"type": "event", "event": "critic_unparseable", "at": utc_now(),
-                                    "detail": "the Critic's reply has no usable scores; the chat ends and the Solver's answer stands"})
+                self.observer.emit(
+                    {
+                        "type": "event",
+                        "event": "critic_unparseable",
+                        "at": utc_now(),
+                        "detail": "the Critic's reply has no usable scores; "
+                        "the chat ends and the Solver's answer stands",
+                    }
+                )
             else:
                 parsed = {**verdict.to_dict(), "repaired": verdict.repaired}
         self.outputs[role] = content
         self.turns.append(Turn(role, verdict))
-        self.observer.emit({
-            "type": "message",
-            "agent": step.title,
-            "role": role,
-            "step": self.settings.flow.dimension_of(role) or ("review" if role == self.settings.flow.reviewer else role),
-            "round": self._current_round,
-            "revision": self._current_revision is not None and self._current_revision.step == role,
-            "content": content,
-            "parsed": parsed,
-            "model": call.completion.model if call else None,
-            "started_at": call.started_at if call else None,
-            "seconds": round(call.completion.seconds, 4) if call else None,
-            "usage": call.completion.usage() if call else None,
-            "json_mode": call.completion.json_mode if call else None,
-            "finish_reason": call.completion.finish_reason if call else None,
-            "served_model": call.completion.served_model if call else None,
-            "sent": call.completion.sent if call else None,
-            "rejected": call.completion.rejected if call else None,
-            "request": call.request if call else None,
-        })
+        self.observer.emit(
+            {
+                "type": "message",
+                "agent": step.title,
+                "role": role,
+                "step": self.settings.flow.dimension_of(role)
+                or ("review" if role == self.settings.flow.reviewer else role),
+                "round": self._current_round,
+                "revision": self._current_revision is not None and self._current_revision.step == role,
+                "content": content,
+                "parsed": parsed,
+                "model": call.completion.model if call else None,
+                "started_at": call.started_at if call else None,
+                "seconds": round(call.completion.seconds, 4) if call else None,
+                "usage": call.completion.usage() if call else None,
+                "json_mode": call.completion.json_mode if call else None,
+                "finish_reason": call.completion.finish_reason if call else None,
+                "served_model": call.completion.served_model if call else None,
+                "sent": call.completion.sent if call else None,
+                "rejected": call.completion.rejected if call else None,
+                "request": call.request if call else None,
+            }
+        )
 
     # ----- each role's view and call ---------------------------------------------------
     def _role_view(self, role: str, _history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -428,7 +466,9 @@ class MapsChat:
             scale = self.settings.team.scale
             variables = review_variables(self.settings.flow.scored, self.prompts, low=scale.low, high=scale.high,
                                          threshold=self.settings.flow.threshold)
-        content = build_request(step, self.problem, self.outputs, self.prompts, review_variables=variables, images=images, revision=revision)
+        content = build_request(
+            step, self.problem, self.outputs, self.prompts, review_variables=variables, images=images, revision=revision
+        )
         self.observer.emit({"type": "turn_start", "role": role, "agent": step.title, "round": self._current_round,
                             "revision": revision is not None})
         return [{"role": "user", "content": content}]
@@ -440,7 +480,10 @@ class MapsChat:
             schema_name, schema, check = "solver_answer", solver_schema(len(self.problem.options)), _solver_check
         elif role == self.settings.flow.reviewer:
             scale = self.settings.team.scale
-            schema_name, schema = "critic_verdict", critic_schema(self.settings.flow.dimensions, low=scale.low, high=scale.high, whole=scale.whole)
+            schema_name, schema = (
+                "critic_verdict",
+                critic_schema(self.settings.flow.dimensions, low=scale.low, high=scale.high, whole=scale.whole),
+            )
             check = partial(_critic_check, scored=self.settings.flow.scored, low=scale.low, high=scale.high)
         started_at = utc_now()
         completion = self.backends[role].complete(
@@ -448,9 +491,17 @@ class MapsChat:
             on_token=lambda text: self.observer.emit({"type": "token", "role": role, "text": text}),
         )
         if completion.finish_reason == "length":
-            self.observer.emit({"type": "event", "event": "max_tokens_reached", "role": role, "at": utc_now(),
-                                "detail": f"the {step.title}'s reply was cut off at max_tokens ({completion.sent.get('max_tokens')}); "
-                                          f"raise {self.backends[role].model.max_tokens_key} for longer replies"})
+            self.observer.emit(
+                {
+                    "type": "event",
+                    "event": "max_tokens_reached",
+                    "role": role,
+                    "at": utc_now(),
+                    "detail": f"the {step.title}'s reply was cut off at max_tokens "
+                    f"({completion.sent.get('max_tokens')}); "
+                    f"raise {self.backends[role].model.max_tokens_key} for longer replies",
+                }
+            )
         record = CallRecord(role, completion, request_for_transcript(messages, self._data_urls), started_at)
         self.calls.append(record)
         self._pending[role] = record
@@ -473,18 +524,38 @@ class MapsChat:
     def run(self) -> ChatOutcome:
         """Run the chat to its stop; model-service failures end it with stop reason `error`."""
         started = time.monotonic()
-        skipped = [step.title for step in self.settings.team.steps if step.describes_images and step.enabled and not self.problem.has_images]
+        skipped = [
+            step.title
+            for step in self.settings.team.steps
+            if step.describes_images and step.enabled and not self.problem.has_images
+        ]
         if skipped:
-            self.observer.emit({"type": "event", "event": "interpreter_skipped", "at": utc_now(),
-                                "detail": f"the problem has no image, so {', '.join(skipped)} is skipped and the reviewer scores "
-                                          f"{len(self.settings.flow.scored)} dimensions"})
+            self.observer.emit(
+                {
+                    "type": "event",
+                    "event": "interpreter_skipped",
+                    "at": utc_now(),
+                    "detail": f"the problem has no image, so {', '.join(skipped)} is skipped and the reviewer scores "
+                    f"{len(self.settings.flow.scored)} dimensions",
+                }
+            )
         dropped = self.settings.plan.images_dropped
         if dropped:
             titles = ", ".join(self.settings.team.step(role).title for role in dropped)
-            receivers = ", ".join(self.settings.team.step(role).title for role in sorted(self.settings.image_roles)) or "no step"
-            self.observer.emit({"type": "event", "event": "images_dropped", "roles": list(dropped), "at": utc_now(),
-                                "detail": f"{titles} left out: its images go to no other step (images.to_next_step: false); "
-                                          f"the images reach {receivers}"})
+            receivers = (
+                ", ".join(self.settings.team.step(role).title for role in sorted(self.settings.image_roles))
+                or "no step"
+            )
+            self.observer.emit(
+                {
+                    "type": "event",
+                    "event": "images_dropped",
+                    "roles": list(dropped),
+                    "at": utc_now(),
+                    "detail": f"{titles} left out: its images go to no other step (images.to_next_step: false); "
+                    f"the images reach {receivers}",
+                }
+            )
         withheld = images_withheld(self.problem, self.settings.image_roles, self.backends)
         if withheld:
             titles = ", ".join(self.settings.team.step(role).title for role in withheld)
@@ -493,8 +564,18 @@ class MapsChat:
                                           "a note stands in for each image"})
         agents = agents_for(self.agent_shape())
         opening = self._opening_message()
-        self.observer.emit({"type": "message", "agent": USER_PROXY_NAME, "role": "user_proxy", "step": "task", "round": 0,
-                            "revision": False, "content": opening, "images": self.image_files})
+        self.observer.emit(
+            {
+                "type": "message",
+                "agent": USER_PROXY_NAME,
+                "role": "user_proxy",
+                "step": "task",
+                "round": 0,
+                "revision": False,
+                "content": opening,
+                "images": self.image_files,
+            }
+        )
         error: str | None = None
         agents.chat = self
         service_failure: MapsError | None = None
@@ -517,9 +598,27 @@ class MapsChat:
             self.observer.emit({"type": "event", "event": "error", "detail": error, "at": utc_now()})
         outcome = self.outcome_so_far(stop_reason, time.monotonic() - started, error)
         outcome.failure = service_failure
-        self.observer.emit({"type": "event", "event": "stop", "stop_reason": stop_reason, "final_answer": outcome.final_answer, "at": utc_now()})
+        self.observer.emit(
+            {
+                "type": "event",
+                "event": "stop",
+                "stop_reason": stop_reason,
+                "final_answer": outcome.final_answer,
+                "at": utc_now(),
+            }
+        )
         return outcome
 
 
-__all__ = ["AgentShape", "ChatAgents", "ChatOutcome", "ChatSettings", "MapsChat", "Observer", "Observers", "agents_for", "chat_settings",
-           "images_withheld"]
+__all__ = [
+    "AgentShape",
+    "ChatAgents",
+    "ChatOutcome",
+    "ChatSettings",
+    "MapsChat",
+    "Observer",
+    "Observers",
+    "agents_for",
+    "chat_settings",
+    "images_withheld",
+]

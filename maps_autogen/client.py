@@ -524,7 +524,12 @@ class ChatBackend:
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else None
         finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
         model = reply.get("model")
-        return text, model if isinstance(model, str) else None, usage, finish_reason if isinstance(finish_reason, str) else None
+        return (
+            text,
+            model if isinstance(model, str) else None,
+            usage,
+            finish_reason if isinstance(finish_reason, str) else None,
+        )
 
     def _before_deadline(self, chunks: Iterator[bytes], deadline: float, late: _Retryable) -> Iterator[bytes]:
         """The body's chunks, stopping with the retryable error `late` once the deadline passes."""

@@ -42,7 +42,9 @@ class LiveConsole:
         return self._styles[role]
 
     def _header(self, agent: str, role: str, detail: str) -> None:
-        self.console.print(Text(f"\n── {terminal_safe(agent)} ", style=self._style(role)) + Text(terminal_safe(detail), style="dim"))
+        self.console.print(
+            Text(f"\n── {terminal_safe(agent)} ", style=self._style(role)) + Text(terminal_safe(detail), style="dim")
+        )
 
     def emit(self, record: dict[str, Any]) -> None:
         typed = live_record(record)
@@ -95,7 +97,12 @@ class LiveConsole:
         event = record.event
         if event == "rollback":
             scores = ", ".join(f"{k} {v}" for k, v in (record.scores or {}).items())
-            self.console.print(Text(terminal_safe(f"\n↺ rollback {record.number}: re-running from the {record.step} step ({scores})"), style="bold cyan"))
+            self.console.print(
+                Text(
+                    terminal_safe(f"\n↺ rollback {record.number}: re-running from the {record.step} step ({scores})"),
+                    style="bold cyan",
+                )
+            )
             if record.question:
                 self.console.print(Text("  question sent back: ", style="cyan") + _safe(record.question))
         elif event == "stop":

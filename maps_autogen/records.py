@@ -19,8 +19,9 @@ feedback targets from the rows themselves), so no older file is refused.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Iterable, Iterator, Literal, TypeVar, Union, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, TypeAdapter, ValidationError
 
@@ -76,7 +77,7 @@ class _File(_Record):
 
 #: A reviewer's score as it was given: a whole number on 1-5, or a fraction on [0, 1] (kept as
 #: written: 5 stays 5, never 5.0).
-Score = Union[int, float]
+Score = int | float
 
 
 # ----- shared parts -------------------------------------------------------------------------
@@ -145,7 +146,7 @@ class TeamRecord(_Record):
     scored: dict[str, str] = Field(default_factory=dict)  # reviewed step -> its dimension name
 
     @classmethod
-    def of(cls, team: "TeamConfig", source: Path | str) -> "TeamRecord":
+    def of(cls, team: TeamConfig, source: Path | str) -> TeamRecord:
         """The record of a loaded team."""
         reviewer = team.reviewer
         reviewed = reviewer.reviews or () if reviewer is not None else ()
@@ -344,8 +345,8 @@ class TokenRecord(_Record):
     text: str
 
 
-TranscriptLine = Annotated[Union[MessageRecord, EventRecord], Field(discriminator="type")]
-TranscriptRecord = Annotated[Union[MessageRecord, EventRecord, TurnStartRecord, TokenRecord], Field(discriminator="type")]
+TranscriptLine = Annotated[MessageRecord | EventRecord, Field(discriminator="type")]
+TranscriptRecord = Annotated[MessageRecord | EventRecord | TurnStartRecord | TokenRecord, Field(discriminator="type")]
 TRANSCRIPT_LINE: TypeAdapter[Any] = TypeAdapter(TranscriptLine)
 LIVE_RECORD: TypeAdapter[Any] = TypeAdapter(TranscriptRecord)
 
@@ -503,12 +504,17 @@ def parsed(model: type[M], data: Any, *, source: str) -> M:
     if isinstance(data, dict):
         version = data.get("schema_version", SCHEMA_VERSION)
         if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-            raise DataError(f"{source} was written by a newer maps-autogen (schema version {version}; this one reads "
-                            f"up to {SCHEMA_VERSION})", fix="upgrade maps-autogen (pip install -U maps-autogen) to read it")
+            raise DataError(
+                f"{source} was written by a newer maps-autogen (schema version {version}; this one reads "
+                f"up to {SCHEMA_VERSION})",
+                fix="upgrade maps-autogen (pip install -U maps-autogen) to read it",
+            )
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        raise DataError(f"{source}: {_first_problem(error)}", fix="the run folder may be damaged or from another version") from None
+        raise DataError(
+            f"{source}: {_first_problem(error)}", fix="the run folder may be damaged or from another version"
+        ) from None
 
 
 def dumped(record: BaseModel) -> dict[str, Any]:
@@ -544,7 +550,9 @@ def read_run(run_dir: Path) -> RunRecord:
     damaged, newer or not a run."""
 
     path = run_dir / RUN_FILE
-    data = read_json_object(path, missing=f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval")
+    data = read_json_object(
+        path, missing=f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval"
+    )
     return parsed(RunRecord, data, source=str(path))
 
 
@@ -560,7 +568,9 @@ def read_summary(eval_dir: Path) -> Summary:
     """An eval folder's summary.json as a Summary."""
 
     path = eval_dir / SUMMARY_FILE
-    data = read_json_object(path, missing=f"{eval_dir} has no {SUMMARY_FILE}", fix="pass a folder written by maps eval or maps merge")
+    data = read_json_object(
+        path, missing=f"{eval_dir} has no {SUMMARY_FILE}", fix="pass a folder written by maps eval or maps merge"
+    )
     return parsed(Summary, data, source=str(path))
 
 

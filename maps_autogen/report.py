@@ -10,16 +10,19 @@ import csv
 import io
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from maps_autogen.artifacts import FILE_MODE, write_text_atomic
+from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.errors import missing_extra
 from maps_autogen.eval.table1 import Cell, Row, Run, _cell, _markdown, _subsets, load_run, table1, table1_rows
-from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
-from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, table1_rows as paper_table1_rows
-from maps_autogen.artifacts import FILE_MODE, write_text_atomic
-from maps_autogen.records import feedback_targets
+from maps_autogen.paper import OVERALL, PaperRow, paper_row_for
+from maps_autogen.paper import table1_rows as paper_table1_rows
+from maps_autogen.records import ResultRow, feedback_targets
 
 PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 100 s
 # One colour per series (Figures 5 and 6), so a figure can be checked by colour.
@@ -110,7 +113,9 @@ def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
         keys = sorted({key for times in series.values() for key in times})
         if not keys:
             continue
-        names = [f"{get_benchmark(benchmark).task.title}: {value}" if several else value for _, benchmark, value in keys]
+        names = [
+            f"{get_benchmark(benchmark).task.title}: {value}" if several else value for _, benchmark, value in keys
+        ]
         data[panel] = {"values": names, "series": {
             label: [round(sum(times[key]) / len(times[key]), 3) if key in times else None for key in keys]
             for label, times in series.items()}}
@@ -124,9 +129,11 @@ def usage_by_role(runs: Sequence[Run]) -> dict[str, dict[str, float | None]]:
     for run in runs:
         for record in run.scored:
             for role, usage in record.usage_by_role.items():
-                row = totals.setdefault(role, {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "cost": 0.0})
+                row = totals.setdefault(
+                    role, {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "cost": 0.0}
+                )
                 for key in ("calls", "prompt_tokens", "completion_tokens"):
-                    row[key] += getattr(usage, key) or 0
+                    row[key] = (row[key] or 0.0) + (getattr(usage, key) or 0)
                 row["cost"] = None if row["cost"] is None or usage.cost is None else row["cost"] + usage.cost
     return {role: {key: (round(value / problems, 6) if value is not None else None) for key, value in row.items()}
             for role, row in totals.items()} if problems else {}
@@ -137,7 +144,7 @@ def random_choice_row(runs: Sequence[Run]) -> Row:
     with k choices, 0 for an open answer; per subset, and pooled per benchmark."""
     row = Row("random choice (expected, from the data)")
     for benchmark in BENCHMARK_ORDER:
-        problems: dict[str, dict[str, Any]] = {}
+        problems: dict[str, ResultRow] = {}
         for run in runs:
             if run.benchmark == benchmark:
                 for record in run.records:
@@ -188,22 +195,33 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
         average = _paper_average(paper, benchmarks)
         overall = paper.cells[OVERALL] if every_benchmark else ("-" if average is None else f"{average:.2f}")
         body.append(["paper", paper.label, *(paper.cells.get(f"{b}/{s}", "-") for b, s, _ in columns), overall, ""])
-    ours = [(random_choice_row(runs), None)] + [(row, next((r for r in runs if r.label == row.label), None)) for row in table1_rows(runs)]
+    ours = [(random_choice_row(runs), None)] + [
+        (row, next((r for r in runs if r.label == row.label), None)) for row in table1_rows(runs)
+    ]
     differences: list[list[str]] = []
     for row, run in ours:
-        overall = _overall(row.benchmark_avgs)
-        paper = paper_row_for(run.method, run.model_names) if run is not None and not run.without else None
+        our_overall = _overall(row.benchmark_avgs)
+        match = paper_row_for(run.method, run.model_names) if run is not None and not run.without else None
         delta = "-"
-        if paper is not None and overall is not None:
-            reference = _paper_average(paper, list(row.benchmark_avgs))
-            delta = "-" if reference is None else f"{overall - reference:+.2f} ({paper.label})"
-            differences.append([f"{row.label} − {paper.label}",
-                                *(_difference(row.cells.get((b, s)), paper.value(f"{b}/{s}")) for b, s, _ in columns)])
-        body.append(["this report", row.label, *(row.cells.get((b, s), Cell(None, None, 0)).text(False) for b, s, _ in columns),
-                     "-" if overall is None else f"{overall:.2f}", delta])
+        if match is not None and our_overall is not None:
+            reference = _paper_average(match, list(row.benchmark_avgs))
+            delta = "-" if reference is None else f"{our_overall - reference:+.2f} ({match.label})"
+            differences.append([f"{row.label} − {match.label}",
+                                *(_difference(row.cells.get((b, s)), match.value(f"{b}/{s}")) for b, s, _ in columns)])
+        body.append(
+            [
+                "this report",
+                row.label,
+                *(row.cells.get((b, s), Cell(None, None, 0)).text(False) for b, s, _ in columns),
+                "-" if our_overall is None else f"{our_overall:.2f}",
+                delta,
+            ]
+        )
     markdown = _markdown(header, body)
     if differences:
-        markdown += "\n\nDifference against the paper (points, ours − paper):\n\n" + _markdown(["Run", *(h for _, _, h in columns)], differences)
+        markdown += "\n\nDifference against the paper (points, ours − paper):\n\n" + _markdown(
+            ["Run", *(h for _, _, h in columns)], differences
+        )
     out = io.StringIO()
     csv.writer(out).writerows([header, *body])
     return markdown, out.getvalue()
@@ -223,10 +241,13 @@ def accuracy_by_model(runs: Sequence[Run]) -> dict[str, dict[str, dict[str, floa
 def _usage_table(usage: dict[str, dict[str, float | None]]) -> str:
     body = [[role, f"{row['calls']:.2f}", f"{row['prompt_tokens']:.0f}", f"{row['completion_tokens']:.0f}",
              "-" if row["cost"] is None else f"${row['cost']:.5f}"] for role, row in usage.items()]
-    return _markdown(["Role", "Calls / problem", "Prompt tokens / problem", "Completion tokens / problem", "Cost / problem"], body)
+    return _markdown(
+        ["Role", "Calls / problem", "Prompt tokens / problem", "Completion tokens / problem", "Cost / problem"], body
+    )
 
 
-def _pyplot():
+def _pyplot() -> Any:
+    """matplotlib.pyplot, headless (the `report` extra)."""
     try:
         import matplotlib
     except ModuleNotFoundError as error:
@@ -269,8 +290,15 @@ def plot_feedback(shares: dict[str, dict[str, float]], path: Path) -> Path:
         bars = ax.barh(names, values, left=left, color=colour, label=label)
         for bar, value in zip(bars, values):
             if value >= 6:
-                ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2, f"{value:.0f}%", ha="center", va="center", fontsize=8)
-        left = [l + v for l, v in zip(left, values)]
+                ax.text(
+                    bar.get_x() + bar.get_width() / 2,
+                    bar.get_y() + bar.get_height() / 2,
+                    f"{value:.0f}%",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                )
+        left = [start + v for start, v in zip(left, values)]
     ax.set_xlim(0, 100)
     ax.set_xlabel("share of problems (%)")
     ax.set_title("Where the reviewer's feedback went (first rollback per problem)")
@@ -298,10 +326,14 @@ def plot_times(times: dict[str, dict[str, Any]], path: Path, *, paper_scale: boo
         ax.set_xticklabels([v if len(v) <= 28 else v[:27] + "…" for v in values], rotation=35, ha="right", fontsize=8)
         ax.set_title(f"by {panel}")
     axes[0][0].set_ylim(bottom=0)
-    axes[0][0].set_ylabel(f"solving time relative to {PAPER_TIME_SCALE_S:.0f} s" if paper_scale else "mean solving time (s)")
+    axes[0][0].set_ylabel(
+        f"solving time relative to {PAPER_TIME_SCALE_S:.0f} s" if paper_scale else "mean solving time (s)"
+    )
     handles = [plt.Line2D([0], [0], color=colours[label], marker="o") for label in labels]
     fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8, frameon=False)
-    fig.suptitle(f"Solving time relative to {PAPER_TIME_SCALE_S:.0f} s (the paper's scale)" if paper_scale else "Solving time")
+    fig.suptitle(
+        f"Solving time relative to {PAPER_TIME_SCALE_S:.0f} s (the paper's scale)" if paper_scale else "Solving time"
+    )
     fig.tight_layout(rect=(0, 0.08 + 0.05 * ((len(labels) - 1) // 3), 1, 1))
     _save_figure(fig, path)
     return path
@@ -318,7 +350,9 @@ def plot_models(data: dict[str, dict[str, dict[str, float]]], path: Path) -> Pat
         task = get_benchmark(benchmark).task
         known = {s.name for s in task.subsets}
         ran = dict.fromkeys(name for values in rows.values() for name in values if name != "Avg.")
-        groups = [s.name for s in task.subsets if s.name in ran] + [name for name in ran if name not in known] + ["Avg."]
+        groups = (
+            [s.name for s in task.subsets if s.name in ran] + [name for name in ran if name not in known] + ["Avg."]
+        )
         width = 0.8 / max(1, len(rows))
         for n, (label, values) in enumerate(rows.items()):
             xs = [g + (n - (len(rows) - 1) / 2) * width for g, name in enumerate(groups) if name in values]
@@ -350,7 +384,10 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
     runs = [load_run(path) for path in run_dirs]
     out.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
-    parts = ["# MAPS report", "Runs: " + ", ".join(f"`{run.path}` ({run.label}, {run.benchmark}, {len(run.scored)} scored)" for run in runs)]
+    parts = [
+        "# MAPS report",
+        "Runs: " + ", ".join(f"`{run.path}` ({run.label}, {run.benchmark}, {len(run.scored)} scored)" for run in runs),
+    ]
     markdown1, csv1 = table1(runs)
     write_text_atomic(out / "table1.md", markdown1 + "\n")
     write_text_atomic(out / "table1.csv", csv1)
@@ -361,7 +398,10 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         write_text_atomic(out / "table1_paper.md", markdown_paper + "\n")
         write_text_atomic(out / "table1_paper.csv", csv_paper)
         files += [out / "table1_paper.md", out / "table1_paper.csv"]
-        parts += ["## Table 1 beside the paper (the paper's cells as printed; random choice expected from the data)", markdown_paper]
+        parts += [
+            "## Table 1 beside the paper (the paper's cells as printed; random choice expected from the data)",
+            markdown_paper,
+        ]
     ablation = table2(runs)
     if ablation:
         write_text_atomic(out / "table2.md", ablation + "\n")
@@ -370,10 +410,17 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
     shares = feedback_shares(runs)
     if shares:
         files.append(plot_feedback(shares, out / "figure4.png"))
-        parts += ["## Figure 4: feedback shares", "![](figure4.png)",
-                  _markdown(["Benchmark", *(t if t != "none" else "no regeneration" for t in _all_targets(shares))],
-                            [[get_benchmark(b).task.title, *(f"{100 * s.get(t, 0.0):.1f}%" for t in _all_targets(shares))]
-                             for b, s in shares.items()])]
+        parts += [
+            "## Figure 4: feedback shares",
+            "![](figure4.png)",
+            _markdown(
+                ["Benchmark", *(t if t != "none" else "no regeneration" for t in _all_targets(shares))],
+                [
+                    [get_benchmark(b).task.title, *(f"{100 * s.get(t, 0.0):.1f}%" for t in _all_targets(shares))]
+                    for b, s in shares.items()
+                ],
+            ),
+        ]
     models = accuracy_by_model(runs)
     if models:
         files.append(plot_models(models, out / "figure5.png"))
@@ -384,8 +431,12 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         files.append(out / "figure6.json")
         files.append(plot_times(times, out / "figure6.png"))
         files.append(plot_times(times, out / "figure6_paper_scale.png", paper_scale=True))
-        parts += ["## Figure 6: solving time", "![](figure6.png)", f"On the paper's scale (relative to {PAPER_TIME_SCALE_S:.0f} s):",
-                  "![](figure6_paper_scale.png)"]
+        parts += [
+            "## Figure 6: solving time",
+            "![](figure6.png)",
+            f"On the paper's scale (relative to {PAPER_TIME_SCALE_S:.0f} s):",
+            "![](figure6_paper_scale.png)",
+        ]
     usage = usage_by_role(runs)
     if usage:
         write_text_atomic(out / "usage.md", _usage_table(usage) + "\n")
@@ -394,10 +445,23 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
     markdown = "\n\n".join(parts) + "\n"
     write_text_atomic(out / "report.md", markdown)
     files.append(out / "report.md")
-    write_text_atomic(out / "report.json", json.dumps({"feedback_shares": shares, "solving_times": times, "usage_by_role": usage,
-                                                 "accuracy_by_model": models,
-                                                 "table1": [{"label": r.label, "cells": {f"{b}/{s}": vars(c) for (b, s), c in r.cells.items()}}
-                                                            for r in table1_rows(runs)]}, indent=2, default=str))
+    write_text_atomic(
+        out / "report.json",
+        json.dumps(
+            {
+                "feedback_shares": shares,
+                "solving_times": times,
+                "usage_by_role": usage,
+                "accuracy_by_model": models,
+                "table1": [
+                    {"label": r.label, "cells": {f"{b}/{s}": vars(c) for (b, s), c in r.cells.items()}}
+                    for r in table1_rows(runs)
+                ],
+            },
+            indent=2,
+            default=str,
+        ),
+    )
     files.append(out / "report.json")
     return Report(markdown, files)
 

@@ -185,7 +185,9 @@ def build_request(
         sections.append(f"## {labels['images']}\n{notes}")
     blocks = [(section, False) for section in sections if section]
     # The problem's own text places the images after their tags; an earlier step's output does not.
-    blocks += [(f"## {labels[name]}\n{text}", name in PROBLEM_FIELDS) for name, text in labelled_inputs(step, problem, outputs)]
+    blocks += [
+        (f"## {labels[name]}\n{text}", name in PROBLEM_FIELDS) for name, text in labelled_inputs(step, problem, outputs)
+    ]
     variables = {"images_label": labels["images"], **(review_variables or {})}  # any prompt may name the images heading
     prompt = prompts.roles[step.name]
     tail: list[str] = []
@@ -201,7 +203,9 @@ def build_request(
     return place_images(blocks, problem.images, problem.options, heading=labels["images"], after=tail)
 
 
-def review_variables(scored: Sequence[tuple[str, str]], prompts: PromptSet, *, low: float, high: float, threshold: float) -> dict[str, Any]:
+def review_variables(
+    scored: Sequence[tuple[str, str]], prompts: PromptSet, *, low: float, high: float, threshold: float
+) -> dict[str, Any]:
     """What the reviewer's prompt is filled with: the dimensions under review (one line each,
     with the heading of the step it scores), each dimension's feedback template as its step
     declares it (`feedback_template`; a dimension without one is not listed), the score scale
@@ -211,8 +215,11 @@ def review_variables(scored: Sequence[tuple[str, str]], prompts: PromptSet, *, l
         "dimensions": ", ".join(dimensions),
         "dimension_keys": "|".join(dimensions),
         "dimension_list": "\n".join(f"- {dimension}: {prompts.labels[step]}" for step, dimension in scored),
-        "feedback_templates": "\n".join(f"- {dimension}: {prompts.feedback_templates[step]}" for step, dimension in scored
-                                        if prompts.feedback_templates.get(step)),
+        "feedback_templates": "\n".join(
+            f"- {dimension}: {prompts.feedback_templates[step]}"
+            for step, dimension in scored
+            if prompts.feedback_templates.get(step)
+        ),
         "scale_low": f"{low:g}",
         "scale_high": f"{high:g}",
         "threshold": f"{threshold:g}",

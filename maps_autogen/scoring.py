@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
+from maps_autogen.artifacts import atomic_text_writer
 from maps_autogen.benchmarks import RecordError, Scorer, Verdict, get_benchmark
 from maps_autogen.errors import DataError, UsageError
-from maps_autogen.artifacts import atomic_text_writer
 from maps_autogen.tally import Tally
 
 logger = logging.getLogger(__name__)

@@ -9,19 +9,20 @@ import importlib.metadata
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from maps_autogen.cache import ResponseCache
 from maps_autogen.chat import CallRecord, ChatOutcome, MapsChat, Observer, Observers, chat_settings, images_withheld
+from maps_autogen.client import ChatBackend, JsonModeMemo
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import Resolution, ResolvedModel, resolve_models
-from maps_autogen.client import ChatBackend, JsonModeMemo
-from maps_autogen.problem import Problem
-from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.errors import RunInterrupted
 from maps_autogen.interrupts import exit_on_second_interrupt
+from maps_autogen.problem import Problem
+from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.records import FlowRecord, RunRecord, TeamRecord, dumped
 from maps_autogen.redact import register_secret
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
@@ -89,8 +90,14 @@ def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: Response
                   cancel: threading.Event, json_mode: JsonModeMemo) -> ChatBackend:
     reply_bytes = loaded.config.limits.reply_bytes
     if model.kind != "local":
-        return ChatBackend(model, cache=cache, max_connections=max_connections, cancel=cancel, max_reply_bytes=reply_bytes,
-                           json_mode=json_mode)
+        return ChatBackend(
+            model,
+            cache=cache,
+            max_connections=max_connections,
+            cancel=cancel,
+            max_reply_bytes=reply_bytes,
+            json_mode=json_mode,
+        )
     from maps_autogen.local.server import shared_local_server
     from maps_autogen.local.settings import settings_from_endpoint
 
@@ -99,8 +106,15 @@ def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: Response
     server = shared_local_server(settings_from_endpoint(model.local, base_dir=loaded.base_dir, model_name=model.model))
     register_secret(server.api_key)
     local = replace(model, base_url=server.base_url, api_key=server.api_key)
-    return ChatBackend(local, cache=cache, max_connections=max_connections, health_check=server.ensure_alive, cancel=cancel,
-                       max_reply_bytes=reply_bytes, json_mode=json_mode)
+    return ChatBackend(
+        local,
+        cache=cache,
+        max_connections=max_connections,
+        health_check=server.ensure_alive,
+        cancel=cancel,
+        max_reply_bytes=reply_bytes,
+        json_mode=json_mode,
+    )
 
 
 def assemble_team(
@@ -126,8 +140,9 @@ def assemble_team(
             key = (model.endpoint_name, model.model, model.temperature, model.max_tokens)
             if key not in opened:
                 memo = json_modes.setdefault((model.endpoint_name, model.model), JsonModeMemo(model.json_mode))
-                opened[key] = _open_backend(model, loaded=loaded, cache=cache, max_connections=max_connections, cancel=cancelled,
-                                            json_mode=memo)
+                opened[key] = _open_backend(
+                    model, loaded=loaded, cache=cache, max_connections=max_connections, cancel=cancelled, json_mode=memo
+                )
             backends[role] = opened[key]
     return Team(loaded=loaded, prompts=prompts, resolution=resolution, backends=backends, cancelled=cancelled)
 
@@ -227,11 +242,23 @@ def solve_problem(
         except KeyboardInterrupt:
             # Ctrl-C: a second one exits at once; the finished turns are already in the transcript.
             exit_on_second_interrupt()
-            outcome = chat.outcome_so_far("interrupted", time.monotonic() - chat_started, "interrupted by the user (Ctrl-C)")
-            writer.append({"type": "event", "event": "stop", "stop_reason": "interrupted", "final_answer": outcome.final_answer, "at": utc_now()})
+            outcome = chat.outcome_so_far(
+                "interrupted", time.monotonic() - chat_started, "interrupted by the user (Ctrl-C)"
+            )
+            writer.append(
+                {
+                    "type": "event",
+                    "event": "stop",
+                    "stop_reason": "interrupted",
+                    "final_answer": outcome.final_answer,
+                    "at": utc_now(),
+                }
+            )
             writer.write_run(_finished_run(base_run, outcome, team, status="interrupted"))
             raise RunInterrupted(f"interrupted; the finished turns are saved in {run_dir}") from None
-        run = _finished_run(base_run, outcome, team, status="finished", evaluation=evaluate(outcome) if evaluate is not None else None)
+        run = _finished_run(
+            base_run, outcome, team, status="finished", evaluation=evaluate(outcome) if evaluate is not None else None
+        )
         writer.write_run(run)
     finally:
         writer.close()
@@ -242,22 +269,30 @@ def _finished_run(base_run: RunRecord, outcome: ChatOutcome, team: Team, *, stat
                   evaluation: dict[str, Any] | None = None) -> RunRecord:
     """run.json once the chat has ended (finished, or interrupted with the turns so far), with
     an eval's `evaluation` fields (its verdict) when given."""
-    return RunRecord.model_validate({
-        **dumped(base_run),
-        "status": status,
-        "models": team.models_record(outcome.calls),
-        "finished_at": utc_now(),
-        "seconds": round(outcome.seconds, 4),
-        "stop_reason": outcome.stop_reason,
-        "final_answer": outcome.final_answer,
-        "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
-        "rollbacks": [
-            {"number": r.number, "step": r.step, "dimension": r.dimension, "scores": r.verdict.scores, "question": r.question}
-            for r in outcome.rollbacks
-        ],
-        "critic_verdicts": [v.to_dict() if v else None for v in outcome.verdicts],
-        "usage": outcome.usage(),
-        "usage_by_role": outcome.usage_by_role(),
-        "error": outcome.error,
-        **(evaluation or {}),
-    })
+    return RunRecord.model_validate(
+        {
+            **dumped(base_run),
+            "status": status,
+            "models": team.models_record(outcome.calls),
+            "finished_at": utc_now(),
+            "seconds": round(outcome.seconds, 4),
+            "stop_reason": outcome.stop_reason,
+            "final_answer": outcome.final_answer,
+            "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
+            "rollbacks": [
+                {
+                    "number": r.number,
+                    "step": r.step,
+                    "dimension": r.dimension,
+                    "scores": r.verdict.scores,
+                    "question": r.question,
+                }
+                for r in outcome.rollbacks
+            ],
+            "critic_verdicts": [v.to_dict() if v else None for v in outcome.verdicts],
+            "usage": outcome.usage(),
+            "usage_by_role": outcome.usage_by_role(),
+            "error": outcome.error,
+            **(evaluation or {}),
+        }
+    )

@@ -7,9 +7,9 @@ wrong. Every place that prints an accuracy prints the same figure for the same r
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from maps_autogen.records import ResultRow
@@ -34,10 +34,12 @@ class Tally:
         self.scored += int(scored)
         self.correct += int(scored and correct)
 
-    def add_row(self, row: "ResultRow | Mapping[str, Any]") -> None:
+    def add_row(self, row: ResultRow | Mapping[str, Any]) -> None:
         """Count one eval result row: scored when its status is "ok". (A mapping: the viewer's
         rows, until it reads `records.ResultRow`.)"""
-        status, correct = (row.status, row.correct) if not isinstance(row, Mapping) else (row.get("status"), row.get("correct"))
+        status, correct = (
+            (row.status, row.correct) if not isinstance(row, Mapping) else (row.get("status"), row.get("correct"))
+        )
         ok = status == "ok"
         self.add(scored=ok, correct=ok and bool(correct))
 
@@ -56,7 +58,7 @@ class Tally:
         return "–" if self.accuracy is None else f"{self.accuracy:.2f}% ({self.correct}/{self.scored})"
 
 
-def tally_rows(rows: "Iterable[ResultRow | Mapping[str, Any]]") -> Tally:
+def tally_rows(rows: Iterable[ResultRow | Mapping[str, Any]]) -> Tally:
     """The tally of eval result rows (a stream of any length)."""
     tally = Tally()
     for row in rows:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from maps_autogen.errors import ConfigError, UsageError
 
@@ -126,7 +127,7 @@ class LoadedTeam:
         return f"{self.key}.{suffix}" if self.key else suffix
 
 
-def _describe(error: dict[str, Any], key: str) -> str:
+def _describe(error: ErrorDetails, key: str) -> str:
     parts: list[str] = []
     for part in error["loc"]:
         if isinstance(part, int):
@@ -146,11 +147,15 @@ def parse_team(data: Any, source: Path, *, key: str, base_dir: Path) -> LoadedTe
     if isinstance(data, list):
         data = {"steps": data}
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: '{key or 'steps'}' must be a mapping with a 'steps' list", fix="see the default agents.yaml")
+        raise ConfigError(
+            f"{source}: '{key or 'steps'}' must be a mapping with a 'steps' list", fix="see the default agents.yaml"
+        )
     try:
         config = TeamConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(f"{source}: {_describe(error.errors()[0], key)}", fix="see the team in the default agents.yaml") from None
+        raise ConfigError(
+            f"{source}: {_describe(error.errors()[0], key)}", fix="see the team in the default agents.yaml"
+        ) from None
     team = LoadedTeam(config=config, source=source, key=key, base_dir=base_dir)
     validate_team(team)
     return team
@@ -179,61 +184,118 @@ def _cycle(steps: tuple[StepConfig, ...], start: str, target: str) -> list[str] 
 
 def validate_team(team: LoadedTeam) -> None:
     """Raise a one-line ConfigError for the first problem in the team's links."""
+    names = [step.name for step in team.config.steps]
+    for index in range(len(names)):
+        _check_step(team, index, names)
+        _check_reads(team, index, names)
+    _check_final_step(team, names)
+    _check_reviewer(team, names)
+    _check_scales(team)
+
+
+def _check_step(team: LoadedTeam, index: int, names: list[str]) -> None:
+    """A step's own fields: a unique, unreserved name, a personality, images it can describe."""
+    step = team.config.steps[index]
+    if names.index(step.name) != index:
+        raise _fail(team, index, "name", f"'{step.name}' names two steps", "give every step its own name")
+    if step.name in RESERVED_NAMES:
+        raise _fail(
+            team, index, "name", f"'{step.name}' is reserved", f"choose a name other than {', '.join(RESERVED_NAMES)}"
+        )
+    if not (step.personality or "").strip():
+        raise _fail(team, index, "personality", "missing", "describe this step's temperament in one sentence")
+    if step.describes_images and not step.sees_images:
+        raise _fail(
+            team,
+            index,
+            "sees_images",
+            "this step describes the images (describes_images: true) but receives none",
+            "set sees_images: true, or drop describes_images",
+        )
+
+
+def _check_reads(team: LoadedTeam, index: int, names: list[str]) -> None:
+    """A step reads (inputs) or reviews only problem fields and steps listed before it."""
     steps = team.config.steps
-    names = [step.name for step in steps]
-    position = {name: index for index, name in enumerate(names)}
-    for index, step in enumerate(steps):
-        if names.index(step.name) != index:
-            raise _fail(team, index, "name", f"'{step.name}' names two steps", "give every step its own name")
-        if step.name in RESERVED_NAMES:
-            raise _fail(team, index, "name", f"'{step.name}' is reserved", f"choose a name other than {', '.join(RESERVED_NAMES)}")
-        if not (step.personality or "").strip():
-            raise _fail(team, index, "personality", "missing", "describe this step's temperament in one sentence")
-        if step.describes_images and not step.sees_images:
-            raise _fail(team, index, "sees_images", "this step describes the images (describes_images: true) but receives none",
-                        "set sees_images: true, or drop describes_images")
-        for read in (*step.inputs, *(step.reviews or ())):
-            field = "inputs" if read in step.inputs else "reviews"
-            if read in PROBLEM_FIELDS and field == "inputs":
-                continue
-            if read == "images":
-                raise _fail(team, index, field, "'images' is not an input", "use sees_images: true to send a step the images")
-            if read not in position:
-                allowed = ", ".join([*names[:index], *PROBLEM_FIELDS]) if field == "inputs" else ", ".join(names[:index])
-                raise _fail(team, index, field, f"'{read}' is not a step{' or a problem field' if field == 'inputs' else ''}",
-                            f"use one of: {allowed}")
-            if position[read] >= index:
-                chain = _cycle(steps, read, step.name)
-                if chain is not None or read == step.name:
-                    loop = " -> ".join([step.name, *(chain or [read])]) if chain else f"{step.name} -> {step.name}"
-                    raise _fail(team, index, field, f"a cycle: {loop}", "a step reads only steps listed before it")
-                raise _fail(team, index, field, f"'{read}' runs later (step {position[read]})", "a step reads only steps listed before it; reorder the steps")
+    step = steps[index]
+    position = {name: number for number, name in enumerate(names)}
+    for read in (*step.inputs, *(step.reviews or ())):
+        field = "inputs" if read in step.inputs else "reviews"
+        if read in PROBLEM_FIELDS and field == "inputs":
+            continue
+        if read == "images":
+            raise _fail(
+                team, index, field, "'images' is not an input", "use sees_images: true to send a step the images"
+            )
+        if read not in position:
+            allowed = ", ".join([*names[:index], *PROBLEM_FIELDS]) if field == "inputs" else ", ".join(names[:index])
+            raise _fail(
+                team,
+                index,
+                field,
+                f"'{read}' is not a step{' or a problem field' if field == 'inputs' else ''}",
+                f"use one of: {allowed}",
+            )
+        if position[read] >= index:
+            chain = _cycle(steps, read, step.name)
+            if chain is not None or read == step.name:
+                loop = " -> ".join([step.name, *(chain or [read])]) if chain else f"{step.name} -> {step.name}"
+                raise _fail(team, index, field, f"a cycle: {loop}", "a step reads only steps listed before it")
+            raise _fail(team, index, field, f"'{read}' runs later (step {position[read]})",
+                        "a step reads only steps listed before it; reorder the steps")
+
+
+def _check_final_step(team: LoadedTeam, names: list[str]) -> None:
+    """Exactly one step gives the final answer, and it is enabled."""
+    steps = team.config.steps
     finals = [index for index, step in enumerate(steps) if step.final_answer]
     if len(finals) > 1:
-        raise _fail(team, finals[1], "final_answer", f"a second final-answer step (the first is {names[finals[0]]})", "mark exactly one step final_answer: true")
+        raise _fail(team, finals[1], "final_answer", f"a second final-answer step (the first is {names[finals[0]]})",
+                    "mark exactly one step final_answer: true")
     if not finals:
-        raise ConfigError(f"{team.source}: {team.where('steps')}: no step has final_answer: true", fix="mark the step whose output is the answer")
+        raise ConfigError(f"{team.source}: {team.where('steps')}: no step has final_answer: true",
+                          fix="mark the step whose output is the answer")
     if not steps[finals[0]].enabled:
-        raise _fail(team, finals[0], "enabled", "the final-answer step is disabled", "enable it, or mark another step final_answer: true")
+        raise _fail(team, finals[0], "enabled", "the final-answer step is disabled",
+                    "enable it, or mark another step final_answer: true")
+
+
+def _check_reviewer(team: LoadedTeam, names: list[str]) -> None:
+    """At most one reviewer: the last step, not the answer, one dimension per reviewed step, a
+    scale whose high is above its low."""
+    steps = team.config.steps
     reviewers = [index for index, step in enumerate(steps) if step.reviews is not None]
     if len(reviewers) > 1:
-        raise _fail(team, reviewers[1], "reviews", f"a second reviewer (the first is {names[reviewers[0]]})", "keep one reviewer step")
+        raise _fail(team, reviewers[1], "reviews", f"a second reviewer (the first is {names[reviewers[0]]})",
+                    "keep one reviewer step")
     for index in reviewers:
         reviewer = steps[index]
         if index != len(steps) - 1:
             raise _fail(team, index, "reviews", "the reviewer must be the last step", "move it to the end of the list")
         if reviewer.final_answer:
-            raise _fail(team, index, "final_answer", "the reviewer cannot give the final answer", "mark a reviewed step instead")
+            raise _fail(
+                team, index, "final_answer", "the reviewer cannot give the final answer", "mark a reviewed step instead"
+            )
         dimensions = [team.config.step(name).dimension for name in reviewer.reviews or ()]
         if len(set(dimensions)) != len(dimensions):
-            raise _fail(team, index, "reviews", "two reviewed steps share a critic_dimension", "give each reviewed step its own critic_dimension")
+            raise _fail(team, index, "reviews", "two reviewed steps share a critic_dimension",
+                        "give each reviewed step its own critic_dimension")
         scale = reviewer.scale or ScoreScale()
         if scale.high <= scale.low:
             raise _fail(team, index, "scale", "high must be above low", "e.g. {low: 1, high: 5}")
-    for index, step in enumerate(steps):
+
+
+def _check_scales(team: LoadedTeam) -> None:
+    """Only the reviewer has a score scale or threshold."""
+    for index, step in enumerate(team.config.steps):
         if step.reviews is None and (step.scale is not None or step.threshold is not None):
-            raise _fail(team, index, "scale" if step.scale is not None else "threshold", "only the reviewer has a score scale",
-                        "move it to the step with reviews:")
+            raise _fail(
+                team,
+                index,
+                "scale" if step.scale is not None else "threshold",
+                "only the reviewer has a score scale",
+                "move it to the step with reviews:",
+            )
 
 
 def load_team_file(path: Path, *, read_yaml: Any) -> LoadedTeam:
@@ -258,7 +320,9 @@ def check_without(team: TeamConfig, without: frozenset[str], source: Path) -> No
     """`--without` names must be steps of the team; the final-answer step cannot go."""
     for name in sorted(without):
         if name not in team.names:
-            raise UsageError(f"--without {name}: {source} has no step '{name}'", fix=f"use one of: {', '.join(team.names)}")
+            raise UsageError(
+                f"--without {name}: {source} has no step '{name}'", fix=f"use one of: {', '.join(team.names)}"
+            )
     if team.final_step.name in without:
         raise UsageError(f"--without {team.final_step.name}: that step gives the final answer",
                          fix="mark another step final_answer: true in the team to ablate this one")
@@ -302,8 +366,14 @@ def plan_chat(team: TeamConfig, *, has_images: bool, without: frozenset[str] = f
     scored = tuple((step.name, step.dimension) for step in running if step.name in reviewed)
     if reviewer is not None and not scored:
         reviewer = None  # nothing it scores runs: no review
-    return ChatPlan(steps=names, reviewer=reviewer, scored=scored, image_steps=frozenset(image_steps), final_step=team.final_step.name,
-                    images_dropped=tuple(dropped_images))
+    return ChatPlan(
+        steps=names,
+        reviewer=reviewer,
+        scored=scored,
+        image_steps=frozenset(image_steps),
+        final_step=team.final_step.name,
+        images_dropped=tuple(dropped_images),
+    )
 
 
 def derived_max_rounds(plan: ChatPlan, max_rollbacks: int) -> int:

@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from maps_autogen.artifacts import open_append, write_bytes_file
-from maps_autogen.records import write_record
 from maps_autogen.errors import DataError
 from maps_autogen.problem import Problem
-from maps_autogen.records import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, RunRecord, dumped, transcript_line
+from maps_autogen.records import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, RunRecord, dumped, transcript_line, write_record
 from maps_autogen.redact import redact
 
 __all__ = ["RunWriter", "new_run_id", "request_for_transcript", "utc_now"]
@@ -22,12 +21,12 @@ __all__ = ["RunWriter", "new_run_id", "request_for_transcript", "utc_now"]
 
 def new_run_id(kind: str = "solve") -> str:
     """A sortable, unique run id: kind-YYYYmmdd-HHMMSS-xxxxxx."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return f"{kind}-{stamp}-{secrets.token_hex(3)}"
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def request_for_transcript(messages: list[dict[str, Any]], image_files: dict[str, str]) -> list[dict[str, Any]]:
@@ -54,7 +53,9 @@ class RunWriter:
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise DataError(f"cannot create run folder {run_dir}: {error.strerror or error}", fix="choose another --runs-dir") from None
+            raise DataError(
+                f"cannot create run folder {run_dir}: {error.strerror or error}", fix="choose another --runs-dir"
+            ) from None
         self._lock = threading.Lock()
         self._transcript = open(open_append(run_dir / TRANSCRIPT_FILE), "a", encoding="utf-8")
         self._index = 0

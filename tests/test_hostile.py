@@ -22,10 +22,10 @@ from PIL import Image
 from maps_autogen.config import load_config
 from maps_autogen.errors import ConfigError, DataError, ProblemError
 from maps_autogen.eval.results import ResultsLog
-from maps_autogen.records import ResultRow
 from maps_autogen.images import ImageLimits, image_limits, load_image
 from maps_autogen.live import LiveConsole
 from maps_autogen.problem import load_problem_file
+from maps_autogen.records import ResultRow
 from maps_autogen.redact import StreamRedactor, redact, register_secret, terminal_safe
 from maps_autogen.solve import assemble_team
 from maps_autogen.verdict import MAX_JSON_DEPTH, parse_critic_reply, parse_solver_reply

@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from maps_autogen.client import Completion
 from maps_autogen.config import read_yaml
 from maps_autogen.errors import ConfigError, MapsError
-from maps_autogen.client import Completion
 from maps_autogen.problem import Problem
 from maps_autogen.records import RunRecord
 from maps_autogen.redact import redact
+from maps_autogen.role_inputs import format_options, interleave_images
 from maps_autogen.solve import Team
 from maps_autogen.transcript import RunWriter, request_for_transcript, utc_now
-from maps_autogen.role_inputs import format_options, interleave_images
 
 METHODS = ("direct", "cot")
 
@@ -34,12 +34,17 @@ def load_baseline_prompts(path: Path) -> dict[str, BaselinePrompt]:
     for method in METHODS:
         entry = data.get(method) if isinstance(data, dict) else None
         if not isinstance(entry, dict) or set(entry) != {"system", "instruction"}:
-            raise ConfigError(f"{path}: '{method}' needs exactly the keys system and instruction", fix="see the default prompts/baselines.yaml")
+            raise ConfigError(
+                f"{path}: '{method}' needs exactly the keys system and instruction",
+                fix="see the default prompts/baselines.yaml",
+            )
         prompts[method] = BaselinePrompt(str(entry["system"]).strip(), str(entry["instruction"]).strip())
     return prompts
 
 
-def baseline_request(problem: Problem, prompt: BaselinePrompt, labels: dict[str, str], ending: str, *, send_images: bool) -> list[dict[str, Any]]:
+def baseline_request(
+    problem: Problem, prompt: BaselinePrompt, labels: dict[str, str], ending: str, *, send_images: bool
+) -> list[dict[str, Any]]:
     """The one request of a baseline: instruction, question, context, options, answer format;
     each image right after its `<image_k>` placeholder, as the benchmarks' own evaluation code
     places them (an image the text never names follows it, after its tag)."""
@@ -49,7 +54,9 @@ def baseline_request(problem: Problem, prompt: BaselinePrompt, labels: dict[str,
     if problem.options:
         sections.append(f"## {labels['options']}\n{format_options(problem.options)}")
     if problem.answer_format or ending:
-        sections.append(f"## {labels['answer_format']}\n" + " ".join(part for part in (problem.answer_format, ending) if part))
+        sections.append(
+            f"## {labels['answer_format']}\n" + " ".join(part for part in (problem.answer_format, ending) if part)
+        )
     text = "\n\n".join(sections)
     content: str | list[dict[str, Any]] = text
     if send_images and problem.images:
@@ -92,9 +99,13 @@ def run_baseline(
     started = time.monotonic()
     try:
         image_files = writer.save_images(problem)
-        messages = baseline_request(problem, prompt, team.prompts.task.labels, ending, send_images=backend.supports_images)
+        messages = baseline_request(
+            problem, prompt, team.prompts.task.labels, ending, send_images=backend.supports_images
+        )
         content = messages[1]["content"]
-        opening = content if isinstance(content, str) else "".join(part["text"] for part in content if part["type"] == "text")
+        opening = (
+            content if isinstance(content, str) else "".join(part["text"] for part in content if part["type"] == "text")
+        )
         writer.append({"type": "message", "agent": "UserProxy", "role": "user_proxy", "step": "task", "round": 0,
                        "revision": False, "content": opening, "images": image_files})
         withheld = [method] if problem.has_images and not backend.supports_images else []
@@ -107,29 +118,56 @@ def run_baseline(
         except MapsError as failure:
             error = redact(str(failure))
             service_failure = failure
-        request = request_for_transcript(messages, {image.data_url(): file for image, file in zip(problem.images, image_files)})
+        request = request_for_transcript(
+            messages, {image.data_url(): file for image, file in zip(problem.images, image_files)}
+        )
         if completion is not None:
-            writer.append({"type": "message", "agent": method.upper() if method == "cot" else method.capitalize(), "role": method,
-                           "step": "answer", "round": 0, "revision": False, "content": completion.text, "parsed": None,
-                           "model": completion.model, "seconds": round(completion.seconds, 4), "usage": completion.usage(),
-                           "finish_reason": completion.finish_reason, "served_model": completion.served_model, "sent": completion.sent,
-                           "request": request})
+            writer.append(
+                {
+                    "type": "message",
+                    "agent": method.upper() if method == "cot" else method.capitalize(),
+                    "role": method,
+                    "step": "answer",
+                    "round": 0,
+                    "revision": False,
+                    "content": completion.text,
+                    "parsed": None,
+                    "model": completion.model,
+                    "seconds": round(completion.seconds, 4),
+                    "usage": completion.usage(),
+                    "finish_reason": completion.finish_reason,
+                    "served_model": completion.served_model,
+                    "sent": completion.sent,
+                    "request": request,
+                }
+            )
         else:
             writer.append({"type": "event", "event": "error", "detail": error, "at": utc_now()})
-        outcome = BaselineOutcome(completion.text if completion else "", completion, time.monotonic() - started, error, service_failure)
-        writer.write_run(RunRecord.model_validate({
-            "kind": "baseline",
-            "method": method,
-            "problem": {**problem.describe(), "image_files": image_files},
-            "models": {answering: {**backend.model.describe(), "sent": completion.sent if completion else backend.settings()}},
-            "final_answer": outcome.response,
-            "stop_reason": "error" if error else None,
-            "error": error,
-            "seconds": round(outcome.seconds, 4),
-            "usage": outcome.usage(),
-            "images_withheld": withheld,
-            **(extra or {}),
-        }))
+        outcome = BaselineOutcome(
+            completion.text if completion else "", completion, time.monotonic() - started, error, service_failure
+        )
+        writer.write_run(
+            RunRecord.model_validate(
+                {
+                    "kind": "baseline",
+                    "method": method,
+                    "problem": {**problem.describe(), "image_files": image_files},
+                    "models": {
+                        answering: {
+                            **backend.model.describe(),
+                            "sent": completion.sent if completion else backend.settings(),
+                        }
+                    },
+                    "final_answer": outcome.response,
+                    "stop_reason": "error" if error else None,
+                    "error": error,
+                    "seconds": round(outcome.seconds, 4),
+                    "usage": outcome.usage(),
+                    "images_withheld": withheld,
+                    **(extra or {}),
+                }
+            )
+        )
     finally:
         writer.close()
     return outcome

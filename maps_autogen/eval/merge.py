@@ -12,17 +12,25 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from maps_autogen.artifacts import folder_built_beside
-from maps_autogen.records import write_manifest
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.errors import DataError, UsageError
-from maps_autogen.eval.run_settings import fingerprint_of
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
-from maps_autogen.records import PROBLEMS_DIR, Manifest, ResultRow, SettingsChange, dumped, read_manifest
+from maps_autogen.eval.run_settings import fingerprint_of
+from maps_autogen.records import (
+    PROBLEMS_DIR,
+    Manifest,
+    ResultRow,
+    SettingsChange,
+    dumped,
+    read_manifest,
+    write_manifest,
+)
 from maps_autogen.safe_paths import belongs_to, problem_folder, safe_component
 from maps_autogen.transcript import utc_now
 
@@ -53,7 +61,9 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     for run_dir, manifest in zip(run_dirs[1:], manifests[1:]):
         for key in _SAME_EVALUATION:
             if getattr(manifest, key) != getattr(first, key):
-                raise UsageError(f"{run_dir} differs from {run_dirs[0]} in '{key}'", fix="merge only shards of one evaluation")
+                raise UsageError(
+                    f"{run_dir} differs from {run_dirs[0]} in '{key}'", fix="merge only shards of one evaluation"
+                )
         if _settings_but_data(manifest) != _settings_but_data(first):
             raise UsageError(f"{run_dir} ran under other settings than {run_dirs[0]} (team, prompts, review or models)",
                              fix="merge only shards of one evaluation")
@@ -62,9 +72,16 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     task = get_benchmark(first.benchmark).task
     rows = _checked_rows(run_dirs, manifests)
     ids = _original_order(manifests)
-    merged = first.model_copy(update={"ids": ids, "shard": None, "created_at": utc_now(), "merged_from": [str(d) for d in run_dirs],
-                                      "subset_of_id": {k: v for m in manifests for k, v in m.subset_of_id.items()},
-                                      **_merged_settings(run_dirs, manifests)})
+    merged = first.model_copy(
+        update={
+            "ids": ids,
+            "shard": None,
+            "created_at": utc_now(),
+            "merged_from": [str(d) for d in run_dirs],
+            "subset_of_id": {k: v for m in manifests for k, v in m.subset_of_id.items()},
+            **_merged_settings(run_dirs, manifests),
+        }
+    )
     with folder_built_beside(out, fix="choose another --out") as building:
         _write_merged(building, out.name, rows, ids, merged, task)
     return out
@@ -89,8 +106,11 @@ def _merged_settings(run_dirs: Sequence[Path], manifests: Sequence[Manifest]) ->
         data = manifest.settings.get("data") if manifest.settings is not None else None
         if isinstance(data, dict) and isinstance(data.get("gold"), dict):
             gold.update({str(pid): str(value) for pid, value in data["gold"].items()})
-    changes: list[SettingsChange] = [change.model_copy(update={"shard": str(run_dir)}) for run_dir, manifest in zip(run_dirs, manifests)
-                                     for change in manifest.changes]
+    changes: list[SettingsChange] = [
+        change.model_copy(update={"shard": str(run_dir)})
+        for run_dir, manifest in zip(run_dirs, manifests)
+        for change in manifest.changes
+    ]
     return {"settings": {**first, "data": fingerprint_of(gold)}, "changes": changes}
 
 
@@ -118,8 +138,10 @@ def _checked_rows(run_dirs: Sequence[Path], manifests: Sequence[Manifest]) -> di
             if earlier is None:
                 rows[pid] = row
             elif _comparable(earlier.record) != _comparable(record):
-                raise DataError(f"problem {pid!r} has different results in {earlier.shard} and {run_dir}",
-                                fix="merge shards that ran different problems (maps eval --shard i/n), or remove one of the rows")
+                raise DataError(
+                    f"problem {pid!r} has different results in {earlier.shard} and {run_dir}",
+                    fix="merge shards that ran different problems (maps eval --shard i/n), or remove one of the rows",
+                )
     return rows
 
 
@@ -142,14 +164,20 @@ def _problem_folder(run_dir: Path, pid: str, record: ResultRow) -> Path | None:
     if not folder.exists():
         return None
     if not folder.is_dir() or not belongs_to(folder, pid):
-        raise DataError(f"{folder} does not hold problem {pid!r}", fix="the shard may have been tampered with; re-run that problem")
+        raise DataError(
+            f"{folder} does not hold problem {pid!r}", fix="the shard may have been tampered with; re-run that problem"
+        )
     links = [path for path in folder.rglob("*") if path.is_symlink()]
     if links:
-        raise DataError(f"{links[0]} in the folder of problem {pid!r} is a symlink", fix="a run folder holds no links; remove it")
+        raise DataError(
+            f"{links[0]} in the folder of problem {pid!r} is a symlink", fix="a run folder holds no links; remove it"
+        )
     return folder
 
 
-def _write_merged(building: Path, eval_id: str, rows: dict[str, _Row], ids: list[str], manifest: Manifest, task: Any) -> None:
+def _write_merged(
+    building: Path, eval_id: str, rows: dict[str, _Row], ids: list[str], manifest: Manifest, task: Any
+) -> None:
     """The merged run folder's files, written into `building`."""
     problems = building / PROBLEMS_DIR
     problems.mkdir()

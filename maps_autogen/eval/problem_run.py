@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from maps_autogen.records import write_record
 from maps_autogen.benchmarks.tasks import EvalItem, Task
 from maps_autogen.client import Completion
 from maps_autogen.errors import DataError, MapsError
 from maps_autogen.eval.baselines import run_baseline
-from maps_autogen.records import PROBLEMS_DIR, RUN_FILE, Evaluation, ResultRow, read_run
+from maps_autogen.records import PROBLEMS_DIR, RUN_FILE, Evaluation, ResultRow, Usage, read_run, write_record
 from maps_autogen.safe_paths import belongs_to, child_folder, safe_component
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, solve_problem
@@ -36,10 +36,26 @@ class ProblemRunner:
 
     def failed_row(self, item: EvalItem, error: str, seconds: float) -> ResultRow:
         """The row of a problem that failed before (or instead of) a verdict."""
-        return ResultRow(pid=item.pid, subset=item.subset, status="failed", gold=item.gold, response=None, extraction=None,
-                         prediction=None, correct=None, stop_reason="error", rollbacks=[], critic_scores=[], feedback_step=None,
-                         usage={"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}, seconds=round(seconds, 3),
-                         error=error, metadata=item.metadata, method=self.method, run_dir=f"{PROBLEMS_DIR}/{safe_component(item.pid)}")
+        return ResultRow(
+            pid=item.pid,
+            subset=item.subset,
+            status="failed",
+            gold=item.gold,
+            response=None,
+            extraction=None,
+            prediction=None,
+            correct=None,
+            stop_reason="error",
+            rollbacks=[],
+            critic_scores=[],
+            feedback_step=None,
+            usage=Usage(calls=0, prompt_tokens=0, completion_tokens=0, cost=0.0),
+            seconds=round(seconds, 3),
+            error=error,
+            metadata=item.metadata,
+            method=self.method,
+            run_dir=f"{PROBLEMS_DIR}/{safe_component(item.pid)}",
+        )
 
     def solve(self, item: EvalItem) -> tuple[ResultRow, MapsError | None]:
         """Solve and score one problem: its results row, and the service failure that ended it
@@ -47,17 +63,23 @@ class ProblemRunner:
         name = safe_component(item.pid)
         try:
             problem_dir = fresh_problem_dir(self.eval_dir, name, item.pid)
-        except DataError as error:  # a tampered folder fails its own problem only, and is left alone
-            return self.failed_row(item, str(error), 0.0), None
+        except DataError as tampered:  # a tampered folder fails its own problem only, and is left alone
+            return self.failed_row(item, str(tampered), 0.0), None
         started = time.monotonic()
-        extra = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "benchmark": self.task.name, "method": self.method}
+        extra = {
+            "pid": item.pid,
+            "subset": item.subset,
+            "gold": item.gold,
+            "benchmark": self.task.name,
+            "method": self.method,
+        }
         base = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "metadata": item.metadata,
                 "method": self.method, "run_dir": f"{PROBLEMS_DIR}/{name}"}
         scored: dict[str, Any] = {}
         try:
             problem = item.load_problem()  # its images are read and decoded now, not before the run
-        except MapsError as error:  # a broken image fails its own problem only
-            return self.failed_row(item, str(error), time.monotonic() - started), None
+        except MapsError as broken:  # a broken image fails its own problem only
+            return self.failed_row(item, str(broken), time.monotonic() - started), None
         if self.method == "maps":
 
             def evaluate(outcome: Any) -> dict[str, Any]:
@@ -85,7 +107,9 @@ class ProblemRunner:
                 "usage": outcome.usage(),
                 "usage_by_role": outcome.usage_by_role(),
                 "models": models_sent((call.role, call.completion) for call in outcome.calls),
-                "max_tokens_reached": sorted({call.role for call in outcome.calls if call.completion.finish_reason == "length"}),
+                "max_tokens_reached": sorted(
+                    {call.role for call in outcome.calls if call.completion.finish_reason == "length"}
+                ),
             }
             run_json = None  # already holds the verdict
         else:
@@ -95,16 +119,29 @@ class ProblemRunner:
             error = baseline.error
             failure = baseline.failure
             response = baseline.response
-            chat = {"stop_reason": "error" if error else None, "rollbacks": [], "critic_scores": [], "feedback_step": None,
-                    "final_answer": response, "usage": baseline.usage(), "usage_by_role": {self.method: baseline.usage()},
-                    "models": models_sent([(self.method, baseline.completion)] if baseline.completion else []),
-                    "max_tokens_reached": [self.method] if baseline.completion and baseline.completion.finish_reason == "length" else []}
+            chat = {
+                "stop_reason": "error" if error else None,
+                "rollbacks": [],
+                "critic_scores": [],
+                "feedback_step": None,
+                "final_answer": response,
+                "usage": baseline.usage(),
+                "usage_by_role": {self.method: baseline.usage()},
+                "models": models_sent([(self.method, baseline.completion)] if baseline.completion else []),
+                "max_tokens_reached": [self.method]
+                if baseline.completion and baseline.completion.finish_reason == "length"
+                else [],
+            }
             run_json = problem_dir
         seconds = time.monotonic() - started
         if error:
             failed = self.failed_row(item, error, seconds)
-            return ResultRow.model_validate({**failed.model_dump(exclude_unset=True), **chat, **base, "status": "failed", "error": error}), failure
-        verdict = scored.get("verdict") or score_record(self.task.name, {**item.record, "response": response}, self.rules)
+            return ResultRow.model_validate(
+                {**failed.model_dump(exclude_unset=True), **chat, **base, "status": "failed", "error": error}
+            ), failure
+        verdict = scored.get("verdict") or score_record(
+            self.task.name, {**item.record, "response": response}, self.rules
+        )
         row = ResultRow.model_validate({**base, "status": "ok", "response": response, "extraction": verdict.extraction,
                                         "prediction": verdict.prediction, "correct": bool(verdict.correct),
                                         "extractor_version": verdict.extractor_version, **chat,
@@ -118,8 +155,12 @@ def annotate_run(run_dir: Path, fields: dict[str, Any]) -> None:
     """Put the verdict into a baseline's run.json, for the viewer."""
     if (run_dir / RUN_FILE).is_file():
         run = read_run(run_dir)
-        write_record(run_dir / RUN_FILE, run.model_copy(update={"evaluation": Evaluation.model_validate(fields["evaluation"]),
-                                                                "correct": fields["correct"]}))
+        write_record(
+            run_dir / RUN_FILE,
+            run.model_copy(
+                update={"evaluation": Evaluation.model_validate(fields["evaluation"]), "correct": fields["correct"]}
+            ),
+        )
 
 
 def fresh_problem_dir(eval_dir: Path, name: str, pid: str) -> Path:
@@ -133,7 +174,9 @@ def fresh_problem_dir(eval_dir: Path, name: str, pid: str) -> Path:
         if not problem_dir.is_dir():
             raise DataError(f"{problem_dir} is not a folder", fix="remove it, or resume into an untouched run folder")
         if not belongs_to(problem_dir, pid):
-            raise DataError(f"{problem_dir} holds another problem than {pid!r}", fix="resume into an untouched run folder")
+            raise DataError(
+                f"{problem_dir} holds another problem than {pid!r}", fix="resume into an untouched run folder"
+            )
         shutil.rmtree(problem_dir)
     return problem_dir
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, parse_read_back
 from maps_autogen.benchmarks.tasks import Task
@@ -71,7 +72,9 @@ class ResultsLog:
         """The file's rows in file order, read one line at a time; a line that is not a result
         row is one line naming the file and the row's byte offset."""
         for start, record in self._lines():  # raw JSON objects, not yet rows
-            yield parsed(ResultRow, record, source=f"{self.path} (the row of problem {record['pid']!r}, at byte {start})")
+            yield parsed(
+                ResultRow, record, source=f"{self.path} (the row of problem {record['pid']!r}, at byte {start})"
+            )
 
     def _lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(byte offset, record) of each complete, readable line, one at a time (artifacts' rule)."""
@@ -128,7 +131,9 @@ class ResultsLog:
                     handle.write(json.dumps(parse_read_back(source.readline()), ensure_ascii=False, default=str) + "\n")
 
 
-def summarize(records: Iterable[ResultRow], task: Task, subset_names: Sequence[str], team: TeamRecord | None) -> Summary:
+def summarize(
+    records: Iterable[ResultRow], task: Task, subset_names: Sequence[str], team: TeamRecord | None
+) -> Summary:
     """Accuracy per subset and on average (pooled over the subsets run, as the paper does),
     failures, feedback shares (Figure 4, over the feedback targets of the recorded `team`),
     stop reasons, usage and cost. One pass of running tallies: `records` may be a stream of any
@@ -160,14 +165,24 @@ def summarize(records: Iterable[ResultRow], task: Task, subset_names: Sequence[s
     scored = overall.scored
     return Summary(
         benchmark=task.name,
-        subsets={name: SubsetSummary(n=tally.n, scored=tally.scored, correct=tally.correct, failed=tally.failed, accuracy=tally.accuracy)
-                 for name, tally in subsets.items()},
+        subsets={
+            name: SubsetSummary(
+                n=tally.n, scored=tally.scored, correct=tally.correct, failed=tally.failed, accuracy=tally.accuracy
+            )
+            for name, tally in subsets.items()
+        },
         average=AverageSummary(n=overall.n, scored=overall.scored, correct=overall.correct, accuracy=overall.accuracy),
         failed=overall.failed,
-        feedback_shares={k: round(feedback[k] / scored, 4) if scored else None for k in sorted(feedback, key=lambda k: k == "none")},
+        feedback_shares={
+            k: round(feedback[k] / scored, 4) if scored else None for k in sorted(feedback, key=lambda k: k == "none")
+        },
         stop_reasons=stop_reasons,
-        usage=Usage(calls=usage["calls"], prompt_tokens=usage["prompt_tokens"], completion_tokens=usage["completion_tokens"],
-                    cost=None if cost is None else round(cost, 6)),
+        usage=Usage(
+            calls=usage["calls"],
+            prompt_tokens=usage["prompt_tokens"],
+            completion_tokens=usage["completion_tokens"],
+            cost=None if cost is None else round(cost, 6),
+        ),
         seconds=round(seconds, 3),
     )
 

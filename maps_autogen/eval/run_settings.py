@@ -20,8 +20,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -54,7 +55,9 @@ def _content(prompt: Any) -> str:
 def data_fingerprint(items: Iterable[EvalItem]) -> dict[str, Any]:
     """The selected problems: their count, one hash of ids and gold answers (order-free) and a
     short hash of each id's gold answer (so a difference can say how many ids changed)."""
-    return fingerprint_of({str(item.pid): hashlib.sha256(json.dumps(item.gold, default=str).encode()).hexdigest()[:12] for item in items})
+    return fingerprint_of(
+        {str(item.pid): hashlib.sha256(json.dumps(item.gold, default=str).encode()).hexdigest()[:12] for item in items}
+    )
 
 
 def fingerprint_of(gold: Mapping[str, str]) -> dict[str, Any]:
@@ -79,28 +82,47 @@ def verdict_settings(team: Team, *, method: str, without: Collection[str], items
         steps.append(record)
     models = {}
     for role, model in team.resolution.models.items():
-        sent = {key: value for key, value in team.backends[role].settings().items() if key != "stream"}  # streaming is transport
-        base_url = list(model.base_urls) if len(model.base_urls) > 1 else model.base_url  # as the manifest's models record it
+        # streaming is transport
+        sent = {key: value for key, value in team.backends[role].settings().items() if key != "stream"}
+        # as the manifest's models record it
+        base_url = list(model.base_urls) if len(model.base_urls) > 1 else model.base_url
         entry = {"kind": model.kind, "base_url": base_url, "json_mode": model.json_mode,
                  "temperature": None, "max_tokens": None, **sent}
         if model.local is not None:
-            entry["local"] = model.local.model_dump(mode="json", include={"model_path", "mmproj_path", "n_ctx", "chat_template"})
+            entry["local"] = model.local.model_dump(
+                mode="json", include={"model_path", "mmproj_path", "n_ctx", "chat_template"}
+            )
         models[role] = entry
     threshold = config.critic.threshold if config.critic.threshold is not None else team_config.threshold
     settings = {
-        "team": {"steps": steps, "manager_personality": team_config.manager_personality,
-                 "user_proxy_personality": team_config.user_proxy_personality},
-        "prompts": {"task": _content(prompts.task), "manager": _content(prompts.manager), "user_proxy": _content(prompts.user_proxy),
-                    "answer_formats": digest(dict(answer_formats)),
-                    "baseline": _content(baseline_prompt) if baseline_prompt is not None else None},
-        "review": {"threshold": threshold, "max_rollbacks": config.critic.max_rollbacks,
-                   "final_review": config.critic.final_review, "max_rounds": config.stop.max_rounds},
+        "team": {
+            "steps": steps,
+            "manager_personality": team_config.manager_personality,
+            "user_proxy_personality": team_config.user_proxy_personality,
+        },
+        "prompts": {
+            "task": _content(prompts.task),
+            "manager": _content(prompts.manager),
+            "user_proxy": _content(prompts.user_proxy),
+            "answer_formats": digest(dict(answer_formats)),
+            "baseline": _content(baseline_prompt) if baseline_prompt is not None else None,
+        },
+        "review": {
+            "threshold": threshold,
+            "max_rollbacks": config.critic.max_rollbacks,
+            "final_review": config.critic.final_review,
+            "max_rounds": config.stop.max_rounds,
+        },
         "models": models,
         # Where a left-out step's images go matters only when a step that sees them is left out
         # (None otherwise, as in manifests written before the setting).
-        "images": {"max_side": config.images.max_side,
-                   "to_next_step": config.images.to_next_step if method == "maps" and any(
-                       step.sees_images and (step.name in without or not step.enabled) for step in team_config.steps) else None},
+        "images": {
+            "max_side": config.images.max_side,
+            "to_next_step": config.images.to_next_step
+            if method == "maps"
+            and any(step.sees_images and (step.name in without or not step.enabled) for step in team_config.steps)
+            else None,
+        },
         "method": method,
         "without": sorted(without),
         "data": data_fingerprint(items),
@@ -115,8 +137,14 @@ def legacy_settings(manifest: Manifest) -> dict[str, Any]:
     (not prompts, personalities or data)."""
     models = {}
     for role, model in manifest.models.items():
-        models[role] = {"kind": model.kind, "model": model.model, "temperature": model.temperature, "max_tokens": model.max_tokens,
-                        "json_mode": model.json_mode, "base_url": model.replicas or model.base_url}
+        models[role] = {
+            "kind": model.kind,
+            "model": model.model,
+            "temperature": model.temperature,
+            "max_tokens": model.max_tokens,
+            "json_mode": model.json_mode,
+            "base_url": model.replicas or model.base_url,
+        }
     config = manifest.config  # the effective agents.yaml as recorded (config.py's schema, read as an open mapping)
     critic, stop = _mapping(config.get("critic")), _mapping(config.get("stop"))
     review = {key: critic[key] for key in ("threshold", "max_rollbacks", "final_review") if critic.get(key) is not None}
@@ -124,7 +152,12 @@ def legacy_settings(manifest: Manifest) -> dict[str, Any]:
         review["threshold"] = threshold
     if "max_rounds" in stop:
         review["max_rounds"] = stop["max_rounds"]
-    recorded: dict[str, Any] = {"review": review, "models": models, "method": manifest.method, "without": list(manifest.without)}
+    recorded: dict[str, Any] = {
+        "review": review,
+        "models": models,
+        "method": manifest.method,
+        "without": list(manifest.without),
+    }
     if manifest.team is not None:
         recorded["team"] = {"steps": [{"name": name} for name in manifest.team.steps]}
     return recorded
@@ -197,8 +230,14 @@ def _walk(name: str, before: Any, after: Any, found: list[Difference], known_onl
         found.append(Difference(name, None if before is _MISSING else before, None if after is _MISSING else after))
 
 
+def _gold(part: Mapping[str, Any]) -> dict[Any, Any]:
+    """A settings part's gold answers by id ({} when it holds none)."""
+    gold = part.get("gold")
+    return gold if isinstance(gold, dict) else {}
+
+
 def _data_differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Difference]:
-    old, new = (part.get("gold") if isinstance(part.get("gold"), dict) else {} for part in (before, after))
+    old, new = _gold(before), _gold(after)
     changed = sorted(pid for pid in old.keys() & new.keys() if old[pid] != new[pid])
     gone, added = sorted(old.keys() - new.keys()), sorted(new.keys() - old.keys())
     found = []
@@ -286,11 +325,16 @@ def resume_under(manifest: Manifest, settings: dict[str, Any], described: Mappin
     if legacy:
         updated["settings_recorded_at"] = now  # before this resume the run recorded only part of its settings
     if found:
-        updated["changes"] = [*map(dumped, manifest.changes), change_entry(found, at=now, index=len(manifest.changes) + 1)]
+        updated["changes"] = [
+            *map(dumped, manifest.changes),
+            change_entry(found, at=now, index=len(manifest.changes) + 1),
+        ]
         updated.update(described)
     updated["settings"] = settings
-    return Manifest.model_validate(updated), [f"{run} was written before runs recorded their settings in full: its models, method, review settings and "
-            "step names were compared, not its prompts, personalities or data"] if legacy else []
+    return Manifest.model_validate(updated), [
+        f"{run} was written before runs recorded their settings in full: its models, method, review settings and "
+        "step names were compared, not its prompts, personalities or data"
+    ] if legacy else []
 
 
 def record_pids(changes: Sequence[SettingsChange], rows: Sequence[ResultRow]) -> list[SettingsChange]:

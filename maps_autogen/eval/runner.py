@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
-from maps_autogen.records import write_manifest
 from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.benchmarks.paths import outside_paths_allowed
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, available_subsets, find_subsets, load_answer_formats
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
@@ -28,22 +29,21 @@ from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInte
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.environment import git_commit, versions
-from maps_autogen.benchmarks.paths import outside_paths_allowed
 from maps_autogen.eval.problem_run import ProblemRunner
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
 from maps_autogen.eval.run_settings import mixed_settings, record_pids, resume_under, verdict_settings
 from maps_autogen.eval.selection import Selection, Shard, load_items, select_items
 from maps_autogen.eval.stopping import Stop, check_prices, costs, same_failure, unknown_cost_stop
+from maps_autogen.eval.table1 import Run, table1
 from maps_autogen.eval.validate import validate_rows
 from maps_autogen.eval.workers import DaemonWorkers, Progress
 from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.interrupts import exit_on_second_interrupt
-from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord, read_manifest
-from maps_autogen.eval.table1 import Run, table1
+from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord, read_manifest, write_manifest
 from maps_autogen.runlock import RunLock
 from maps_autogen.solve import Team, assemble_team
-from maps_autogen.team import plan_chat
 from maps_autogen.tally import Tally
+from maps_autogen.team import plan_chat
 from maps_autogen.transcript import new_run_id, utc_now
 
 logger = logging.getLogger(__name__)
@@ -92,8 +92,15 @@ class EvalOutcome:
 class EvalRun:
     """One `maps eval` invocation over one eval folder."""
 
-    def __init__(self, request: EvalRequest, loaded: LoadedConfig, *, progress: bool = True, env: dict[str, str] | None = None,
-                 on_ready: Callable[[Path], None] | None = None):
+    def __init__(
+        self,
+        request: EvalRequest,
+        loaded: LoadedConfig,
+        *,
+        progress: bool = True,
+        env: dict[str, str] | None = None,
+        on_ready: Callable[[Path], None] | None = None,
+    ):
         if request.method is not None and request.method not in METHODS:
             raise UsageError(f"unknown method '{request.method}'", fix=f"use one of: {', '.join(METHODS)}")
         if request.concurrency < 1:
@@ -116,7 +123,10 @@ class EvalRun:
         eval_dir = self.request.resume
         manifest = read_manifest(eval_dir, fix="pass the folder maps eval printed")
         if manifest.benchmark != self.task.name:
-            raise UsageError(f"{eval_dir} is a {manifest.benchmark} run, not {self.task.name}", fix=f"run maps eval {manifest.benchmark} --resume {eval_dir}")
+            raise UsageError(
+                f"{eval_dir} is a {manifest.benchmark} run, not {self.task.name}",
+                fix=f"run maps eval {manifest.benchmark} --resume {eval_dir}",
+            )
         return eval_dir, manifest
 
     def _resumed_request(self, manifest: Manifest) -> EvalRequest:
@@ -134,7 +144,9 @@ class EvalRun:
         formats = load_answer_formats(self.loaded.resolve(self.loaded.config.answer_formats))
         baseline = None
         if request.method != "maps":
-            baseline = load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts))[request.method or ""]
+            baseline = load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts))[
+                request.method or ""
+            ]
         return verdict_settings(team, method=request.method or "maps", without=request.without, items=items,
                                 answer_formats=formats.templates.get(self.task.name, {}), baseline_prompt=baseline)
 
@@ -170,10 +182,14 @@ class EvalRun:
         with outside_paths_allowed(request.allow_outside_paths), private_urls_allowed(request.allow_private_urls):
             items = load_items(self.task, subsets, request.data, self.loaded)
         cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
-        team = assemble_team(self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency))
+        team = assemble_team(
+            self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency)
+        )
         _say_text_only(team, request.method)
         if manifest is None:
-            selection = select_items(items, subsets, sample=request.sample, seed=request.seed, limit=request.limit, shard=request.shard)
+            selection = select_items(
+                items, subsets, sample=request.sample, seed=request.seed, limit=request.limit, shard=request.shard
+            )
             manifest = self._new_manifest(eval_dir, subsets, selection, team)
         else:
             wanted = set(manifest.ids)
@@ -181,10 +197,19 @@ class EvalRun:
                                   {name: sample.model_dump(mode="json") for name, sample in manifest.sampled.items()})
             missing = wanted - {item.pid for item in selection.items}
             if missing:
-                raise DataError(f"the data no longer has {len(missing)} problem(s) of this run, e.g. {sorted(missing, key=str)[0]}",
-                                fix="resume with the same --data")
-            manifest, notes = resume_under(manifest, self._settings(team, selection.items), self._described(team), run=str(eval_dir),
-                                           allow_change=request.allow_change, now=utc_now())  # refused here: before any model call
+                raise DataError(
+                    f"the data no longer has {len(missing)} problem(s) of this run, e.g. {sorted(missing, key=str)[0]}",
+                    fix="resume with the same --data",
+                )
+            # a refused change is refused here: before any model call
+            manifest, notes = resume_under(
+                manifest,
+                self._settings(team, selection.items),
+                self._described(team),
+                run=str(eval_dir),
+                allow_change=request.allow_change,
+                now=utc_now(),
+            )
             self.notes += notes
             manifest = manifest.model_copy(update={"resumed_at": [*manifest.resumed_at, utc_now()]})
         self._settings_index = len(manifest.changes)
@@ -211,10 +236,18 @@ class EvalRun:
                 manifest = manifest.model_copy(update={"served_models": served, "changes": changes})
                 write_manifest(eval_dir, manifest)
             summary = summarize(rows, self.task, [s.name for s in subsets], manifest.team)
-            summary = summary.model_copy(update={"eval_id": manifest.eval_id, "method": manifest.method, "without": manifest.without,
-                            "complete": summary.average.scored == len(manifest.ids),
-                            "stopped_for_cost": stop.for_cost, "interrupted": stop.interrupted,
-                            "stopped_by": str(stop.fatal) if stop.fatal else None, "mixed_settings": mixed_settings(rows)})
+            summary = summary.model_copy(
+                update={
+                    "eval_id": manifest.eval_id,
+                    "method": manifest.method,
+                    "without": manifest.without,
+                    "complete": summary.average.scored == len(manifest.ids),
+                    "stopped_for_cost": stop.for_cost,
+                    "interrupted": stop.interrupted,
+                    "stopped_by": str(stop.fatal) if stop.fatal else None,
+                    "mixed_settings": mixed_settings(rows),
+                }
+            )
             write_summary(eval_dir, summary)
         finally:
             lock.release()
@@ -223,8 +256,10 @@ class EvalRun:
         # The one Table 1 writer, as `maps report` prints it for this folder (intervals included).
         table = table1([Run(path=eval_dir, manifest=manifest, records=rows)])[0]
         if summary.mixed_settings:
-            self.notes.append("the scored problems ran under different settings (manifest.json: changes, with the pids run "
-                              "under each); the accuracy mixes them")
+            self.notes.append(
+                "the scored problems ran under different settings (manifest.json: changes, with the pids run "
+                "under each); the accuracy mixes them"
+            )
         return EvalOutcome(eval_dir, summary, table, stop.for_cost, len(todo),
                            fatal=stop.fatal, interrupted=stop.interrupted, notes=self.notes)
 
@@ -266,9 +301,17 @@ class EvalRun:
         in_flight: dict[Future[tuple[ResultRow, MapsError | None]], EvalItem] = {}
         baseline = request.method != "maps"
         runner = ProblemRunner(
-            task=self.task, method=request.method or "maps", without=request.without, rules=request.rules, team=team, eval_dir=eval_dir,
-            baseline_prompts=load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts)) if baseline else None,
-            formats=load_answer_formats(self.loaded.resolve(self.loaded.config.answer_formats)) if baseline else None)
+            task=self.task,
+            method=request.method or "maps",
+            without=request.without,
+            rules=request.rules,
+            team=team,
+            eval_dir=eval_dir,
+            baseline_prompts=load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts))
+            if baseline
+            else None,
+            formats=load_answer_formats(self.loaded.resolve(self.loaded.config.answer_formats)) if baseline else None,
+        )
         workers = DaemonWorkers(min(request.concurrency, len(todo)))
 
         def submit_next() -> bool:
@@ -315,7 +358,11 @@ class EvalRun:
                     if not (stop.for_cost or stop.fatal):
                         # After a service failure, wait for the problems in flight to tell whether
                         # it is the service's (the same again) before starting more.
-                        while (suspect is None or not in_flight) and len(in_flight) < request.concurrency and submit_next():
+                        while (
+                            (suspect is None or not in_flight)
+                            and len(in_flight) < request.concurrency
+                            and submit_next()
+                        ):
                             pass
         except KeyboardInterrupt:
             # Ctrl-C: the problems in flight stop at their next model call and are not
@@ -333,12 +380,20 @@ def _say_text_only(team: Team, method: str | None) -> None:
     """One line on the terminal when steps that see images talk to a text-only model; each
     problem with images records it (an `images_withheld` event, run.json's flow.images_withheld)."""
     steps = team.loaded.team.config.steps
-    seeing = [step.name for step in steps if step.sees_images or step.describes_images] if method == "maps" else [team.loaded.team.config.final_step.name]
+    seeing = (
+        [step.name for step in steps if step.sees_images or step.describes_images]
+        if method == "maps"
+        else [team.loaded.team.config.final_step.name]
+    )
     blind = [role for role in seeing if role in team.backends and not team.backends[role].supports_images]
     if blind:
         how = "a note stands in for each image" if method == "maps" else "the request carries the text alone"
-        logger.warning("images will be withheld from %s: the model is text-only (vision: false); %s, and each problem's run records it",
-                       ", ".join(blind) if method == "maps" else f"the {method} requests", how)
+        logger.warning(
+            "images will be withheld from %s: the model is text-only (vision: false); "
+            "%s, and each problem's run records it",
+            ", ".join(blind) if method == "maps" else f"the {method} requests",
+            how,
+        )
 
 
 def _record_replicas(eval_dir: Path, manifest: Manifest, served: dict[str, dict[str, int]]) -> Manifest:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import contextvars
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, load_answer_formats, spread_limit
 from maps_autogen.config import LoadedConfig
@@ -22,7 +23,7 @@ class Shard:
     count: int
 
     @classmethod
-    def parse(cls, text: str) -> "Shard":
+    def parse(cls, text: str) -> Shard:
         match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
         if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
             raise UsageError(f"--shard '{text}' is not of the form i/n with 1 <= i <= n", fix="e.g. --shard 1/4")
@@ -51,7 +52,12 @@ def select_items(items: Sequence[EvalItem], subsets: Sequence[Subset], *, sample
         if size is not None and size < len(pids):
             picked = sorted(random.Random(f"{seed}:{subset.name}").sample(range(len(pids)), size))
             pids = [pids[n] for n in picked]
-            sampled[subset.name] = {"seed": seed, "n": size, "of": len([i for i in items if i.subset == subset.name]), "ids": pids}
+            sampled[subset.name] = {
+                "seed": seed,
+                "n": size,
+                "of": len([i for i in items if i.subset == subset.name]),
+                "ids": pids,
+            }
         chosen.update(pids)
     selected = [item for item in items if item.pid in chosen]
     if limit is not None:
@@ -69,7 +75,10 @@ def load_items(task: Task, subsets: Sequence[Subset], data: Path | None, loaded:
     max_side = loaded.config.images.max_side
     with image_limits(ImageLimits.of(loaded.config.limits)):
         context = contextvars.copy_context()
-        return [_loaded_in(context, task.to_item(row, prompts=formats, max_side=max_side)) for row in task.rows(tuple(subsets), data)]
+        return [
+            _loaded_in(context, task.to_item(row, prompts=formats, max_side=max_side))
+            for row in task.rows(tuple(subsets), data)
+        ]
 
 
 def _loaded_in(context: contextvars.Context, item: EvalItem) -> EvalItem:

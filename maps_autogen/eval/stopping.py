@@ -26,7 +26,9 @@ def check_prices(resolution: Resolution) -> None:
     price stops the run (`unknown_cost_stop`)."""
     unpriced = sorted({m.model for m in resolution.models.values() if m.price is None and m.kind != "local"})
     if unpriced:
-        raise UsageError(f"--max-cost needs the price of {', '.join(unpriced)}", fix="add it under prices: in agents.yaml")
+        raise UsageError(
+            f"--max-cost needs the price of {', '.join(unpriced)}", fix="add it under prices: in agents.yaml"
+        )
 
 
 def costs(row: ResultRow, team: Team) -> tuple[float, bool, list[str]]:
@@ -39,7 +41,11 @@ def costs(row: ResultRow, team: Team) -> tuple[float, bool, list[str]]:
         return usage.cost, False, []
     models = team.resolution.models
     answering = models[team.loaded.team.config.final_step.name]  # a baseline's role is its method
-    unpriced = sorted(role for role, spent in row.usage_by_role.items() if spent.cost is None and models.get(role, answering).kind != "local")
+    unpriced = sorted(
+        role
+        for role, spent in row.usage_by_role.items()
+        if spent.cost is None and models.get(role, answering).kind != "local"
+    )
     return sum(spent.cost or 0.0 for spent in row.usage_by_role.values()), True, unpriced
 
 
@@ -47,7 +53,8 @@ def unknown_cost_stop(row: ResultRow, roles: list[str]) -> FatalServiceError:
     """Why a --max-cost run stops at a problem whose cost is unknown: the served model has no
     price, so the bound could no longer be kept (the run never goes on unbounded)."""
     sent = row.models  # step -> the settings its request body carried (an open mapping, as sent)
-    served = sorted({sent[role].get("served_model") or sent[role].get("model") for role in roles if role in sent} - {None})
+    names = {sent[role].get("served_model") or sent[role].get("model") for role in roles if role in sent}
+    served = sorted(str(name) for name in names if name is not None)
     which = f" (served as {', '.join(served)})" if served else ""
     return FatalServiceError(f"--max-cost cannot be kept: the cost of problem {row.pid} is unknown{which}",
                              fix="add the served model's name under prices: in agents.yaml")
@@ -57,9 +64,16 @@ def same_failure(previous: ServiceError | None, failure: MapsError | None) -> Fa
     """The error that stops an eval when two problems in a row (in the order they finish) failed
     with the same service answer: a gateway's unknown alias or refused key, a dead backend, a
     deadline no request can meet. Errors about one problem differ from problem to problem."""
-    if previous is None or not isinstance(failure, ServiceError) or failure.cause is None or failure.cause != previous.cause:
+    if (
+        previous is None
+        or not isinstance(failure, ServiceError)
+        or failure.cause is None
+        or failure.cause != previous.cause
+    ):
         return None
-    return FatalServiceError(f"two problems in a row failed with the same error: {failure.problem}", fix=failure.fix, cause=failure.cause)
+    return FatalServiceError(
+        f"two problems in a row failed with the same error: {failure.problem}", fix=failure.fix, cause=failure.cause
+    )
 
 
 __all__ = ["Stop", "check_prices", "costs", "same_failure", "unknown_cost_stop"]

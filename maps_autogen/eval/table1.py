@@ -7,11 +7,13 @@ from __future__ import annotations
 import csv
 import io
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER, get_benchmark  # NAMES is in the paper's column order
+from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.benchmarks.tasks import Subset
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog
 from maps_autogen.eval.run_settings import mixed_settings
@@ -70,7 +72,9 @@ def load_run(path: Path) -> Run:
     return Run(path=path, manifest=manifest, records=records)
 
 
-def bootstrap_interval(outcomes: Sequence[bool], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> tuple[float, float] | None:
+def bootstrap_interval(
+    outcomes: Sequence[bool], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0
+) -> tuple[float, float] | None:
     """95% percentile bootstrap interval of an accuracy (in %), resampling problems."""
     n = len(outcomes)
     if n == 0:
@@ -170,11 +174,20 @@ def table1(runs: Sequence[Run]) -> tuple[str, str]:
     body = []
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["method", *(f"{h} {part}" for _, _, h in columns for part in ("acc", "lo", "hi", "n")), *(["avg"] if multi else [])])
+    writer.writerow(
+        [
+            "method",
+            *(f"{h} {part}" for _, _, h in columns for part in ("acc", "lo", "hi", "n")),
+            *(["avg"] if multi else []),
+        ]
+    )
     for row in rows:
         cells = [row.cells.get((b, s), Cell(None, None, 0)) for b, s, _ in columns]
         overall = round(sum(row.benchmark_avgs.values()) / len(row.benchmark_avgs), 2) if row.benchmark_avgs else None
-        body.append([row.label, *(c.text() for c in cells)] + ([f"{overall:.2f}" if overall is not None else "-"] if multi else []))
+        body.append(
+            [row.label, *(c.text() for c in cells)]
+            + ([f"{overall:.2f}" if overall is not None else "-"] if multi else [])
+        )
         writer.writerow([row.label, *(v for c in cells for v in (c.accuracy, *(c.interval or (None, None)), c.n)),
                          *([overall] if multi else [])])
     return _markdown(header, body), out.getvalue()

@@ -8,13 +8,14 @@ lines), and the run stops before anything is written.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from maps_autogen.errors import DataError
-from maps_autogen.benchmarks.rows import _has_config_entries, rows_for
 from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.benchmarks.rows import _has_config_entries, rows_for
 from maps_autogen.benchmarks.tasks import Subset, Task
+from maps_autogen.errors import DataError
 
 # Per benchmark: the id field, then the fields every row needs ("a|b": either will do;
 # dotted names look inside a mapping).
@@ -110,4 +111,6 @@ def validate_rows(task: Task, subsets: Sequence[Subset], data: Path | None) -> N
     shown = bad[:MAX_REPORTED]
     if len(bad) > len(shown):
         shown.append(f"... and {len(bad) - len(shown)} more bad rows")
-    raise DataError("\n".join(shown), fix=f"fix or remove the {len(bad)} bad row{'s' if len(bad) > 1 else ''}; nothing was run")
+    raise DataError(
+        "\n".join(shown), fix=f"fix or remove the {len(bad)} bad row{'s' if len(bad) > 1 else ''}; nothing was run"
+    )

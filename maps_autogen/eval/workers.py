@@ -29,7 +29,7 @@ class DaemonWorkers:
                 continue
             try:
                 future.set_result(function(*args))
-            except BaseException as error:  # handed to the main thread, which records it
+            except BaseException as error:  # noqa: BLE001 - handed to the main thread, which records it
                 future.set_exception(error)
 
     def submit(self, function: Any, *args: Any) -> Future[Any]:

@@ -5,4 +5,13 @@ is still going (server.py)."""
 from maps_autogen.view.assets import CSS, SCRIPT, PageMode, content_security_policy
 from maps_autogen.view.pages import export_view, render_view, write_pages, write_view
 
-__all__ = ["CSS", "SCRIPT", "PageMode", "content_security_policy", "export_view", "render_view", "write_pages", "write_view"]
+__all__ = [
+    "CSS",
+    "SCRIPT",
+    "PageMode",
+    "content_security_policy",
+    "export_view",
+    "render_view",
+    "write_pages",
+    "write_view",
+]

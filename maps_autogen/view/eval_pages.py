@@ -75,7 +75,9 @@ def unfinished_rows(eval_dir: Path, rows: Iterable[Row]) -> list[Unfinished]:
     left over by a killed one). Only folders no result names are read."""
     named = {Path(row.run_dir).name for row in rows if row.run_dir}
     try:
-        folders = sorted(entry for entry in (eval_dir / PROBLEMS_DIR).iterdir() if entry.name not in named and entry.is_dir())
+        folders = sorted(
+            entry for entry in (eval_dir / PROBLEMS_DIR).iterdir() if entry.name not in named and entry.is_dir()
+        )
     except OSError:
         return []
     unfinished = []
@@ -84,8 +86,16 @@ def unfinished_rows(eval_dir: Path, rows: Iterable[Row]) -> list[Unfinished]:
             continue
         run = read_run_or_none(folder)  # None: damaged (a just-created one is not there yet)
         if run is not None and run.pid is not None:
-            unfinished.append(Unfinished(pid=run.pid, subset=run.subset or "", gold=run.gold, stop_reason=run.stop_reason,
-                                         usage=run.usage, run_dir=f"{PROBLEMS_DIR}/{folder.name}"))
+            unfinished.append(
+                Unfinished(
+                    pid=run.pid,
+                    subset=run.subset or "",
+                    gold=run.gold,
+                    stop_reason=run.stop_reason,
+                    usage=run.usage,
+                    run_dir=f"{PROBLEMS_DIR}/{folder.name}",
+                )
+            )
     return unfinished
 
 
@@ -145,10 +155,23 @@ class IndexRow:
 
 def index_row(row: Row, href: str, anchor: str = "") -> IndexRow:
     """One problem's row in the eval index, linking to `href`."""
-    return IndexRow(key=page_key(row.pid), pid=row.pid, href=href, anchor=anchor, verdict=verdict_of(row), correct=row.correct,
-                    subset=row.subset, stop_reason=row.stop_reason or "", steps=rollback_steps(row), feedback=feedback_target(row),
-                    prediction=row.prediction, gold=row.gold, calls=row.usage.calls if row.usage else None,
-                    cost=usage_cost(row.usage) if row.usage else None, seconds=row.seconds)
+    return IndexRow(
+        key=page_key(row.pid),
+        pid=row.pid,
+        href=href,
+        anchor=anchor,
+        verdict=verdict_of(row),
+        correct=row.correct,
+        subset=row.subset,
+        stop_reason=row.stop_reason or "",
+        steps=rollback_steps(row),
+        feedback=feedback_target(row),
+        prediction=row.prediction,
+        gold=row.gold,
+        calls=row.usage.calls if row.usage else None,
+        cost=usage_cost(row.usage) if row.usage else None,
+        seconds=row.seconds,
+    )
 
 
 def render_index_row(row: Row, href: str, anchor: str = "") -> str:
@@ -169,7 +192,11 @@ def _filters(rows: Sequence[Row]) -> list[tuple[str, str, list[tuple[str, str]]]
         ("verdict", "verdict", verdicts),
         ("subset", "subset", [("", "all")] + [(s, s or "(none)") for s in subsets]),
         ("stop", "stop reason", [("", "all")] + [(s, s) for s in stops]),
-        ("rollbacks", "rolled back", [("", "all"), ("*", "any rollback"), ("-", "no rollback")] + [(s, s) for s in steps]),
+        (
+            "rollbacks",
+            "rolled back",
+            [("", "all"), ("*", "any rollback"), ("-", "no rollback")] + [(s, s) for s in steps],
+        ),
     ]
 
 
@@ -188,8 +215,16 @@ def _role_rows(rows: Iterable[Row]) -> list[RoleRow]:
     for row in rows:
         for role, usage in row.usage_by_role.items():
             by_role.setdefault(role, []).append(usage)
-    return [RoleRow(role, sum(u.calls for u in used), sum(u.prompt_tokens for u in used), sum(u.completion_tokens for u in used),
-                    cost(sum_costs(usage_cost(u) for u in used))) for role, used in by_role.items()]
+    return [
+        RoleRow(
+            role,
+            sum(u.calls for u in used),
+            sum(u.prompt_tokens for u in used),
+            sum(u.completion_tokens for u in used),
+            cost(sum_costs(usage_cost(u) for u in used)),
+        )
+        for role, used in by_role.items()
+    ]
 
 
 @dataclass(frozen=True)
@@ -223,12 +258,19 @@ def summary_of(manifest: Manifest, rows: list[ResultRow]) -> Summary:
         subset_rows.append((subset or "(none)", part.text(), part.failed))
     team = manifest.team
     return Summary(
-        accuracy=tally.text(), benchmark=manifest.benchmark, subsets=", ".join(manifest.subsets) or "–", method=manifest.method,
-        without=", ".join(manifest.without) or "–", models=[(name, ", ".join(roles)) for name, roles in by_model.items()],
+        accuracy=tally.text(),
+        benchmark=manifest.benchmark,
+        subsets=", ".join(manifest.subsets) or "–",
+        method=manifest.method,
+        without=", ".join(manifest.without) or "–",
+        models=[(name, ", ".join(roles)) for name, roles in by_model.items()],
         created=manifest.created_at,
-        problems=(f"{len(rows)} done of {len(manifest.ids)}" if manifest.ids else f"{len(rows)} done") + f", {tally.failed} of them failed",
-        cost=sum_costs(usage_cost(row.usage) if row.usage else None for row in rows), subset_rows=subset_rows,
-        role_rows=_role_rows(rows), reviewer=title(team.reviewer) if team and team.reviewer else "reviewer",
+        problems=(f"{len(rows)} done of {len(manifest.ids)}" if manifest.ids else f"{len(rows)} done")
+        + f", {tally.failed} of them failed",
+        cost=sum_costs(usage_cost(row.usage) if row.usage else None for row in rows),
+        subset_rows=subset_rows,
+        role_rows=_role_rows(rows),
+        reviewer=title(team.reviewer) if team and team.reviewer else "reviewer",
         targets=feedback_targets([team], (feedback_target(row) for row in rows)),
     )
 
@@ -245,10 +287,18 @@ def render_eval_index(eval_dir: Path, links: Links, *, single_file: bool = False
     finished, offset = load_results(eval_dir)
     rows: list[Row] = [*finished, *unfinished_rows(eval_dir, finished)] if links.live else list(finished)
     anchors = [f"p{n}" for n in range(1, len(rows) + 1)] if single_file else [""] * len(rows)
-    body = render("eval_index.html", eval_id=manifest.eval_id or "", live=links.events("results", offset=offset) if links.live else "",
-                  summary=summary_of(manifest, finished), filters=_filters(rows), results_file=RESULTS_FILE,
-                  rows=[index_row(row, f"#{anchor}" if anchor else links.problem_page(row.pid), anchor)
-                        for row, anchor in zip(rows, anchors, strict=True)])
+    body = render(
+        "eval_index.html",
+        eval_id=manifest.eval_id or "",
+        live=links.events("results", offset=offset) if links.live else "",
+        summary=summary_of(manifest, finished),
+        filters=_filters(rows),
+        results_file=RESULTS_FILE,
+        rows=[
+            index_row(row, f"#{anchor}" if anchor else links.problem_page(row.pid), anchor)
+            for row, anchor in zip(rows, anchors, strict=True)
+        ],
+    )
     return f"maps view: {manifest.eval_id or eval_dir.name}", body, rows
 
 
@@ -282,7 +332,9 @@ def row_folder(eval_dir: Path, row: Row) -> Path | None:
     return folder if folder is not None and belongs_to(folder, row.pid) else None
 
 
-def _problem(eval_dir: Path, row: Row, links: Links, *, include_requests: bool, section: str, nav: list[tuple[str, str, str]]) -> Markup:
+def _problem(
+    eval_dir: Path, row: Row, links: Links, *, include_requests: bool, section: str, nav: list[tuple[str, str, str]]
+) -> Markup:
     run_dir = row_folder(eval_dir, row)
     run, error = None, None
     if run_dir is not None and (run_dir / RUN_FILE).is_file() and (run_dir / TRANSCRIPT_FILE).is_file():
@@ -291,10 +343,14 @@ def _problem(eval_dir: Path, row: Row, links: Links, *, include_requests: bool, 
                            live_key=page_key(row.pid))
         except DataError as failure:  # one damaged problem folder must not hide the other problems
             error = str(failure)
-    return render("problem.html", section=section, nav=nav, result=_result_card(row), run=run, run_error=error, live=links.live)
+    return render(
+        "problem.html", section=section, nav=nav, result=_result_card(row), run=run, run_error=error, live=links.live
+    )
 
 
-def render_problem_section(eval_dir: Path, row: Row, anchor: str, nav: list[tuple[str, str, str]], links: Links) -> Markup:
+def render_problem_section(
+    eval_dir: Path, row: Row, anchor: str, nav: list[tuple[str, str, str]], links: Links
+) -> Markup:
     """One problem inside a single-file eval page. The requests repeat the prompts in every turn;
     over hundreds of problems they would dominate the file, so they are left out here."""
     return _problem(eval_dir, row, links, include_requests=False, section=anchor, nav=nav)

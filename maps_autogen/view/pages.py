@@ -8,11 +8,20 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from maps_autogen.errors import DataError
 from maps_autogen.artifacts import folder_built_beside, write_text_atomic
+from maps_autogen.errors import DataError
 from maps_autogen.view.assets import PageMode
-from maps_autogen.view.eval_pages import render_eval_index, render_problem_page, render_problem_section, problem_nav
-from maps_autogen.view.render import FILES_PREFIX, INDEX_PAGE, PROBLEMS_PAGES, Links, kind_of, page, page_key, render_solve
+from maps_autogen.view.eval_pages import problem_nav, render_eval_index, render_problem_page, render_problem_section
+from maps_autogen.view.render import (
+    FILES_PREFIX,
+    INDEX_PAGE,
+    PROBLEMS_PAGES,
+    Links,
+    kind_of,
+    page,
+    page_key,
+    render_solve,
+)
 
 VIEW_FILE = "view.html"
 VIEW_DIR = "view"
@@ -70,9 +79,17 @@ def _export_pages(run_dir: Path, kind: str, folder: Path) -> None:
         problem_links = Links(PageMode.EXPORT, run_dir, root="../")
         pids = [row.pid for row in rows]
         for number, row in enumerate(rows):
-            title, body = render_problem_page(run_dir, row, problem_links, previous=pids[number - 1] if number else None,
-                                              following=pids[number + 1] if number + 1 < len(pids) else None)
-            _write_text(folder / PROBLEMS_PAGES / f"{page_key(row.pid)}.html", page(title, body, kind="problem", mode=PageMode.EXPORT))
+            title, body = render_problem_page(
+                run_dir,
+                row,
+                problem_links,
+                previous=pids[number - 1] if number else None,
+                following=pids[number + 1] if number + 1 < len(pids) else None,
+            )
+            _write_text(
+                folder / PROBLEMS_PAGES / f"{page_key(row.pid)}.html",
+                page(title, body, kind="problem", mode=PageMode.EXPORT),
+            )
         linked = problem_links.linked_images
     root = run_dir.resolve()
     for relative in sorted(linked):
@@ -91,7 +108,9 @@ def export_view(run_dir: Path, out: Path | None = None) -> Path:
     kind = kind_of(run_dir)
     target = Path(out) if out is not None else run_dir / VIEW_DIR
     if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not (target / EXPORT_MARKER).is_file())):
-        raise DataError(f"{target} already exists and is not an earlier maps view export", fix="choose a new or empty --out folder")
+        raise DataError(
+            f"{target} already exists and is not an earlier maps view export", fix="choose a new or empty --out folder"
+        )
     with folder_built_beside(target, fix="choose another --out folder", replace=True) as building:
         write_text_atomic(building / EXPORT_MARKER, "written by maps view; a later export may replace this folder\n")
         _export_pages(run_dir, kind, building)

@@ -17,7 +17,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from maps_autogen.records import (
-    CallUsage, EventRecord, MessageRecord, ModelRecord, RoleUsage, RunRecord, TeamRecord, Usage as UsageRecord,
+    CallUsage,
+    EventRecord,
+    MessageRecord,
+    ModelRecord,
+    RoleUsage,
+    RunRecord,
+    TeamRecord,
+)
+from maps_autogen.records import (
+    Usage as UsageRecord,
 )
 
 # A step name as team.py allows it: safe inside a class name.
@@ -36,7 +45,11 @@ def is_number(value: Any) -> bool:
 
 def number(value: Any) -> str:
     """A count with thousands separators; "–" when unknown."""
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else ("–" if value is None else str(value))
+    return (
+        f"{value:,}"
+        if isinstance(value, int) and not isinstance(value, bool)
+        else ("–" if value is None else str(value))
+    )
 
 
 def cost(value: Any) -> str:
@@ -74,7 +87,11 @@ def model_name(described: ModelRecord | None) -> str:
     """A model as people name it: "gpt-4o (openai)" from a recorded model."""
     if described is None:
         return ""
-    return f"{described.model} ({described.endpoint})" if described.model and described.endpoint else described.model or "unknown"
+    return (
+        f"{described.model} ({described.endpoint})"
+        if described.model and described.endpoint
+        else described.model or "unknown"
+    )
 
 
 def title(step: str) -> str:
@@ -233,8 +250,15 @@ def scores_of(verdict: _Verdict, reviewer: str, threshold: float | None) -> Scor
     """The reviewer's scores and feedback per dimension; None without scores."""
     if not verdict.scores:
         return None
-    cells = [Score(str(dim), value, is_number(value) and threshold is not None and value < threshold, verdict.feedback.get(dim, ""))
-             for dim, value in verdict.scores.items()]
+    cells = [
+        Score(
+            str(dim),
+            value,
+            is_number(value) and threshold is not None and value < threshold,
+            verdict.feedback.get(dim, ""),
+        )
+        for dim, value in verdict.scores.items()
+    ]
     return Scores(reviewer=title(reviewer), worst=verdict.worst_step, cells=cells)
 
 
@@ -246,22 +270,34 @@ def request_parts(request: list[Any] | None) -> list[RequestPart] | None:
     for message in filter(None, (_as(_Sent, item) for item in request)):
         content = message.content
         if isinstance(content, list):
-            content = "\n".join(str(piece.text) if piece.type == "text" else f"[{piece.type}: {piece.file or '…'}]" for piece in content)
+            content = "\n".join(
+                str(piece.text) if piece.type == "text" else f"[{piece.type}: {piece.file or '…'}]" for piece in content
+            )
         parts.append(RequestPart(message.role, content or ""))
     return parts
 
 
-def turn_of(record: MessageRecord, team: TeamRecord, threshold: float | None, include_requests: bool, turn: int) -> Turn:
+def turn_of(
+    record: MessageRecord, team: TeamRecord, threshold: float | None, include_requests: bool, turn: int
+) -> Turn:
     """One message record as a turn card."""
     reviewing = record.role == team.reviewer
     verdict = _as(_Verdict, record.parsed) if reviewing else None
     answer = None if reviewing else _as(_Answer, record.parsed)
     return Turn(
-        number=turn, role=record.role, classes=role_classes(team, record.role), agent=record.agent or record.role,
-        round=record.round, meta=_meta(record, turn), revision=record.revision, content=record.content,
+        number=turn,
+        role=record.role,
+        classes=role_classes(team, record.role),
+        agent=record.agent or record.role,
+        round=record.round,
+        meta=_meta(record, turn),
+        revision=record.revision,
+        content=record.content,
         scores=scores_of(verdict, record.role, threshold) if verdict is not None else None,
-        answer=answer.final_answer if answer is not None else None, answer_parsed=answer.parsed if answer is not None else True,
-        request=request_parts(record.request) if include_requests else None, images=list(record.images or []),
+        answer=answer.final_answer if answer is not None else None,
+        answer_parsed=answer.parsed if answer is not None else True,
+        request=request_parts(record.request) if include_requests else None,
+        images=list(record.images or []),
     )
 
 
@@ -272,7 +308,9 @@ def event_of(record: EventRecord, team: TeamRecord, question: Any = None) -> Eve
         return Event(record.event, "rollback", "Rollback", None, number=record.number, step=record.step,
                      dimension=record.dimension, scores=scores, question=question)
     if record.event == "stop":
-        return Event(record.event, "stop", "Stopped", None, stop_reason=record.stop_reason, final_answer=record.final_answer)
+        return Event(
+            record.event, "stop", "Stopped", None, stop_reason=record.stop_reason, final_answer=record.final_answer
+        )
     labels = {
         "interpreter_skipped": "Image step skipped",
         "solver_unparsed": f"{title(team.final_step or 'answer')} reply not parsed",
@@ -281,7 +319,12 @@ def event_of(record: EventRecord, team: TeamRecord, question: Any = None) -> Eve
         "images_withheld": "Images withheld",
         "error": "Error",
     }
-    return Event(record.event, "error" if record.event == "error" else "warn", labels.get(record.event, record.event), record.detail or "")
+    return Event(
+        record.event,
+        "error" if record.event == "error" else "warn",
+        labels.get(record.event, record.event),
+        record.detail or "",
+    )
 
 
 @dataclass
@@ -339,10 +382,19 @@ def outcome_of(run: RunRecord, gold: Any, correct: bool | None) -> Outcome:
     """The outcome of a run (gold and verdict: an eval's, when it has them)."""
     usage = run.usage or UsageRecord()
     return Outcome(
-        status=run.status, final_answer=run.final_answer or "", final_step=team_of(run).final_step, gold=gold, correct=correct,
-        stop_reason=run.stop_reason, rollbacks=[(r.step, r.dimension) for r in run.rollbacks], error=run.error,
-        usage=(f"{number(usage.calls)} calls, {number(usage.prompt_tokens)} prompt + {number(usage.completion_tokens)} completion "
-               f"tokens, {cost(usage_cost(run.usage) if run.usage is not None else None)}, {seconds(run.seconds)}"),
+        status=run.status,
+        final_answer=run.final_answer or "",
+        final_step=team_of(run).final_step,
+        gold=gold,
+        correct=correct,
+        stop_reason=run.stop_reason,
+        rollbacks=[(r.step, r.dimension) for r in run.rollbacks],
+        error=run.error,
+        usage=(
+            f"{number(usage.calls)} calls, {number(usage.prompt_tokens)} prompt + "
+            f"{number(usage.completion_tokens)} completion "
+            f"tokens, {cost(usage_cost(run.usage) if run.usage is not None else None)}, {seconds(run.seconds)}"
+        ),
     )
 
 
@@ -377,8 +429,14 @@ def usage_of(run: RunRecord) -> Usage:
     flow = run.flow
     if flow is not None and rows:
         reviewer = team_of(run).reviewer
-        review = (f"{reviewer}: threshold {flow.threshold:g}, max rollbacks {flow.max_rollbacks}, "
-                  f"final review {'on' if flow.final_review else 'off'}") if reviewer and flow.threshold is not None else "off"
+        review = (
+            (
+                f"{reviewer}: threshold {flow.threshold:g}, max rollbacks {flow.max_rollbacks}, "
+                f"final review {'on' if flow.final_review else 'off'}"
+            )
+            if reviewer and flow.threshold is not None
+            else "off"
+        )
         settings = [("steps", " → ".join(flow.steps)), ("review", review), ("without", ", ".join(flow.without) or "–")]
     return Usage(rows=rows, settings=settings)
 

@@ -20,19 +20,37 @@ from typing import Any
 from urllib.parse import quote
 
 from markupsafe import Markup
-
 from pydantic import RootModel
 
 from maps_autogen.artifacts import read_jsonl_from
 from maps_autogen.errors import DataError
 from maps_autogen.records import (
-    IMAGES_DIR, MANIFEST_FILE, RUN_FILE, TRANSCRIPT_FILE, EventRecord, MessageRecord, ProblemRecord, RunRecord, TranscriptLine,
-    parsed, read_run,
+    IMAGES_DIR,
+    MANIFEST_FILE,
+    RUN_FILE,
+    TRANSCRIPT_FILE,
+    EventRecord,
+    MessageRecord,
+    ProblemRecord,
+    RunRecord,
+    TranscriptLine,
+    parsed,
+    read_run,
 )
 from maps_autogen.safe_paths import inside, safe_component
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.prepare import (
-    Event, Outcome, TranscriptState, Turn, Usage, compact, outcome_of, team_of, threshold_of, transcript_items, usage_of,
+    Event,
+    Outcome,
+    TranscriptState,
+    Turn,
+    Usage,
+    compact,
+    outcome_of,
+    team_of,
+    threshold_of,
+    transcript_items,
+    usage_of,
 )
 from maps_autogen.view.templating import fragment, render
 
@@ -41,7 +59,14 @@ PROBLEMS_PAGES = "problems"  # one page per problem: problems/<key>.html
 FILES_PREFIX = "files"  # images, by their path inside the run folder: files/<path>
 
 # Only raster formats the run writer stores; anything else is listed by name, never embedded or served.
-IMAGE_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp", ".bmp": "image/bmp"}
+IMAGE_MIME = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".bmp": "image/bmp",
+}
 
 
 def page_key(pid: Any) -> str:
@@ -87,15 +112,22 @@ class Links:
 def page(title: str, body: Markup, *, kind: str, mode: PageMode) -> str:
     """A whole HTML page around `body` (markup rendered from the templates)."""
     # The policy is our own constant text (no quote marks), printed as it is.
-    return render("page.html", csp=Markup(content_security_policy(mode)), title=title, kind=kind, mode=mode.value, body=body)
+    return render(
+        "page.html", csp=Markup(content_security_policy(mode)), title=title, kind=kind, mode=mode.value, body=body
+    )
 
 
 def kind_of(run_dir: Path) -> str:
     """"eval" or "solve"; a DataError naming the fix when `run_dir` is neither."""
     if not run_dir.exists():
-        raise DataError(f"run folder {run_dir} does not exist", fix="pass a folder under runs/ written by maps solve or maps eval")
+        raise DataError(
+            f"run folder {run_dir} does not exist", fix="pass a folder under runs/ written by maps solve or maps eval"
+        )
     if not run_dir.is_dir():
-        raise DataError(f"{run_dir} is a file, not a run folder", fix="pass the run's folder (the one holding run.json or manifest.json)")
+        raise DataError(
+            f"{run_dir} is a file, not a run folder",
+            fix="pass the run's folder (the one holding run.json or manifest.json)",
+        )
     if (run_dir / MANIFEST_FILE).is_file():
         return "eval"
     if (run_dir / RUN_FILE).is_file():
@@ -132,12 +164,17 @@ class _Line(RootModel[TranscriptLine]):
     """A transcript line read back (records.TranscriptLine)."""
 
 
-def read_transcript_from(path: Path, start: int = 0, stop: int | None = None) -> tuple[list[MessageRecord | EventRecord], int]:
+def read_transcript_from(
+    path: Path, start: int = 0, stop: int | None = None
+) -> tuple[list[MessageRecord | EventRecord], int]:
     """The transcript records on the complete lines from byte `start` (up to `stop`), as
     records, and the offset read up to: the live feed carries on from there. A line that is not
     a transcript record is one DataError naming the file and the record."""
     lines, offset = read_jsonl_from(path, start, stop)
-    return [parsed(_Line, line, source=f"{path} record {number + 1}" + (f" after byte {start}" if start else "")).root for number, line in enumerate(lines)], offset
+    return [
+        parsed(_Line, line, source=f"{path} record {number + 1}" + (f" after byte {start}" if start else "")).root
+        for number, line in enumerate(lines)
+    ], offset
 
 
 def read_run_or_none(run_dir: Path) -> RunRecord | None:
@@ -165,14 +202,23 @@ def _statement(run_dir: Path, run: RunRecord, links: Links) -> ProblemStatement:
     )
 
 
-def run_view(run_dir: Path, links: Links, *, gold: Any = None, correct: bool | None = None, include_requests: bool = True,
-             live_key: str | None = None) -> RunView:
+def run_view(
+    run_dir: Path,
+    links: Links,
+    *,
+    gold: Any = None,
+    correct: bool | None = None,
+    include_requests: bool = True,
+    live_key: str | None = None,
+) -> RunView:
     """The problem, outcome, usage and transcript of one run folder (gold and verdict: an
     eval's result row's, else the run's own)."""
     run = read_run(run_dir)
     path = run_dir / TRANSCRIPT_FILE
     if not path.is_file():
-        raise DataError(f"{run_dir} has no {TRANSCRIPT_FILE}", fix="pass a run folder written by maps solve or maps eval")
+        raise DataError(
+            f"{run_dir} has no {TRANSCRIPT_FILE}", fix="pass a run folder written by maps solve or maps eval"
+        )
     records, offset = read_transcript_from(path)
     live = ""
     if links.live:

@@ -31,15 +31,33 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, read_manifest, read_result_rows
 from maps_autogen.redact import redact
-from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.safe_paths import inside
+from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.eval_pages import (
-    Row, load_results, render_eval_index, render_eval_summary, render_index_row, render_problem_page, row_folder, unfinished_rows,
+    Row,
+    load_results,
+    render_eval_index,
+    render_eval_summary,
+    render_index_row,
+    render_problem_page,
+    row_folder,
+    unfinished_rows,
 )
 from maps_autogen.view.prepare import TranscriptState, team_of
 from maps_autogen.view.render import (
-    FILES_PREFIX, IMAGE_MIME, INDEX_PAGE, PROBLEMS_PAGES, Links, kind_of, page, page_key, read_run_or_none, read_transcript_from,
-    render_outcome_and_usage, render_records, render_solve,
+    FILES_PREFIX,
+    IMAGE_MIME,
+    INDEX_PAGE,
+    PROBLEMS_PAGES,
+    Links,
+    kind_of,
+    page,
+    page_key,
+    read_run_or_none,
+    read_transcript_from,
+    render_outcome_and_usage,
+    render_records,
+    render_solve,
 )
 
 logger = logging.getLogger(__name__)
@@ -53,7 +71,11 @@ _SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no
 
 
 def _sse(event: str, data: dict[str, Any], event_id: str | None = None) -> bytes:
-    lines = [f"event: {event}"] + ([f"id: {event_id}"] if event_id else []) + [f"data: {json.dumps(data, ensure_ascii=True)}", "", ""]
+    lines = (
+        [f"event: {event}"]
+        + ([f"id: {event_id}"] if event_id else [])
+        + [f"data: {json.dumps(data, ensure_ascii=True)}", "", ""]
+    )
     return "\n".join(lines).encode("ascii")
 
 
@@ -82,7 +104,10 @@ class ViewServer:
         try:
             self._httpd = _HTTPServer((host, port), self._handler_class())
         except OSError as error:
-            raise UsageError(f"cannot serve on {host}:{port}: {error.strerror or error}", fix="choose another --port (0 picks a free one)") from None
+            raise UsageError(
+                f"cannot serve on {host}:{port}: {error.strerror or error}",
+                fix="choose another --port (0 picks a free one)",
+            ) from None
         self._thread: threading.Thread | None = None
         self._streams = 0  # live feeds open
         self._streams_done = threading.Condition()
@@ -90,7 +115,8 @@ class ViewServer:
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/{self.token}/"
+        name = host.decode() if isinstance(host, bytes | bytearray) else host
+        return f"http://{name}:{port}/{self.token}/"
 
     def start(self) -> ViewServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="maps-view", daemon=True)
@@ -126,10 +152,10 @@ class ViewServer:
             def log_message(self, *args: Any) -> None:
                 return None  # request lines hold the token
 
-            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            def do_GET(self) -> None:
                 server._answer(self)
 
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 self._send(405, "text/plain", b"method not allowed\n")
 
             def _send(self, status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None) -> None:
@@ -154,7 +180,9 @@ class ViewServer:
             return
         decoded = [unquote(segment) for segment in segments[2:]]
         # Nothing may climb out or start over from the root, encoded or not.
-        if any(part in (".", "..") or "/" in part or "\\" in part or "\0" in part for part in decoded) or (len(decoded) > 1 and "" in decoded[:-1]):
+        if any(part in (".", "..") or "/" in part or "\\" in part or "\0" in part for part in decoded) or (
+            len(decoded) > 1 and "" in decoded[:-1]
+        ):
             request._send(403, "text/plain; charset=utf-8", b"forbidden: path outside the run folder\n")
             return
         route = "/".join(decoded)
@@ -210,7 +238,9 @@ class ViewServer:
         row, previous, following = self._rows_around(key)
         links = Links(PageMode.SERVED, self.run_dir, root="../")
         # Served pages are rendered on demand, so they can afford each turn's request.
-        title, body = render_problem_page(self.run_dir, row, links, previous=previous, following=following, include_requests=True)
+        title, body = render_problem_page(
+            self.run_dir, row, links, previous=previous, following=following, include_requests=True
+        )
         return page(title, body, kind="problem", mode=PageMode.SERVED)
 
     def _send_file(self, request: Any, relative: str) -> None:
@@ -330,7 +360,11 @@ class ViewServer:
                 started = [row for row in unfinished_rows(self.run_dir, rows) if page_key(row.pid) not in announced]
                 if started:
                     announced.update(page_key(row.pid) for row in started)
-                    yield _sse("append", {"html": "".join(render_index_row(row, links.problem_page(row.pid)) for row in started)}, str(offset))
+                    yield _sse(
+                        "append",
+                        {"html": "".join(render_index_row(row, links.problem_page(row.pid)) for row in started)},
+                        str(offset),
+                    )
             if keepalive:
                 yield b": keep-alive\n\n"
 
