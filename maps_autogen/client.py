@@ -9,12 +9,8 @@ CPU per call (README: Design; `perf/throughput.py` prints both figures on the sa
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
-import math
-import random
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,41 +25,25 @@ from maps_autogen.errors import FatalServiceError, RunInterrupted, ServiceError
 from maps_autogen.limits import DEFAULT_REPLY_BYTES, LineTooLong, body_limit, cap_reply, capped_lines, read_capped
 from maps_autogen.pool import ReplicaPool, pooled_http_client
 from maps_autogen.redact import redact
-from maps_autogen.text import PieceJoiner, may_hold_surrogates, utf8_chunks, valid_text, valid_tree
+from maps_autogen.service_answers import (
+    ERROR_SHOWN_CHARS,
+    Rejected,
+    Retryable,
+    StreamedReply,
+    TokenCallback,
+    backoff_delay,
+    error_detail,
+    rejection_error,
+    retry_after_seconds,
+    stream_chunk,
+    takes_no_images,
+)
+from maps_autogen.text import may_hold_surrogates, utf8_chunks, valid_tree
 from maps_autogen.tokens import estimate_usage
 
 logger = logging.getLogger(__name__)
 
-RETRY_BASE_S = 0.5
-RETRY_CAP_S = 30.0
-RETRY_AFTER_CAP_S = 120.0
 JSON_MODE_FALLBACK = {"schema": "object", "object": "none"}
-ERROR_BODY_BYTES = 64 * 1024
-ERROR_DETAIL_CHARS = 2000  # of a service's error message, read to classify it
-ERROR_SHOWN_CHARS = 300  # of it, in our one-line messages (gateways wrap the backend's message)
-# How services say that a model takes no images at all, whatever the status code they send it
-# with (llama.cpp without a projector: 500 "image input is not supported"; vLLM: 400 "At most 0
-# image(s) may be provided in one prompt" or "... is not a multimodal model"; OpenAI: "image_url
-# is only supported by certain models"; others: "model does not support images/vision"). Errors
-# about one image (its format, size or URL) concern one problem only and are not matched.
-_NO_IMAGE_INPUT = re.compile(
-    r"\bat most 0 images?\b"
-    r"|\bnot an? (multi-?modal|vision)\b|\bnon-multi-?modal\b|\btext-only model\b"
-    r"|\b(does not|doesn't|do not|cannot|can't|unable to) "
-    r"(support|accept|handle|process|take)\s+(image|vision|multi-?modal|visual)"
-    r"|\b(image|images|vision|multi-?modal)(\s+(input|inputs|content|modality|support|understanding))?\s+(is\s+|are\s+)?"
-    r"(not supported|unsupported|not enabled|disabled|not available)"
-    r"|\bimage_url\S* is only supported by",
-    re.IGNORECASE,
-)
-
-
-def takes_no_images(detail: str) -> bool:
-    """Whether a service's error message says the model accepts no image input at all."""
-    return bool(_NO_IMAGE_INPUT.search(detail))
-
-
-TokenCallback = Callable[[str], None]
 # Checks a complete reply's text: None when it is usable, else why not (e.g. "not valid JSON").
 ReplyCheck = Callable[[str], "str | None"]
 
@@ -101,48 +81,6 @@ class Completion:
         }
 
 
-class _Retryable(Exception):
-    def __init__(
-        self, message: str, retry_after: float | None = None, *, unreachable: bool = False, fix: str | None = None
-    ):
-        super().__init__(message)
-        self.retry_after = retry_after
-        self.unreachable = unreachable
-        self.fix = fix  # what to change when the retries run out (default: check the service)
-
-
-def _retry_after(response: httpx.Response | None) -> float | None:
-    """Seconds from a Retry-After (or retry-after-ms) header, if the server sent one."""
-    if response is None:
-        return None
-    headers = response.headers
-    if "retry-after-ms" in headers:
-        try:
-            return max(0.0, float(headers["retry-after-ms"]) / 1000)
-        except ValueError:
-            pass
-    value = (headers.get("retry-after") or "").strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            parsed = email.utils.parsedate_to_datetime(value)
-            seconds = parsed.timestamp() - time.time()
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None  # empty or unparseable ("soon"): the default backoff applies
-    # NaN and infinities are as unusable as text; negative means "now".
-    return max(0.0, seconds) if math.isfinite(seconds) else None
-
-
-def backoff_delay(attempt: int, retry_after: float | None) -> float:
-    """How long to wait before retry number `attempt` (1-based): the server's Retry-After when
-    given, else exponential backoff with jitter."""
-    if retry_after is not None:
-        return min(retry_after, RETRY_AFTER_CAP_S)
-    base = min(RETRY_CAP_S, RETRY_BASE_S * 2.0 ** (attempt - 1))
-    return base * (1 + 0.1 * random.random())
-
-
 _clients_lock = threading.Lock()
 _clients: dict[tuple[float, int], httpx.Client] = {}
 
@@ -163,51 +101,6 @@ def shared_http_client(timeout_s: float, max_connections: int = 64) -> httpx.Cli
 
 class _Cancelled(Exception):
     """The run was cancelled (Ctrl-C) while this request was in flight."""
-
-
-class _Rejected(Exception):
-    """The service answered with a status that retrying will not fix."""
-
-    def __init__(self, status: int, detail: str):
-        super().__init__(f"HTTP {status}" + (f": {detail[:ERROR_SHOWN_CHARS]}" if detail else ""))
-        self.status = status
-        self.detail = detail
-
-
-def _error_detail(response: httpx.Response) -> str:
-    """The service's own error message, shortened to one line."""
-    try:
-        # an error page is not worth megabytes
-        body = json.loads(read_capped(response.iter_bytes(), ERROR_BODY_BYTES) or b"")
-        detail = body.get("error", body) if isinstance(body, dict) else body
-        message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
-    except (ValueError, RecursionError, httpx.HTTPError):
-        message = ""
-    return valid_text(" ".join(str(message).split())[:ERROR_DETAIL_CHARS])
-
-
-def _rejection_error(error: _Rejected, model: ResolvedModel) -> ServiceError:
-    """The one-line error for a status that retrying will not fix. Errors every other request
-    would meet too (key, permission, unknown model or URL, no image input) are fatal."""
-    cause = redact(str(error))
-    where = f"endpoint '{model.endpoint_name}'"
-    if takes_no_images(error.detail):  # whatever the status: llama.cpp sends it as a 500
-        return FatalServiceError(
-            f"the model {model.model} does not accept images: {cause}",
-            cause=cause,
-            fix=f"declare vision: false on {where} in agents.yaml to withhold its images, or use a vision model",
-        )
-    if error.status in (401, 403):
-        return FatalServiceError(f"the model service refused the API key: {cause}", cause=cause,
-                                 fix=f"check the key in the api_key_env variable of {where} and its permissions")
-    if error.status == 404:
-        return FatalServiceError(f"the model service has no such model or URL: {cause}", cause=cause,
-                                 fix=f"check the model name '{model.model}' and the base_url of {where}")
-    return ServiceError(
-        f"the model service rejected the request: {cause}",
-        cause=cause,
-        fix=f"check the model name '{model.model}', the API key and the settings of {where} in agents.yaml",
-    )
 
 
 class JsonModeMemo:
@@ -374,13 +267,13 @@ class ChatBackend:
                 rejected = check(text) if check is not None else None
                 # A reply cut at max_tokens comes back cut from the same request: never re-sent.
                 if rejected is not None and finish_reason != "length" and attempt <= self.model.max_retries:
-                    raise _Retryable(f"the model's reply is unusable: {rejected}")
+                    raise Retryable(f"the model's reply is unusable: {rejected}")
             except _Cancelled:
                 raise RunInterrupted("the run was interrupted") from None
-            except _Retryable as error:
+            except Retryable as error:
                 self._wait_to_retry(error, attempt)
                 continue
-            except _Rejected as error:
+            except Rejected as error:
                 mentions_format = any(
                     word in error.detail.lower() for word in ("response_format", "json_schema", "json schema")
                 )
@@ -395,7 +288,7 @@ class ChatBackend:
                     key = self._cache_key(body) if key is not None else None  # the key of what is sent now
                     attempt -= 1
                     continue
-                raise _rejection_error(error, self.model) from None
+                raise rejection_error(error, self.model) from None
             reported_prompt = usage.get("prompt_tokens") if usage else None
             reported_completion = usage.get("completion_tokens") if usage else None
             if finish_reason == "length":
@@ -436,7 +329,7 @@ class ChatBackend:
                 tokens_estimated=tokens_estimated,
             )
 
-    def _wait_to_retry(self, error: _Retryable, attempt: int) -> None:
+    def _wait_to_retry(self, error: Retryable, attempt: int) -> None:
         """Wait before the attempt after `attempt`; raise ServiceError (FatalServiceError when the
         service cannot be reached) once `attempt` was the last allowed, RunInterrupted when the
         run is interrupted while waiting."""
@@ -492,9 +385,9 @@ class ChatBackend:
                                    timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout) as response:
                 self._check_status(response)
                 if self.model.stream:
-                    return self._read_stream(response, on_token, _Retryable(too_slow, fix=fix))
+                    return self._read_stream(response, on_token, Retryable(too_slow, fix=fix))
                 raw = read_capped(
-                    self._before_deadline(response.iter_bytes(), deadline, _Retryable(too_slow, fix=fix)),
+                    self._before_deadline(response.iter_bytes(), deadline, Retryable(too_slow, fix=fix)),
                     body_limit(self.max_reply_bytes),
                 )
                 if raw is None:
@@ -504,13 +397,13 @@ class ChatBackend:
                         fix="raise limits.reply_bytes in agents.yaml if such replies are expected",
                     )
         except httpx.TimeoutException:
-            raise _Retryable(too_slow, fix=fix) from None
+            raise Retryable(too_slow, fix=fix) from None
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
             if self._cancel.is_set():
                 raise _Cancelled() from None
-            raise _Retryable(f"cannot reach the model service at {self.base_url}", unreachable=True) from None
+            raise Retryable(f"cannot reach the model service at {self.base_url}", unreachable=True) from None
         except httpx.HTTPError as error:
-            raise _Retryable(f"the request to {self.base_url} failed: {error.__class__.__name__}") from None
+            raise Retryable(f"the request to {self.base_url} failed: {error.__class__.__name__}") from None
         try:
             reply = json.loads(raw)
             if may_hold_surrogates(raw):  # a lone \udcff in the reply: made valid here, once
@@ -518,9 +411,9 @@ class ChatBackend:
             choice = reply["choices"][0]
             text = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError, RecursionError):
-            raise _Retryable("the model service sent a malformed reply (not a chat completion in JSON)") from None
+            raise Retryable("the model service sent a malformed reply (not a chat completion in JSON)") from None
         if not isinstance(text, str):
-            raise _Retryable("the model service sent a reply without message content")
+            raise Retryable("the model service sent a reply without message content")
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else None
         finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
         model = reply.get("model")
@@ -531,13 +424,13 @@ class ChatBackend:
             finish_reason if isinstance(finish_reason, str) else None,
         )
 
-    def _before_deadline(self, chunks: Iterator[bytes], deadline: float, late: _Retryable) -> Iterator[bytes]:
+    def _before_deadline(self, chunks: Iterator[bytes], deadline: float, late: Retryable) -> Iterator[bytes]:
         """The body's chunks, stopping with the retryable error `late` once the deadline passes."""
         for chunk in chunks:
             self._check_deadline(deadline, late)
             yield chunk
 
-    def _check_deadline(self, deadline: float, late: _Retryable) -> None:
+    def _check_deadline(self, deadline: float, late: Retryable) -> None:
         if self._cancel.is_set():
             raise _Cancelled()
         if time.monotonic() > deadline:
@@ -548,21 +441,21 @@ class ChatBackend:
         status = response.status_code
         if status < 400:
             return
-        detail = _error_detail(response)
+        detail = error_detail(response)
         message = f"HTTP {status}" + (f": {detail[:ERROR_SHOWN_CHARS]}" if detail else "")
         if takes_no_images(detail):  # no retry changes the model, whatever the status says
-            raise _Rejected(status, detail)
+            raise Rejected(status, detail)
         if status in (408, 409, 429) or status >= 500:
-            raise _Retryable(f"the model service answered {message}", _retry_after(response))
-        raise _Rejected(status, detail)
+            raise Retryable(f"the model service answered {message}", retry_after_seconds(response))
+        raise Rejected(status, detail)
 
     def _read_stream(
-        self, response: httpx.Response, on_token: TokenCallback | None, idle: _Retryable,
+        self, response: httpx.Response, on_token: TokenCallback | None, idle: Retryable,
     ) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
         """The text, model, usage and finish reason of a streamed reply. Each wait for a chunk is
         bounded by the socket's read timeout; lines that carry no data (keep-alive comments)
         do not reset the wait, so a server that only pings still ends with `idle`."""
-        reply = _StreamedReply(self.max_reply_bytes, on_token)
+        reply = StreamedReply(self.max_reply_bytes, on_token)
         done = False
         # Decoded incrementally, whatever charset the headers claim: a character whose UTF-8
         # bytes span two network chunks is decoded whole.
@@ -572,7 +465,7 @@ class ChatBackend:
             try:
                 line = next(lines, None)
             except LineTooLong as error:
-                raise _Retryable(f"the model service sent {error} in its streamed reply") from None
+                raise Retryable(f"the model service sent {error} in its streamed reply") from None
             if line is None:
                 break
             self._check_deadline(data_by, idle)
@@ -583,7 +476,7 @@ class ChatBackend:
             if data == "[DONE]":
                 done = True
                 break
-            reply.add(_stream_chunk(data))
+            reply.add(stream_chunk(data))
         reply.end()
         if not done or reply.finish_reason is None:
             # A stream cut off cleanly looks like a short reply: only the end markers tell.
@@ -592,68 +485,10 @@ class ChatBackend:
                 for part, absent in (("a finish reason", reply.finish_reason is None), ("[DONE]", not done))
                 if absent
             )
-            raise _Retryable(f"the model service's streamed reply ended without {missing} (incomplete)")
+            raise Retryable(f"the model service's streamed reply ended without {missing} (incomplete)")
         if not reply.pieces:
-            raise _Retryable("the model service streamed no content")
+            raise Retryable("the model service streamed no content")
         return "".join(reply.pieces), reply.model_name, reply.usage, reply.finish_reason
-
-
-def _stream_chunk(data: str) -> Any:
-    """One `data:` line of a streamed reply, parsed (lone surrogates made valid outside the
-    choices, whose pieces are joined first)."""
-    malformed = _Retryable("the model service sent a malformed streamed reply")
-    try:
-        chunk = json.loads(data)
-    except (ValueError, RecursionError):
-        raise malformed from None
-    # Untrusted shape: an object whose choices (if any) are objects with an object delta.
-    choices = chunk.get("choices") if isinstance(chunk, dict) else None
-    if not isinstance(chunk, dict) or not isinstance(choices or [], list) or not all(
-            isinstance(choice, dict) and isinstance(choice.get("delta") or {}, dict) for choice in choices or []):
-        raise malformed
-    if may_hold_surrogates(data):
-        chunk = {**valid_tree({k: v for k, v in chunk.items() if k != "choices"}), "choices": choices}
-    return chunk
-
-
-class _StreamedReply:
-    """What a streamed reply brought so far: its pieces of text (up to the reply limit: past it
-    the rest is read but dropped), model, usage and finish reason."""
-
-    def __init__(self, limit: int, on_token: TokenCallback | None) -> None:
-        self.limit = limit
-        self.on_token = on_token
-        self.pieces: list[str] = []
-        self.received = 0  # bytes kept
-        self.usage: Any = None
-        self.model_name: Any = None
-        self.finish_reason: str | None = None
-        self.joiner = PieceJoiner()  # an emoji split across two pieces (as \ud83d, \ude00) is joined
-
-    def add(self, chunk: Any) -> None:
-        """Take in one parsed chunk."""
-        if isinstance(chunk.get("model"), str) and chunk["model"]:
-            self.model_name = chunk["model"]
-        if isinstance(chunk.get("usage"), dict):
-            self.usage = chunk["usage"]
-        for choice in chunk.get("choices") or []:
-            delta = (choice.get("delta") or {}).get("content")
-            if isinstance(delta, str):
-                delta = self.joiner.feed(delta)
-            self._keep(delta)
-            if isinstance(choice.get("finish_reason"), str):
-                self.finish_reason = valid_text(choice["finish_reason"])
-
-    def end(self) -> None:
-        """The stream ended: half a surrogate pair with nothing after it becomes U+FFFD."""
-        self._keep(self.joiner.flush())
-
-    def _keep(self, piece: Any) -> None:
-        if piece and self.received <= self.limit:
-            self.received += len(piece.encode("utf-8", errors="surrogatepass"))
-            self.pieces.append(piece)
-            if self.on_token is not None:
-                self.on_token(piece)
 
 
 def _differing(reported: str | None, requested: str) -> str | None:
