@@ -459,7 +459,7 @@ def config_command(
 def merge(runs: tuple[Path, ...], out: Path | None) -> None:
     """Combine the shard runs of one evaluation into one run."""
     from maps_autogen.eval.merge import merge_runs
-    from maps_autogen.records import read_summary
+    from maps_autogen.run_files import read_summary
     from maps_autogen.transcript import new_run_id
 
     target = merge_runs(list(runs), out or Path("runs") / new_run_id("merged"))

@@ -19,13 +19,12 @@ feedback targets from the rows themselves), so no older file is refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, TypeAdapter, ValidationError
 
-from maps_autogen.artifacts import iter_jsonl, read_json_object, read_jsonl_from, write_json_atomic
 from maps_autogen.errors import DataError
 
 if TYPE_CHECKING:
@@ -351,7 +350,7 @@ TRANSCRIPT_LINE: TypeAdapter[Any] = TypeAdapter(TranscriptLine)
 LIVE_RECORD: TypeAdapter[Any] = TypeAdapter(TranscriptRecord)
 
 
-class _TranscriptLineModel(RootModel[TranscriptLine]):
+class TranscriptLineModel(RootModel[TranscriptLine]):
     """A transcript line, parsed through `parsed` like the other files."""
 
 # ----- manifest.json ------------------------------------------------------------------------
@@ -543,88 +542,6 @@ def live_record(record: dict[str, Any]) -> MessageRecord | EventRecord | TurnSta
     except ValidationError as error:
         raise ValueError(f"not a chat record: {_first_problem(error)}") from None
     return typed
-
-
-def read_run(run_dir: Path) -> RunRecord:
-    """A run folder's run.json as a RunRecord; one line naming the file when it is missing,
-    damaged, newer or not a run."""
-
-    path = run_dir / RUN_FILE
-    data = read_json_object(
-        path, missing=f"{run_dir} has no {RUN_FILE}", fix="pass a run folder written by maps solve or maps eval"
-    )
-    return parsed(RunRecord, data, source=str(path))
-
-
-def read_manifest(eval_dir: Path, *, fix: str = "pass a folder written by maps eval or maps merge") -> Manifest:
-    """An eval folder's manifest.json as a Manifest (the one reader)."""
-
-    path = eval_dir / MANIFEST_FILE
-    data = read_json_object(path, missing=f"{eval_dir} is not an eval run (no {MANIFEST_FILE})", fix=fix)
-    return parsed(Manifest, data, source=str(path))
-
-
-def read_summary(eval_dir: Path) -> Summary:
-    """An eval folder's summary.json as a Summary."""
-
-    path = eval_dir / SUMMARY_FILE
-    data = read_json_object(
-        path, missing=f"{eval_dir} has no {SUMMARY_FILE}", fix="pass a folder written by maps eval or maps merge"
-    )
-    return parsed(Summary, data, source=str(path))
-
-
-def iter_transcript(run_dir: Path) -> Iterator[MessageRecord | EventRecord]:
-    """A run's transcript lines as records, one at a time (the JSONL torn-tail rule applies:
-    a line still being written is not read); a line that is not a transcript record is one
-    line naming the file and its index."""
-
-    path = run_dir / TRANSCRIPT_FILE
-    for number, (_, data) in enumerate(iter_jsonl(path), start=1):
-        yield parsed(_TranscriptLineModel, data, source=f"{path} record {number}").root
-
-
-def read_transcript(run_dir: Path) -> list[MessageRecord | EventRecord]:
-    """A run's whole transcript as records (see `iter_transcript`)."""
-    return list(iter_transcript(run_dir))
-
-
-def read_result_rows(path: Path, start: int = 0) -> tuple[list[ResultRow], int]:
-    """results.jsonl's rows from byte `start` as ResultRows, and the offset after the last
-    complete line (the JSONL torn-tail rule): a tampered row is one line naming the file and its
-    line, never a crash further down."""
-    records, offset = read_jsonl_from(path, start)
-    try:
-        rows = [parsed(ResultRow, record, source=str(path)) for record in records]
-    except DataError:
-        raise _bad_result_line(path, start) from None
-    return rows, offset
-
-
-def _bad_result_line(path: Path, start: int) -> DataError:
-    """The error for the first row from byte `start` that is not a result row, with its line."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    line, counted = 1, 0
-    for offset, record in iter_jsonl(path):
-        line, counted = line + data.count(b"\n", counted, offset), offset
-        if offset >= start:
-            try:
-                parsed(ResultRow, record, source=f"{path} line {line}")
-            except DataError as error:
-                return error
-    return DataError(f"{path} changed while it was read", fix="try again once the run has finished writing it")
-
-
-def write_record(path: Path, record: BaseModel) -> None:
-    """Write one of our files from its model: the fields its writer set (and the schema
-    version), atomically, secrets masked (the one atomic writer)."""
-    write_json_atomic(path, dumped(record))
-
-
-def write_manifest(eval_dir: Path, manifest: Manifest) -> None:
-    """Write an eval folder's manifest.json from its record."""
-    write_record(eval_dir / MANIFEST_FILE, manifest)
 
 
 def _first_problem(error: ValidationError) -> str:

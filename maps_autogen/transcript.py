@@ -13,8 +13,9 @@ from typing import Any
 from maps_autogen.artifacts import open_append, write_bytes_file
 from maps_autogen.errors import DataError
 from maps_autogen.problem import Problem
-from maps_autogen.records import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, RunRecord, dumped, transcript_line, write_record
+from maps_autogen.records import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, RunRecord, dumped, transcript_line
 from maps_autogen.redact import redact
+from maps_autogen.run_files import write_record
 
 __all__ = ["RunWriter", "new_run_id", "request_for_transcript", "utc_now"]
 

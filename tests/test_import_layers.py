@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # shared helpers with no domain of their own: errors, text and secrets, limits, the schema
     # of what a run writes and the one writer and readers of it
     ("foundation", ("", "errors", "text", "redact", "limits", "tokens", "interrupts", "runlock",
-                    "records", "artifacts", "safe_paths")),
+                    "records", "artifacts", "run_files", "safe_paths")),
     # agents.yaml, the team, prompts, which model each step talks to
     ("config", ("config_list", "team", "roles", "config", "prompts", "endpoints", "defaults")),
     # a problem and its images; what every benchmark's task builds on: the task protocol and

@@ -15,7 +15,7 @@ from maps_autogen.artifacts import read_jsonl_from
 from maps_autogen.benchmarks import NAMES, get_benchmark
 from maps_autogen.cli import cli
 from maps_autogen.errors import DataError, UsageError
-from maps_autogen.records import read_manifest
+from maps_autogen.run_files import read_manifest
 from maps_autogen.transcript import RunWriter
 from tests.conftest import TEST_KEY, clean_env, make_png, run_maps
 from tests.fake_openai import FakeOpenAI

@@ -11,7 +11,8 @@ import pytest
 
 from maps_autogen import records
 from maps_autogen.errors import DataError
-from maps_autogen.records import EventRecord, MessageRecord, read_manifest, read_run, read_summary, read_transcript
+from maps_autogen.records import EventRecord, MessageRecord
+from maps_autogen.run_files import read_manifest, read_run, read_summary, read_transcript
 from tests.conftest import TEST_KEY, clean_env, run_maps
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI

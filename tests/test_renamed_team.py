@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from maps_autogen.records import read_manifest, read_run, read_summary, read_transcript
+from maps_autogen.run_files import read_manifest, read_run, read_summary, read_transcript
 from tests.conftest import REPO, TEST_KEY, clean_env, critic_json, run_maps, solver_json
 from tests.eval_fixtures import QUESTION_ID, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI, Received, Reply

@@ -22,15 +22,8 @@ from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
 from maps_autogen.eval.run_settings import fingerprint_of
-from maps_autogen.records import (
-    PROBLEMS_DIR,
-    Manifest,
-    ResultRow,
-    SettingsChange,
-    dumped,
-    read_manifest,
-    write_manifest,
-)
+from maps_autogen.records import PROBLEMS_DIR, Manifest, ResultRow, SettingsChange, dumped
+from maps_autogen.run_files import read_manifest, write_manifest
 from maps_autogen.safe_paths import belongs_to, problem_folder, safe_component
 from maps_autogen.transcript import utc_now
 

@@ -14,7 +14,8 @@ from maps_autogen.benchmarks.tasks import EvalItem, Task
 from maps_autogen.client import Completion
 from maps_autogen.errors import DataError, MapsError
 from maps_autogen.eval.baselines import run_baseline
-from maps_autogen.records import PROBLEMS_DIR, RUN_FILE, Evaluation, ResultRow, Usage, read_run, write_record
+from maps_autogen.records import PROBLEMS_DIR, RUN_FILE, Evaluation, ResultRow, Usage
+from maps_autogen.run_files import read_run, write_record
 from maps_autogen.safe_paths import belongs_to, child_folder, safe_component
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import Team, solve_problem

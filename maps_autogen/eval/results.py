@@ -23,9 +23,9 @@ from maps_autogen.records import (
     dumped,
     feedback_targets,
     parsed,
-    write_record,
 )
 from maps_autogen.redact import redact
+from maps_autogen.run_files import write_record
 from maps_autogen.tally import Tally
 
 __all__ = ["RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "summarize", "write_summary"]

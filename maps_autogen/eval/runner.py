@@ -39,7 +39,8 @@ from maps_autogen.eval.validate import validate_rows
 from maps_autogen.eval.workers import DaemonWorkers, Progress
 from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.interrupts import exit_on_second_interrupt
-from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord, read_manifest, write_manifest
+from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord
+from maps_autogen.run_files import read_manifest, write_manifest
 from maps_autogen.runlock import RunLock
 from maps_autogen.solve import Team, assemble_team
 from maps_autogen.tally import Tally

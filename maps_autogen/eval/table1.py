@@ -17,7 +17,8 @@ from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.benchmarks.tasks import Subset
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog
 from maps_autogen.eval.run_settings import mixed_settings
-from maps_autogen.records import Manifest, ResultRow, read_manifest
+from maps_autogen.records import Manifest, ResultRow
+from maps_autogen.run_files import read_manifest
 from maps_autogen.tally import tally_rows
 
 BOOTSTRAP_SAMPLES = 1000

@@ -24,9 +24,8 @@ from maps_autogen.records import (
     Usage,
     feedback_targets,
     parsed,
-    read_manifest,
-    read_result_rows,
 )
+from maps_autogen.run_files import read_manifest, read_result_rows
 from maps_autogen.safe_paths import belongs_to, problem_folder
 from maps_autogen.tally import Tally
 from maps_autogen.view.prepare import compact, cost, model_name, sum_costs, title, usage_cost

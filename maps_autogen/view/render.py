@@ -35,8 +35,8 @@ from maps_autogen.records import (
     RunRecord,
     TranscriptLine,
     parsed,
-    read_run,
 )
+from maps_autogen.run_files import read_run
 from maps_autogen.safe_paths import inside, safe_component
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.prepare import (

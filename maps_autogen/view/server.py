@@ -29,8 +29,9 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from maps_autogen.errors import DataError, UsageError
-from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE, read_manifest, read_result_rows
+from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE
 from maps_autogen.redact import redact
+from maps_autogen.run_files import read_manifest, read_result_rows
 from maps_autogen.safe_paths import inside
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.eval_pages import (
