@@ -5,8 +5,8 @@ starts with `maps `, exactly as written (split as the shell splits it, the trail
 dropped), from a folder laid out as the repository's root (a copy of `examples/`, `agents.yaml`
 and `prompts/`), with `source .venv/bin/activate` done (the test's own `maps`) and the scripted
 OpenAI-compatible server as the model service (`OPENAI_BASE_URL`, `OPENAI_API_KEY`: the README's
-`export OPENAI_API_KEY=...` line). The one placeholder resolved is `runs/<run-id>`: the run folder
-the latest `maps solve` above it wrote. Every other line is left out only by a rule of EXCLUDED
+`export OPENAI_API_KEY=...` line). The placeholders resolved are `runs/<run-id>` (the run folder the
+latest `maps solve` above it wrote) and `runs/<eval-id>` (the latest `maps eval`'s). Every other line is left out only by a rule of EXCLUDED
 below, each with its reason, and the test prints every command with what became of it: a new
 `maps` command in the README is run unless a rule says why not.
 """
@@ -24,13 +24,14 @@ from tests.fake_openai import FakeOpenAI, RoleScript
 
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 RUN_ID = "runs/<run-id>"
+EVAL_ID = "runs/<eval-id>"
 
 # (pattern searched in the line, why the line is not run). The first match wins.
 EXCLUDED: list[tuple[str, str]] = [
     (r"^make ", "set-up: runs the whole installation (CI runs `make test` itself, .ci/run)"),
     (r"^source \.venv/bin/activate$", "set-up: the test runs the .venv's own `maps`"),
     (r"^export OPENAI_API_KEY=", "set-up: the test sets OPENAI_API_KEY (and OPENAI_BASE_URL) to the scripted server"),
-    (r"\.\.\.|\[--|<[a-z0-9-]+>(?<!<run-id>)", "a syntax template (`...`, `[--option]` or a placeholder), not a command"),
+    (r"\.\.\.|\[--|<(?!run-id>|eval-id>)[a-z0-9-]+>", "a syntax template (`...`, `[--option]` or a placeholder), not a command"),
     (r"\$\{", "needs a variable of a batch system (SLURM_ARRAY_TASK_ID)"),
     (r"^maps eval (?!custom)", "needs the benchmark's data set from the Hugging Face hub (network)"),
     (r"^maps merge ", "needs the shards of an eval run"),
@@ -87,8 +88,10 @@ def repository_root_copy(tmp_path: Path) -> Path:
     return root
 
 
-def newest_run(root: Path) -> str:
-    runs = [p for p in (root / "runs").iterdir() if p.is_dir() and not p.name.startswith(".")]
+def newest_run(root: Path, evals: bool) -> str:
+    """The newest solve run folder (or eval run folder) under root/runs, relative to root."""
+    runs = [p for p in (root / "runs").iterdir() if (p / "manifest.json" if evals else p / "transcript.jsonl").is_file()]
+    assert runs, f"no {'eval' if evals else 'solve'} run before a command that names one"
     return str(max(runs, key=lambda p: p.stat().st_mtime_ns).relative_to(root))
 
 
@@ -105,8 +108,9 @@ def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
                 report.append(f"not run ({reason}): {command.document}: {command.line}")
                 continue
             line = command.line
-            if RUN_ID in line:
-                line = line.replace(RUN_ID, newest_run(root))
+            for placeholder, evals in ((RUN_ID, False), (EVAL_ID, True)):
+                if placeholder in line:
+                    line = line.replace(placeholder, newest_run(root, evals))
             args = shlex.split(line, comments=True)
             assert args[0] == "maps"
             result = run_maps(args[1:], env=env, cwd=root, timeout=120)
@@ -121,6 +125,7 @@ def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
     assert "maps solve --problem examples/circuit/problem.yaml" in readme
     assert f"maps view {RUN_ID}" in readme and "maps config" in readme
     assert (root / "page.html").is_file()  # `maps view runs/<run-id> --out page.html`
+    assert "maps eval custom --data examples/bench.jsonl" in readme and f"maps report {EVAL_ID}" in readme
 
 
 def test_exclusion_rules_keep_runnable_commands_in() -> None:
@@ -129,7 +134,8 @@ def test_exclusion_rules_keep_runnable_commands_in() -> None:
                  "maps eval custom --data examples/bench.jsonl"]:
         assert Command("README.md", line).excluded() is None, line
     assert Command("README.md", "maps eval mathvista --limit 100").excluded()
-    assert Command("README.md", "maps view runs/<eval-id>").excluded()
+    assert Command("README.md", "maps view runs/<maps-run>").excluded()
+    assert Command("README.md", f"maps report {EVAL_ID}").excluded() is None
 
 
 def anchors(path: Path) -> set[str]:
