@@ -141,8 +141,10 @@ def test_exclusion_rules_keep_runnable_commands_in() -> None:
 def anchors(path: Path) -> set[str]:
     """GitHub's anchors for the document's headings."""
     found = set()
+    fenced = False
     for line in path.read_text().splitlines():
-        match = re.match(r"#{1,6} (.+)", line)
+        fenced ^= line.startswith("```")
+        match = None if fenced else re.match(r"#{1,6} (.+)", line)
         if match:
             slug = re.sub(r"[^\w\- ]", "", match.group(1).strip().lower()).replace(" ", "-")
             found.add(slug)
