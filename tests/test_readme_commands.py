@@ -164,3 +164,19 @@ def test_every_relative_link_leads_to_a_file_and_heading() -> None:
             elif anchor and anchor not in anchors(linked):
                 broken.append(f"{path.relative_to(REPO)}: {target} (no such heading)")
     assert not broken, "\n".join(broken)
+
+
+def test_setup_and_demo_print_the_line_that_puts_maps_on_the_path() -> None:
+    """The README's commands use a bare `maps`: `make setup` and `make demo` end by printing how."""
+    recipes: dict[str, list[str]] = {}
+    target = ""
+    for line in (REPO / "Makefile").read_text().splitlines():
+        match = re.match(r"([a-z]+):", line)
+        if match:
+            target = match.group(1)
+        elif line.startswith("\t"):
+            recipes.setdefault(target, []).append(line)
+    readme = (REPO / "README.md").read_text()
+    assert "source .venv/bin/activate" in readme
+    for name in ("setup", "demo"):
+        assert "source .venv/bin/activate" in recipes[name][-1], (name, recipes[name])
