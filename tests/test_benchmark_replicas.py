@@ -120,7 +120,7 @@ def test_a_folder_without_the_split_names_the_layouts(tmp_path: Path) -> None:
     hub_parquet(tmp_path / "data" / "test-00000-of-00001.parquet", MV_ROWS, MV_FEATURES)
     done = run_maps(["eval", "mathvista", "--data", str(tmp_path)], env=clean_env(OPENAI_API_KEY=TEST_KEY), cwd=tmp_path)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert "testmini" in done.stderr and "README" in done.stderr
+    assert "testmini" in done.stderr and "docs/benchmarks.md" in done.stderr
 
 
 # ---- multi-image problems on the wire ----------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The package's imports run one way, down the layers the README lists.
+"""The package's imports run one way, down the layers docs/development.md lists.
 
 The import graph is read statically (ast) from every module of `maps_autogen`: every `import`
 and `from ... import`, including those inside functions (a lazy import that goes up the layers

@@ -88,11 +88,11 @@ def offline_error(hub_id: str, *, requested: bool) -> DataError:
     """The one line an eval ends with when the data cannot come from the hub."""
     if requested:
         return DataError(f"HF_HUB_OFFLINE is set and {hub_id} is not in the local Hugging Face cache",
-                         fix="pass a downloaded copy with --data PATH (the README lists the layouts), "
+                         fix="pass a downloaded copy with --data PATH (docs/benchmarks.md lists the layouts), "
                              "or unset HF_HUB_OFFLINE to download it")
     return DataError(f"the Hugging Face hub ({hub_endpoint()}) cannot be reached and {hub_id} is not in the "
                      "local cache",
-                     fix="pass a downloaded copy with --data PATH (the README lists the layouts); "
+                     fix="pass a downloaded copy with --data PATH (docs/benchmarks.md lists the layouts); "
                          "with a cached copy, HF_HUB_OFFLINE=1 skips this check")
 
 

@@ -149,7 +149,7 @@ def local_rows(path: Path, config: str | None, split: str) -> tuple[Iterator[dic
         raise DataError(
             f"{path} is not a saved data set and holds no '{split}' data ({split}.parquet, {split}.jsonl, "
             f"{split}-*.parquet, {split}/*.parquet, data/…)",
-            fix="see the README's list of the layouts --data accepts",
+            fix="see the layouts --data accepts in docs/benchmarks.md",
         )
     if path.suffix == ".parquet":
         return _from_parquet(path), path.parent

@@ -1,6 +1,6 @@
 """A benchmark of the user's own, from one JSONL file (`maps eval custom --data FILE.jsonl`).
 
-Row schema (README, "Your own benchmark"): `id`, `question`, `images` (a list of paths relative
+Row schema (docs/benchmarks.md, "Your own benchmark"): `id`, `question`, `images` (a list of paths relative
 to the file, or URLs) or `image` (one), `options` (optional list; the gold `answer` is then
 the letter, A for the first option), `answer`, optional `answer_type` (`choice`, `number`
 with optional `tolerance`, `text`), optional `category` (the subsets: Table 1 has a column
@@ -79,7 +79,7 @@ class CustomTask:
         """One subset per category of the data file, in order of first appearance."""
         if data is None:
             raise UsageError("maps eval custom needs --data FILE.jsonl",
-                             fix="pass your benchmark file (README: 'Your own benchmark')")
+                             fix="pass your benchmark file (docs/benchmarks.md: 'Your own benchmark')")
         rows, _ = local_rows(data, None, self.split)
         names = dict.fromkeys(category_of(fields) for fields in rows if isinstance(fields, Mapping))
         return (tuple(Subset(name, name, 0, name) for name in names)
