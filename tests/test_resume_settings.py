@@ -77,7 +77,7 @@ CASES = [
     ("prompt", [], {}, False, "team.steps[2].prompt"),  # same file name, other content
     ("personality", [], {"team.steps.1.personality": "Neuroticism: you doubt."}, False, "team.steps[1].personality"),
     ("renamed", [], RENAMED, False, "team.steps[2].name scholar → expert"),
-    ("gold", ["--data", "GOLD"], {}, False, "data (gold answers of 1 id)"),
+    ("gold", ["--data", "GOLD"], {}, False, "data (gold answers or scoring fields of 1 id)"),
 ]
 
 
@@ -134,7 +134,7 @@ def test_an_allowed_change_is_recorded_with_the_problems_run_under_it(tmp_path: 
         data.write_text("".join(json.dumps({**row, "answer": "blue"} if row["pid"] == "3" else row) + "\n" for row in lines))
         sent = len(server.received)
         on_disk = run_maps(_args(None, runs, "--resume", str(run_dir)), env=env, cwd=tmp_path)
-        assert on_disk.returncode == 2 and "data (gold answers of 1 id)" in _errors(on_disk.stderr)[0], on_disk.stderr
+        assert on_disk.returncode == 2 and "data (gold answers or scoring fields of 1 id)" in _errors(on_disk.stderr)[0], on_disk.stderr
         assert len(server.received) == sent
         # Allowed: the new threshold and gold are recorded; the pending problems 2 and 3 run under them.
         server.script = ProblemScript(scripted_answers(rows))
@@ -144,9 +144,9 @@ def test_an_allowed_change_is_recorded_with_the_problems_run_under_it(tmp_path: 
         sent_since = len(server.received) - sent
     manifest = json.loads((run_dir / "manifest.json").read_text())
     (change,) = manifest["changes"]
-    assert change["differences"] == ["review.threshold", "data (gold answers of 1 id)"]
+    assert change["differences"] == ["review.threshold", "data (gold answers or scoring fields of 1 id)"]
     assert change["from"]["review.threshold"] == 5.0 and change["to"]["review.threshold"] == 4.0
-    assert list(change["to"]["data (gold answers of 1 id)"]) == ["3"]
+    assert list(change["to"]["data (gold answers or scoring fields of 1 id)"]) == ["3"]
     assert change["settings"] == 1 and change["pids"] == ["2", "3"]
     assert manifest["settings"]["review"]["threshold"] == 4.0 and manifest["config"]["critic"]["threshold"] == 4.0
     rows_now = {row["pid"]: row for row in results(run_dir)}
@@ -171,10 +171,27 @@ def test_differences_are_named_by_part_and_a_damaged_manifest_is_one_line_not_a_
     after = {"method": "maps", "review": {"threshold": 3.0}, "team": {"steps": [{"name": "a", "personality": "two\nlines"}]},
              "data": {"count": 2, "sha256": "y", "gold": {"1": "aa", "2": "cc"}}}
     found = differences(before, after)
-    assert [d.name for d in found] == ["review.threshold", "data (gold answers of 1 id)", "team.steps[0].personality"]
+    assert [d.name for d in found] == ["review.threshold", "data (gold answers or scoring fields of 1 id)", "team.steps[0].personality"]
     # A value that is not one plain line is named, never printed (the refusal stays one line).
-    assert summary_line(found) == "review.threshold 5.0 → 3.0, data (gold answers of 1 id), team.steps[0].personality"
+    assert summary_line(found) == "review.threshold 5.0 → 3.0, data (gold answers or scoring fields of 1 id), team.steps[0].personality"
     damaged = Manifest(benchmark="mathvista", settings={"data": {"gold": ["not", "a", "mapping"]}, "models": "nonsense", "review": 7})
     with pytest.raises(UsageError) as refused:
         resume_under(damaged, after, {}, run="runs/x", allow_change=False, now="now")
     assert "\n" not in str(refused.value) and "data (ids: 0 gone, 2 new)" in str(refused.value)
+
+
+def test_the_data_fingerprint_covers_every_field_scoring_reads_not_only_the_gold() -> None:
+    """A custom row whose tolerance changed (same id, same gold) scores differently: a resume
+    must see it, as it sees another gold answer."""
+    from maps_autogen.benchmarks.tasks import EvalItem
+    from maps_autogen.eval.run_settings import data_fingerprint, differences
+
+    def item(tolerance: float) -> EvalItem:
+        record = {"id": "q2", "answer": "12", "answer_type": "number", "tolerance": tolerance, "subset": "all"}
+        return EvalItem(pid="q2", subset="all", load_problem=lambda: None, record=record, gold="12")  # type: ignore[arg-type,return-value]
+
+    before, after = data_fingerprint([item(0.0)]), data_fingerprint([item(1.0)])
+    assert before["sha256"] != after["sha256"]
+    found = differences({"data": before}, {"data": after})
+    assert [d.name for d in found] == ["data (gold answers or scoring fields of 1 id)"]
+    assert data_fingerprint([item(0.0)]) == before  # stable

@@ -10,7 +10,7 @@ request carries), `images` (the side images are reduced to), `method`, `without`
 
 `differences` compares two such structures part by part and names each difference the way a
 user finds it (`review.threshold 5.0 → 3.0`, `team.steps[2].prompt`, `models.solver.base_url`,
-`data (gold answers of 3 ids)`); `resume_under` refuses them, or records them as a change of
+`data (gold answers or scoring fields of 3 ids)`); `resume_under` refuses them, or records them as a change of
 the manifest. `mixed_settings` says whether a run's scored problems ran under more than one
 recorded set of settings (each results row carries the index it ran under).
 """
@@ -53,11 +53,16 @@ def _content(prompt: Any) -> str:
 
 
 def data_fingerprint(items: Iterable[EvalItem]) -> dict[str, Any]:
-    """The selected problems: their count, one hash of ids and gold answers (order-free) and a
-    short hash of each id's gold answer (so a difference can say how many ids changed)."""
-    return fingerprint_of(
-        {str(item.pid): hashlib.sha256(json.dumps(item.gold, default=str).encode()).hexdigest()[:12] for item in items}
-    )
+    """The selected problems: their count, one hash of ids and what their scoring reads
+    (order-free) and a short hash per id (so a difference can say how many ids changed). What
+    scoring reads is the gold answer and every field of the row the scorer takes (`item.record`:
+    a tolerance, a precision, the options, the answer type...): any of them can change a verdict."""
+    return fingerprint_of({str(item.pid): _scoring_hash(item) for item in items})
+
+
+def _scoring_hash(item: EvalItem) -> str:
+    scored = json.dumps({"gold": item.gold, "record": item.record}, sort_keys=True, default=str)
+    return hashlib.sha256(scored.encode()).hexdigest()[:12]
 
 
 def fingerprint_of(gold: Mapping[str, str]) -> dict[str, Any]:
@@ -242,7 +247,8 @@ def _data_differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> li
     gone, added = sorted(old.keys() - new.keys()), sorted(new.keys() - old.keys())
     found = []
     if changed:
-        found.append(Difference(f"data (gold answers of {len(changed)} id{'s' if len(changed) != 1 else ''})",
+        ids = f"{len(changed)} id{'s' if len(changed) != 1 else ''}"
+        found.append(Difference(f"data (gold answers or scoring fields of {ids})",
                                 {pid: old[pid] for pid in changed}, {pid: new[pid] for pid in changed}))
     if gone or added:
         found.append(Difference(f"data (ids: {len(gone)} gone, {len(added)} new)", gone, added))
