@@ -367,6 +367,8 @@ def eval_command(
     a fatal service error stopped the run; 2 bad input; 130 interrupted (Ctrl-C)."""
     if method not in (None, "maps") and without:
         raise click.UsageError("--without applies to --method maps only")
+    if resume is not None:
+        _refuse_selection_on_resume()
     if data is None and resume is None:  # no network and no cached copy: fail before the slow imports
         from maps_autogen.benchmarks import get_benchmark
         from maps_autogen.benchmarks.hub import check_hub
@@ -427,6 +429,26 @@ def eval_command(
         raise ServiceError(
             f"some problems failed ({summary.failed})", fix=f"see results.jsonl; retry them with: {resume_hint}"
         )
+
+
+# What a run is, fixed by its manifest: `--resume` runs the same problems under the same rules.
+_FIXED_ON_RESUME = {"subsets": "--subset", "limit": "--limit", "sample": "--sample", "seed": "--seed",
+                    "shard": "--shard", "rules": "--rules"}
+
+
+def _refuse_selection_on_resume() -> None:
+    """`--resume` with an option that chooses other problems or other scoring rules would be
+    ignored (the manifest decides them): one line instead of a silent run under the old ones."""
+    from click.core import ParameterSource
+
+    from maps_autogen.errors import UsageError
+
+    context = click.get_current_context()
+    given = ", ".join(flag for name, flag in _FIXED_ON_RESUME.items()
+                      if context.get_parameter_source(name) not in (ParameterSource.DEFAULT, None))
+    if given:
+        raise UsageError(f"{given} cannot change a resumed run: its manifest fixes the problems and the scoring rules",
+                         fix=f"drop {given}, or start a new run (without --resume) for another selection or rules")
 
 
 @cli.command(name="config")

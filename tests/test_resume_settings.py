@@ -195,3 +195,17 @@ def test_the_data_fingerprint_covers_every_field_scoring_reads_not_only_the_gold
     found = differences({"data": before}, {"data": after})
     assert [d.name for d in found] == ["data (gold answers or scoring fields of 1 id)"]
     assert data_fingerprint([item(0.0)]) == before  # stable
+
+
+@pytest.mark.parametrize("option", [["--rules", "legacy"], ["--limit", "1"], ["--seed", "3"], ["--shard", "1/2"],
+                                    ["--subset", "general-vqa"], ["--sample", "1"]])
+def test_resume_refuses_options_its_manifest_fixes(finished_run, option: list[str]) -> None:
+    """--rules, --limit, --sample, --seed, --subset and --shard would be ignored on --resume (the
+    manifest fixes the problems and the rules): refused in one line, nothing sent."""
+    home, data, rows, server, run_dir = finished_run
+    sent = len(server.received)
+    result = run_maps(_args(None, home / "runs", "--resume", str(run_dir), *option), env=_env(server.base_url), cwd=home)
+    assert result.returncode == 2, result.stderr
+    (line,) = _errors(result.stderr)
+    assert option[0] in line and "cannot change a resumed run" in line
+    assert len(server.received) == sent
