@@ -135,7 +135,7 @@ class ChatOutcome:
             "calls": len(completions),
             "prompt_tokens": sum(c.prompt_tokens or 0 for c in completions),
             "completion_tokens": sum(c.completion_tokens or 0 for c in completions),
-            "cost": round(sum(known), 8) if completions and len(known) == len(costs) else None,
+            "cost": round(sum(known), 8) if len(known) == len(costs) else None,  # no calls cost nothing
             # Some call's server reported no usage: its tokens (and cost) are our own count.
             "tokens_estimated": any(c.tokens_estimated for c in completions),
         }

@@ -91,6 +91,11 @@ class Usage(_Record):
     cost: float | None = None  # USD; None when some call's price is unknown
     tokens_estimated: bool = False  # some server reported no usage: those tokens are our own count
 
+    def spent(self) -> float | None:
+        """The USD this usage cost: 0 when no call was made (nothing spent), None when some
+        call's price is unknown. The one rule of the progress bar, the summary and the report."""
+        return 0.0 if not self.calls else self.cost
+
 
 class RoleUsage(_Record):
     """One step's (or a baseline method's) share of a chat's usage."""

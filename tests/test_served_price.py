@@ -98,3 +98,21 @@ def test_max_cost_stops_at_a_served_model_without_a_price(tmp_path: Path) -> Non
     done = [json.loads(line) for line in (eval_dir / "results.jsonl").read_text().splitlines()]
     assert len(done) == 1 and done[0]["usage"]["cost"] is None  # it stopped at the first unpriced problem
     assert json.loads((eval_dir / "summary.json").read_text())["usage"]["cost"] is None
+
+
+def test_a_problem_that_made_no_call_costs_nothing_in_the_summary_as_on_the_bar(tmp_path: Path) -> None:
+    """Problem 1 fails before any reply (its requests are refused); problem 2 is solved at a known
+    price. Nothing was spent on problem 1: the summary's cost is the known figure, as the
+    progress bar's is, never "unknown"."""
+    data, rows = write_mathvista_jsonl(tmp_path / "data", 2)
+    answers = {pid: ("B" if row["question_type"] == "multi_choice" else row["answer"]) for pid, row in rows.items()}
+    config = tmp_path / "agents.yaml"
+    config.write_text("endpoints:\n  openai:\n    max_retries: 0\n")
+    with FakeOpenAI(ProblemScript(answers, fail={"1"})) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / "runs"), "--concurrency", "1",
+                           "--config", str(config)], env=env, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr  # problem 1 failed
+    summary = json.loads(next((tmp_path / "runs").glob("eval-*/summary.json")).read_text())
+    assert summary["failed"] == 1 and summary["usage"]["cost"] is not None and summary["usage"]["cost"] > 0
+    assert "cost unknown" not in result.stdout

@@ -160,7 +160,8 @@ def summarize(
         usage["prompt_tokens"] += spent.prompt_tokens
         usage["completion_tokens"] += spent.completion_tokens
         if cost is not None:
-            cost = None if row.usage is None or spent.cost is None else cost + spent.cost
+            problem_cost = spent.spent()
+            cost = None if problem_cost is None else cost + problem_cost
         seconds += row.seconds
     scored = overall.scored
     return Summary(

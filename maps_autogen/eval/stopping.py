@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from maps_autogen.endpoints import Resolution
 from maps_autogen.errors import FatalServiceError, MapsError, ServiceError, UsageError
-from maps_autogen.records import ResultRow
+from maps_autogen.records import ResultRow, Usage
 from maps_autogen.solve import Team
 
 
@@ -34,11 +34,9 @@ def check_prices(resolution: Resolution) -> None:
 def costs(row: ResultRow, team: Team) -> tuple[float, bool, list[str]]:
     """A problem's known USD, whether any of its cost is unknown, and the paid (not local)
     roles whose cost is unknown: their served model has no price."""
-    usage = row.usage
-    if usage is None or not usage.calls:
-        return 0.0, False, []  # no call made: nothing spent
-    if usage.cost is not None:
-        return usage.cost, False, []
+    spent = (row.usage or Usage()).spent()
+    if spent is not None:  # no call made (nothing spent), or every call priced
+        return spent, False, []
     models = team.resolution.models
     answering = models[team.loaded.team.config.final_step.name]  # a baseline's role is its method
     unpriced = sorted(
