@@ -155,7 +155,8 @@ def run_baseline(
                     "models": {
                         answering: {
                             **backend.model.describe(),
-                            "sent": completion.sent if completion else backend.settings(),
+                            # What was sent when a request succeeded; else what its requests carry.
+                            **({"sent": completion.sent} if completion else {"request_settings": backend.settings()}),
                         }
                     },
                     "final_answer": outcome.response,
