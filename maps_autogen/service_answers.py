@@ -50,6 +50,22 @@ NO_IMAGE_INPUT = re.compile(
 )
 
 
+# How services refuse one request for what it says (a content filter, a safety system, a usage
+# policy): OpenAI "rejected as a result of our safety system" / "flagged as potentially violating
+# our usage policy", Azure "content management policy" (code content_filter), gateways "blocked by
+# content filtering". Such a refusal concerns one problem's text, however alike two messages read.
+CONTENT_REFUSAL = re.compile(
+    r"content[ _-]?(filter|management|policy|moderation)|safety system|\bflagged\b|usage polic|moderation"
+    r"|responsible ai|blocked by",
+    re.IGNORECASE,
+)
+
+
+def refuses_the_content(detail: str) -> bool:
+    """Whether a service's error refuses one request for its content (not the model, key or service)."""
+    return bool(CONTENT_REFUSAL.search(detail))
+
+
 def takes_no_images(detail: str) -> bool:
     """Whether a service's error message says the model accepts no image input at all."""
     return bool(NO_IMAGE_INPUT.search(detail))

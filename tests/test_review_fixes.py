@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.conftest import TEST_KEY, clean_env, run_maps
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
-from tests.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI, Reply
 
 
 def _config(folder: Path) -> Path:
@@ -27,3 +27,28 @@ def test_a_baseline_that_sent_nothing_records_its_request_settings_not_as_sent(t
     (run_json,) = (tmp_path / "runs").glob("eval-*/problems/*/run.json")
     (model,) = json.loads(run_json.read_text())["models"].values()
     assert "sent" not in model and model["request_settings"]["model"] == "gpt-4o"
+
+
+class _SafetyRefusals(ProblemScript):
+    """Problems 1 and 2 are refused by a content filter, word for word alike; 3 is answered."""
+
+    def _reply(self, request):  # type: ignore[no-untyped-def]
+        if self._pid(request) in ("1", "2"):
+            body = {"error": {"message": "Your request was rejected as a result of our safety system.", "type": "invalid_request_error",
+                              "code": "content_policy_violation"}}
+            return Reply(status=400, raw_body=json.dumps(body).encode())
+        return super()._reply(request)
+
+
+def test_two_content_refusals_in_a_row_do_not_stop_the_eval(tmp_path: Path) -> None:
+    """A refusal of one problem's content reads the same for every problem it hits: two in a row
+    are not a service that every problem would meet, so the run goes on to problem 3."""
+    data, rows = write_mathvista_jsonl(tmp_path / "data", 3)
+    answers = {pid: ("B" if row["question_type"] == "multi_choice" else row["answer"]) for pid, row in rows.items()}
+    with FakeOpenAI(_SafetyRefusals(answers)) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / "runs"), "--concurrency", "1",
+                           "--config", str(_config(tmp_path))], env=env, cwd=tmp_path)
+    assert "stopped early" not in result.stderr, result.stderr
+    rows_written = [json.loads(line) for line in next((tmp_path / "runs").glob("eval-*/results.jsonl")).read_text().splitlines()]
+    assert sorted((row["pid"], row["status"]) for row in rows_written) == [("1", "failed"), ("2", "failed"), ("3", "ok")]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from maps_autogen.endpoints import Resolution
 from maps_autogen.errors import FatalServiceError, MapsError, ServiceError, UsageError
 from maps_autogen.records import ResultRow, Usage
+from maps_autogen.service_answers import refuses_the_content
 from maps_autogen.solve import Team
 
 
@@ -61,12 +62,15 @@ def unknown_cost_stop(row: ResultRow, roles: list[str]) -> FatalServiceError:
 def same_failure(previous: ServiceError | None, failure: MapsError | None) -> FatalServiceError | None:
     """The error that stops an eval when two problems in a row (in the order they finish) failed
     with the same service answer: a gateway's unknown alias or refused key, a dead backend, a
-    deadline no request can meet. Errors about one problem differ from problem to problem."""
+    deadline no request can meet. Errors about one problem differ from problem to problem, and a
+    refusal of a problem's content (a content filter, a safety system) never stops the run, however
+    alike two of them read."""
     if (
         previous is None
         or not isinstance(failure, ServiceError)
         or failure.cause is None
         or failure.cause != previous.cause
+        or refuses_the_content(failure.cause)
     ):
         return None
     return FatalServiceError(
