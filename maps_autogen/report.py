@@ -54,19 +54,26 @@ def table2(runs: Sequence[Run]) -> str | None:
         ablated = [run for run in mine if run.without]
         if not full or not ablated:
             continue
-        base = full[0]
         task = get_benchmark(benchmark).task
-        subsets = [s for s in _subsets(benchmark, [base]) if any(r.subset == s.name for r in base.records)]
-        header = ["Variation", *(s.column for s in subsets), "Avg."]
-
-        reference = _accuracies(base, subsets)
-        body = [[f"MAPS ({base.models})", *(f"{v:.2f}" if v is not None else "-" for v in reference)]]
-        for run in ablated:
-            values = _accuracies(run, subsets)
-            body.append([f"w/o {'+'.join(run.without)}", *(
-                "-" if v is None or r is None else f"{v:.2f} ({v - r:+.2f})" for v, r in zip(values, reference)
-            )])
-        sections.append(f"{task.title}\n\n" + _markdown(header, body))
+        bases: dict[str, Run] = {}
+        for run in full:
+            bases.setdefault(run.models, run)  # per model set, its first full run
+        for models, base in bases.items():
+            # An ablation is compared with the full run of the same models only.
+            same = [run for run in ablated if run.models == models]
+            if not same:
+                continue
+            subsets = [s for s in _subsets(benchmark, [base]) if any(r.subset == s.name for r in base.records)]
+            header = ["Variation", *(s.column for s in subsets), "Avg."]
+            reference = _accuracies(base, subsets)
+            body = [[f"MAPS ({base.models})", *(f"{v:.2f}" if v is not None else "-" for v in reference)]]
+            for run in same:
+                values = _accuracies(run, subsets)
+                body.append([f"w/o {'+'.join(run.without)}", *(
+                    "-" if v is None or r is None else f"{v:.2f} ({v - r:+.2f})" for v, r in zip(values, reference)
+                )])
+            title = task.title if len(bases) == 1 else f"{task.title} ({models})"
+            sections.append(f"{title}\n\n" + _markdown(header, body))
     return "\n\n".join(sections) if sections else None
 
 

@@ -52,3 +52,22 @@ def test_two_content_refusals_in_a_row_do_not_stop_the_eval(tmp_path: Path) -> N
     assert "stopped early" not in result.stderr, result.stderr
     rows_written = [json.loads(line) for line in next((tmp_path / "runs").glob("eval-*/results.jsonl")).read_text().splitlines()]
     assert sorted((row["pid"], row["status"]) for row in rows_written) == [("1", "failed"), ("2", "failed"), ("3", "ok")]
+
+
+def test_an_ablation_is_compared_with_the_full_run_of_its_own_models() -> None:
+    """Table 2: with full runs of two models, an ablation of the second is compared with the
+    second's full run, never with whichever full run came first."""
+    from maps_autogen.eval.table1 import Run
+    from maps_autogen.records import Manifest, ModelRecord, ResultRow
+    from maps_autogen.report import table2
+
+    def run(model: str, without: list[str], correct: list[bool]) -> Run:
+        manifest = Manifest(benchmark="mathvista", method="maps", without=without, models={"solver": ModelRecord(model=model)})
+        rows = [ResultRow(pid=str(n), subset="general-vqa", status="ok", correct=c) for n, c in enumerate(correct)]
+        return Run(path=Path(f"/runs/{model}-{'-'.join(without)}"), manifest=manifest, records=rows)
+
+    table = table2([run("gpt-4o", [], [True, True]), run("qwen", [], [True, False]), run("qwen", ["interpreter"], [False, False])])
+    assert table is not None
+    qwen = table.split("MathVista (qwen)")[1]
+    assert "MAPS (qwen)" in qwen and "0.00 (-50.00)" in qwen  # against qwen's 50%, not gpt-4o's 100%
+    assert "(-100.00)" not in table
