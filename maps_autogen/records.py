@@ -379,7 +379,6 @@ class SettingsChange(_Record):
     from_: dict[str, Any] = Field(default_factory=dict, alias="from")
     to: dict[str, Any] = Field(default_factory=dict)
     pids: list[str | int] = Field(default_factory=list)
-    shard: str | None = None  # a merged run's: the shard that recorded it
 
 
 class Manifest(_File):

@@ -71,3 +71,27 @@ def test_an_ablation_is_compared_with_the_full_run_of_its_own_models() -> None:
     qwen = table.split("MathVista (qwen)")[1]
     assert "MAPS (qwen)" in qwen and "0.00 (-50.00)" in qwen  # against qwen's 50%, not gpt-4o's 100%
     assert "(-100.00)" not in table
+
+
+def test_merge_refuses_a_shard_resumed_under_changed_settings(tmp_path: Path) -> None:
+    """A shard resumed with --allow-change numbers its own settings; merged, its rows' numbers
+    would name other settings: refused in one line, no --out written."""
+    data, rows = write_mathvista_jsonl(tmp_path / "data", 4)
+    answers = {pid: ("B" if row["question_type"] == "multi_choice" else row["answer"]) for pid, row in rows.items()}
+    with FakeOpenAI(ProblemScript(answers, fail={"1"})) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        config = _config(tmp_path)
+        shards = []
+        for shard in ("1/2", "2/2"):
+            runs = tmp_path / f"shard{shard[0]}"
+            run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(runs), "--shard", shard, "--config", str(config),
+                      "--concurrency", "1"], env=env, cwd=tmp_path)
+            shards.append(next(runs.glob("eval-*")))
+        server.script = ProblemScript(answers)
+        for shard_dir in shards:  # both now end under the same (changed) settings
+            resumed = run_maps(["eval", "mathvista", "--resume", str(shard_dir), "--threshold", "4", "--allow-change", "--config",
+                                str(config)], env=env, cwd=tmp_path)
+            assert resumed.returncode == 0, resumed.stderr
+    merged = run_maps(["merge", *map(str, shards), "--out", str(tmp_path / "merged")], env=clean_env(), cwd=tmp_path)
+    assert merged.returncode == 2 and "resumed under changed settings" in merged.stderr, merged.stderr
+    assert len(merged.stderr.strip().splitlines()) == 1 and not (tmp_path / "merged").exists()

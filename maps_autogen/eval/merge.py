@@ -22,7 +22,7 @@ from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
 from maps_autogen.eval.run_settings import fingerprint_of
-from maps_autogen.records import PROBLEMS_DIR, Manifest, ResultRow, SettingsChange, dumped
+from maps_autogen.records import PROBLEMS_DIR, Manifest, ResultRow, dumped
 from maps_autogen.run_files import read_manifest, write_manifest
 from maps_autogen.safe_paths import belongs_to, problem_folder, safe_component
 from maps_autogen.transcript import utc_now
@@ -60,6 +60,14 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
         if _settings_but_data(manifest) != _settings_but_data(first):
             raise UsageError(f"{run_dir} ran under other settings than {run_dirs[0]} (team, prompts, review or models)",
                              fix="merge only shards of one evaluation")
+    for run_dir, manifest in zip(run_dirs, manifests):
+        # Each shard numbers its own changes and its rows refer to them: merged, the numbers would
+        # mean different settings in different rows. Refused rather than relabelled.
+        if manifest.changes:
+            raise UsageError(f"{run_dir} was resumed under changed settings (--allow-change): its problems ran under "
+                             f"{len(manifest.changes) + 1} sets of settings",
+                             fix="merge shards that each ran under one set of settings "
+                                 "(re-run that shard into a new folder)")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out} already exists and is not empty", fix="choose another --out")
     task = get_benchmark(first.benchmark).task
@@ -88,8 +96,7 @@ def _settings_but_data(manifest: Manifest) -> dict[str, Any]:
 def _merged_settings(run_dirs: Sequence[Path], manifests: Sequence[Manifest]) -> dict[str, Any]:
     """The merged manifest's settings (the shards' common ones, with the data fingerprint of
     every shard's problems together, so a `--resume` of the merged folder compares against the
-    whole) and every shard's recorded changes, each naming its shard. Empty for shards written
-    before settings were recorded."""
+    whole). Empty for shards written before settings were recorded."""
     first = manifests[0].settings
     if first is None:
         return {}
@@ -99,12 +106,7 @@ def _merged_settings(run_dirs: Sequence[Path], manifests: Sequence[Manifest]) ->
         data = manifest.settings.get("data") if manifest.settings is not None else None
         if isinstance(data, dict) and isinstance(data.get("gold"), dict):
             gold.update({str(pid): str(value) for pid, value in data["gold"].items()})
-    changes: list[SettingsChange] = [
-        change.model_copy(update={"shard": str(run_dir)})
-        for run_dir, manifest in zip(run_dirs, manifests)
-        for change in manifest.changes
-    ]
-    return {"settings": {**first, "data": fingerprint_of(gold)}, "changes": changes}
+    return {"settings": {**first, "data": fingerprint_of(gold)}}
 
 
 def _check_distinct(run_dirs: Sequence[Path]) -> None:
