@@ -397,7 +397,8 @@ def eval_command(
     viewers = []
     try:
         on_ready = (lambda eval_dir: viewers.append(_start_viewer(eval_dir))) if live_view else None
-        outcome = EvalRun(request, loaded, progress=not quiet, on_ready=on_ready).run()
+        announce = None if quiet else (lambda text: _say(text, err=True))
+        outcome = EvalRun(request, loaded, progress=not quiet, on_ready=on_ready, announce=announce).run()
     finally:
         for viewer in viewers:
             _stop_viewer(viewer)
