@@ -67,8 +67,8 @@ MODEL_OPTIONS = (
     click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME, or an endpoint name (e.g. local)."),
     click.option(
         "--threshold",
-        type=click.FloatRange(0, 6),
-        help="Reviewer pass threshold on the team's scale (1-5 by default: 6 never passes; overrides "
+        type=click.FloatRange(0),
+        help="Reviewer pass threshold on the team's scale (1-5 by default, at most its highest score; overrides "
         "critic.threshold).",
     ),
     click.option(
@@ -78,7 +78,7 @@ MODEL_OPTIONS = (
         "--team",
         "team_file",
         type=click.Path(path_type=Path),
-        help="A team file (or a built-in team: big_five) instead of the config's team.",
+        help="A team file (or a built-in team: maps, the default, or big_five) instead of the config's team.",
     ),
 )
 
