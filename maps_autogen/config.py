@@ -485,8 +485,10 @@ def render_effective(loaded: LoadedConfig) -> str:
     top-level one under a comment saying where its value came from. It holds no secrets: keys
     are named by their variables, and a config list's inline keys are never part of it."""
     data = loaded.config.model_dump(mode="json")
-    if loaded.team.source != loaded.path:  # a team file (the config's or --team's)
+    if not loaded.team.key:  # a team file (the config's or --team's)
         data["team"] = str(loaded.team.source)
+    elif loaded.team.source != loaded.path:  # the built-in default team, by its name
+        data["team"] = DEFAULT_TEAM
     lines = [f"# The effective configuration: {loaded.path} merged onto the built-in defaults."]
     for key, value in data.items():
         lines.append(f"\n# {key}: from {loaded.origins.get(key, 'built-in defaults')}")
