@@ -408,6 +408,9 @@ def eval_command(
     summary = outcome.summary
     cost = summary.usage.cost
     spent = "unknown" if cost is None else f"${cost:.4f}"
+    cached = summary.usage.cached_calls
+    if cached:
+        spent += f" ({cached} of {summary.usage.calls} calls answered from the cache, at $0)"
     click.echo(
         f"\n{summary.average.scored} scored, {summary.failed} failed; cost {spent}; run saved in {outcome.eval_dir}"
     )

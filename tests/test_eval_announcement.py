@@ -49,3 +49,42 @@ def test_eval_without_a_price_says_the_cost_is_unknown_and_whose(tmp_path: Path)
     assert f"  solver: house-model at {server.base_url}" in err
     assert "interpreter:" not in err  # a baseline calls the final step's model only
     assert "cost: unknown (no price for house-model)" in err
+
+
+def test_cached_replies_are_counted_and_the_report_keeps_methods_apart(tmp_path: Path) -> None:
+    data, rows = write_mathvista_jsonl(tmp_path / "mathvista", 2)
+    script = ProblemScript({pid: "B" if row["question_type"] == "multi_choice" else row["answer"] for pid, row in rows.items()})
+    runs = tmp_path / "runs"
+    with FakeOpenAI(script) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+
+        def run_eval(*extra: str) -> tuple[str, Path]:
+            before = set(runs.glob("eval-*")) if runs.exists() else set()
+            result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(runs), *extra], env=env, cwd=tmp_path)
+            assert result.returncode == 0, result.stderr
+            return result.stdout, next(iter(set(runs.glob("eval-*")) - before))
+
+        first_out, first = run_eval()
+        sent = len(server.received)
+        again_out, again = run_eval()
+        assert len(server.received) == sent  # every reply came from the cache
+        _, direct = run_eval("--method", "direct")
+    assert "from the cache" not in first_out
+    assert f"cost $0.0000 ({sent} of {sent} calls answered from the cache, at $0)" in again_out
+    summary = json.loads((again / "summary.json").read_text())
+    assert summary["usage"]["cached_calls"] == summary["usage"]["calls"] == sent
+    row = json.loads((again / "results.jsonl").read_text().splitlines()[0])
+    assert row["usage"]["cached_calls"] == row["usage"]["calls"] and row["usage_by_role"]["solver"]["cached_calls"] == 1
+    run_json = json.loads(next(again.rglob("run.json")).read_text())
+    assert run_json["usage"]["cached_calls"] == run_json["usage"]["calls"] > 0
+    assert json.loads((first / "summary.json").read_text())["usage"]["cached_calls"] == 0
+    # maps report: usage per Table 1 row (method and model), never averaged across methods
+    out = tmp_path / "report"
+    report = run_maps(["report", str(first), str(again), str(direct), "--out", str(out)], env=clean_env(), cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    usage = json.loads((out / "report.json").read_text())["usage_by_role"]
+    assert set(usage) == {"maps (gpt-4o)", "direct (gpt-4o)"}
+    assert set(usage["direct (gpt-4o)"]) == {"direct"} and "direct" not in usage["maps (gpt-4o)"]
+    assert usage["maps (gpt-4o)"]["solver"]["calls"] == 1 and usage["maps (gpt-4o)"]["solver"]["cached_calls"] == 0.5
+    table = (out / "usage.md").read_text()
+    assert "| maps (gpt-4o) | solver | 1.00 | 0.50 |" in table and "| direct (gpt-4o) | direct | 1.00 |" in table
