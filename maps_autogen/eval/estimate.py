@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from maps_autogen.benchmarks.tasks import EvalItem
 from maps_autogen.endpoints import ResolvedModel
+from maps_autogen.errors import MapsError
 from maps_autogen.eval.baselines import BaselinePrompt
 from maps_autogen.problem import Problem
 from maps_autogen.solve import Team
@@ -95,10 +96,15 @@ def cost_range(team: Team, items: Sequence[EvalItem], *, method: str, without: f
         return f"no max_tokens for {', '.join(uncapped)}"
     critic = team.loaded.config.critic
     passes = 1 if method != "maps" else 1 + critic.max_rollbacks
-    measured = _measured(items)
+    measured = 0
     low = high = 0.0
-    for item in measured:
-        calls = pass_calls(team, item.load_problem(), method=method, without=without, baseline=baseline)
+    for item in _measured(items):
+        try:
+            problem = item.load_problem()
+        except MapsError:  # a broken problem fails on its own when it runs; it is not measured
+            continue
+        measured += 1
+        calls = pass_calls(team, problem, method=method, without=without, baseline=baseline)
         caps = {call.role: call.model.max_tokens or 0 for call in calls}
         for call in calls:
             price = call.model.price
@@ -111,7 +117,7 @@ def cost_range(team: Team, items: Sequence[EvalItem], *, method: str, without: f
                     low += usd
                 else:
                     high += usd * passes
-    scale = len(items) / len(measured) if measured else 0.0
+    scale = len(items) / measured if measured else 0.0
     return (low * scale, high * scale)
 
 
