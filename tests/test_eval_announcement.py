@@ -88,3 +88,35 @@ def test_cached_replies_are_counted_and_the_report_keeps_methods_apart(tmp_path:
     assert usage["maps (gpt-4o)"]["solver"]["calls"] == 1 and usage["maps (gpt-4o)"]["solver"]["cached_calls"] == 0.5
     table = (out / "usage.md").read_text()
     assert "| maps (gpt-4o) | solver | 1.00 | 0.50 |" in table and "| direct (gpt-4o) | direct | 1.00 |" in table
+
+
+def test_the_cost_range_follows_its_stated_formula(tmp_path: Path) -> None:
+    from maps_autogen.benchmarks.tasks import EvalItem
+    from maps_autogen.config import load_config
+    from maps_autogen.eval.estimate import TYPICAL_SHARE, cost_range, pass_calls
+    from maps_autogen.problem import Problem
+    from maps_autogen.solve import assemble_team
+
+    problem = Problem(question="Which mass balances the lever? " * 20, options=("2 kg", "4 kg"))
+    items = [EvalItem(pid=str(n), subset="s", load_problem=lambda: problem, record={}, gold="A") for n in range(3)]
+    env = {"OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+
+    def team_with(rollbacks: int):
+        return assemble_team(load_config(write_config(tmp_path / f"r{rollbacks}.yaml", **{"critic.max_rollbacks": rollbacks})), env)
+
+    team = team_with(0)
+    # one call for a baseline: its prompt counted from the text, its reply at 25% / 100% of max_tokens
+    (call,) = pass_calls(team, problem, method="direct", without=frozenset())
+    price, cap = call.model.price, call.model.max_tokens
+    assert price is not None and cap is not None and call.prompt_tokens > 100
+    low, high = cost_range(team, items, method="direct", without=frozenset())  # type: ignore[misc]
+    def usd(completion: int) -> float:
+        return 3 * (call.prompt_tokens * price.prompt_per_million + completion * price.completion_per_million) / 1e6
+    assert (round(low, 9), round(high, 9)) == (round(usd(int(cap * TYPICAL_SHARE)), 9), round(usd(cap), 9))
+    # the team: a step's prompt holds the outputs it reads; each rollback adds a whole pass to the high end
+    calls = pass_calls(team, problem, method="maps", without=frozenset())
+    assert [c.role for c in calls] == ["aligner", "scholar", "solver", "critic"]  # no images: no interpreter
+    assert next(c for c in calls if c.role == "critic").reads == ("aligner", "scholar", "solver")
+    low0, high0 = cost_range(team, items, method="maps", without=frozenset())  # type: ignore[misc]
+    low3, high3 = cost_range(team_with(3), items, method="maps", without=frozenset())  # type: ignore[misc]
+    assert low0 == low3 and round(high3, 9) == round(4 * high0, 9) and low0 < high0

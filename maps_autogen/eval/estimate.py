@@ -71,7 +71,7 @@ def pass_calls(team: Team, problem: Problem, *, method: str, without: frozenset[
     for name in (*plan.steps, *([plan.reviewer] if plan.reviewer else [])):
         role = team.prompts.roles[name]
         step = config.step(name)
-        reads = tuple(read for read in (*step.inputs, *(step.reviews or ())) if read in plan.steps)
+        reads = tuple(read for read in dict.fromkeys((*step.inputs, *(step.reviews or ()))) if read in plan.steps)
         tokens = (overhead + sum(text_tokens([team.prompts.system_message(name), role.instruction, preamble]))
                   + _problem_tokens(problem, with_images=name in plan.image_steps))
         calls.append(Call(name, models[name], tokens, reads))
