@@ -133,6 +133,7 @@ class ChatOutcome:
         known = [cost for cost in costs if cost is not None]
         return {
             "calls": len(completions),
+            "cached_calls": sum(1 for c in completions if c.cached),  # answered from the cache, at $0
             "prompt_tokens": sum(c.prompt_tokens or 0 for c in completions),
             "completion_tokens": sum(c.completion_tokens or 0 for c in completions),
             "cost": round(sum(known), 8) if len(known) == len(costs) else None,  # no calls cost nothing
@@ -144,9 +145,12 @@ class ChatOutcome:
         table: dict[str, dict[str, Any]] = {}
         for call in self.calls:
             row = table.setdefault(
-                call.role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "seconds": 0.0}
+                call.role,
+                {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0,
+                 "seconds": 0.0},
             )
             row["calls"] += 1
+            row["cached_calls"] += int(call.completion.cached)
             row["prompt_tokens"] += call.completion.prompt_tokens or 0
             row["completion_tokens"] += call.completion.completion_tokens or 0
             row["cost"] = (

@@ -67,8 +67,8 @@ MODEL_OPTIONS = (
     click.option("--model", help="Model for every role: NAME, ENDPOINT:NAME, or an endpoint name (e.g. local)."),
     click.option(
         "--threshold",
-        type=click.FloatRange(0, 6),
-        help="Reviewer pass threshold on the team's scale (1-5 by default: 6 never passes; overrides "
+        type=click.FloatRange(0),
+        help="Reviewer pass threshold on the team's scale (1-5 by default, at most its highest score; overrides "
         "critic.threshold).",
     ),
     click.option(
@@ -78,7 +78,7 @@ MODEL_OPTIONS = (
         "--team",
         "team_file",
         type=click.Path(path_type=Path),
-        help="A team file (or a built-in team: big_five) instead of the config's team.",
+        help="A team file (or a built-in team: maps, the default, or big_five) instead of the config's team.",
     ),
 )
 
@@ -400,7 +400,8 @@ def eval_command(
     viewers = []
     try:
         on_ready = (lambda eval_dir: viewers.append(_start_viewer(eval_dir))) if live_view else None
-        outcome = EvalRun(request, loaded, progress=not quiet, on_ready=on_ready).run()
+        announce = None if quiet else (lambda text: _say(text, err=True))
+        outcome = EvalRun(request, loaded, progress=not quiet, on_ready=on_ready, announce=announce).run()
     finally:
         for viewer in viewers:
             _stop_viewer(viewer)
@@ -410,6 +411,9 @@ def eval_command(
     summary = outcome.summary
     cost = summary.usage.cost
     spent = "unknown" if cost is None else f"${cost:.4f}"
+    cached = summary.usage.cached_calls
+    if cached:
+        spent += f" ({cached} of {summary.usage.calls} calls answered from the cache, at $0)"
     click.echo(
         f"\n{summary.average.scored} scored, {summary.failed} failed; cost {spent}; run saved in {outcome.eval_dir}"
     )

@@ -16,13 +16,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from maps_autogen.errors import ConfigError
+from maps_autogen.errors import ConfigError, UsageError
 from maps_autogen.redact import register_key_variables
-from maps_autogen.team import LoadedTeam, StepModel, load_team_file, parse_team
+from maps_autogen.team import LoadedTeam, StepModel, load_team_file, parse_team, threshold_fix, threshold_problem
 from maps_autogen.text import MAX_NESTING, TooDeep, valid_tree
 
 CONFIG_SCHEMA_VERSION = 1
 CONFIG_FILE_NAME = "agents.yaml"
+DEFAULT_TEAM = "maps"  # the built-in agents.yaml's team, by name (team: maps, --team maps)
 
 
 class _Strict(BaseModel):
@@ -97,7 +98,7 @@ ModelChoice = StepModel
 class CriticConfig(_Strict):
     """The review loop. Algorithm 1: review again after every rollback, up to a cap."""
 
-    threshold: float | None = Field(default=None, ge=0, le=6)  # None: the reviewer step's threshold
+    threshold: float | None = Field(default=None, ge=0)  # None: the reviewer step's; at most its scale's high
     max_rollbacks: int = Field(default=3, ge=0, le=20)
     final_review: bool = True  # review after the last allowed rollback too
 
@@ -313,13 +314,22 @@ def find_team_file(name: str, base_dir: Path) -> Path:
     builtin = defaults_dir() / "teams" / (name if name.endswith(".yaml") else f"{name}.yaml")
     if builtin.is_file():
         return builtin
-    known = ", ".join(sorted(p.stem for p in (defaults_dir() / "teams").glob("*.yaml")))
+    known = ", ".join(sorted([DEFAULT_TEAM, *(p.stem for p in (defaults_dir() / "teams").glob("*.yaml"))]))
     raise ConfigError(f"team file {name} does not exist", fix=f"give a path to a team file or a built-in team: {known}")
+
+
+def load_named_team(name: str, base_dir: Path) -> LoadedTeam:
+    """A team file by path (relative to `base_dir`), else a built-in team by name: `maps` is the
+    default team (the one in the built-in agents.yaml), the others are files in teams/."""
+    if name == DEFAULT_TEAM and not (base_dir / Path(name).expanduser()).is_file():
+        path = defaults_dir() / CONFIG_FILE_NAME
+        return parse_team(read_yaml(path)["team"], path, key="team", base_dir=defaults_dir())
+    return load_team_file(find_team_file(name, base_dir), read_yaml=read_yaml)
 
 
 def _load_team(config: AppConfig, path: Path) -> LoadedTeam:
     if isinstance(config.team, str):
-        return load_team_file(find_team_file(config.team, path.parent), read_yaml=read_yaml)
+        return load_named_team(config.team, path.parent)
     return parse_team(config.team, path, key="team", base_dir=path.parent)
 
 
@@ -394,13 +404,28 @@ def load_config(
     # Every configured key is masked in all output, whether or not this run uses its endpoint.
     register_key_variables((e.api_key_env for e in config.endpoints.values() if isinstance(e, OpenAIEndpoint)), env)
     loaded_team = (
-        load_team_file(find_team_file(str(team), Path.cwd()), read_yaml=read_yaml) if team else _load_team(config, path)
+        load_named_team(str(team), Path.cwd()) if team else _load_team(config, path)
     )
     if team:
         origins["team"] = f"--team {team}"
-    return LoadedConfig(
+    loaded = LoadedConfig(
         config=config, path=path, base_dir=path.parent, team=loaded_team, origins=origins, endpoint_keys=keys
     )
+    check_threshold(loaded)
+    return loaded
+
+
+def check_threshold(loaded: LoadedConfig) -> None:
+    """`critic.threshold` (or --threshold) must be reachable on the team's reviewer scale
+    (1-5 by default, [0, 1] for Big Five): checked once the team is known."""
+    scale = loaded.team.config.scale
+    problem = threshold_problem(loaded.config.critic.threshold, scale)
+    if problem is None:
+        return
+    origin = loaded.origins.get("critic", str(loaded.path))
+    if origin.startswith("--"):
+        raise UsageError(f"--threshold {problem}", fix=threshold_fix(scale))
+    raise ConfigError(f"{loaded.path}: critic.threshold {problem}", fix=threshold_fix(scale))
 
 
 def with_overrides(
@@ -443,7 +468,9 @@ def with_overrides(
             if given is not None
         }
     )
-    return loaded.model_copy(update={"config": parse_config(data, loaded.path), "team": team, "origins": origins})
+    overridden = loaded.model_copy(update={"config": parse_config(data, loaded.path), "team": team, "origins": origins})
+    check_threshold(overridden)
+    return overridden
 
 
 def _sampling_only(model: StepModel | None) -> StepModel | None:
@@ -458,8 +485,10 @@ def render_effective(loaded: LoadedConfig) -> str:
     top-level one under a comment saying where its value came from. It holds no secrets: keys
     are named by their variables, and a config list's inline keys are never part of it."""
     data = loaded.config.model_dump(mode="json")
-    if loaded.team.source != loaded.path:  # a team file (the config's or --team's)
+    if not loaded.team.key:  # a team file (the config's or --team's)
         data["team"] = str(loaded.team.source)
+    elif loaded.team.source != loaded.path:  # the built-in default team, by its name
+        data["team"] = DEFAULT_TEAM
     lines = [f"# The effective configuration: {loaded.path} merged onto the built-in defaults."]
     for key, value in data.items():
         lines.append(f"\n# {key}: from {loaded.origins.get(key, 'built-in defaults')}")

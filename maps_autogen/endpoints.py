@@ -173,7 +173,19 @@ def _auto_endpoint(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, 
     )
 
 
-def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, str]) -> tuple[ResolvedModel, str]:
+def _endpoint_key(loaded: LoadedConfig, role: str) -> str:
+    """Where `role`'s endpoint is chosen, for messages: its step's own model, else the top-level one."""
+    team = loaded.team
+    index = team.config.names.index(role)
+    own = team.config.steps[index].model
+    if own is not None and "endpoint" in own.model_fields_set:
+        return f"{team.source}: {team.where(f'steps[{index}].model.endpoint')}"
+    return f"{loaded.path}: model.endpoint"
+
+
+def _resolve_one(
+    loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, str], role: str
+) -> tuple[ResolvedModel, str]:
     config = loaded.config
     why = "chosen in the config or with --model"
     name = choice.endpoint
@@ -182,7 +194,8 @@ def _resolve_one(loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, st
     if name not in config.endpoints:
         known = ", ".join(sorted(config.endpoints))
         raise ConfigError(
-            f"{loaded.path}: model.endpoint '{name}' is not declared under endpoints", fix=f"use one of: {known}, auto"
+            f"{_endpoint_key(loaded, role)} '{name}' is not declared under endpoints in {loaded.path}",
+            fix=f"use one of: {known}, auto",
         )
     endpoint = config.endpoints[name]
     common: dict[str, Any] = dict(
@@ -238,7 +251,7 @@ def resolve_models(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -
     models: dict[str, ResolvedModel] = {}
     reasons: dict[str, str] = {}
     for role in loaded.team.config.names:
-        resolved, why = _resolve_one(loaded, loaded.model_for(role), env)
+        resolved, why = _resolve_one(loaded, loaded.model_for(role), env, role)
         models[role] = replace(resolved, max_tokens_key=_max_tokens_key(loaded, role, resolved))
         reasons[resolved.endpoint_name] = why
     return Resolution(models=models, announcement=_announce(models, reasons))

@@ -119,11 +119,29 @@ def load_task_prompt(path: Path) -> TaskPrompt:
     )
 
 
+def _named(path: Path, key: str, source: Path) -> Path:
+    """A prompt file that must exist; if it does not, the error names the file and the key that
+    point at it."""
+    if not path.is_file():
+        raise ConfigError(
+            f"{source}: {key}: the prompt file {path} does not exist",
+            fix=f"create it, or set {key} to an existing file (relative to {source.parent}, else built-in prompts/)",
+        )
+    return path
+
+
 def load_prompts(loaded: LoadedConfig) -> PromptSet:
     """Load the task prompt, every step's prompt file and the team's personalities."""
     config = loaded.config
     team = loaded.team.config
-    task = load_task_prompt(loaded.resolve(config.task_prompt))
+
+    def configured(key: str) -> Path:
+        return _named(loaded.resolve(getattr(config, key)), key, loaded.path)
+
+    def of_step(index: int, name: str) -> Path:
+        return _named(loaded.step_prompt(name), loaded.team.where(f"steps[{index}].prompt"), loaded.team.source)
+
+    task = load_task_prompt(configured("task_prompt"))
     personalities = {step.name: (step.personality or "").strip() for step in team.steps}
     personalities["manager"] = (team.manager_personality or "").strip()
     personalities["user_proxy"] = (team.user_proxy_personality or "").strip()
@@ -133,9 +151,9 @@ def load_prompts(loaded: LoadedConfig) -> PromptSet:
     }
     return PromptSet(
         task=task,
-        roles={step.name: load_role_prompt(loaded.step_prompt(step.name)) for step in team.steps},
-        manager=load_role_prompt(loaded.resolve(config.manager_prompt)),
-        user_proxy=load_role_prompt(loaded.resolve(config.user_proxy_prompt)),
+        roles={step.name: load_role_prompt(of_step(index, step.name)) for index, step in enumerate(team.steps)},
+        manager=load_role_prompt(configured("manager_prompt")),
+        user_proxy=load_role_prompt(configured("user_proxy_prompt")),
         personalities=personalities,
         labels={**task.labels, **step_labels},
         feedback_templates={step.name: (step.feedback_template or "").strip() for step in team.steps},

@@ -86,6 +86,7 @@ class Usage(_Record):
     """Calls, tokens and cost of a chat, a problem or a whole eval."""
 
     calls: int = 0
+    cached_calls: int = 0  # of `calls`, answered from the response cache (at $0)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None  # USD; None when some call's price is unknown
@@ -101,6 +102,7 @@ class RoleUsage(_Record):
     """One step's (or a baseline method's) share of a chat's usage."""
 
     calls: int = 0
+    cached_calls: int = 0  # of `calls`, answered from the response cache (at $0)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None

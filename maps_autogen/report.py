@@ -129,21 +129,32 @@ def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
     return data
 
 
-def usage_by_role(runs: Sequence[Run]) -> dict[str, dict[str, float | None]]:
-    """Mean calls, tokens and cost per problem, by role, over every scored problem."""
-    totals: dict[str, dict[str, float | None]] = {}
-    problems = sum(len(run.scored) for run in runs)
+UsageRow = dict[str, float | None]
+USAGE_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens")
+
+
+def usage_by_role(runs: Sequence[Run]) -> dict[str, dict[str, UsageRow]]:
+    """By Table 1 row (method, ablation and models: `Run.label`), then by role: mean calls
+    (and of them, answered from the cache), tokens and cost per problem over the row's scored
+    problems. Runs of different methods or models are never averaged together."""
+    by_label: dict[str, list[Run]] = {}
     for run in runs:
-        for record in run.scored:
-            for role, usage in record.usage_by_role.items():
-                row = totals.setdefault(
-                    role, {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "cost": 0.0}
-                )
-                for key in ("calls", "prompt_tokens", "completion_tokens"):
-                    row[key] = (row[key] or 0.0) + (getattr(usage, key) or 0)
-                row["cost"] = None if row["cost"] is None or usage.cost is None else row["cost"] + usage.cost
-    return {role: {key: (round(value / problems, 6) if value is not None else None) for key, value in row.items()}
-            for role, row in totals.items()} if problems else {}
+        by_label.setdefault(run.label, []).append(run)
+    table: dict[str, dict[str, UsageRow]] = {}
+    for label, group in by_label.items():
+        totals: dict[str, UsageRow] = {}
+        problems = sum(len(run.scored) for run in group)
+        for run in group:
+            for record in run.scored:
+                for role, usage in record.usage_by_role.items():
+                    row = totals.setdefault(role, {**dict.fromkeys(USAGE_KEYS, 0.0), "cost": 0.0})
+                    for key in USAGE_KEYS:
+                        row[key] = (row[key] or 0.0) + (getattr(usage, key) or 0)
+                    row["cost"] = None if row["cost"] is None or usage.cost is None else row["cost"] + usage.cost
+        if problems:
+            table[label] = {role: {key: (round(value / problems, 6) if value is not None else None)
+                                   for key, value in row.items()} for role, row in totals.items()}
+    return table
 
 
 def random_choice_row(runs: Sequence[Run]) -> Row:
@@ -245,11 +256,14 @@ def accuracy_by_model(runs: Sequence[Run]) -> dict[str, dict[str, dict[str, floa
     return {b: data[b] for b in BENCHMARK_ORDER if b in data}
 
 
-def _usage_table(usage: dict[str, dict[str, float | None]]) -> str:
-    body = [[role, f"{row['calls']:.2f}", f"{row['prompt_tokens']:.0f}", f"{row['completion_tokens']:.0f}",
-             "-" if row["cost"] is None else f"${row['cost']:.5f}"] for role, row in usage.items()]
+def _usage_table(usage: dict[str, dict[str, UsageRow]]) -> str:
+    body = [[label, role, f"{row['calls'] or 0:.2f}", f"{row['cached_calls'] or 0:.2f}",
+             f"{row['prompt_tokens'] or 0:.0f}", f"{row['completion_tokens'] or 0:.0f}",
+             "-" if row["cost"] is None else f"${row['cost']:.5f}"]
+            for label, roles in usage.items() for role, row in roles.items()]
     return _markdown(
-        ["Role", "Calls / problem", "Prompt tokens / problem", "Completion tokens / problem", "Cost / problem"], body
+        ["Run", "Role", "Calls / problem", "From the cache ($0) / problem", "Prompt tokens / problem",
+         "Completion tokens / problem", "Cost / problem"], body
     )
 
 
@@ -448,7 +462,8 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
     if usage:
         write_text_atomic(out / "usage.md", _usage_table(usage) + "\n")
         files.append(out / "usage.md")
-        parts += ["## Cost and tokens per problem, by role", _usage_table(usage)]
+        parts += ["## Cost and tokens per problem, by Table 1 row and role (calls served from the cache cost $0)",
+                  _usage_table(usage)]
     markdown = "\n\n".join(parts) + "\n"
     write_text_atomic(out / "report.md", markdown)
     files.append(out / "report.md")

@@ -185,6 +185,7 @@ def _cycle(steps: tuple[StepConfig, ...], start: str, target: str) -> list[str] 
 def validate_team(team: LoadedTeam) -> None:
     """Raise a one-line ConfigError for the first problem in the team's links."""
     names = [step.name for step in team.config.steps]
+    _check_missing_steps(team, names)
     for index in range(len(names)):
         _check_step(team, index, names)
         _check_reads(team, index, names)
@@ -212,6 +213,27 @@ def _check_step(team: LoadedTeam, index: int, names: list[str]) -> None:
             "this step describes the images (describes_images: true) but receives none",
             "set sees_images: true, or drop describes_images",
         )
+
+
+def _check_missing_steps(team: LoadedTeam, names: list[str]) -> None:
+    """Every reference to a step the team does not have, in one error: a step deleted from the
+    list leaves the steps that read it and the reviewer's `reviews` behind, and the way to leave
+    a step out is `enabled: false` or --without."""
+    missing: dict[str, list[str]] = {}
+    for index, step in enumerate(team.config.steps):
+        for field, reads in (("inputs", step.inputs), ("reviews", step.reviews or ())):
+            for read in reads:
+                if read not in names and read not in PROBLEM_FIELDS and read != "images":
+                    missing.setdefault(read, []).append(f"{team.where(f'steps[{index}]')} ({step.name}).{field}")
+    if not missing:
+        return
+    described = "; ".join(f"{where}: '{name}' is not a step" for name, refs in missing.items() for where in refs)
+    left_out = ", ".join(f"--without {name}" for name in missing)
+    raise ConfigError(
+        f"{team.source}: {described}",
+        fix=f"to leave a step out, keep it in the list with enabled: false (or pass {left_out}); "
+        f"otherwise read one of: {', '.join([*names, *PROBLEM_FIELDS])}",
+    )
 
 
 def _check_reads(team: LoadedTeam, index: int, names: list[str]) -> None:
@@ -283,6 +305,27 @@ def _check_reviewer(team: LoadedTeam, names: list[str]) -> None:
         scale = reviewer.scale or ScoreScale()
         if scale.high <= scale.low:
             raise _fail(team, index, "scale", "high must be above low", "e.g. {low: 1, high: 5}")
+        unreachable = threshold_problem(reviewer.threshold, scale)
+        if unreachable is not None:
+            raise _fail(team, index, "threshold", unreachable, threshold_fix(scale))
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def threshold_problem(threshold: float | None, scale: ScoreScale) -> str | None:
+    """Why a pass threshold cannot work on the reviewer's scale (None: it can): above the
+    highest score no problem ever passes."""
+    if threshold is None or threshold <= scale.high:
+        return None
+    return (f"{_number(threshold)} is above the reviewer's score scale "
+            f"({_number(scale.low)}-{_number(scale.high)}): no score reaches it, so every problem fails review")
+
+
+def threshold_fix(scale: ScoreScale) -> str:
+    """The fix of an unreachable threshold on `scale`."""
+    return f"use a threshold from {_number(scale.low)} to {_number(scale.high)}; the highest passes only top scores"
 
 
 def _check_scales(team: LoadedTeam) -> None:

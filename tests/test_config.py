@@ -47,7 +47,7 @@ def test_working_folder_config_wins_over_builtin(tmp_path: Path) -> None:
         ({"team.steps.3.sees_image": True}, "unknown key 'team.steps[3].sees_image'"),
         ({"roles": {}}, "unknown key 'roles'"),
         ({"endpoints.openai.api_key": "sk-oops"}, "unknown key 'endpoints.openai.api_key'"),
-        ({"critic.threshold": 9}, "'critic.threshold'"),
+        ({"critic.threshold": 9}, "critic.threshold 9 is above the reviewer's score scale (1-5)"),
         ({"model.endpoint": 3}, "'model.endpoint'"),
     ],
 )

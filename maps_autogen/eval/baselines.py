@@ -76,6 +76,7 @@ class BaselineOutcome:
         c = self.completion
         return {
             "calls": 1 if c else 0,
+            "cached_calls": 1 if c and c.cached else 0,
             "prompt_tokens": (c.prompt_tokens or 0) if c else 0,
             "completion_tokens": (c.completion_tokens or 0) if c else 0,
             "cost": c.cost if c else 0.0,

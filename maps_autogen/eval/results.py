@@ -142,7 +142,7 @@ def summarize(
     overall = Tally()
     feedback = {target: 0 for target in feedback_targets([team])}
     stop_reasons: dict[str, int] = {}
-    usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    usage = {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     cost: float | None = 0
     seconds: float = 0
     for row in records:
@@ -157,6 +157,7 @@ def summarize(
             stop_reasons[reason] = stop_reasons.get(reason, 0) + 1
         spent = row.usage or Usage()
         usage["calls"] += spent.calls
+        usage["cached_calls"] += spent.cached_calls
         usage["prompt_tokens"] += spent.prompt_tokens
         usage["completion_tokens"] += spent.completion_tokens
         if cost is not None:
@@ -180,6 +181,7 @@ def summarize(
         stop_reasons=stop_reasons,
         usage=Usage(
             calls=usage["calls"],
+            cached_calls=usage["cached_calls"],
             prompt_tokens=usage["prompt_tokens"],
             completion_tokens=usage["completion_tokens"],
             cost=None if cost is None else round(cost, 6),

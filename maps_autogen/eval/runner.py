@@ -29,6 +29,7 @@ from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInte
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.environment import git_commit, versions
+from maps_autogen.eval.estimate import announcement
 from maps_autogen.eval.problem_run import ProblemRunner
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
 from maps_autogen.eval.run_settings import mixed_settings, record_pids, resume_under, verdict_settings
@@ -101,6 +102,7 @@ class EvalRun:
         progress: bool = True,
         env: dict[str, str] | None = None,
         on_ready: Callable[[Path], None] | None = None,
+        announce: Callable[[str], None] | None = None,
     ):
         if request.method is not None and request.method not in METHODS:
             raise UsageError(f"unknown method '{request.method}'", fix=f"use one of: {', '.join(METHODS)}")
@@ -112,6 +114,7 @@ class EvalRun:
         self.progress = progress
         self.env = env
         self.on_ready = on_ready  # called with the eval folder once its manifest is written (maps eval --view)
+        self.announce = announce  # given what the run will call and bill, before its first call (estimate.py)
         self._lock = threading.Lock()
         self.notes: list[str] = []  # lines the CLI prints after the table (e.g. what a resume could not compare)
         self._settings_index = 0  # what each results row records: the settings it ran under (run_settings.py)
@@ -225,6 +228,8 @@ class EvalRun:
             log = ResultsLog(eval_dir / RESULTS_FILE)
             done = log.finished_ids()
             todo = [item for item in selection.items if item.pid not in done]
+            if self.announce is not None:
+                self.announce(self._announcement(team, todo))
             try:
                 stop = self._run_items(todo, team, eval_dir, log)
             finally:
@@ -288,6 +293,13 @@ class EvalRun:
             "versions": versions(),
             "git_commit": git_commit(),
         })
+
+    def _announcement(self, team: Team, todo: Sequence[EvalItem]) -> str:
+        method = self.request.method or "maps"
+        baseline = None
+        if method != "maps":
+            baseline = load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts))[method]
+        return announcement(team, todo, method=method, without=self.request.without, baseline=baseline)
 
     # ----- running ----------------------------------------------------------------------
     def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog) -> Stop:
