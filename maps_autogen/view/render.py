@@ -228,7 +228,8 @@ def run_view(
         problem=_statement(run_dir, run, links),
         outcome=outcome_of(run, run.gold if gold is None else gold, run.correct if correct is None else correct),
         usage=usage_of(run),
-        items=transcript_items(records, threshold_of(run), include_requests, TranscriptState(team_of(run))),
+        items=transcript_items(records, threshold_of(run), include_requests,
+                               TranscriptState(team_of(run), tuple(run.problem.options))),
         live=live,
     )
 
@@ -251,6 +252,7 @@ def render_records(records: Iterable[MessageRecord | EventRecord], run: RunRecor
     `run` is the run.json as it is now (the team it records, the threshold)."""
     if run is not None:
         state.team = team_of(run)
+        state.options = tuple(run.problem.options)
     return fragment("records", transcript_items(records, threshold_of(run), include_requests, state))
 
 
