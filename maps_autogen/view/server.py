@@ -71,6 +71,9 @@ _SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no
                      "Cache-Control": "no-store"}
 
 
+ENDED = ("finished", "interrupted")  # a run's statuses after which its transcript grows no more
+
+
 def _sse(event: str, data: dict[str, Any], event_id: str | None = None) -> bytes:
     lines = (
         [f"event: {event}"]
@@ -326,6 +329,11 @@ class ViewServer:
                 run = read_run_or_none(run_dir)
                 if run is not None:
                     yield _sse("replace", {"html": render_outcome_and_usage(run)})
+            ended = read_run_or_none(run_dir)
+            if ended is not None and ended.status in ENDED and read_transcript_from(path, offset)[1] == offset:
+                # Everything is out: the page says the run ended rather than "disconnected".
+                yield _sse("finished", {"status": ended.status}, str(offset))
+                return
             if keepalive:
                 yield b": keep-alive\n\n"
 
