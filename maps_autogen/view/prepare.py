@@ -233,7 +233,8 @@ class Event:
 
 
 def _meta(record: MessageRecord, turn: int) -> str:
-    meta = [f"turn {turn}", f"step {record.step or '–'}", f"round {record.round}"]
+    # The card's header names the step (the agent); record.step is the dimension it is scored on.
+    meta = [f"turn {turn}", f"round {record.round}"]
     if record.model:
         meta.append(record.model)
     usage: CallUsage | None = record.usage

@@ -1,0 +1,123 @@
+"""Structured replies read as what they are (issue 28): the answer step's phases as headed
+paragraphs with its final answer, the reviewer's reasoning, scores and questions, in the live
+terminal view, the static page and the live page's fragments, with the raw reply one click
+away; an answer naming an option by its letter shows the option's text. The team is renamed
+throughout: what a reply is comes from what it parsed into, never from a step's name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import TEST_KEY, clean_env, make_png, run_maps
+from tests.fake_openai import FakeOpenAI, Reply, RoleScript
+from tests.test_team import write_team_config
+from tests.test_view import Node, assert_nothing_executable, parse
+from tests.test_view_renamed_team import DIMENSIONS, renamed_team
+
+HOSTILE_KEY = "<b>Phase 2</b>\x1b[31m"  # a phase heading is the model's JSON key: escaped, bounded
+PHASES = {"Phase 1": "frame the lever", HOSTILE_KEY: "evidence: 2 kg at 1 m",
+          **{f"Phase {n}": f"more work {n}" for n in range(3, 16)}}  # more phases than are shown
+REASONING = "The lore step confused mass with torque."
+OPTIONS = ["2 kg", "3 kg", "4 kg"]
+
+
+def answer(letter: str) -> str:
+    return json.dumps({"process": PHASES, "final_answer": letter})
+
+
+def verdict(low: str | None) -> str:
+    scores = {dim: 2 if dim == low else 5 for dim in DIMENSIONS}
+    return json.dumps({"reasoning": REASONING, "scores": scores, "need_feedback": low is not None,
+                       "worst_step": low or "reckoning", "feedback": {dim: f"what about the {dim}?" for dim in DIMENSIONS}})
+
+
+def script() -> RoleScript:
+    """The sage's first reply is cut at max_tokens; one rollback to the sage, then a pass."""
+    return RoleScript({"seer": ["SEEN"], "framer": ["FRAMED"],
+                       "sage": [Reply("LORE v1 cut", finish_reason="length"), "LORE v2"],
+                       "answerer": [answer("B")], "judge": [verdict("lore"), verdict(None)]})
+
+
+def solve(tmp_path: Path, server: FakeOpenAI, *extra: str):
+    config = write_team_config(tmp_path, renamed_team())
+    figure = make_png(tmp_path / "figure.png")
+    args = ["solve", str(figure), "-q", "Which mass balances the lever?", *[x for o in OPTIONS for x in ("-o", o)],
+            "--config", str(config), "--runs-dir", str(tmp_path / "runs"), *extra]
+    return run_maps(args, env=clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY), cwd=tmp_path)
+
+
+def test_the_terminal_shows_phases_reasoning_and_the_options_text(tmp_path: Path) -> None:
+    with FakeOpenAI(script()) as server:
+        result = solve(tmp_path, server)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    # the answer step's phases as headed paragraphs, not one JSON string
+    assert '{"process"' not in out and "\\n" not in out
+    assert "Phase 1\nframe the lever\n" in out
+    assert "Phase 12" in out and "Phase 13" not in out  # bounded
+    assert "\x1b" not in out and "<b>Phase 2</b>\\x1b[31m" in out  # the heading shown escaped
+    # the reviewer's reasoning, its scores and the questions it asks
+    assert out.count(REASONING) == 2 and "what about the lore?" in out
+    # the option's text beside its letter
+    assert "Answerer's answer: B. 3 kg" in out and "Final answer: B. 3 kg" in out
+    # the header names the step, never the dimension it is scored on
+    assert "step sight" not in out and "step lore" not in out
+    # one max_tokens notice, after the sage's turn it concerns
+    assert out.count("cut off at max_tokens") == 1
+    assert out.index("── Sage") < out.index("cut off at max_tokens")
+
+    run_dir = next((tmp_path / "runs").iterdir())
+    viewed = run_maps(["view", str(run_dir), "--out", str(tmp_path / "solve.html")], env=clean_env(), cwd=tmp_path)
+    assert viewed.returncode == 0, viewed.stderr
+    page = parse((tmp_path / "solve.html").read_text())
+    assert_nothing_executable(page)
+    assert_readable(page)
+    assert page.find_all(cls="final-answer")[0].text() == "B. 3 kg"
+
+    # the live page: the same records as the server's feed renders them
+    from maps_autogen.run_files import read_run
+    from maps_autogen.view.prepare import TranscriptState, team_of
+    from maps_autogen.view.render import read_transcript_from, render_outcome_and_usage, render_records
+
+    run = read_run(run_dir)
+    records, _ = read_transcript_from(run_dir / "transcript.jsonl")
+    live = parse(render_records(records, run, True, TranscriptState(team_of(run))) + render_outcome_and_usage(run))
+    assert_readable(live)
+    assert live.find_all(cls="final-answer")[0].text() == "B. 3 kg"
+
+
+def assert_readable(dom: Node) -> None:
+    """The answerer's phases and the judge's reasoning as headed text, the raw replies collapsed."""
+    for answerer in dom.find_all("article", data_role="answerer"):
+        headings = [node.text() for node in answerer.find_all("h4", cls="phase-heading")]
+        assert headings[0] == "Phase 1" and headings[1] == "<b>Phase 2</b>\x1b[31m"  # text, not markup
+        assert len(headings) == 12  # bounded
+        assert not answerer.find_all("b")
+        assert "frame the lever" in answerer.find_all("section", cls="phase")[0].text()
+        assert answerer.find_all(cls="answer")[0].text() == "B. 3 kg"
+        raw = answerer.find_all("details", cls="raw-reply")
+        assert len(raw) == 1 and '"process"' in raw[0].text()
+    judges = dom.find_all("article", data_role="judge")
+    assert len(judges) == 2
+    for judge, low in zip(judges, ["lore", None], strict=True):
+        assert [node.text() for node in judge.find_all("h4", cls="phase-heading")] == ["Reasoning"]
+        assert REASONING in judge.find_all("section", cls="phase")[0].text()
+        caption = judge.find_all("table", cls="scores")[0].find_all("caption")[0].text()
+        # "worst" only when a score is low
+        assert caption == ("Judge's scores (worst: lore)" if low else "Judge's scores")
+        assert len(judge.find_all("details", cls="raw-reply")) == 1
+    # the view's turn header names the step, not its dimension
+    seer = dom.find_all("article", data_role="seer")[0]
+    assert "step sight" not in seer.text()
+
+
+def test_json_and_quiet_give_the_options_text(tmp_path: Path) -> None:
+    with FakeOpenAI(script()) as server:
+        as_json = solve(tmp_path, server, "--json")
+        server.script = script()
+        quiet = solve(tmp_path, server, "--quiet")
+    assert as_json.returncode == 0, as_json.stderr
+    summary = json.loads(as_json.stdout)
+    assert summary["final_answer"] == "B" and summary["final_answer_text"] == "B. 3 kg"
+    assert quiet.returncode == 0 and quiet.stdout == "B. 3 kg\n"
