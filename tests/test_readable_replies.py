@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from maps_autogen.view.server import ViewServer
+from tests.chromium import Chromium, chromium  # noqa: F401 - chromium is a fixture
 from tests.conftest import TEST_KEY, clean_env, make_png, run_maps
 from tests.fake_openai import FakeOpenAI, Reply, RoleScript
 from tests.test_team import write_team_config
 from tests.test_view import Node, assert_nothing_executable, parse
 from tests.test_view_renamed_team import DIMENSIONS, renamed_team
+from tests.view_fixtures import write_synthetic_eval
 
 HOSTILE_KEY = "<b>Phase 2</b>\x1b[31m"  # a phase heading is the model's JSON key: escaped, bounded
 PHASES = {"Phase 1": "frame the lever", HOSTILE_KEY: "evidence: 2 kg at 1 m",
@@ -121,3 +124,23 @@ def test_json_and_quiet_give_the_options_text(tmp_path: Path) -> None:
     summary = json.loads(as_json.stdout)
     assert summary["final_answer"] == "B" and summary["final_answer_text"] == "B. 3 kg"
     assert quiet.returncode == 0 and quiet.stdout == "B. 3 kg\n"
+
+
+def test_live_pages_say_finished_and_leave_unfinished_problems_out_of_the_histogram(tmp_path: Path, chromium: Chromium) -> None:
+    eval_dir = tmp_path / "eval-z"
+    facts = write_synthetic_eval(eval_dir, 6)
+    results = eval_dir / "results.jsonl"
+    rows = results.read_text().splitlines(keepends=True)
+    results.write_text("".join(rows[:3]))  # problems 4-6 are still running: folders, no result rows
+    scored = [fact for fact in facts[:3] if not fact["failed"]]
+    with ViewServer(eval_dir) as server:
+        tab = chromium.open(server.url)
+        counted = tab.js("Array.from(document.querySelectorAll('#feedback-histogram .count')).reduce((n, c) => n + Number(c.textContent), 0)")
+        unfinished = tab.js("document.querySelectorAll('#index-table tr[data-verdict=unfinished]').length")
+        assert unfinished == 3 and counted == len(scored)  # an unfinished problem has no feedback yet, not "none"
+    run_dir = eval_dir / "problems" / facts[0]["pid"]  # a finished run: its feed ends with "finished"
+    with ViewServer(run_dir) as server:
+        tab = chromium.open(server.url)
+        status = tab.js("new Promise(done => { const wait = () => { const t = document.getElementById('live-status').textContent;"
+                        " t.endsWith('finished') || t.includes('disconnected') ? done(t) : setTimeout(wait, 50); }; wait(); })")
+        assert status == "live updates: finished"
