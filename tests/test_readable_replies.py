@@ -16,6 +16,7 @@ from tests.fake_openai import FakeOpenAI, Reply, RoleScript
 from tests.test_team import write_team_config
 from tests.test_view import Node, assert_nothing_executable, parse
 from tests.test_view_renamed_team import DIMENSIONS, renamed_team
+from tests.test_view_server import EventStream, get, live_feed_url
 from tests.view_fixtures import write_synthetic_eval
 
 HOSTILE_KEY = "<b>Phase 2</b>\x1b[31m"  # a phase heading is the model's JSON key: escaped, bounded
@@ -144,3 +145,30 @@ def test_live_pages_say_finished_and_leave_unfinished_problems_out_of_the_histog
         status = tab.js("new Promise(done => { const wait = () => { const t = document.getElementById('live-status').textContent;"
                         " t.endsWith('finished') || t.includes('disconnected') ? done(t) : setTimeout(wait, 50); }; wait(); })")
         assert status == "live updates: finished"
+
+
+def test_the_usage_table_fills_while_the_run_goes_on(tmp_path: Path) -> None:
+    eval_dir = tmp_path / "eval-u"
+    write_synthetic_eval(eval_dir, 1)
+    run_dir = eval_dir / "problems" / "q1"
+    transcript = run_dir / "transcript.jsonl"
+    records = transcript.read_text().splitlines(keepends=True)
+    transcript.write_text("".join(records[:3]))  # the task, the Interpreter's and the Aligner's turns
+    run = json.loads((run_dir / "run.json").read_text())
+    del run["usage_by_role"]  # run.json counts the usage per step only when the run ends
+    (run_dir / "run.json").write_text(json.dumps({**run, "status": "running"}))
+    with ViewServer(run_dir) as server:
+        page = get(server.url).body
+        assert usage_calls(page) == {"interpreter": "1", "aligner": "1"}
+        feed = EventStream(live_feed_url(server.url, page))
+        with open(transcript, "a") as handle:
+            handle.writelines(records[3:4])  # the Scholar's turn
+        assert usage_calls(feed.until("replace", 'class="card usage"').split("</section>", 1)[-1]).get("scholar") == "1"
+        feed.close()
+
+
+def usage_calls(markup: str) -> dict[str, str]:
+    """step -> calls in the usage table of `markup`."""
+    table = parse(markup).find_all("table", cls="usage-table")
+    rows = table[0].find_all("tr")[1:] if table else []
+    return {cells[0].text(): cells[2].text() for cells in (row.find_all("td") for row in rows) if cells[2].text() != "–"}

@@ -347,11 +347,14 @@ class TranscriptState:
     options: tuple[str, ...] = ()  # the problem's options
     turns: int = 0
     feedback: dict[str, Any] = field(default_factory=dict)
+    used: dict[str, RoleUsage] = field(default_factory=dict)  # each step's calls so far (run.json has them at the end)
 
     def absorb(self, record: MessageRecord | EventRecord) -> None:
         if not isinstance(record, MessageRecord):
             return
         self.turns += 1
+        if record.usage is not None:
+            self.used[record.role] = add_call(self.used.get(record.role), record.usage, record.seconds)
         verdict = _as(_Verdict, record.parsed) if record.role == self.team.reviewer else None
         if verdict is not None and verdict.feedback:
             self.feedback = verdict.feedback
@@ -426,6 +429,26 @@ class Usage:
 
     rows: list[UsageRow]
     settings: list[tuple[str, str]]
+
+
+def add_call(used: RoleUsage | None, call: CallUsage, seconds: float | None) -> RoleUsage:
+    """A step's usage with one more call (a cost unknown once any call's is)."""
+    used = used or RoleUsage(cost=0.0)
+    return RoleUsage(
+        calls=used.calls + 1,
+        prompt_tokens=used.prompt_tokens + (call.prompt_tokens or 0),
+        completion_tokens=used.completion_tokens + (call.completion_tokens or 0),
+        cost=None if used.cost is None or call.cost is None else used.cost + call.cost,
+        seconds=used.seconds + (call.seconds or seconds or 0.0),
+    )
+
+
+def usage_so_far(run: RunRecord, state: TranscriptState) -> Usage:
+    """The usage table while a run goes on: run.json has its usage per step only at the end,
+    so until then each step's calls are counted from the transcript's turns."""
+    if run.usage_by_role or not state.used:
+        return usage_of(run)
+    return usage_of(run.model_copy(update={"usage_by_role": state.used}))
 
 
 def usage_of(run: RunRecord) -> Usage:

@@ -320,15 +320,18 @@ class ViewServer:
                 return
             records, end = read_transcript_from(path, offset)
             if records:
-                markup = render_records(records, read_run_or_none(run_dir), True, state)
+                now = read_run_or_none(run_dir)
+                markup = render_records(records, now, True, state)
                 offset = end
                 yield _sse("append", {"html": markup}, str(offset))
+                if now is not None and not now.usage_by_role:  # run.json counts them only at the end
+                    yield _sse("replace", {"html": render_outcome_and_usage(now, state)})
             stamp = _stamp(run_dir / RUN_FILE)
             if stamp != run_stamp:
                 run_stamp = stamp
                 run = read_run_or_none(run_dir)
                 if run is not None:
-                    yield _sse("replace", {"html": render_outcome_and_usage(run)})
+                    yield _sse("replace", {"html": render_outcome_and_usage(run, state)})
             ended = read_run_or_none(run_dir)
             if ended is not None and ended.status in ENDED and read_transcript_from(path, offset)[1] == offset:
                 # Everything is out: the page says the run ended rather than "disconnected".
