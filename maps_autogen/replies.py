@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from maps_autogen.verdict import _answer_text, extract_json_object
+from maps_autogen.verdict import extract_json_object, value_text
 
 MAX_SECTIONS = 12  # headed paragraphs shown per reply; the rest stay in the raw reply
 MAX_HEADING_CHARS = 80
@@ -50,13 +50,13 @@ def _key(found: dict[str, Any], name: str) -> Any:
 
 def _sections(value: Any, default_heading: str) -> list[Section]:
     if isinstance(value, dict):
-        items = [(_heading(key), _answer_text(text)) for key, text in value.items()]
+        items = [(_heading(key), value_text(text)) for key, text in value.items()]
     elif isinstance(value, list):
-        items = [(f"{default_heading} {n}", _answer_text(text)) for n, text in enumerate(value, 1)]
+        items = [(f"{default_heading} {n}", value_text(text)) for n, text in enumerate(value, 1)]
     elif value is None:
         items = []
     else:
-        items = [(default_heading, _answer_text(value))]
+        items = [(default_heading, value_text(value))]
     return [Section(heading, text) for heading, text in items[:MAX_SECTIONS] if text]
 
 
