@@ -314,6 +314,7 @@ class ViewServer:
         for record in read_transcript_from(path, 0, stop=offset)[0]:  # what the page already shows
             state.absorb(record)
         run_stamp = _stamp(run_dir / RUN_FILE)
+        status = getattr(read_run_or_none(run_dir), "status", None)
         for keepalive in self._ticks():
             if (_stamp(path) or (0, 0, 0))[1] < offset:  # rewritten from scratch (a resumed eval re-ran it)
                 yield _sse("reload", {})
@@ -330,12 +331,12 @@ class ViewServer:
             if stamp != run_stamp:
                 run_stamp = stamp
                 run = read_run_or_none(run_dir)
+                status = run.status if run is not None else None
                 if run is not None:
                     yield _sse("replace", {"html": render_outcome_and_usage(run, state)})
-            ended = read_run_or_none(run_dir)
-            if ended is not None and ended.status in ENDED and read_transcript_from(path, offset)[1] == offset:
+            if status in ENDED and read_transcript_from(path, offset)[1] == offset:
                 # Everything is out: the page says the run ended rather than "disconnected".
-                yield _sse("finished", {"status": ended.status}, str(offset))
+                yield _sse("finished", {"status": status}, str(offset))
                 return
             if keepalive:
                 yield b": keep-alive\n\n"
