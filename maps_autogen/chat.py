@@ -453,6 +453,19 @@ class MapsChat:
                 "request": call.request if call else None,
             }
         )
+        if call is not None and call.completion.finish_reason == "length":
+            # Told once, after the turn it concerns (the turn's record carries finish_reason too).
+            self.observer.emit(
+                {
+                    "type": "event",
+                    "event": "max_tokens_reached",
+                    "role": role,
+                    "at": utc_now(),
+                    "detail": f"the {step.title}'s reply was cut off at max_tokens "
+                    f"({call.completion.sent.get('max_tokens')}); "
+                    f"raise {self.backends[role].model.max_tokens_key} for longer replies",
+                }
+            )
 
     # ----- each role's view and call ---------------------------------------------------
     def _role_view(self, role: str, _history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -494,18 +507,6 @@ class MapsChat:
             messages, role=role, schema_name=schema_name, schema=schema, check=check,
             on_token=lambda text: self.observer.emit({"type": "token", "role": role, "text": text}),
         )
-        if completion.finish_reason == "length":
-            self.observer.emit(
-                {
-                    "type": "event",
-                    "event": "max_tokens_reached",
-                    "role": role,
-                    "at": utc_now(),
-                    "detail": f"the {step.title}'s reply was cut off at max_tokens "
-                    f"({completion.sent.get('max_tokens')}); "
-                    f"raise {self.backends[role].model.max_tokens_key} for longer replies",
-                }
-            )
         record = CallRecord(role, completion, request_for_transcript(messages, self._data_urls), started_at)
         self.calls.append(record)
         self._pending[role] = record

@@ -175,7 +175,7 @@ def solve(
 
             problem = replace(problem, context=valid_text(problem.context + "\n" + extra.strip()).strip())
     team = assemble_team(loaded)
-    live = None if (quiet or as_json) else LiveConsole()
+    live = None if (quiet or as_json) else LiveConsole(options=problem.options)
     if live is not None:
         _say(team.announcement, err=True)
     run_id = new_run_id("solve")
@@ -191,9 +191,9 @@ def solve(
 
         click.echo(terminal_safe_json(json_module.dumps(result.summary(), ensure_ascii=False)))
     elif quiet:
-        _say(result.outcome.final_answer)
+        _say(result.final_answer_text)
     else:
-        _say(f"\nFinal answer: {result.outcome.final_answer}")
+        _say(f"\nFinal answer: {result.final_answer_text}")
         _say(f"Stop reason: {result.outcome.stop_reason}; run saved in {result.run_dir}")
     if result.outcome.stop_reason == "error":
         raise ServiceError(

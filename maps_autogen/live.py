@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -10,6 +11,8 @@ from rich.text import Text
 
 from maps_autogen.records import EventRecord, MessageRecord, TokenRecord, TurnStartRecord, live_record
 from maps_autogen.redact import StreamRedactor, escape_controls, terminal_safe
+from maps_autogen.replies import ReadReply, read_reply
+from maps_autogen.roles import answer_with_option
 
 # Each speaker gets the next style as it first appears (step names come from the team).
 ROLE_STYLES = ("bold magenta", "bold blue", "bold green", "bold yellow", "bold red", "bold cyan")
@@ -26,9 +29,10 @@ class LiveConsole:
     with secrets masked and terminal control sequences shown escaped; our own styling is
     applied around it."""
 
-    def __init__(self, file: TextIO | None = None, *, max_chars: int | None = None):
+    def __init__(self, file: TextIO | None = None, *, max_chars: int | None = None, options: Sequence[str] = ()):
         self.console = Console(file=file, highlight=False, soft_wrap=True, emoji=False)
         self.max_chars = max_chars
+        self.options = tuple(options)  # the problem's options: an answer letter is shown with its text
         self._streamed: set[tuple[str, int]] = set()
         self._stream_redactor = StreamRedactor()
         self._turn = 0
@@ -69,29 +73,52 @@ class LiveConsole:
         role = record.role
         streamed = (role, self._turn) in self._streamed
         if not streamed:
-            detail = f"step {record.step}, round {record.round}" + (" (revision)" if record.revision else "")
+            # The header names the step (the agent); record.step is the dimension the step is scored on.
+            detail = f"round {record.round}" + (" (revision)" if record.revision else "")
             usage = record.usage
             if usage is not None and usage.seconds is not None:
                 detail += f", {usage.seconds:.1f}s"
             if usage is not None and usage.truncated:
                 detail += ", reply truncated at limits.reply_bytes"
             self._header(record.agent, role, detail)
-            content = record.content
-            if self.max_chars and len(content) > self.max_chars:
-                content = content[: self.max_chars] + " …"
-            self.console.print(_safe(content))
+            reading = read_reply(record.content, record.parsed)
+            if reading is not None:
+                self._reading(reading)
+            else:
+                content = record.content
+                if self.max_chars and len(content) > self.max_chars:
+                    content = content[: self.max_chars] + " …"
+                self.console.print(_safe(content))
         else:
             self.console.print(Text(escape_controls(self._stream_redactor.flush())))
         # What the reply parsed into says what it is (a verdict or an answer), whatever the step's name.
         parsed = record.parsed or {}
         if isinstance(parsed.get("scores"), dict):
-            table = Table(title=f"{record.agent}'s scores", show_header=True, header_style="bold")
+            table = Table(title=f"{terminal_safe(record.agent)}'s scores", show_header=True, header_style="bold")
+            table.add_column("")
             for dimension in parsed["scores"]:
                 table.add_column(_safe(dimension))
-            table.add_row(*(_safe(score) for score in parsed["scores"].values()))
+            table.add_row("score", *(_safe(score) for score in parsed["scores"].values()))
+            feedback = parsed.get("feedback") if isinstance(parsed.get("feedback"), dict) else {}
+            if feedback:
+                table.add_row("question", *(_safe(feedback.get(dimension, "")) for dimension in parsed["scores"]))
             self.console.print(table)
         elif "final_answer" in parsed:
-            self.console.print(Text(f"{record.agent}'s answer: ", style="bold") + _safe(parsed["final_answer"]))
+            answer = self.answer_text(str(parsed["final_answer"]))
+            self.console.print(Text(f"{terminal_safe(record.agent)}'s answer: ", style="bold") + _safe(answer))
+
+    def answer_text(self, answer: str) -> str:
+        """An answer as shown: an option's letter with the option's text ("C. 3 kg")."""
+        return answer_with_option(answer, self.options)
+
+    def _reading(self, reading: ReadReply) -> None:
+        """A structured reply as headed paragraphs (the raw reply stays in the run's transcript)."""
+        for section in reading.sections:
+            text = section.text
+            if self.max_chars and len(text) > self.max_chars:
+                text = text[: self.max_chars] + " …"
+            self.console.print(Text(terminal_safe(section.heading), style="bold underline"))
+            self.console.print(_safe(text))
 
     def _event(self, record: EventRecord) -> None:
         event = record.event

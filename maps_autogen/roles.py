@@ -4,6 +4,7 @@ The steps themselves are data: see team.py."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,17 @@ class CriticVerdict:
 def option_letter(index: int) -> str:
     """The letter of the option at `index` (0-based): A, B, ..., then numbers past Z."""
     return chr(ord("A") + index) if index < 26 else str(index + 1)
+
+
+def answer_with_option(answer: str, options: Sequence[str]) -> str:
+    """An answer that names an option by its letter, with the option's text: "C" -> "C. 3 kg".
+    Any other answer (or an option already written out) is returned as it is."""
+    letter = answer.strip().strip("()").rstrip(".):").strip().upper()
+    for index, option in enumerate(options):
+        if option_letter(index) == letter and letter:
+            already = len(option) > 1 and option[0] == letter and option[1] in ".):"
+            return option if already else f"{letter}. {option}"
+    return answer
 
 
 def solver_schema(option_count: int = 0) -> dict[str, Any]:

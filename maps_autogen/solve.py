@@ -25,6 +25,7 @@ from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.records import FlowRecord, RunRecord, TeamRecord, dumped
 from maps_autogen.redact import register_secret
+from maps_autogen.roles import answer_with_option
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
 
 
@@ -153,12 +154,19 @@ class SolveResult:
     run_dir: Path
     outcome: ChatOutcome
     run: RunRecord
+    options: tuple[str, ...] = ()  # the problem's options (an answer letter is shown with its text)
+
+    @property
+    def final_answer_text(self) -> str:
+        """The final answer as shown: an option's letter with the option's text ("C. 3 kg")."""
+        return answer_with_option(self.outcome.final_answer, self.options)
 
     def summary(self) -> dict[str, Any]:
         """What `maps solve --json` prints."""
         return {
             "run_id": self.run_id,
             "final_answer": self.outcome.final_answer,
+            "final_answer_text": self.final_answer_text,
             "stop_reason": self.outcome.stop_reason,
             "rollbacks": [rollback.step for rollback in self.outcome.rollbacks],
             "usage": self.outcome.usage(),
@@ -262,7 +270,7 @@ def solve_problem(
         writer.write_run(run)
     finally:
         writer.close()
-    return SolveResult(run_id=run_id, run_dir=run_dir, outcome=outcome, run=run)
+    return SolveResult(run_id=run_id, run_dir=run_dir, outcome=outcome, run=run, options=problem.options)
 
 
 def _finished_run(base_run: RunRecord, outcome: ChatOutcome, team: Team, *, status: str,

@@ -131,11 +131,12 @@ def extract_json_object(text: str | None) -> tuple[dict[str, Any] | None, bool]:
     return None, True
 
 
-def _answer_text(value: Any) -> str:
+def value_text(value: Any) -> str:
+    """A JSON value as text: strings trimmed, lists joined with commas, objects as JSON."""
     if isinstance(value, str):
         return value.strip()
     if isinstance(value, list):
-        return ", ".join(_answer_text(item) for item in value)
+        return ", ".join(value_text(item) for item in value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -150,7 +151,7 @@ def parse_solver_reply(text: str | None) -> SolverAnswer:
         keys = {key.lower().replace(" ", "_"): key for key in found}
         if "final_answer" in keys:
             return SolverAnswer(
-                final_answer=_answer_text(found[keys["final_answer"]]),
+                final_answer=value_text(found[keys["final_answer"]]),
                 process=found.get(keys.get("process", "process")),
                 parsed=True,
                 repaired=repaired,
@@ -222,7 +223,7 @@ def parse_critic_reply(
         for key, value in feedback_raw.items():
             named = _dimension_name(key, dimension_of_step)
             if named is not None and named in dimensions and value is not None:
-                feedback[named] = _answer_text(value)
+                feedback[named] = value_text(value)
     elif isinstance(feedback_raw, str) and feedback_raw.strip():
         feedback = {dimension: feedback_raw.strip() for dimension in dimensions}
     worst = _dimension_name(found.get("worst_step"), dimension_of_step)

@@ -140,7 +140,7 @@ def test_quiet_prints_only_the_answer(png: Path, tmp_path: Path) -> None:
     with FakeOpenAI(rollback_script()) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         result = run_maps(solve_args(png, tmp_path, "--quiet", "--max-rollbacks", "0"), env=env, cwd=tmp_path)
-    assert result.returncode == 0 and result.stdout == "A\n"
+    assert result.returncode == 0 and result.stdout == "A. 2 kg\n"  # the option letter with its text
     assert server.roles() == ["interpreter", "aligner", "scholar", "solver", "critic"]
 
 

@@ -218,7 +218,7 @@ def test_every_turn_is_shown_in_order_with_usage(runs: Runs) -> None:
     assert [bool(turn.find_all(cls="revision")) for turn in turns] == [False] * 6 + [True, False, False]
     outcome = dom.find_all("section", cls="outcome")[0].text()
     assert "8 calls" in outcome and "critic_passed" in outcome
-    assert dom.find_all(cls="final-answer")[0].text() == "B"
+    assert dom.find_all(cls="final-answer")[0].text() == "B. 4 kg"  # the option letter with its text
     usage_rows = dom.find_all("table", cls="usage-table")[0].find_all("tr")
     assert [row.find_all("td")[0].text() for row in usage_rows[1:]] == ["interpreter", "aligner", "scholar", "solver", "critic"]
     assert dom.find_all("img")[0].attrs["alt"] == "images/image-1.png"

@@ -178,7 +178,7 @@ def test_eval_view_serves_the_run_live_while_it_writes(tmp_path: Path) -> None:
 
             gates["3"].set()
             # New turns arrive on the problem's feed as they are written, scores and the rollback included.
-            assert "turn 3 · step alignment" in transcript_feed.until("append", 'data-role="aligner"')
+            assert "turn 3 · round 0" in transcript_feed.until("append", 'data-role="aligner"')  # the header names the step; the meta no dimension
             scores = transcript_feed.until("append", 'class="scores"')
             assert 'data-dimension="knowledge">2</td>' in scores
             rollback = scores if 'data-event="rollback"' in scores else transcript_feed.until("append", 'data-event="rollback"')

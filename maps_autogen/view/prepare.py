@@ -28,6 +28,8 @@ from maps_autogen.records import (
 from maps_autogen.records import (
     Usage as UsageRecord,
 )
+from maps_autogen.replies import Section, read_reply
+from maps_autogen.roles import answer_with_option
 
 # A step name as team.py allows it: safe inside a class name.
 _STEP_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,39}")
@@ -206,6 +208,7 @@ class Turn:
     meta: str
     revision: bool
     content: Any
+    sections: list[Section]  # a structured reply's headed paragraphs (the raw reply is `content`)
     scores: Scores | None
     answer: Any  # the answer an answer step gave (None: not an answer step)
     answer_parsed: bool
@@ -230,7 +233,8 @@ class Event:
 
 
 def _meta(record: MessageRecord, turn: int) -> str:
-    meta = [f"turn {turn}", f"step {record.step or '–'}", f"round {record.round}"]
+    # The card's header names the step (the agent); record.step is the dimension it is scored on.
+    meta = [f"turn {turn}", f"round {record.round}"]
     if record.model:
         meta.append(record.model)
     usage: CallUsage | None = record.usage
@@ -259,7 +263,9 @@ def scores_of(verdict: _Verdict, reviewer: str, threshold: float | None) -> Scor
         )
         for dim, value in verdict.scores.items()
     ]
-    return Scores(reviewer=title(reviewer), worst=verdict.worst_step, cells=cells)
+    # "worst" only means something when a score is low: a verdict of all top marks names none.
+    worst = verdict.worst_step if any(cell.low for cell in cells) else None
+    return Scores(reviewer=title(reviewer), worst=worst, cells=cells)
 
 
 def request_parts(request: list[Any] | None) -> list[RequestPart] | None:
@@ -278,10 +284,13 @@ def request_parts(request: list[Any] | None) -> list[RequestPart] | None:
 
 
 def turn_of(
-    record: MessageRecord, team: TeamRecord, threshold: float | None, include_requests: bool, turn: int
+    record: MessageRecord, team: TeamRecord, threshold: float | None, include_requests: bool, turn: int,
+    options: tuple[str, ...] = (),
 ) -> Turn:
-    """One message record as a turn card."""
+    """One message record as a turn card (an answer naming one of `options` by its letter is
+    shown with the option's text)."""
     reviewing = record.role == team.reviewer
+    reading = read_reply(record.content, record.parsed)
     verdict = _as(_Verdict, record.parsed) if reviewing else None
     answer = None if reviewing else _as(_Answer, record.parsed)
     return Turn(
@@ -293,8 +302,9 @@ def turn_of(
         meta=_meta(record, turn),
         revision=record.revision,
         content=record.content,
+        sections=reading.sections if reading is not None else [],
         scores=scores_of(verdict, record.role, threshold) if verdict is not None else None,
-        answer=answer.final_answer if answer is not None else None,
+        answer=answer_with_option(str(answer.final_answer), options) if answer is not None else None,
         answer_parsed=answer.parsed if answer is not None else True,
         request=request_parts(record.request) if include_requests else None,
         images=list(record.images or []),
@@ -334,13 +344,17 @@ class TranscriptState:
     A live feed keeps one across its batches."""
 
     team: TeamRecord
+    options: tuple[str, ...] = ()  # the problem's options
     turns: int = 0
     feedback: dict[str, Any] = field(default_factory=dict)
+    used: dict[str, RoleUsage] = field(default_factory=dict)  # each step's calls so far (run.json has them at the end)
 
     def absorb(self, record: MessageRecord | EventRecord) -> None:
         if not isinstance(record, MessageRecord):
             return
         self.turns += 1
+        if record.usage is not None:
+            self.used[record.role] = add_call(self.used.get(record.role), record.usage, record.seconds)
         verdict = _as(_Verdict, record.parsed) if record.role == self.team.reviewer else None
         if verdict is not None and verdict.feedback:
             self.feedback = verdict.feedback
@@ -353,7 +367,7 @@ def transcript_items(records: Iterable[MessageRecord | EventRecord], threshold: 
     for record in records:
         state.absorb(record)
         if isinstance(record, MessageRecord):
-            items.append(turn_of(record, state.team, threshold, include_requests, state.turns))
+            items.append(turn_of(record, state.team, threshold, include_requests, state.turns, state.options))
         else:
             # The rollback record carries the question it sent back; older runs only the verdict.
             items.append(event_of(record, state.team, record.question or state.feedback.get(str(record.dimension))))
@@ -383,7 +397,7 @@ def outcome_of(run: RunRecord, gold: Any, correct: bool | None) -> Outcome:
     usage = run.usage or UsageRecord()
     return Outcome(
         status=run.status,
-        final_answer=run.final_answer or "",
+        final_answer=answer_with_option(run.final_answer or "", run.problem.options),
         final_step=team_of(run).final_step,
         gold=gold,
         correct=correct,
@@ -415,6 +429,26 @@ class Usage:
 
     rows: list[UsageRow]
     settings: list[tuple[str, str]]
+
+
+def add_call(used: RoleUsage | None, call: CallUsage, seconds: float | None) -> RoleUsage:
+    """A step's usage with one more call (a cost unknown once any call's is)."""
+    used = used or RoleUsage(cost=0.0)
+    return RoleUsage(
+        calls=used.calls + 1,
+        prompt_tokens=used.prompt_tokens + (call.prompt_tokens or 0),
+        completion_tokens=used.completion_tokens + (call.completion_tokens or 0),
+        cost=None if used.cost is None or call.cost is None else used.cost + call.cost,
+        seconds=used.seconds + (call.seconds or seconds or 0.0),
+    )
+
+
+def usage_so_far(run: RunRecord, state: TranscriptState) -> Usage:
+    """The usage table while a run goes on: run.json has its usage per step only at the end,
+    so until then each step's calls are counted from the transcript's turns."""
+    if run.usage_by_role or not state.used:
+        return usage_of(run)
+    return usage_of(run.model_copy(update={"usage_by_role": state.used}))
 
 
 def usage_of(run: RunRecord) -> Usage:

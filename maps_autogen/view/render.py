@@ -51,6 +51,7 @@ from maps_autogen.view.prepare import (
     threshold_of,
     transcript_items,
     usage_of,
+    usage_so_far,
 )
 from maps_autogen.view.templating import fragment, render
 
@@ -224,11 +225,13 @@ def run_view(
     if links.live:
         # The live feed carries on from exactly what this page shows.
         live = links.events("transcript", offset=offset, **({"problem": live_key} if live_key else {}))
+    state = TranscriptState(team_of(run), tuple(run.problem.options))
+    items = transcript_items(records, threshold_of(run), include_requests, state)
     return RunView(
         problem=_statement(run_dir, run, links),
         outcome=outcome_of(run, run.gold if gold is None else gold, run.correct if correct is None else correct),
-        usage=usage_of(run),
-        items=transcript_items(records, threshold_of(run), include_requests, TranscriptState(team_of(run))),
+        usage=usage_so_far(run, state),
+        items=items,
         live=live,
     )
 
@@ -251,9 +254,12 @@ def render_records(records: Iterable[MessageRecord | EventRecord], run: RunRecor
     `run` is the run.json as it is now (the team it records, the threshold)."""
     if run is not None:
         state.team = team_of(run)
+        state.options = tuple(run.problem.options)
     return fragment("records", transcript_items(records, threshold_of(run), include_requests, state))
 
 
-def render_outcome_and_usage(run: RunRecord) -> str:
-    """The outcome card and the usage table of a run, as the live feed replaces them."""
-    return fragment("outcome", outcome_of(run, run.gold, run.correct)) + fragment("usage", usage_of(run))
+def render_outcome_and_usage(run: RunRecord, state: TranscriptState | None = None) -> str:
+    """The outcome card and the usage table of a run, as the live feed replaces them (while the
+    run goes on, its usage counted from the turns `state` has seen)."""
+    usage = usage_so_far(run, state) if state is not None else usage_of(run)
+    return fragment("outcome", outcome_of(run, run.gold, run.correct)) + fragment("usage", usage)

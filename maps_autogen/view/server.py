@@ -71,6 +71,9 @@ _SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no
                      "Cache-Control": "no-store"}
 
 
+ENDED = ("finished", "interrupted")  # a run's statuses after which its transcript grows no more
+
+
 def _sse(event: str, data: dict[str, Any], event_id: str | None = None) -> bytes:
     lines = (
         [f"event: {event}"]
@@ -311,21 +314,30 @@ class ViewServer:
         for record in read_transcript_from(path, 0, stop=offset)[0]:  # what the page already shows
             state.absorb(record)
         run_stamp = _stamp(run_dir / RUN_FILE)
+        status = getattr(read_run_or_none(run_dir), "status", None)
         for keepalive in self._ticks():
             if (_stamp(path) or (0, 0, 0))[1] < offset:  # rewritten from scratch (a resumed eval re-ran it)
                 yield _sse("reload", {})
                 return
             records, end = read_transcript_from(path, offset)
             if records:
-                markup = render_records(records, read_run_or_none(run_dir), True, state)
+                now = read_run_or_none(run_dir)
+                markup = render_records(records, now, True, state)
                 offset = end
                 yield _sse("append", {"html": markup}, str(offset))
+                if now is not None and not now.usage_by_role:  # run.json counts them only at the end
+                    yield _sse("replace", {"html": render_outcome_and_usage(now, state)})
             stamp = _stamp(run_dir / RUN_FILE)
             if stamp != run_stamp:
                 run_stamp = stamp
                 run = read_run_or_none(run_dir)
+                status = run.status if run is not None else None
                 if run is not None:
-                    yield _sse("replace", {"html": render_outcome_and_usage(run)})
+                    yield _sse("replace", {"html": render_outcome_and_usage(run, state)})
+            if status in ENDED and read_transcript_from(path, offset)[1] == offset:
+                # Everything is out: the page says the run ended rather than "disconnected".
+                yield _sse("finished", {"status": status}, str(offset))
+                return
             if keepalive:
                 yield b": keep-alive\n\n"
 

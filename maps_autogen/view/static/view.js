@@ -35,7 +35,8 @@
     if (!table) { return; }
     var counts = {}, total = 0;
     shownRows.forEach(function (row) {
-      if (row.getAttribute("data-verdict") === "failed") { return; }
+      var verdict = row.getAttribute("data-verdict");
+      if (verdict === "failed" || verdict === "unfinished") { return; }  // no feedback yet is not "none"
       var target = row.getAttribute("data-feedback") || "none";
       counts[target] = (counts[target] || 0) + 1;
       total += 1;
@@ -148,6 +149,7 @@
     source.addEventListener("append", function (event) { appendTo(feed, JSON.parse(event.data).html); });
     source.addEventListener("replace", function (event) { replaceById(JSON.parse(event.data).html); });
     source.addEventListener("reload", function () { source.close(); location.reload(); });
+    source.addEventListener("finished", function (event) { source.close(); say(JSON.parse(event.data).status); });
   }
 
   filters.forEach(function (select) { select.addEventListener("change", filtersChanged); });
