@@ -174,6 +174,8 @@ class SolveResult:
             "usage": self.outcome.usage(),
             "run_dir": str(self.run_dir),
             "error": self.outcome.error,
+            "gold": self.run.gold,  # the problem file's gold answer, and whether the final answer matches it
+            "correct": self.run.correct,
         }
 
 
