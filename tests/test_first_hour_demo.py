@@ -52,7 +52,7 @@ def test_a_wrong_answer_is_said_to_be_wrong_everywhere(tmp_path: Path) -> None:
     assert run["evaluation"]["prediction"] == "A" and run["evaluation"]["correct"] is False
     page = run_maps(["view", summary["run_dir"]], env=env, cwd=tmp_path)
     html = Path(page.stdout.strip()).read_text()
-    assert "wrong" in html.lower() or "incorrect" in html.lower()
+    assert '<span class="pill bad verdict">incorrect</span>' in html  # the viewer's verdict, as for an eval
 
 
 def test_a_right_answer_by_option_text_is_right(tmp_path: Path) -> None:
