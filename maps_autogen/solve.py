@@ -319,8 +319,8 @@ def _finished_run(base_run: RunRecord, outcome: ChatOutcome, team: Team, *, stat
     )
 
 
-#: One call to the embedded model at its default reply cap (384 tokens), prompt included:
-#: ~8 s on 2 idle cores, ~13 s on 2 busy ones (measured with `make demo`, 2026-11).
+#: One call to the embedded model at its default reply cap (384 tokens), prompt included: ~13 s
+#: on 2 cores shared with other work (measured with `make demo`, 9 calls in 120 s); less when idle.
 EMBEDDED_SECONDS_PER_CALL = 12.0
 
 
