@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +16,8 @@ from maps_autogen.benchmarks import NAMES as BENCHMARK_NAMES
 from maps_autogen.errors import MapsError
 
 if TYPE_CHECKING:
+    from maps_autogen.chat import ChatOutcome
+    from maps_autogen.problem import Problem
     from maps_autogen.view.server import ViewServer
 
 
@@ -134,9 +136,10 @@ def solve(
     from maps_autogen.errors import ProblemError, ServiceError
     from maps_autogen.fetch import private_urls_allowed
     from maps_autogen.images import ImageLimits, image_limits
+    from maps_autogen.interrupts import ClosedOutputGuard
     from maps_autogen.live import LiveConsole
     from maps_autogen.problem import build_problem, load_problem_file
-    from maps_autogen.solve import assemble_team, solve_problem
+    from maps_autogen.solve import assemble_team, expected_time, solve_problem
     from maps_autogen.team import check_without
     from maps_autogen.transcript import new_run_id
 
@@ -174,15 +177,20 @@ def solve(
             from maps_autogen.text import valid_text
 
             problem = replace(problem, context=valid_text(problem.context + "\n" + extra.strip()).strip())
+    evaluate = _gold_scorer(problem, problem_file)
     team = assemble_team(loaded)
     live = None if (quiet or as_json) else LiveConsole(options=problem.options)
     if live is not None:
         _say(team.announcement, err=True)
+        estimate = expected_time(team)
+        if estimate:
+            _say(estimate, err=True)
     run_id = new_run_id("solve")
     viewer = _start_viewer(runs_dir / run_id) if live_view else None
     try:
         result = solve_problem(
-            problem, team, runs_dir=runs_dir, observer=live, human=human, run_id=run_id, without=frozenset(without)
+            problem, team, runs_dir=runs_dir, observer=ClosedOutputGuard(live) if live is not None else None,
+            human=human, run_id=run_id, without=frozenset(without), evaluate=evaluate,
         )
     finally:
         _stop_viewer(viewer)
@@ -194,11 +202,30 @@ def solve(
         _say(result.final_answer_text)
     else:
         _say(f"\nFinal answer: {result.final_answer_text}")
+        if result.run.correct is not None:
+            verdict = "right" if result.run.correct else "wrong"
+            _say(f"Gold answer: {result.run.gold} (from the problem file): the final answer is {verdict}")
         _say(f"Stop reason: {result.outcome.stop_reason}; run saved in {result.run_dir}")
     if result.outcome.stop_reason == "error":
         raise ServiceError(
             result.outcome.error or "the chat failed", fix=f"finished steps are saved in {result.run_dir}"
         )
+
+
+def _gold_scorer(problem: Problem, problem_file: Path | None) -> Callable[[ChatOutcome], dict[str, Any]] | None:
+    """How `maps solve` scores its answer when the problem file gives a gold `answer`: by the
+    custom benchmark's rules (a gold that fits none of them is a one-line error before any call)."""
+    if problem.answer is None:
+        return None
+    from maps_autogen.benchmarks.custom.scorer import gold_evaluation, gold_problem
+    from maps_autogen.errors import ProblemError
+
+    gold, options = problem.answer, problem.options
+    trouble = gold_problem({"answer": gold, "options": list(options)})
+    if trouble:
+        raise ProblemError(f"{problem_file}: {trouble.replace('field ', '')}",
+                           fix="give an option letter for a problem with options, else a number or a short text")
+    return lambda outcome: gold_evaluation(gold, options, outcome.final_answer)
 
 
 @cli.command()
@@ -538,8 +565,6 @@ def report(runs: tuple[Path, ...], out: Path | None, paper: bool) -> None:
 )
 def view(run: Path, out: Path | None, open_page: bool, serve: bool, port: int, host: str) -> None:
     """Read a solve run or an eval run in a browser: pages on disk, or live with --serve."""
-    import webbrowser
-
     from maps_autogen.view import write_pages
 
     if serve:
@@ -552,7 +577,7 @@ def view(run: Path, out: Path | None, open_page: bool, serve: bool, port: int, h
         server = ViewServer(run, host=host, port=port)
         click.echo(server.url)
         if open_page:
-            webbrowser.open(server.url)
+            _open_in_browser(server.url)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
@@ -563,7 +588,20 @@ def view(run: Path, out: Path | None, open_page: bool, serve: bool, port: int, h
     page = write_pages(run, out)
     click.echo(str(page))
     if open_page:
-        webbrowser.open(page.resolve().as_uri())
+        _open_in_browser(page.resolve().as_uri())
+
+
+def _open_in_browser(url: str) -> None:
+    """`--open`: hand `url` to the default browser; when there is none (no display, no browser
+    installed), say so in one line on stderr: the page's path or URL is already printed."""
+    import webbrowser
+
+    try:
+        opened = webbrowser.open(url)
+    except webbrowser.Error:
+        opened = False
+    if not opened:
+        _say(f"--open: no browser to open here (no display?); open {url} yourself", err=True)
 
 
 def _start_viewer(run_dir: Path) -> ViewServer:
@@ -608,6 +646,11 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except BrokenPipeError:  # the reader of standard output went away (`maps ... | head`): end quietly
+        from maps_autogen.interrupts import OUTPUT_CLOSED_EXIT_CODE, silence_stdout
+
+        silence_stdout()
+        sys.exit(OUTPUT_CLOSED_EXIT_CODE)
     except click.ClickException as error:
         error.show()
         sys.exit(error.exit_code)

@@ -66,8 +66,12 @@ class LocalEndpoint(_Strict):
     n_threads: int | None = Field(default=None, ge=1)
     chat_template: str | None = None
     # A 135M model drifts into repetition on long replies: cap them and discourage repeats.
-    max_tokens: int = Field(default=512, ge=16)
+    max_tokens: int = Field(default=384, ge=16)
     repeat_penalty: float = Field(default=1.15, ge=1.0, le=2.0)
+    # The review loop when this endpoint serves every step and nothing sets `critic` (file or
+    # flag): a 135M model's rollbacks rarely improve its answer, and each costs minutes on 2 cores.
+    max_rollbacks: int | None = Field(default=1, ge=0, le=20)  # None: critic.max_rollbacks
+    final_review: bool | None = False  # None: critic.final_review
     timeout_s: float = Field(default=600, gt=0)
     stream_idle_s: float = Field(default=60, gt=0)
     max_retries: int = Field(default=1, ge=0)

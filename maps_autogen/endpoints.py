@@ -10,7 +10,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.config import LoadedConfig, LocalEndpoint, ModelChoice, OpenAIEndpoint, PriceConfig, defaults_dir
+from maps_autogen.config import (
+    CriticConfig,
+    LoadedConfig,
+    LocalEndpoint,
+    ModelChoice,
+    OpenAIEndpoint,
+    PriceConfig,
+    defaults_dir,
+)
 from maps_autogen.errors import ConfigError
 from maps_autogen.redact import register_secret
 
@@ -285,11 +293,49 @@ def _announce(models: dict[str, ResolvedModel], reasons: dict[str, str]) -> str:
     distinct = {(m.endpoint_name, m.kind, m.model, ", ".join(m.base_urls) or m.base_url) for m in models.values()}
     parts = []
     for endpoint_name, kind, model, base_url in sorted(distinct, key=str):
-        if kind == "local":
+        if kind == "local" and model == EMBEDDED_MODEL_LABEL:
             parts.append(
-                f"using the embedded offline model {model} ({reasons[endpoint_name]}): demonstration quality only; "
-                "for real results set OPENAI_API_KEY or pass --model / --config"
+                f"using the embedded model {model} ({reasons[endpoint_name]}): a 135M text-only model for trying "
+                "the tool, not for answers; for a real model set OPENAI_API_KEY, or OPENAI_BASE_URL for a server "
+                "of your own, and --model NAME"
+            )
+        elif kind == "local":
+            parts.append(
+                f"using the offline model {model} ({reasons[endpoint_name]}); for a service set OPENAI_API_KEY "
+                "or OPENAI_BASE_URL and --model NAME"
             )
         else:
             parts.append(f"using {model} at {base_url} ({reasons[endpoint_name]})")
     return "; ".join(parts)
+
+
+def embedded_team_setting(loaded: LoadedConfig, resolution: Resolution) -> tuple[LoadedConfig, str | None]:
+    """The review loop a local endpoint brings (its `max_rollbacks` and `final_review`), applied
+    when that one endpoint serves every step and `critic` keeps its built-in values (no file
+    changed them, no flag set them); with the line that announces it (None: nothing changed).
+    A critic setting of the user's always wins."""
+    served = {model.endpoint_name for model in resolution.models.values()}
+    endpoint = loaded.config.endpoints.get(next(iter(served))) if len(served) == 1 else None
+    critic = loaded.config.critic
+    # A critic section that keeps every built-in value (a copy of the default agents.yaml) sets nothing.
+    chosen = critic != CriticConfig() or loaded.origins.get("critic", "").startswith("--")
+    if not isinstance(endpoint, LocalEndpoint) or chosen:
+        return loaded, None
+    changes: dict[str, Any] = {}
+    if endpoint.max_rollbacks is not None and endpoint.max_rollbacks != critic.max_rollbacks:
+        changes["max_rollbacks"] = endpoint.max_rollbacks
+    if endpoint.final_review is not None and endpoint.final_review != critic.final_review:
+        changes["final_review"] = endpoint.final_review
+    if not changes:
+        return loaded, None
+    name = next(iter(served))
+    updated = critic.model_copy(update=changes)
+    config = loaded.config.model_copy(update={"critic": updated})
+    origins = {**loaded.origins, "critic": f"endpoints.{name} (the team setting for this model)"}
+    rollbacks = updated.max_rollbacks
+    note = (
+        f"team setting for this model: at most {rollbacks} rollback{'s' if rollbacks != 1 else ''}"
+        f"{', no final review' if not updated.final_review else ''} (endpoints.{name}.max_rollbacks/final_review; "
+        "critic: in agents.yaml or --max-rollbacks overrides it)"
+    )
+    return loaded.model_copy(update={"config": config, "origins": origins}), note

@@ -65,6 +65,13 @@ class RunInterrupted(MapsError):
     exit_code = 130
 
 
+class OutputClosedError(RunInterrupted):
+    """Standard output was closed by its reader (`maps solve ... | head`); what finished is saved
+    and the run stops as on Ctrl-C, with the exit code a shell gives a process ended by SIGPIPE."""
+
+    exit_code = 141
+
+
 def missing_extra(package: str, extra: str, command: str) -> UsageError:
     """The error for an optional package that is not installed (the core `maps solve` needs neither)."""
     return UsageError(f"{command} needs the optional package {package!r}, which is not installed",

@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import threading
+from typing import Any
 
 INTERRUPTED_EXIT_CODE = 130
 
@@ -26,3 +27,39 @@ def exit_on_second_interrupt() -> None:
     """From now on, Ctrl-C exits the process immediately (only the main thread can set this)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _exit_now)
+
+
+#: What a shell reports for a process ended by SIGPIPE (128 + 13): `maps solve ... | head -3`.
+OUTPUT_CLOSED_EXIT_CODE = 141
+
+
+class OutputClosed(KeyboardInterrupt):
+    """Standard output was closed by its reader (`| head`). Raised as a KeyboardInterrupt so a
+    run stops exactly as on Ctrl-C (finished turns saved, run.json `interrupted`)."""
+
+
+def silence_stdout() -> None:
+    """Point standard output at /dev/null, so nothing written later (nor the interpreter's own
+    flush at exit) meets the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor (a test's captured stream)
+        pass
+
+
+class ClosedOutputGuard:
+    """Wraps a chat observer that writes to standard output: when the reader has closed it
+    (BrokenPipeError), output is silenced and the run stops as on Ctrl-C (OutputClosed)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    def emit(self, record: dict[str, Any]) -> None:
+        """Pass `record` on; a closed standard output ends the run."""
+        try:
+            self.inner.emit(record)
+        except BrokenPipeError:
+            silence_stdout()
+            raise OutputClosed() from None

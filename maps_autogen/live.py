@@ -24,13 +24,23 @@ def _safe(value: Any) -> Text:
     return Text(terminal_safe(str(value)))
 
 
+class _PipeConsole(Console):
+    """A rich Console that leaves a closed standard output to the command: rich's own answer is
+    to exit at once (code 1, the run left unfinished); this raises BrokenPipeError instead, which
+    `interrupts.ClosedOutputGuard` turns into a clean stop."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError("standard output was closed")
+
+
 class LiveConsole:
     """Prints chat records as they arrive. Model output is printed as plain text (no markup),
     with secrets masked and terminal control sequences shown escaped; our own styling is
     applied around it."""
 
     def __init__(self, file: TextIO | None = None, *, max_chars: int | None = None, options: Sequence[str] = ()):
-        self.console = Console(file=file, highlight=False, soft_wrap=True, emoji=False)
+        self.console = _PipeConsole(file=file, highlight=False, soft_wrap=True, emoji=False)
         self.max_chars = max_chars
         self.options = tuple(options)  # the problem's options: an answer letter is shown with its text
         self._streamed: set[tuple[str, int]] = set()

@@ -13,7 +13,9 @@ from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.images import ImageInput, load_image
 from maps_autogen.text import valid_text
 
-PROBLEM_FILE_KEYS = {"question", "context", "options", "images", "answer_format", "id"}
+PROBLEM_FILE_KEYS = {"question", "context", "options", "images", "answer_format", "id", "answer"}
+#: The longest gold answer a problem file may give (a letter, a number or a short text).
+MAX_GOLD_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class Problem:
     answer_format: str = ""  # a benchmark's instruction on how to state the answer
     id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    answer: str | None = None  # the gold answer (a problem file's `answer`): never shown to the team
 
     def __post_init__(self) -> None:
         if not self.question or not self.question.strip():
@@ -70,6 +73,7 @@ def build_problem(
     base_dir: Path | None = None,
     answer_format: str = "",
     problem_id: str | None = None,
+    answer: str | None = None,
 ) -> Problem:
     """Validate the parts of a problem and load its images. Text from the command line may hold
     lone surrogates (bytes that were not UTF-8): made valid here."""
@@ -92,6 +96,7 @@ def build_problem(
         images=images,
         answer_format=(answer_format or "").strip(),
         id=problem_id,
+        answer=valid_text(answer).strip() if answer is not None else None,
     )
 
 
@@ -104,9 +109,25 @@ def _string_list(data: dict[str, Any], key: str, path: Path) -> list[str]:
     return [str(item) for item in value]
 
 
+def _gold_answer(data: dict[str, Any], path: Path) -> str | None:
+    """The problem file's `answer` (its gold answer) as text: a non-empty string or number, short.
+    Whether it fits the options is checked where it is scored (the custom benchmark's rules)."""
+    value = data.get("answer")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not str(value).strip():
+        raise ProblemError(f"{path}: 'answer' must be a non-empty string or a number",
+                           fix="write the gold answer, e.g. answer: B for the second option")
+    if len(str(value)) > MAX_GOLD_CHARS:
+        raise ProblemError(f"{path}: 'answer' is longer than {MAX_GOLD_CHARS} characters",
+                           fix="give only the gold answer: an option letter, a number or a short text")
+    return str(value)
+
+
 def load_problem_file(path: Path, *, max_side: int, max_bytes: int = LimitsConfig().problem_file_bytes,
                       allow_private_urls: bool = False) -> Problem:
-    """Read a problem.yaml (question, context, options, images, answer_format, id); image paths
+    """Read a problem.yaml (question, context, options, images, answer_format, id, and `answer`,
+    the gold answer a solve is scored against); image paths
     are relative to the file. The file is untrusted: at most `max_bytes`, no YAML aliases, image
     URLs fetched only from public addresses unless `allow_private_urls`."""
     if not path.is_file():
@@ -135,4 +156,5 @@ def load_problem_file(path: Path, *, max_side: int, max_bytes: int = LimitsConfi
             base_dir=path.resolve().parent,
             answer_format=str(data.get("answer_format") or ""),
             problem_id=str(data["id"]) if data.get("id") is not None else None,
+            answer=_gold_answer(data, path),
         )

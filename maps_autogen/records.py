@@ -272,6 +272,8 @@ class RunRecord(_File):
     usage_by_role: dict[str, RoleUsage] = Field(default_factory=dict)
     error: str | None = None
     images_withheld: list[str] = Field(default_factory=list)  # a baseline's
+    # A setting the model that served brought with it (the embedded model's shorter review loop).
+    team_setting: str | None = None
     # An eval problem's: which problem, what the eval ran, and how its answer scored.
     pid: str | int | None = None
     subset: str | None = None

@@ -18,9 +18,15 @@ from maps_autogen.cache import ResponseCache
 from maps_autogen.chat import CallRecord, ChatOutcome, MapsChat, Observer, Observers, chat_settings, images_withheld
 from maps_autogen.client import ChatBackend, JsonModeMemo
 from maps_autogen.config import LoadedConfig
-from maps_autogen.endpoints import Resolution, ResolvedModel, resolve_models
-from maps_autogen.errors import RunInterrupted
-from maps_autogen.interrupts import exit_on_second_interrupt
+from maps_autogen.endpoints import (
+    EMBEDDED_MODEL_LABEL,
+    Resolution,
+    ResolvedModel,
+    embedded_team_setting,
+    resolve_models,
+)
+from maps_autogen.errors import OutputClosedError, RunInterrupted
+from maps_autogen.interrupts import OutputClosed, exit_on_second_interrupt
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.records import FlowRecord, RunRecord, TeamRecord, dumped
@@ -45,10 +51,12 @@ class Team:
     resolution: Resolution
     backends: dict[str, ChatBackend]  # by step name
     cancelled: threading.Event = field(default_factory=threading.Event)  # set: no new model request starts
+    setting_note: str | None = None  # a team setting the serving model brought (endpoints.py: embedded_team_setting)
 
     @property
     def announcement(self) -> str:
-        return self.resolution.announcement
+        """How each step's model was chosen, and any team setting that model brought."""
+        return "; ".join(part for part in (self.resolution.announcement, self.setting_note) if part)
 
     def replicas_served(self) -> dict[str, dict[str, int]]:
         """Requests served by each replica, per endpoint with several (for the manifest)."""
@@ -131,6 +139,7 @@ def assemble_team(
     sampling settings share one backend; every backend shares the process's connection pool."""
     prompts = load_prompts(loaded)
     resolution = resolution or resolve_models(loaded, os.environ if env is None else env)
+    loaded, setting_note = embedded_team_setting(loaded, resolution)
     cancelled = threading.Event()
     opened: dict[tuple[Any, ...], ChatBackend] = {}
     json_modes: dict[tuple[str, str], JsonModeMemo] = {}  # what each endpoint's model accepts, learned once
@@ -145,7 +154,8 @@ def assemble_team(
                     model, loaded=loaded, cache=cache, max_connections=max_connections, cancel=cancelled, json_mode=memo
                 )
             backends[role] = opened[key]
-    return Team(loaded=loaded, prompts=prompts, resolution=resolution, backends=backends, cancelled=cancelled)
+    return Team(loaded=loaded, prompts=prompts, resolution=resolution, backends=backends, cancelled=cancelled,
+                setting_note=setting_note)
 
 
 @dataclass
@@ -172,6 +182,8 @@ class SolveResult:
             "usage": self.outcome.usage(),
             "run_dir": str(self.run_dir),
             "error": self.outcome.error,
+            "gold": self.run.gold,  # the problem file's gold answer, and whether the final answer matches it
+            "correct": self.run.correct,
         }
 
 
@@ -241,17 +253,22 @@ def solve_problem(
                 without=sorted(without),
                 images_dropped=list(settings.plan.images_dropped),
             ),
+            "team_setting": team.setting_note,
             **(extra or {}),
         })
         writer.write_run(base_run.model_copy(update={"status": "running"}))
         chat_started = time.monotonic()
         try:
             outcome = chat.run()
-        except KeyboardInterrupt:
-            # Ctrl-C: a second one exits at once; the finished turns are already in the transcript.
+        except KeyboardInterrupt as stop:
+            # Ctrl-C, or standard output closed by its reader (OutputClosed): a second Ctrl-C
+            # exits at once; the finished turns are already in the transcript.
             exit_on_second_interrupt()
+            closed = isinstance(stop, OutputClosed)
             outcome = chat.outcome_so_far(
-                "interrupted", time.monotonic() - chat_started, "interrupted by the user (Ctrl-C)"
+                "interrupted",
+                time.monotonic() - chat_started,
+                "standard output was closed by its reader" if closed else "interrupted by the user (Ctrl-C)",
             )
             writer.append(
                 {
@@ -263,6 +280,10 @@ def solve_problem(
                 }
             )
             writer.write_run(_finished_run(base_run, outcome, team, status="interrupted"))
+            if closed:
+                raise OutputClosedError(
+                    f"standard output was closed; the finished turns are saved in {run_dir}"
+                ) from None
             raise RunInterrupted(f"interrupted; the finished turns are saved in {run_dir}") from None
         run = _finished_run(
             base_run, outcome, team, status="finished", evaluation=evaluate(outcome) if evaluate is not None else None
@@ -303,4 +324,28 @@ def _finished_run(base_run: RunRecord, outcome: ChatOutcome, team: Team, *, stat
             "error": outcome.error,
             **(evaluation or {}),
         }
+    )
+
+
+#: One call to the embedded model at its default reply cap (384 tokens), prompt included: ~13 s
+#: on 2 cores shared with other work (measured with `make demo`, 9 calls in 120 s); less when idle.
+EMBEDDED_SECONDS_PER_CALL = 12.0
+
+
+def expected_time(team: Team) -> str | None:
+    """A line saying how long a solve on the embedded model will take (its calls times its
+    measured speed), printed before it starts; None for any other model (its speed is unknown)."""
+    models = list(team.resolution.models.values())
+    if not models or any(model.model != EMBEDDED_MODEL_LABEL for model in models):
+        return None
+    steps = len(models)
+    critic = team.loaded.config.critic
+    rollbacks = critic.max_rollbacks
+    # Each rollback re-runs at most every step but the reviewer, then reviews again only when
+    # another rollback or the final review may follow.
+    most = steps + rollbacks * (steps - 1) + (rollbacks if critic.final_review else 0)
+    low, high = (round(calls * EMBEDDED_SECONDS_PER_CALL / 60, 1) for calls in (steps, most))
+    return (
+        f"this takes about {low:g}-{high:g} minutes: {steps} to {most} calls to the embedded model, "
+        f"~{EMBEDDED_SECONDS_PER_CALL:g} s each on 2 cores"
     )

@@ -76,7 +76,7 @@ def test_endpoint_resolution_order(tmp_path: Path) -> None:
     assert "OPENAI_API_KEY is set" in with_key.announcement and "sk-abcdef" not in with_key.announcement
     offline = resolve_models(loaded, {})
     assert offline.models["solver"].kind == "local" and offline.uses_local
-    assert "offline" in offline.announcement and "demonstration quality" in offline.announcement
+    assert "embedded model" in offline.announcement and "not for answers" in offline.announcement
     explicit = resolve_models(with_overrides(loaded, model="local"), {"OPENAI_API_KEY": "sk-abcdef"})
     assert explicit.models["critic"].kind == "local"
     base = resolve_models(loaded, {"OPENAI_API_KEY": "sk-abcdef", "OPENAI_BASE_URL": "http://127.0.0.1:8000/v1/"})

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -213,11 +213,30 @@ class CustomScorer:
         return DEFAULT_CATEGORY
 
 
+def gold_evaluation(gold: str, options: Sequence[str], final_answer: str | None) -> dict[str, Any]:
+    """A solve's answer scored against its problem file's gold answer by these same rules (the
+    answer type follows from the options and the gold, as for a record without `answer_type`):
+    the run.json fields an eval's run carries (`gold`, `correct`, `evaluation`)."""
+    verdict = SCORER.score({"answer": gold, "options": list(options), "response": final_answer or None})
+    return {
+        "gold": gold,
+        "correct": verdict.correct,
+        "evaluation": {
+            "response": final_answer,
+            "extraction": verdict.extraction,
+            "prediction": verdict.prediction,
+            "correct": verdict.correct,
+            "gold": gold,
+        },
+    }
+
+
 def _decimal_text(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
 
 
 SCORER = CustomScorer()
 
-__all__ = ["ANSWER_TYPES", "SCORER", "CustomScorer", "answer_type_of", "gold_problem", "normalise_text", "parse_number",
+__all__ = ["ANSWER_TYPES", "SCORER", "CustomScorer", "answer_type_of", "gold_evaluation", "gold_problem",
+           "normalise_text", "parse_number",
            "read_answer", "read_letter"]
