@@ -22,7 +22,11 @@ def test_full_chat_on_the_embedded_model(tmp_path: Path) -> None:
                        "--config", str(config), "--runs-dir", str(tmp_path / "runs")], env=clean_env(), cwd=tmp_path, timeout=900)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
-    assert summary["stop_reason"] == "rollback_limit" and len(summary["rollbacks"]) == 1
+    # Four top scores would pass the threshold (5 is the top of the scale; a threshold above it
+    # is refused): then no rollback ran. Either way the run is checked, never left to chance.
+    rolled_back = summary["stop_reason"] == "rollback_limit"
+    assert summary["stop_reason"] in ("rollback_limit", "critic_passed")
+    assert len(summary["rollbacks"]) == (1 if rolled_back else 0)
     assert summary["final_answer"] in ("A", "B", "C", "D")  # a real choice, never a copied placeholder
     run_dir = Path(summary["run_dir"])
     run = json.loads((run_dir / "run.json").read_text())
@@ -31,17 +35,21 @@ def test_full_chat_on_the_embedded_model(tmp_path: Path) -> None:
     messages = [r for r in records if r["type"] == "message"]
     roles = [m["role"] for m in messages]
     assert roles[:6] == ["user_proxy", "interpreter", "aligner", "scholar", "solver", "critic"]
-    rerun_from = summary["rollbacks"][0]
-    steps = ["interpreter", "aligner", "scholar", "solver"]
-    assert roles[6:] == steps[steps.index(rerun_from):]  # the weak step and every later one re-ran
     critic = next(m for m in messages if m["role"] == "critic")
     assert set(critic["parsed"]["scores"]) == {"caption", "alignment", "knowledge", "solution"}
     assert all(1 <= score <= 5 for score in critic["parsed"]["scores"].values())
+    assert rolled_back == (min(critic["parsed"]["scores"].values()) < 5)  # the rule, from the scores given
+    steps = ["interpreter", "aligner", "scholar", "solver"]
+    if rolled_back:
+        rerun_from = summary["rollbacks"][0]
+        assert roles[6:] == steps[steps.index(rerun_from):]  # the weak step and every later one re-ran
+    else:
+        assert roles[6:] == []
     assert all(m["usage"]["completion_tokens"] > 0 for m in messages[1:])
     # One model name end to end: the server answers under the name the requests sent.
     assert all(m["served_model"] is None for m in messages[1:]) and "served_model" not in run["models"]["solver"]
     events = [r["event"] for r in records if r["type"] == "event"]
-    assert events.count("rollback") == 1 and events[-1] == "stop"
+    assert events.count("rollback") == (1 if rolled_back else 0) and events[-1] == "stop"
     # The model cannot see images, so the Interpreter got a note instead of the picture.
     interpreter = messages[1]["request"][1]["content"]
     assert isinstance(interpreter, str) and "lever.png" in interpreter and "cannot see images" in interpreter
