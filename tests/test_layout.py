@@ -86,7 +86,7 @@ def test_solve_needs_neither_the_openai_sdk_nor_the_extras(tmp_path: Path) -> No
                         PYTHONPATH=_blocking(tmp_path, "openai", "datasets", "matplotlib"))
         # A fresh interpreter: what it can import is what is tested.
         result = run_maps(solve_args(png, tmp_path, "--quiet", "--max-rollbacks", "0"), env=env, cwd=tmp_path, process=True)
-    assert result.returncode == 0 and result.stdout == "A\n", result.stderr
+    assert result.returncode == 0 and result.stdout == "A. 2 kg\n", result.stderr
 
 
 def test_a_missing_extra_names_its_install_command(tmp_path: Path) -> None:
