@@ -60,7 +60,7 @@ def row_problems(fields: Mapping[str, Any]) -> list[str]:
         except RecordError as error:
             gold = str(error)
         if gold:
-            problems.append(gold.replace("field ", "has "))
+            problems.append(f"cannot be scored: {gold}")
     return problems
 
 
