@@ -354,6 +354,23 @@ def configured_key_variables(explicit: Path | None = None) -> list[str]:
     return [name for name in names if isinstance(name, str)]
 
 
+def configured_inline_keys(explicit: Path | None = None, env: Mapping[str, str] | None = None) -> list[str]:
+    """The keys written inline in the AG2 config list the config `find_config` picks names
+    (`config_list:`), read leniently, for masking only: `maps view`, `--serve` and `maps score`
+    mask them as solve and eval do."""
+    from maps_autogen.config_list import inline_keys
+
+    try:
+        path = find_config(explicit)
+        data = read_yaml(path)
+    except ConfigError:
+        return []
+    source = data.get("config_list") if isinstance(data, dict) else None
+    if not isinstance(source, str) or not source:
+        return []
+    return inline_keys(source, base_dir=path.parent, env=os.environ if env is None else env)
+
+
 def merge_onto(base: Any, override: Any) -> Any:
     """`override` (a user's agents.yaml) laid over `base` (the built-in defaults). Mappings merge
     key by key, recursively, the override's keys first (so `endpoint: auto` prefers the user's

@@ -93,6 +93,16 @@ def _check_entry(entry: Any, number: int, where: str) -> None:
         )
 
 
+def inline_keys(source: str, *, base_dir: Path, env: Mapping[str, str]) -> list[str]:
+    """The keys written inline in the list `source` names, read leniently (for masking only: a
+    list that cannot be read gives none here; the commands that use it report why)."""
+    try:
+        entries, _ = read_config_list(source, base_dir=base_dir, env=env)
+    except ConfigError:
+        return []
+    return [entry["api_key"] for entry in entries if isinstance(entry.get("api_key"), str) and entry["api_key"]]
+
+
 def add_config_list(
     data: dict[str, Any], source: str, *, base_dir: Path, env: Mapping[str, str]
 ) -> tuple[dict[str, Any], dict[str, str]]:

@@ -95,3 +95,26 @@ def test_merge_refuses_a_shard_resumed_under_changed_settings(tmp_path: Path) ->
     merged = run_maps(["merge", *map(str, shards), "--out", str(tmp_path / "merged")], env=clean_env(), cwd=tmp_path)
     assert merged.returncode == 2 and "resumed under changed settings" in merged.stderr, merged.stderr
     assert len(merged.stderr.strip().splitlines()) == 1 and not (tmp_path / "merged").exists()
+
+
+def test_view_masks_a_key_written_inline_in_the_config_list_agents_yaml_names(tmp_path: Path) -> None:
+    """An AG2 user's key lives in their OAI_CONFIG_LIST file, not in a variable: `maps view`
+    (like solve and eval) masks it wherever it appears in the files it reads."""
+    from tests.conftest import solver_json
+
+    inline = "sk-inline-0123456789abcdef-secret"
+    work = tmp_path / "work"
+    work.mkdir()
+    with FakeOpenAI(lambda request: Reply(solver_json("42")) if request.role == "solver" else Reply(f"the key is {inline}")) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        solved = run_maps(["solve", "-q", "What is 6*7?", "--runs-dir", str(tmp_path / "runs"), "--quiet", "--without", "critic"],
+                          env=env, cwd=work)
+    assert solved.returncode == 0, solved.stderr
+    (run_dir,) = (tmp_path / "runs").glob("solve-*")
+    assert inline in (run_dir / "transcript.jsonl").read_text()  # this solve had no way to know it
+    (work / "OAI_CONFIG_LIST").write_text(json.dumps([{"model": "gpt-4o", "api_key": inline}]))
+    (work / "agents.yaml").write_text("config_list: OAI_CONFIG_LIST\n")
+    page = run_maps(["view", str(run_dir), "--out", str(tmp_path / "page.html")], env=clean_env(), cwd=work)
+    assert page.returncode == 0, page.stderr
+    html = (tmp_path / "page.html").read_text()
+    assert "the key is" in html and inline not in html and inline[:-1] not in html
