@@ -335,7 +335,7 @@ def embedded_team_setting(loaded: LoadedConfig, resolution: Resolution) -> tuple
     rollbacks = updated.max_rollbacks
     note = (
         f"team setting for this model: at most {rollbacks} rollback{'s' if rollbacks != 1 else ''}"
-        f"{', no final review' if not updated.final_review else ''} (endpoints.{name}.max_rollbacks/final_review; "
-        "critic: in agents.yaml or --max-rollbacks overrides it)"
+        f"{', no final review' if not updated.final_review else ''} (endpoints.{name}.max_rollbacks/final_review "
+        "set it; a critic: value other than the built-in one, or --max-rollbacks, overrides it)"
     )
     return loaded.model_copy(update={"config": config, "origins": origins}), note

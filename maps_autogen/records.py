@@ -259,7 +259,7 @@ class RunRecord(_File):
     problem: ProblemRecord = Field(default_factory=ProblemRecord)
     config_path: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)  # config.MapsConfig as loaded
-    models: dict[str, ModelRecord] = Field(default_factory=dict)  # by step (a baseline: "solver")
+    models: dict[str, ModelRecord] = Field(default_factory=dict)  # by step (a baseline: its final-answer step)
     team: TeamRecord | None = None
     flow: FlowRecord | None = None
     seconds: float | None = None
