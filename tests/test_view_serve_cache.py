@@ -94,6 +94,13 @@ def test_problem_pages_are_rendered_once_per_change(served: tuple[ViewServer, Pa
     assert "A TURN WRITTEN LATER" in get(url).body and "A TURN WRITTEN LATER" in get(url).body
     assert server.pages.renders[f"problem {page_key('q2')}"] == 2
     assert server.pages.renders["rows"] == 1  # the results did not change
+    # The problem's result rewritten (a resumed eval appends its new row): its page shows it.
+    results = eval_dir / "results.jsonl"
+    row = next(json.loads(line) for line in results.read_text().splitlines() if json.loads(line)["pid"] == "q2")
+    append_row(eval_dir, **{**row, "extraction": "EXTRACTED LATER"})
+    age(results, 900)
+    assert "EXTRACTED LATER" in get(url).body and "EXTRACTED LATER" in get(url).body
+    assert server.pages.renders[f"problem {page_key('q2')}"] == 3 and server.pages.renders["rows"] == 2
 
 
 def test_damaged_results_are_reported_on_every_request_until_repaired(served: tuple[ViewServer, Path]) -> None:

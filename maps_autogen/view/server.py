@@ -47,7 +47,7 @@ from maps_autogen.records import (
 )
 from maps_autogen.redact import redact
 from maps_autogen.run_files import read_manifest, read_result_rows
-from maps_autogen.safe_paths import inside
+from maps_autogen.safe_paths import inside, problem_folder
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.eval_pages import (
     Row,
@@ -119,6 +119,7 @@ class _Rendered:
     paths: tuple[Path, ...]  # what the value was rendered from
     stamps: tuple[Stamp, ...]  # their stamps, taken before the render (of files found while rendering: after)
     settled: bool  # every stamp older than the render by SETTLED_NS: the same stamp means the same content
+    token: Any  # what else the value was rendered from, compared by equality
     value: Any
 
 
@@ -136,12 +137,15 @@ class PageCache:
         self._lock = threading.Lock()  # one render at a time: a burst of requests renders a page once
         self.renders: Counter[str] = Counter()
 
-    def get(self, key: str, paths: Sequence[Path], render: Callable[[], tuple[Any, Sequence[Path]]]) -> Any:
-        """The value kept under `key` if its files are unchanged, else `render()`'s value (which
-        also returns the further paths it depends on, found while rendering)."""
+    def get(self, key: str, paths: Sequence[Path], render: Callable[[], tuple[Any, Sequence[Path]]],
+            token: Any = None) -> Any:
+        """The value kept under `key` if its files are unchanged (and it was rendered for an equal
+        `token`), else `render()`'s value (which also returns the further paths it depends on,
+        found while rendering)."""
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None and entry.settled and tuple(map(_stamp, entry.paths)) == entry.stamps:
+            if (entry is not None and entry.settled and entry.token == token
+                    and tuple(map(_stamp, entry.paths)) == entry.stamps):
                 self._entries.move_to_end(key)
                 return entry.value
             started = time.time_ns()
@@ -150,7 +154,7 @@ class PageCache:
             self.renders[key] += 1
             stamps = before + tuple(map(_stamp, found))
             settled = all(stamp is None or stamp[2] < started - SETTLED_NS for stamp in stamps)
-            self._entries[key] = _Rendered((*paths, *found), stamps, settled, value)
+            self._entries[key] = _Rendered((*paths, *found), stamps, settled, token, value)
             self._entries.move_to_end(key)
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
@@ -339,7 +343,7 @@ class ViewServer:
 
     def _problem(self, key: str) -> str:
         row, previous, following = self._rows_around(key)
-        folder = row_folder(self.run_dir, row)
+        folder = problem_folder(self.run_dir, row.run_dir)  # the one it names, whether or not it is the row's own
         own = [folder, *(folder / name for name in (RUN_FILE, TRANSCRIPT_FILE, IMAGES_DIR))] if folder else []
 
         def render() -> tuple[str, list[Path]]:
@@ -348,10 +352,11 @@ class ViewServer:
             title, body = render_problem_page(
                 self.run_dir, row, links, previous=previous, following=following, include_requests=True
             )
-            return page(title, body, kind="problem", mode=PageMode.SERVED), _unfinished_paths(self.run_dir, [row])
+            return page(title, body, kind="problem", mode=PageMode.SERVED), []
 
-        # The rows' files decide the row and its neighbours; the problem folder's, the rest.
-        text: str = self.pages.get(f"problem {key}", [*_run_paths(self.run_dir), *own], render)
+        # The row and its neighbours (from the cached rows) and the problem folder's files decide the page.
+        text: str = self.pages.get(f"problem {key}", [self.run_dir / PROBLEMS_DIR, *own], render,
+                                   token=(row, previous, following))
         return text
 
     def _send_file(self, request: Any, relative: str) -> None:
