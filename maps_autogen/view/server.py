@@ -58,6 +58,7 @@ from maps_autogen.view.eval_pages import (
     render_problem_page,
     row_folder,
     unfinished_rows,
+    unnamed_folders,
 )
 from maps_autogen.view.prepare import TranscriptState, team_of
 from maps_autogen.view.render import (
@@ -171,11 +172,8 @@ def _run_paths(run_dir: Path) -> list[Path]:
 def _unfinished_paths(run_dir: Path, rows: Sequence[Any]) -> list[Path]:
     """The run.json of each problem folder no result row names: what the index's unfinished rows
     are read from."""
-    named = {Path(row.run_dir).name for row in rows if isinstance(row, ResultRow) and row.run_dir}
-    try:
-        return [entry / RUN_FILE for entry in sorted((run_dir / PROBLEMS_DIR).iterdir()) if entry.name not in named]
-    except OSError:
-        return []
+    finished = [row for row in rows if isinstance(row, ResultRow)]
+    return [folder / RUN_FILE for folder in unnamed_folders(run_dir, finished)]
 
 
 class _HTTPServer(ThreadingHTTPServer):
