@@ -24,13 +24,14 @@ import argparse
 import asyncio
 import json
 import logging
-import subprocess
 import sys
 import threading
 import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+
+from _service import serve_until_stdin_closes, spawn_service, stop_service
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,34 +65,19 @@ def replica(latency: float, slots: int) -> None:
     async def count(request: web.Request) -> web.Response:
         return web.json_response({"served": state["served"]})
 
-    async def start() -> None:
-        nonlocal gate
-        gate = asyncio.Semaphore(slots)
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", complete)
-        app.router.add_get("/v1/models", models)
-        app.router.add_post("/_fail", fail)
-        app.router.add_get("/_count", count)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0, backlog=1024).start()
-        print(runner.addresses[0][1], flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-        await runner.cleanup()
-
-    gate: asyncio.Semaphore
-    asyncio.run(start())
+    gate = asyncio.Semaphore(slots)
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", complete)
+    app.router.add_get("/v1/models", models)
+    app.router.add_post("/_fail", fail)
+    app.router.add_get("/_count", count)
+    serve_until_stdin_closes(app, backlog=1024)
 
 
 class Replica:
     def __init__(self, latency: float, slots: int):
         self.latency, self.slots = latency, slots
-        self.process = subprocess.Popen([sys.executable, __file__, "_replica", str(latency), str(slots)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        port = self.process.stdout.readline().strip()  # type: ignore[union-attr]
-        if not port:
-            sys.exit("a fake replica did not start (is aiohttp installed? make setup installs it)")
-        self.url = f"http://127.0.0.1:{port}"
+        self.process, self.url = spawn_service(__file__, "_replica", str(latency), str(slots))
         self.final_count: int | None = None
 
     @property
@@ -113,9 +99,7 @@ class Replica:
         self.process.wait()
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.stdin.close()  # type: ignore[union-attr]
-            self.process.wait(timeout=10)
+        stop_service(self.process)
 
 
 class Retries(logging.Handler):

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _service import serve_until_stdin_closes, spawn_service, stop_service
+
 ROOT = Path(__file__).resolve().parents[1]
 MAPS = Path(sys.executable).with_name("maps")
 TAG = re.compile(rb"\[q:(\d+)\]")  # every request of a problem carries its question, so its tag
@@ -132,21 +134,12 @@ def serve() -> None:
         return web.json_response({"first_at": state["first_at"], "cpu_at_first": state["cpu_at_first"],
                                   "calls": calls})
 
-    async def start() -> None:
-        app = web.Application(client_max_size=64 << 20)
-        app.router.add_post("/v1/chat/completions", complete)
-        app.router.add_post("/_reset", reset)
-        app.router.add_post("/_watch", watch)
-        app.router.add_post("/_save", save)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=2048)
-        await site.start()
-        print(runner.addresses[0][1], flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent closes stdin
-        await runner.cleanup()
-
-    asyncio.run(start())
+    app = web.Application(client_max_size=64 << 20)
+    app.router.add_post("/v1/chat/completions", complete)
+    app.router.add_post("/_reset", reset)
+    app.router.add_post("/_watch", watch)
+    app.router.add_post("/_save", save)
+    serve_until_stdin_closes(app)
 
 
 # ----- the bare client (`throughput.py _bare BODIES URL CONCURRENCY`) ---------------------------------
@@ -188,12 +181,7 @@ class Service:
     """The fake service's process, steered over HTTP."""
 
     def __init__(self) -> None:
-        self.process = subprocess.Popen([sys.executable, __file__, "_serve"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True)
-        port = self.process.stdout.readline().strip()  # type: ignore[union-attr]
-        if not port:
-            sys.exit("the fake service did not start (is aiohttp installed? make setup installs it)")
-        self.base = f"http://127.0.0.1:{port}"
+        self.process, self.base = spawn_service(__file__, "_serve")
 
     def call(self, path: str) -> dict[str, Any]:
         request = urllib.request.Request(self.base + path, data=b"", method="POST")
@@ -201,8 +189,7 @@ class Service:
             return dict(json.loads(reply.read()))
 
     def close(self) -> None:
-        self.process.stdin.close()  # type: ignore[union-attr]
-        self.process.wait(timeout=30)
+        stop_service(self.process)
 
 
 @dataclass
