@@ -6,10 +6,12 @@ one C call), what an append to a 50k-line results.jsonl costs, and the peak memo
 Prints one line per figure; nothing is asserted (tests/test_hostile.py asserts the results).
 
     .venv/bin/python perf/adversarial.py
+    .venv/bin/python perf/adversarial.py --short    # seconds: 16 KB replies, 2,000 lines, 2000x2000 images
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import subprocess
@@ -23,22 +25,26 @@ sys.path.insert(0, str(ROOT))
 
 from maps_autogen.benchmarks.mathvista.program_output import parse_program, program_reading  # noqa: E402
 from maps_autogen.eval.results import ResultsLog  # noqa: E402
+from maps_autogen.records import ResultRow, parsed  # noqa: E402
 from maps_autogen.redact import redact, register_secret, terminal_safe  # noqa: E402
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply  # noqa: E402
 
 MEGABYTE = 1 << 20
 OLD_FINAL_ANSWER = re.compile(r"final[ _]answer\s*[\"']?\s*[:：=]\s*(.+)", re.IGNORECASE)
 
-REPLIES = {
-    "final answer + 1 MB spaces": "final answer" + " " * MEGABYTE,
-    "'final answer ' x 80k": "final answer " * (MEGABYTE // 13),
-    "unclosed fence + 1 MB spaces": "```json" + " " * MEGABYTE,
-    "1 MB of '{'": "{" * MEGABYTE,
-    "262k '{a:}' spans": "{a:}" * (MEGABYTE // 4),
-    "512k-deep list": '{"final_answer": ' + "[" * (MEGABYTE // 2) + "]" * (MEGABYTE // 2) + "}",
-    "600-deep list": '{"final_answer": ' + "[" * 600 + '"x"' + "]" * 600 + "}",
-    "trailing commas": '{"final_answer": "5", "x": [' + "1," * (MEGABYTE // 2) + "]}",
-}
+
+def replies(size: int) -> dict[str, str]:
+    """Hostile replies of about `size` bytes each (1 MB in full mode)."""
+    return {
+        "final answer + spaces": "final answer" + " " * size,
+        "'final answer ' repeated": "final answer " * (size // 13),
+        "unclosed fence + spaces": "```json" + " " * size,
+        "'{' repeated": "{" * size,
+        "'{a:}' spans": "{a:}" * (size // 4),
+        "size/2-deep list": '{"final_answer": ' + "[" * (size // 2) + "]" * (size // 2) + "}",
+        "600-deep list": '{"final_answer": ' + "[" * 600 + '"x"' + "]" * 600 + "}",
+        "trailing commas": '{"final_answer": "5", "x": [' + "1," * (size // 2) + "]}",
+    }
 
 # Four levels of 2,000-element lists, each level one list repeated (cheap to build, 16·10^12
 # elements to walk); `b3` is an equal, distinct copy.
@@ -82,16 +88,18 @@ def seconds(function, *args) -> float:
     return time.perf_counter() - started
 
 
-def parsers() -> None:
-    for name, reply in REPLIES.items():
+def parsers(size: int) -> None:
+    for name, reply in replies(size).items():
         took = seconds(lambda text: (parse_solver_reply(text), parse_critic_reply(text, SCORED)), reply)
-        print(f"parse Solver + Critic, {name} ({len(reply) / MEGABYTE:.1f} MB): {took:.3f} s")
-    for spaces in (8_000, 16_000, 32_000):
+        print(f"parse Solver + Critic, {name} ({len(reply) // 1024:,} KB): {took:.3f} s")
+    for spaces in (8_000, 16_000, 32_000) if size == MEGABYTE else (2_000, 4_000):
         took = seconds(OLD_FINAL_ANSWER.findall, "final answer" + " " * spaces)
         print(f"old fallback pattern, {spaces:,} spaces: {took:.2f} s (quadratic)")
     register_secret("sk-benchmark-0123456789")
-    text = ("some reply text with \x1b[2J escapes and sk-benchmark-0123456789 " * 20000)[:MEGABYTE]
-    print(f"redact 1 MB: {seconds(redact, text):.3f} s; terminal_safe 1 MB: {seconds(terminal_safe, text):.3f} s")
+    text = ("some reply text with \x1b[2J escapes and sk-benchmark-0123456789 " * 20000)[:size]
+    megabytes = f"{size / MEGABYTE:.2g} MB"
+    print(f"redact {megabytes}: {seconds(redact, text):.3f} s; "
+          f"terminal_safe {megabytes}: {seconds(terminal_safe, text):.3f} s")
 
 
 def programs() -> None:
@@ -116,7 +124,7 @@ def long_answers() -> None:
           f"SLL parse {seconds(_symbolic._parse_fast, prose):.2f} s")
 
 
-def results_log(lines: int = 50_000) -> None:
+def results_log(lines: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "results.jsonl"
         record = {"pid": "0", "status": "ok", "response": "x" * 200, "usage": {"cost": 0.001}}
@@ -129,32 +137,37 @@ def results_log(lines: int = 50_000) -> None:
         log.finished_ids()  # the one-time torn-tail repair and the ids, at the start of a run
         opened = time.perf_counter() - started
         appends = 200
+        rows = [parsed(ResultRow, {**record, "pid": f"new-{n}"}, source="benchmark") for n in range(appends)]
         started = time.perf_counter()
-        for n in range(appends):
-            log.append({**record, "pid": f"new-{n}"})
+        for row in rows:
+            log.append(row)
         per_append = (time.perf_counter() - started) / appends
         print(f"results.jsonl with {lines:,} lines: start (torn-tail repair + ids) {opened * 1000:.0f} ms once; "
               f"append {per_append * 1000:.2f} ms each (includes fsync); re-reading the file, as each append "
               f"used to: {reread * 1000:.1f} ms")
 
 
-def images() -> None:
+def images(side: int) -> None:
     from PIL import Image
 
     with tempfile.TemporaryDirectory() as folder:
         jpeg = Path(folder) / "huge.jpg"
-        Image.new("L", (12000, 12000), 128).save(jpeg, quality=50)
+        Image.new("L", (side, side), 128).save(jpeg, quality=50)
         png = Path(folder) / "huge.png"
-        Image.new("1", (12000, 12000), 1).save(png)
+        Image.new("1", (side, side), 1).save(png)
         for path in (png, jpeg):
             result = subprocess.run([sys.executable, "-c", PEAK, str(path)], capture_output=True, text=True,
                                     env={"PYTHONPATH": str(ROOT)}, check=True)
-            print(f"12000x12000 {path.suffix[1:].upper()} ({path.stat().st_size // 1024} KB): {result.stdout.strip()}")
+            kilobytes = path.stat().st_size // 1024
+            print(f"{side}x{side} {path.suffix[1:].upper()} ({kilobytes} KB): {result.stdout.strip()}")
 
 
 if __name__ == "__main__":
-    parsers()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--short", action="store_true", help="seconds: small inputs, figures not meaningful")
+    short = parser.parse_args().short
+    parsers(MEGABYTE // 64 if short else MEGABYTE)
     programs()
     long_answers()
-    results_log()
-    images()
+    results_log(2_000 if short else 50_000)
+    images(2000 if short else 12000)

@@ -18,6 +18,7 @@ on the records outside all those families: the limit for any extractor that read
 without imitating the official extractor's mistakes.
 
     .venv/bin/python perf/mathvista_extraction_agreement.py [--data FILE] [--examples 3]
+    .venv/bin/python perf/mathvista_extraction_agreement.py --short   # the first 500 records
 
 The data live outside the repository (../shared/conformance/); this is a measurement, not a
 test: tests/test_conformance_mathvista.py asserts the floor.
@@ -264,12 +265,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--examples", type=int, default=3, help="examples printed per cause")
+    parser.add_argument("--short", action="store_true", help="the first 500 records (figures not meaningful)")
     args = parser.parse_args()
     if not args.data.exists():
         print(f"error: {args.data} not found (pass --data)", file=sys.stderr)
         return 2
     with gzip.open(args.data, "rt", encoding="utf-8") as handle:
         records = [json.loads(line) for line in handle if line.strip()]
+    if args.short:
+        records = records[:500]
     started = time.perf_counter()
     outcomes = [score_from_response(record) for record in records]
     seconds = time.perf_counter() - started

@@ -1,6 +1,7 @@
 """How fast `maps eval` gives up without a network (a script that prints, not a test).
 
     .venv/bin/python perf/offline_eval.py [--runs 5]
+    .venv/bin/python perf/offline_eval.py --short     # one run of each
 
 Runs `maps eval <benchmark>` with no `--data` and an empty Hugging Face cache, three ways: a hub
 endpoint that refuses connections, a hub host name that does not resolve, and HF_HUB_OFFLINE=1.
@@ -32,7 +33,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--benchmark", default="mathvista", choices=("mathvista", "olympiadbench", "emma"))
+    parser.add_argument("--short", action="store_true", help="one run of each case")
     args = parser.parse_args()
+    if args.short:
+        args.runs = 1
     print(f"load average: {os.getloadavg()[0]:.2f}")
     for name, extra in CASES.items():
         times, lines = [], set()

@@ -1,221 +1,288 @@
-"""Throughput, own cost, tokens and memory of `maps eval` against a local fake model service.
+"""Throughput, CPU and start-up of `maps eval` beside a bare client making the same calls.
 
-The fake service (a subprocess) answers after a fixed latency. Every third problem's first
-answer is scored low, so it rolls back once; the Interpreter, which sees only the image, knows
-its problem by the image's hash. Prints:
+A fake model service (aiohttp, in its own process, never the bottleneck) answers every call after
+`--latency` seconds and records the request bodies. `maps eval custom` runs as a real subprocess
+(`.venv/bin/maps`) on a generated benchmark (one image per problem, the problem's tag in its
+question), so its start-up counts. A bare client (aiohttp, also a subprocess) then sends exactly the
+bodies `maps` sent: the same calls per problem, one after another, with the same concurrency. Each
+figure is the median (min-max) over `--rounds` interleaved rounds (maps, bare client, maps, ...):
 
-- at --latency 0: milliseconds per problem of our own time (wall time one at a time, median and
-  mean, and our process's CPU time), the service answering at once;
-- at a latency > 0: problems/s against a zero-overhead simulation of the same run (the same
-  problems with the same number of calls each, C workers, every call taking exactly the latency);
-- requests per problem; prompt tokens per problem for MAPS and for a naive broadcasting group
-  chat (every agent sees the whole history), both counted by `maps_autogen.tokens.METHOD` (the
-  method is printed) and priced at gpt-4o's rates;
-- CPU milliseconds per model call of our client beside the `openai` SDK's, on the same service;
-- AG2 agent sets built, per worker thread (reuse: one each);
-- peak RSS after 1,000 problems and at the end.
+- problems/s at each `--concurrency` (default 32 and 128) with `--latency` 0.5 s calls, as a
+  fraction of the ideal (the same calls with zero overhead and no start-up) and of the bare
+  client's rate;
+- CPU per problem at concurrency 1 (the service answering at once), `maps` against the bare client:
+  whole processes (every worker process counted: `getrusage(RUSAGE_CHILDREN)`), and after start-up
+  (the process tree's CPU when the first request arrived subtracted);
+- time from process start to the first request (the parent notes the spawn, the service the
+  first request's arrival);
+- prompt tokens per problem for MAPS against a naive broadcasting group chat, counted by
+  `maps_autogen.tokens.METHOD` from the transcripts (skip: --skip-tokens).
 
-    .venv/bin/python perf/throughput.py --problems 200 --concurrency 1 --latency 0
-    .venv/bin/python perf/throughput.py --problems 500 --concurrency 32 --latency 0.5
-    .venv/bin/python perf/throughput.py --problems 5000 --concurrency 8 --latency 0 --skip-tokens
+    .venv/bin/python perf/throughput.py                      # 1,000 problems at 32 and 128, 3 rounds
+    .venv/bin/python perf/throughput.py --workers 4          # passes --workers 4 to maps eval
+    .venv/bin/python perf/throughput.py --short              # seconds: small sizes, figures not meaningful
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import heapq
 import json
 import os
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _service import serve_until_stdin_closes, spawn_service, stop_service
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-SERVER = r"""
-import base64, hashlib, json, re, sys, threading, time
-from pathlib import Path
-sys.path.insert(0, sys.argv[1])
-from tests.conftest import critic_json, solver_json
-from tests.fake_openai import FakeOpenAI, Reply
-latency = float(sys.argv[2])
-# The Interpreter sees only the image: it knows the problem by the image's hash.
-pid_of_image = {hashlib.sha256(path.read_bytes()).hexdigest(): int(path.stem)
-                for path in Path(sys.argv[3]).glob("*.png")}
-tag = re.compile(r"\[q:(\d+)\]")
-def problem_of(request):
-    found = tag.search(request.user_text())
-    if found:
-        return int(found.group(1))
-    for url in request.image_urls():
-        digest = hashlib.sha256(base64.b64decode(url.partition(",")[2])).hexdigest()
-        if digest in pid_of_image:
-            return pid_of_image[digest]
-    return None
-reviews = {}
-reviews_lock = threading.Lock()
-def script(request):
-    if latency:
-        time.sleep(latency)
-    role = request.role
-    pid = problem_of(request)
-    if pid is None:
-        return Reply("the benchmark's service cannot tell which problem this is", status=400)
-    if role == "solver":
-        return Reply(solver_json("2"))
-    if role == "critic":
-        # Every third problem gets one rollback (to the Solver), as real runs do: its first
-        # review scores the solution low, the review after the rollback passes.
-        with reviews_lock:
-            reviews[pid] = reviews.get(pid, 0) + 1
-            first_review = reviews[pid] == 1
-        return Reply(critic_json(5, 5, 5, 3 if pid % 3 == 0 and first_review else 5))
-    # About 700 tokens, the length of a real role's reply; it carries the problem's tag on.
-    return Reply(f"{role} notes on [q:{pid}]: " + "lorem ipsum dolor " * 160)
-with FakeOpenAI(script) as server:
-    print(server.base_url, flush=True)
-    sys.stdin.read()
-"""
+MAPS = Path(sys.executable).with_name("maps")
+TAG = re.compile(rb"\[q:(\d+)\]")  # every request of a problem carries its question, so its tag
 GPT_4O_PROMPT_USD_PER_MILLION = 2.50
+CRITIC_REPLY = json.dumps({"scores": {"caption": 5, "alignment": 5, "knowledge": 5, "solution": 5},
+                           "need_feedback": False, "worst_step": "solution",
+                           "feedback": {name: "" for name in ("caption", "alignment", "knowledge", "solution")}})
+SOLVER_REPLY = json.dumps({"process": {"Phase 1": "read", "Phase 2": "add"}, "final_answer": "2"})
+NOTES_REPLY = "lorem ipsum dolor " * 160  # about 700 tokens, a real role's reply
 
 
-def rss_mb() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+# ----- the fake model service (`throughput.py _serve`) ------------------------------------------------
 
 
-def cpu_seconds_of(pid: int) -> float:
-    """User + system CPU seconds a process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def tree_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process and its living descendants so far (from /proc)."""
+    ticks, stack, found = 0, [pid], False
+    while stack:
+        current = stack.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+            found = True
+            for task in os.listdir(f"/proc/{current}/task"):
+                stack += [int(child) for child in Path(f"/proc/{current}/task/{task}/children").read_text().split()]
+        except (OSError, IndexError, ValueError):
+            continue
+    return ticks / os.sysconf("SC_CLK_TCK") if found else None
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def serve() -> None:
+    """The fake service: prints its port, answers chat completions, and is steered by the parent
+    through /_reset, /_watch and /_save."""
+    from aiohttp import web
+
+    state: dict[str, Any] = {"latency": 0.0, "record": False, "log": [], "first_at": None, "watch": None,
+                             "cpu_at_first": None}
+
+    async def complete(request: web.Request) -> web.Response:
+        arrived = time.time()
+        if state["first_at"] is None:
+            state["first_at"] = arrived
+            if state["watch"] is not None:
+                state["cpu_at_first"] = tree_cpu_seconds(state["watch"])
+        body = await request.read()
+        role = request.headers.get("X-Maps-Role", "")
+        found = TAG.search(body)
+        if state["record"]:
+            headers = {key: value for key, value in request.headers.items()
+                       if key.lower() in ("content-type", "authorization", "x-maps-role")}
+            state["log"].append({"pid": int(found.group(1)) if found else None, "path": request.path,
+                                 "headers": headers, "body": body.decode()})
+        sent = json.loads(body)
+        if sent.get("stream"):
+            return web.json_response({"error": {"message": "the fake service does not stream"}}, status=400)
+        if state["latency"]:
+            await asyncio.sleep(state["latency"])
+        # The notes carry the problem's tag on, for the steps that see only earlier steps' notes.
+        tag = found.group(0).decode() if found else ""
+        content = SOLVER_REPLY if role == "solver" else CRITIC_REPLY if role == "critic" else f"{tag} {NOTES_REPLY}"
+        prompt_tokens, completion_tokens = len(body) // 4, len(content) // 4
+        return web.json_response({
+            "id": "chatcmpl-perf", "object": "chat.completion", "created": int(arrived),
+            "model": sent.get("model", "m"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        })
+
+    async def reset(request: web.Request) -> web.Response:
+        state.update(latency=float(request.query["latency"]), record=request.query.get("record") == "1", log=[],
+                     first_at=None, watch=None, cpu_at_first=None)
+        return web.json_response({})
+
+    async def watch(request: web.Request) -> web.Response:
+        state["watch"] = int(request.query["pid"])
+        return web.json_response({})
+
+    async def save(request: web.Request) -> web.Response:
+        if "path" in request.query:
+            with open(request.query["path"], "w") as handle:
+                handle.writelines(json.dumps(entry) + "\n" for entry in state["log"])
+        calls: dict[str, int] = {}
+        for entry in state["log"]:
+            calls[str(entry["pid"])] = calls.get(str(entry["pid"]), 0) + 1
+        return web.json_response({"first_at": state["first_at"], "cpu_at_first": state["cpu_at_first"],
+                                  "calls": calls})
+
+    app = web.Application(client_max_size=64 << 20)
+    app.router.add_post("/v1/chat/completions", complete)
+    app.router.add_post("/_reset", reset)
+    app.router.add_post("/_watch", watch)
+    app.router.add_post("/_save", save)
+    serve_until_stdin_closes(app)
 
 
-def write_data(folder: Path, problems: int, image_size: tuple[int, int]) -> Path:
-    """MathVista-format problems with images of a realistic size (each problem's image differs)."""
-    from tests.conftest import make_png
-    from tests.eval_fixtures import write_mathvista_jsonl
+# ----- the bare client (`throughput.py _bare BODIES URL CONCURRENCY`) ---------------------------------
 
-    data, _ = write_mathvista_jsonl(folder, problems)
+
+def bare_client(bodies: Path, base: str, concurrency: int) -> None:
+    """Sends the recorded calls: problems in order, each problem's calls one after another, at
+    most `concurrency` problems at once; each request serialised and each reply parsed, as a
+    client does."""
+    import aiohttp
+
+    problems: dict[Any, list[dict[str, Any]]] = {}
+    for line in bodies.read_text().splitlines():
+        entry = json.loads(line)
+        problems.setdefault(entry["pid"], []).append({**entry, "body": json.loads(entry["body"])})
+    queue = list(problems.values())[::-1]
+
+    async def run() -> None:
+        connector = aiohttp.TCPConnector(limit=concurrency)
+        async with aiohttp.ClientSession(connector=connector) as session:
+
+            async def worker() -> None:
+                while queue:
+                    for call in queue.pop():
+                        data = json.dumps(call["body"]).encode()
+                        async with session.post(base + call["path"], data=data, headers=call["headers"]) as reply:
+                            assert reply.status == 200, await reply.text()
+                            json.loads(await reply.read())
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+    asyncio.run(run())
+
+
+# ----- the benchmark -------------------------------------------------------------------------------
+
+
+class Service:
+    """The fake service's process, steered over HTTP."""
+
+    def __init__(self) -> None:
+        self.process, self.base = spawn_service(__file__, "_serve")
+
+    def call(self, path: str) -> dict[str, Any]:
+        request = urllib.request.Request(self.base + path, data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return dict(json.loads(reply.read()))
+
+    def close(self) -> None:
+        stop_service(self.process)
+
+
+@dataclass
+class Run:
+    wall: float  # spawn to exit
+    cpu: float  # the process and every child it waited for
+    first_request: float  # spawn to the first request's arrival
+    cpu_at_first: float | None  # the process tree's CPU when the first request arrived
+    calls: list[int]  # per problem, in problem order
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(service: Service, command: list[str], *, latency: float, record: bool, cwd: Path,
+          env: dict[str, str] | None = None, save: Path | None = None) -> Run:
+    """Runs `command` against a reset service; its wall time, CPU and first request."""
+    service.call(f"/_reset?latency={latency}&record={int(record)}")
+    cpu_before = children_cpu()
+    spawned, started = time.time(), time.monotonic()
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    service.call(f"/_watch?pid={process.pid}")
+    out, err = process.communicate()
+    wall = time.monotonic() - started
+    cpu = children_cpu() - cpu_before
+    if process.returncode != 0:
+        name = f"{Path(command[0]).name} {' '.join(command[1:3])}"
+        sys.exit(f"{name} exited {process.returncode}: {(err or out)[-2000:]}")
+    stats = service.call("/_save" + (f"?path={save}" if save else ""))
+    if record and "None" in stats["calls"]:
+        sys.exit(f"{stats['calls']['None']} requests named no problem: the fake service cannot tell which problem "
+                 f"they belong to (saved in {save})")
+    calls = [count for _, count in sorted(stats["calls"].items(), key=lambda item: int(item[0]))] if record else []
+    return Run(wall, cpu, stats["first_at"] - spawned, stats["cpu_at_first"], calls)
+
+
+def write_benchmark(folder: Path, problems: int, size: tuple[int, int]) -> Path:
+    """A custom benchmark (docs/benchmarks.md) of `problems` rows, each with its own image."""
+    from PIL import Image
+
+    (folder / "images").mkdir(parents=True)
+    rows = []
     for number in range(1, problems + 1):
-        make_png(folder / "images" / f"{number}.png", size=image_size, mark=number)
+        image = Image.new("RGB", size, "white")
+        for x in range(0, size[0], 7):
+            image.putpixel((x, size[1] // 2), (0, 0, 0))
+        image.putpixel((number % size[0], (number // size[0]) % size[1]), (255, 0, 0))  # each image differs
+        image.save(folder / "images" / f"{number}.png")
+        rows.append({"id": str(number), "question": f"[q:{number}] What is 1 + 1?", "image": f"images/{number}.png",
+                     "answer": 2})
+    data = folder / "bench.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return data
 
 
-class AgentBuilds:
-    """Counts the AG2 agent sets `maps eval` builds, per thread: reuse means one per worker."""
-
-    def __init__(self) -> None:
-        from maps_autogen.chat import ChatAgents
-
-        self.by_thread: dict[int, int] = {}  # thread id -> agent sets built on it
-        build = ChatAgents.__init__
-        lock = threading.Lock()
-
-        def counted(agents: Any, *args: Any, **kwargs: Any) -> None:
-            with lock:
-                thread = threading.get_ident()
-                self.by_thread[thread] = self.by_thread.get(thread, 0) + 1
-            build(agents, *args, **kwargs)
-
-        ChatAgents.__init__ = counted  # the benchmark observes the builds; it changes nothing they do
-
-
-def simulated_seconds(calls_per_problem: list[int], concurrency: int, latency: float) -> float:
-    """The makespan of the same run with zero overhead: C workers take problems in order, each
-    problem's calls are sequential and take exactly `latency`."""
+def ideal_seconds(calls_per_problem: Sequence[int], concurrency: int, latency: float) -> float:
+    """The makespan of the same calls with zero overhead and no start-up: C workers take problems
+    in order, each problem's calls one after another, each taking exactly `latency`."""
     workers = [0.0] * concurrency
     for calls in calls_per_problem:
-        start = heapq.heappop(workers)
-        heapq.heappush(workers, start + calls * latency)
+        heapq.heappush(workers, heapq.heappop(workers) + calls * latency)
     return max(workers)
 
 
-class Watcher:
-    """Samples RSS twice a second and notes the peak RSS when the 1,000th result is written."""
-
-    def __init__(self, results: Path, mark: int = 1000):
-        self.results = results
-        self.mark = mark
-        self.done_lines = 0
-        self.rss_at_mark: float | None = None
-        self.samples: list[float] = []
-        self.progress: list[tuple[int, float]] = []  # (results written, CPU seconds of this process)
-        self.peaks: list[tuple[int, float]] = []  # (results written, peak RSS so far)
-        self._offset = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _count(self) -> None:
-        if not self.results.is_file():
-            return
-        with open(self.results, "rb") as handle:
-            handle.seek(self._offset)
-            chunk = handle.read()
-        self._offset += len(chunk)
-        self.done_lines += chunk.count(b"\n")
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.5):
-            self.samples.append(rss_mb())
-            self._count()
-            self.progress.append((self.done_lines, time.process_time()))
-            self.peaks.append((self.done_lines, peak_rss_mb()))
-            if self.rss_at_mark is None and self.done_lines >= self.mark:
-                self.rss_at_mark = peak_rss_mb()
-
-    def steady_cpu_per_problem(self) -> float | None:
-        """CPU seconds of this process per problem while problems were finishing (start-up,
-        data loading and the final summary left out)."""
-        running = ([(done, cpu) for done, cpu in self.progress if 0 < done < self.progress[-1][0]]
-                   if self.progress else [])
-        if len(running) < 2 or running[-1][0] == running[0][0]:
-            return None
-        return (running[-1][1] - running[0][1]) / (running[-1][0] - running[0][0])
-
-    def peak_while_running(self, total: int) -> float | None:
-        """Peak RSS at the last sample before the last problem finished (so before the run's
-        final compaction and summary)."""
-        running = [peak for done, peak in self.peaks if done < total]
-        return running[-1] if running else None
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
+def spread(values: Sequence[float], fmt: str = "{:.2f}") -> str:
+    """median (min-max), or the value alone when there is one."""
+    if len(values) == 1:
+        return fmt.format(values[0])
+    return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}-{fmt.format(max(values))})"
 
 
-def count_tokens(eval_dir: Path, records: list[dict[str, Any]], sample_size: int) -> tuple[float, float]:
-    """Prompt tokens per problem, MAPS views against a naive broadcasting group chat, both from
-    the transcripts and counted by tokens.METHOD."""
+def count_tokens(eval_dir: Path, sample: int) -> tuple[float, float, int]:
+    """Prompt tokens per problem, MAPS's requests against a naive broadcasting group chat (every
+    agent sent the whole history), both from the transcripts and counted by tokens.METHOD."""
     from PIL import Image
 
     from maps_autogen.config import load_config
     from maps_autogen.prompts import load_prompts
+    from maps_autogen.records import MessageRecord
+    from maps_autogen.run_files import read_result_rows, read_transcript
     from maps_autogen.tokens import prompt_tokens
-    from maps_autogen.transcript import read_transcript
 
     loaded = load_config(cwd=eval_dir)
     prompts = load_prompts(loaded)
-    role_names = set(loaded.team.config.names)
+    steps = set(loaded.team.config.names)
+    rows, _ = read_result_rows(eval_dir / "results.jsonl")
+    rows = [row for row in rows if row.run_dir][:sample]
     maps_total = naive_total = 0
-    for record in records[:sample_size]:
-        run_dir = eval_dir / record["run_dir"]
+    for row in rows:
+        run_dir = eval_dir / str(row.run_dir)
         sizes: dict[str, tuple[int, int]] = {}
 
         def size_of(part: dict[str, Any], run_dir: Path = run_dir,
@@ -226,173 +293,127 @@ def count_tokens(eval_dir: Path, records: list[dict[str, Any]], sample_size: int
                     sizes[name] = image.size
             return sizes[name]
 
-        # A naive AG2 group chat: each agent's system message is its prompt, and it is sent the
-        # whole history: the problem with its image(s), then every earlier reply, by name.
         history: list[dict[str, Any]] = []
-        for entry in read_transcript(run_dir):
-            if entry.get("type") != "message":
+        for record in read_transcript(run_dir):
+            if not isinstance(record, MessageRecord):
                 continue
-            if entry["role"] == "user_proxy":
-                parts = [{"type": "text", "text": entry.get("content") or ""}]
-                parts += [{"type": "image_file", "file": name} for name in entry.get("images") or []]
-                history.append({"role": "user", "name": entry["agent"], "content": parts})
+            if record.role == "user_proxy":
+                parts: list[dict[str, Any]] = [{"type": "text", "text": record.content}]
+                parts += [{"type": "image_file", "file": name} for name in record.images or []]
+                history.append({"role": "user", "name": record.agent, "content": parts})
                 continue
-            if entry["role"] in role_names:
-                maps_total += prompt_tokens(entry.get("request") or [], image_size=size_of)
-                role = entry["role"]
-                system = prompts.system_message(role) + "\n\n" + prompts.roles[role].instruction
+            if record.role in steps:
+                maps_total += prompt_tokens(record.request or [], image_size=size_of)
+                system = prompts.system_message(record.role) + "\n\n" + prompts.roles[record.role].instruction
                 naive_total += prompt_tokens([{"role": "system", "content": system}, *history], image_size=size_of)
-            history.append({"role": "user", "name": entry["agent"], "content": entry.get("content") or ""})
-    return maps_total / sample_size, naive_total / sample_size
-
-
-def cpu_per_call(base_url: str, request: list[dict[str, Any]], calls: int) -> tuple[float, float]:
-    """CPU milliseconds of this process per call, our ChatBackend against the `openai` SDK, the
-    same request sent one at a time to the same service."""
-    import openai
-
-    from maps_autogen.client import ChatBackend
-    from maps_autogen.endpoints import ResolvedModel
-
-    model = ResolvedModel(endpoint_name="bench", kind="openai", model="gpt-4o", base_url=base_url, timeout_s=60,
-                          max_retries=0, json_mode="none", stream=False, temperature=None, max_tokens=None,
-                          api_key="sk-benchmark-key")
-    ours = ChatBackend(model)
-    sdk = openai.OpenAI(base_url=base_url, api_key="sk-benchmark-key", max_retries=0)
-    headers = {"X-Maps-Role": "aligner"}
-
-    def measure(call: Any) -> float:
-        for _ in range(min(20, calls)):  # warm up connections and caches
-            call()
-        start = time.process_time()
-        for _ in range(calls):
-            call()
-        return 1000 * (time.process_time() - start) / calls
-
-    ours_ms = measure(lambda: ours.complete(request, role="aligner"))
-    sdk_ms = measure(lambda: sdk.chat.completions.create(model="gpt-4o", messages=request, extra_headers=headers))
-    return ours_ms, sdk_ms
+            history.append({"role": "user", "name": record.agent, "content": record.content})
+    return maps_total / len(rows), naive_total / len(rows), len(rows)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--problems", type=int, default=1000)
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--latency", type=float, default=0.5, help="seconds per call (0: measure our own time)")
-    parser.add_argument("--image-size", default="1000x700", help="the problems' image size (MathVista's typical)")
+    parser.add_argument("--problems", type=int, default=1000, help="problems per run at each concurrency")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[32, 128])
+    parser.add_argument("--latency", type=float, default=0.5, help="seconds per call")
+    parser.add_argument("--cpu-problems", type=int, default=200, help="problems of the CPU run at concurrency 1")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (min/median/max over them)")
+    parser.add_argument("--image-size", default="1000x700", help="each problem's image (MathVista's typical)")
+    parser.add_argument("--workers", type=int, default=None, help="passed to maps eval as --workers N")
     parser.add_argument("--token-sample", type=int, default=200, help="problems whose prompt tokens are counted")
-    parser.add_argument("--cpu-calls", type=int, default=300, help="calls per client for the CPU comparison (0: skip)")
     parser.add_argument("--skip-tokens", action="store_true")
+    parser.add_argument("--short", action="store_true", help="seconds: a few problems, figures not meaningful")
     args = parser.parse_args()
+    if args.short:
+        args.problems, args.concurrency, args.latency, args.cpu_problems = 8, [4], 0.05, 4
+        args.rounds, args.image_size, args.token_sample = 1, "64x48", 2
     width, height = (int(n) for n in args.image_size.lower().split("x"))
-
-    from maps_autogen.config import load_config
-    from maps_autogen.eval.runner import EvalRequest, EvalRun
-    from maps_autogen.tokens import METHOD
-
-    builds = AgentBuilds()
     work = Path(tempfile.mkdtemp(prefix="maps-throughput-"))
-    data = write_data(work / "data", args.problems, (width, height))
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(ROOT), str(args.latency),
-                               str(work / "data" / "images")],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    base_url = server.stdout.readline().strip()
-    env = {"OPENAI_API_KEY": "sk-benchmark-key", "OPENAI_BASE_URL": base_url}
-    try:
-        loaded = load_config(cwd=work)
-        request = EvalRequest(benchmark="mathvista", data=data, concurrency=args.concurrency, cache=False,
-                              runs_dir=work / "runs")
-        run = EvalRun(request, loaded, progress=False, env=env)
-        watcher = None
-        startup = 0.0
-        cpu_start, wall_start = time.process_time(), time.monotonic()
-        # The watcher needs the eval folder, which the run names when it starts: find it as it appears.
-        result: dict[str, Any] = {}
-        runner = threading.Thread(target=lambda: result.setdefault("outcome", run.run()))
-        runner.start()
-        while runner.is_alive() and watcher is None:
-            folders = list((work / "runs").glob("eval-*"))
-            if folders:
-                startup = time.monotonic() - wall_start  # the folder appears once the data is loaded
-                watcher = Watcher(folders[0] / "results.jsonl")
-                watcher.start()
-            time.sleep(0.01)
-        runner.join()
-        wall = time.monotonic() - wall_start
-        peak_after_run = peak_rss_mb()
-        cpu = time.process_time() - cpu_start
-        service_cpu = cpu_seconds_of(server.pid)
-        if watcher is not None:
-            watcher.stop()
-        outcome = result["outcome"]
-        records = [json.loads(line) for line in (outcome.eval_dir / "results.jsonl").read_text().splitlines()]
-        ours_ms = sdk_ms = None
-        if args.cpu_calls and args.latency == 0:
-            transcript = (outcome.eval_dir / records[0]["run_dir"] / "transcript.jsonl").read_text().splitlines()
-            aligner = next(json.loads(line) for line in transcript if json.loads(line).get("role") == "aligner")
-            ours_ms, sdk_ms = cpu_per_call(base_url, aligner["request"], args.cpu_calls)
-    finally:
-        server.stdin.close()
-        server.wait(timeout=30)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "MAPS_"))}
+    service = Service()
+    env.update(OPENAI_BASE_URL=service.base + "/v1", OPENAI_API_KEY="sk-benchmark-key")
+    data = write_benchmark(work / "data", args.problems, (width, height))
+    cpu_data = write_benchmark(work / "cpu-data", args.cpu_problems, (width, height))
+    workers = ["--workers", str(args.workers)] if args.workers is not None else []
+    runs = 0
 
-    failed = [r for r in records if r["status"] != "ok"]
-    calls_per_problem = [r["usage"]["calls"] for r in records]
-    calls = sum(calls_per_problem)
-    rollbacks = sum(1 for r in records if r["rollbacks"])
-    print(f"problems: {len(records)} ({len(failed)} failed), concurrency {args.concurrency}, "
-          f"service latency {args.latency * 1000:.0f} ms/call, images {width}x{height}")
-    print(f"requests per problem: {calls / len(records):.2f}; "
-          f"problems with a rollback: {rollbacks} ({rollbacks / len(records):.0%})")
-    print(f"AG2 agent sets built: {sum(builds.by_thread.values())} on {len(builds.by_thread)} worker threads "
-          f"for {len(records)} problems "
-          f"(most on one thread: {max(builds.by_thread.values(), default=0)})")
-    if args.latency == 0:
-        seconds = [r["seconds"] for r in records]
-        print(f"own time per problem: {1000 * statistics.median(seconds):.1f} ms median, "
-              f"{1000 * statistics.mean(seconds):.1f} ms mean "
-              f"(each problem's wall time, the service answering at once; it includes reading and decoding the "
-              f"problem's image and the service's own work); "
-              f"whole run {1000 * wall / len(records):.1f} ms wall and {1000 * cpu / len(records):.1f} ms CPU "
-              f"of this process per problem")
-        steady = watcher.steady_cpu_per_problem() if watcher else None
-        if steady is not None:
-            print(f"CPU of this process per problem while problems finish (start-up and summary left out): "
-                  f"{1000 * steady:.1f} ms")
-    else:
-        ideal = simulated_seconds(calls_per_problem, args.concurrency, args.latency)
-        print(f"throughput: {len(records) / wall:.2f} problems/s; "
-              f"zero-overhead simulation of the same run: {len(records) / ideal:.2f}; "
-              f"ratio {ideal / wall:.1%} (whole run: {wall:.1f} s, of which {startup:.1f} s loading the data "
-              f"before the first "
-              f"problem; {ideal / (wall - startup):.1%} from the first problem on)")
-        overhead_ms = 1000 * statistics.mean(r["seconds"] - r["usage"]["calls"] * args.latency for r in records)
-        print(f"overhead per problem: {overhead_ms:.1f} ms (problem wall time minus the service's latency)")
-    print(f"CPU per model call: {1000 * cpu / calls:.2f} ms in this process "
-          f"(the whole run: orchestration, HTTP, files, scoring), "
-          f"{1000 * service_cpu / calls:.2f} ms in the fake service; "
-          f"load average {Path('/proc/loadavg').read_text().split()[0]} "
-          f"on {os.cpu_count()} cores")
-    if ours_ms is not None:
-        print(f"CPU per call, one Aligner request sent {args.cpu_calls} times: our client {ours_ms:.2f} ms, "
-              f"openai SDK {sdk_ms:.2f} ms")
-    if not args.skip_tokens:
-        sample = min(args.token_sample, len(records))
-        maps_tokens, naive_tokens = count_tokens(outcome.eval_dir, records, sample)
+    def maps_eval(bench: Path, concurrency: int, latency: float) -> tuple[Run, Path, Path]:
+        nonlocal runs
+        runs += 1
+        folder, bodies = work / f"runs-{runs}", work / f"bodies-{runs}.jsonl"
+        command = [str(MAPS), "eval", "custom", "--data", str(bench), "--concurrency", str(concurrency), "--no-cache",
+                   "--quiet", "--runs-dir", str(folder), *workers]
+        run = timed(service, command, latency=latency, record=True, cwd=work, env=env, save=bodies)
+        return run, bodies, next(folder.glob("eval-*"))
+
+    def bare(bodies: Path, concurrency: int, latency: float) -> Run:
+        command = [sys.executable, __file__, "_bare", str(bodies), service.base, str(concurrency)]
+        return timed(service, command, latency=latency, record=False, cwd=work)
+
+    results: dict[Any, list[Run]] = {}
+    eval_dir = None
+    print(f"{args.problems} problems per run, {args.latency * 1000:.0f} ms per call, images {width}x{height}, "
+          f"{args.rounds} round(s); {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}"
+          + (f"; maps eval --workers {args.workers}" if workers else ""), flush=True)
+    try:
+        for _ in range(args.rounds):
+            for concurrency in args.concurrency:
+                ours, bodies, eval_dir = maps_eval(data, concurrency, args.latency)
+                results.setdefault(("maps", concurrency), []).append(ours)
+                results.setdefault(("bare", concurrency), []).append(bare(bodies, concurrency, args.latency))
+            ours, bodies, _ = maps_eval(cpu_data, 1, 0.0)
+            results.setdefault(("maps", 1), []).append(ours)
+            results.setdefault(("bare", 1), []).append(bare(bodies, 1, 0.0))
+    finally:
+        service.close()
+        tokens = None
+        if not args.skip_tokens and eval_dir is not None:
+            tokens = count_tokens(eval_dir, args.token_sample)
+        if os.environ.get("MAPS_PERF_KEEP") is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+    for concurrency in args.concurrency:
+        ours, theirs = results[("maps", concurrency)], results[("bare", concurrency)]
+        ideal = args.problems / ideal_seconds(ours[0].calls, concurrency, args.latency)
+        rates = [args.problems / run.wall for run in ours]
+        bare_rates = [args.problems / run.wall for run in theirs]
+        print(f"problems/s at concurrency {concurrency}: maps {spread(rates)}, bare client {spread(bare_rates)}, "
+              f"ideal {ideal:.2f}; maps = {spread([rate / ideal for rate in rates], '{:.0%}')} of the ideal, "
+              f"{spread([rate / other for rate, other in zip(rates, bare_rates)], '{:.0%}')} of the bare client "
+              f"({statistics.mean(ours[0].calls):.2f} calls per problem; whole processes, start-up included)")
+    ours, theirs = results[("maps", 1)], results[("bare", 1)]
+    n = args.cpu_problems
+
+    def per_problem(run: Run, after_startup: bool) -> float:
+        return 1000 * (run.cpu - ((run.cpu_at_first or 0.0) if after_startup else 0.0)) / n
+
+    for after, label in ((False, "whole process"), (True, "after the first request")):
+        mine = [per_problem(run, after) for run in ours]
+        other = [per_problem(run, after) for run in theirs]
+        print(f"CPU per problem at concurrency 1 ({label}): maps {spread(mine, '{:.1f}')} ms, "
+              f"bare client {spread(other, '{:.1f}')} ms = {spread([a / b for a, b in zip(mine, other)], '{:.1f}')}x "
+              f"({n} problems, the service answering at once; every process counted)")
+    starts = [run.first_request for key, group in results.items() if key[0] == "maps" for run in group]
+    bare_starts = [run.first_request for key, group in results.items() if key[0] == "bare" for run in group]
+    print(f"time to the first request: maps {spread(starts)} s, bare client {spread(bare_starts)} s "
+          f"(process start to the request's arrival at the service)")
+    print(f"peak RSS of one process (maps eval, bare client): "
+          f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB")
+    if tokens is not None:
+        from maps_autogen.tokens import METHOD
+
+        maps_tokens, naive_tokens, sample = tokens
         usd = GPT_4O_PROMPT_USD_PER_MILLION / 1e6
-        print(f"prompt tokens per problem over {sample} problems: MAPS {maps_tokens:.0f} "
-              f"vs naive broadcasting group chat {naive_tokens:.0f} ({maps_tokens / naive_tokens - 1:+.0%}); "
-              f"at gpt-4o's ${GPT_4O_PROMPT_USD_PER_MILLION:.2f}/M: "
-              f"${maps_tokens * usd:.4f} vs ${naive_tokens * usd:.4f} per problem")
+        print(f"prompt tokens per problem over {sample} problems: MAPS {maps_tokens:.0f} vs naive broadcasting group "
+              f"chat {naive_tokens:.0f} ({maps_tokens / naive_tokens - 1:+.0%}); at gpt-4o's "
+              f"${GPT_4O_PROMPT_USD_PER_MILLION:.2f}/M: ${maps_tokens * usd:.4f} vs ${naive_tokens * usd:.4f} "
+              f"per problem")
         print(f"  counted as: {METHOD}")
-    mark = f"{watcher.rss_at_mark:.0f} MB after 1,000 problems, " if watcher and watcher.rss_at_mark else ""
-    running = watcher.peak_while_running(len(records)) if watcher else None
-    last = f"{running:.0f} MB just before the last problem finished, " if running else ""
-    samples = watcher.samples if watcher else []
-    quarters = (", ".join(f"{samples[min(len(samples) - 1, len(samples) * k // 4)]:.0f}" for k in (1, 2, 3, 4))
-                if samples else "-")
-    print(f"peak RSS: {mark}{last}{peak_after_run:.0f} MB once the run ended "
-          f"(after compacting results.jsonl and the summary); "
-          f"RSS at 25/50/75/100% of the run: {quarters} MB")
+
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["_serve"]:
+        serve()
+    elif sys.argv[1:2] == ["_bare"]:
+        bare_client(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+    else:
+        main()

@@ -69,18 +69,22 @@ def load_results(eval_dir: Path) -> tuple[list[ResultRow], int]:
     return [parsed(ResultRow, row, source=str(path)) for row in latest_by_pid(rows).values()], offset
 
 
-def unfinished_rows(eval_dir: Path, rows: Iterable[Row]) -> list[Unfinished]:
-    """Rows for the problems with a folder but no result yet: in flight while the eval runs (or
-    left over by a killed one). Only folders no result names are read."""
+def unnamed_folders(eval_dir: Path, rows: Iterable[Row]) -> list[Path]:
+    """The problem folders no row names, in name order."""
     named = {Path(row.run_dir).name for row in rows if row.run_dir}
     try:
-        folders = sorted(
+        return sorted(
             entry for entry in (eval_dir / PROBLEMS_DIR).iterdir() if entry.name not in named and entry.is_dir()
         )
     except OSError:
         return []
+
+
+def unfinished_rows(eval_dir: Path, rows: Iterable[Row]) -> list[Unfinished]:
+    """Rows for the problems with a folder but no result yet: in flight while the eval runs (or
+    left over by a killed one). Only folders no result names are read."""
     unfinished = []
-    for folder in folders:
+    for folder in unnamed_folders(eval_dir, rows):
         if not (folder / RUN_FILE).is_file():
             continue
         run = read_run_or_none(folder)  # None: damaged (a just-created one is not there yet)

@@ -12,6 +12,10 @@ symlinks pointing out). Only pages it renders, images and two live feeds are ser
   carry new turns and events (and the outcome when run.json changes) or newly finished problems
   (and the updated summary), rendered by the same functions as the pages, polled from the files
   every POLL_S seconds.
+
+Pages are rendered once per change (`PageCache`): the index of a 5,000-problem eval takes most of
+a second to render, so a page is kept with the stamps (inode, size, mtime) of the files and folders
+it was rendered from and served again while none of them changed.
 """
 
 from __future__ import annotations
@@ -22,17 +26,28 @@ import logging
 import re
 import secrets
 import threading
-from collections.abc import Iterator
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from maps_autogen.errors import DataError, UsageError
-from maps_autogen.records import RESULTS_FILE, RUN_FILE, TRANSCRIPT_FILE
+from maps_autogen.records import (
+    IMAGES_DIR,
+    MANIFEST_FILE,
+    PROBLEMS_DIR,
+    RESULTS_FILE,
+    RUN_FILE,
+    TRANSCRIPT_FILE,
+    ResultRow,
+)
 from maps_autogen.redact import redact
 from maps_autogen.run_files import read_manifest, read_result_rows
-from maps_autogen.safe_paths import inside
+from maps_autogen.safe_paths import inside, problem_folder
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.eval_pages import (
     Row,
@@ -43,6 +58,7 @@ from maps_autogen.view.eval_pages import (
     render_problem_page,
     row_folder,
     unfinished_rows,
+    unnamed_folders,
 )
 from maps_autogen.view.prepare import TranscriptState, team_of
 from maps_autogen.view.render import (
@@ -83,13 +99,81 @@ def _sse(event: str, data: dict[str, Any], event_id: str | None = None) -> bytes
     return "\n".join(lines).encode("ascii")
 
 
-def _stamp(path: Path) -> tuple[int, int, int] | None:
+Stamp = tuple[int, int, int] | None
+
+
+def _stamp(path: Path) -> Stamp:
     """What changes when a file is rewritten (os.replace gives a new inode) or grows."""
     try:
         status = path.stat()
     except OSError:
         return None
     return status.st_ino, status.st_size, status.st_mtime_ns
+
+
+SETTLED_NS = 2_000_000_000  # a file modified this close to a render may change again unseen (coarse mtimes)
+CACHED_PAGES = 64  # the index, the rows and the problem pages last asked for
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    paths: tuple[Path, ...]  # what the value was rendered from
+    stamps: tuple[Stamp, ...]  # their stamps, taken before the render (of files found while rendering: after)
+    settled: bool  # every stamp older than the render by SETTLED_NS: the same stamp means the same content
+    token: Any  # what else the value was rendered from, compared by equality
+    value: Any
+
+
+class PageCache:
+    """Rendered pages (and other values read from the run folder), each kept with the stamps of
+    the files it depends on and rendered again only when one of them changed. A page whose files
+    were modified just before (or during) its render is rendered again the next time, since a file
+    rewritten within the file system's timestamp granularity can keep its size and mtime. Errors
+    are not kept: a damaged file is reported on every request until it is repaired.
+    `renders` counts the renders by key (tests read it)."""
+
+    def __init__(self, size: int = CACHED_PAGES):
+        self._entries: OrderedDict[str, _Rendered] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()  # one render at a time: a burst of requests renders a page once
+        self.renders: Counter[str] = Counter()
+
+    def get(self, key: str, paths: Sequence[Path], render: Callable[[], tuple[Any, Sequence[Path]]],
+            token: Any = None) -> Any:
+        """The value kept under `key` if its files are unchanged (and it was rendered for an equal
+        `token`), else `render()`'s value (which also returns the further paths it depends on,
+        found while rendering)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if (entry is not None and entry.settled and entry.token == token
+                    and tuple(map(_stamp, entry.paths)) == entry.stamps):
+                self._entries.move_to_end(key)
+                return entry.value
+            started = time.time_ns()
+            before = tuple(map(_stamp, paths))
+            value, found = render()
+            self.renders[key] += 1
+            stamps = before + tuple(map(_stamp, found))
+            settled = all(stamp is None or stamp[2] < started - SETTLED_NS for stamp in stamps)
+            self._entries[key] = _Rendered((*paths, *found), stamps, settled, token, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+            return value
+
+
+def _run_paths(run_dir: Path) -> list[Path]:
+    """The files and folders a run's index is rendered from (a folder's stamp changes when an entry
+    is added, removed or replaced in it)."""
+    names = (MANIFEST_FILE, RUN_FILE, RESULTS_FILE, TRANSCRIPT_FILE, PROBLEMS_DIR, IMAGES_DIR)
+    return [run_dir, *(run_dir / name for name in names)]
+
+
+def _unfinished_paths(run_dir: Path, rows: Sequence[Any]) -> list[Path]:
+    """The run.json of each problem folder no result row names: what the index's unfinished rows
+    are read from."""
+    finished = [row for row in rows if isinstance(row, ResultRow)]
+    return [folder / RUN_FILE for folder in unnamed_folders(run_dir, finished)]
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -113,6 +197,7 @@ class ViewServer:
                 fix="choose another --port (0 picks a free one)",
             ) from None
         self._thread: threading.Thread | None = None
+        self.pages = PageCache()
         self._streams = 0  # live feeds open
         self._streams_done = threading.Condition()
 
@@ -216,20 +301,36 @@ class ViewServer:
                       {"Content-Security-Policy": content_security_policy(PageMode.SERVED)})
 
     def _index(self) -> str:
-        links = Links(PageMode.SERVED, self.run_dir)
-        kind = kind_of(self.run_dir)
-        if kind == "solve":
-            title, body = render_solve(self.run_dir, links)
-        else:
-            title, body, _ = render_eval_index(self.run_dir, links)
-        return page(title, body, kind=kind, mode=PageMode.SERVED)
+        def render() -> tuple[str, list[Path]]:
+            links = Links(PageMode.SERVED, self.run_dir)
+            kind = kind_of(self.run_dir)
+            if kind == "solve":
+                title, body = render_solve(self.run_dir, links)
+                found: list[Path] = []
+            else:
+                title, body, rows = render_eval_index(self.run_dir, links)
+                found = _unfinished_paths(self.run_dir, rows)
+            return page(title, body, kind=kind, mode=PageMode.SERVED), found
+
+        text: str = self.pages.get("index", _run_paths(self.run_dir), render)
+        return text
+
+    def _rows(self) -> list[Row]:
+        """An eval's rows: its results, then the problems that started and have no result yet."""
+
+        def read() -> tuple[list[Row], list[Path]]:
+            finished, _ = load_results(self.run_dir)
+            rows: list[Row] = [*finished, *unfinished_rows(self.run_dir, finished)]
+            return rows, _unfinished_paths(self.run_dir, rows)
+
+        rows: list[Row] = self.pages.get("rows", _run_paths(self.run_dir), read)
+        return rows
 
     def _rows_around(self, key: str) -> tuple[Row, Any, Any]:
         """The result row whose page is `key`, and the previous and next problems' pids."""
         if kind_of(self.run_dir) != "eval" or not _KEY.fullmatch(key):
             raise _NotFound("no such problem")
-        finished, _ = load_results(self.run_dir)
-        rows: list[Row] = [*finished, *unfinished_rows(self.run_dir, finished)]
+        rows = self._rows()
         keys = [page_key(row.pid) for row in rows]
         if key not in keys:
             raise _NotFound("no such problem (yet)")
@@ -240,12 +341,21 @@ class ViewServer:
 
     def _problem(self, key: str) -> str:
         row, previous, following = self._rows_around(key)
-        links = Links(PageMode.SERVED, self.run_dir, root="../")
-        # Served pages are rendered on demand, so they can afford each turn's request.
-        title, body = render_problem_page(
-            self.run_dir, row, links, previous=previous, following=following, include_requests=True
-        )
-        return page(title, body, kind="problem", mode=PageMode.SERVED)
+        folder = problem_folder(self.run_dir, row.run_dir)  # the one it names, whether or not it is the row's own
+        own = [folder, *(folder / name for name in (RUN_FILE, TRANSCRIPT_FILE, IMAGES_DIR))] if folder else []
+
+        def render() -> tuple[str, list[Path]]:
+            links = Links(PageMode.SERVED, self.run_dir, root="../")
+            # Served pages are rendered on demand, so they can afford each turn's request.
+            title, body = render_problem_page(
+                self.run_dir, row, links, previous=previous, following=following, include_requests=True
+            )
+            return page(title, body, kind="problem", mode=PageMode.SERVED), []
+
+        # The row and its neighbours (from the cached rows) and the problem folder's files decide the page.
+        text: str = self.pages.get(f"problem {key}", [self.run_dir / PROBLEMS_DIR, *own], render,
+                                   token=(row, previous, following))
+        return text
 
     def _send_file(self, request: Any, relative: str) -> None:
         path = inside(self.run_dir, relative)
@@ -394,4 +504,4 @@ def _parse_offset(text: str) -> int:
         return 0
 
 
-__all__ = ["ViewServer"]
+__all__ = ["PageCache", "ViewServer"]
