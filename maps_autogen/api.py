@@ -211,7 +211,7 @@ def solve(
         problem = load_problem(problem, config=loaded, allow_private_urls=allow_private_urls)
     with image_limits(ImageLimits.of(loaded.config.limits)):
         problem = problem.fitted(loaded.config.images.max_side)
-    evaluate_answer = gold_scorer(problem, where="the problem's answer")
+    evaluate_answer = gold_scorer(problem, where="the problem")
     assembled = assemble_team(loaded)
     if announce is not None:
         announce(assembled.announcement)
