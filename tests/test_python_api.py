@@ -4,6 +4,8 @@ turns stream to the caller as they happen, and bad input is the one-line domain 
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import re
@@ -21,7 +23,7 @@ import maps_autogen
 from maps_autogen.errors import ConfigError, MapsError, ProblemError, UsageError
 from maps_autogen.records import EventRecord, MessageRecord, TurnStartRecord
 from maps_autogen.run_files import read_run, read_summary, read_transcript
-from tests.conftest import REPO, TEST_KEY, critic_json, make_png, solver_json
+from tests.conftest import REPO, TEST_KEY, critic_json, make_png, solver_json, write_config
 from tests.fake_openai import FakeOpenAI, RoleScript
 from tests.inprocess import _process_state
 from tests.test_private_urls import ImageServer
@@ -164,6 +166,19 @@ def test_solve_reads_a_problem_file_and_scores_its_gold_answer(service: FakeOpen
     assert result.run.gold == "B" and result.run.correct is True  # the script's final answer is B
     assert {request.body["model"] for request in service.received} == {"gpt-4o-mini"}  # model= for every step
     assert result.run.problem.id == "lever" and result.run.problem.image_files == ["images/image-1.png"]
+
+
+def test_solve_sends_images_at_the_configs_max_side(service: FakeOpenAI, tmp_path: Path) -> None:
+    """A Problem's images are loaded at the built-in images.max_side; a config with a smaller one
+    downscales them before anything is sent or stored."""
+    config = write_config(tmp_path / "small.yaml", **{"images.max_side": 100})
+    problem = maps_autogen.Problem("Which mass?", images=[make_png(tmp_path / "wide.png", size=(400, 200))])
+    result = maps_autogen.solve(problem, config=config, runs_dir=tmp_path / "runs")
+    [sent] = [request.image_urls() for request in service.received if request.role == "interpreter"]
+    stored = Image.open(result.run_dir / "images" / "image-1.png")
+    assert stored.size == (100, 50) and len(sent) == 1
+    assert Image.open(io.BytesIO(base64.b64decode(sent[0].split(",", 1)[1]))).size == (100, 50)
+    assert (result.run.problem.images[0].width, result.run.problem.images[0].height) == (100, 50)
 
 
 def test_a_callback_that_raises_stops_the_run_and_is_raised_after_the_folder_is_written(
