@@ -28,7 +28,7 @@ from maps_autogen.config import LoadedConfig
 from maps_autogen.errors import MapsError, ProblemError, UsageError
 from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.problem import Problem
-from maps_autogen.records import EventRecord, MessageRecord, TokenRecord, TurnStartRecord
+from maps_autogen.records import MessageRecord, TranscriptRecord
 
 if TYPE_CHECKING:
     from maps_autogen.chat import ChatOutcome, Observer
@@ -39,10 +39,11 @@ if TYPE_CHECKING:
 __all__ = ["ChatRecord", "EvalOutcome", "MapsError", "Problem", "SolveResult", "evaluate", "load_problem",
            "load_settings", "solve"]
 
-#: What a chat hands its observers as it goes, typed: each finished turn (`MessageRecord`, the
-#: opening task message included), each event between turns (`EventRecord`: rollback, stop, ...),
-#: and the live-only `TurnStartRecord` (a turn begins) and `TokenRecord` (streamed text).
-ChatRecord: TypeAlias = MessageRecord | EventRecord | TurnStartRecord | TokenRecord
+#: What a chat hands its observers as it goes, typed (records.py): each finished turn
+#: (`MessageRecord`, the opening task message included), each event between turns (`EventRecord`:
+#: rollback, stop, ...), and the live-only `TurnStartRecord` (a turn begins) and `TokenRecord`
+#: (streamed text).
+ChatRecord: TypeAlias = TranscriptRecord
 PathLike: TypeAlias = str | os.PathLike[str]
 #: File endings that name an image, not a problem file (`solve` then says how to pass it).
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
