@@ -23,24 +23,13 @@ import maps_autogen
 from maps_autogen.errors import ConfigError, MapsError, ProblemError, UsageError
 from maps_autogen.records import EventRecord, MessageRecord, TurnStartRecord
 from maps_autogen.run_files import read_run, read_summary, read_transcript
-from tests.conftest import REPO, TEST_KEY, critic_json, make_png, solver_json, write_config
-from tests.fake_openai import FakeOpenAI, RoleScript
+from tests.conftest import REPO, TEST_KEY, make_png, write_config
+from tests.fake_openai import FakeOpenAI
 from tests.inprocess import _process_state
 from tests.test_private_urls import ImageServer
+from tests.test_solve_cli import rollback_script  # the Critic sends the Scholar back once
 
 STEPS = ["interpreter", "aligner", "scholar", "solver", "critic"]
-
-
-def rollback_script() -> RoleScript:
-    """The Critic sends the Scholar back once, then passes everything."""
-    return RoleScript({
-        "interpreter": ["A lever: 3 kg at 0.4 m left of the pivot."],
-        "aligner": ["Balanced lever; find m at 0.6 m."],
-        "scholar": ["Forces add up.", "Torques balance: m1 d1 = m2 d2."],
-        "solver": [solver_json("A"), solver_json("B")],
-        "critic": [critic_json(5, 5, 2, 3, worst="knowledge", feedback={"knowledge": "Which quantity balances?"}),
-                   critic_json(5, 5, 5, 5)],
-    })
 
 
 @pytest.fixture

@@ -17,8 +17,9 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from tests.conftest import REPO, TEST_KEY, clean_env, critic_json, make_png, solver_json
-from tests.fake_openai import FakeOpenAI, RoleScript
+from tests.conftest import REPO, TEST_KEY, clean_env, make_png
+from tests.fake_openai import FakeOpenAI
+from tests.test_readme_commands import fake_service  # every step answers; the Critic passes at once
 
 # What a build reads: the project's metadata, the README it names, the package.
 BUILD_INPUTS = ("pyproject.toml", "README.md")
@@ -58,16 +59,6 @@ def fresh_environment(tmp_path: Path, wheel: Path) -> Path:
     return python
 
 
-def service() -> RoleScript:
-    return RoleScript({
-        "interpreter": ["A lever: 3 kg at 0.4 m left of the pivot."],
-        "aligner": ["Balanced lever; find m at 0.6 m."],
-        "scholar": ["Torques balance: m1 d1 = m2 d2."],
-        "solver": [solver_json("A")],
-        "critic": [critic_json(5, 5, 5, 5)],
-    })
-
-
 API_SCRIPT = """
 import json, sys
 import maps_autogen
@@ -89,7 +80,7 @@ def test_the_wheel_solves_from_an_empty_folder_in_a_fresh_environment(tmp_path: 
     empty, empty_too = tmp_path / "empty", tmp_path / "empty-too"
     empty.mkdir()
     empty_too.mkdir()
-    with FakeOpenAI(service()) as server:
+    with FakeOpenAI(fake_service()) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY, PATH=f"{venv / 'bin'}:/usr/bin:/bin")
         env.pop("PYTHONPATH", None)
         env.pop("VIRTUAL_ENV", None)
