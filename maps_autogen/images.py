@@ -194,14 +194,14 @@ def image_from_bytes(raw: bytes, *, name: str, source: str, max_side: int) -> Im
 ImageSource: TypeAlias = ImageInput | str | os.PathLike[str] | bytes | bytearray | Image.Image
 
 
-def image_input(source: ImageSource, *, max_side: int, index: int, base_dir: Path | None = None) -> ImageInput:
+def image_input(source: ImageSource, *, max_side: int, index: int) -> ImageInput:
     """Any `ImageSource` as an image ready to send, checked as a problem file's images are (the
     limits in force, private URLs refused unless allowed); a ready `ImageInput` is kept as it is.
     `index` numbers the images of one problem (the name of one that has none)."""
     if isinstance(source, ImageInput):
         return source
     if isinstance(source, (str, os.PathLike)):
-        return load_image(os.fspath(source), max_side=max_side, base_dir=base_dir, index=index)
+        return load_image(os.fspath(source), max_side=max_side, index=index)  # relative: to the working folder
     name = f"image-{index}"
     if isinstance(source, (bytes, bytearray)):
         limit = _limits.get().file_bytes
