@@ -92,7 +92,8 @@ def load_settings(
     else:
         loaded = load_config(Path(config) if config is not None else None,
                              team=Path(team) if team is not None else None, config_list=config_list)
-    loaded = with_overrides(loaded, model=model, threshold=threshold, max_rollbacks=max_rollbacks)
+    if (model, threshold, max_rollbacks) != (None, None, None):
+        loaded = with_overrides(loaded, model=model, threshold=threshold, max_rollbacks=max_rollbacks)
     check_without(loaded.team.config, frozenset(without), loaded.team.source)
     return loaded
 
