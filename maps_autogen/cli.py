@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,8 +16,6 @@ from maps_autogen.benchmarks import NAMES as BENCHMARK_NAMES
 from maps_autogen.errors import MapsError
 
 if TYPE_CHECKING:
-    from maps_autogen.chat import ChatOutcome
-    from maps_autogen.problem import Problem
     from maps_autogen.view.server import ViewServer
 
 
@@ -134,16 +132,14 @@ def solve(
     """Solve one problem: IMAGES are diagram files, http(s) URLs or data URLs."""
     import json as json_module
 
-    from maps_autogen.config import load_config, with_overrides
+    from maps_autogen.api import load_problem, load_settings
+    from maps_autogen.api import solve as solve_problem
     from maps_autogen.errors import ProblemError, ServiceError
     from maps_autogen.fetch import private_urls_allowed
     from maps_autogen.images import ImageLimits, image_limits
     from maps_autogen.interrupts import ClosedOutputGuard
     from maps_autogen.live import LiveConsole
-    from maps_autogen.problem import build_problem, load_problem_file
-    from maps_autogen.solve import assemble_team, expected_time, solve_problem
-    from maps_autogen.team import check_without
-    from maps_autogen.transcript import new_run_id
+    from maps_autogen.problem import build_problem
 
     if problem_file is not None and (question or images or options or context):
         raise ProblemError(
@@ -151,24 +147,14 @@ def solve(
         )
     if problem_file is None and not question:
         raise ProblemError("no question given", fix='pass -q "your question" or --problem problem.yaml')
-    loaded = with_overrides(
-        load_config(config_file, team=team_file, config_list=config_list),
-        model=model,
-        threshold=threshold,
-        max_rollbacks=max_rollbacks,
-    )
-    check_without(loaded.team.config, frozenset(without), loaded.team.source)
-    max_side = loaded.config.images.max_side
-    limits = loaded.config.limits
-    with image_limits(ImageLimits.of(limits)):
-        if problem_file is not None:
-            problem = load_problem_file(problem_file, max_side=max_side, max_bytes=limits.problem_file_bytes,
-                                        allow_private_urls=allow_private_urls)
-        else:
-            with private_urls_allowed(True):  # URLs the user typed are theirs to fetch
-                problem = build_problem(
-                    question or "", context=context, options=options, image_sources=images, max_side=max_side
-                )
+    loaded = load_settings(config_file, model=model, team=team_file, config_list=config_list, threshold=threshold,
+                           max_rollbacks=max_rollbacks, without=without)
+    if problem_file is not None:
+        problem = load_problem(problem_file, config=loaded, allow_private_urls=allow_private_urls)
+    else:
+        with image_limits(ImageLimits.of(loaded.config.limits)), private_urls_allowed(True):  # typed: the user's
+            problem = build_problem(question or "", context=context, options=options, image_sources=images,
+                                    max_side=loaded.config.images.max_side)
     if human and not quiet and not as_json:
         extra = click.prompt(
             "UserProxy: anything to add to the context? (Enter to start)", default="", show_default=False
@@ -179,23 +165,18 @@ def solve(
             from maps_autogen.text import valid_text
 
             problem = replace(problem, context=valid_text(problem.context + "\n" + extra.strip()).strip())
-    evaluate = _gold_scorer(problem, problem_file)
-    team = assemble_team(loaded)
     live = None if (quiet or as_json) else LiveConsole(options=problem.options)
-    if live is not None:
-        _say(team.announcement, err=True)
-        estimate = expected_time(team)
-        if estimate:
-            _say(estimate, err=True)
-    run_id = new_run_id("solve")
-    viewer = _start_viewer(runs_dir / run_id) if live_view else None
+    viewers: list[ViewServer] = []
     try:
         result = solve_problem(
-            problem, team, runs_dir=runs_dir, observer=ClosedOutputGuard(live) if live is not None else None,
-            human=human, run_id=run_id, without=frozenset(without), evaluate=evaluate,
+            problem, config=loaded, runs_dir=runs_dir, without=without, human=human,
+            observer=ClosedOutputGuard(live) if live is not None else None,
+            announce=None if live is None else (lambda text: _say(text, err=True)),
+            on_ready=(lambda run_dir: viewers.append(_start_viewer(run_dir))) if live_view else None,
         )
     finally:
-        _stop_viewer(viewer)
+        for viewer in viewers:
+            _stop_viewer(viewer)
     if as_json:
         from maps_autogen.redact import terminal_safe_json
 
@@ -212,22 +193,6 @@ def solve(
         raise ServiceError(
             result.outcome.error or "the chat failed", fix=f"finished steps are saved in {result.run_dir}"
         )
-
-
-def _gold_scorer(problem: Problem, problem_file: Path | None) -> Callable[[ChatOutcome], dict[str, Any]] | None:
-    """How `maps solve` scores its answer when the problem file gives a gold `answer`: by the
-    custom benchmark's rules (a gold that fits none of them is a one-line error before any call)."""
-    if problem.answer is None:
-        return None
-    from maps_autogen.benchmarks.custom.scorer import gold_evaluation, gold_problem
-    from maps_autogen.errors import ProblemError
-
-    gold, options = problem.answer, problem.options
-    trouble = gold_problem({"answer": gold, "options": list(options)})
-    if trouble:
-        raise ProblemError(f"{problem_file}: {trouble.replace('field ', '')}",
-                           fix="give an option letter for a problem with options, else a number or a short text")
-    return lambda outcome: gold_evaluation(gold, options, outcome.final_answer)
 
 
 @cli.command()
@@ -394,43 +359,22 @@ def eval_command(
 
     Exit codes: 0 every problem scored (or --max-cost stopped it cleanly); 1 a problem failed or
     a fatal service error stopped the run; 2 bad input; 130 interrupted (Ctrl-C)."""
-    if method not in (None, "maps") and without:
-        raise click.UsageError("--without applies to --method maps only")
     if resume is not None:
         _refuse_selection_on_resume()
-    if data is None and resume is None:  # no network and no cached copy: fail before the slow imports
-        from maps_autogen.benchmarks import get_benchmark
-        from maps_autogen.benchmarks.hub import check_hub
-        from maps_autogen.benchmarks.tasks import available_subsets
-
-        task = get_benchmark(benchmark).task
-        if task.hub_id:
-            check_hub(task.hub_id)
-        else:  # no hub copy (your own benchmark): --data is required
-            available_subsets(task, None)
-    from maps_autogen.config import load_config, with_overrides
+    from maps_autogen.api import evaluate
     from maps_autogen.errors import RunInterrupted, ServiceError
-    from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
-    from maps_autogen.team import check_without
 
-    loaded = with_overrides(
-        load_config(config_file, team=team_file, config_list=config_list),
-        model=model,
-        threshold=threshold,
-        max_rollbacks=max_rollbacks,
-    )
-    check_without(loaded.team.config, frozenset(without), loaded.team.source)
-    request = EvalRequest(
-        benchmark=benchmark, subsets=tuple(subsets), data=data, limit=limit, sample=sample, seed=seed, method=method,
-        without=frozenset(without), concurrency=concurrency, rules=rules, cache=not no_cache,
-        max_cost=max_cost, shard=Shard.parse(shard) if shard else None, runs_dir=runs_dir, resume=resume,
-        allow_outside_paths=allow_outside_paths, allow_private_urls=allow_private_urls, allow_change=allow_change,
-    )
-    viewers = []
+    viewers: list[ViewServer] = []
     try:
-        on_ready = (lambda eval_dir: viewers.append(_start_viewer(eval_dir))) if live_view else None
-        announce = None if quiet else (lambda text: _say(text, err=True))
-        outcome = EvalRun(request, loaded, progress=not quiet, on_ready=on_ready, announce=announce).run()
+        outcome = evaluate(
+            benchmark, data=data, method=method, subsets=subsets, limit=limit, sample=sample, seed=seed,
+            without=without, concurrency=concurrency, rules=rules, cache=not no_cache, max_cost=max_cost,
+            shard=shard, resume=resume, allow_change=allow_change, runs_dir=runs_dir, config=config_file,
+            model=model, team=team_file, config_list=config_list, threshold=threshold, max_rollbacks=max_rollbacks,
+            allow_outside_paths=allow_outside_paths, allow_private_urls=allow_private_urls, progress=not quiet,
+            announce=None if quiet else (lambda text: _say(text, err=True)),
+            on_ready=(lambda eval_dir: viewers.append(_start_viewer(eval_dir))) if live_view else None,
+        )
     finally:
         for viewer in viewers:
             _stop_viewer(viewer)

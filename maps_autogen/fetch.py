@@ -62,7 +62,8 @@ def _refused(url: str, address: str) -> ProblemError:
     return ProblemError(
         f"image {url} is at a non-public address ({address}); images named by a problem file or a data set are "
         "fetched only from public addresses",
-        fix=f"pass {ALLOW_FLAG} if you trust the file, or save the image and name the file",
+        fix=f"pass {ALLOW_FLAG} (in Python: allow_private_urls=True) if you trust the file, or save the image "
+        "and name the file",
     )
 
 

@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
@@ -186,6 +187,40 @@ def image_from_bytes(raw: bytes, *, name: str, source: str, max_side: int) -> Im
         oriented.save(out, format="PNG")
         mime = "image/png"
     return ImageInput(name, source, out.getvalue(), mime, oriented.width, oriented.height)
+
+
+#: What a Problem's `images` may hold: a ready image, a path, an http(s) or data URL, the
+#: image file's bytes, or a PIL image (the Python API's forms; a problem file gives paths and URLs).
+ImageSource: TypeAlias = ImageInput | str | os.PathLike[str] | bytes | bytearray | Image.Image
+
+
+def image_input(source: ImageSource, *, max_side: int, index: int) -> ImageInput:
+    """Any `ImageSource` as an image ready to send, checked as a problem file's images are (the
+    limits in force, private URLs refused unless allowed); a ready `ImageInput` is kept as it is.
+    `index` numbers the images of one problem (the name of one that has none)."""
+    if isinstance(source, ImageInput):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        return load_image(os.fspath(source), max_side=max_side, index=index)  # relative: to the working folder
+    name = f"image-{index}"
+    if isinstance(source, (bytes, bytearray)):
+        limit = _limits.get().file_bytes
+        if len(source) > limit:
+            raise _too_large(f"#{index} (bytes)", len(source), limit)
+        return image_from_bytes(bytes(source), name=name, source=f"bytes #{index}", max_side=max_side)
+    if isinstance(source, Image.Image):
+        return image_from_pil(source, name=name, max_side=max_side)
+    raise ProblemError(f"image #{index} is a {type(source).__name__}",
+                       fix="give a file path, an http(s) or data URL, the image's bytes or a PIL image")
+
+
+def fitted_image(image: ImageInput, *, max_side: int) -> ImageInput:
+    """`image` downscaled so neither side exceeds `max_side` and checked against the pixel limit
+    in force (a run's config may be stricter than the one it was loaded under); unchanged when
+    it already fits."""
+    if max(image.width, image.height) <= max_side and image.width * image.height <= _limits.get().pixels:
+        return image
+    return image_from_bytes(image.data, name=image.name, source=image.source, max_side=max_side)
 
 
 def image_from_pil(image: Image.Image, *, name: str, max_side: int) -> ImageInput:

@@ -1,41 +1,96 @@
-"""The one Problem type every source produces (command line, problem file, benchmarks)."""
+"""The one Problem type every source produces (command line, problem file, benchmarks, the
+Python API's `maps_autogen.Problem`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.config import LimitsConfig, read_yaml
+from PIL.Image import Image as PILImage
+
+from maps_autogen.config import ImagesConfig, LimitsConfig, read_yaml
 from maps_autogen.errors import ConfigError, ProblemError
 from maps_autogen.fetch import private_urls_allowed
-from maps_autogen.images import ImageInput, load_image
+from maps_autogen.images import ImageInput, ImageSource, fitted_image, image_input, load_image
 from maps_autogen.text import valid_text
 
 PROBLEM_FILE_KEYS = {"question", "context", "options", "images", "answer_format", "id", "answer"}
 #: The longest gold answer a problem file may give (a letter, a number or a short text).
 MAX_GOLD_CHARS = 1000
+#: The longest side an image gets when a Problem is made with images to load (the built-in
+#: `images.max_side`); a run whose config sets a smaller one downscales further (`fitted`).
+DEFAULT_MAX_SIDE = ImagesConfig().max_side
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Problem:
-    """A problem as the team sees it: question, context, options, images."""
+    """A problem as the team sees it: question, context, options, images.
+
+    `images` may be given as paths, http(s) or data URLs, bytes or PIL images (the Python API):
+    each is loaded and checked when the Problem is made, as a problem file's images are (the image
+    limits in force; downscaled to `max_side`, the built-in `images.max_side`), and an image URL at
+    a private address (loopback, LAN) is refused unless `allow_private_urls`. Text is made valid
+    Unicode; None stands for empty. A bad part raises ProblemError. `answer` is a gold answer the
+    solve is scored against (never shown to the team)."""
 
     question: str
     context: str = ""
     options: tuple[str, ...] = ()
     images: tuple[ImageInput, ...] = ()
     answer_format: str = ""  # a benchmark's instruction on how to state the answer
-    id: str | None = None
+    id: str | int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     answer: str | None = None  # the gold answer (a problem file's `answer`): never shown to the team
 
-    def __post_init__(self) -> None:
-        if not self.question or not self.question.strip():
+    def __init__(
+        self,
+        question: str,
+        context: str | None = "",
+        options: Iterable[str] | None = (),
+        images: Iterable[ImageSource] | ImageSource | None = (),
+        answer_format: str | None = "",
+        id: str | int | None = None,
+        metadata: dict[str, Any] | None = None,
+        answer: str | int | float | None = None,
+        *,
+        allow_private_urls: bool = False,
+        max_side: int = DEFAULT_MAX_SIDE,
+    ) -> None:
+        if not isinstance(question, str) or not question.strip():
             raise ProblemError(
                 "the question is empty", fix="give the question with -q/--question or in the problem file"
             )
+        if isinstance(options, str):
+            raise ProblemError("options must be a list of texts, not one text", fix='e.g. options=["2 kg", "4 kg"]')
+        if images is None:
+            images = ()
+        elif isinstance(images, (str, bytes, bytearray, os.PathLike, ImageInput, PILImage)):
+            images = (images,)  # one image given bare
+        with private_urls_allowed(allow_private_urls):
+            loaded = tuple(image_input(image, max_side=max_side, index=index)
+                           for index, image in enumerate(images, start=1))
+        for name, value in (
+            ("question", valid_text(question)),
+            ("context", valid_text(context or "")),
+            ("options", tuple(valid_text(str(option)) for option in options or ())),
+            ("images", loaded),
+            ("answer_format", valid_text(answer_format or "")),
+            ("id", id),
+            ("metadata", {} if metadata is None else metadata),
+            ("answer", None if answer is None else valid_text(str(answer))),
+        ):
+            object.__setattr__(self, name, value)
+
+    def fitted(self, max_side: int) -> Problem:
+        """This problem with every image downscaled to at most `max_side` (and checked against the
+        image limits in force): what a run whose config sets `images.max_side` sends."""
+        images = tuple(fitted_image(image, max_side=max_side) for image in self.images)
+        if all(new is old for new, old in zip(images, self.images)):
+            return self
+        return replace(self, images=images)
 
     @property
     def has_images(self) -> bool:

@@ -514,7 +514,7 @@ def parsed(model: type[M], data: Any, *, source: str) -> M:
             raise DataError(
                 f"{source} was written by a newer maps-autogen (schema version {version}; this one reads "
                 f"up to {SCHEMA_VERSION})",
-                fix="upgrade maps-autogen (pip install -U maps-autogen) to read it",
+                fix="upgrade maps-autogen (install a newer checkout or wheel) to read it",
             )
     try:
         return model.model_validate(data)

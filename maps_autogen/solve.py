@@ -29,7 +29,16 @@ from maps_autogen.errors import OutputClosedError, RunInterrupted
 from maps_autogen.interrupts import OutputClosed, exit_on_second_interrupt
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
-from maps_autogen.records import FlowRecord, RunRecord, TeamRecord, dumped
+from maps_autogen.records import (
+    FlowRecord,
+    RollbackRecord,
+    RunRecord,
+    StopReason,
+    TeamRecord,
+    Usage,
+    VerdictRecord,
+    dumped,
+)
 from maps_autogen.redact import register_secret
 from maps_autogen.roles import answer_with_option
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
@@ -160,11 +169,44 @@ def assemble_team(
 
 @dataclass
 class SolveResult:
+    """One solve: its run folder, `run` (run.json as written, typed) and the chat's outcome; the
+    properties read run.json's fields."""
+
     run_id: str
     run_dir: Path
     outcome: ChatOutcome
     run: RunRecord
     options: tuple[str, ...] = ()  # the problem's options (an answer letter is shown with its text)
+
+    @property
+    def final_answer(self) -> str | None:
+        """The final-answer step's answer (an option letter for a problem with options)."""
+        return self.run.final_answer
+
+    @property
+    def stop_reason(self) -> StopReason | None:
+        """Why the chat stopped: critic_passed, rollback_limit, critic_unparseable, max_rounds or error."""
+        return self.run.stop_reason
+
+    @property
+    def rollbacks(self) -> list[RollbackRecord]:
+        """Each rollback: the step sent back, its dimension, the scores and the question asked."""
+        return self.run.rollbacks
+
+    @property
+    def verdicts(self) -> list[VerdictRecord | None]:
+        """Each review's verdict in order (None: a reply with no usable scores)."""
+        return self.run.critic_verdicts
+
+    @property
+    def usage(self) -> Usage | None:
+        """Calls, tokens and cost of the whole chat."""
+        return self.run.usage
+
+    @property
+    def error(self) -> str | None:
+        """Why the run ended with stop reason `error` (None otherwise)."""
+        return self.run.error
 
     @property
     def final_answer_text(self) -> str:

@@ -108,6 +108,8 @@ class EvalRun:
             raise UsageError(f"unknown method '{request.method}'", fix=f"use one of: {', '.join(METHODS)}")
         if request.concurrency < 1:
             raise UsageError("--concurrency must be at least 1", fix="e.g. --concurrency 8")
+        if request.method not in (None, "maps") and request.without:
+            raise UsageError("--without applies to --method maps only", fix="drop --without or --method")
         self.request = request
         self.loaded = loaded
         self.task = get_benchmark(request.benchmark).task
