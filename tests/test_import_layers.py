@@ -51,6 +51,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # reading finished runs: `maps report` and `maps view`
     ("report", ("paper", "report", "view", "view.*")),
     ("cli", ("cli",)),
+    # MAPS as Inspect tasks (`inspect eval maps_autogen/...`): loaded by Inspect only, never by maps
+    ("inspect", ("inspect_tasks", "inspect_tasks.*")),
 )
 LAYER_ORDER = [name for name, _ in LAYERS]
 
