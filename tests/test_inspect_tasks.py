@@ -20,10 +20,9 @@ from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI, Received, Reply
 
 if os.environ.get("CI") == "true":  # CI installs the inspect extra (scripts/setup.sh): missing is a failure
-    from inspect_ai.log import EvalLog, read_eval_log
+    from inspect_ai.log import read_eval_log
 else:
     read_eval_log = pytest.importorskip("inspect_ai.log").read_eval_log
-    EvalLog = Any
 
 INSPECT = Path(sys.executable).parent / "inspect"
 MODEL = "openai-api/fake/fake-model"
@@ -31,7 +30,7 @@ MODEL = "openai-api/fake/fake-model"
 STEPS = load_config(REPO / "maps_autogen" / "defaults" / "agents.yaml").team.config.names
 
 
-def inspect_eval(task: str, args: list[str], server: FakeOpenAI, tmp_path: Path) -> EvalLog:
+def inspect_eval(task: str, args: list[str], server: FakeOpenAI, tmp_path: Path) -> Any:
     """Run `inspect eval maps_autogen/<task>` as a user does; its one JSON log, read back."""
     logs = tmp_path / "inspect-logs"
     env = clean_env(FAKE_BASE_URL=server.base_url, FAKE_API_KEY=TEST_KEY)
@@ -146,3 +145,29 @@ def test_inspect_eval_custom_benchmark_from_the_examples(tmp_path: Path) -> None
     assert {pid: s.scores["official"].value for pid, s in samples.items()} == {"lever": "C", "circuit": "I"}
     assert all(model_roles(sample) == list(STEPS) for sample in samples.values())
     assert samples["lever"].metadata["subset"] == "mechanics"
+
+
+def test_a_request_inspect_gives_up_on_fails_its_sample_and_is_never_scored(tmp_path: Path) -> None:
+    data, _ = write_mathvista_jsonl(tmp_path / "mathvista", 2)
+    answers = ProblemScript({"1": "2", "2": "4"})
+
+    def script(request: Received) -> Reply:  # problem 2's review is refused (not retried)
+        if request.role == "critic" and answers._pid(request) == "2":
+            return Reply('{"error": {"message": "scripted refusal"}}', status=400)
+        return answers(request)
+
+    with FakeOpenAI(script) as server:
+        log = inspect_eval("mathvista", ["-T", f"data={data}", "--no-fail-on-error"], server, tmp_path)
+    samples = {str(sample.id): sample for sample in log.samples or []}
+    assert samples["1"].error is None and samples["1"].scores["official"].value == "C"
+    # Inspect's own error, raised as Inspect raised it; no verdict
+    assert samples["2"].error is not None and "scripted refusal" in samples["2"].error.message
+    assert not samples["2"].scores
+    assert model_roles(samples["2"]) == list(STEPS)
+
+
+def test_maps_does_not_load_inspect() -> None:
+    """`import maps_autogen` and the CLI start without Inspect (only Inspect loads the tasks)."""
+    code = "import sys, maps_autogen, maps_autogen.cli; assert 'inspect_ai' not in sys.modules, 'inspect_ai loaded'"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
