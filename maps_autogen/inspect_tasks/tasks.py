@@ -11,11 +11,12 @@ Inspect's own `--limit`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from inspect_ai import Task, task
 
-from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.benchmarks import NAMES, get_benchmark
 from maps_autogen.benchmarks.tasks import load_answer_formats
 from maps_autogen.config import load_config
 from maps_autogen.errors import UsageError
@@ -70,37 +71,19 @@ def maps_task(benchmark: str, *, data: str | None = None, method: str = "maps", 
     )
 
 
-@task(name="mathvista")
-def mathvista(data: str | None = None, method: str = "maps", config: str | None = None, team: str | None = None,
-              without: str | list[str] | None = None, subsets: str | list[str] | None = None,
-              rules: str = "current") -> Task:
-    """MathVista (testmini) with MAPS or a baseline."""
-    return maps_task("mathvista", data=data, method=method, config=config, team=team, without=without,
-                     subsets=subsets, rules=rules)
+def _registered(benchmark: str) -> Callable[..., Task]:
+    """The Inspect task `maps_autogen/<benchmark>` (its arguments are the `-T` names)."""
+
+    def benchmark_task(data: str | None = None, method: str = "maps", config: str | None = None,
+                       team: str | None = None, without: str | list[str] | None = None,
+                       subsets: str | list[str] | None = None, rules: str = "current") -> Task:
+        return maps_task(benchmark, data=data, method=method, config=config, team=team, without=without,
+                         subsets=subsets, rules=rules)
+
+    benchmark_task.__doc__ = f"{benchmark} with MAPS or a baseline (see maps_task)."
+    registered: Callable[..., Task] = task(name=benchmark)(benchmark_task)
+    return registered
 
 
-@task(name="olympiadbench")
-def olympiadbench(data: str | None = None, method: str = "maps", config: str | None = None, team: str | None = None,
-                  without: str | list[str] | None = None, subsets: str | list[str] | None = None,
-                  rules: str = "current") -> Task:
-    """OlympiadBench with MAPS or a baseline."""
-    return maps_task("olympiadbench", data=data, method=method, config=config, team=team, without=without,
-                     subsets=subsets, rules=rules)
-
-
-@task(name="emma")
-def emma(data: str | None = None, method: str = "maps", config: str | None = None, team: str | None = None,
-         without: str | list[str] | None = None, subsets: str | list[str] | None = None,
-         rules: str = "current") -> Task:
-    """EMMA with MAPS or a baseline."""
-    return maps_task("emma", data=data, method=method, config=config, team=team, without=without,
-                     subsets=subsets, rules=rules)
-
-
-@task(name="custom")
-def custom(data: str | None = None, method: str = "maps", config: str | None = None, team: str | None = None,
-           without: str | list[str] | None = None, subsets: str | list[str] | None = None,
-           rules: str = "current") -> Task:
-    """Your own benchmark (a JSONL file in the custom format: `-T data=bench.jsonl`)."""
-    return maps_task("custom", data=data, method=method, config=config, team=team, without=without,
-                     subsets=subsets, rules=rules)
+#: One task per benchmark of the registry (`benchmarks.NAMES`), registered on import.
+TASKS = {name: _registered(name) for name in NAMES}
