@@ -2,7 +2,7 @@
 worker thread) and Inspect is async, so each request is handed to the solver's event loop and
 the thread waits for its reply.
 
-The chat runs in a thread started by `asyncio.to_thread`, which copies the sample's context
+The chat runs in a thread of its own (`in_chat_thread`) with a copy of the sample's context
 (Inspect's transcript, active model, limits); `asyncio.run_coroutine_threadsafe` schedules each
 request with that copied context, so Inspect records every call (a ModelEvent inside a span
 named for the step) in the sample's transcript.
@@ -11,9 +11,11 @@ named for the step) in the sample's transcript.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from inspect_ai.model import (
@@ -125,20 +127,50 @@ def completion_of(output: ModelOutput, *, model: str, seconds: float, attempts: 
     )
 
 
+#: The chats' threads: as many as Inspect runs samples at once (`--max-samples`), made as needed
+#: and reused (each keeps its AG2 agents); a blocked chat waits on the loop, never holds it.
+_CHAT_THREADS = ThreadPoolExecutor(max_workers=1024, thread_name_prefix="maps-chat")
+
+
+async def in_chat_thread(function: Callable[[], T]) -> T:
+    """Run `function` in a chat thread with a copy of the caller's context (Inspect's sample,
+    transcript, active model and limits), as `asyncio.to_thread` does, without its default
+    executor's cap of a few threads per core on the number of samples solved at once."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(_CHAT_THREADS, context.run, function)
+
+
 class SampleLoop:
     """The solver's event loop, seen from the chat's thread: runs coroutines there and waits."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self.loop = loop
-        self.cancelled = threading.Event()  # set when the sample is cancelled: no new request starts
         self.failure: BaseException | None = None  # what ended the chat (re-raised by the solver)
+        self._cancelled = False
+        self._lock = threading.Lock()
+        self._pending: Future[Any] | None = None
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run `coroutine` on the solver's loop (with this thread's context) and return its result."""
-        if self.cancelled.is_set():
-            coroutine.close()
-            raise RunInterrupted("the sample was cancelled")
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+        """Run `coroutine` on the solver's loop (with this thread's context) and return its
+        result; RunInterrupted once the sample is cancelled."""
+        with self._lock:
+            if self._cancelled:
+                coroutine.close()
+                raise RunInterrupted("the sample was cancelled")
+            pending: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+            self._pending = pending
+        try:
+            return pending.result()
+        except CancelledError:
+            raise RunInterrupted("the sample was cancelled") from None
+
+    def cancel(self) -> None:
+        """The sample was cancelled (a limit, Ctrl-C): the request in flight is cancelled and
+        no other starts, so the chat's thread ends."""
+        with self._lock:
+            self._cancelled = True
+            if self._pending is not None:
+                self._pending.cancel()
 
 
 class InspectBackend:

@@ -26,7 +26,7 @@ from maps_autogen.config import LoadedConfig, OpenAIEndpoint
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import ServiceError
 from maps_autogen.eval.baselines import BaselinePrompt, baseline_request
-from maps_autogen.inspect_tasks.backend import InspectBackend, SampleLoop
+from maps_autogen.inspect_tasks.backend import InspectBackend, SampleLoop, in_chat_thread
 from maps_autogen.prompts import PromptSet
 from maps_autogen.scoring import score_record
 from maps_autogen.solve import configured_chat_settings
@@ -130,9 +130,9 @@ def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig,
             return _chat_result(outcome, task, item)
 
         try:
-            result = await asyncio.to_thread(run)
+            result = await in_chat_thread(run)
         except asyncio.CancelledError:
-            sample.cancelled.set()  # the chat's thread starts no further request
+            sample.cancel()  # the chat's thread ends at its request in flight
             raise
         state.store.set(STORE_KEY, result)
         state.output = ModelOutput.from_content(str(model), result["final_answer"])
