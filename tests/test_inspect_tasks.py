@@ -171,3 +171,20 @@ def test_maps_does_not_load_inspect() -> None:
     code = "import sys, maps_autogen, maps_autogen.cli; assert 'inspect_ai' not in sys.modules, 'inspect_ai loaded'"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_served_model_is_recorded_only_when_it_differs_and_a_cut_reply_is_length() -> None:
+    from inspect_ai.model import ModelOutput
+
+    from maps_autogen.inspect_tasks.backend import completion_of
+
+    def served(answered: str, requested: str, stop: Any = "stop") -> Any:
+        output = ModelOutput.from_content(answered, "text", stop_reason=stop)
+        return completion_of(output, model=f"openai-api/{requested}", requested=requested, seconds=0.0, attempts=1,
+                             sent={}, rejected=None)
+
+    assert served("fake-model", "fake/fake-model").served_model is None  # openai-api sends the last part
+    assert served("gpt-4o", "gpt-4o").served_model is None
+    assert served("gpt-4o-2024-08-06", "gpt-4o").served_model == "gpt-4o-2024-08-06"
+    assert served("gpt-4o", "gpt-4o", "max_tokens").finish_reason == "length"
+    assert served("gpt-4o", "gpt-4o", "model_length").finish_reason == "length"

@@ -92,8 +92,8 @@ def generate_config(model: ResolvedModel, role: str, schema_name: str | None,
 
 
 def sent_settings(inspect_model: Model, config: GenerateConfig) -> dict[str, Any]:
-    """What a request carried: the model's name and the settings in force once Inspect merged
-    the call's config onto the model's own (`--temperature` and the like)."""
+    """What a request carried: the model's name and the step's settings merged onto the model's
+    own (a call's settings win over the model's and the command line's in Inspect)."""
     merged = inspect_model.config.merge(config)
     sent: dict[str, Any] = {"model": str(inspect_model)}
     if merged.temperature is not None:
@@ -105,12 +105,15 @@ def sent_settings(inspect_model: Model, config: GenerateConfig) -> dict[str, Any
     return sent
 
 
-def completion_of(output: ModelOutput, *, model: str, seconds: float, attempts: int, sent: dict[str, Any],
-                  rejected: str | None) -> Completion:
-    """Inspect's ModelOutput as our Completion: text, finish reason ("length" when cut short),
-    usage and the model the service says answered (when it differs from the one asked for)."""
+def completion_of(output: ModelOutput, *, model: str, requested: str, seconds: float, attempts: int,
+                  sent: dict[str, Any], rejected: str | None) -> Completion:
+    """Inspect's ModelOutput as our Completion of `model` (Inspect's `provider/name`): text,
+    finish reason ("length" when cut short), usage, and the model the service says answered
+    when it differs from the one asked for (`requested`: Inspect's model name, whose last part
+    an OpenAI-compatible service is sent)."""
     usage = output.usage
-    served = output.model if output.model and output.model != model else None
+    asked = (requested, requested.rsplit("/", 1)[-1])
+    served = output.model if output.model and output.model not in asked else None
     return Completion(
         text=output.completion,
         model=model,
@@ -226,5 +229,6 @@ class InspectBackend:
             raise ServiceError(f"the {role} request failed: {failure.__class__.__name__}: {failure}") from None
         if output.error:
             raise ServiceError(f"the {role} request failed: {output.error}")
-        return completion_of(output, model=self.model.model, seconds=time.monotonic() - started,
+        return completion_of(output, model=self.model.model, requested=self._inspect.name,
+                             seconds=time.monotonic() - started,
                              attempts=attempts, sent=sent, rejected=rejected)
