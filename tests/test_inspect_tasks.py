@@ -140,10 +140,12 @@ def test_inspect_eval_custom_benchmark_from_the_examples(tmp_path: Path) -> None
         return Reply(f"{request.role} notes")
 
     with FakeOpenAI(script) as server:
-        log = inspect_eval("custom", ["-T", f"data={REPO / 'examples' / 'bench.jsonl'}"], server, tmp_path)
+        # one step left out, as maps eval --without does
+        log = inspect_eval("custom", ["-T", f"data={REPO / 'examples' / 'bench.jsonl'}", "-T", f"without={STEPS[2]}"],
+                           server, tmp_path)
     samples = {str(sample.id): sample for sample in log.samples or []}
     assert {pid: s.scores["official"].value for pid, s in samples.items()} == {"lever": "C", "circuit": "I"}
-    assert all(model_roles(sample) == list(STEPS) for sample in samples.values())
+    assert all(model_roles(sample) == [step for step in STEPS if step != STEPS[2]] for sample in samples.values())
     assert samples["lever"].metadata["subset"] == "mechanics"
 
 
@@ -164,6 +166,19 @@ def test_a_request_inspect_gives_up_on_fails_its_sample_and_is_never_scored(tmp_
     assert samples["2"].error is not None and "scripted refusal" in samples["2"].error.message
     assert not samples["2"].scores
     assert model_roles(samples["2"]) == list(STEPS)
+
+
+def test_task_arguments_are_checked_before_any_sample() -> None:
+    from maps_autogen.errors import UsageError
+    from maps_autogen.inspect_tasks.tasks import maps_task
+
+    data = str(REPO / "examples" / "bench.jsonl")
+    with pytest.raises(UsageError, match="has no step 'nosuch'"):
+        maps_task("custom", data=data, without="nosuch")
+    with pytest.raises(UsageError, match="unknown method 'tot'"):
+        maps_task("custom", data=data, method="tot")
+    with pytest.raises(UsageError, match="without applies to the maps method"):
+        maps_task("custom", data=data, method="direct", without=STEPS[0])
 
 
 def test_maps_does_not_load_inspect() -> None:

@@ -25,7 +25,7 @@ from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.inspect_tasks.samples import benchmark_dataset, benchmark_items
 from maps_autogen.inspect_tasks.solver import maps_solver, official_scorer
 from maps_autogen.prompts import load_prompts
-from maps_autogen.team import plan_chat
+from maps_autogen.team import check_without
 
 METHODS = ("maps", *BASELINES)
 
@@ -48,8 +48,7 @@ def maps_task(benchmark: str, *, data: str | None = None, method: str = "maps", 
     loaded = load_config(Path(config) if config else None, team=Path(team) if team else None)
     left_out = frozenset(_names(without))
     if method == "maps":
-        plan_chat(loaded.team.config, has_images=True, without=left_out,
-                  images_to_next=loaded.config.images.to_next_step)  # an unknown step name fails here
+        check_without(loaded.team.config, left_out, loaded.team.source)
     elif left_out:
         raise UsageError(f"without applies to the maps method, not {method}", fix="drop -T without")
     bench = get_benchmark(benchmark).task
