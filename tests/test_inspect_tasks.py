@@ -149,8 +149,9 @@ def test_inspect_eval_custom_benchmark_from_the_examples(tmp_path: Path) -> None
     assert samples["lever"].metadata["subset"] == "mechanics"
 
 
-def test_a_request_inspect_gives_up_on_fails_its_sample_and_is_never_scored(tmp_path: Path) -> None:
-    data, _ = write_mathvista_jsonl(tmp_path / "mathvista", 2)
+def test_a_failed_request_or_a_broken_image_fails_its_own_sample_never_scored(tmp_path: Path) -> None:
+    data, _ = write_mathvista_jsonl(tmp_path / "mathvista", 3)
+    (data.parent / "images" / "3.png").write_bytes(b"not a png")  # problem 3's image cannot be read
     answers = ProblemScript({"1": "2", "2": "4"})
 
     def script(request: Received) -> Reply:  # problem 2's review is refused (not retried)
@@ -166,6 +167,9 @@ def test_a_request_inspect_gives_up_on_fails_its_sample_and_is_never_scored(tmp_
     assert samples["2"].error is not None and "scripted refusal" in samples["2"].error.message
     assert not samples["2"].scores
     assert model_roles(samples["2"]) == list(STEPS)
+    # a problem whose image cannot be read fails alone, before any call, as in maps eval
+    assert samples["3"].error is not None and "3.png" in samples["3"].error.message
+    assert not samples["3"].scores and model_roles(samples["3"]) == []
 
 
 def test_task_arguments_are_checked_before_any_sample() -> None:

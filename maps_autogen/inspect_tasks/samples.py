@@ -13,6 +13,7 @@ from inspect_ai.model import ChatMessageUser
 
 from maps_autogen.benchmarks.tasks import EvalItem, Task, available_subsets, find_subsets
 from maps_autogen.config import LoadedConfig
+from maps_autogen.errors import MapsError
 from maps_autogen.eval.selection import load_items
 from maps_autogen.eval.validate import validate_rows
 from maps_autogen.inspect_tasks.backend import chat_messages
@@ -41,14 +42,21 @@ def problem_message(problem: Problem, labels: dict[str, str]) -> ChatMessageUser
 
 
 def sample_of(item: EvalItem, prompts: PromptSet) -> Sample:
-    """One problem as an Inspect sample (its images read now, as data URLs)."""
-    problem = item.load_problem()
+    """One problem as an Inspect sample (its images read now, as data URLs). A problem whose
+    images cannot be read fails alone, as in `maps eval`: its sample says why, and the solver
+    meets the same error when it loads the problem."""
+    metadata = {**item.metadata, "subset": item.subset, "gold": item.gold}
+    try:
+        problem = item.load_problem()
+    except MapsError as broken:
+        return Sample(id=item.pid, input=f"problem {item.pid} cannot be loaded: {broken}", target=item.gold,
+                      metadata={**metadata, "load_error": str(broken)})
     return Sample(
         id=item.pid,
         input=[problem_message(problem, prompts.task.labels)],
         target=item.gold,
         choices=list(problem.options) or None,
-        metadata={**item.metadata, "subset": item.subset, "gold": item.gold},
+        metadata=metadata,
     )
 
 
