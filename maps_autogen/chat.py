@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
@@ -17,7 +18,7 @@ from typing import Any, Protocol
 import autogen
 from autogen.io import IOStream
 
-from maps_autogen.client import ChatBackend, Completion
+from maps_autogen.client import Completion, ModelBackend
 from maps_autogen.errors import MapsError, RunInterrupted
 from maps_autogen.flow import FlowSettings, Rollback, Turn, decide_next
 from maps_autogen.llm import MapsModelClient
@@ -67,7 +68,7 @@ class ChatSettings:
         return self.plan.image_steps
 
 
-def images_withheld(problem: Problem, image_roles: frozenset[str], backends: dict[str, ChatBackend]) -> list[str]:
+def images_withheld(problem: Problem, image_roles: frozenset[str], backends: Mapping[str, ModelBackend]) -> list[str]:
     """The steps that would receive the problem's images but talk to a text-only model
     (`vision: false`): their requests carry a text note in place of each image."""
     if not problem.has_images:
@@ -310,7 +311,7 @@ class MapsChat:
         problem: Problem,
         *,
         prompts: PromptSet,
-        backends: dict[str, ChatBackend],
+        backends: Mapping[str, ModelBackend],
         settings: ChatSettings,
         observer: Observer,
         image_files: list[str] | None = None,

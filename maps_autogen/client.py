@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -118,6 +118,31 @@ class JsonModeMemo:
         with self._lock:
             if self.mode == rejected:
                 self.mode = JSON_MODE_FALLBACK[rejected]
+
+
+class ModelBackend(Protocol):
+    """What a chat needs of the service behind one step: `ChatBackend` (our HTTP client) is one,
+    the Inspect harness's backend (maps_autogen/inspect_tasks) another."""
+
+    model: ResolvedModel  # the model as the run records it
+    supports_images: bool  # False: requests carry a note in place of each image
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        role: str,
+        schema_name: str | None = None,
+        schema: dict[str, Any] | None = None,
+        on_token: TokenCallback | None = None,
+        check: ReplyCheck | None = None,
+    ) -> Completion:
+        """One chat completion of OpenAI-style `messages` for step `role` (see ChatBackend.complete)."""
+        ...
+
+    def settings(self) -> dict[str, Any]:
+        """The settings every request of this backend carries (model, sampling, format)."""
+        ...
 
 
 class ChatBackend:

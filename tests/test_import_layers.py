@@ -53,6 +53,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the Python API (solve, evaluate, Problem), and the package that re-exports it lazily
     ("api", ("api", "")),
     ("cli", ("cli",)),
+    # MAPS as Inspect tasks (`inspect eval maps_autogen/...`): loaded by Inspect only, never by maps
+    ("inspect", ("inspect_tasks", "inspect_tasks.*")),
 )
 LAYER_ORDER = [name for name, _ in LAYERS]
 

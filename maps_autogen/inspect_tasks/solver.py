@@ -1,0 +1,164 @@
+"""The MAPS team (or a direct / cot baseline) as an Inspect solver, and our official-conformant
+scorers as an Inspect scorer.
+
+The solver runs the same AG2 chat as `maps solve` (chat.MapsChat) in a worker thread; every
+step's request goes through Inspect's active model (`get_model()`), so `--model`, Inspect's
+retries, limits, cache and log apply. Each step's turn is a span named for the step, each
+event of the chat (a rollback with its step and scores, a reply cut at max_tokens) an info
+event, so both show in `inspect view`. The scorer gives the verdict `maps eval` gives: the same
+response rendering and `scoring.score_record`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from inspect_ai.log import transcript
+from inspect_ai.model import Model, ModelOutput, get_model
+from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accuracy, scorer, stderr
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from maps_autogen.benchmarks.tasks import EvalItem, Task
+from maps_autogen.chat import ChatOutcome, MapsChat
+from maps_autogen.config import LoadedConfig, OpenAIEndpoint
+from maps_autogen.endpoints import ResolvedModel
+from maps_autogen.errors import ServiceError
+from maps_autogen.eval.baselines import BaselinePrompt, baseline_request
+from maps_autogen.inspect_tasks.backend import InspectBackend, SampleLoop, in_chat_thread
+from maps_autogen.prompts import PromptSet
+from maps_autogen.scoring import score_record
+from maps_autogen.solve import configured_chat_settings
+
+#: Where the solver leaves what the scorer reads (the sample's store).
+STORE_KEY = "maps"
+#: The `source` of the info events the chat's events become.
+EVENT_SOURCE = "maps"
+
+
+def step_models(loaded: LoadedConfig, model_name: str) -> dict[str, ResolvedModel]:
+    """Each step's model as a run records it: Inspect's model, the step's sampling settings
+    (temperature, max_tokens) from the team config, and the JSON mode, retries for unusable
+    replies and vision of the endpoint the step names (the first declared service when it names
+    `auto` or a local one)."""
+    endpoints = loaded.config.endpoints
+    fallback = next((ep for ep in endpoints.values() if isinstance(ep, OpenAIEndpoint)), OpenAIEndpoint())
+    models = {}
+    for role in loaded.team.config.names:
+        choice = loaded.model_for(role)
+        endpoint = endpoints.get(choice.endpoint)
+        if not isinstance(endpoint, OpenAIEndpoint):
+            endpoint = fallback
+        models[role] = ResolvedModel(
+            endpoint_name="inspect", kind="inspect", model=model_name, base_url=None, timeout_s=endpoint.timeout_s,
+            max_retries=endpoint.max_retries, json_mode=endpoint.json_mode, stream=False,
+            temperature=choice.temperature, max_tokens=choice.max_tokens, vision=endpoint.vision,
+        )
+    return models
+
+
+class TranscriptObserver:
+    """The chat's events (rollbacks, replies cut at max_tokens, unparseable replies) as Inspect
+    info events, each added on the solver's loop so it lands in the sample's transcript."""
+
+    def __init__(self, sample: SampleLoop):
+        self._sample = sample
+
+    def emit(self, record: dict[str, Any]) -> None:
+        """Record one chat event (messages and tokens are the ModelEvents' to show)."""
+        if record.get("type") != "event" or record.get("event") == "stop":
+            return
+        data = {key: value for key, value in record.items() if key != "type"}
+        self._sample.run(_info(data))
+
+
+async def _info(data: dict[str, Any]) -> None:
+    transcript().info(data, source=EVENT_SOURCE)
+
+
+def _backends(loaded: LoadedConfig, model: Model, sample: SampleLoop) -> dict[str, InspectBackend]:
+    return {role: InspectBackend(resolved, model, sample) for role, resolved in step_models(loaded, str(model)).items()}
+
+
+def _chat_result(outcome: ChatOutcome, task: Task, item: EvalItem) -> dict[str, Any]:
+    """What the scorer and the log keep of a MAPS chat (the response as `maps eval` renders it)."""
+    response = task.render_response(outcome.final_answer, item) if outcome.solver_answer else ""
+    return {
+        "response": response,
+        "final_answer": outcome.final_answer,
+        "stop_reason": outcome.stop_reason,
+        "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
+        "rollbacks": [rollback.step for rollback in outcome.rollbacks],
+        "critic_scores": [verdict.scores if verdict else None for verdict in outcome.verdicts],
+        "max_tokens_reached": sorted({c.role for c in outcome.calls if c.completion.finish_reason == "length"}),
+    }
+
+
+@solver(name="maps")
+def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig, prompts: PromptSet, *,
+                method: str = "maps", without: frozenset[str] = frozenset(),
+                baseline: BaselinePrompt | None = None, ending: str = "") -> Solver:
+    """Solve each sample with the MAPS team (`method` maps) or one baseline call (direct, cot:
+    `baseline` and `ending` give its prompt), every request through Inspect's active model."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        item = items[str(state.sample_id)]
+        model = get_model()
+        sample = SampleLoop(asyncio.get_running_loop())
+        backends = _backends(loaded, model, sample)
+
+        def run() -> dict[str, Any]:
+            problem = item.load_problem()
+            if method != "maps":
+                assert baseline is not None
+                backend = backends[loaded.team.config.final_step.name]  # the answering step's model
+                messages = baseline_request(problem, baseline, prompts.task.labels, ending,
+                                            send_images=backend.supports_images)
+                try:
+                    completion = backend.complete(messages, role=method)
+                except ServiceError as failure:
+                    raise sample.failure or failure from None
+                return {"response": completion.text, "final_answer": completion.text, "stop_reason": None,
+                        "max_tokens_reached": [method] if completion.finish_reason == "length" else []}
+            settings = configured_chat_settings(problem, loaded, without=without)
+            chat = MapsChat(problem, prompts=prompts, backends=backends, settings=settings,
+                            observer=TranscriptObserver(sample))
+            outcome = chat.run()
+            if outcome.stop_reason in ("error", "interrupted"):
+                raise sample.failure or outcome.failure or RuntimeError(outcome.error or outcome.stop_reason)
+            return _chat_result(outcome, task, item)
+
+        try:
+            result = await in_chat_thread(run)
+        except asyncio.CancelledError:
+            sample.cancel()  # the chat's thread ends at its request in flight
+            raise
+        state.store.set(STORE_KEY, result)
+        state.output = ModelOutput.from_content(str(model), result["final_answer"])
+        state.messages.append(state.output.message)
+        return state
+
+    return solve
+
+
+@scorer(metrics=[accuracy(), stderr()], name="official")
+def official_scorer(task: Task, items: Mapping[str, EvalItem], rules: str = "current") -> Scorer:
+    """The benchmark's official-conformant verdict on the solver's response (`maps score`'s rules)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        item = items[str(state.sample_id)]
+        result: dict[str, Any] = state.store.get(STORE_KEY) or {}
+        response = str(result.get("response") or "")
+        verdict = score_record(task.name, {**item.record, "response": response}, rules)
+        return Score(
+            value=CORRECT if verdict.correct else INCORRECT,
+            answer=verdict.prediction if verdict.prediction is not None else verdict.extraction,
+            explanation=f"extraction: {verdict.extraction!r}; gold: {item.gold!r}",
+            metadata={"response": response, "extraction": verdict.extraction, "prediction": verdict.prediction,
+                      "extraction_method": verdict.extraction_method,
+                      "extractor_version": verdict.extractor_version, "gold": item.gold,
+                      **{key: value for key, value in result.items() if key != "response"}},
+        )
+
+    return score
