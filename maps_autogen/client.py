@@ -143,6 +143,7 @@ class ChatBackend:
         cancel: threading.Event | None = None,
         max_reply_bytes: int = DEFAULT_REPLY_BYTES,
         json_mode: JsonModeMemo | None = None,
+        pool: ReplicaPool | None = None,
     ):
         self.model = model
         self.cache = cache
@@ -156,10 +157,13 @@ class ChatBackend:
         if not self.base_url:
             raise ValueError(f"endpoint {model.endpoint_name} has no base URL yet")
         self._url = f"{self.base_url.rstrip('/')}/chat/completions"
-        # Several replicas of the model: a pool spreads the requests over them (pool.py).
-        self.pool = (
-            ReplicaPool(model.base_urls, cancel=self._cancel) if len(model.base_urls) > 1 and not base_url else None
-        )
+        # Several replicas of the model: a pool spreads the requests over them (pool.py). It is
+        # the endpoint's, given when other backends share it (they learn together which
+        # replica fails), else this backend's own.
+        if len(model.base_urls) > 1 and not base_url:
+            self.pool: ReplicaPool | None = pool or ReplicaPool(model.base_urls, cancel=self._cancel)
+        else:
+            self.pool = None
         if self.pool is not None:
             self._http = pooled_http_client(self.pool, model.timeout_s, max_connections)
         else:

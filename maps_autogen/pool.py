@@ -82,14 +82,14 @@ class ReplicaPool:
     """Chooses a replica per request and keeps each one's load, rest and count of served calls."""
 
     def __init__(self, base_urls: Sequence[str], *, clock: Callable[[], float] = time.monotonic,
-                 rest_s: float = REST_S, max_rest_s: float = MAX_REST_S,
+                 rest_s: float | None = None, max_rest_s: float | None = None,
                  cancel: threading.Event | None = None):
         if not base_urls:
             raise ValueError("a replica pool needs at least one base URL")
         self.replicas = [Replica(url.rstrip("/")) for url in base_urls]
         self._clock = clock
-        self._rest_s = rest_s
-        self._max_rest_s = max_rest_s
+        self._rest_s = REST_S if rest_s is None else rest_s
+        self._max_rest_s = MAX_REST_S if max_rest_s is None else max_rest_s
         # Set when the run is interrupted: a request waiting for a rested replica stops waiting.
         self._cancel = cancel or threading.Event()
         self._lock = threading.Lock()
