@@ -142,7 +142,7 @@ class ReplicaPool:
             replica.unreachable = outcome == "unreachable"
             rest = rest_seconds(replica.failures_in_a_row, retry_after, self._rest_s, self._max_rest_s)
             replica.rested_until = self._clock() + rest
-        logger.info("replica %s %s a request: rested for %.1fs", replica.base_url, outcome, rest)
+        logger.info("replica %s: a request %s; rested for %.1fs", replica.base_url, outcome, rest)
 
     def served(self) -> dict[str, int]:
         """Requests served per replica base URL."""
