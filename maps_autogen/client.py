@@ -36,6 +36,7 @@ from maps_autogen.service_answers import (
     error_detail,
     rejection_error,
     retry_after_seconds,
+    retryable_status,
     stream_chunk,
     takes_no_images,
 )
@@ -167,6 +168,7 @@ class ChatBackend:
         cancel: threading.Event | None = None,
         max_reply_bytes: int = DEFAULT_REPLY_BYTES,
         json_mode: JsonModeMemo | None = None,
+        pool: ReplicaPool | None = None,
     ):
         self.model = model
         self.cache = cache
@@ -180,8 +182,13 @@ class ChatBackend:
         if not self.base_url:
             raise ValueError(f"endpoint {model.endpoint_name} has no base URL yet")
         self._url = f"{self.base_url.rstrip('/')}/chat/completions"
-        # Several replicas of the model: a pool spreads the requests over them (pool.py).
-        self.pool = ReplicaPool(model.base_urls) if len(model.base_urls) > 1 and not base_url else None
+        # Several replicas of the model: a pool spreads the requests over them (pool.py). It is
+        # the endpoint's, given when other backends share it (they learn together which
+        # replica fails), else this backend's own.
+        if len(model.base_urls) > 1 and not base_url:
+            self.pool: ReplicaPool | None = pool or ReplicaPool(model.base_urls, cancel=self._cancel)
+        else:
+            self.pool = None
         if self.pool is not None:
             self._http = pooled_http_client(self.pool, model.timeout_s, max_connections)
         else:
@@ -471,7 +478,7 @@ class ChatBackend:
         message = f"HTTP {status}" + (f": {detail[:ERROR_SHOWN_CHARS]}" if detail else "")
         if takes_no_images(detail):  # no retry changes the model, whatever the status says
             raise Rejected(status, detail)
-        if status in (408, 409, 429) or status >= 500:
+        if retryable_status(status):
             raise Retryable(f"the model service answered {message}", retry_after_seconds(response))
         raise Rejected(status, detail)
 

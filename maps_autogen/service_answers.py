@@ -81,6 +81,12 @@ class Retryable(Exception):
         self.fix = fix  # what to change when the retries run out (default: check the service)
 
 
+def retryable_status(status: int) -> bool:
+    """Whether an HTTP status says "not now" (a timeout, a conflict, too many requests, a server
+    error) rather than "not this request": worth a retry, by us and by a replica pool."""
+    return status in (408, 409, 429) or status >= 500
+
+
 def retry_after_seconds(response: httpx.Response | None) -> float | None:
     """Seconds from a Retry-After (or retry-after-ms) header, if the server sent one."""
     if response is None:

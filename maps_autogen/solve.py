@@ -36,6 +36,7 @@ from maps_autogen.endpoints import (
 )
 from maps_autogen.errors import OutputClosedError, RunInterrupted
 from maps_autogen.interrupts import OutputClosed, exit_on_second_interrupt
+from maps_autogen.pool import ReplicaPool
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.records import (
@@ -79,11 +80,11 @@ class Team:
     def replicas_served(self) -> dict[str, dict[str, int]]:
         """Requests served by each replica, per endpoint with several (for the manifest)."""
         served: dict[str, dict[str, int]] = {}
-        for backend in {id(b): b for b in self.backends.values()}.values():
-            if backend.pool is not None:
-                counts = served.setdefault(backend.model.endpoint_name, {})
-                for url, count in backend.pool.served().items():
-                    counts[url] = counts.get(url, 0) + count
+        pools = {id(b.pool): (b.model.endpoint_name, b.pool) for b in self.backends.values() if b.pool is not None}
+        for endpoint, pool in pools.values():  # each pool once: backends of one endpoint share it
+            counts = served.setdefault(endpoint, {})
+            for url, count in pool.served().items():
+                counts[url] = counts.get(url, 0) + count
         return served
 
     def cancel(self) -> None:
@@ -114,7 +115,7 @@ _backend_lock = threading.Lock()
 
 
 def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: ResponseCache | None, max_connections: int,
-                  cancel: threading.Event, json_mode: JsonModeMemo) -> ChatBackend:
+                  cancel: threading.Event, json_mode: JsonModeMemo, pool: ReplicaPool | None) -> ChatBackend:
     reply_bytes = loaded.config.limits.reply_bytes
     if model.kind != "local":
         return ChatBackend(
@@ -124,6 +125,7 @@ def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: Response
             cancel=cancel,
             max_reply_bytes=reply_bytes,
             json_mode=json_mode,
+            pool=pool,
         )
     from maps_autogen.local.server import shared_local_server
     from maps_autogen.local.settings import settings_from_endpoint
@@ -161,6 +163,7 @@ def assemble_team(
     cancelled = threading.Event()
     opened: dict[tuple[Any, ...], ChatBackend] = {}
     json_modes: dict[tuple[str, str], JsonModeMemo] = {}  # what each endpoint's model accepts, learned once
+    pools: dict[str, ReplicaPool] = {}  # each endpoint's replicas, shared by its backends
     backends: dict[str, ChatBackend] = {}
     with _backend_lock:
         for role, model in resolution.models.items():
@@ -168,8 +171,11 @@ def assemble_team(
             key = (model.endpoint_name, model.model, model.temperature, model.max_tokens)
             if key not in opened:
                 memo = json_modes.setdefault((model.endpoint_name, model.model), JsonModeMemo(model.json_mode))
+                if len(model.base_urls) > 1 and model.endpoint_name not in pools:
+                    pools[model.endpoint_name] = ReplicaPool(model.base_urls, cancel=cancelled)
                 opened[key] = _open_backend(
-                    model, loaded=loaded, cache=cache, max_connections=max_connections, cancel=cancelled, json_mode=memo
+                    model, loaded=loaded, cache=cache, max_connections=max_connections, cancel=cancelled,
+                    json_mode=memo, pool=pools.get(model.endpoint_name),
                 )
             backends[role] = opened[key]
     return Team(loaded=loaded, prompts=prompts, resolution=resolution, backends=backends, cancelled=cancelled,
