@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-import autogen
-from autogen.io import IOStream
-
+from maps_autogen.ag2 import IOStream, autogen
 from maps_autogen.client import ChatBackend, Completion
 from maps_autogen.errors import MapsError, RunInterrupted
 from maps_autogen.flow import FlowSettings, Rollback, Turn, decide_next
@@ -204,7 +202,8 @@ class ChatAgents:
     """The AG2 agents of one chat shape, built once per worker thread and reused by its chats.
 
     Building agents costs more than a chat's own work (AG2 constructs an `OpenAIWrapper` per
-    agent), so a chat binds itself to a ready set instead. Reuse is safe because
+    agent), so a chat binds itself to a ready set instead. Every agent is `silent`: AG2 then
+    builds no event object for the messages it would print (our live view does the talking). Reuse is safe because
     `initiate_chat(clear_history=True)` clears the group chat's messages, every agent's history
     and reply counters, and all per-problem state lives in the bound `MapsChat`.
     """
@@ -220,6 +219,7 @@ class ChatAgents:
             llm_config=False,
             is_termination_msg=never,
             default_auto_reply="",
+            silent=True,
         )
         self.assistants: dict[str, autogen.AssistantAgent] = {}
         for role, agent_name, system_message, _ in shape.assistants:
@@ -229,6 +229,7 @@ class ChatAgents:
                 llm_config=False,  # the model client comes below, once every agent exists
                 is_termination_msg=never,
                 max_consecutive_auto_reply=10_000,
+                silent=True,
             )
         groupchat = autogen.GroupChat(
             agents=[self.user_proxy, *self.assistants.values()],
@@ -245,6 +246,7 @@ class ChatAgents:
             system_message=shape.manager_system,
             llm_config=False,
             is_termination_msg=never,
+            silent=True,
         )
         for role, _, _, model in shape.assistants:
             self._connect(role, model)
