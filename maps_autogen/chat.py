@@ -22,7 +22,13 @@ from maps_autogen.llm import MapsModelClient
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
 from maps_autogen.redact import redact
-from maps_autogen.role_inputs import build_request, format_options, review_variables, revision_for
+from maps_autogen.role_inputs import (
+    build_request,
+    format_options,
+    review_variables,
+    revision_for,
+    shared_prefix_system,
+)
 from maps_autogen.roles import MANAGER_NAME, USER_PROXY_NAME, CriticVerdict, SolverAnswer, critic_schema, solver_schema
 from maps_autogen.team import ChatPlan, TeamConfig, derived_max_rounds, plan_chat
 from maps_autogen.transcript import request_for_transcript, utc_now
@@ -347,13 +353,21 @@ class MapsChat:
             ),
             manager_system=render(self.prompts.manager.system, {"personality": self.prompts.personalities["manager"]}),
             assistants=tuple(
-                (role, team.step(role).title, self.prompts.system_message(role), self.backends[role].model.model)
+                (role, team.step(role).title,
+                 shared_prefix_system(self.prompts) if self._shared_prefix(role) else self.prompts.system_message(role),
+                 self.backends[role].model.model)
                 for role in roles
             ),
             human=self.settings.human,
             max_round=flow.max_rounds + 2,
             team=team.model_dump_json(),
         )
+
+    def _shared_prefix(self, role: str) -> bool:
+        """Whether `role`'s requests use the shared-prefix layout (`role_inputs.build_request`):
+        on the embedded model, whose llama.cpp server then reuses its prompt cache from one step
+        to the next (reading the prompt is most of each of its calls)."""
+        return self.backends[role].model.kind == "local"
 
     def _opening_message(self) -> str:
         parts = [
@@ -486,7 +500,8 @@ class MapsChat:
             variables = review_variables(self.settings.flow.scored, self.prompts, low=scale.low, high=scale.high,
                                          threshold=self.settings.flow.threshold)
         content = build_request(
-            step, self.problem, self.outputs, self.prompts, review_variables=variables, images=images, revision=revision
+            step, self.problem, self.outputs, self.prompts, review_variables=variables, images=images,
+            revision=revision, shared_prefix=self._shared_prefix(role),
         )
         self.observer.emit({"type": "turn_start", "role": role, "agent": step.title, "round": self._current_round,
                             "revision": revision is not None})
