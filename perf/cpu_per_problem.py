@@ -1,7 +1,7 @@
 """CPU per problem and time to the first request of `maps eval`, beside a bare client sending
 the same request bodies (a script that prints, not a test).
 
-    .venv/bin/python perf/cpu_per_problem.py [--problems 50] [--short] [--profile out.prof]
+    .venv/bin/python perf/cpu_per_problem.py [--problems 50] [--short]
 
 `maps eval mathvista --concurrency 1` runs as its own process against a scripted server (in this
 process, answering at once). Printed:
@@ -13,8 +13,7 @@ process, answering at once). Printed:
   the request bodies `maps` sent, one at a time, and parsing each reply;
 - their ratio (issue 27's target: at most 3x at concurrency 1).
 
---short runs 3 problems (CI: the script must run; its figures are not asserted). --profile
-writes a cProfile of the `maps` process (read it with `python -m pstats`).
+--short runs 3 problems (CI: the script must run; its figures are not asserted).
 Figures depend on what else the machine is doing: the load average is printed with them.
 """
 
@@ -91,7 +90,7 @@ class Recorder:
         return Reply(NOTES)
 
 
-def run_maps(work: Path, problems: int, base_url: str, recorder: Recorder, profile: Path | None,
+def run_maps(work: Path, problems: int, base_url: str, recorder: Recorder,
              image_size: tuple[int, int]) -> dict[str, float]:
     """`maps eval` in its own process: seconds to its first request and CPU seconds after it."""
     data, _ = write_mathvista_jsonl(work / "data", problems)
@@ -101,19 +100,17 @@ def run_maps(work: Path, problems: int, base_url: str, recorder: Recorder, profi
     env.update(OPENAI_API_KEY="sk-cpu-per-problem", OPENAI_BASE_URL=base_url)
     command = ["eval", "mathvista", "--data", str(data), "--concurrency", "1", "--no-cache", "--quiet",
                "--runs-dir", str(work / "runs")]
-    if profile is not None:
-        launcher = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "maps_autogen.cli"]
-    else:
-        launcher = [str(Path(sys.executable).parent / "maps")]
     started = time.monotonic()
-    process = subprocess.Popen([*launcher, *command], cwd=work, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+    errors = open(work / "maps-stderr.txt", "w+", encoding="utf-8")  # a file: a full pipe would block maps
+    process = subprocess.Popen([str(Path(sys.executable).parent / "maps"), *command], cwd=work, env=env,
+                               stdout=subprocess.DEVNULL, stderr=errors, text=True)
     recorder.pid = process.pid
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
+    errors.close()
     if process.returncode != 0:
-        errors = process.stderr.read() if process.stderr else ""
-        raise SystemExit(f"maps eval failed ({process.returncode}): {errors[-2000:]}")
+        text = (work / "maps-stderr.txt").read_text(encoding="utf-8", errors="replace")
+        raise SystemExit(f"maps eval failed ({process.returncode}): {text[-2000:]}")
     if recorder.first_at is None or recorder.cpu_at_first is None:
         raise SystemExit("maps eval sent no request")
     total = usage.ru_utime + usage.ru_stime
@@ -135,14 +132,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--problems", type=int, default=50)
     parser.add_argument("--short", action="store_true", help="3 problems: checks the script runs (CI)")
     parser.add_argument("--image-size", default="1000x700", help="the problems' image size (MathVista's typical)")
-    parser.add_argument("--profile", type=Path, default=None, help="write a cProfile of the maps process here")
     args = parser.parse_args(argv)
     problems = 3 if args.short else args.problems
     width, height = (int(n) for n in args.image_size.lower().split("x"))
     recorder = Recorder()
-    work = Path(tempfile.mkdtemp(prefix="maps-cpu-per-problem-"))
-    with FakeOpenAI(recorder) as server:
-        ours = run_maps(work, problems, server.base_url, recorder, args.profile, (width, height))
+    with tempfile.TemporaryDirectory(prefix="maps-cpu-per-problem-") as folder, FakeOpenAI(recorder) as server:
+        work = Path(folder)
+        ours = run_maps(work, problems, server.base_url, recorder, (width, height))
         bodies = list(recorder.bodies)
         bare = run_bare_client(work, server.base_url, bodies)
     ours_ms, bare_ms = 1000 * ours["cpu"] / problems, 1000 * bare["cpu"] / problems
