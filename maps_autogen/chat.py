@@ -269,6 +269,11 @@ class ChatAgents:
         # AG2 annotates this parameter as an instance of its ModelClient protocol, but it takes the class.
         agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))  # type: ignore[arg-type]
         agent.register_hook("process_all_messages_before_reply", partial(self._role_view, role))
+        # The model call is a step's only reply: AG2's others (termination and human-input checks,
+        # tool, function-call and code-execution replies) never apply to a step, and each costs a
+        # check of its trigger on every turn (a runtime Protocol isinstance, slow on Python 3.11).
+        # A step replies only to the Manager, named by a string trigger (a cheap comparison).
+        agent.register_reply(MANAGER_NAME, autogen.ConversableAgent.generate_oai_reply, remove_other_reply_funcs=True)
 
     def forget(self) -> None:
         """Drop the last chat's messages from every agent. `initiate_chat(clear_history=True)`
