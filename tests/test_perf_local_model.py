@@ -26,5 +26,6 @@ def test_local_model_short_mode_prints_the_prompt_figures() -> None:
     assert found, result.stdout
     requests, prompt, cached, read = (int(group) for group in found.groups())
     assert requests == 2 and prompt == cached + read
-    # The second request begins as the first did: llama.cpp reused that prefix.
-    assert cached > 0
+    # The second request begins as the first did (the embedded model's shared-prefix layout):
+    # llama.cpp read it from its cache, about half the tokens of the two requests.
+    assert cached >= 0.3 * prompt
