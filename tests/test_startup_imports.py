@@ -62,3 +62,26 @@ def test_a_solve_imports_no_package_it_does_not_use(tmp_path: Path) -> None:
     assert "autogen" in modules and "maps_autogen.chat" in modules  # the listing is real
     heavy = sorted(name for name in modules if name.split(".")[0] in NEVER_IMPORTED)
     assert heavy == [], f"maps solve imported {heavy[:10]}"
+
+
+# `maps` on an install without openai and matplotlib (no dev or report extras): both unimportable.
+MAPS_WITHOUT_EXTRAS = """
+import runpy, sys
+sys.modules["openai"] = sys.modules["matplotlib"] = None
+sys.argv = ["maps", *sys.argv[1:]]
+runpy.run_module("maps_autogen.cli", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_a_solve_runs_without_openai_and_matplotlib_installed(tmp_path: Path) -> None:
+    problem = tmp_path / "problem.yaml"
+    problem.write_text(yaml.safe_dump({"id": "p1", "question": "What is m?", "options": ["1 kg", "2 kg"]}))
+    script = RoleScript({"solver": [solver_json("A")], "critic": [critic_json(None)]}, default="notes")
+    with FakeOpenAI(script) as server:
+        env = clean_env(OPENAI_API_KEY="sk-test-imports", OPENAI_BASE_URL=server.base_url)
+        result = subprocess.run([sys.executable, "-c", MAPS_WITHOUT_EXTRAS, "solve", "--problem", str(problem),
+                                 "--json", "--runs-dir", str(tmp_path / "runs")],
+                                env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout)
+    assert summary["final_answer"] == "A" and summary["stop_reason"] == "critic_passed"
