@@ -208,10 +208,11 @@ class ChatAgents:
     """The AG2 agents of one chat shape, built once per worker thread and reused by its chats.
 
     Building agents costs more than a chat's own work (AG2 constructs an `OpenAIWrapper` per
-    agent), so a chat binds itself to a ready set instead. Every agent is `silent`: AG2 then
-    builds no event object for the messages it would print (our live view does the talking). Reuse is safe because
+    agent), so a chat binds itself to a ready set instead. Reuse is safe because
     `initiate_chat(clear_history=True)` clears the group chat's messages, every agent's history
-    and reply counters, and all per-problem state lives in the bound `MapsChat`.
+    and reply counters, and all per-problem state lives in the bound `MapsChat`. Every agent is
+    `silent`: AG2 then builds no event object for each message it would print (our live view
+    does the talking).
     """
 
     def __init__(self, shape: AgentShape):
