@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-import autogen
-from autogen.io import IOStream
-
+from maps_autogen.ag2 import IOStream, autogen
 from maps_autogen.client import Completion, ModelBackend
 from maps_autogen.errors import MapsError, RunInterrupted
 from maps_autogen.flow import FlowSettings, Rollback, Turn, decide_next
@@ -25,7 +23,13 @@ from maps_autogen.llm import MapsModelClient
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
 from maps_autogen.redact import redact
-from maps_autogen.role_inputs import build_request, format_options, review_variables, revision_for
+from maps_autogen.role_inputs import (
+    build_request,
+    format_options,
+    review_variables,
+    revision_for,
+    shared_prefix_system,
+)
 from maps_autogen.roles import MANAGER_NAME, USER_PROXY_NAME, CriticVerdict, SolverAnswer, critic_schema, solver_schema
 from maps_autogen.team import ChatPlan, TeamConfig, derived_max_rounds, plan_chat
 from maps_autogen.transcript import request_for_transcript, utc_now
@@ -207,7 +211,9 @@ class ChatAgents:
     Building agents costs more than a chat's own work (AG2 constructs an `OpenAIWrapper` per
     agent), so a chat binds itself to a ready set instead. Reuse is safe because
     `initiate_chat(clear_history=True)` clears the group chat's messages, every agent's history
-    and reply counters, and all per-problem state lives in the bound `MapsChat`.
+    and reply counters, and all per-problem state lives in the bound `MapsChat`. Every agent is
+    `silent`: AG2 then builds no event object for each message it would print (our live view
+    does the talking).
     """
 
     def __init__(self, shape: AgentShape):
@@ -221,6 +227,7 @@ class ChatAgents:
             llm_config=False,
             is_termination_msg=never,
             default_auto_reply="",
+            silent=True,
         )
         self.assistants: dict[str, autogen.AssistantAgent] = {}
         for role, agent_name, system_message, _ in shape.assistants:
@@ -230,6 +237,7 @@ class ChatAgents:
                 llm_config=False,  # the model client comes below, once every agent exists
                 is_termination_msg=never,
                 max_consecutive_auto_reply=10_000,
+                silent=True,
             )
         groupchat = autogen.GroupChat(
             agents=[self.user_proxy, *self.assistants.values()],
@@ -246,6 +254,7 @@ class ChatAgents:
             system_message=shape.manager_system,
             llm_config=False,
             is_termination_msg=never,
+            silent=True,
         )
         for role, _, _, model in shape.assistants:
             self._connect(role, model)
@@ -262,6 +271,11 @@ class ChatAgents:
         # AG2 annotates this parameter as an instance of its ModelClient protocol, but it takes the class.
         agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))  # type: ignore[arg-type]
         agent.register_hook("process_all_messages_before_reply", partial(self._role_view, role))
+        # The model call is a step's only reply: AG2's others (termination and human-input checks,
+        # tool, function-call and code-execution replies) never apply to a step, and each costs a
+        # check of its trigger on every turn (a runtime Protocol isinstance, slow on Python 3.11).
+        # A step replies only to the Manager, named by a string trigger (a cheap comparison).
+        agent.register_reply(MANAGER_NAME, autogen.ConversableAgent.generate_oai_reply, remove_other_reply_funcs=True)
 
     def forget(self) -> None:
         """Drop the last chat's messages from every agent. `initiate_chat(clear_history=True)`
@@ -346,13 +360,21 @@ class MapsChat:
             ),
             manager_system=render(self.prompts.manager.system, {"personality": self.prompts.personalities["manager"]}),
             assistants=tuple(
-                (role, team.step(role).title, self.prompts.system_message(role), self.backends[role].model.model)
+                (role, team.step(role).title,
+                 shared_prefix_system(self.prompts) if self._shared_prefix(role) else self.prompts.system_message(role),
+                 self.backends[role].model.model)
                 for role in roles
             ),
             human=self.settings.human,
             max_round=flow.max_rounds + 2,
             team=team.model_dump_json(),
         )
+
+    def _shared_prefix(self, role: str) -> bool:
+        """Whether `role`'s requests use the shared-prefix layout (`role_inputs.build_request`):
+        on the embedded model, whose llama.cpp server then reuses its prompt cache from one step
+        to the next (reading the prompt is most of each of its calls)."""
+        return self.backends[role].model.kind == "local"
 
     def _opening_message(self) -> str:
         parts = [
@@ -485,7 +507,8 @@ class MapsChat:
             variables = review_variables(self.settings.flow.scored, self.prompts, low=scale.low, high=scale.high,
                                          threshold=self.settings.flow.threshold)
         content = build_request(
-            step, self.problem, self.outputs, self.prompts, review_variables=variables, images=images, revision=revision
+            step, self.problem, self.outputs, self.prompts, review_variables=variables, images=images,
+            revision=revision, shared_prefix=self._shared_prefix(role),
         )
         self.observer.emit({"type": "turn_start", "role": role, "agent": step.title, "round": self._current_round,
                             "revision": revision is not None})

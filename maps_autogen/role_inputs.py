@@ -165,11 +165,19 @@ def build_request(
     review_variables: Mapping[str, Any] | None = None,
     images: str = "none",
     revision: Revision | None = None,
+    shared_prefix: bool = False,
 ) -> str | list[dict[str, Any]]:
     """The user message of `step`'s request: the task preamble, its labelled inputs, the
     revision material when it re-runs, and its instruction (filled with `{{images_label}}`, the
     images heading, and `review_variables` for the reviewer: the dimensions, the rubric's scale
     and threshold).
+
+    With `shared_prefix` (the embedded model: see `shared_prefix_system`), the same material
+    is laid out so that consecutive steps' requests begin alike and llama.cpp reuses its prompt
+    cache: the preamble is not here (it is the system message of every step), the outputs of
+    earlier steps come first and then the problem's fields (each group in the declared order),
+    and the step's own system message opens the tail, before the revision material and the
+    instruction. Nothing is added or left out.
 
     `images` is "send" (each image attached as a data URL right after its `<image_k>` tag in the
     problem's text, or, when the text names none, under the images heading after the inputs),
@@ -177,20 +185,21 @@ def build_request(
     receive images).
     """
     labels = prompts.labels
-    sections = [prompts.task.preamble]
+    sections = [] if shared_prefix else [prompts.task.preamble]
     if not problem.has_images:
         sections.append(prompts.task.no_image_note)
     if images == "note" and problem.has_images:
         notes = "\n".join(image_note(prompts, image, n) for n, image in enumerate(problem.images, start=1))
         sections.append(f"## {labels['images']}\n{notes}")
     blocks = [(section, False) for section in sections if section]
+    inputs = labelled_inputs(step, problem, outputs)
+    if shared_prefix:  # earlier steps' outputs (shared by the steps after them) before the problem's fields
+        inputs = sorted(inputs, key=lambda item: item[0] in PROBLEM_FIELDS)
     # The problem's own text places the images after their tags; an earlier step's output does not.
-    blocks += [
-        (f"## {labels[name]}\n{text}", name in PROBLEM_FIELDS) for name, text in labelled_inputs(step, problem, outputs)
-    ]
+    blocks += [(f"## {labels[name]}\n{text}", name in PROBLEM_FIELDS) for name, text in inputs]
     variables = {"images_label": labels["images"], **(review_variables or {})}  # any prompt may name the images heading
     prompt = prompts.roles[step.name]
-    tail: list[str] = []
+    tail: list[str] = [prompts.system_message(step.name)] if shared_prefix else []
     if revision is not None:
         tail.append(f"## {labels['previous_output']}\n{revision.previous_output.strip()}")
         tail.append(f"## {labels['feedback']}\n{revision.feedback.strip() or '-'}")
@@ -201,6 +210,12 @@ def build_request(
         return "\n\n".join([text for text, _ in blocks] + tail)
     # Images the problem's text does not name go under the images heading, before the instruction.
     return place_images(blocks, problem.images, problem.options, heading=labels["images"], after=tail)
+
+
+def shared_prefix_system(prompts: PromptSet) -> str:
+    """The system message of every step in the shared-prefix layout (`build_request`): the task
+    preamble, the same for all of them."""
+    return prompts.task.preamble
 
 
 def review_variables(

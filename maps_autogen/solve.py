@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import threading
@@ -54,7 +55,9 @@ from maps_autogen.roles import answer_with_option
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
 
 
+@functools.cache
 def _package_version() -> str:
+    """The installed package's version, read from its metadata once per process."""
     try:
         return importlib.metadata.version("maps-autogen")
     except importlib.metadata.PackageNotFoundError:

@@ -1,11 +1,14 @@
 """Figures for the embedded local model (a script that prints, not a test).
 
     .venv/bin/python perf/local_model.py [--replies 10] [--solves 10] [--threads N] [--skip solve]
+    .venv/bin/python perf/local_model.py --short     # CI: two small calls, checks the script runs
 
 Prints: server start time (child process, and in-process for comparison), generation speed,
-the JSON-schema parse and validation rate over N constrained replies, the wall time of a full
-`maps solve` on the shipped example and the share of Solver/Critic replies that parsed without
-repair over those runs, and peak RSS.
+prompt speed on a real problem's requests (the shipped example's steps, as `maps solve` sends
+them to this model), with and without llama.cpp's prompt cache, beside the same requests in the
+layout other models get (no shared prefix), the JSON-schema parse and validation rate over N
+constrained replies, the wall time of a full `maps solve` on the shipped example and the share
+of Solver/Critic replies that parsed without repair over those runs, and peak RSS.
 Figures depend on what else the machine is doing: the load average is printed with them.
 
 To add a measurement (e.g. a full `maps solve` timing), write a function taking the Bench and
@@ -25,6 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import openai
 from pydantic import ValidationError
@@ -54,6 +58,7 @@ class Bench:
     settings: LocalModelSettings
     replies: int
     solves: int = 10
+    short: bool = False
     _server: LocalServer | None = field(default=None, repr=False)
 
     @property
@@ -142,6 +147,109 @@ def measure_generation(bench: Bench, tokens: int = 256) -> list[Figure]:
         Figure("prompt processing", round(timings.get("prompt_per_second", 0.0), 1), "tokens/s",
                f"{timings.get('prompt_n', '?')} prompt tokens"),
     ]
+
+
+# A step's notes as long as this model writes them (its replies are capped at 384 tokens).
+_NOTES = ("Taking moments about the pivot: the 3 kg mass at 0.4 m gives 3 x 9.8 x 0.4 = 11.76 N m anticlockwise; "
+          "the unknown mass m at 0.6 m must give the same moment clockwise, so m x 9.8 x 0.6 = 11.76 N m. ") * 6
+
+
+def real_requests(shared_prefix: bool) -> list[dict[str, Any]]:
+    """The request bodies of one `maps solve --model local` of examples/lever, every step's
+    reply scripted (a scripted server stands in for the embedded one, so no model runs): in the
+    layout this model gets (`shared_prefix`), or in the one other models get."""
+    import contextlib
+    import io
+    import tempfile
+    from types import SimpleNamespace
+    from unittest import mock
+
+    import maps_autogen.local.server as local_server
+    from maps_autogen.chat import MapsChat
+    from maps_autogen.cli import main as maps_main
+    from tests.conftest import critic_json, solver_json
+    from tests.fake_openai import FakeOpenAI, RoleScript
+
+    script = RoleScript({"solver": [solver_json("B")], "critic": [critic_json(5, 5, 3, 5, worst="knowledge"),
+                                                                  critic_json()]}, default=_NOTES)
+    with FakeOpenAI(script) as server, tempfile.TemporaryDirectory() as runs, \
+            mock.patch.object(local_server, "shared_local_server", lambda settings: SimpleNamespace(
+                base_url=server.base_url, api_key="local-no-key", ensure_alive=lambda: None)), \
+            mock.patch.object(MapsChat, "_shared_prefix", lambda self, role: shared_prefix):
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # its answer is no figure
+                maps_main(["solve", "--problem", str(ROOT / "examples/lever/problem.yaml"), "--model", "local",
+                           "--quiet", "--runs-dir", runs])
+        except SystemExit as done:
+            if done.code:
+                raise RuntimeError(f"maps solve against the scripted server failed ({done.code})") from None
+        return [request.body for request in server.received]
+
+
+def _shortened(body: dict[str, Any], characters: int) -> dict[str, Any]:
+    """`body` with its last message cut to `characters` (a small call for --short)."""
+    messages = [dict(message) for message in body["messages"]]
+    if isinstance(messages[-1]["content"], str):
+        messages[-1]["content"] = messages[-1]["content"][:characters]
+    return {**body, "messages": messages}
+
+
+def _prompt_pass(bench: Bench, bodies: list[dict[str, Any]]) -> dict[str, float]:
+    """Send `bodies` in order, each right after the one before (as a solve does), each replying
+    with one token: prompt tokens, those llama.cpp took from its cache, and the prompt time."""
+    http = bench.server.http_client()
+    totals = {"prompt": 0.0, "cached": 0.0, "evaluated": 0.0, "ms": 0.0}
+    for body in bodies:
+        request = {**body, "model": bench.server.model_name, "max_tokens": 1, "stream": False}
+        request.pop("response_format", None)  # constrained decoding changes nothing in the prompt's cost
+        request.pop("stream_options", None)
+        reply = http.post(f"{bench.server.base_url}/chat/completions", json=request,
+                          headers={"Authorization": f"Bearer {bench.server.api_key}"})
+        reply.raise_for_status()
+        data = reply.json()
+        timings = data.get("timings", {})
+        totals["prompt"] += data["usage"]["prompt_tokens"]
+        totals["cached"] += timings.get("cache_n", 0)
+        totals["evaluated"] += timings.get("prompt_n", 0)
+        totals["ms"] += timings.get("prompt_ms", 0.0)
+    return totals
+
+
+def _unrelated(bench: Bench) -> None:
+    """One call with an unrelated prompt: the server's cache then holds nothing of a problem."""
+    _prompt_pass(bench, [{"messages": [{"role": "user", "content": "What is the unit of force?"}]}])
+
+
+def measure_prompt(bench: Bench) -> list[Figure]:
+    """Prompt speed on a real problem's requests: each step's request once with the cache
+    emptied (uncached), then the steps in order as a solve sends them (cached: llama.cpp reuses
+    the prefix the request shares with the one before), in this model's layout and in the layout
+    of other models."""
+    figures = []
+    layouts = [("shared-prefix layout (this model)", True), ("other models' layout", False)]
+    for layout, shared in layouts[:1] if bench.short else layouts:
+        bodies = real_requests(shared)
+        if bench.short:
+            bodies = [_shortened(body, 400) for body in bodies[1:3]]
+        uncached = {"prompt": 0.0, "evaluated": 0.0, "ms": 0.0}
+        if shared and not bench.short:
+            for body in bodies:
+                _unrelated(bench)
+                one = _prompt_pass(bench, [body])
+                for key in uncached:
+                    uncached[key] += one[key]
+            figures.append(Figure("prompt speed, uncached", round(1000 * uncached["evaluated"] / uncached["ms"], 1),
+                                  "tokens/s", f"{len(bodies)} real requests of {uncached['prompt'] / len(bodies):.0f} "
+                                  "prompt tokens on average, each after an unrelated one"))
+        _unrelated(bench)
+        solve = _prompt_pass(bench, bodies)
+        seconds = solve["ms"] / 1000
+        figures.append(Figure(f"prompt of one solve, {layout}", round(seconds, 1), "s",
+                              f"{len(bodies)} requests, {solve['prompt']:.0f} prompt tokens, "
+                              f"{solve['cached']:.0f} from the cache ({solve['cached'] / solve['prompt']:.0%}), "
+                              f"{solve['evaluated']:.0f} read at "
+                              f"{solve['evaluated'] / max(seconds, 1e-9):.1f} tokens/s"))
+    return figures
 
 
 _QUESTIONS = [
@@ -243,6 +351,7 @@ MEASUREMENTS: list[tuple[str, Measurement]] = [
     ("start", measure_start),
     ("in_process_start", measure_in_process_start),
     ("generation", measure_generation),
+    ("prompt", measure_prompt),
     ("json_schema", measure_json_schema),
     ("solve", measure_solve),
     ("rss", measure_rss),  # keep last: it reports the peak after everything above
@@ -256,10 +365,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=None, help="n_threads (default: CPUs - 1)")
     parser.add_argument("--n-ctx", type=int, default=LocalModelSettings().n_ctx)
     parser.add_argument("--skip", nargs="*", default=[], choices=[name for name, _ in MEASUREMENTS])
+    parser.add_argument("--short", action="store_true",
+                        help="CI: only the prompt measurement, on two small calls (checks the script runs)")
     args = parser.parse_args(argv)
+    if args.short:
+        args.skip = [name for name, _ in MEASUREMENTS if name != "prompt"]
 
     bench = Bench(LocalModelSettings(n_threads=args.threads, n_ctx=args.n_ctx), replies=args.replies,
-                  solves=args.solves)
+                  solves=args.solves, short=args.short)
     print(f"model: {embedded_model_path().name}  cpus: {os.cpu_count()}  "
           f"load average at start: {os.getloadavg()[0]:.2f}")
     try:
