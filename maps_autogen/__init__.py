@@ -6,8 +6,6 @@ nothing else; the first use of a name imports what it needs.
 
 from __future__ import annotations
 
-import sys
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -27,21 +25,6 @@ __version__ = "0.1.0"
 
 __all__ = ["ChatRecord", "EvalOutcome", "MapsError", "Problem", "SolveResult", "__version__", "evaluate",
            "load_problem", "load_settings", "solve"]
-
-
-class _Package(ModuleType):
-    """The package's module type: `maps_autogen.solve` stays the API's function although the
-    submodule `maps_autogen/solve.py` has the same name. Importing a submodule binds it as an
-    attribute of its package; that binding is left out for the API's names (the submodule stays
-    in sys.modules, where `from maps_autogen.solve import ...` finds it)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in __all__ and isinstance(value, ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:

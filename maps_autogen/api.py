@@ -33,7 +33,7 @@ from maps_autogen.records import MessageRecord, TranscriptRecord
 if TYPE_CHECKING:
     from maps_autogen.chat import ChatOutcome, Observer
     from maps_autogen.eval.runner import EvalOutcome
-    from maps_autogen.solve import SolveResult
+    from maps_autogen.solving import SolveResult
 
 # MapsError: the base of every error these functions raise (`except maps_autogen.MapsError`).
 __all__ = ["ChatRecord", "EvalOutcome", "MapsError", "Problem", "SolveResult", "evaluate", "load_problem",
@@ -52,7 +52,7 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
 def __getattr__(name: str) -> Any:
     """The result types, imported with the machinery that makes them (PEP 562)."""
     if name == "SolveResult":
-        from maps_autogen.solve import SolveResult
+        from maps_autogen.solving import SolveResult
 
         return SolveResult
     if name == "EvalOutcome":
@@ -204,7 +204,7 @@ def solve(
     result's `error` says why; the finished turns are saved); bad input raises ProblemError,
     ConfigError or UsageError before any call; Ctrl-C raises RunInterrupted."""
     from maps_autogen.chat import Observers
-    from maps_autogen.solve import assemble_team, expected_time, solve_problem
+    from maps_autogen.solving import assemble_team, expected_time, solve_problem
     from maps_autogen.transcript import new_run_id
 
     loaded = load_settings(config, model=model, team=team, config_list=config_list, threshold=threshold,

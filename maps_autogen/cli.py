@@ -227,7 +227,7 @@ def score(
             )
         from maps_autogen.benchmarks.mathvista.scorer import with_llm_extraction
         from maps_autogen.config import load_config, with_overrides
-        from maps_autogen.solve import assemble_team
+        from maps_autogen.solving import assemble_team
 
         loaded = with_overrides(load_config(config_file), model=model)
         backend = assemble_team(loaded).backends[loaded.team.config.final_step.name]

@@ -11,7 +11,7 @@ from typing import Any
 from maps_autogen.chat import agents_for
 from maps_autogen.config import load_config
 from maps_autogen.problem import build_problem
-from maps_autogen.solve import assemble_team, solve_problem
+from maps_autogen.solving import assemble_team, solve_problem
 from tests.conftest import TEST_KEY, critic_json, make_png, solver_json, write_config
 from tests.fake_openai import FakeOpenAI, Received, Reply
 

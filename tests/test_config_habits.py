@@ -103,7 +103,7 @@ def test_ag2_runtime_logging_records_the_calls_of_a_solve(logger_type: str, tmp_
 
     from maps_autogen.config import load_config
     from maps_autogen.problem import build_problem
-    from maps_autogen.solve import assemble_team, solve_problem
+    from maps_autogen.solving import assemble_team, solve_problem
 
     monkeypatch.chdir(tmp_path)
     problem = build_problem("Which mass?", image_sources=[str(make_png(tmp_path / "lever.png"))], max_side=512)

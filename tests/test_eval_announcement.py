@@ -95,7 +95,7 @@ def test_the_cost_range_follows_its_stated_formula(tmp_path: Path) -> None:
     from maps_autogen.config import load_config
     from maps_autogen.eval.estimate import TYPICAL_SHARE, cost_range, pass_calls
     from maps_autogen.problem import Problem
-    from maps_autogen.solve import assemble_team
+    from maps_autogen.solving import assemble_team
 
     problem = Problem(question="Which mass balances the lever? " * 20, options=("2 kg", "4 kg"))
     items = [EvalItem(pid=str(n), subset="s", load_problem=lambda: problem, record={}, gold="A") for n in range(3)]

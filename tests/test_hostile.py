@@ -27,7 +27,7 @@ from maps_autogen.live import LiveConsole
 from maps_autogen.problem import load_problem_file
 from maps_autogen.records import ResultRow
 from maps_autogen.redact import StreamRedactor, redact, register_secret, terminal_safe
-from maps_autogen.solve import assemble_team
+from maps_autogen.solving import assemble_team
 from maps_autogen.verdict import MAX_JSON_DEPTH, parse_critic_reply, parse_solver_reply
 from tests.conftest import REPO, TEST_KEY, clean_env, critic_json, run_maps, solver_json, write_config
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl

@@ -61,8 +61,8 @@ def test_import_is_cheap_and_problem_needs_no_agent_framework() -> None:
             "print(loaded(), sorted(m for m in sys.modules if m.startswith('maps_autogen')))\n"
             "maps_autogen.Problem\n"
             "print('autogen' in sys.modules)\n"
-            # the submodule maps_autogen/solve.py, imported first, does not hide the function
-            "from maps_autogen.solve import Team\n"
+            # the orchestration module (maps_autogen/solving.py), imported first, leaves the function as it is
+            "from maps_autogen.solving import Team\n"
             "print(maps_autogen.solve.__module__, maps_autogen.solve.__name__)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert result.returncode == 0, result.stderr

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import maps_autogen.chat as chat
-import maps_autogen.solve as solve
+import maps_autogen.solving as solve
 from maps_autogen.artifacts import json_text, write_json_atomic
 from tests.conftest import REPO, clean_env, critic_json, run_maps, solver_json
 from tests.fake_openai import FakeOpenAI, RoleScript

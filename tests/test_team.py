@@ -287,7 +287,7 @@ def test_the_chat_runs_through_ag2_and_the_hook_chose_each_speaker(tmp_path: Pat
     from maps_autogen.chat import agents_for
     from maps_autogen.config import load_config
     from maps_autogen.problem import build_problem
-    from maps_autogen.solve import assemble_team, solve_problem
+    from maps_autogen.solving import assemble_team, solve_problem
     from tests.test_agent_reuse import second_chat_shape
 
     loaded = load_config(write_team_config(tmp_path))

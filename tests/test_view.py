@@ -70,7 +70,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     """A hostile solve run, and an eval folder with two solved problems and one failed one."""
     from maps_autogen.config import load_config
     from maps_autogen.problem import build_problem
-    from maps_autogen.solve import assemble_team, solve_problem
+    from maps_autogen.solving import assemble_team, solve_problem
 
     base = tmp_path_factory.mktemp("view")
     png = make_png(base / "lever.png")

@@ -15,7 +15,7 @@ from maps_autogen.problem import Problem
 from maps_autogen.records import RunRecord
 from maps_autogen.redact import redact
 from maps_autogen.role_inputs import format_options, interleave_images
-from maps_autogen.solve import Team
+from maps_autogen.solving import Team
 from maps_autogen.transcript import RunWriter, request_for_transcript, utc_now
 
 METHODS = ("direct", "cot")

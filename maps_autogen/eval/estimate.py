@@ -26,7 +26,7 @@ from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import MapsError
 from maps_autogen.eval.baselines import BaselinePrompt
 from maps_autogen.problem import Problem
-from maps_autogen.solve import Team
+from maps_autogen.solving import Team
 from maps_autogen.team import plan_chat
 from maps_autogen.tokens import TOKENS_PER_MESSAGE, TOKENS_PER_REPLY, image_tokens, text_tokens
 

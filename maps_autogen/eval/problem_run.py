@@ -18,7 +18,7 @@ from maps_autogen.records import PROBLEMS_DIR, RUN_FILE, Evaluation, ResultRow, 
 from maps_autogen.run_files import read_run, write_record
 from maps_autogen.safe_paths import belongs_to, child_folder, safe_component
 from maps_autogen.scoring import score_record
-from maps_autogen.solve import Team, solve_problem
+from maps_autogen.solving import Team, solve_problem
 
 
 @dataclass(frozen=True)

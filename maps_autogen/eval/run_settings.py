@@ -33,7 +33,7 @@ from maps_autogen.team import TeamConfig
 if TYPE_CHECKING:  # annotations only: `maps report` reads rows without loading the engine
     from maps_autogen.benchmarks.tasks import EvalItem
     from maps_autogen.records import ResultRow, SettingsChange
-    from maps_autogen.solve import Team
+    from maps_autogen.solving import Team
 
 _DIGEST = "sha256:"
 _SHOWN = 3  # differences named in a refusal before "and N more"

@@ -43,7 +43,7 @@ from maps_autogen.interrupts import exit_on_second_interrupt
 from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord
 from maps_autogen.run_files import read_manifest, write_manifest
 from maps_autogen.runlock import RunLock
-from maps_autogen.solve import Team, assemble_team
+from maps_autogen.solving import Team, assemble_team
 from maps_autogen.tally import Tally
 from maps_autogen.team import plan_chat
 from maps_autogen.transcript import new_run_id, utc_now

@@ -9,7 +9,7 @@ from maps_autogen.endpoints import Resolution
 from maps_autogen.errors import FatalServiceError, MapsError, ServiceError, UsageError
 from maps_autogen.records import ResultRow, Usage
 from maps_autogen.service_answers import refuses_the_content
-from maps_autogen.solve import Team
+from maps_autogen.solving import Team
 
 
 @dataclass

@@ -29,7 +29,7 @@ from maps_autogen.eval.baselines import BaselinePrompt, baseline_request
 from maps_autogen.inspect_tasks.backend import InspectBackend, SampleLoop, in_chat_thread
 from maps_autogen.prompts import PromptSet
 from maps_autogen.scoring import score_record
-from maps_autogen.solve import configured_chat_settings
+from maps_autogen.solving import configured_chat_settings
 
 #: Where the solver leaves what the scorer reads (the sample's store).
 STORE_KEY = "maps"
