@@ -9,15 +9,16 @@ import json
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from maps_autogen.eval.processes import PROBLEMS_PER_PROCESS, shares, worker_count
-from tests.conftest import MAPS, TEST_KEY, clean_env, run_maps, write_config
+from tests.conftest import MAPS, TEST_KEY, all_text_in, clean_env, run_maps, write_config
 from tests.eval_fixtures import HoldLaterProblems, ProblemScript, write_mathvista_jsonl
-from tests.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI, Received, Reply
 from tests.test_eval_cli import eval_dir_of, results, scripted_answers
 from tests.test_honest_eval import _wait_for
 
@@ -39,9 +40,17 @@ def env_for(server: FakeOpenAI) -> dict[str, str]:
     return clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
 
 
-def script_for(rows: dict[str, Any]) -> ProblemScript:
-    """Problem 2 rolled back once (its first review is low), problem 5 meets a service error."""
-    return ProblemScript(scripted_answers(rows), critic_low={"2"}, fail={"5"})
+def script_for(rows: dict[str, Any]) -> Callable[[Received], Reply]:
+    """Problem 2 rolled back once (its first review is low), problem 5 meets a service error,
+    and the Scholar repeats the API key (every process must mask it)."""
+    script = ProblemScript(scripted_answers(rows), critic_low={"2"}, fail={"5"})
+
+    def reply(request: Received) -> Reply:
+        answer = script(request)
+        if request.role == "scholar":
+            answer.content += f" (the key is {TEST_KEY})"
+        return answer
+    return reply
 
 
 def rows_of(run_dir: Path) -> list[dict[str, Any]]:
@@ -100,14 +109,23 @@ def test_two_worker_processes_record_what_one_process_records_and_a_stopped_run_
         server.script = script_for(rows)
         two = run_maps(eval_args(data, tmp_path / "two", "--concurrency", "4", "--workers", "2"),
                        env=env_for(server), cwd=tmp_path)
-        # Stopped by the cost cap after its first problems, then resumed (in two processes again).
+        # Stopped by the cost cap after its first problems, then resumed.
         server.script = script_for(rows)
         stopped = run_maps(eval_args(data, tmp_path / "stopped", "--concurrency", "2", "--workers", "2",
                                      "--max-cost", "0.000001"), env=env_for(server), cwd=tmp_path)
         stopped_dir = eval_dir_of(tmp_path / "stopped")
         before = {row["pid"] for row in results(stopped_dir)}
         resumed = run_maps(eval_args(data, tmp_path / "stopped", "--resume", str(stopped_dir), "--concurrency", "2",
-                                     "--workers", "2", "--max-cost", "100"), env=env_for(server), cwd=tmp_path)
+                                     "--max-cost", "100"), env=env_for(server), cwd=tmp_path)
+        # Stopped by a service failure every problem meets (the children cancel theirs), then resumed.
+        server.script = ProblemScript(scripted_answers(rows), fail=set(rows))
+        halted = run_maps(eval_args(data, tmp_path / "halted", "--concurrency", "2", "--workers", "2"),
+                          env=env_for(server), cwd=tmp_path)
+        halted_dir = eval_dir_of(tmp_path / "halted")
+        at_halt = results(halted_dir)
+        server.script = script_for(rows)
+        carried_on = run_maps(eval_args(data, tmp_path / "halted", "--resume", str(halted_dir), "--concurrency", "2"),
+                              env=env_for(server), cwd=tmp_path)
     assert one.returncode == 1 and two.returncode == 1, two.stderr  # problem 5 failed (a service error)
     assert "running in" not in one.stderr and "running in 2 worker processes (2, 2 problems in flight each)" in two.stderr
     assert "Traceback" not in two.stderr and "worker process" not in two.stderr.replace("running in 2 worker", "")
@@ -125,6 +143,12 @@ def test_two_worker_processes_record_what_one_process_records_and_a_stopped_run_
     assert roles_of(stopped_dir) == roles_of(first) and settings_of(stopped_dir) == settings_of(first)
     assert {k: v for k, v in verdicts(stopped_dir).items() if k != "stopped_for_cost"} == \
         {k: v for k, v in verdicts(first).items() if k != "stopped_for_cost"}
+    assert halted.returncode == 1 and "error: stopped early: two problems in a row failed" in halted.stderr, halted.stderr
+    assert 1 <= len(at_halt) <= 2 and all(row["status"] == "failed" for row in at_halt)  # the rest left pending
+    assert carried_on.returncode == 1 and rows_of(halted_dir) == rows_of(first), carried_on.stderr
+    assert verdicts(halted_dir) == verdicts(first) and roles_of(halted_dir) == roles_of(first)
+    for run_dir in (first, second, stopped_dir, halted_dir):
+        assert TEST_KEY not in all_text_in(run_dir)
 
 
 def _start(data: Path, runs: Path, server: FakeOpenAI, cwd: Path) -> subprocess.Popen[str]:
@@ -190,11 +214,13 @@ def test_a_worker_that_dies_is_reported_in_one_line_and_its_problem_is_recorded_
 @pytest.mark.parametrize(("requested", "concurrency", "problems", "cores", "local", "expected"), [
     (None, 8, 1000, 2, False, 1),  # one core keeps up
     (None, PROBLEMS_PER_PROCESS, 1000, 2, False, 1),
+    (None, PROBLEMS_PER_PROCESS + 1, 1000, 2, False, 2),
     (None, 2 * PROBLEMS_PER_PROCESS, 1000, 2, False, 2),
-    (None, 128, 1000, 2, False, 2),  # at most one per core
-    (None, 128, 1000, 8, False, 4),
-    (None, 128, 40, 8, False, 1),  # too few problems left to pay for starting processes
-    (None, 128, 1000, 8, True, 1),  # the embedded model: one process
+    (None, 8 * PROBLEMS_PER_PROCESS, 1000, 2, False, 2),  # at most one per core
+    (None, 8 * PROBLEMS_PER_PROCESS, 1000, 16, False, 8),
+    (None, 8 * PROBLEMS_PER_PROCESS, 3 * PROBLEMS_PER_PROCESS, 16, False, 3),  # one per full share of problems left
+    (None, 2 * PROBLEMS_PER_PROCESS, PROBLEMS_PER_PROCESS + 10, 8, False, 1),  # too few to pay for a start
+    (None, 8 * PROBLEMS_PER_PROCESS, 1000, 16, True, 1),  # the embedded model: one process
     (3, 8, 1000, 2, False, 3),  # --workers overrides
     (4, 2, 1000, 2, False, 2),  # never more processes than problems in flight
 ])
