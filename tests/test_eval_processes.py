@@ -151,30 +151,39 @@ def test_two_worker_processes_record_what_one_process_records_and_a_stopped_run_
         assert TEST_KEY not in all_text_in(run_dir)
 
 
-def _start(data: Path, runs: Path, server: FakeOpenAI, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([*MAPS, *eval_args(data, runs, "--concurrency", "2", "--workers", "2", "--quiet")],
-                            env=env_for(server), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-
-def test_ctrl_c_reaches_only_the_parent_and_leaves_no_worker_process(tmp_path: Path) -> None:
-    data, rows = write_mathvista_jsonl(tmp_path / "mathvista", 8)
+def run_held(tmp_path: Path, problems: int, act: Callable[[subprocess.Popen[str], list[int], Path], None]
+             ) -> tuple[subprocess.Popen[str], str, list[int], Path]:
+    """`maps eval` in two worker processes (one problem in flight each), in its own process
+    group; once the first two problems are done and each worker waits inside a model call,
+    `act(process, its worker pids, runs folder)`; then the held calls go on. Returns the
+    process, its stderr, its worker pids and the runs folder."""
+    data, rows = write_mathvista_jsonl(tmp_path / "mathvista", problems)
     runs = tmp_path / "runs"
     gate = HoldLaterProblems(ProblemScript(scripted_answers(rows)))
     with FakeOpenAI(gate) as server:
-        process = _start(data, runs, server, tmp_path)
+        process = subprocess.Popen([*MAPS, *eval_args(data, runs, "--concurrency", "2", "--workers", "2", "--quiet")],
+                                   env=env_for(server), cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
-            gate.wait_held(2)  # two problems finished, one in flight in each worker, inside a model call
+            gate.wait_held(2)
             children = worker_pids(process.pid)
             assert len(children) == 2
-            os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
-            _wait_for(lambda: process.poll() is not None or any(runs.glob("eval-*/summary.json")), "the summary")
+            act(process, children, runs)
             gate.release()
-            _, stderr = process.communicate(timeout=60)
+            _, stderr = process.communicate(timeout=120)
         finally:
             gate.release()
             if process.poll() is None:
                 process.kill()
+    return process, stderr, children, runs
+
+
+def test_ctrl_c_reaches_only_the_parent_and_leaves_no_worker_process(tmp_path: Path) -> None:
+    def interrupt(process: subprocess.Popen[str], children: list[int], runs: Path) -> None:
+        os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+        _wait_for(lambda: process.poll() is not None or any(runs.glob("eval-*/summary.json")), "the summary")
+
+    process, stderr, children, runs = run_held(tmp_path, 8, interrupt)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and "worker process" not in stderr, stderr
     assert f"maps eval mathvista --resume {eval_dir_of(runs)}" in stderr
@@ -186,22 +195,11 @@ def test_ctrl_c_reaches_only_the_parent_and_leaves_no_worker_process(tmp_path: P
 
 
 def test_a_worker_that_dies_is_reported_in_one_line_and_its_problem_is_recorded_failed(tmp_path: Path) -> None:
-    data, rows = write_mathvista_jsonl(tmp_path / "mathvista", 6)
-    runs = tmp_path / "runs"
-    gate = HoldLaterProblems(ProblemScript(scripted_answers(rows)))
-    with FakeOpenAI(gate) as server:
-        process = _start(data, runs, server, tmp_path)
-        try:
-            gate.wait_held(2)
-            victim = worker_pids(process.pid)[0]
-            os.kill(victim, signal.SIGKILL)
-            _wait_for(lambda: not running(victim), "the worker to die")
-            gate.release()
-            _, stderr = process.communicate(timeout=120)
-        finally:
-            gate.release()
-            if process.poll() is None:
-                process.kill()
+    def kill_one(process: subprocess.Popen[str], children: list[int], runs: Path) -> None:
+        os.kill(children[0], signal.SIGKILL)
+        _wait_for(lambda: not running(children[0]), "the worker to die")
+
+    process, stderr, children, runs = run_held(tmp_path, 6, kill_one)
     assert process.returncode == 1 and "Traceback" not in stderr, stderr
     died = [line for line in stderr.splitlines() if "ended (exit code -9)" in line]
     assert len(died) == 1 and "--resume runs them again" in died[0], stderr
