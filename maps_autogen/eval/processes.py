@@ -141,6 +141,9 @@ class InProcess:
         self._runner = runner
         self._threads = DaemonWorkers(threads)
 
+    def start(self) -> None:
+        """Nothing to start: the threads wait for problems."""
+
     def room(self) -> bool:
         """Always: the caller keeps to the concurrency."""
         return True
@@ -184,15 +187,19 @@ class ProcessWorkers:
     """The children solving an eval's problems, as the parent sees them (see the module doc)."""
 
     def __init__(self, setup: WorkerSetup, count: int, concurrency: int):
-        context = multiprocessing.get_context("spawn")
+        self._setup = replace(setup, secrets=registered_secrets())
+        self._shares = shares(concurrency, count)
         self._lock = threading.Lock()
         self._served: dict[str, dict[str, int]] = {}
-        self._children: list[_Child] = []
-        setup = replace(setup, secrets=registered_secrets())
+        self._children: list[_Child] = []  # those started
+
+    def start(self) -> None:
+        """Start the children (a Ctrl-C meanwhile leaves those started to `close`)."""
+        context = multiprocessing.get_context("spawn")
         on_exit_now(self.kill)
-        for number, share in enumerate(shares(concurrency, count), start=1):
+        for number, share in enumerate(self._shares, start=1):
             here, there = context.Pipe()
-            process = context.Process(target=worker_main, args=(there, replace(setup, threads=share)),
+            process = context.Process(target=worker_main, args=(there, replace(self._setup, threads=share)),
                                       name=f"maps-eval-{number}", daemon=True)
             with _sigint_blocked():
                 process.start()

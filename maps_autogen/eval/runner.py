@@ -363,6 +363,7 @@ class EvalRun:
             return True
 
         try:
+            pool.start()
             for _ in range(request.concurrency):
                 if not submit_next():
                     break
