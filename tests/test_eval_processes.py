@@ -151,15 +151,15 @@ def test_two_worker_processes_record_what_one_process_records_and_a_stopped_run_
         assert TEST_KEY not in all_text_in(run_dir)
 
 
-def run_held(tmp_path: Path, problems: int, act: Callable[[subprocess.Popen[str], list[int], Path], None]
-             ) -> tuple[subprocess.Popen[str], str, list[int], Path]:
+def run_held(tmp_path: Path, problems: int, act: Callable[[subprocess.Popen[str], list[int], Path], None],
+             free: int = 2) -> tuple[subprocess.Popen[str], str, list[int], Path]:
     """`maps eval` in two worker processes (one problem in flight each), in its own process
-    group; once the first two problems are done and each worker waits inside a model call,
+    group; once the first `free` problems are done and each worker waits inside a model call,
     `act(process, its worker pids, runs folder)`; then the held calls go on. Returns the
     process, its stderr, its worker pids and the runs folder."""
     data, rows = write_mathvista_jsonl(tmp_path / "mathvista", problems)
     runs = tmp_path / "runs"
-    gate = HoldLaterProblems(ProblemScript(scripted_answers(rows)))
+    gate = HoldLaterProblems(ProblemScript(scripted_answers(rows)), free=free)
     with FakeOpenAI(gate) as server:
         process = subprocess.Popen([*MAPS, *eval_args(data, runs, "--concurrency", "2", "--workers", "2", "--quiet")],
                                    env=env_for(server), cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -178,11 +178,12 @@ def run_held(tmp_path: Path, problems: int, act: Callable[[subprocess.Popen[str]
     return process, stderr, children, runs
 
 
-def test_ctrl_c_reaches_only_the_parent_and_leaves_no_worker_process(tmp_path: Path) -> None:
-    def interrupt(process: subprocess.Popen[str], children: list[int], runs: Path) -> None:
-        os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
-        _wait_for(lambda: process.poll() is not None or any(runs.glob("eval-*/summary.json")), "the summary")
+def interrupt(process: subprocess.Popen[str], children: list[int], runs: Path) -> None:
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+    _wait_for(lambda: process.poll() is not None or any(runs.glob("eval-*/summary.json")), "the summary")
 
+
+def test_ctrl_c_reaches_only_the_parent_and_leaves_no_worker_process(tmp_path: Path) -> None:
     process, stderr, children, runs = run_held(tmp_path, 8, interrupt)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and "worker process" not in stderr, stderr
@@ -192,6 +193,14 @@ def test_ctrl_c_reaches_only_the_parent_and_leaves_no_worker_process(tmp_path: P
     assert len(recorded) == 2 and all(row["status"] == "ok" for row in recorded)  # the problems in flight are not counted
     summary = json.loads((eval_dir_of(runs) / "summary.json").read_text())
     assert summary["interrupted"] is True and summary["average"]["n"] == 2
+
+
+def test_ctrl_c_before_any_problem_finished_writes_an_empty_summary(tmp_path: Path) -> None:
+    process, stderr, children, runs = run_held(tmp_path, 4, interrupt, free=0)
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr
+    assert not [pid for pid in children if running(pid)]
+    summary = json.loads((eval_dir_of(runs) / "summary.json").read_text())
+    assert summary["interrupted"] is True and summary["average"]["n"] == 0 and summary["failed"] == 0
 
 
 def test_a_worker_that_dies_is_reported_in_one_line_and_its_problem_is_recorded_failed(tmp_path: Path) -> None:
