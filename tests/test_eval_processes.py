@@ -203,6 +203,30 @@ def test_ctrl_c_before_any_problem_finished_writes_an_empty_summary(tmp_path: Pa
     assert summary["interrupted"] is True and summary["average"]["n"] == 0 and summary["failed"] == 0
 
 
+def test_ctrl_c_while_the_workers_start_stops_the_run_cleanly(tmp_path: Path) -> None:
+    data, rows = write_mathvista_jsonl(tmp_path / "mathvista", 4)
+    runs = tmp_path / "runs"
+    with FakeOpenAI(ProblemScript(scripted_answers(rows))) as server:
+        process = subprocess.Popen([*MAPS, *eval_args(data, runs, "--concurrency", "2", "--workers", "2")],
+                                   env=env_for(server), cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            assert process.stderr is not None
+            announced = next((line for line in iter(process.stderr.readline, "") if "worker processes" in line), None)
+            assert announced, "no worker processes announced"
+            _wait_for(lambda: len(worker_pids(process.pid)) == 2, "both workers")
+            children = worker_pids(process.pid)
+            os.killpg(process.pid, signal.SIGINT)  # while they import and load: nothing sent yet
+            _, stderr = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr and "worker process" not in stderr, stderr
+    assert not [pid for pid in set(children) if running(pid)]
+    assert json.loads((eval_dir_of(runs) / "summary.json").read_text())["interrupted"] is True
+
+
 def test_a_worker_that_dies_is_reported_in_one_line_and_its_problem_is_recorded_failed(tmp_path: Path) -> None:
     def kill_one(process: subprocess.Popen[str], children: list[int], runs: Path) -> None:
         os.kill(children[0], signal.SIGKILL)

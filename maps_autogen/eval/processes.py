@@ -37,6 +37,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
+from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -197,18 +198,21 @@ class ProcessWorkers:
         """Start the children (a Ctrl-C meanwhile leaves those started to `close`)."""
         context = multiprocessing.get_context("spawn")
         on_exit_now(self.kill)
-        for number, share in enumerate(self._shares, start=1):
-            here, there = context.Pipe()
-            process = context.Process(target=worker_main, args=(there, replace(self._setup, threads=share)),
-                                      name=f"maps-eval-{number}", daemon=True)
-            with _sigint_blocked():
+        # Started now: starting it unblocks SIGINT in this thread, which children started after
+        # that would inherit.
+        resource_tracker.ensure_running()
+        with _sigint_deferred():
+            for number, share in enumerate(self._shares, start=1):
+                here, there = context.Pipe()
+                process = context.Process(target=worker_main, args=(there, replace(self._setup, threads=share)),
+                                          name=f"maps-eval-{number}", daemon=True)
                 process.start()
-            there.close()
-            child = _Child(number, process, here, share)
-            child.listener = threading.Thread(target=self._listen, args=(child,), name=f"maps-eval-{number}-listener",
-                                              daemon=True)
-            self._children.append(child)
-            child.listener.start()
+                there.close()
+                child = _Child(number, process, here, share)
+                child.listener = threading.Thread(target=self._listen, args=(child,),
+                                                  name=f"maps-eval-{number}-listener", daemon=True)
+                self._children.append(child)
+                child.listener.start()
 
     @property
     def pids(self) -> list[int]:
@@ -321,14 +325,25 @@ class ProcessWorkers:
 
 
 @contextlib.contextmanager
-def _sigint_blocked() -> Iterator[None]:
-    """SIGINT blocked in this thread while a child starts: the child inherits the block (and then
-    ignores SIGINT), and a Ctrl-C meanwhile reaches this process once the block is lifted."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+def _sigint_deferred() -> Iterator[None]:
+    """SIGINT held off while the children start. Blocked in this thread, so each child inherits
+    the block (and then ignores SIGINT); a Ctrl-C meanwhile (delivered to another thread) is
+    noted and handed to the handler in force once every child has started: a KeyboardInterrupt
+    in the middle of a start would leave a child reading a cut pipe."""
+    caught: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    except ValueError:  # not the main thread, where a Ctrl-C is raised: nothing to defer
+        previous = None
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+            if caught and callable(previous):
+                previous(signal.SIGINT, None)
 
 
 def _relog(name: str, level: int, message: str, exc_text: str | None) -> None:
