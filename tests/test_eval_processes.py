@@ -118,9 +118,11 @@ def test_two_worker_processes_record_what_one_process_records_and_a_stopped_run_
         resumed = run_maps(eval_args(data, tmp_path / "stopped", "--resume", str(stopped_dir), "--concurrency", "2",
                                      "--max-cost", "100"), env=env_for(server), cwd=tmp_path)
         # Stopped by a service failure every problem meets (the children cancel theirs), then resumed.
-        server.script = ProblemScript(scripted_answers(rows), fail=set(rows))
-        halted = run_maps(eval_args(data, tmp_path / "halted", "--concurrency", "2", "--workers", "2"),
-                          env=env_for(server), cwd=tmp_path)
+        # Its workers' warnings (a retry, whose error repeats the key) reach the parent's stderr, masked.
+        server.script = lambda request: Reply(f"outage for key {TEST_KEY}", status=500)
+        retrying = write_config(tmp_path / "retry.yaml", **{"endpoints.openai.max_retries": 1})
+        halted = run_maps(eval_args(data, tmp_path / "halted", "--concurrency", "2", "--workers", "2",
+                                    "--config", str(retrying)), env=env_for(server), cwd=tmp_path)
         halted_dir = eval_dir_of(tmp_path / "halted")
         at_halt = results(halted_dir)
         server.script = script_for(rows)
@@ -144,6 +146,7 @@ def test_two_worker_processes_record_what_one_process_records_and_a_stopped_run_
     assert {k: v for k, v in verdicts(stopped_dir).items() if k != "stopped_for_cost"} == \
         {k: v for k, v in verdicts(first).items() if k != "stopped_for_cost"}
     assert halted.returncode == 1 and "error: stopped early: two problems in a row failed" in halted.stderr, halted.stderr
+    assert "WARNING: model call failed" in halted.stderr and TEST_KEY not in halted.stderr
     assert 1 <= len(at_halt) <= 2 and all(row["status"] == "failed" for row in at_halt)  # the rest left pending
     assert carried_on.returncode == 1 and rows_of(halted_dir) == rows_of(first), carried_on.stderr
     assert verdicts(halted_dir) == verdicts(first) and roles_of(halted_dir) == roles_of(first)

@@ -55,7 +55,7 @@ from maps_autogen.eval.workers import DaemonWorkers
 from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.interrupts import on_exit_now
 from maps_autogen.records import ResultRow
-from maps_autogen.redact import register_secret, registered_secrets
+from maps_autogen.redact import register_secret, registered_secrets, terminal_safe
 from maps_autogen.solve import assemble_team
 
 logger = logging.getLogger(__name__)
@@ -362,8 +362,11 @@ class _Forward(logging.Handler):
         self._send_message = send
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Send the record's message and traceback (masked here: the parent's filter masks the
+        message only)."""
         exc_text = logging.Formatter().formatException(record.exc_info) if record.exc_info else record.exc_text
-        self._send_message(("log", record.name, record.levelno, record.getMessage(), exc_text))
+        self._send_message(("log", record.name, record.levelno, terminal_safe(record.getMessage()),
+                            terminal_safe(exc_text) if exc_text else None))
 
 
 # ----- the child ------------------------------------------------------------------------------
