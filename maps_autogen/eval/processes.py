@@ -214,11 +214,6 @@ class ProcessWorkers:
                 self._children.append(child)
                 child.listener.start()
 
-    @property
-    def pids(self) -> list[int]:
-        """The children's process ids."""
-        return [child.process.pid for child in self._children]
-
     def room(self) -> bool:
         """Whether a live child can take another problem now."""
         with self._lock:
@@ -290,6 +285,10 @@ class ProcessWorkers:
             try:
                 message = child.conn.recv()
             except (EOFError, OSError):
+                break
+            except Exception as error:  # noqa: BLE001 - a message that cannot be read: the child is stopped
+                failed = f"a message from it could not be read: {error.__class__.__name__}"
+                child.process.kill()
                 break
             kind = message[0]
             if kind == "done":
