@@ -17,7 +17,7 @@ The parent keeps everything a run has once: the one writer of results.jsonl, the
 the cost cap, the service-failure stop, Ctrl-C and the manifest (eval/runner.py). It starts each
 child with the `spawn` method (never a fork of a threaded process) and SIGINT blocked, so the
 children never see a Ctrl-C: the parent decides and tells them (`cancel`). Each child rebuilds
-the run's problems and its own team (solve.assemble_team) from what the parent resolved, masks
+the run's problems and its own team (solving.assemble_team) from what the parent resolved, masks
 the same secrets, solves the problems it is given in its own threads (eval/workers.py), each into
 its own folder, and sends back each problem's results row and the service failure that ended it,
 its log records, and at the end the requests each replica served. A child ends when the parent
@@ -56,7 +56,7 @@ from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.interrupts import on_exit_now
 from maps_autogen.records import ResultRow
 from maps_autogen.redact import register_secret, registered_secrets, terminal_safe
-from maps_autogen.solve import assemble_team
+from maps_autogen.solving import assemble_team
 
 logger = logging.getLogger(__name__)
 
