@@ -1,10 +1,9 @@
 """Worker processes for `maps eval`: problems solved in several processes when one core cannot
 keep up with the problems in flight.
 
-`maps eval` is CPU-bound in one process at high concurrency with a fast service (issue 27: 87%
-of the ideal rate at 32 in flight with 0.5 s calls, 29% at 128). Measured on the 2-core machine
-(0.5 s calls, 5 calls a problem, 3 problems per slot): at 64 in flight one process reached 93% of
-the ideal rate and two 86%; at 96, 83% against 90%; at 128, 76-79% against 89%. So `maps eval`
+`maps eval` is CPU-bound in one process at high concurrency with a fast service. Measured on
+the 2-core machine (0.5 s calls, 5 calls a problem; docs/benchmarks.md): at 64 in flight one
+process and two reach the same rate, at 96 and 128 two are ahead. So `maps eval`
 uses one process (the path without workers) up to `PROBLEMS_PER_PROCESS` in flight, and beyond
 it one process per `PROBLEMS_PER_PROCESS` in flight (rounded up), at most one per core and one
 per `PROBLEMS_PER_PROCESS` problems left to run (starting a process costs about the start-up of
