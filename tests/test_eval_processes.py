@@ -257,6 +257,8 @@ def test_a_worker_that_dies_is_reported_in_one_line_and_its_problem_is_recorded_
     (None, 8 * PROBLEMS_PER_PROCESS, 1000, 16, True, 1),  # the embedded model: one process
     (3, 8, 1000, 2, False, 3),  # --workers overrides
     (4, 2, 1000, 2, False, 2),  # never more processes than problems in flight
+    (4, 8, 3, 2, False, 3),  # nor than problems left to run
+    (4, 8, 0, 2, False, 1),  # nothing left: no worker process
 ])
 def test_the_worker_count(requested: int | None, concurrency: int, problems: int, cores: int, local: bool,
                           expected: int) -> None:

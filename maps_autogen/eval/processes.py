@@ -85,12 +85,12 @@ def check_workers(requested: int | None, *, local: bool) -> None:
 
 def worker_count(requested: int | None, *, concurrency: int, problems: int, cores: int, local: bool) -> int:
     """How many processes solve `problems` with `concurrency` in flight (see the module doc):
-    `requested` when given (never more than the problems in flight), else 1 up to
+    `requested` when given (never more than the problems in flight or left to run), else 1 up to
     PROBLEMS_PER_PROCESS in flight, then one per PROBLEMS_PER_PROCESS in flight (rounded up), at
     most one per core and one per PROBLEMS_PER_PROCESS problems left to run."""
     check_workers(requested, local=local)
     if requested is not None:
-        return max(1, min(requested, concurrency))
+        return max(1, min(requested, concurrency, problems))
     if local:
         return 1
     return max(1, min(cores, -(-concurrency // PROBLEMS_PER_PROCESS), problems // PROBLEMS_PER_PROCESS))
