@@ -209,7 +209,8 @@ def test_ctrl_c_before_any_problem_finished_writes_an_empty_summary(tmp_path: Pa
 def test_ctrl_c_while_the_workers_start_stops_the_run_cleanly(tmp_path: Path) -> None:
     data, rows = write_mathvista_jsonl(tmp_path / "mathvista", 4)
     runs = tmp_path / "runs"
-    with FakeOpenAI(ProblemScript(scripted_answers(rows))) as server:
+    gate = HoldLaterProblems(ProblemScript(scripted_answers(rows)), free=0)  # the run cannot end before the Ctrl-C
+    with FakeOpenAI(gate) as server:
         process = subprocess.Popen([*MAPS, *eval_args(data, runs, "--concurrency", "2", "--workers", "2")],
                                    env=env_for(server), cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -222,6 +223,7 @@ def test_ctrl_c_while_the_workers_start_stops_the_run_cleanly(tmp_path: Path) ->
             os.killpg(process.pid, signal.SIGINT)  # while they import and load: nothing sent yet
             _, stderr = process.communicate(timeout=60)
         finally:
+            gate.release()
             if process.poll() is None:
                 process.kill()
     assert process.returncode == 130, stderr
