@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -278,3 +279,19 @@ def test_workers_on_the_embedded_model_are_refused_before_anything_runs(tmp_path
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "error: --workers 2 cannot run the embedded model" in result.stderr
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").glob("eval-*"))
+
+
+def test_a_second_ctrl_c_runs_the_exit_hooks_before_it_exits(tmp_path: Path) -> None:
+    """The hook a multi-process eval registers to kill and reap its workers (ProcessWorkers.kill)."""
+    marker = tmp_path / "hook-ran"
+    script = (
+        "import os, signal, pathlib\n"
+        "from maps_autogen.interrupts import exit_on_second_interrupt, on_exit_now\n"
+        f"on_exit_now(lambda: pathlib.Path({str(marker)!r}).write_text('killed'))\n"
+        "exit_on_second_interrupt()\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "signal.pause()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130 and "interrupted again: exiting now" in done.stderr, done.stderr
+    assert marker.read_text() == "killed"
