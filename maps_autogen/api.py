@@ -242,6 +242,7 @@ def evaluate(
     seed: int = 0,
     without: Iterable[str] = (),
     concurrency: int = 8,
+    workers: int | None = None,
     rules: str = "current",
     cache: bool = True,
     max_cost: float | None = None,
@@ -272,9 +273,13 @@ def evaluate(
     `data` is a local copy of the data set (else the Hugging Face hub; `custom` needs it);
     `method` is maps (None: maps, or a resumed run's own), direct or cot; the other arguments
     are those of `maps eval` (`subsets` for --subset, `shard` as "i/n") and `load_settings`'s.
-    `progress` shows the progress bar on standard error; `announce` receives the line `maps eval`
-    prints before the first call (models, problems, estimated cost), `on_ready` the run folder
-    once its manifest is written. Bad input raises UsageError, DataError or ConfigError before any
+    `workers` is `--workers` (None: chosen from the cores and `concurrency`; docs/benchmarks.md):
+    with more than one, the problems are solved in worker processes started with `spawn`, which
+    imports the calling script again, so a script's own code must sit under
+    `if __name__ == "__main__":`. `progress` shows the progress bar on standard error; `announce`
+    receives the line `maps eval` prints before the first call (models, problems, estimated
+    cost), `on_ready` the run folder once its manifest is written. Bad input raises UsageError,
+    DataError or ConfigError before any
     model call."""
     from maps_autogen.benchmarks import NAMES, get_benchmark
     from maps_autogen.scoring import resolve_scorer
@@ -297,9 +302,9 @@ def evaluate(
                            max_rollbacks=max_rollbacks, without=without)
     request = EvalRequest(
         benchmark=benchmark, subsets=tuple(subsets), data=Path(data) if data is not None else None, limit=limit,
-        sample=sample, seed=seed, method=method, without=frozenset(without), concurrency=concurrency, rules=rules,
-        cache=cache, max_cost=max_cost, shard=Shard.parse(shard) if shard else None, runs_dir=Path(runs_dir),
-        resume=Path(resume) if resume is not None else None, allow_outside_paths=allow_outside_paths,
-        allow_private_urls=allow_private_urls, allow_change=allow_change,
+        sample=sample, seed=seed, method=method, without=frozenset(without), concurrency=concurrency,
+        workers=workers, rules=rules, cache=cache, max_cost=max_cost, shard=Shard.parse(shard) if shard else None,
+        runs_dir=Path(runs_dir), resume=Path(resume) if resume is not None else None,
+        allow_outside_paths=allow_outside_paths, allow_private_urls=allow_private_urls, allow_change=allow_change,
     )
     return EvalRun(request, loaded, progress=progress, on_ready=on_ready, announce=announce).run()

@@ -284,6 +284,12 @@ def score(
     help="Problems in flight at once.",
 )
 @click.option(
+    "--workers",
+    type=click.IntRange(min=1, max=256),
+    help="Worker processes sharing the problems in flight (default: chosen from the cores and --concurrency; "
+    "docs/benchmarks.md: Worker processes).",
+)
+@click.option(
     "--rules",
     type=click.Choice(["current", "legacy"]),
     default="current",
@@ -338,6 +344,7 @@ def eval_command(
     without: tuple[str, ...],
     team_file: Path | None,
     concurrency: int,
+    workers: int | None,
     rules: str,
     no_cache: bool,
     max_cost: float | None,
@@ -374,6 +381,7 @@ def eval_command(
             allow_outside_paths=allow_outside_paths, allow_private_urls=allow_private_urls, progress=not quiet,
             announce=None if quiet else (lambda text: _say(text, err=True)),
             on_ready=(lambda eval_dir: viewers.append(_start_viewer(eval_dir))) if live_view else None,
+            workers=workers,
         )
     finally:
         for viewer in viewers:

@@ -10,15 +10,30 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 INTERRUPTED_EXIT_CODE = 130
+
+# Called before a second Ctrl-C ends the process (an eval's worker processes are killed and reaped).
+_before_exit: list[Callable[[], None]] = []
+
+
+def on_exit_now(callback: Callable[[], None], *, remove: bool = False) -> None:
+    """Call `callback` before a second Ctrl-C ends the process (`remove`: no longer)."""
+    if remove:
+        if callback in _before_exit:
+            _before_exit.remove(callback)
+    else:
+        _before_exit.append(callback)
 
 
 def _exit_now(signum: int, frame: object) -> None:
     try:
         sys.stderr.write("interrupted again: exiting now\n")
         sys.stderr.flush()
+        for callback in list(_before_exit):
+            callback()
     finally:
         os._exit(INTERRUPTED_EXIT_CODE)
 

@@ -96,6 +96,12 @@ def register_secret(value: str | None) -> None:
                 _state = _compile(_secrets)
 
 
+def registered_secrets() -> frozenset[str]:
+    """Every secret registered so far (an eval's worker processes register the same)."""
+    with _lock:
+        return frozenset(_secrets)
+
+
 # Variables that hold keys whatever the config says: registered by every command.
 WELL_KNOWN_KEY_VARIABLES = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.benchmarks.tasks import EvalItem, Task
+from maps_autogen.benchmarks.tasks import EvalItem, Task, load_answer_formats
 from maps_autogen.client import Completion
+from maps_autogen.config import LoadedConfig
 from maps_autogen.errors import DataError, MapsError
-from maps_autogen.eval.baselines import run_baseline
+from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
 from maps_autogen.records import PROBLEMS_DIR, RUN_FILE, Evaluation, ResultRow, Usage
 from maps_autogen.run_files import read_run, write_record
 from maps_autogen.safe_paths import belongs_to, child_folder, safe_component
@@ -34,6 +35,17 @@ class ProblemRunner:
     eval_dir: Path
     baseline_prompts: Any = None
     formats: Any = None
+
+    @classmethod
+    def of(cls, task: Task, loaded: LoadedConfig, team: Team, eval_dir: Path, *, method: str,
+           without: frozenset[str], rules: str) -> ProblemRunner:
+        """The runner of one eval invocation (a baseline's prompts and answer formats read from
+        the config), as the single process and each worker process build it."""
+        baseline = method != "maps"
+        return cls(task=task, method=method, without=without, rules=rules, team=team, eval_dir=eval_dir,
+                   baseline_prompts=load_baseline_prompts(loaded.resolve(loaded.config.baseline_prompts))
+                   if baseline else None,
+                   formats=load_answer_formats(loaded.resolve(loaded.config.answer_formats)) if baseline else None)
 
     def failed_row(self, item: EvalItem, error: str, seconds: float) -> ResultRow:
         """The row of a problem that failed before (or instead of) a verdict."""

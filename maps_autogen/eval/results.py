@@ -120,8 +120,11 @@ class ResultsLog:
 
     def compact(self, order: Sequence[str]) -> None:
         """Rewrite the file atomically with one line per pid (its latest), in `order` (others
-        after). Streamed: only each pid's offset is kept, the records are copied one at a time."""
+        after). Streamed: only each pid's offset is kept, the records are copied one at a time.
+        No file (the run stopped before its first problem finished): nothing to do."""
         with self._lock:
+            if not self.path.exists():
+                return
             latest = {str(record["pid"]): offset for offset, record in self._lines()}
             rank = {pid: n for n, pid in enumerate(order)}
             pids = sorted(latest, key=lambda pid: (rank.get(pid, len(rank)), pid))

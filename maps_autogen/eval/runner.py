@@ -25,19 +25,31 @@ from maps_autogen.benchmarks.tasks import EvalItem, Subset, available_subsets, f
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import resolve_models
-from maps_autogen.errors import DataError, FatalServiceError, MapsError, RunInterrupted, ServiceError, UsageError
+from maps_autogen.errors import DataError, FatalServiceError, RunInterrupted, ServiceError, UsageError
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.environment import git_commit, versions
 from maps_autogen.eval.estimate import announcement
 from maps_autogen.eval.problem_run import ProblemRunner
+from maps_autogen.eval.processes import (
+    InProcess,
+    ProcessWorkers,
+    Solved,
+    WorkerDied,
+    WorkerSetup,
+    added_counts,
+    available_cores,
+    check_workers,
+    shares,
+    worker_count,
+)
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
 from maps_autogen.eval.run_settings import mixed_settings, record_pids, resume_under, verdict_settings
 from maps_autogen.eval.selection import Selection, Shard, load_items, select_items
 from maps_autogen.eval.stopping import Stop, check_prices, costs, same_failure, unknown_cost_stop
 from maps_autogen.eval.table1 import Run, table1
 from maps_autogen.eval.validate import validate_rows
-from maps_autogen.eval.workers import DaemonWorkers, Progress
+from maps_autogen.eval.workers import Progress
 from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.interrupts import exit_on_second_interrupt
 from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord
@@ -75,6 +87,7 @@ class EvalRequest:
     allow_outside_paths: bool = False  # data set rows may refer to files outside the data folder
     allow_private_urls: bool = False  # data set rows' image URLs may point at private addresses
     allow_change: bool = False  # --resume may run under other verdict settings (the manifest records each change)
+    workers: int | None = None  # worker processes (--workers); None: chosen from the cores and the concurrency
 
 
 @dataclass
@@ -183,6 +196,7 @@ class EvalRun:
         resolution = resolve_models(self.loaded, self.env if self.env is not None else os.environ)
         if request.max_cost is not None:
             check_prices(resolution)
+        check_workers(request.workers, local=resolution.uses_local)
         subsets = find_subsets(self.task, request.subsets, available_subsets(self.task, request.data))
         validate_rows(self.task, subsets, request.data)
         with outside_paths_allowed(request.allow_outside_paths), private_urls_allowed(request.allow_private_urls):
@@ -232,10 +246,11 @@ class EvalRun:
             todo = [item for item in selection.items if item.pid not in done]
             if self.announce is not None:
                 self.announce(self._announcement(team, todo))
+            by_workers: dict[str, dict[str, int]] = {}  # requests per replica in worker processes (eval/processes.py)
             try:
-                stop = self._run_items(todo, team, eval_dir, log)
+                stop = self._run_items(todo, team, eval_dir, log, subsets, by_workers)
             finally:
-                manifest = _record_replicas(eval_dir, manifest, team.replicas_served())
+                manifest = _record_replicas(eval_dir, manifest, added_counts(team.replicas_served(), by_workers))
             log.compact([str(pid) for pid in manifest.ids])
             rows = list(log.records())  # after compact: the latest row per pid, read once for all below
             served = _served_models(rows)
@@ -304,7 +319,29 @@ class EvalRun:
         return announcement(team, todo, method=method, without=self.request.without, baseline=baseline)
 
     # ----- running ----------------------------------------------------------------------
-    def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog) -> Stop:
+    def _pool(self, todo: list[EvalItem], team: Team, eval_dir: Path, subsets: Sequence[Subset],
+              runner: ProblemRunner) -> InProcess | ProcessWorkers:
+        """Where the problems are solved: this process's threads, or worker processes when one
+        core cannot keep up (eval/processes.py)."""
+        request = self.request
+        count = worker_count(request.workers, concurrency=request.concurrency, problems=len(todo),
+                             cores=available_cores(), local=team.resolution.uses_local)
+        if count == 1:
+            return InProcess(runner, min(request.concurrency, len(todo)))
+        if self.announce is not None:
+            each = ", ".join(map(str, shares(request.concurrency, count)))
+            self.announce(f"running in {count} worker processes ({each} problems in flight each)")
+        cache = request.runs_dir / ".cache" / "responses.sqlite" if request.cache else None
+        setup = WorkerSetup(
+            benchmark=request.benchmark, subsets=tuple(subsets), data=request.data,
+            pids=frozenset(str(item.pid) for item in todo), allow_outside_paths=request.allow_outside_paths,
+            allow_private_urls=request.allow_private_urls, loaded=self.loaded, resolution=team.resolution,
+            method=request.method or "maps", without=request.without, rules=request.rules, eval_dir=eval_dir,
+            cache_path=cache, max_connections=max(64, request.concurrency))
+        return ProcessWorkers(setup, count, request.concurrency)
+
+    def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog,
+                   subsets: Sequence[Subset], served: dict[str, dict[str, int]]) -> Stop:
         request = self.request
         progress = Progress(len(todo), self.progress)
         spent = 0.0  # the known costs
@@ -313,30 +350,20 @@ class EvalRun:
         stop = Stop()
         suspect: ServiceError | None = None  # the service error the last problem to finish failed with
         pending = iter(todo)
-        in_flight: dict[Future[tuple[ResultRow, MapsError | None]], EvalItem] = {}
-        baseline = request.method != "maps"
-        runner = ProblemRunner(
-            task=self.task,
-            method=request.method or "maps",
-            without=request.without,
-            rules=request.rules,
-            team=team,
-            eval_dir=eval_dir,
-            baseline_prompts=load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts))
-            if baseline
-            else None,
-            formats=load_answer_formats(self.loaded.resolve(self.loaded.config.answer_formats)) if baseline else None,
-        )
-        workers = DaemonWorkers(min(request.concurrency, len(todo)))
+        in_flight: dict[Future[Solved], EvalItem] = {}
+        runner = ProblemRunner.of(self.task, self.loaded, team, eval_dir, method=request.method or "maps",
+                                  without=request.without, rules=request.rules)
+        pool = self._pool(todo, team, eval_dir, subsets, runner)
 
         def submit_next() -> bool:
-            item = next(pending, None)
+            item = next(pending, None) if pool.room() else None
             if item is None:
                 return False
-            in_flight[workers.submit(runner.solve, item)] = item
+            in_flight[pool.submit(item)] = item
             return True
 
         try:
+            pool.start()
             for _ in range(request.concurrency):
                 if not submit_next():
                     break
@@ -344,12 +371,7 @@ class EvalRun:
                 finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
                 for future in finished:
                     item = in_flight.pop(future)
-                    failure: MapsError | None = None
-                    try:
-                        row, failure = future.result()
-                    except Exception as error:  # a bug in one problem must not stop the run
-                        logger.exception("problem %s failed", item.pid)
-                        row = runner.failed_row(item, f"{error.__class__.__name__}: {error}", 0.0)
+                    row, failure = _solved(future, item, runner)
                     if isinstance(failure, RunInterrupted):
                         continue  # cancelled by a fatal error elsewhere: still pending, not failed
                     log.append(row.model_copy(update={"settings": self._settings_index}))
@@ -360,7 +382,7 @@ class EvalRun:
                     progress.advance(tally.accuracy, None if cost_unknown else spent)
                     if request.max_cost is not None and unpriced and stop.fatal is None:
                         stop.fatal = unknown_cost_stop(row, unpriced)
-                        team.cancel()
+                        pool.cancel()
                     if request.max_cost is not None and spent >= request.max_cost:
                         stop.for_cost = True
                     fatal = failure if isinstance(failure, FatalServiceError) else same_failure(suspect, failure)
@@ -368,7 +390,7 @@ class EvalRun:
                         # Every other problem would meet it too: stop sending; the problems not
                         # started stay pending for --resume.
                         stop.fatal = fatal
-                        team.cancel()
+                        pool.cancel()
                     suspect = failure if isinstance(failure, ServiceError) and failure.cause else None
                     if not (stop.for_cost or stop.fatal):
                         # After a service failure, wait for the problems in flight to tell whether
@@ -383,12 +405,25 @@ class EvalRun:
             # Ctrl-C: the problems in flight stop at their next model call and are not
             # counted; what finished is summarised by the caller. A second Ctrl-C exits now.
             exit_on_second_interrupt()
-            team.cancel()
+            pool.cancel()
             stop.interrupted = True
         finally:
-            workers.close()
+            pool.close()
+            served.update(pool.replicas_served())
         progress.close()
         return stop
+
+
+def _solved(future: Future[Solved], item: EvalItem, runner: ProblemRunner) -> Solved:
+    """A finished problem's row and the service failure that ended it; a problem that raised
+    (a bug in one problem must not stop the run) or whose worker process ended is a failed row."""
+    try:
+        return future.result()
+    except WorkerDied as died:  # its process's end was reported in one line
+        return runner.failed_row(item, str(died), 0.0), None
+    except Exception as error:
+        logger.exception("problem %s failed", item.pid)
+        return runner.failed_row(item, f"{error.__class__.__name__}: {error}", 0.0), None
 
 
 def _say_text_only(team: Team, method: str | None) -> None:
@@ -416,11 +451,7 @@ def _record_replicas(eval_dir: Path, manifest: Manifest, served: dict[str, dict[
     only), written."""
     if not served:
         return manifest
-    totals = {endpoint: dict(counts) for endpoint, counts in manifest.replicas_served.items()}
-    for endpoint, counts in served.items():
-        for url, count in counts.items():
-            totals.setdefault(endpoint, {})[url] = totals.get(endpoint, {}).get(url, 0) + count
-    manifest = manifest.model_copy(update={"replicas_served": totals})
+    manifest = manifest.model_copy(update={"replicas_served": added_counts(manifest.replicas_served, served)})
     write_manifest(eval_dir, manifest)
     return manifest
 
