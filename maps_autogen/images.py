@@ -10,7 +10,7 @@ import stat
 import warnings
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeAlias
 
@@ -104,14 +104,21 @@ class ImageInput:
     mime: str
     width: int
     height: int
+    # The data URL, encoded once: every request that sends the image, and the transcript's
+    # lookup of it, use this one string (not part of equality; `replace` makes a new one).
+    _data_url: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def extension(self) -> str:
         return _EXTENSION[self.mime]
 
     def data_url(self) -> str:
-        """The base64 data URL the chat API receives."""
-        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+        """The base64 data URL the chat API receives (encoded on first use, then kept)."""
+        url = self._data_url
+        if url is None:
+            url = f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+            object.__setattr__(self, "_data_url", url)  # a cache: the image itself is unchanged
+        return url
 
 
 def _read_source(source: str, base_dir: Path | None) -> tuple[bytes, str]:

@@ -182,16 +182,43 @@ def redact(text: str) -> str:
     for secret in state.exact:
         if secret in text:
             text = text.replace(secret, MASK)
-    if not _may_hold_credential(text):  # the fast path: most text names no credential
-        return text
-    return _CREDENTIALS.sub(lambda match: match.group("lead") + MASK, text)
+    return _mask_credentials(text)
 
 
-def _may_hold_credential(text: str) -> bool:
-    """Whether `text` may hold what _CREDENTIALS matches: "bearer" or "uthor" in any case
-    (letters whose case-insensitive matches lower() also finds)."""
+def _masked_credential(match: re.Match[str]) -> str:
+    return match.group("lead") + MASK
+
+
+def _mask_credentials(text: str) -> str:
+    """`text` with every bearer/Authorization credential masked, as `_CREDENTIALS.sub` would.
+
+    A credential starts at "bearer" or one character before "uthor" (in any case: these letters
+    have no case-insensitive match that lower() does not also find), so the pattern is tried only
+    there: a text that names an author (a prompt does) is not scanned by the pattern whole."""
     lowered = text.lower()
-    return "bearer" in lowered or "uthor" in lowered
+    if "bearer" not in lowered and "uthor" not in lowered:  # the fast path: most text names no credential
+        return text
+    if len(lowered) != len(text):  # "İ" lowers to two characters: positions no longer match
+        return _CREDENTIALS.sub(_masked_credential, text)
+    starts = sorted({*_found(lowered, "bearer", 0), *_found(lowered, "uthor", 1)})
+    pieces, done = [], 0
+    for start in starts:
+        match = _CREDENTIALS.match(text, start) if start >= done else None  # (\b looks before `start`)
+        if match is not None:
+            pieces += [text[done:start], _masked_credential(match)]
+            done = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _found(text: str, word: str, before: int) -> Iterable[int]:
+    """Where each occurrence of `word` in `text` starts, less `before` (never below 0)."""
+    at = text.find(word, before)
+    while at != -1:
+        yield at - before
+        at = text.find(word, at + 1)
 
 
 def redact_bytes(data: bytes) -> bytes:

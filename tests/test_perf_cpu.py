@@ -20,5 +20,7 @@ def test_cpu_per_problem_short_mode_prints_its_figures() -> None:
     out = result.stdout
     assert re.search(r"3 problems at concurrency 1 .*, (\d+) requests", out), out
     assert re.search(r"time to the first request: maps \d+\.\d+ s, bare client \d+\.\d+ s", out), out
+    assert re.search(r"CPU per problem in steady state: maps \d+\.\d+ ms, bare client \d+\.\d+ ms "
+                     r"\(same request bodies\): \d+\.\dx", out), out
     assert re.search(r"CPU per problem after the first request: maps \d+\.\d+ ms, bare client \d+\.\d+ ms "
                      r"\(same request bodies\): \d+\.\dx", out), out
