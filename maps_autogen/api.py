@@ -207,6 +207,7 @@ def solve(
     from maps_autogen.solving import assemble_team, expected_time, solve_problem
     from maps_autogen.transcript import new_run_id
 
+    without = frozenset(without)  # read once: a one-pass iterable (a generator) is checked and used alike
     loaded = load_settings(config, model=model, team=team, config_list=config_list, threshold=threshold,
                            max_rollbacks=max_rollbacks, without=without)
     if not isinstance(problem, Problem):
@@ -225,7 +226,7 @@ def solve(
         on_ready(Path(runs_dir) / run_id)
     callbacks = _Callbacks(on_turn, on_event, assembled.cancel) if on_turn or on_event else None
     result = solve_problem(problem, assembled, runs_dir=Path(runs_dir), observer=Observers(observer, callbacks),
-                           run_id=run_id, without=frozenset(without), human=human, evaluate=evaluate_answer)
+                           run_id=run_id, without=without, human=human, evaluate=evaluate_answer)
     if callbacks is not None and callbacks.failure is not None:
         raise callbacks.failure
     return result
@@ -298,11 +299,12 @@ def evaluate(
     from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
 
     resolve_scorer(benchmark, rules)  # unknown rules: one line before anything runs
+    without = frozenset(without)  # read once: a one-pass iterable (a generator) is checked and used alike
     loaded = load_settings(config, model=model, team=team, config_list=config_list, threshold=threshold,
                            max_rollbacks=max_rollbacks, without=without)
     request = EvalRequest(
         benchmark=benchmark, subsets=tuple(subsets), data=Path(data) if data is not None else None, limit=limit,
-        sample=sample, seed=seed, method=method, without=frozenset(without), concurrency=concurrency,
+        sample=sample, seed=seed, method=method, without=without, concurrency=concurrency,
         workers=workers, rules=rules, cache=cache, max_cost=max_cost, shard=Shard.parse(shard) if shard else None,
         runs_dir=Path(runs_dir), resume=Path(resume) if resume is not None else None,
         allow_outside_paths=allow_outside_paths, allow_private_urls=allow_private_urls, allow_change=allow_change,

@@ -445,15 +445,12 @@ def config_command(
     """Print the effective configuration: the config file merged onto the built-in defaults (and
     the options given), with where each part came from, and the model each step would use.
     Secrets are never printed: keys are named by their variables."""
-    from maps_autogen.config import load_config, render_effective, with_overrides
+    from maps_autogen.api import load_settings
+    from maps_autogen.config import render_effective
     from maps_autogen.endpoints import resolve_models
 
-    loaded = with_overrides(
-        load_config(config_file, team=team_file, config_list=config_list),
-        model=model,
-        threshold=threshold,
-        max_rollbacks=max_rollbacks,
-    )
+    loaded = load_settings(config_file, model=model, team=team_file, config_list=config_list, threshold=threshold,
+                           max_rollbacks=max_rollbacks)
     _say(render_effective(loaded))
     try:
         _say("\n# " + resolve_models(loaded).announcement)

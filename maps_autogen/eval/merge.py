@@ -176,14 +176,14 @@ def _write_merged(
     """The merged run folder's files, written into `building`."""
     problems = building / PROBLEMS_DIR
     problems.mkdir()
-    log = ResultsLog(building / RESULTS_FILE)
     for pid, row in rows.items():
-        name = safe_component(pid)
-        log.append(row.record.model_copy(update={"run_dir": f"{PROBLEMS_DIR}/{name}"}))
         if row.folder is not None:
-            shutil.copytree(row.folder, problems / name)
+            shutil.copytree(row.folder, problems / safe_component(pid))
     write_manifest(building, manifest.model_copy(update={"eval_id": eval_id}))
-    log.compact(ids)
+    log = ResultsLog(building / RESULTS_FILE)
+    # One line per problem in the run's order (every row's problem is one of `ids`), written once.
+    log.write_all(rows[pid].record.model_copy(update={"run_dir": f"{PROBLEMS_DIR}/{safe_component(pid)}"})
+                  for pid in ids if pid in rows)
     summary = summarize(log.records(), task, manifest.subsets, manifest.team)
     summary = summary.model_copy(update={"eval_id": eval_id, "method": manifest.method, "without": manifest.without,
                                          "complete": summary.average.scored == len(ids)})

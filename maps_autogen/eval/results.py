@@ -118,6 +118,15 @@ class ResultsLog:
                 os.close(fd)
             status[str(row.pid)] = row.status
 
+    def write_all(self, rows: Iterable[ResultRow]) -> None:
+        """Replace the file with `rows`, one line each, in one atomic write (fsync'd): a whole
+        file made at once (a merge), not a log grown row by row."""
+        with self._lock:
+            with atomic_text_writer(self.path, fsync=True) as handle:
+                for row in rows:
+                    handle.write(json.dumps(dumped(row), ensure_ascii=False, default=str) + "\n")
+            self._status = None  # read again from the new file when next needed
+
     def compact(self, order: Sequence[str]) -> None:
         """Rewrite the file atomically with one line per pid (its latest), in `order` (others
         after). Streamed: only each pid's offset is kept, the records are copied one at a time.

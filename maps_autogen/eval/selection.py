@@ -51,13 +51,9 @@ def select_items(items: Sequence[EvalItem], subsets: Sequence[Subset], *, sample
         size = sample if sample is not None else subset.default_sample
         if size is not None and size < len(pids):
             picked = sorted(random.Random(f"{seed}:{subset.name}").sample(range(len(pids)), size))
+            sampled[subset.name] = {"seed": seed, "n": size, "of": len(pids)}
             pids = [pids[n] for n in picked]
-            sampled[subset.name] = {
-                "seed": seed,
-                "n": size,
-                "of": len([i for i in items if i.subset == subset.name]),
-                "ids": pids,
-            }
+            sampled[subset.name]["ids"] = pids
         chosen.update(pids)
     selected = [item for item in items if item.pid in chosen]
     if limit is not None:
