@@ -11,10 +11,10 @@ import pytest
 if os.environ.get("CI") != "true":  # CI installs the inspect extra (scripts/setup.sh): missing is a failure
     pytest.importorskip("inspect_ai")
 
-from inspect_ai.model import GenerateConfig, get_model  # noqa: E402
-from inspect_ai.model._model import init_active_model  # noqa: E402
+from inspect_ai.model import GenerateConfig, get_model
+from inspect_ai.model._model import init_active_model
 
-from maps_autogen.inspect_tasks.backend import sent_settings  # noqa: E402
+from maps_autogen.inspect_tasks.backend import sent_settings
 
 
 def test_the_eval_s_settings_are_recorded_where_the_step_sets_none() -> None:
