@@ -165,6 +165,8 @@ class _ReleasingStream(httpx.SyncByteStream):
         except httpx.TransportError:
             self._finish("failed")
             raise
+        except GeneratorExit:  # the reader stopped early (at a stream's `[DONE]`): close() tells
+            raise
         except BaseException:
             self._finish("abandoned")
             raise

@@ -92,9 +92,10 @@ def generate_config(model: ResolvedModel, role: str, schema_name: str | None,
 
 
 def sent_settings(inspect_model: Model, config: GenerateConfig) -> dict[str, Any]:
-    """What a request carried: the model's name and the step's settings merged onto the model's
-    own (a call's settings win over the model's and the command line's in Inspect)."""
-    merged = inspect_model.config.merge(config)
+    """What a request carried: the model's name and the settings Inspect sends, merged as its
+    `generate` merges them (the model's own, then the eval's `--temperature`, `--max-tokens`...
+    when it is the active model, then the step's, which win)."""
+    merged = inspect_model._resolve_config(config)  # Inspect's own merge, so the record is what was sent
     sent: dict[str, Any] = {"model": str(inspect_model)}
     if merged.temperature is not None:
         sent["temperature"] = merged.temperature
