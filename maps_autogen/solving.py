@@ -119,35 +119,29 @@ _backend_lock = threading.Lock()
 
 def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: ResponseCache | None, max_connections: int,
                   cancel: threading.Event, json_mode: JsonModeMemo, pool: ReplicaPool | None) -> ChatBackend:
-    reply_bytes = loaded.config.limits.reply_bytes
-    if model.kind != "local":
-        return ChatBackend(
-            model,
-            cache=cache,
-            max_connections=max_connections,
-            cancel=cancel,
-            max_reply_bytes=reply_bytes,
-            json_mode=json_mode,
-            pool=pool,
-        )
-    from maps_autogen.local.server import shared_local_server
-    from maps_autogen.local.settings import settings_from_endpoint
+    health_check: Callable[[], None] | None = None
+    if model.kind == "local":
+        from maps_autogen.local.server import shared_local_server
+        from maps_autogen.local.settings import settings_from_endpoint
 
-    # Started on first use, shared by the whole process, stopped at exit (and on Ctrl-C).
-    # One model name end to end: the server registers the name the requests send and the run records.
-    server = shared_local_server(settings_from_endpoint(model.local, base_dir=loaded.base_dir, model_name=model.model))
-    register_secret(server.api_key)
-    local = replace(model, base_url=server.base_url, api_key=server.api_key)
+        # Started on first use, shared by the whole process, stopped at exit (and on Ctrl-C).
+        # One model name end to end: the server registers the name the requests send and the run records.
+        server = shared_local_server(
+            settings_from_endpoint(model.local, base_dir=loaded.base_dir, model_name=model.model)
+        )
+        register_secret(server.api_key)
+        model = replace(model, base_url=server.base_url, api_key=server.api_key)
+        health_check, pool = server.ensure_alive, None
     return ChatBackend(
-        local,
+        model,
         cache=cache,
         max_connections=max_connections,
-        health_check=server.ensure_alive,
+        health_check=health_check,
         cancel=cancel,
-        max_reply_bytes=reply_bytes,
+        max_reply_bytes=loaded.config.limits.reply_bytes,
         json_mode=json_mode,
+        pool=pool,
     )
-
 
 def assemble_team(
     loaded: LoadedConfig,
