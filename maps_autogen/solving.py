@@ -82,13 +82,9 @@ class Team:
 
     def replicas_served(self) -> dict[str, dict[str, int]]:
         """Requests served by each replica, per endpoint with several (for the manifest)."""
-        served: dict[str, dict[str, int]] = {}
-        pools = {id(b.pool): (b.model.endpoint_name, b.pool) for b in self.backends.values() if b.pool is not None}
-        for endpoint, pool in pools.values():  # each pool once: backends of one endpoint share it
-            counts = served.setdefault(endpoint, {})
-            for url, count in pool.served().items():
-                counts[url] = counts.get(url, 0) + count
-        return served
+        # An endpoint's backends share its one pool (`assemble_team`).
+        pools = {b.model.endpoint_name: b.pool for b in self.backends.values() if b.pool is not None}
+        return {endpoint: pool.served() for endpoint, pool in pools.items()}
 
     def cancel(self) -> None:
         """Stop every chat of this team at its next model request (Ctrl-C)."""
