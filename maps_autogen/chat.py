@@ -165,17 +165,18 @@ class ChatOutcome:
         return table
 
 
-def _solver_check(text: str) -> str | None:
-    """Why a Solver reply is unusable (None when it parses)."""
-    return None if parse_solver_reply(text).parsed else "the Solver's reply is not valid JSON with a final answer"
+def _solver_check(text: str, *, title: str) -> str | None:
+    """Why an answer step's reply (the step titled `title`) is unusable (None when it parses)."""
+    return None if parse_solver_reply(text).parsed else f"the {title}'s reply is not valid JSON with a final answer"
 
 
-def _critic_check(text: str, *, scored: tuple[tuple[str, str], ...], low: float, high: float) -> str | None:
-    """Why a reviewer's reply is unusable (None when it has usable scores)."""
+def _critic_check(text: str, *, title: str, scored: tuple[tuple[str, str], ...], low: float,
+                  high: float) -> str | None:
+    """Why the reviewer's reply (the step titled `title`) is unusable (None when it has usable scores)."""
     return (
         None
         if parse_critic_reply(text, scored, low=low, high=high) is not None
-        else "the Critic's reply has no usable scores"
+        else f"the {title}'s reply has no usable scores"
     )
 
 
@@ -429,7 +430,7 @@ class MapsChat:
                         "type": "event",
                         "event": "solver_unparsed",
                         "at": utc_now(),
-                        "detail": "the Solver's reply was not valid JSON; "
+                        "detail": f"the {step.title}'s reply was not valid JSON; "
                         "its final answer falls back to the reply's text",
                     }
                 )
@@ -445,8 +446,8 @@ class MapsChat:
                         "type": "event",
                         "event": "critic_unparseable",
                         "at": utc_now(),
-                        "detail": "the Critic's reply has no usable scores; "
-                        "the chat ends and the Solver's answer stands",
+                        "detail": f"the {step.title}'s reply has no usable scores; the chat ends and the "
+                        f"{self.settings.team.step(self.settings.plan.final_step).title}'s answer stands",
                     }
                 )
             else:
@@ -518,14 +519,16 @@ class MapsChat:
         schema_name, schema, check = None, None, None
         step = self.settings.team.step(role)
         if step.output == "answer":
-            schema_name, schema, check = "solver_answer", solver_schema(len(self.problem.options)), _solver_check
+            schema_name, schema = "solver_answer", solver_schema(len(self.problem.options))
+            check = partial(_solver_check, title=step.title)
         elif role == self.settings.flow.reviewer:
             scale = self.settings.team.scale
             schema_name, schema = (
                 "critic_verdict",
                 critic_schema(self.settings.flow.dimensions, low=scale.low, high=scale.high, whole=scale.whole),
             )
-            check = partial(_critic_check, scored=self.settings.flow.scored, low=scale.low, high=scale.high)
+            check = partial(_critic_check, title=step.title, scored=self.settings.flow.scored, low=scale.low,
+                            high=scale.high)
         started_at = utc_now()
         completion = self.backends[role].complete(
             messages, role=role, schema_name=schema_name, schema=schema, check=check,

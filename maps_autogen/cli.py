@@ -32,12 +32,13 @@ def _register_keys() -> None:
     variables and the api_key_env of every endpoint of the default config (./agents.yaml, else
     the built-in one) are registered, so `maps view`, `--serve` and `maps score` mask a key found
     in the files they read just as solve and eval do (which also register their --config's)."""
-    from maps_autogen.config import configured_inline_keys, configured_key_variables
+    from maps_autogen.config import configured_secrets
     from maps_autogen.redact import register_key_variables, register_secret, register_well_known_keys
 
     register_well_known_keys()
-    register_key_variables(configured_key_variables())
-    for key in configured_inline_keys():  # written in an AG2 config list that agents.yaml names
+    key_variables, inline_keys = configured_secrets()  # the config read once
+    register_key_variables(key_variables)
+    for key in inline_keys:  # written in an AG2 config list that agents.yaml names
         register_secret(key)
 
 

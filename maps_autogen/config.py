@@ -337,14 +337,23 @@ def _load_team(config: AppConfig, path: Path) -> LoadedTeam:
     return parse_team(config.team, path, key="team", base_dir=path.parent)
 
 
-def configured_key_variables(explicit: Path | None = None) -> list[str]:
-    """The api_key_env of every openai endpoint of the config `find_config` picks, read leniently
-    (for masking only: a config that cannot be read names no variables here; the commands that
-    use it report why)."""
+def configured_secrets(
+    explicit: Path | None = None, env: Mapping[str, str] | None = None
+) -> tuple[list[str], list[str]]:
+    """What every command masks from the config `find_config` picks, read once and leniently (a
+    config that cannot be read names nothing here; the commands that use it report why): the
+    api_key_env of every openai endpoint, and the keys written inline in the AG2 config list it
+    names (`config_list:`), so `maps view`, `--serve` and `maps score` mask them as solve and
+    eval do."""
     try:
-        data = read_yaml(find_config(explicit))
+        path = find_config(explicit)
+        data = read_yaml(path)
     except ConfigError:
-        return []
+        return [], []
+    return _key_variables(data), _inline_keys(data, path, os.environ if env is None else env)
+
+
+def _key_variables(data: Any) -> list[str]:
     endpoints = data.get("endpoints") if isinstance(data, dict) else None
     default = OpenAIEndpoint().api_key_env or ""
     if not isinstance(endpoints, dict):
@@ -354,21 +363,13 @@ def configured_key_variables(explicit: Path | None = None) -> list[str]:
     return [name for name in names if isinstance(name, str)]
 
 
-def configured_inline_keys(explicit: Path | None = None, env: Mapping[str, str] | None = None) -> list[str]:
-    """The keys written inline in the AG2 config list the config `find_config` picks names
-    (`config_list:`), read leniently, for masking only: `maps view`, `--serve` and `maps score`
-    mask them as solve and eval do."""
+def _inline_keys(data: Any, path: Path, env: Mapping[str, str]) -> list[str]:
     from maps_autogen.config_list import inline_keys
 
-    try:
-        path = find_config(explicit)
-        data = read_yaml(path)
-    except ConfigError:
-        return []
     source = data.get("config_list") if isinstance(data, dict) else None
     if not isinstance(source, str) or not source:
         return []
-    return inline_keys(source, base_dir=path.parent, env=os.environ if env is None else env)
+    return inline_keys(source, base_dir=path.parent, env=env)
 
 
 def merge_onto(base: Any, override: Any) -> Any:

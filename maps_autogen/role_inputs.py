@@ -14,7 +14,7 @@ from typing import Any
 from maps_autogen.images import ImageInput
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
-from maps_autogen.roles import option_letter
+from maps_autogen.roles import lettered_option, option_letter
 from maps_autogen.team import PROBLEM_FIELDS, StepConfig
 
 
@@ -31,12 +31,7 @@ IMAGE_PLACEHOLDER = re.compile(r"<image_(\d+)>")
 
 def format_options(options: tuple[str, ...]) -> str:
     """Options as lettered lines (A. ..., B. ...), unless they are already lettered."""
-    lines = []
-    for index, option in enumerate(options):
-        letter = option_letter(index)
-        already = len(option) > 1 and option[0] == letter and option[1] in ".):"
-        lines.append(option if already else f"{letter}. {option}")
-    return "\n".join(lines)
+    return "\n".join(lettered_option(index, option) for index, option in enumerate(options))
 
 
 def image_tag(number: int) -> str:

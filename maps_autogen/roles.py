@@ -57,9 +57,15 @@ def answer_with_option(answer: str, options: Sequence[str]) -> str:
     letter = answer.strip().strip("()").rstrip(".):").strip().upper()
     for index, option in enumerate(options):
         if option_letter(index) == letter and letter:
-            already = len(option) > 1 and option[0] == letter and option[1] in ".):"
-            return option if already else f"{letter}. {option}"
+            return lettered_option(index, option)
     return answer
+
+
+def lettered_option(index: int, option: str) -> str:
+    """The option at `index` (0-based) with its letter ("B. 4 kg"), unless it already starts with it."""
+    letter = option_letter(index)
+    already = len(option) > 1 and option[0] == letter and option[1] in ".):"
+    return option if already else f"{letter}. {option}"
 
 
 def solver_schema(option_count: int = 0) -> dict[str, Any]:

@@ -82,13 +82,9 @@ class Team:
 
     def replicas_served(self) -> dict[str, dict[str, int]]:
         """Requests served by each replica, per endpoint with several (for the manifest)."""
-        served: dict[str, dict[str, int]] = {}
-        pools = {id(b.pool): (b.model.endpoint_name, b.pool) for b in self.backends.values() if b.pool is not None}
-        for endpoint, pool in pools.values():  # each pool once: backends of one endpoint share it
-            counts = served.setdefault(endpoint, {})
-            for url, count in pool.served().items():
-                counts[url] = counts.get(url, 0) + count
-        return served
+        # An endpoint's backends share its one pool (`assemble_team`).
+        pools = {b.model.endpoint_name: b.pool for b in self.backends.values() if b.pool is not None}
+        return {endpoint: pool.served() for endpoint, pool in pools.items()}
 
     def cancel(self) -> None:
         """Stop every chat of this team at its next model request (Ctrl-C)."""
@@ -119,35 +115,29 @@ _backend_lock = threading.Lock()
 
 def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: ResponseCache | None, max_connections: int,
                   cancel: threading.Event, json_mode: JsonModeMemo, pool: ReplicaPool | None) -> ChatBackend:
-    reply_bytes = loaded.config.limits.reply_bytes
-    if model.kind != "local":
-        return ChatBackend(
-            model,
-            cache=cache,
-            max_connections=max_connections,
-            cancel=cancel,
-            max_reply_bytes=reply_bytes,
-            json_mode=json_mode,
-            pool=pool,
-        )
-    from maps_autogen.local.server import shared_local_server
-    from maps_autogen.local.settings import settings_from_endpoint
+    health_check: Callable[[], None] | None = None
+    if model.kind == "local":
+        from maps_autogen.local.server import shared_local_server
+        from maps_autogen.local.settings import settings_from_endpoint
 
-    # Started on first use, shared by the whole process, stopped at exit (and on Ctrl-C).
-    # One model name end to end: the server registers the name the requests send and the run records.
-    server = shared_local_server(settings_from_endpoint(model.local, base_dir=loaded.base_dir, model_name=model.model))
-    register_secret(server.api_key)
-    local = replace(model, base_url=server.base_url, api_key=server.api_key)
+        # Started on first use, shared by the whole process, stopped at exit (and on Ctrl-C).
+        # One model name end to end: the server registers the name the requests send and the run records.
+        server = shared_local_server(
+            settings_from_endpoint(model.local, base_dir=loaded.base_dir, model_name=model.model)
+        )
+        register_secret(server.api_key)
+        model = replace(model, base_url=server.base_url, api_key=server.api_key)
+        health_check, pool = server.ensure_alive, None
     return ChatBackend(
-        local,
+        model,
         cache=cache,
         max_connections=max_connections,
-        health_check=server.ensure_alive,
+        health_check=health_check,
         cancel=cancel,
-        max_reply_bytes=reply_bytes,
+        max_reply_bytes=loaded.config.limits.reply_bytes,
         json_mode=json_mode,
+        pool=pool,
     )
-
 
 def assemble_team(
     loaded: LoadedConfig,

@@ -231,16 +231,14 @@ def timed(service: Service, command: list[str], *, latency: float, record: bool,
 
 def write_benchmark(folder: Path, problems: int, size: tuple[int, int]) -> Path:
     """A custom benchmark (docs/benchmarks.md) of `problems` rows, each with its own image."""
-    from PIL import Image
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.conftest import make_png  # (imported here: the fake service runs this file too)
 
     (folder / "images").mkdir(parents=True)
     rows = []
     for number in range(1, problems + 1):
-        image = Image.new("RGB", size, "white")
-        for x in range(0, size[0], 7):
-            image.putpixel((x, size[1] // 2), (0, 0, 0))
-        image.putpixel((number % size[0], (number // size[0]) % size[1]), (255, 0, 0))  # each image differs
-        image.save(folder / "images" / f"{number}.png")
+        make_png(folder / "images" / f"{number}.png", size=size, mark=number)  # each image differs
         rows.append({"id": str(number), "question": f"[q:{number}] What is 1 + 1?", "image": f"images/{number}.png",
                      "answer": 2})
     data = folder / "bench.jsonl"
