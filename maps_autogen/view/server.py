@@ -46,7 +46,7 @@ from maps_autogen.records import (
     ResultRow,
 )
 from maps_autogen.redact import redact
-from maps_autogen.run_files import read_manifest, read_result_rows
+from maps_autogen.run_files import read_manifest, read_result_rows, read_transcript_from
 from maps_autogen.safe_paths import inside, problem_folder
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.eval_pages import (
@@ -71,7 +71,6 @@ from maps_autogen.view.render import (
     page,
     page_key,
     read_run_or_none,
-    read_transcript_from,
     render_outcome_and_usage,
     render_records,
     render_solve,
