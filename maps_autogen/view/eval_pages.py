@@ -27,7 +27,7 @@ from maps_autogen.records import (
 )
 from maps_autogen.run_files import read_manifest, read_result_rows
 from maps_autogen.safe_paths import belongs_to, problem_folder
-from maps_autogen.tally import Tally
+from maps_autogen.tally import Tally, tally_rows
 from maps_autogen.view.prepare import compact, cost, model_name, sum_costs, title, usage_cost
 from maps_autogen.view.render import INDEX_PAGE, Links, page_key, read_run_or_none, run_view
 from maps_autogen.view.templating import fragment, render
@@ -127,11 +127,7 @@ def feedback_target(row: Row) -> str:
 def _finished_tally(rows: Iterable[Row]) -> Tally:
     """The one tally (correct / scored: a row whose status is ok) over the finished rows;
     unfinished ones are not counted."""
-    tally = Tally()
-    for row in rows:
-        if row.status != "unfinished":
-            tally.add(scored=row.status == "ok", correct=row.status == "ok" and bool(row.correct))
-    return tally
+    return tally_rows(row for row in rows if isinstance(row, ResultRow))
 
 
 # ----- the index -----------------------------------------------------------------------------
