@@ -23,7 +23,6 @@ from maps_autogen.records import (
     RoleUsage,
     Usage,
     feedback_targets,
-    parsed,
 )
 from maps_autogen.run_files import read_manifest, read_result_rows
 from maps_autogen.safe_paths import belongs_to, problem_folder
@@ -64,9 +63,8 @@ def load_results(eval_dir: Path) -> tuple[list[ResultRow], int]:
     """results.jsonl rows (a problem written twice, as a resumed eval does, keeps its first place
     and its last row) and the byte offset read up to; a DataError naming the line of a row that
     is not a result row."""
-    path = eval_dir / RESULTS_FILE
-    rows, offset = read_result_rows(path)
-    return [parsed(ResultRow, row, source=str(path)) for row in latest_by_pid(rows).values()], offset
+    rows, offset = read_result_rows(eval_dir / RESULTS_FILE)
+    return list(latest_by_pid(rows).values()), offset
 
 
 def unnamed_folders(eval_dir: Path, rows: Iterable[Row]) -> list[Path]:
