@@ -175,6 +175,15 @@ def _unfinished_paths(run_dir: Path, rows: Sequence[Any]) -> list[Path]:
     return [folder / RUN_FILE for folder in unnamed_folders(run_dir, finished)]
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """An eval's rows in index order, and each problem page's place among them (read once per
+    change, not per request)."""
+
+    rows: list[Row]
+    places: dict[str, int]  # page key -> index in rows
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -314,26 +323,29 @@ class ViewServer:
         text: str = self.pages.get("index", _run_paths(self.run_dir), render)
         return text
 
-    def _rows(self) -> list[Row]:
+    def _rows(self) -> _Rows:
         """An eval's rows: its results, then the problems that started and have no result yet."""
 
-        def read() -> tuple[list[Row], list[Path]]:
+        def read() -> tuple[_Rows, list[Path]]:
             finished, _ = load_results(self.run_dir)
             rows: list[Row] = [*finished, *unfinished_rows(self.run_dir, finished)]
-            return rows, _unfinished_paths(self.run_dir, rows)
+            places: dict[str, int] = {}
+            for number, row in enumerate(rows):
+                places.setdefault(page_key(row.pid), number)
+            return _Rows(rows, places), _unfinished_paths(self.run_dir, rows)
 
-        rows: list[Row] = self.pages.get("rows", _run_paths(self.run_dir), read)
-        return rows
+        cached: _Rows = self.pages.get("rows", _run_paths(self.run_dir), read)
+        return cached
 
     def _rows_around(self, key: str) -> tuple[Row, Any, Any]:
         """The result row whose page is `key`, and the previous and next problems' pids."""
         if kind_of(self.run_dir) != "eval" or not _KEY.fullmatch(key):
             raise _NotFound("no such problem")
-        rows = self._rows()
-        keys = [page_key(row.pid) for row in rows]
-        if key not in keys:
+        cached = self._rows()
+        number = cached.places.get(key)
+        if number is None:
             raise _NotFound("no such problem (yet)")
-        number = keys.index(key)
+        rows = cached.rows
         previous = rows[number - 1].pid if number else None
         following = rows[number + 1].pid if number + 1 < len(rows) else None
         return rows[number], previous, following
