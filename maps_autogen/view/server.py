@@ -36,6 +36,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from maps_autogen.errors import DataError, UsageError
+from maps_autogen.eval.results import latest_by_pid
 from maps_autogen.records import (
     IMAGES_DIR,
     MANIFEST_FILE,
@@ -476,6 +477,7 @@ class ViewServer:
         links = Links(PageMode.SERVED, self.run_dir)
         first = _stamp(path)
         rows, _ = load_results(self.run_dir)
+        latest = latest_by_pid(rows)  # kept up to date from the new rows, not read again whole
         announced = {page_key(row.pid) for row in unfinished_rows(self.run_dir, rows)}  # on the page already
         for tick, keepalive in enumerate(self._ticks()):
             stamp = _stamp(path)
@@ -488,7 +490,8 @@ class ViewServer:
                 offset = end
                 markup = "".join(render_index_row(row, links.problem_page(row.pid)) for row in records)
                 yield _sse("append", {"html": markup}, str(offset))
-                rows, _ = load_results(self.run_dir)
+                latest.update(latest_by_pid(records))
+                rows = list(latest.values())
                 yield _sse("replace", {"html": render_eval_summary(read_manifest(self.run_dir), rows)})
             if tick % UNFINISHED_EVERY == 0:
                 started = [row for row in unfinished_rows(self.run_dir, rows) if page_key(row.pid) not in announced]
