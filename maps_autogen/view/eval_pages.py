@@ -366,6 +366,13 @@ def render_problem_page(eval_dir: Path, row: Row, links: Links, *, previous: Any
     return f"maps view: problem {row.pid}", body
 
 
+def neighbours(rows: Sequence[Row], number: int) -> tuple[Any, Any]:
+    """The pids of the problems before and after row `number` (None at either end)."""
+    previous = rows[number - 1].pid if number else None
+    following = rows[number + 1].pid if number + 1 < len(rows) else None
+    return previous, following
+
+
 def problem_nav(anchors: list[str], number: int) -> list[tuple[str, str, str]]:
     """Links to the previous and next problem section (in results order, whatever the filters)."""
     links = []

@@ -53,7 +53,7 @@ from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.eval_pages import (
     Row,
     load_results,
-    render_eval_index,
+    neighbours,
     render_eval_summary,
     render_index_row,
     render_problem_page,
@@ -61,6 +61,7 @@ from maps_autogen.view.eval_pages import (
     unfinished_rows,
     unnamed_folders,
 )
+from maps_autogen.view.pages import index_page
 from maps_autogen.view.prepare import TranscriptState, team_of
 from maps_autogen.view.render import (
     FILES_PREFIX,
@@ -74,7 +75,6 @@ from maps_autogen.view.render import (
     read_run_or_none,
     render_outcome_and_usage,
     render_records,
-    render_solve,
 )
 
 logger = logging.getLogger(__name__)
@@ -311,15 +311,8 @@ class ViewServer:
 
     def _index(self) -> str:
         def render() -> tuple[str, list[Path]]:
-            links = Links(PageMode.SERVED, self.run_dir)
-            kind = kind_of(self.run_dir)
-            if kind == "solve":
-                title, body = render_solve(self.run_dir, links)
-                found: list[Path] = []
-            else:
-                title, body, rows = render_eval_index(self.run_dir, links)
-                found = _unfinished_paths(self.run_dir, rows)
-            return page(title, body, kind=kind, mode=PageMode.SERVED), found
+            text, rows = index_page(self.run_dir, Links(PageMode.SERVED, self.run_dir))
+            return text, _unfinished_paths(self.run_dir, rows) if rows is not None else []
 
         text: str = self.pages.get("index", _run_paths(self.run_dir), render)
         return text
@@ -346,10 +339,7 @@ class ViewServer:
         number = cached.places.get(key)
         if number is None:
             raise _NotFound("no such problem (yet)")
-        rows = cached.rows
-        previous = rows[number - 1].pid if number else None
-        following = rows[number + 1].pid if number + 1 < len(rows) else None
-        return rows[number], previous, following
+        return cached.rows[number], *neighbours(cached.rows, number)
 
     def _problem(self, key: str) -> str:
         row, previous, following = self._rows_around(key)
