@@ -14,8 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from maps_autogen.records import (
     CallUsage,
     EventRecord,
@@ -28,7 +26,7 @@ from maps_autogen.records import (
 from maps_autogen.records import (
     Usage as UsageRecord,
 )
-from maps_autogen.replies import Section, read_reply
+from maps_autogen.replies import Lenient, ParsedAnswer, ParsedVerdict, Section, read_as, read_reply
 from maps_autogen.roles import answer_with_option
 
 # A step name as team.py allows it: safe inside a class name.
@@ -134,44 +132,17 @@ def role_classes(team: TeamRecord, role: str) -> str:
 # ----- transcript records ---------------------------------------------------------------------
 
 
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class _Verdict(_Lenient):
-    """The reviewer's verdict as a message's `parsed` holds it (with whatever else it records)."""
-
-    scores: dict[str, Any] = {}
-    feedback: dict[str, Any] = {}
-    worst_step: Any = None
-
-
-class _Answer(_Lenient):
-    """An answer step's answer as a message's `parsed` holds it."""
-
-    final_answer: Any
-    parsed: bool = True
-
-
-class _Part(_Lenient):
+class _Part(Lenient):
     type: Any = None
     text: Any = ""
     file: Any = None
 
 
-class _Sent(_Lenient):
+class _Sent(Lenient):
     """One message of a request as recorded (images by file name)."""
 
     role: Any = None
     content: str | list[_Part] | None = None
-
-
-def _as(model: type[_Lenient], data: Any) -> Any:
-    """`data` read as `model`, or None when it is not one."""
-    try:
-        return model.model_validate(data) if data is not None else None
-    except ValidationError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -250,7 +221,7 @@ def _meta(record: MessageRecord, turn: int) -> str:
     return " · ".join(meta)
 
 
-def scores_of(verdict: _Verdict, reviewer: str, threshold: float | None) -> Scores | None:
+def scores_of(verdict: ParsedVerdict, reviewer: str, threshold: float | None) -> Scores | None:
     """The reviewer's scores and feedback per dimension; None without scores."""
     if not verdict.scores:
         return None
@@ -273,7 +244,7 @@ def request_parts(request: list[Any] | None) -> list[RequestPart] | None:
     if not request:
         return None
     parts = []
-    for message in filter(None, (_as(_Sent, item) for item in request)):
+    for message in filter(None, (read_as(_Sent, item) for item in request)):
         content = message.content
         if isinstance(content, list):
             content = "\n".join(
@@ -291,8 +262,8 @@ def turn_of(
     shown with the option's text)."""
     reviewing = record.role == team.reviewer
     reading = read_reply(record.content, record.parsed)
-    verdict = _as(_Verdict, record.parsed) if reviewing else None
-    answer = None if reviewing else _as(_Answer, record.parsed)
+    verdict = read_as(ParsedVerdict, record.parsed) if reviewing else None
+    answer = None if reviewing else read_as(ParsedAnswer, record.parsed)
     return Turn(
         number=turn,
         role=record.role,
@@ -355,7 +326,7 @@ class TranscriptState:
         self.turns += 1
         if record.usage is not None:
             self.used[record.role] = add_call(self.used.get(record.role), record.usage, record.seconds)
-        verdict = _as(_Verdict, record.parsed) if record.role == self.team.reviewer else None
+        verdict = read_as(ParsedVerdict, record.parsed) if record.role == self.team.reviewer else None
         if verdict is not None and verdict.feedback:
             self.feedback = verdict.feedback
 
