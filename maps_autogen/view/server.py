@@ -422,11 +422,12 @@ class ViewServer:
     def _transcript_events(self, run_dir: Path, offset: int) -> Iterator[bytes]:
         """New turns and events as they are written; the outcome whenever run.json changes."""
         path = run_dir / TRANSCRIPT_FILE
-        state = TranscriptState(team_of(read_run_or_none(run_dir)))
+        run_stamp = _stamp(run_dir / RUN_FILE)
+        first = read_run_or_none(run_dir)
+        state = TranscriptState(team_of(first))
         for record in read_transcript_from(path, 0, stop=offset)[0]:  # what the page already shows
             state.absorb(record)
-        run_stamp = _stamp(run_dir / RUN_FILE)
-        status = getattr(read_run_or_none(run_dir), "status", None)
+        status = first.status if first is not None else None
         for keepalive in self._ticks():
             if (_stamp(path) or (0, 0, 0))[1] < offset:  # rewritten from scratch (a resumed eval re-ran it)
                 yield _sse("reload", {})
