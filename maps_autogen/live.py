@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from maps_autogen.records import EventRecord, MessageRecord, TokenRecord, TurnStartRecord, live_record
+from maps_autogen.records import USER_PROXY_ROLE, EventRecord, MessageRecord, TokenRecord, TurnStartRecord, live_record
 from maps_autogen.redact import StreamRedactor, escape_controls, terminal_safe
 from maps_autogen.replies import ParsedAnswer, ParsedVerdict, ReadReply, read_as, read_reply
 from maps_autogen.roles import answer_with_option
@@ -49,7 +49,7 @@ class LiveConsole:
         self._styles: dict[str, str] = {}
 
     def _style(self, role: str) -> str:
-        if role == "user_proxy":
+        if role == USER_PROXY_ROLE:
             return USER_PROXY_STYLE
         if role not in self._styles:
             self._styles[role] = ROLE_STYLES[len(self._styles) % len(ROLE_STYLES)]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from maps_autogen.records import (
+    USER_PROXY_ROLE,
     CallUsage,
     EventRecord,
     MessageRecord,
@@ -31,7 +32,6 @@ from maps_autogen.roles import answer_with_option
 
 # A step name as team.py allows it: safe inside a class name.
 _STEP_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,39}")
-USER_PROXY = "user_proxy"
 SLOTS = 4  # working steps' colours in view.css: slot-1 to slot-4 by place in the team (slot-0: the user proxy)
 
 
@@ -120,7 +120,7 @@ def role_classes(team: TeamRecord, role: str) -> str:
     the reviewer's, or a slot by the step's place among the working steps (the user proxy 0)."""
     token = role if _STEP_TOKEN.fullmatch(role) else "other"
     working = [step for step in team.steps if step != team.reviewer]
-    if role == USER_PROXY:
+    if role == USER_PROXY_ROLE:
         return f"role-{token} slot-0"
     if role == team.reviewer:
         return f"role-{token} reviewer"
