@@ -68,14 +68,15 @@ def load_results(eval_dir: Path) -> tuple[list[ResultRow], int]:
 
 
 def unnamed_folders(eval_dir: Path, rows: Iterable[Row]) -> list[Path]:
-    """The problem folders no row names, in name order."""
+    """The problem folders no row names, in name order: folders of their own inside problems/
+    (`safe_paths.problem_folder`), never an entry leading out of the run."""
     named = {Path(row.run_dir).name for row in rows if row.run_dir}
     try:
-        return sorted(
-            entry for entry in (eval_dir / PROBLEMS_DIR).iterdir() if entry.name not in named and entry.is_dir()
-        )
+        names = [entry.name for entry in (eval_dir / PROBLEMS_DIR).iterdir() if entry.name not in named]
     except OSError:
         return []
+    folders = (problem_folder(eval_dir, f"{PROBLEMS_DIR}/{name}") for name in names)
+    return sorted(folder for folder in folders if folder is not None and folder.is_dir())
 
 
 def unfinished_rows(eval_dir: Path, rows: Iterable[Row]) -> list[Unfinished]:
