@@ -83,15 +83,24 @@ def sum_costs(costs: Iterable[float | None]) -> float | None:
     return None if any(value is None for value in values) else sum(v for v in values if v is not None)
 
 
-def model_name(described: ModelRecord | None) -> str:
-    """A model as people name it: "gpt-4o (openai)" from a recorded model."""
+def served_as(name: str, configured: str | None, served: Iterable[str] | None) -> str:
+    """A model's `name` with the model(s) the service said answered instead, when it named
+    another than `configured`: the page labels what was served, not only what was configured."""
+    others = [model for model in dict.fromkeys(served or ()) if model and model != configured]
+    return f"{name}, served as {', '.join(others)}" if others else name
+
+
+def model_name(described: ModelRecord | None, served: Iterable[str] | None = None) -> str:
+    """A model as people name it: "gpt-4o (openai)" from a recorded model (and "…, served as
+    X" when the service reported another model, in the record or in `served`)."""
     if described is None:
         return ""
-    return (
+    name = (
         f"{described.model} ({described.endpoint})"
         if described.model and described.endpoint
         else described.model or "unknown"
     )
+    return served_as(name, described.model, [described.served_model or "", *(served or ())])
 
 
 def title(step: str) -> str:
@@ -207,7 +216,7 @@ def _meta(record: MessageRecord, turn: int) -> str:
     # The card's header names the step (the agent); record.step is the dimension it is scored on.
     meta = [f"turn {turn}", f"round {record.round}"]
     if record.model:
-        meta.append(record.model)
+        meta.append(served_as(record.model, record.model, [record.served_model or ""]))
     usage: CallUsage | None = record.usage
     if usage is not None:
         meta.append(f"{number(usage.prompt_tokens)} → {number(usage.completion_tokens)} tokens")
