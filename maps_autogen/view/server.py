@@ -129,13 +129,16 @@ class PageCache:
     the files it depends on and rendered again only when one of them changed. A page whose files
     were modified just before (or during) its render is rendered again the next time, since a file
     rewritten within the file system's timestamp granularity can keep its size and mtime. Errors
-    are not kept: a damaged file is reported on every request until it is repaired.
+    are not kept: a damaged file is reported on every request until it is repaired. One render
+    per key at a time (a burst of requests for a page renders it once), while other pages are
+    served: the index of a large eval being rendered holds up no problem page.
     `renders` counts the renders by key (tests read it)."""
 
     def __init__(self, size: int = CACHED_PAGES):
         self._entries: OrderedDict[str, _Rendered] = OrderedDict()
         self._size = size
-        self._lock = threading.Lock()  # one render at a time: a burst of requests renders a page once
+        self._lock = threading.Lock()  # guards the entries, the keys' locks and the counts
+        self._keys: dict[str, threading.Lock] = {}  # one per page (the pages are the run's: bounded)
         self.renders: Counter[str] = Counter()
 
     def get(self, key: str, paths: Sequence[Path], render: Callable[[], tuple[Any, Sequence[Path]]],
@@ -144,21 +147,27 @@ class PageCache:
         `token`), else `render()`'s value (which also returns the further paths it depends on,
         found while rendering)."""
         with self._lock:
-            entry = self._entries.get(key)
+            key_lock = self._keys.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                entry = self._entries.get(key)
             if (entry is not None and entry.settled and entry.token == token
                     and tuple(map(_stamp, entry.paths)) == entry.stamps):
-                self._entries.move_to_end(key)
+                with self._lock:
+                    if key in self._entries:
+                        self._entries.move_to_end(key)
                 return entry.value
             started = time.time_ns()
             before = tuple(map(_stamp, paths))
             value, found = render()
-            self.renders[key] += 1
             stamps = before + tuple(map(_stamp, found))
             settled = all(stamp is None or stamp[2] < started - SETTLED_NS for stamp in stamps)
-            self._entries[key] = _Rendered((*paths, *found), stamps, settled, token, value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+            with self._lock:
+                self.renders[key] += 1
+                self._entries[key] = _Rendered((*paths, *found), stamps, settled, token, value)
+                self._entries.move_to_end(key)
+                while len(self._entries) > self._size:
+                    self._entries.popitem(last=False)
             return value
 
 
