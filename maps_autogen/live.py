@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from maps_autogen.records import EventRecord, MessageRecord, TokenRecord, TurnStartRecord, live_record
+from maps_autogen.records import USER_PROXY_ROLE, EventRecord, MessageRecord, TokenRecord, TurnStartRecord, live_record
 from maps_autogen.redact import StreamRedactor, escape_controls, terminal_safe
-from maps_autogen.replies import ReadReply, read_reply
+from maps_autogen.replies import ParsedAnswer, ParsedVerdict, ReadReply, read_as, read_reply
 from maps_autogen.roles import answer_with_option
 
 # Each speaker gets the next style as it first appears (step names come from the team).
@@ -49,7 +49,7 @@ class LiveConsole:
         self._styles: dict[str, str] = {}
 
     def _style(self, role: str) -> str:
-        if role == "user_proxy":
+        if role == USER_PROXY_ROLE:
             return USER_PROXY_STYLE
         if role not in self._styles:
             self._styles[role] = ROLE_STYLES[len(self._styles) % len(ROLE_STYLES)]
@@ -102,19 +102,19 @@ class LiveConsole:
         else:
             self.console.print(Text(escape_controls(self._stream_redactor.flush())))
         # What the reply parsed into says what it is (a verdict or an answer), whatever the step's name.
-        parsed = record.parsed or {}
-        if isinstance(parsed.get("scores"), dict):
+        verdict = read_as(ParsedVerdict, record.parsed)
+        if verdict is not None and verdict.scores is not None:
+            scores = verdict.scores
             table = Table(title=f"{terminal_safe(record.agent)}'s scores", show_header=True, header_style="bold")
             table.add_column("")
-            for dimension in parsed["scores"]:
+            for dimension in scores:
                 table.add_column(_safe(dimension))
-            table.add_row("score", *(_safe(score) for score in parsed["scores"].values()))
-            feedback = parsed.get("feedback") if isinstance(parsed.get("feedback"), dict) else {}
-            if feedback:
-                table.add_row("question", *(_safe(feedback.get(dimension, "")) for dimension in parsed["scores"]))
+            table.add_row("score", *(_safe(score) for score in scores.values()))
+            if verdict.feedback:
+                table.add_row("question", *(_safe(verdict.feedback.get(dimension, "")) for dimension in scores))
             self.console.print(table)
-        elif "final_answer" in parsed:
-            answer = self.answer_text(str(parsed["final_answer"]))
+        elif (read := read_as(ParsedAnswer, record.parsed)) is not None:
+            answer = self.answer_text(str(read.final_answer))
             self.console.print(Text(f"{terminal_safe(record.agent)}'s answer: ", style="bold") + _safe(answer))
 
     def answer_text(self, answer: str) -> str:

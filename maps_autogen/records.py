@@ -39,6 +39,7 @@ RESULTS_FILE = "results.jsonl"
 MANIFEST_FILE = "manifest.json"
 SUMMARY_FILE = "summary.json"
 PROBLEMS_DIR = "problems"  # an eval's problem folders: problems/<safe_paths.safe_component(pid)>
+USER_PROXY_ROLE = "user_proxy"  # a message record's role for the task (no team step has this name)
 
 # ----- vocabularies -------------------------------------------------------------------------
 
@@ -294,7 +295,7 @@ class MessageRecord(_File):
     type: Literal["message"]
     index: int | None = None  # the line's number in the transcript (set by the writer)
     agent: str  # the agent's display name
-    role: str  # the step name ("user_proxy" for the task)
+    role: str  # the step name (USER_PROXY_ROLE for the task)
     step: str = ""  # the reviewer's dimension of this step, "review", "task" or "answer"
     round: int = 0
     revision: bool = False  # a re-run with the reviewer's feedback

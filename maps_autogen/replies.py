@@ -9,12 +9,47 @@ untrusted, so their count and length are bounded here and the callers escape the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from maps_autogen.verdict import extract_json_object, value_text
 
 MAX_SECTIONS = 12  # headed paragraphs shown per reply; the rest stay in the raw reply
 MAX_HEADING_CHARS = 80
+
+
+class Lenient(BaseModel):
+    """A reading of a free-form part of a record: unknown keys ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class ParsedVerdict(Lenient):
+    """The reviewer's verdict as a message record's `parsed` holds it (with whatever else it
+    records); `scores` None: the reply parsed into no verdict."""
+
+    scores: dict[str, Any] | None = None
+    feedback: dict[str, Any] = {}
+    worst_step: Any = None
+
+
+class ParsedAnswer(Lenient):
+    """An answer step's answer as a message record's `parsed` holds it."""
+
+    final_answer: Any
+    parsed: bool = True
+
+
+L = TypeVar("L", bound=Lenient)
+
+
+def read_as(model: type[L], data: Any) -> L | None:
+    """`data` read as `model`, or None when it is not one."""
+    try:
+        return model.model_validate(data) if data is not None else None
+    except ValidationError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -65,12 +100,14 @@ def read_reply(content: str, parsed: dict[str, Any] | None) -> ReadReply | None:
     (then it is shown as the text it is)."""
     if not parsed:
         return None
-    if isinstance(parsed.get("scores"), dict):
+    verdict = read_as(ParsedVerdict, parsed)
+    if verdict is not None and verdict.scores is not None:
         found, _ = extract_json_object(content)
         return ReadReply("review", _sections(_key(found or {}, "reasoning"), "Reasoning"))
-    if "final_answer" in parsed and parsed.get("parsed", True) is True:
+    answer = read_as(ParsedAnswer, parsed)
+    if answer is not None and answer.parsed:
         found, _ = extract_json_object(content)
         if found is None:
             return None
-        return ReadReply("answer", _sections(_key(found, "process"), "Process"), str(parsed["final_answer"]))
+        return ReadReply("answer", _sections(_key(found, "process"), "Process"), str(answer.final_answer))
     return None

@@ -73,6 +73,21 @@ def read_transcript(run_dir: Path) -> list[MessageRecord | EventRecord]:
     return list(iter_transcript(run_dir))
 
 
+def read_transcript_from(
+    path: Path, start: int = 0, stop: int | None = None
+) -> tuple[list[MessageRecord | EventRecord], int]:
+    """The transcript records on the complete lines from byte `start` (up to `stop`), and the
+    offset read up to: a live feed carries on from there. A line that is not a transcript
+    record is one DataError naming the file and the record."""
+    lines, offset = read_jsonl_from(path, start, stop)
+    return [
+        parsed(
+            TranscriptLineModel, line, source=f"{path} record {number + 1}" + (f" after byte {start}" if start else "")
+        ).root
+        for number, line in enumerate(lines)
+    ], offset
+
+
 def read_result_rows(path: Path, start: int = 0) -> tuple[list[ResultRow], int]:
     """results.jsonl's rows from byte `start` as ResultRows, and the offset after the last
     complete line (the JSONL torn-tail rule): a tampered row is one line naming the file and its

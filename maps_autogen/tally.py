@@ -7,9 +7,9 @@ wrong. Every place that prints an accuracy prints the same figure for the same r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from maps_autogen.records import ResultRow
@@ -34,14 +34,10 @@ class Tally:
         self.scored += int(scored)
         self.correct += int(scored and correct)
 
-    def add_row(self, row: ResultRow | Mapping[str, Any]) -> None:
-        """Count one eval result row: scored when its status is "ok". (A mapping: the viewer's
-        rows, until it reads `records.ResultRow`.)"""
-        status, correct = (
-            (row.status, row.correct) if not isinstance(row, Mapping) else (row.get("status"), row.get("correct"))
-        )
-        ok = status == "ok"
-        self.add(scored=ok, correct=ok and bool(correct))
+    def add_row(self, row: ResultRow) -> None:
+        """Count one eval result row: scored when its status is "ok"."""
+        ok = row.status == "ok"
+        self.add(scored=ok, correct=ok and bool(row.correct))
 
     @property
     def failed(self) -> int:
@@ -58,7 +54,7 @@ class Tally:
         return "–" if self.accuracy is None else f"{self.accuracy:.2f}% ({self.correct}/{self.scored})"
 
 
-def tally_rows(rows: Iterable[ResultRow | Mapping[str, Any]]) -> Tally:
+def tally_rows(rows: Iterable[ResultRow]) -> Tally:
     """The tally of eval result rows (a stream of any length)."""
     tally = Tally()
     for row in rows:

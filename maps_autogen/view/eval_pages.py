@@ -23,11 +23,10 @@ from maps_autogen.records import (
     RoleUsage,
     Usage,
     feedback_targets,
-    parsed,
 )
 from maps_autogen.run_files import read_manifest, read_result_rows
 from maps_autogen.safe_paths import belongs_to, problem_folder
-from maps_autogen.tally import Tally
+from maps_autogen.tally import Tally, tally_rows
 from maps_autogen.view.prepare import compact, cost, model_name, sum_costs, title, usage_cost
 from maps_autogen.view.render import INDEX_PAGE, Links, page_key, read_run_or_none, run_view
 from maps_autogen.view.templating import fragment, render
@@ -64,20 +63,20 @@ def load_results(eval_dir: Path) -> tuple[list[ResultRow], int]:
     """results.jsonl rows (a problem written twice, as a resumed eval does, keeps its first place
     and its last row) and the byte offset read up to; a DataError naming the line of a row that
     is not a result row."""
-    path = eval_dir / RESULTS_FILE
-    rows, offset = read_result_rows(path)
-    return [parsed(ResultRow, row, source=str(path)) for row in latest_by_pid(rows).values()], offset
+    rows, offset = read_result_rows(eval_dir / RESULTS_FILE)
+    return list(latest_by_pid(rows).values()), offset
 
 
 def unnamed_folders(eval_dir: Path, rows: Iterable[Row]) -> list[Path]:
-    """The problem folders no row names, in name order."""
+    """The problem folders no row names, in name order: folders of their own inside problems/
+    (`safe_paths.problem_folder`), never an entry leading out of the run."""
     named = {Path(row.run_dir).name for row in rows if row.run_dir}
     try:
-        return sorted(
-            entry for entry in (eval_dir / PROBLEMS_DIR).iterdir() if entry.name not in named and entry.is_dir()
-        )
+        names = [entry.name for entry in (eval_dir / PROBLEMS_DIR).iterdir() if entry.name not in named]
     except OSError:
         return []
+    folders = (problem_folder(eval_dir, f"{PROBLEMS_DIR}/{name}") for name in names)
+    return sorted(folder for folder in folders if folder is not None and folder.is_dir())
 
 
 def unfinished_rows(eval_dir: Path, rows: Iterable[Row]) -> list[Unfinished]:
@@ -127,11 +126,7 @@ def feedback_target(row: Row) -> str:
 def _finished_tally(rows: Iterable[Row]) -> Tally:
     """The one tally (correct / scored: a row whose status is ok) over the finished rows;
     unfinished ones are not counted."""
-    tally = Tally()
-    for row in rows:
-        if row.status != "unfinished":
-            tally.add(scored=row.status == "ok", correct=row.status == "ok" and bool(row.correct))
-    return tally
+    return tally_rows(row for row in rows if isinstance(row, ResultRow))
 
 
 # ----- the index -----------------------------------------------------------------------------
@@ -254,7 +249,7 @@ def summary_of(manifest: Manifest, rows: list[ResultRow]) -> Summary:
     tally = _finished_tally(rows)
     by_model: dict[str, list[str]] = {}
     for role, described in manifest.models.items():
-        by_model.setdefault(model_name(described), []).append(role)
+        by_model.setdefault(model_name(described, manifest.served_models.get(role)), []).append(role)
     subset_rows = []
     for subset in sorted({row.subset for row in rows}):
         part = _finished_tally([row for row in rows if row.subset == subset])
@@ -370,6 +365,13 @@ def render_problem_page(eval_dir: Path, row: Row, links: Links, *, previous: Any
         nav.append((links.problem_page(following), "next", "next"))
     body = _problem(eval_dir, row, links, include_requests=include_requests, section="", nav=nav)
     return f"maps view: problem {row.pid}", body
+
+
+def neighbours(rows: Sequence[Row], number: int) -> tuple[Any, Any]:
+    """The pids of the problems before and after row `number` (None at either end)."""
+    previous = rows[number - 1].pid if number else None
+    following = rows[number + 1].pid if number + 1 < len(rows) else None
+    return previous, following
 
 
 def problem_nav(anchors: list[str], number: int) -> list[tuple[str, str, str]]:

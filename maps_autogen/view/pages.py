@@ -11,7 +11,14 @@ from markupsafe import Markup
 from maps_autogen.artifacts import folder_built_beside, write_text_atomic
 from maps_autogen.errors import DataError
 from maps_autogen.view.assets import PageMode
-from maps_autogen.view.eval_pages import problem_nav, render_eval_index, render_problem_page, render_problem_section
+from maps_autogen.view.eval_pages import (
+    Row,
+    neighbours,
+    problem_nav,
+    render_eval_index,
+    render_problem_page,
+    render_problem_section,
+)
 from maps_autogen.view.render import (
     FILES_PREFIX,
     INDEX_PAGE,
@@ -65,27 +72,28 @@ def write_view(run_dir: Path, out: Path | None = None) -> Path:
     return target
 
 
-def _export_pages(run_dir: Path, kind: str, folder: Path) -> None:
+def index_page(run_dir: Path, links: Links) -> tuple[str, list[Row] | None]:
+    """The top page of a run folder linked as `links` says (an export, the server): a solve
+    run's page or an eval's index; and the eval's rows (None for a solve run)."""
+    if kind_of(run_dir) == "solve":
+        title, body = render_solve(run_dir, links)
+        return page(title, body, kind="solve", mode=links.mode), None
+    title, body, rows = render_eval_index(run_dir, links)
+    return page(title, body, kind="eval", mode=links.mode), rows
+
+
+def _export_pages(run_dir: Path, folder: Path) -> None:
     """Write index.html, problems/<key>.html and files/<image path> into `folder`."""
     index_links = Links(PageMode.EXPORT, run_dir)
-    if kind == "solve":
-        title, body = render_solve(run_dir, index_links)
-        _write_text(folder / INDEX_PAGE, page(title, body, kind=kind, mode=PageMode.EXPORT))
-        linked = index_links.linked_images
-    else:
-        title, body, rows = render_eval_index(run_dir, index_links)
-        _write_text(folder / INDEX_PAGE, page(title, body, kind=kind, mode=PageMode.EXPORT))
+    text, rows = index_page(run_dir, index_links)
+    _write_text(folder / INDEX_PAGE, text)
+    linked = index_links.linked_images
+    if rows is not None:
         (folder / PROBLEMS_PAGES).mkdir()
         problem_links = Links(PageMode.EXPORT, run_dir, root="../")
-        pids = [row.pid for row in rows]
         for number, row in enumerate(rows):
-            title, body = render_problem_page(
-                run_dir,
-                row,
-                problem_links,
-                previous=pids[number - 1] if number else None,
-                following=pids[number + 1] if number + 1 < len(pids) else None,
-            )
+            previous, following = neighbours(rows, number)
+            title, body = render_problem_page(run_dir, row, problem_links, previous=previous, following=following)
             _write_text(
                 folder / PROBLEMS_PAGES / f"{page_key(row.pid)}.html",
                 page(title, body, kind="problem", mode=PageMode.EXPORT),
@@ -105,7 +113,7 @@ def export_view(run_dir: Path, out: Path | None = None) -> Path:
     the target and swapped in whole; an existing target is replaced only if an earlier export
     wrote it. Returns the index page's path."""
     run_dir = Path(run_dir)
-    kind = kind_of(run_dir)
+    kind_of(run_dir)  # not a run folder: said before anything is written
     target = Path(out) if out is not None else run_dir / VIEW_DIR
     if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not (target / EXPORT_MARKER).is_file())):
         raise DataError(
@@ -113,7 +121,7 @@ def export_view(run_dir: Path, out: Path | None = None) -> Path:
         )
     with folder_built_beside(target, fix="choose another --out folder", replace=True) as building:
         write_text_atomic(building / EXPORT_MARKER, "written by maps view; a later export may replace this folder\n")
-        _export_pages(run_dir, kind, building)
+        _export_pages(run_dir, building)
     return target / INDEX_PAGE
 
 

@@ -14,9 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from maps_autogen.records import (
+    USER_PROXY_ROLE,
     CallUsage,
     EventRecord,
     MessageRecord,
@@ -28,12 +27,11 @@ from maps_autogen.records import (
 from maps_autogen.records import (
     Usage as UsageRecord,
 )
-from maps_autogen.replies import Section, read_reply
+from maps_autogen.replies import Lenient, ParsedAnswer, ParsedVerdict, Section, read_as, read_reply
 from maps_autogen.roles import answer_with_option
 
 # A step name as team.py allows it: safe inside a class name.
 _STEP_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,39}")
-USER_PROXY = "user_proxy"
 SLOTS = 4  # working steps' colours in view.css: slot-1 to slot-4 by place in the team (slot-0: the user proxy)
 
 
@@ -85,15 +83,24 @@ def sum_costs(costs: Iterable[float | None]) -> float | None:
     return None if any(value is None for value in values) else sum(v for v in values if v is not None)
 
 
-def model_name(described: ModelRecord | None) -> str:
-    """A model as people name it: "gpt-4o (openai)" from a recorded model."""
+def served_as(name: str, configured: str | None, served: Iterable[str] | None) -> str:
+    """A model's `name` with the model(s) the service said answered instead, when it named
+    another than `configured`: the page labels what was served, not only what was configured."""
+    others = [model for model in dict.fromkeys(served or ()) if model and model != configured]
+    return f"{name}, served as {', '.join(others)}" if others else name
+
+
+def model_name(described: ModelRecord | None, served: Iterable[str] | None = None) -> str:
+    """A model as people name it: "gpt-4o (openai)" from a recorded model (and "…, served as
+    X" when the service reported another model, in the record or in `served`)."""
     if described is None:
         return ""
-    return (
+    name = (
         f"{described.model} ({described.endpoint})"
         if described.model and described.endpoint
         else described.model or "unknown"
     )
+    return served_as(name, described.model, [described.served_model or "", *(served or ())])
 
 
 def title(step: str) -> str:
@@ -122,7 +129,7 @@ def role_classes(team: TeamRecord, role: str) -> str:
     the reviewer's, or a slot by the step's place among the working steps (the user proxy 0)."""
     token = role if _STEP_TOKEN.fullmatch(role) else "other"
     working = [step for step in team.steps if step != team.reviewer]
-    if role == USER_PROXY:
+    if role == USER_PROXY_ROLE:
         return f"role-{token} slot-0"
     if role == team.reviewer:
         return f"role-{token} reviewer"
@@ -134,44 +141,17 @@ def role_classes(team: TeamRecord, role: str) -> str:
 # ----- transcript records ---------------------------------------------------------------------
 
 
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class _Verdict(_Lenient):
-    """The reviewer's verdict as a message's `parsed` holds it (with whatever else it records)."""
-
-    scores: dict[str, Any] = {}
-    feedback: dict[str, Any] = {}
-    worst_step: Any = None
-
-
-class _Answer(_Lenient):
-    """An answer step's answer as a message's `parsed` holds it."""
-
-    final_answer: Any
-    parsed: bool = True
-
-
-class _Part(_Lenient):
+class _Part(Lenient):
     type: Any = None
     text: Any = ""
     file: Any = None
 
 
-class _Sent(_Lenient):
+class _Sent(Lenient):
     """One message of a request as recorded (images by file name)."""
 
     role: Any = None
     content: str | list[_Part] | None = None
-
-
-def _as(model: type[_Lenient], data: Any) -> Any:
-    """`data` read as `model`, or None when it is not one."""
-    try:
-        return model.model_validate(data) if data is not None else None
-    except ValidationError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -236,7 +216,7 @@ def _meta(record: MessageRecord, turn: int) -> str:
     # The card's header names the step (the agent); record.step is the dimension it is scored on.
     meta = [f"turn {turn}", f"round {record.round}"]
     if record.model:
-        meta.append(record.model)
+        meta.append(served_as(record.model, record.model, [record.served_model or ""]))
     usage: CallUsage | None = record.usage
     if usage is not None:
         meta.append(f"{number(usage.prompt_tokens)} → {number(usage.completion_tokens)} tokens")
@@ -250,7 +230,7 @@ def _meta(record: MessageRecord, turn: int) -> str:
     return " · ".join(meta)
 
 
-def scores_of(verdict: _Verdict, reviewer: str, threshold: float | None) -> Scores | None:
+def scores_of(verdict: ParsedVerdict, reviewer: str, threshold: float | None) -> Scores | None:
     """The reviewer's scores and feedback per dimension; None without scores."""
     if not verdict.scores:
         return None
@@ -273,7 +253,7 @@ def request_parts(request: list[Any] | None) -> list[RequestPart] | None:
     if not request:
         return None
     parts = []
-    for message in filter(None, (_as(_Sent, item) for item in request)):
+    for message in filter(None, (read_as(_Sent, item) for item in request)):
         content = message.content
         if isinstance(content, list):
             content = "\n".join(
@@ -291,8 +271,8 @@ def turn_of(
     shown with the option's text)."""
     reviewing = record.role == team.reviewer
     reading = read_reply(record.content, record.parsed)
-    verdict = _as(_Verdict, record.parsed) if reviewing else None
-    answer = None if reviewing else _as(_Answer, record.parsed)
+    verdict = read_as(ParsedVerdict, record.parsed) if reviewing else None
+    answer = None if reviewing else read_as(ParsedAnswer, record.parsed)
     return Turn(
         number=turn,
         role=record.role,
@@ -355,7 +335,7 @@ class TranscriptState:
         self.turns += 1
         if record.usage is not None:
             self.used[record.role] = add_call(self.used.get(record.role), record.usage, record.seconds)
-        verdict = _as(_Verdict, record.parsed) if record.role == self.team.reviewer else None
+        verdict = read_as(ParsedVerdict, record.parsed) if record.role == self.team.reviewer else None
         if verdict is not None and verdict.feedback:
             self.feedback = verdict.feedback
 

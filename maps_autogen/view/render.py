@@ -20,9 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from markupsafe import Markup
-from pydantic import RootModel
 
-from maps_autogen.artifacts import read_jsonl_from
 from maps_autogen.errors import DataError
 from maps_autogen.records import (
     IMAGES_DIR,
@@ -33,10 +31,8 @@ from maps_autogen.records import (
     MessageRecord,
     ProblemRecord,
     RunRecord,
-    TranscriptLine,
-    parsed,
 )
-from maps_autogen.run_files import read_run
+from maps_autogen.run_files import read_run, read_transcript_from
 from maps_autogen.safe_paths import inside, safe_component
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.prepare import (
@@ -159,23 +155,6 @@ class RunView:
     usage: Usage
     items: list[Turn | Event]
     live: str  # the live feed's URL ("" on a static page)
-
-
-class _Line(RootModel[TranscriptLine]):
-    """A transcript line read back (records.TranscriptLine)."""
-
-
-def read_transcript_from(
-    path: Path, start: int = 0, stop: int | None = None
-) -> tuple[list[MessageRecord | EventRecord], int]:
-    """The transcript records on the complete lines from byte `start` (up to `stop`), as
-    records, and the offset read up to: the live feed carries on from there. A line that is not
-    a transcript record is one DataError naming the file and the record."""
-    lines, offset = read_jsonl_from(path, start, stop)
-    return [
-        parsed(_Line, line, source=f"{path} record {number + 1}" + (f" after byte {start}" if start else "")).root
-        for number, line in enumerate(lines)
-    ], offset
 
 
 def read_run_or_none(run_dir: Path) -> RunRecord | None:

@@ -36,6 +36,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from maps_autogen.errors import DataError, UsageError
+from maps_autogen.eval.results import latest_by_pid
 from maps_autogen.records import (
     IMAGES_DIR,
     MANIFEST_FILE,
@@ -46,13 +47,13 @@ from maps_autogen.records import (
     ResultRow,
 )
 from maps_autogen.redact import redact
-from maps_autogen.run_files import read_manifest, read_result_rows
+from maps_autogen.run_files import read_manifest, read_result_rows, read_transcript_from
 from maps_autogen.safe_paths import inside, problem_folder
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.eval_pages import (
     Row,
     load_results,
-    render_eval_index,
+    neighbours,
     render_eval_summary,
     render_index_row,
     render_problem_page,
@@ -60,6 +61,7 @@ from maps_autogen.view.eval_pages import (
     unfinished_rows,
     unnamed_folders,
 )
+from maps_autogen.view.pages import index_page
 from maps_autogen.view.prepare import TranscriptState, team_of
 from maps_autogen.view.render import (
     FILES_PREFIX,
@@ -71,10 +73,8 @@ from maps_autogen.view.render import (
     page,
     page_key,
     read_run_or_none,
-    read_transcript_from,
     render_outcome_and_usage,
     render_records,
-    render_solve,
 )
 
 logger = logging.getLogger(__name__)
@@ -129,13 +129,16 @@ class PageCache:
     the files it depends on and rendered again only when one of them changed. A page whose files
     were modified just before (or during) its render is rendered again the next time, since a file
     rewritten within the file system's timestamp granularity can keep its size and mtime. Errors
-    are not kept: a damaged file is reported on every request until it is repaired.
+    are not kept: a damaged file is reported on every request until it is repaired. One render
+    per key at a time (a burst of requests for a page renders it once), while other pages are
+    served: the index of a large eval being rendered holds up no problem page.
     `renders` counts the renders by key (tests read it)."""
 
     def __init__(self, size: int = CACHED_PAGES):
         self._entries: OrderedDict[str, _Rendered] = OrderedDict()
         self._size = size
-        self._lock = threading.Lock()  # one render at a time: a burst of requests renders a page once
+        self._lock = threading.Lock()  # guards the entries, the keys' locks and the counts
+        self._keys: dict[str, threading.Lock] = {}  # one per page (the pages are the run's: bounded)
         self.renders: Counter[str] = Counter()
 
     def get(self, key: str, paths: Sequence[Path], render: Callable[[], tuple[Any, Sequence[Path]]],
@@ -144,21 +147,27 @@ class PageCache:
         `token`), else `render()`'s value (which also returns the further paths it depends on,
         found while rendering)."""
         with self._lock:
-            entry = self._entries.get(key)
+            key_lock = self._keys.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                entry = self._entries.get(key)
             if (entry is not None and entry.settled and entry.token == token
                     and tuple(map(_stamp, entry.paths)) == entry.stamps):
-                self._entries.move_to_end(key)
+                with self._lock:
+                    if key in self._entries:
+                        self._entries.move_to_end(key)
                 return entry.value
             started = time.time_ns()
             before = tuple(map(_stamp, paths))
             value, found = render()
-            self.renders[key] += 1
             stamps = before + tuple(map(_stamp, found))
             settled = all(stamp is None or stamp[2] < started - SETTLED_NS for stamp in stamps)
-            self._entries[key] = _Rendered((*paths, *found), stamps, settled, token, value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+            with self._lock:
+                self.renders[key] += 1
+                self._entries[key] = _Rendered((*paths, *found), stamps, settled, token, value)
+                self._entries.move_to_end(key)
+                while len(self._entries) > self._size:
+                    self._entries.popitem(last=False)
             return value
 
 
@@ -174,6 +183,15 @@ def _unfinished_paths(run_dir: Path, rows: Sequence[Any]) -> list[Path]:
     are read from."""
     finished = [row for row in rows if isinstance(row, ResultRow)]
     return [folder / RUN_FILE for folder in unnamed_folders(run_dir, finished)]
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """An eval's rows in index order, and each problem page's place among them (read once per
+    change, not per request)."""
+
+    rows: list[Row]
+    places: dict[str, int]  # page key -> index in rows
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -302,42 +320,35 @@ class ViewServer:
 
     def _index(self) -> str:
         def render() -> tuple[str, list[Path]]:
-            links = Links(PageMode.SERVED, self.run_dir)
-            kind = kind_of(self.run_dir)
-            if kind == "solve":
-                title, body = render_solve(self.run_dir, links)
-                found: list[Path] = []
-            else:
-                title, body, rows = render_eval_index(self.run_dir, links)
-                found = _unfinished_paths(self.run_dir, rows)
-            return page(title, body, kind=kind, mode=PageMode.SERVED), found
+            text, rows = index_page(self.run_dir, Links(PageMode.SERVED, self.run_dir))
+            return text, _unfinished_paths(self.run_dir, rows) if rows is not None else []
 
         text: str = self.pages.get("index", _run_paths(self.run_dir), render)
         return text
 
-    def _rows(self) -> list[Row]:
+    def _rows(self) -> _Rows:
         """An eval's rows: its results, then the problems that started and have no result yet."""
 
-        def read() -> tuple[list[Row], list[Path]]:
+        def read() -> tuple[_Rows, list[Path]]:
             finished, _ = load_results(self.run_dir)
             rows: list[Row] = [*finished, *unfinished_rows(self.run_dir, finished)]
-            return rows, _unfinished_paths(self.run_dir, rows)
+            places: dict[str, int] = {}
+            for number, row in enumerate(rows):
+                places.setdefault(page_key(row.pid), number)
+            return _Rows(rows, places), _unfinished_paths(self.run_dir, rows)
 
-        rows: list[Row] = self.pages.get("rows", _run_paths(self.run_dir), read)
-        return rows
+        cached: _Rows = self.pages.get("rows", _run_paths(self.run_dir), read)
+        return cached
 
     def _rows_around(self, key: str) -> tuple[Row, Any, Any]:
         """The result row whose page is `key`, and the previous and next problems' pids."""
         if kind_of(self.run_dir) != "eval" or not _KEY.fullmatch(key):
             raise _NotFound("no such problem")
-        rows = self._rows()
-        keys = [page_key(row.pid) for row in rows]
-        if key not in keys:
+        cached = self._rows()
+        number = cached.places.get(key)
+        if number is None:
             raise _NotFound("no such problem (yet)")
-        number = keys.index(key)
-        previous = rows[number - 1].pid if number else None
-        following = rows[number + 1].pid if number + 1 < len(rows) else None
-        return rows[number], previous, following
+        return cached.rows[number], *neighbours(cached.rows, number)
 
     def _problem(self, key: str) -> str:
         row, previous, following = self._rows_around(key)
@@ -420,11 +431,12 @@ class ViewServer:
     def _transcript_events(self, run_dir: Path, offset: int) -> Iterator[bytes]:
         """New turns and events as they are written; the outcome whenever run.json changes."""
         path = run_dir / TRANSCRIPT_FILE
-        state = TranscriptState(team_of(read_run_or_none(run_dir)))
+        run_stamp = _stamp(run_dir / RUN_FILE)
+        first = read_run_or_none(run_dir)
+        state = TranscriptState(team_of(first))
         for record in read_transcript_from(path, 0, stop=offset)[0]:  # what the page already shows
             state.absorb(record)
-        run_stamp = _stamp(run_dir / RUN_FILE)
-        status = getattr(read_run_or_none(run_dir), "status", None)
+        status = first.status if first is not None else None
         for keepalive in self._ticks():
             if (_stamp(path) or (0, 0, 0))[1] < offset:  # rewritten from scratch (a resumed eval re-ran it)
                 yield _sse("reload", {})
@@ -465,6 +477,7 @@ class ViewServer:
         links = Links(PageMode.SERVED, self.run_dir)
         first = _stamp(path)
         rows, _ = load_results(self.run_dir)
+        latest = latest_by_pid(rows)  # kept up to date from the new rows, not read again whole
         announced = {page_key(row.pid) for row in unfinished_rows(self.run_dir, rows)}  # on the page already
         for tick, keepalive in enumerate(self._ticks()):
             stamp = _stamp(path)
@@ -477,7 +490,8 @@ class ViewServer:
                 offset = end
                 markup = "".join(render_index_row(row, links.problem_page(row.pid)) for row in records)
                 yield _sse("append", {"html": markup}, str(offset))
-                rows, _ = load_results(self.run_dir)
+                latest.update(latest_by_pid(records))
+                rows = list(latest.values())
                 yield _sse("replace", {"html": render_eval_summary(read_manifest(self.run_dir), rows)})
             if tick % UNFINISHED_EVERY == 0:
                 started = [row for row in unfinished_rows(self.run_dir, rows) if page_key(row.pid) not in announced]
