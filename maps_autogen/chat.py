@@ -22,6 +22,7 @@ from maps_autogen.flow import FlowSettings, Rollback, Turn, decide_next
 from maps_autogen.llm import MapsModelClient
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
+from maps_autogen.records import USER_PROXY_ROLE
 from maps_autogen.redact import redact
 from maps_autogen.role_inputs import (
     build_request,
@@ -600,7 +601,7 @@ class MapsChat:
             {
                 "type": "message",
                 "agent": USER_PROXY_NAME,
-                "role": "user_proxy",
+                "role": USER_PROXY_ROLE,
                 "step": "task",
                 "round": 0,
                 "revision": False,

@@ -12,7 +12,7 @@ from maps_autogen.client import Completion
 from maps_autogen.config import read_yaml
 from maps_autogen.errors import ConfigError, MapsError
 from maps_autogen.problem import Problem
-from maps_autogen.records import RunRecord
+from maps_autogen.records import USER_PROXY_ROLE, RunRecord
 from maps_autogen.redact import redact
 from maps_autogen.role_inputs import format_options, interleave_images
 from maps_autogen.solving import Team
@@ -107,7 +107,7 @@ def run_baseline(
         opening = (
             content if isinstance(content, str) else "".join(part["text"] for part in content if part["type"] == "text")
         )
-        writer.append({"type": "message", "agent": "UserProxy", "role": "user_proxy", "step": "task", "round": 0,
+        writer.append({"type": "message", "agent": "UserProxy", "role": USER_PROXY_ROLE, "step": "task", "round": 0,
                        "revision": False, "content": opening, "images": image_files})
         withheld = [method] if problem.has_images and not backend.supports_images else []
         if withheld:
