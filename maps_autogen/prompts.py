@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from dataclasses import field as dataclasses_field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +64,7 @@ class TaskPrompt:
     step_label: str  # the heading of a step's output when the step declares no label
     source: str
     # how each part of a review a step is sent back with is written (team.REVIEW_PARTS)
-    sent_back: dict[str, str] = dataclasses_field(default_factory=dict)
+    sent_back: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ class PromptSet:
     labels: dict[str, str]  # problem-field labels and each step's output heading, by name
     feedback_templates: dict[str, str]  # by step name: what the reviewer's question about it looks for ("" none)
     # by step name: the names its prompts may use ({{step}}, {{reviewer}}, {{answer_step}})
-    names: dict[str, dict[str, str]] = dataclasses_field(default_factory=dict)
+    names: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def system_message(self, step: str) -> str:
         """A step's system message with its personality and the team's names written in."""
@@ -156,9 +155,9 @@ def _named(loaded: LoadedConfig, relative: str, base_dir: Path, key: str, source
     places = loaded.places(relative, base_dir)
     found = next((place for place in places if place.is_file()), None)
     if found is None:
-        looked = " nor ".join(str(place) for place in places)
+        looked = " and ".join(str(place) for place in places)
         raise ConfigError(
-            f"{source}: {key}: the prompt file {relative} does not exist (looked for {looked})",
+            f"{source}: {key}: the prompt file {relative} does not exist (looked at {looked})",
             fix=f"create it, or set {key} to an existing file (relative to {base_dir}, else a built-in prompt)",
         )
     return found

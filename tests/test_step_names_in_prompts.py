@@ -111,5 +111,5 @@ def test_a_prompt_path_in_a_config_elsewhere_is_found_beside_it(tmp_path) -> Non
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     config = (elsewhere / "agents.yaml").resolve()
     assert result.stderr.startswith(f"error: {config}: team.steps[2].prompt: the prompt file mine/missing.yaml does not "
-                                    f"exist (looked for {config.parent / 'mine' / 'missing.yaml'} nor ")
+                                    f"exist (looked at {config.parent / 'mine' / 'missing.yaml'} and ")
     assert str(Path("maps_autogen") / "defaults" / "mine" / "missing.yaml") in result.stderr
