@@ -2,7 +2,8 @@
 (seed 000), nothing added to the 5; it is not told the pass mark (the Manager applies it), so its
 request is the same whatever the threshold; its reply schema asks for an evaluation of every
 dimension before the scores. Its prompt file holds nothing that is never sent: a `revision` there
-is refused, since every review after a rollback is a fresh one."""
+is refused, since every review after a rollback is a fresh one. A review reads, for people, as its
+evaluation of each dimension."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from maps_autogen.replies import read_reply
 from tests.conftest import REPO, TEST_KEY, clean_env, make_png, run_maps, solver_json
 from tests.fake_openai import FakeOpenAI, Received, RoleScript
 
@@ -92,3 +94,12 @@ def test_a_step_the_critic_scores_needs_its_revision_and_one_it_does_not_may_lea
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         result = run_maps(["solve", "-q", "Which mass?", "--json"], env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_review_reads_as_its_evaluation_of_each_dimension() -> None:
+    reply = json.dumps({"evaluation": {"caption": "Lengths are given.", "solution": "The torque sign flips."},
+                        "scores": {"caption": 5, "solution": 2}, "feedback": {"solution": "Recheck the sign."}})
+    reading = read_reply(reply, {"scores": {"caption": 5, "solution": 2}})
+    assert reading is not None and reading.kind == "review"
+    assert [(s.heading, s.text) for s in reading.sections] == [("caption", "Lengths are given."),
+                                                               ("solution", "The torque sign flips.")]
