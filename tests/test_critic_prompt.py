@@ -50,7 +50,7 @@ def test_the_five_anchors_are_table_6s_with_nothing_added(tmp_path) -> None:
         "- 5: it withstands three counterfactual scenarios (three small changes of the given conditions);",
         "- 4: at most one of its assumptions still needs validating;",
         "- 3: it needs two or three further pieces of evidence;",
-        "- 2: it contains a structural contradiction;",
+        "- 2: it holds a structural contradiction;",
         "- 1: it fails the basic check that its elements exist.",
     ]
 

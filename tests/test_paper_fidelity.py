@@ -56,7 +56,7 @@ def test_images_to_next_step_hands_a_left_out_steps_images_on_and_records_nothin
 ANCHORS_1_TO_5 = ["- 5: it withstands three counterfactual scenarios (three small changes of the given conditions);\n",
                   "- 4: at most one of its assumptions still needs validating;\n",
                   "- 3: it needs two or three further pieces of evidence;\n",
-                  "- 2: it contains a structural contradiction;\n",
+                  "- 2: it holds a structural contradiction;\n",
                   "- 1: it fails the basic check that its elements exist.\n"]
 
 
