@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from maps_autogen.ag2 import IOStream, autogen
 from maps_autogen.client import Completion, ModelBackend
 from maps_autogen.errors import MapsError, RunInterrupted
-from maps_autogen.flow import FlowSettings, Rollback, Turn, decide_next
+from maps_autogen.flow import FlowSettings, Rollback, TieRule, Turn, decide_next, unusable_review
 from maps_autogen.llm import MapsModelClient
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
@@ -31,8 +31,16 @@ from maps_autogen.role_inputs import (
     revision_for,
     shared_prefix_system,
 )
-from maps_autogen.roles import MANAGER_NAME, USER_PROXY_NAME, CriticVerdict, SolverAnswer, critic_schema, solver_schema
-from maps_autogen.team import ChatPlan, TeamConfig, derived_max_rounds, plan_chat
+from maps_autogen.roles import (
+    MANAGER_NAME,
+    USER_PROXY_NAME,
+    CriticVerdict,
+    SolverAnswer,
+    critic_schema,
+    review_text_chars,
+    solver_schema,
+)
+from maps_autogen.team import ChatPlan, TeamConfig, derived_max_rounds, plan_chat, possessive
 from maps_autogen.transcript import request_for_transcript, utc_now
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply
 
@@ -92,11 +100,13 @@ def chat_settings(
     without: frozenset[str] = frozenset(),
     images_to_next: bool = False,
     human: bool = False,
+    ties: TieRule = "worst_step",
 ) -> ChatSettings:
     """Settings for `problem`: a step that describes images is skipped without images; the
     images of a left-out step reach no step, or with `images_to_next` the next step that runs
     (see `team.plan_chat`). `threshold` and `max_rounds` None: the reviewer's threshold, and
-    rounds derived from the plan."""
+    rounds derived from the plan. A step sent back receives what the team's reviewer sends
+    back; `ties` picks among equally low scores."""
     plan = plan_chat(team, has_images=problem.has_images, without=without, images_to_next=images_to_next)
     flow = FlowSettings(
         steps=plan.steps,
@@ -106,6 +116,8 @@ def chat_settings(
         max_rollbacks=max_rollbacks,
         final_review=final_review,
         max_rounds=max_rounds or derived_max_rounds(plan, max_rollbacks),
+        ties=ties,
+        sends_back=team.sends_back,
     )
     return ChatSettings(team=team, plan=plan, flow=flow, human=human)
 
@@ -168,17 +180,15 @@ class ChatOutcome:
 
 def _solver_check(text: str, *, title: str) -> str | None:
     """Why an answer step's reply (the step titled `title`) is unusable (None when it parses)."""
-    return None if parse_solver_reply(text).parsed else f"the {title}'s reply is not valid JSON with a final answer"
+    if parse_solver_reply(text).parsed:
+        return None
+    return f"the {possessive(title)} reply is not valid JSON with a final answer"
 
 
-def _critic_check(text: str, *, title: str, scored: tuple[tuple[str, str], ...], low: float,
-                  high: float) -> str | None:
-    """Why the reviewer's reply (the step titled `title`) is unusable (None when it has usable scores)."""
-    return (
-        None
-        if parse_critic_reply(text, scored, low=low, high=high) is not None
-        else f"the {title}'s reply has no usable scores"
-    )
+def _critic_check(text: str, *, team: TeamConfig, flow: FlowSettings, rollbacks: int) -> str | None:
+    """Why the reviewer's reply is unusable (`flow.unusable_review`; None: it can be used)."""
+    verdict = parse_critic_reply(text, flow.scored, low=team.scale.low, high=team.scale.high)
+    return unusable_review(verdict, team, flow, rollbacks)
 
 
 class _SilentStream:
@@ -406,7 +416,9 @@ class MapsChat:
             self.observer.emit({
                 "type": "event", "event": "rollback", "number": decision.revision.number,
                 "step": decision.revision.step, "dimension": decision.revision.dimension,
-                "scores": decision.revision.verdict.scores, "question": decision.revision.question, "at": utc_now(),
+                "scores": decision.revision.verdict.scores, "question": decision.revision.sent.feedback,
+                "score": decision.revision.sent.score, "evaluation": decision.revision.sent.evaluation or None,
+                "at": utc_now(),
             })
         if decision.next_role is None:
             self._stop_reason = decision.stop_reason
@@ -431,7 +443,7 @@ class MapsChat:
                         "type": "event",
                         "event": "solver_unparsed",
                         "at": utc_now(),
-                        "detail": f"the {step.title}'s reply was not valid JSON; "
+                        "detail": f"the {step.possessive} reply was not valid JSON; "
                         "its final answer falls back to the reply's text",
                     }
                 )
@@ -440,19 +452,21 @@ class MapsChat:
         if role == self.settings.flow.reviewer:
             scale = self.settings.team.scale
             verdict = parse_critic_reply(content, self.settings.flow.scored, low=scale.low, high=scale.high)
-            self.verdicts.append(verdict)
-            if verdict is None:
+            if verdict is not None:
+                parsed = {**verdict.to_dict(), "repaired": verdict.repaired}
+            unusable = unusable_review(verdict, self.settings.team, self.settings.flow, len(self.rollbacks))
+            if unusable is not None:
+                verdict = None  # a review that cannot be used is recorded, and ends the chat, as unreadable
                 self.observer.emit(
                     {
                         "type": "event",
                         "event": "critic_unparseable",
                         "at": utc_now(),
-                        "detail": f"the {step.title}'s reply has no usable scores; the chat ends and the "
-                        f"{self.settings.team.step(self.settings.plan.final_step).title}'s answer stands",
+                        "detail": f"{unusable}; the chat ends and the "
+                        f"{self.settings.team.step(self.settings.plan.final_step).possessive} answer stands",
                     }
                 )
-            else:
-                parsed = {**verdict.to_dict(), "repaired": verdict.repaired}
+            self.verdicts.append(verdict)
         self.outputs[role] = content
         self.turns.append(Turn(role, verdict))
         self.observer.emit(
@@ -486,7 +500,7 @@ class MapsChat:
                     "event": "max_tokens_reached",
                     "role": role,
                     "at": utc_now(),
-                    "detail": f"the {step.title}'s reply was cut off at max_tokens "
+                    "detail": f"the {step.possessive} reply was cut off at max_tokens "
                     f"({call.completion.sent.get('max_tokens')}); "
                     f"raise {self.backends[role].model.max_tokens_key} for longer replies",
                 }
@@ -497,7 +511,8 @@ class MapsChat:
         revision = None
         rollback = self._current_revision
         if rollback is not None and rollback.step == role:
-            revision = revision_for(role, rollback.dimension, self.outputs, rollback.verdict.feedback)
+            scale = self.settings.team.scale
+            revision = revision_for(role, self.outputs, rollback.sent, (scale.low, scale.high))
         backend = self.backends[role]
         images = "none"
         if role in self.settings.image_roles:
@@ -524,12 +539,12 @@ class MapsChat:
             check = partial(_solver_check, title=step.title)
         elif role == self.settings.flow.reviewer:
             scale = self.settings.team.scale
-            schema_name, schema = (
-                "critic_verdict",
-                critic_schema(self.settings.flow.dimensions, low=scale.low, high=scale.high, whole=scale.whole),
-            )
-            check = partial(_critic_check, title=step.title, scored=self.settings.flow.scored, low=scale.low,
-                            high=scale.high)
+            dimensions, cap = self.settings.flow.dimensions, self.backends[role].model.max_tokens
+            schema_name, schema = "critic_verdict", critic_schema(  # the embedded model's grammar bounds its texts
+                dimensions, low=scale.low, high=scale.high, whole=scale.whole,
+                text_chars=review_text_chars(cap, len(dimensions)) if self._shared_prefix(role) and cap else None)
+            check = partial(_critic_check, team=self.settings.team, flow=self.settings.flow,
+                            rollbacks=len(self.rollbacks))
         started_at = utc_now()
         completion = self.backends[role].complete(
             messages, role=role, schema_name=schema_name, schema=schema, check=check,

@@ -105,6 +105,9 @@ class CriticConfig(_Strict):
     threshold: float | None = Field(default=None, ge=0)  # None: the reviewer step's; at most its scale's high
     max_rollbacks: int = Field(default=3, ge=0, le=20)
     final_review: bool = True  # review after the last allowed rollback too
+    # which of the steps tied at the lowest score re-runs: the reviewer's worst_step when it is
+    # among them, else the earliest (worst_step); always the earliest, the paper's argmin (earliest)
+    ties: Literal["worst_step", "earliest"] = "worst_step"
 
 
 class StopConfig(_Strict):
@@ -175,20 +178,19 @@ class LoadedConfig(BaseModel):
     origins: dict[str, str] = Field(default_factory=dict)
     endpoint_keys: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
 
-    def resolve(self, relative: str, base_dir: Path | None = None) -> Path:
-        """A path from the config: relative to the config's folder, else to the built-ins."""
+    def places(self, relative: str, base_dir: Path | None = None) -> list[Path]:
+        """Where a path from the config is looked for, in order: itself when absolute; else in
+        `base_dir` (the folder of the file that names it: the config's by default), then among
+        the built-ins."""
         candidate = Path(relative).expanduser()
         if candidate.is_absolute():
-            return candidate
-        local = (base_dir or self.base_dir) / candidate
-        if local.exists():
-            return local
-        builtin = defaults_dir() / candidate
-        return builtin if builtin.exists() else local
+            return [candidate]
+        return [(base_dir or self.base_dir) / candidate, defaults_dir() / candidate]
 
-    def step_prompt(self, name: str) -> Path:
-        """A step's prompt file, relative to the file that declares the team."""
-        return self.resolve(self.team.config.step(name).prompt, self.team.base_dir)
+    def resolve(self, relative: str, base_dir: Path | None = None) -> Path:
+        """A path from the config: the first of its `places` that exists (else the first)."""
+        places = self.places(relative, base_dir)
+        return next((place for place in places if place.exists()), places[0])
 
     def model_for(self, step: str) -> ModelChoice:
         """A step's model: the keys its own `model:` writes, the others from the top-level `model:`

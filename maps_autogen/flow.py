@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from maps_autogen.roles import CriticVerdict
+from maps_autogen.team import REVIEW_PARTS, ReviewPart, TeamConfig
+
+#: Which of the steps tied at the lowest score re-runs: the one the reviewer named as its worst
+#: step when it is among them (else the earliest), or always the earliest (the paper's argmin).
+TieRule = Literal["worst_step", "earliest"]
 
 
 @dataclass(frozen=True)
@@ -17,7 +23,8 @@ class FlowSettings:
     """The rules of one chat.
 
     `steps` are the working steps that run, in order; `reviewer` scores the steps in `scored`
-    ((step, dimension) pairs) and sends the weakest back. `max_rounds` bounds the agent turns.
+    ((step, dimension) pairs) and sends the weakest back (`ties` picks among equal lowest
+    scores), with the parts of its review named in `sends_back`. `max_rounds` bounds the turns.
     """
 
     steps: tuple[str, ...]
@@ -27,6 +34,8 @@ class FlowSettings:
     max_rollbacks: int = 3
     final_review: bool = True
     max_rounds: int = 40
+    ties: TieRule = "worst_step"
+    sends_back: tuple[ReviewPart, ...] = REVIEW_PARTS
 
     def __post_init__(self) -> None:
         if not self.steps:
@@ -55,18 +64,46 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class SentBack:
+    """The parts of a review a step sent back receives (None or "": a part not sent)."""
+
+    score: int | float | None = None
+    evaluation: str = ""
+    feedback: str = ""
+
+    @property
+    def actionable(self) -> bool:
+        """Whether it says anything the step can act on (a score alone does not)."""
+        return bool(self.evaluation or self.feedback)
+
+
+@dataclass(frozen=True)
 class Rollback:
-    """A rollback the reviewer's verdict triggered: which step re-runs, and why."""
+    """A rollback the reviewer's verdict triggered: which step re-runs, why, and what it
+    receives of the review (`sent`, the reviewer's `sends_back` parts)."""
 
     number: int
     step: str
     dimension: str
     verdict: CriticVerdict
+    sent: SentBack = SentBack()
 
     @property
     def question(self) -> str:
-        """The reviewer's question sent back to the step."""
-        return self.verdict.feedback.get(self.dimension, "")
+        """The reviewer's feedback on the step (its question or suggested adjustment)."""
+        return self.verdict.feedback.get(self.dimension, "").strip()
+
+
+def rollback_to(number: int, step: str, verdict: CriticVerdict, settings: FlowSettings) -> Rollback:
+    """Rollback `number` to `step`, with the parts of `verdict` the reviewer sends back."""
+    dimension = settings.dimension_of(step) or step
+    parts = settings.sends_back
+    sent = SentBack(
+        score=verdict.scores[dimension] if "score" in parts else None,
+        evaluation=verdict.evaluation.get(dimension, "").strip() if "evaluation" in parts else "",
+        feedback=verdict.feedback.get(dimension, "").strip() if "feedback" in parts else "",
+    )
+    return Rollback(number, step, dimension, verdict, sent)
 
 
 @dataclass(frozen=True)
@@ -101,13 +138,40 @@ class FlowError(ValueError):
 def weakest_step(verdict: CriticVerdict, settings: FlowSettings) -> str:
     """k*: the scored step whose dimension scored lowest.
 
-    Ties go to the reviewer's `worst_step` when it is among the lowest, else to the earliest step.
+    Ties go to the reviewer's `worst_step` when it is among the lowest, else to the earliest
+    step; with `ties: earliest`, always to the earliest (the paper's argmin).
     """
     scored = [(verdict.scores[dimension], step, dimension) for step, dimension in settings.scored]
     lowest = min(score for score, _, _ in scored)
     tied = [(step, dimension) for score, step, dimension in scored if score == lowest]
     named = next((step for step, dimension in tied if dimension == verdict.worst_step), None)
-    return named or tied[0][0]
+    return (named if settings.ties == "worst_step" else None) or tied[0][0]
+
+
+def unactionable(verdict: CriticVerdict, settings: FlowSettings, rollbacks_so_far: int) -> str | None:
+    """The step a review would send back with nothing to act on (no evaluation and no feedback
+    among what the reviewer sends back), or None: the review passes, no rollback is left, or
+    the step it sends back gets something. Such a review is unusable, like one that cannot be
+    read: a step is never sent back with nothing to act on."""
+    if passes(verdict, settings) or rollbacks_so_far >= settings.max_rollbacks:
+        return None
+    step = weakest_step(verdict, settings)
+    return None if rollback_to(rollbacks_so_far + 1, step, verdict, settings).sent.actionable else step
+
+
+def unusable_review(verdict: CriticVerdict | None, team: TeamConfig, settings: FlowSettings,
+                    rollbacks_so_far: int) -> str | None:
+    """Why a review cannot be used (None: it can): it has no usable scores, or the step it sends
+    back would receive nothing to act on. Named with the team's titles."""
+    reviewer = team.step(settings.reviewer or "")
+    if verdict is None:
+        return f"the {reviewer.possessive} reply has no usable scores"
+    step = unactionable(verdict, settings, rollbacks_so_far)
+    if step is None:
+        return None
+    said = " or ".join(part for part in settings.sends_back if part != "score") or "feedback"
+    return (f"the {reviewer.possessive} review sends the {team.step(step).title} back with nothing to act on "
+            f"(no {said} on {settings.dimension_of(step) or step})")
 
 
 def passes(verdict: CriticVerdict, settings: FlowSettings) -> bool:
@@ -126,12 +190,11 @@ def _after_review(state: FlowState, verdict: CriticVerdict | None, settings: Flo
         return FlowState((), state.rollbacks, "critic_passed", state.round_of_turn)
     if len(state.rollbacks) >= settings.max_rollbacks:
         return FlowState((), state.rollbacks, "rollback_limit", state.round_of_turn)
-    step = weakest_step(verdict, settings)
-    rollback = Rollback(len(state.rollbacks) + 1, step, settings.dimension_of(step) or step, verdict)
+    rollback = rollback_to(len(state.rollbacks) + 1, weakest_step(verdict, settings), verdict, settings)
     is_last_allowed = rollback.number >= settings.max_rollbacks
     review = () if is_last_allowed and not settings.final_review else _review(settings)
-    rerun = settings.steps[settings.steps.index(step) :] + review
-    return FlowState(rerun, (*state.rollbacks, rollback), None, state.round_of_turn, revising=step)
+    rerun = settings.steps[settings.steps.index(rollback.step) :] + review
+    return FlowState(rerun, (*state.rollbacks, rollback), None, state.round_of_turn, revising=rollback.step)
 
 
 def replay(turns: Sequence[Turn], settings: FlowSettings) -> FlowState:

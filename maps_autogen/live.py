@@ -13,6 +13,7 @@ from maps_autogen.records import USER_PROXY_ROLE, EventRecord, MessageRecord, To
 from maps_autogen.redact import StreamRedactor, escape_controls, terminal_safe
 from maps_autogen.replies import ParsedAnswer, ParsedVerdict, ReadReply, read_as, read_reply
 from maps_autogen.roles import answer_with_option
+from maps_autogen.team import possessive
 
 # Each speaker gets the next style as it first appears (step names come from the team).
 ROLE_STYLES = ("bold magenta", "bold blue", "bold green", "bold yellow", "bold red", "bold cyan")
@@ -105,17 +106,19 @@ class LiveConsole:
         verdict = read_as(ParsedVerdict, record.parsed)
         if verdict is not None and verdict.scores is not None:
             scores = verdict.scores
-            table = Table(title=f"{terminal_safe(record.agent)}'s scores", show_header=True, header_style="bold")
+            whose = possessive(terminal_safe(record.agent))
+            table = Table(title=f"{whose} scores", show_header=True, header_style="bold")
             table.add_column("")
             for dimension in scores:
                 table.add_column(_safe(dimension))
             table.add_row("score", *(_safe(score) for score in scores.values()))
             if verdict.feedback:
-                table.add_row("question", *(_safe(verdict.feedback.get(dimension, "")) for dimension in scores))
+                table.add_row("feedback", *(_safe(verdict.feedback.get(dimension, "")) for dimension in scores))
             self.console.print(table)
         elif (read := read_as(ParsedAnswer, record.parsed)) is not None:
             answer = self.answer_text(str(read.final_answer))
-            self.console.print(Text(f"{terminal_safe(record.agent)}'s answer: ", style="bold") + _safe(answer))
+            whose = possessive(terminal_safe(record.agent))
+            self.console.print(Text(f"{whose} answer: ", style="bold") + _safe(answer))
 
     def answer_text(self, answer: str) -> str:
         """An answer as shown: an option's letter with the option's text ("C. 3 kg")."""
@@ -140,8 +143,11 @@ class LiveConsole:
                     style="bold cyan",
                 )
             )
-            if record.question:
-                self.console.print(Text("  question sent back: ", style="cyan") + _safe(record.question))
+            # what the step received of the review (the reviewer's sends_back)
+            sent = (("score", record.score), ("evaluation", record.evaluation), ("feedback", record.question))
+            for part, text in sent:
+                if text is not None and text != "":
+                    self.console.print(Text(f"  {part} sent back: ", style="cyan") + _safe(text))
         elif event == "stop":
             self.console.print(Text(terminal_safe(f"\n■ stopped: {record.stop_reason}"), style="bold"))
         else:

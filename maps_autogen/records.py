@@ -204,13 +204,17 @@ class FlowRecord(_Record):
 
 
 class RollbackRecord(_Record):
-    """A rollback: which step re-ran, its dimension, the scores and the question sent back."""
+    """A rollback: which step re-ran, its dimension, the scores, and what the step received of
+    the review (the reviewer's `sends_back`): its score, the evaluation and the feedback
+    (`question`); a part not sent is None or empty."""
 
     number: int
     step: str
     dimension: str
     scores: dict[str, Score] = Field(default_factory=dict)
     question: str = ""
+    score: Score | None = None
+    evaluation: str = ""
 
 
 class VerdictRecord(_Record):
@@ -220,6 +224,7 @@ class VerdictRecord(_Record):
     need_feedback: bool = False
     worst_step: str | None = None
     feedback: dict[str, str] = Field(default_factory=dict)
+    evaluation: dict[str, str] = Field(default_factory=dict)
 
 
 class Evaluation(_Record):
@@ -327,7 +332,9 @@ class EventRecord(_File):
     step: str | None = None
     dimension: str | None = None
     scores: dict[str, Score] | None = None
-    question: str | None = None
+    question: str | None = None  # the feedback the step received
+    score: Score | None = None  # the step's score, when sent to it
+    evaluation: str | None = None  # the evaluation of the step, when sent to it
     # stop
     stop_reason: StopReason | None = None
     final_answer: str | None = None

@@ -1,5 +1,6 @@
 """A structured reply read for people: an answer step's phases and final answer, a reviewer's
-reasoning and the questions it asks, as headed paragraphs instead of one JSON string.
+evaluation of each dimension (or, in older runs, its reasoning) and the questions it asks, as
+headed paragraphs instead of one JSON string.
 
 What a reply is comes from what it parsed into (a message record's `parsed`: a final answer or
 scores), never from the step's name. The headings come from the model's JSON keys: they are
@@ -62,8 +63,8 @@ class Section:
 
 @dataclass(frozen=True)
 class ReadReply:
-    """A structured reply as text: `kind` "answer" (phases, final answer) or "review"
-    (reasoning; the scores and questions are in the parsed verdict)."""
+    """A structured reply as text: `kind` "answer" (phases, final answer) or "review" (its
+    evaluation per dimension, or reasoning; the scores and feedback are in the parsed verdict)."""
 
     kind: str
     sections: list[Section]
@@ -103,6 +104,10 @@ def read_reply(content: str, parsed: dict[str, Any] | None) -> ReadReply | None:
     verdict = read_as(ParsedVerdict, parsed)
     if verdict is not None and verdict.scores is not None:
         found, _ = extract_json_object(content)
+        # its evaluation of each dimension (a run before it had one reasoning text instead)
+        evaluation = _key(found or {}, "evaluation")
+        if evaluation is not None:
+            return ReadReply("review", _sections(evaluation, "Evaluation"))
         return ReadReply("review", _sections(_key(found or {}, "reasoning"), "Reasoning"))
     answer = read_as(ParsedAnswer, parsed)
     if answer is not None and answer.parsed:

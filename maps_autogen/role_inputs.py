@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from maps_autogen.flow import SentBack
 from maps_autogen.images import ImageInput
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
@@ -20,10 +21,15 @@ from maps_autogen.team import PROBLEM_FIELDS, StepConfig
 
 @dataclass(frozen=True)
 class Revision:
-    """A re-run with feedback: the step's previous output and the reviewer's question."""
+    """A re-run with feedback: the step's previous output and what it receives of the review
+    (the reviewer's `sends_back`): its score on the scale `scale` ((low, high)), the reviewer's
+    evaluation and its feedback; a part not sent is None or ""."""
 
     previous_output: str
     feedback: str
+    score: int | float | None = None
+    evaluation: str = ""
+    scale: tuple[float, float] = (1, 5)
 
 
 IMAGE_PLACEHOLDER = re.compile(r"<image_(\d+)>")
@@ -192,12 +198,13 @@ def build_request(
         inputs = sorted(inputs, key=lambda item: item[0] in PROBLEM_FIELDS)
     # The problem's own text places the images after their tags; an earlier step's output does not.
     blocks += [(f"## {labels[name]}\n{text}", name in PROBLEM_FIELDS) for name, text in inputs]
-    variables = {"images_label": labels["images"], **(review_variables or {})}  # any prompt may name the images heading
+    # any prompt may name the images heading and the team's steps
+    variables = {"images_label": labels["images"], **prompts.names[step.name], **(review_variables or {})}
     prompt = prompts.roles[step.name]
     tail: list[str] = [prompts.system_message(step.name)] if shared_prefix else []
     if revision is not None:
         tail.append(f"## {labels['previous_output']}\n{revision.previous_output.strip()}")
-        tail.append(f"## {labels['feedback']}\n{revision.feedback.strip() or '-'}")
+        tail.append(f"## {labels['feedback']}\n{sent_back_text(revision, prompts)}")
         tail.append(render(prompt.revision, variables, source=prompt.source))
     tail.append(render(prompt.instruction, variables, source=prompt.source))
     tail = [section for section in tail if section]
@@ -236,6 +243,20 @@ def review_variables(
     }
 
 
-def revision_for(step: str, dimension: str, outputs: Mapping[str, str], feedback: Mapping[str, str]) -> Revision:
-    """The revision material of the step the reviewer sent back."""
-    return Revision(previous_output=outputs.get(step, ""), feedback=feedback.get(dimension, ""))
+def sent_back_text(revision: Revision, prompts: PromptSet) -> str:
+    """The lines of the review a step is sent back with, each part as task.yaml's `sent_back`
+    writes it (only the parts it received)."""
+    low, high = revision.scale
+    parts = {"score": None if revision.score is None else {"score": f"{revision.score:g}", "low": f"{low:g}",
+                                                             "high": f"{high:g}"},
+             "evaluation": {"evaluation": revision.evaluation.strip()} if revision.evaluation.strip() else None,
+             "feedback": {"feedback": revision.feedback.strip()} if revision.feedback.strip() else None}
+    return "\n".join(render(prompts.task.sent_back[part], values, source=prompts.task.source)
+                     for part, values in parts.items() if values is not None)
+
+
+def revision_for(step: str, outputs: Mapping[str, str], sent: SentBack, scale: tuple[float, float]) -> Revision:
+    """The revision material of the step the reviewer sent back: its previous output and what it
+    receives of the review (`flow.Rollback.sent`)."""
+    return Revision(previous_output=outputs.get(step, ""), feedback=sent.feedback, score=sent.score,
+                    evaluation=sent.evaluation, scale=scale)

@@ -28,17 +28,19 @@ class SolverAnswer:
 
 @dataclass(frozen=True)
 class CriticVerdict:
-    """The Critic's scores (1-5 per dimension; a half mark stays a float) and Socratic feedback per
-    dimension."""
+    """The Critic's scores (1-5 per dimension; a half mark stays a float), its evaluation of each
+    dimension and its Socratic feedback per dimension."""
 
     scores: dict[str, int | float]
     need_feedback: bool
     worst_step: str | None = None
     feedback: dict[str, str] = field(default_factory=dict)
     repaired: bool = False
+    evaluation: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "evaluation": dict(self.evaluation),
             "scores": dict(self.scores),
             "need_feedback": self.need_feedback,
             "worst_step": self.worst_step,
@@ -91,19 +93,36 @@ def solver_schema(option_count: int = 0) -> dict[str, Any]:
     }
 
 
+def review_text_chars(max_tokens: int, dimensions: int) -> int:
+    """The characters each text of a review (an evaluation, a feedback) may take so that the
+    whole review fits in `max_tokens`: an equal share of what its JSON frame leaves (about four
+    characters a token), at least 40."""
+    return max(40, (max_tokens - 32 * (dimensions + 2)) * 4 // (2 * max(dimensions, 1)))
+
+
 def critic_schema(
-    dimensions: tuple[str, ...], *, low: float = 1, high: float = 5, whole: bool = True
+    dimensions: tuple[str, ...], *, low: float = 1, high: float = 5, whole: bool = True,
+    text_chars: int | None = None,
 ) -> dict[str, Any]:
-    """JSON schema of the reviewer's reply for the dimensions under review: its reasoning
-    first (a model writes in order, so it reasons before it scores), then the scores on the
-    team's scale, the flag, the weakest dimension and one question per dimension."""
+    """JSON schema of the reviewer's reply for the dimensions under review: its evaluation of
+    each dimension first (a model writes in order, so it reviews before it scores), then the
+    scores on the team's scale, the flag, the weakest dimension and the feedback per dimension.
+    `text_chars` bounds each evaluation and feedback (`review_text_chars`), for a server whose
+    grammar enforces it and whose reply cap would otherwise cut the scores off (the embedded
+    model); None leaves them unbounded, as providers' strict modes require."""
     score = {"type": "integer" if whole else "number", "minimum": low, "maximum": high}
     scores = {dim: dict(score) for dim in dimensions}
-    feedback = {dim: {"type": "string"} for dim in dimensions}
+    text: dict[str, Any] = {"type": "string"} if text_chars is None else {"type": "string", "maxLength": text_chars}
+    feedback = {dim: dict(text) for dim in dimensions}
     return {
         "type": "object",
         "properties": {
-            "reasoning": {"type": "string"},
+            "evaluation": {
+                "type": "object",
+                "properties": {dim: dict(text) for dim in dimensions},
+                "required": list(dimensions),
+                "additionalProperties": False,
+            },
             "scores": {
                 "type": "object",
                 "properties": scores,
@@ -119,6 +138,6 @@ def critic_schema(
                 "additionalProperties": False,
             },
         },
-        "required": ["reasoning", "scores", "need_feedback", "worst_step", "feedback"],
+        "required": ["evaluation", "scores", "need_feedback", "worst_step", "feedback"],
         "additionalProperties": False,
     }

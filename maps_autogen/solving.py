@@ -189,6 +189,7 @@ def configured_chat_settings(problem: Problem, loaded: LoadedConfig, *, without:
         without=without,
         images_to_next=config.images.to_next_step,
         human=human,
+        ties=config.critic.ties,
     )
 
 
@@ -371,7 +372,9 @@ def _finished_run(base_run: RunRecord, outcome: ChatOutcome, team: Team, *, stat
                     "step": r.step,
                     "dimension": r.dimension,
                     "scores": r.verdict.scores,
-                    "question": r.question,
+                    "question": r.sent.feedback,
+                    "score": r.sent.score,
+                    "evaluation": r.sent.evaluation,
                 }
                 for r in outcome.rollbacks
             ],

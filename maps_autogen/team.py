@@ -11,7 +11,7 @@ the steps it scores; its JSON schema, rubric and the rollback rule follow from t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -26,6 +26,19 @@ PROBLEM_FIELDS = ("question", "context", "options", "answer_format")
 STEP_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
 # Names a step cannot take: the problem's fields and the headings of a revision request.
 RESERVED_NAMES = (*PROBLEM_FIELDS, "images", "previous_output", "feedback", "manager", "user_proxy")
+#: What the reviewer's review of a step can carry back to it when it re-runs (the reviewer's
+#: `sends_back`): its score, its evaluation of the step, and its feedback (the adjustment it
+#: suggests, or the question it asks, as its prompt words it).
+ReviewPart = Literal["score", "evaluation", "feedback"]
+REVIEW_PARTS: tuple[ReviewPart, ...] = ("score", "evaluation", "feedback")  # seed 000's, the default
+#: How a team's steps read their inputs: each step's `inputs` as declared, or only those of its
+#: equation in the paper (its `equation_inputs`, where it declares them).
+InputsRule = Literal["declared", "equations"]
+
+
+def possessive(name: str) -> str:
+    """`name` with its possessive ending: "Critic's", "Units'"."""
+    return f"{name}'" if name.endswith(("s", "S")) else f"{name}'s"
 
 
 class _Strict(BaseModel):
@@ -56,6 +69,9 @@ class StepConfig(_Strict):
     prompt: str
     label: str | None = None  # the heading of this step's output in later requests
     inputs: tuple[str, ...] = ()
+    # The inputs of this step's equation in the paper (a part of `inputs`), read instead of
+    # `inputs` under the team's `inputs: equations`; None: its inputs are the equation's.
+    equation_inputs: tuple[str, ...] | None = None
     sees_images: bool = False
     describes_images: bool = False  # runs only when the problem has images, and must see them
     model: StepModel | None = None  # None: the top-level model
@@ -68,11 +84,18 @@ class StepConfig(_Strict):
     reviews: tuple[str, ...] | None = None  # makes this step the reviewer of these steps
     scale: ScoreScale | None = None  # reviewer only (default 1-5)
     threshold: float | None = None  # reviewer only: every score >= threshold passes
+    # reviewer only: what a step it sends back receives of its review (None: REVIEW_PARTS)
+    sends_back: Annotated[tuple[ReviewPart, ...], Field(min_length=1)] | None = None
 
     @property
     def title(self) -> str:
         """The agent's display name: the step name with a capital."""
         return self.name[:1].upper() + self.name[1:]
+
+    @property
+    def possessive(self) -> str:
+        """The title with its possessive ending ("the Critic's reply", "the Units' reply")."""
+        return possessive(self.title)
 
     @property
     def dimension(self) -> str:
@@ -84,6 +107,9 @@ class TeamConfig(_Strict):
 
     manager_personality: str | None = None
     user_proxy_personality: str | None = None
+    # declared: each step reads its `inputs`; equations: its `equation_inputs` where it has them
+    # (the paper's Eqs. 2-6; applied when the team is loaded, so the steps record what they read)
+    inputs: InputsRule = "declared"
     steps: Annotated[tuple[StepConfig, ...], Field(min_length=1)]
 
     def step(self, name: str) -> StepConfig:
@@ -112,6 +138,19 @@ class TeamConfig(_Strict):
         if reviewer is not None and reviewer.threshold is not None:
             return reviewer.threshold
         return self.scale.high
+
+    @property
+    def sends_back(self) -> tuple[ReviewPart, ...]:
+        """What a step the reviewer sends back receives of its review."""
+        reviewer = self.reviewer
+        return (reviewer.sends_back if reviewer is not None else None) or REVIEW_PARTS
+
+    def variables(self) -> dict[str, str]:
+        """The team's names a prompt or label may use: `{{reviewer}}` (the reviewer's title, or
+        "reviewer" in a team without one) and `{{answer_step}}` (the final-answer step's title)."""
+        reviewer = self.reviewer
+        return {"reviewer": reviewer.title if reviewer is not None else "reviewer",
+                "answer_step": self.final_step.title}
 
 
 @dataclass(frozen=True)
@@ -158,6 +197,10 @@ def parse_team(data: Any, source: Path, *, key: str, base_dir: Path) -> LoadedTe
         ) from None
     team = LoadedTeam(config=config, source=source, key=key, base_dir=base_dir)
     validate_team(team)
+    if config.inputs == "equations":
+        steps = tuple(step if step.equation_inputs is None else step.model_copy(update={"inputs": step.equation_inputs})
+                      for step in config.steps)
+        team = replace(team, config=config.model_copy(update={"steps": steps}))
     return team
 
 
@@ -189,6 +232,8 @@ def validate_team(team: LoadedTeam) -> None:
     for index in range(len(names)):
         _check_step(team, index, names)
         _check_reads(team, index, names)
+        if team.config.inputs == "equations":  # unused otherwise: a renamed step need not touch them
+            _check_equation_inputs(team, index)
     _check_final_step(team, names)
     _check_reviewer(team, names)
     _check_scales(team)
@@ -267,6 +312,15 @@ def _check_reads(team: LoadedTeam, index: int, names: list[str]) -> None:
                         "a step reads only steps listed before it; reorder the steps")
 
 
+def _check_equation_inputs(team: LoadedTeam, index: int) -> None:
+    """Under `inputs: equations`, a step's equation inputs are some of its inputs."""
+    step = team.config.steps[index]
+    extra = [name for name in step.equation_inputs or () if name not in step.inputs]
+    if extra:
+        raise _fail(team, index, "equation_inputs", f"'{extra[0]}' is not one of its inputs (read under inputs: "
+                    "equations)", f"list only some of: {', '.join(step.inputs) or '(no inputs)'}")
+
+
 def _check_final_step(team: LoadedTeam, names: list[str]) -> None:
     """Exactly one step gives the final answer, and it is enabled."""
     steps = team.config.steps
@@ -308,6 +362,9 @@ def _check_reviewer(team: LoadedTeam, names: list[str]) -> None:
         unreachable = threshold_problem(reviewer.threshold, scale)
         if unreachable is not None:
             raise _fail(team, index, "threshold", unreachable, threshold_fix(scale))
+        if reviewer.sends_back is not None and not {"evaluation", "feedback"} & set(reviewer.sends_back):
+            raise _fail(team, index, "sends_back", "a step sent back with only its score has nothing to act on",
+                        "add evaluation or feedback (or both)")
 
 
 def _number(value: float) -> str:
@@ -329,16 +386,14 @@ def threshold_fix(scale: ScoreScale) -> str:
 
 
 def _check_scales(team: LoadedTeam) -> None:
-    """Only the reviewer has a score scale or threshold."""
+    """Only the reviewer has a score scale, a threshold and what it sends back."""
     for index, step in enumerate(team.config.steps):
-        if step.reviews is None and (step.scale is not None or step.threshold is not None):
-            raise _fail(
-                team,
-                index,
-                "scale" if step.scale is not None else "threshold",
-                "only the reviewer has a score scale",
-                "move it to the step with reviews:",
-            )
+        if step.reviews is not None:
+            continue
+        for field, value in (("scale", step.scale), ("threshold", step.threshold), ("sends_back", step.sends_back)):
+            if value is not None:
+                raise _fail(team, index, field, f"only the reviewer has a {field.replace('_', ' ')}",
+                            "move it to the step with reviews:")
 
 
 def load_team_file(path: Path, *, read_yaml: Any) -> LoadedTeam:

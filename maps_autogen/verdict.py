@@ -217,21 +217,28 @@ def parse_critic_reply(
         if score is None:
             return None
         scores[dimension] = score
-    feedback_raw = found.get("feedback")
-    feedback: dict[str, str] = {}
-    if isinstance(feedback_raw, dict):
-        for key, value in feedback_raw.items():
-            named = _dimension_name(key, dimension_of_step)
-            if named is not None and named in dimensions and value is not None:
-                feedback[named] = value_text(value)
-    elif isinstance(feedback_raw, str) and feedback_raw.strip():
-        feedback = {dimension: feedback_raw.strip() for dimension in dimensions}
     worst = _dimension_name(found.get("worst_step"), dimension_of_step)
     need_feedback = _flag(found.get("need_feedback"))
     return CriticVerdict(
         scores=scores,
         need_feedback=need_feedback if need_feedback is not None else False,
         worst_step=worst if worst in dimensions else None,
-        feedback=feedback,
+        feedback=_per_dimension(found.get("feedback"), dimension_of_step),
         repaired=repaired,
+        evaluation=_per_dimension(found.get("evaluation"), dimension_of_step),
     )
+
+
+def _per_dimension(raw: Any, dimension_of_step: Mapping[str, str]) -> dict[str, str]:
+    """A text per dimension from a {dimension or step: text} object (other keys ignored); one
+    text for all of them when the reply gave a single string; empty texts left out."""
+    dimensions = tuple(dimension_of_step.values())
+    texts: dict[str, str] = {}
+    if isinstance(raw, dict):
+        for key, value in raw.items():
+            named = _dimension_name(key, dimension_of_step)
+            if named is not None and named in dimensions and value is not None and value_text(value):
+                texts[named] = value_text(value)
+    elif isinstance(raw, str) and raw.strip():
+        texts = {dimension: raw.strip() for dimension in dimensions}
+    return texts

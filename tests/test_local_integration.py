@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from maps_autogen.roles import review_text_chars
 from tests.conftest import REPO, clean_env, run_maps, write_config
 
 pytestmark = pytest.mark.local
@@ -38,6 +39,9 @@ def test_full_chat_on_the_embedded_model(tmp_path: Path) -> None:
     critic = next(m for m in messages if m["role"] == "critic")
     assert set(critic["parsed"]["scores"]) == {"caption", "alignment", "knowledge", "solution"}
     assert all(1 <= score <= 5 for score in critic["parsed"]["scores"].values())
+    # each text of the review is bounded (the grammar enforces it) so that the scores fit in the reply cap
+    texts = [*critic["parsed"]["evaluation"].values(), *critic["parsed"]["feedback"].values()]
+    assert texts and max(map(len, texts)) <= review_text_chars(run["models"]["critic"]["max_tokens"], 4)
     assert rolled_back == (min(critic["parsed"]["scores"].values()) < 5)  # the rule, from the scores given
     steps = ["interpreter", "aligner", "scholar", "solver"]
     if rolled_back:

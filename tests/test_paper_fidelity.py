@@ -52,9 +52,12 @@ def test_images_to_next_step_hands_a_left_out_steps_images_on_and_records_nothin
 
 # ----- 2. the reviewer's rubric counts, and each dimension's feedback template comes from the team
 
-ANCHORS_1_TO_5 = ["- 5: it survives three counterfactual challenges", "- 4: it holds, but rests on one assumption (no more)",
-                  "- 3: two or three of its claims need further evidence", "- 2: it contradicts itself or an earlier step",
-                  "- 1: it fails the existence check"]
+# Table 6's anchors, in our words and with nothing added: each whole line of the rubric.
+ANCHORS_1_TO_5 = ["- 5: it withstands three counterfactual scenarios (three small changes of the given conditions);\n",
+                  "- 4: at most one of its assumptions still needs validating;\n",
+                  "- 3: it needs two or three further pieces of evidence;\n",
+                  "- 2: it holds a structural contradiction;\n",
+                  "- 1: it fails the basic check that its elements exist.\n"]
 
 
 def reviewer_text(loaded_team: str | None, tmp_path: Path) -> tuple[str, dict[str, str]]:
@@ -87,7 +90,7 @@ def test_the_big_five_reviewer_places_the_anchors_on_its_0_to_1_scale(tmp_path) 
     text, templates = reviewer_text("big_five", tmp_path)
     for score, anchor in zip(("1.0", "0.75", "0.5", "0.25", "0"), ANCHORS_1_TO_5):
         assert f"- {score}: {anchor.split(': ', 1)[1]}" in text
-    assert "passes at 0.8 or above" in " ".join(text.split())
+    assert "0.8" not in text  # the pass mark is the Manager's, not told to the reviewer
     for dimension, template in templates.items():
         assert template and f"- {dimension}: {template}" in text
 
@@ -126,7 +129,7 @@ def test_an_untagged_image_reaches_the_interpreter_under_the_images_heading_not_
     assert before.endswith("## Diagram(s)\n<image_1>")  # the heading the instruction names, after the inputs
     assert "## Answer options\nA. O-one" in before
     # the whole instruction, its own example tags included, comes after the image
-    assert after.lstrip().startswith("The question, context and options above") and "such as <image_1>, the" in " ".join(after.split())
+    assert after.lstrip().startswith("Whatever of the problem's text is shown above") and "such as <image_1>, the" in " ".join(after.split())
     assert 'under the heading "Diagram(s)"' in " ".join(after.split())
     instruction = " ".join(after.split())
     for asked in ("colour", "its code", "coordinates", "angles", "sizes and lengths", "purely visual evidence"):

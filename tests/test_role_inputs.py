@@ -79,10 +79,11 @@ def test_critic_instruction_lists_its_dimensions_rubric_and_scale(prompts, step)
     assert "- alignment: Aligned problem background (from the Aligner)\n- knowledge: Domain knowledge" in text
     assert "caption" not in text and "no diagram" in text
     assert "(one of:\nalignment, knowledge, solution)" in text or "(one of: alignment, knowledge, solution)" in " ".join(text.split())
-    # the rubric: what each score means, the three Socratic kinds and the domain-standards check
-    for words in ("5: it survives three counterfactual", "1: it fails the existence check", "Evidence:", "Internal consistency:", "Robustness:", "domain standards"):
+    # the rubric: what each score means, the three Socratic kinds (domain standards under consistency)
+    for words in ("5: it withstands three counterfactual", "1: it fails the basic check that its elements exist",
+                  "Existence:", "Consistency:", "Stress:", "standards of the field"):
         assert words in text
-    assert text.index('"reasoning"') < text.index('"scores"')
+    assert text.index('"evaluation"') < text.index('"scores"')
 
 
 def test_format_options() -> None:

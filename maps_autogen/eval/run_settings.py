@@ -4,7 +4,7 @@
 structure with named parts: `team` (the steps in order: name, inputs, personality, output,
 images, reviewer scale, and each step's prompt content hashed), `prompts` (the task, manager,
 UserProxy, answer-format and baseline prompts, hashed), `review` (threshold, rollbacks, final
-review, round limit), `models` (per role: endpoint URL(s), kind, JSON mode and every setting a
+review, round limit, tie rule), `models` (per role: endpoint URL(s), kind, JSON mode and every setting a
 request carries), `images` (the side images are reduced to), `method`, `without` and `data`
 (how many problems, and a fingerprint of their ids and gold answers).
 
@@ -117,6 +117,8 @@ def verdict_settings(team: Team, *, method: str, without: Collection[str], items
             "max_rollbacks": config.critic.max_rollbacks,
             "final_review": config.critic.final_review,
             "max_rounds": config.stop.max_rounds,
+            # None for the default rule, as in manifests written before the setting
+            "ties": None if config.critic.ties == "worst_step" else config.critic.ties,
         },
         "models": models,
         # Where a left-out step's images go matters only when a step that sees them is left out
