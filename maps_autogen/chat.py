@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
@@ -18,13 +18,15 @@ from typing import Any, Protocol
 from maps_autogen.ag2 import IOStream, autogen
 from maps_autogen.client import Completion, ModelBackend
 from maps_autogen.errors import MapsError, RunInterrupted
-from maps_autogen.flow import FlowSettings, Rollback, Turn, decide_next
+from maps_autogen.flow import PERSON, FlowSettings, Rollback, Turn, decide_next
+from maps_autogen.human_chat import OnHuman, PersonTurns
 from maps_autogen.llm import MapsModelClient
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
-from maps_autogen.records import USER_PROXY_ROLE
+from maps_autogen.records import USER_PROXY_ROLE, HumanWhen
 from maps_autogen.redact import redact
 from maps_autogen.role_inputs import (
+    asked_revision,
     build_request,
     format_options,
     review_variables,
@@ -65,7 +67,6 @@ class ChatSettings:
     team: TeamConfig
     plan: ChatPlan
     flow: FlowSettings
-    human: bool = False
 
     @property
     def image_roles(self) -> frozenset[str]:
@@ -91,12 +92,14 @@ def chat_settings(
     max_rounds: int | None,
     without: frozenset[str] = frozenset(),
     images_to_next: bool = False,
-    human: bool = False,
+    human: HumanWhen | None = None,
+    max_backs: int = 10,
 ) -> ChatSettings:
     """Settings for `problem`: a step that describes images is skipped without images; the
     images of a left-out step reach no step, or with `images_to_next` the next step that runs
     (see `team.plan_chat`). `threshold` and `max_rounds` None: the reviewer's threshold, and
-    rounds derived from the plan."""
+    rounds derived from the plan (room for `max_backs` re-runs more when a person is asked,
+    `human`)."""
     plan = plan_chat(team, has_images=problem.has_images, without=without, images_to_next=images_to_next)
     flow = FlowSettings(
         steps=plan.steps,
@@ -105,9 +108,11 @@ def chat_settings(
         threshold=team.threshold if threshold is None else threshold,
         max_rollbacks=max_rollbacks,
         final_review=final_review,
-        max_rounds=max_rounds or derived_max_rounds(plan, max_rollbacks),
+        max_rounds=max_rounds or derived_max_rounds(plan, max_rollbacks + (max_backs if human else 0)),
+        human=human,
+        max_backs=max_backs,
     )
-    return ChatSettings(team=team, plan=plan, flow=flow, human=human)
+    return ChatSettings(team=team, plan=plan, flow=flow)
 
 
 @dataclass
@@ -182,7 +187,11 @@ def _critic_check(text: str, *, title: str, scored: tuple[tuple[str, str], ...],
 
 
 class _SilentStream:
-    """AG2 prints every message by default; our own live view does the talking."""
+    """AG2 prints every message by default; our own live view does the talking. AG2's human
+    input (the UserProxy's `get_human_input`) reads from `input`: the person's answer (`ask`)."""
+
+    def __init__(self, ask: Callable[[], str] | None = None):
+        self._ask = ask
 
     def print(self, *objects: Any, sep: str = " ", end: str = "\n", flush: bool = False) -> None:
         return None
@@ -191,7 +200,9 @@ class _SilentStream:
         return None
 
     def input(self, prompt: str = "", *, password: bool = False) -> str:
-        return input(prompt)
+        if self._ask is None:
+            raise RuntimeError("AG2 asked for human input in a chat no person takes part in")
+        return self._ask()
 
 
 @dataclass(frozen=True)
@@ -331,6 +342,7 @@ class MapsChat:
         settings: ChatSettings,
         observer: Observer,
         image_files: list[str] | None = None,
+        on_human: OnHuman | None = None,
     ):
         self.problem = problem
         self.prompts = prompts
@@ -349,6 +361,10 @@ class MapsChat:
         self._current_round = 0
         self._current_revision: Rollback | None = None
         self._stop_reason: str | None = None
+        if (settings.flow.human is None) != (on_human is None):
+            raise ValueError("a chat with a person (flow.human) needs on_human, and only such a chat takes it")
+        self._person = PersonTurns(on_human, team=settings.team, flow=settings.flow,
+                                   options=problem.options) if on_human is not None else None
 
     def agent_shape(self) -> AgentShape:
         """The shape of this chat's agents: the team, the steps that run, their prompts and
@@ -367,8 +383,9 @@ class MapsChat:
                  self.backends[role].model.model)
                 for role in roles
             ),
-            human=self.settings.human,
-            max_round=flow.max_rounds + 2,
+            human=flow.human is not None,
+            # AG2 counts the person's turns as rounds too: one may follow every agent's turn.
+            max_round=(2 * flow.max_rounds if flow.human else flow.max_rounds) + 2,
             team=team.model_dump_json(),
         )
 
@@ -400,20 +417,30 @@ class MapsChat:
         if last_speaker is not user_proxy:
             role = next(name for name, agent in assistants.items() if agent is last_speaker)
             self._record_turn(role, groupchat.messages[-1].get("content") or "")
+        elif self._person is not None and (answer := self._person.take()) is not None:
+            self.turns.append(Turn(PERSON, decision=answer))  # the person's turn at a pause
+            self.observer.emit(self._person.message(answer, round_=self._current_round))
         decision = decide_next(self.turns, self.settings.flow)
         if decision.revision is not None and decision.revision.number > len(self.rollbacks):
             self.rollbacks.append(decision.revision)
             self.observer.emit({
                 "type": "event", "event": "rollback", "number": decision.revision.number,
                 "step": decision.revision.step, "dimension": decision.revision.dimension,
-                "scores": decision.revision.verdict.scores, "question": decision.revision.question, "at": utc_now(),
+                "scores": decision.revision.scores, "question": decision.revision.question, "at": utc_now(),
+                "by": decision.revision.by,
             })
         if decision.next_role is None:
             self._stop_reason = decision.stop_reason
             return None
         self._current_round = decision.round
         self._current_revision = decision.revision
-        return assistants[decision.next_role]
+        return user_proxy if decision.next_role == PERSON else assistants[decision.next_role]
+
+    def _ask_person(self) -> str:
+        """The person's answer at this pause (AG2's human input of the UserProxy)."""
+        assert self._person is not None  # only a chat with a person pauses for one
+        answer = self.solver_answer.final_answer if self.solver_answer is not None else None
+        return self._person.ask(self.turns, answer, self.verdicts[-1] if self.verdicts else None)
 
     def _record_turn(self, role: str, content: str) -> None:
         call = self._pending.pop(role, None)
@@ -496,8 +523,9 @@ class MapsChat:
     def _role_view(self, role: str, _history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         revision = None
         rollback = self._current_revision
-        if rollback is not None and rollback.step == role:
+        if rollback is not None and rollback.step == role and rollback.verdict is not None:
             revision = revision_for(role, rollback.dimension, self.outputs, rollback.verdict.feedback)
+        asked = asked_revision(role, rollback, self.outputs)  # the person sent this step back
         backend = self.backends[role]
         images = "none"
         if role in self.settings.image_roles:
@@ -511,9 +539,10 @@ class MapsChat:
         content = build_request(
             step, self.problem, self.outputs, self.prompts, review_variables=variables, images=images,
             revision=revision, shared_prefix=self._shared_prefix(role),
+            asked=asked, notes=tuple(self._person.notes) if self._person is not None else (),
         )
         self.observer.emit({"type": "turn_start", "role": role, "agent": step.title, "round": self._current_round,
-                            "revision": revision is not None})
+                            "revision": revision is not None or asked is not None})
         return [{"role": "user", "content": content}]
 
     def _call_model(self, role: str, messages: list[dict[str, Any]]) -> Completion:
@@ -612,7 +641,7 @@ class MapsChat:
         error: str | None = None
         agents.chat = self
         service_failure: MapsError | None = None
-        with IOStream.set_default(_SilentStream()):
+        with IOStream.set_default(_SilentStream(self._ask_person if self._person is not None else None)):
             try:
                 agents.user_proxy.initiate_chat(agents.manager, message=opening, clear_history=True, silent=True)
             except MapsError as failure:

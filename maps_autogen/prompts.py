@@ -18,7 +18,8 @@ _VARIABLE = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
 
 ROLE_PROMPT_KEYS = {"system", "instruction", "revision"}
 TASK_PROMPT_KEYS = {"preamble", "labels", "image_note", "no_image_note", "step_label"}
-REQUIRED_LABELS = {"question", "context", "options", "images", "answer_format", "previous_output", "feedback"}
+REQUIRED_LABELS = {"question", "context", "options", "images", "answer_format", "previous_output", "feedback",
+                   "user_question", "user_notes"}
 
 
 def render(template: str, variables: Mapping[str, Any], *, source: str = "prompt") -> str:
