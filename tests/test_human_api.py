@@ -5,7 +5,6 @@ the callback ends the chat and is raised once the run folder is complete."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,9 +14,8 @@ import maps_autogen
 from maps_autogen.errors import UsageError
 from maps_autogen.human import HumanDecision, HumanState
 from maps_autogen.run_files import read_run, read_transcript
-from tests.conftest import TEST_KEY, critic_json, make_png, solver_json, write_config
+from tests.conftest import api_service, critic_json, make_png, solver_json, write_config
 from tests.fake_openai import FakeOpenAI, RoleScript
-from tests.inprocess import _process_state
 
 
 def script() -> RoleScript:
@@ -29,13 +27,7 @@ def script() -> RoleScript:
 
 @pytest.fixture
 def service(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeOpenAI]:
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "MAPS_")):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    with _process_state(), FakeOpenAI(script()) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    with api_service(monkeypatch, tmp_path, script()) as server:
         yield server
 
 
