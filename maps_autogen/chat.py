@@ -294,7 +294,8 @@ class MapsChat:
 
     def _ask_person(self) -> str:
         """The person's answer at this pause (AG2's human input of the UserProxy)."""
-        assert self._person is not None  # only a chat with a person pauses for one
+        if self._person is None:
+            raise RuntimeError("AG2 asked for human input in a chat no person takes part in")
         answer = self.solver_answer.final_answer if self.solver_answer is not None else None
         return self._person.ask(self.turns, answer, self.verdicts[-1] if self.verdicts else None)
 

@@ -54,7 +54,7 @@ class PersonTurns:
             titles=titles,
             review=after == self.flow.reviewer,
             round=now.round,
-            answer=answer_with_option(answer, self.options) if answer is not None else None,
+            answer=answer_with_option(answer, self.options) if answer else None,
             scores=dict(verdict.scores) if verdict is not None else {},
             questions=dict(verdict.feedback) if verdict is not None else {},
             next=self._next(now, now.planned),

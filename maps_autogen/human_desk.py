@@ -174,25 +174,26 @@ class HumanDesk:
                 self._terminal.want(self._from_terminal)
                 self._prompt()
             with self._changed:
-                while self._decision is None:
+                while (decision := self._taken()) is None:
                     if self._nobody_can_answer():
-                        self._decision = HumanDecision(source="end_of_input")
+                        self._take(state, HumanDecision(source="end_of_input"))
                     else:
                         self._changed.wait(_WAIT_S)
-                decision = self._decision
         finally:
             if self._terminal is not None:
                 self._terminal.withdraw(self._from_terminal)
             with self._changed:
-                answered = self._decision
-                self._last = None if answered is None else {
-                    "pause": state.pause, "source": answered.source, "line": answered.said or answered.line}
-                self._state = None
-                self.version += 1
-                self._changed.notify_all()
+                if self._state is state:  # left unanswered (Ctrl-C): the page stops showing it
+                    self._state = None
+                    self.version += 1
+                    self._changed.notify_all()
         if decision.source == "page":
             self._say(f"UserProxy: answered on the page: {decision.said or decision.line}")
         return decision
+
+    def _taken(self) -> HumanDecision | None:
+        """The open pause's answer, once one was taken (under the lock)."""
+        return self._decision
 
     def _nobody_can_answer(self) -> bool:
         if self._page:
@@ -208,7 +209,7 @@ class HumanDesk:
         pause cannot take the line (the pause stays open)."""
         with self._changed:
             state = self._state
-            if state is None or state.pause != pause or self._decision is not None:
+            if state is None or state.pause != pause:
                 answered = self._last if self._last is not None and self._last["pause"] == pause else None
                 where = f" (answered from the {answered['source']})" if answered else ""
                 return 409, f"pause {pause} is not waiting for an answer{where}"
@@ -216,9 +217,16 @@ class HumanDesk:
                 decision = parse_answer(line, state, source=source)
             except HumanAnswerError as error:
                 return 400, str(error)
-            self._decision = decision
-            self._changed.notify_all()
+            self._take(state, decision)
             return 200, decision.line
+
+    def _take(self, state: HumanState, decision: HumanDecision) -> None:
+        """Close the pause with `decision` (under the lock): any later answer finds it answered."""
+        self._decision = decision
+        self._last = {"pause": state.pause, "source": decision.source, "line": decision.said or decision.line}
+        self._state = None
+        self.version += 1
+        self._changed.notify_all()
 
     def _from_terminal(self, line: Line) -> None:
         if line is None:
@@ -247,7 +255,7 @@ class HumanDesk:
     def snapshot(self) -> tuple[int, dict[str, Any]]:
         """(version, the open pause as JSON or None, the last pause's answer)."""
         with self._changed:
-            state = self._state.as_dict() if self._state is not None and self._decision is None else None
+            state = self._state.as_dict() if self._state is not None else None
             return self.version, {"waiting": state is not None, "state": state, "last": self._last}
 
     # ----- the terminal -----------------------------------------------------------------

@@ -176,6 +176,8 @@ def test_the_page_shows_the_pause_and_answers_it_with_its_token(solve_folder: Pa
         assert post(server.url + "human", b'{"pause": 1, "answer": ""}', content_type="text/plain")[0] == 415
         assert post(server.url + "human", b"{}", length=str(HUMAN_BODY_BYTES + 1))[0] == 413
         assert post(server.url + "human", b"[1, 2]")[0] == 400
+        assert post(server.url + "human", b"[" * HUMAN_BODY_BYTES)[0] == 400  # nested past Python's limit
+        assert post(server.url + "human", b'{"pause": 1, "answer": "\xff"}')[0] == 400  # not UTF-8
         assert post(server.url + "human", b'{"pause": "1", "answer": ""}')[0] == 400
         assert answer(server, 1, "back critic Why so low?") == (400, {
             "error": "the Critic cannot be sent back here (only a working step that has run); "
@@ -288,3 +290,18 @@ def test_a_person_steers_maps_solve_from_the_live_page(tmp_path: Path, chromium:
     turns = [json.loads(line) for line in (run_dir / "transcript.jsonl").read_text().splitlines()]
     assert [(t["content"], t["parsed"]["source"]) for t in turns if t.get("step") == "user"] == [
         ("back aligner Is the pivot <b>in</b> the middle?", "page"), ("continue", "page")]
+
+
+
+def test_two_answers_at_once_the_first_wins() -> None:
+    said = Said()
+    desk = HumanDesk(page=True, out=said)
+    asked = Asked(desk, pause(1))
+    said.until("pause 1")
+    # Holding the desk's lock keeps the waiting chat from taking the first answer before the
+    # second comes in: the second finds the pause answered all the same.
+    with desk._changed:
+        assert desk.answer(1, "stop", "page") == (200, "stop")
+        assert desk.answer(1, "back scholar Why?", "terminal") == (
+            409, "pause 1 is not waiting for an answer (answered from the page)")
+    assert asked.result().kind == "stop"
