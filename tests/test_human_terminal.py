@@ -110,6 +110,14 @@ def test_back_sends_the_step_back_with_the_persons_question_and_stop_ends(tmp_pa
     assert run["flow"]["human"] == "review" and run["stop_reason"] == "user_stopped"
     assert run["rollbacks"] == [{"number": 1, "step": "framer", "dimension": "framing", "scores": {},
                                  "question": "Is the pivot in the middle?", "by": "user"}]
+    # The viewer shows the person's turns as the UserProxy's and the rollback as theirs.
+    page = tmp_path / "page.html"
+    shown = run_maps(["view", str(run_dir), "--out", str(page)], env=clean_env(), cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    html = page.read_text()
+    assert html.count('data-role="user_proxy"') == 3  # the task, then two pauses
+    assert "re-running from the framer step (sent back by the user)" in html
+    assert "Question sent back: <span class=\"text\">Is the pivot in the middle?</span>" in html
 
 
 def test_every_turn_a_note_reaches_every_later_step_and_the_end_of_input_continues(tmp_path: Path) -> None:
