@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from maps_autogen.api import (
         ChatRecord,
         EvalOutcome,
+        HumanDecision,
+        HumanState,
         MapsError,
         Problem,
         SolveResult,
@@ -23,8 +25,8 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-__all__ = ["ChatRecord", "EvalOutcome", "MapsError", "Problem", "SolveResult", "__version__", "evaluate",
-           "load_problem", "load_settings", "solve"]
+__all__ = ["ChatRecord", "EvalOutcome", "HumanDecision", "HumanState", "MapsError", "Problem", "SolveResult",
+           "__version__", "evaluate", "load_problem", "load_settings", "solve"]
 
 
 def __getattr__(name: str) -> Any:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from maps_autogen.config import LoadedConfig
 from maps_autogen.errors import MapsError, ProblemError, UsageError
+from maps_autogen.human import HumanDecision, HumanState, OnHumanError
 from maps_autogen.images import ImageLimits, image_limits
 from maps_autogen.problem import Problem
 from maps_autogen.records import MessageRecord, TranscriptRecord
@@ -36,8 +37,8 @@ if TYPE_CHECKING:
     from maps_autogen.solving import SolveResult
 
 # MapsError: the base of every error these functions raise (`except maps_autogen.MapsError`).
-__all__ = ["ChatRecord", "EvalOutcome", "MapsError", "Problem", "SolveResult", "evaluate", "load_problem",
-           "load_settings", "solve"]
+__all__ = ["ChatRecord", "EvalOutcome", "HumanDecision", "HumanState", "MapsError", "Problem", "SolveResult",
+           "evaluate", "load_problem", "load_settings", "solve"]
 
 #: What a chat hands its observers as it goes, typed (records.py): each finished turn
 #: (`MessageRecord`, the opening task message included), each event between turns (`EventRecord`:
@@ -182,6 +183,7 @@ def solve(
     on_ready: Callable[[Path], None] | None = None,
     observer: Observer | None = None,
     human: bool = False,
+    on_human: Callable[[HumanState], str | HumanDecision] | None = None,
 ) -> SolveResult:
     """Solve one problem with the team, as `maps solve` does: write `runs_dir/<run-id>/`
     (run.json, transcript.jsonl, images/) and return its `SolveResult` (`final_answer`,
@@ -197,8 +199,17 @@ def solve(
     an exception in either stops the run at its next model call and is raised once the run
     folder is complete. `announce` receives the lines `maps solve` prints before the first call
     (each step's model; the expected time on the embedded model), `on_ready` the run folder
-    before the chat starts, `observer` the raw records (the command line's live view), and
-    `human` marks the UserProxy as taking a person's input (`--human`).
+    before the chat starts, and `observer` the raw records (the command line's live view).
+
+    A person in the chat (`maps solve --human`): with `on_human`, or `human=True`, the UserProxy
+    pauses after each review (or every turn: the config's `human.when`). `on_human` receives the
+    pause (a `HumanState`: the answer so far, the scores, what continuing does, the steps that
+    may be sent back) and returns the person's decision: a line as `maps solve --human` reads it
+    ("" continue, "back STEP QUESTION", "stop", other text a note for every later step) or a
+    `HumanDecision`; an answer the pause cannot take is asked again with `state.problem` saying
+    why (three times). With `human=True` and no `on_human`, the terminal asks (standard input,
+    one line per pause, the pause shown on standard error). An exception in `on_human` ends the
+    chat and is raised once the run folder is complete.
 
     A model service that fails after its retries ends the run with stop reason `error` (the
     result's `error` says why; the finished turns are saved); bad input raises ProblemError,
@@ -225,10 +236,19 @@ def solve(
     if on_ready is not None:
         on_ready(Path(runs_dir) / run_id)
     callbacks = _Callbacks(on_turn, on_event, assembled.cancel) if on_turn or on_event else None
+    if on_human is None and human:
+        import sys
+
+        from maps_autogen.human_desk import HumanDesk
+
+        on_human = HumanDesk(terminal=sys.stdin).ask
     result = solve_problem(problem, assembled, runs_dir=Path(runs_dir), observer=Observers(observer, callbacks),
-                           run_id=run_id, without=without, human=human, evaluate=evaluate_answer)
+                           run_id=run_id, without=without, on_human=on_human, evaluate=evaluate_answer)
     if callbacks is not None and callbacks.failure is not None:
         raise callbacks.failure
+    failure = result.outcome.failure
+    if isinstance(failure, OnHumanError):
+        raise failure.original or failure
     return result
 
 

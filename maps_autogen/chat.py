@@ -2,13 +2,13 @@
 the team is an AssistantAgent, and the speaker selection is the pure `flow.decide_next`.
 
 Each step's request is rebuilt from its declared inputs by an AG2 `process_all_messages_before_reply`
-hook, so no step sees the whole history; model calls go through `MapsModelClient`.
+hook, so no step sees the whole history; model calls go through `MapsModelClient`. The AG2 agents
+themselves, built once per shape and thread, are `chat_agents.py`'s.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,15 +16,17 @@ from functools import partial
 from typing import Any, Protocol
 
 from maps_autogen.ag2 import IOStream, autogen
+from maps_autogen.chat_agents import AgentShape, ChatAgents, _SilentStream, agents_for
 from maps_autogen.client import Completion, ModelBackend
 from maps_autogen.errors import MapsError, RunInterrupted
-from maps_autogen.flow import FlowSettings, Rollback, TieRule, Turn, decide_next, unusable_review
-from maps_autogen.llm import MapsModelClient
+from maps_autogen.flow import PERSON, FlowSettings, Rollback, TieRule, Turn, decide_next, unusable_review
+from maps_autogen.human_chat import OnHuman, PersonTurns
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
-from maps_autogen.records import USER_PROXY_ROLE
+from maps_autogen.records import USER_PROXY_ROLE, HumanWhen
 from maps_autogen.redact import redact
 from maps_autogen.role_inputs import (
+    asked_revision,
     build_request,
     format_options,
     review_variables,
@@ -32,7 +34,6 @@ from maps_autogen.role_inputs import (
     shared_prefix_system,
 )
 from maps_autogen.roles import (
-    MANAGER_NAME,
     USER_PROXY_NAME,
     CriticVerdict,
     SolverAnswer,
@@ -73,7 +74,6 @@ class ChatSettings:
     team: TeamConfig
     plan: ChatPlan
     flow: FlowSettings
-    human: bool = False
 
     @property
     def image_roles(self) -> frozenset[str]:
@@ -99,14 +99,16 @@ def chat_settings(
     max_rounds: int | None,
     without: frozenset[str] = frozenset(),
     images_to_next: bool = False,
-    human: bool = False,
+    human: HumanWhen | None = None,
+    max_backs: int = 10,
     ties: TieRule = "worst_step",
 ) -> ChatSettings:
     """Settings for `problem`: a step that describes images is skipped without images; the
     images of a left-out step reach no step, or with `images_to_next` the next step that runs
     (see `team.plan_chat`). `threshold` and `max_rounds` None: the reviewer's threshold, and
-    rounds derived from the plan. A step sent back receives what the team's reviewer sends
-    back; `ties` picks among equally low scores."""
+    rounds derived from the plan (room for `max_backs` re-runs more when a person is asked,
+    `human`). A step sent back receives what the team's reviewer sends back; `ties` picks among
+    equally low scores."""
     plan = plan_chat(team, has_images=problem.has_images, without=without, images_to_next=images_to_next)
     flow = FlowSettings(
         steps=plan.steps,
@@ -115,11 +117,13 @@ def chat_settings(
         threshold=team.threshold if threshold is None else threshold,
         max_rollbacks=max_rollbacks,
         final_review=final_review,
-        max_rounds=max_rounds or derived_max_rounds(plan, max_rollbacks),
+        max_rounds=max_rounds or derived_max_rounds(plan, max_rollbacks + (max_backs if human else 0)),
         ties=ties,
         sends_back=team.sends_back,
+        human=human,
+        max_backs=max_backs,
     )
-    return ChatSettings(team=team, plan=plan, flow=flow, human=human)
+    return ChatSettings(team=team, plan=plan, flow=flow)
 
 
 @dataclass
@@ -191,144 +195,6 @@ def _critic_check(text: str, *, team: TeamConfig, flow: FlowSettings, rollbacks:
     return unusable_review(verdict, team, flow, rollbacks)
 
 
-class _SilentStream:
-    """AG2 prints every message by default; our own live view does the talking."""
-
-    def print(self, *objects: Any, sep: str = " ", end: str = "\n", flush: bool = False) -> None:
-        return None
-
-    def send(self, message: Any) -> None:
-        return None
-
-    def input(self, prompt: str = "", *, password: bool = False) -> str:
-        return input(prompt)
-
-
-@dataclass(frozen=True)
-class AgentShape:
-    """Everything that shapes a chat's AG2 agents: chats of one shape can share them."""
-
-    user_proxy_system: str
-    manager_system: str
-    # (step, agent name, system message, model) of each step that runs
-    assistants: tuple[tuple[str, str, str, str], ...]
-    human: bool
-    max_round: int
-    team: str  # the team's steps as JSON: chats of different teams never share agents
-
-
-class ChatAgents:
-    """The AG2 agents of one chat shape, built once per worker thread and reused by its chats.
-
-    Building agents costs more than a chat's own work (AG2 constructs an `OpenAIWrapper` per
-    agent), so a chat binds itself to a ready set instead. Reuse is safe because
-    `initiate_chat(clear_history=True)` clears the group chat's messages, every agent's history
-    and reply counters, and all per-problem state lives in the bound `MapsChat`. Every agent is
-    `silent`: AG2 then builds no event object for each message it would print (our live view
-    does the talking).
-    """
-
-    def __init__(self, shape: AgentShape):
-        never = lambda message: False  # noqa: E731 - only the Manager's plan ends a chat
-        self.chat: MapsChat | None = None
-        self.user_proxy = autogen.UserProxyAgent(
-            USER_PROXY_NAME,
-            system_message=shape.user_proxy_system,
-            human_input_mode="ALWAYS" if shape.human else "NEVER",
-            code_execution_config=False,
-            llm_config=False,
-            is_termination_msg=never,
-            default_auto_reply="",
-            silent=True,
-        )
-        self.assistants: dict[str, autogen.AssistantAgent] = {}
-        for role, agent_name, system_message, _ in shape.assistants:
-            self.assistants[role] = autogen.AssistantAgent(
-                agent_name,
-                system_message=system_message,
-                llm_config=False,  # the model client comes below, once every agent exists
-                is_termination_msg=never,
-                max_consecutive_auto_reply=10_000,
-                silent=True,
-            )
-        groupchat = autogen.GroupChat(
-            agents=[self.user_proxy, *self.assistants.values()],
-            messages=[],
-            # Our flow stops the chat; AG2's own bound only backs it up.
-            max_round=shape.max_round,
-            speaker_selection_method=self._select_speaker,
-            allow_repeat_speaker=True,
-            send_introductions=False,
-        )
-        self.manager = autogen.GroupChatManager(
-            groupchat=groupchat,
-            name=MANAGER_NAME,
-            system_message=shape.manager_system,
-            llm_config=False,
-            is_termination_msg=never,
-            silent=True,
-        )
-        for role, _, _, model in shape.assistants:
-            self._connect(role, model)
-
-    def _connect(self, role: str, model: str) -> None:
-        """Give a step's agent its model client and its request hook. AG2's runtime logger
-        (autogen.runtime_logging) records each new agent by serialising its attributes, and those
-        of the agents a group chat holds; AG2's model wrapper and our hooks cannot be serialised,
-        so they are attached only after every agent (and the Manager) has been recorded."""
-        agent = self.assistants[role]
-        agent.llm_config = agent._validate_llm_config(
-            {"config_list": [{"model": model, "model_client_cls": MapsModelClient.__name__}], "cache_seed": None})
-        agent.client = agent._create_client(agent.llm_config)
-        # AG2 annotates this parameter as an instance of its ModelClient protocol, but it takes the class.
-        agent.register_model_client(MapsModelClient, call=partial(self._call_model, role))  # type: ignore[arg-type]
-        agent.register_hook("process_all_messages_before_reply", partial(self._role_view, role))
-        # The model call is a step's only reply: AG2's others (termination and human-input checks,
-        # tool, function-call and code-execution replies) never apply to a step, and each costs a
-        # check of its trigger on every turn (a runtime Protocol isinstance, slow on Python 3.11).
-        # A step replies only to the Manager, named by a string trigger (a cheap comparison).
-        agent.register_reply(MANAGER_NAME, autogen.ConversableAgent.generate_oai_reply, remove_other_reply_funcs=True)
-
-    def forget(self) -> None:
-        """Drop the last chat's messages from every agent. `initiate_chat(clear_history=True)`
-        clears only the histories with the chat's two ends, so without this the Manager would
-        keep every speaker's replies of every chat."""
-        for agent in (self.user_proxy, self.manager, *self.assistants.values()):
-            agent.clear_history()
-
-    def _bound(self) -> MapsChat:
-        if self.chat is None:
-            raise RuntimeError("the agents were called with no chat bound to them")
-        return self.chat
-
-    def _call_model(self, role: str, messages: list[dict[str, Any]]) -> Completion:
-        return self._bound()._call_model(role, messages)
-
-    def _role_view(self, role: str, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return self._bound()._role_view(role, history)
-
-    def _select_speaker(self, last_speaker: Any, groupchat: Any) -> Any:
-        return self._bound()._select_speaker(self.assistants, self.user_proxy, last_speaker, groupchat)
-
-
-MAX_AGENT_SHAPES_PER_THREAD = 8
-_thread_agents = threading.local()
-
-
-def agents_for(shape: AgentShape) -> ChatAgents:
-    """This thread's agents for `shape`, built on first use (a few shapes are kept per thread:
-    with and without images, say; the oldest is dropped beyond that)."""
-    kept: dict[AgentShape, ChatAgents] | None = getattr(_thread_agents, "by_shape", None)
-    if kept is None:
-        kept = _thread_agents.by_shape = {}
-    agents = kept.get(shape)
-    if agents is None:
-        if len(kept) >= MAX_AGENT_SHAPES_PER_THREAD:
-            kept.pop(next(iter(kept)))
-        agents = kept[shape] = ChatAgents(shape)
-    return agents
-
-
 class MapsChat:
     """Runs one problem through the MAPS roles on AG2."""
 
@@ -341,6 +207,7 @@ class MapsChat:
         settings: ChatSettings,
         observer: Observer,
         image_files: list[str] | None = None,
+        on_human: OnHuman | None = None,
     ):
         self.problem = problem
         self.prompts = prompts
@@ -359,6 +226,10 @@ class MapsChat:
         self._current_round = 0
         self._current_revision: Rollback | None = None
         self._stop_reason: str | None = None
+        if (settings.flow.human is None) != (on_human is None):
+            raise ValueError("a chat with a person (flow.human) needs on_human, and only such a chat takes it")
+        self._person = PersonTurns(on_human, team=settings.team, flow=settings.flow,
+                                   options=problem.options) if on_human is not None else None
 
     def agent_shape(self) -> AgentShape:
         """The shape of this chat's agents: the team, the steps that run, their prompts and
@@ -377,8 +248,9 @@ class MapsChat:
                  self.backends[role].model.model)
                 for role in roles
             ),
-            human=self.settings.human,
-            max_round=flow.max_rounds + 2,
+            human=flow.human is not None,
+            # AG2 counts the person's turns as rounds too: one may follow every agent's turn.
+            max_round=(2 * flow.max_rounds if flow.human else flow.max_rounds) + 2,
             team=team.model_dump_json(),
         )
 
@@ -410,22 +282,32 @@ class MapsChat:
         if last_speaker is not user_proxy:
             role = next(name for name, agent in assistants.items() if agent is last_speaker)
             self._record_turn(role, groupchat.messages[-1].get("content") or "")
+        elif self._person is not None and (answer := self._person.take()) is not None:
+            self.turns.append(Turn(PERSON, decision=answer))  # the person's turn at a pause
+            self.observer.emit(self._person.message(answer, round_=self._current_round))
         decision = decide_next(self.turns, self.settings.flow)
         if decision.revision is not None and decision.revision.number > len(self.rollbacks):
             self.rollbacks.append(decision.revision)
             self.observer.emit({
                 "type": "event", "event": "rollback", "number": decision.revision.number,
                 "step": decision.revision.step, "dimension": decision.revision.dimension,
-                "scores": decision.revision.verdict.scores, "question": decision.revision.sent.feedback,
+                "scores": decision.revision.scores, "question": decision.revision.sent_question,
                 "score": decision.revision.sent.score, "evaluation": decision.revision.sent.evaluation or None,
-                "at": utc_now(),
+                "by": decision.revision.by, "at": utc_now(),
             })
         if decision.next_role is None:
             self._stop_reason = decision.stop_reason
             return None
         self._current_round = decision.round
         self._current_revision = decision.revision
-        return assistants[decision.next_role]
+        return user_proxy if decision.next_role == PERSON else assistants[decision.next_role]
+
+    def _ask_person(self) -> str:
+        """The person's answer at this pause (AG2's human input of the UserProxy)."""
+        if self._person is None:
+            raise RuntimeError("AG2 asked for human input in a chat no person takes part in")
+        answer = self.solver_answer.final_answer if self.solver_answer is not None else None
+        return self._person.ask(self.turns, answer, self.verdicts[-1] if self.verdicts else None)
 
     def _record_turn(self, role: str, content: str) -> None:
         call = self._pending.pop(role, None)
@@ -510,9 +392,10 @@ class MapsChat:
     def _role_view(self, role: str, _history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         revision = None
         rollback = self._current_revision
-        if rollback is not None and rollback.step == role:
+        if rollback is not None and rollback.step == role and rollback.verdict is not None:
             scale = self.settings.team.scale
             revision = revision_for(role, self.outputs, rollback.sent, (scale.low, scale.high))
+        asked = asked_revision(role, rollback, self.outputs)  # the person sent this step back
         backend = self.backends[role]
         images = "none"
         if role in self.settings.image_roles:
@@ -526,9 +409,10 @@ class MapsChat:
         content = build_request(
             step, self.problem, self.outputs, self.prompts, review_variables=variables, images=images,
             revision=revision, shared_prefix=self._shared_prefix(role),
+            asked=asked, notes=tuple(self._person.notes) if self._person is not None else (),
         )
         self.observer.emit({"type": "turn_start", "role": role, "agent": step.title, "round": self._current_round,
-                            "revision": revision is not None})
+                            "revision": revision is not None or asked is not None})
         return [{"role": "user", "content": content}]
 
     def _call_model(self, role: str, messages: list[dict[str, Any]]) -> Completion:
@@ -544,7 +428,7 @@ class MapsChat:
                 dimensions, low=scale.low, high=scale.high, whole=scale.whole,
                 text_chars=review_text_chars(cap, len(dimensions)) if self._shared_prefix(role) and cap else None)
             check = partial(_critic_check, team=self.settings.team, flow=self.settings.flow,
-                            rollbacks=len(self.rollbacks))
+                            rollbacks=sum(1 for rollback in self.rollbacks if rollback.by == "critic"))
         started_at = utc_now()
         completion = self.backends[role].complete(
             messages, role=role, schema_name=schema_name, schema=schema, check=check,
@@ -627,7 +511,7 @@ class MapsChat:
         error: str | None = None
         agents.chat = self
         service_failure: MapsError | None = None
-        with IOStream.set_default(_SilentStream()):
+        with IOStream.set_default(_SilentStream(self._ask_person if self._person is not None else None)):
             try:
                 agents.user_proxy.initiate_chat(agents.manager, message=opening, clear_history=True, silent=True)
             except MapsError as failure:

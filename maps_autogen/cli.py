@@ -16,6 +16,7 @@ from maps_autogen.benchmarks import NAMES as BENCHMARK_NAMES
 from maps_autogen.errors import MapsError
 
 if TYPE_CHECKING:
+    from maps_autogen.human_desk import HumanDesk
     from maps_autogen.view.server import ViewServer
 
 
@@ -115,7 +116,10 @@ def model_options(command: Callable[..., None]) -> Callable[..., None]:
 )
 @click.option("--quiet", is_flag=True, help="Print only the final answer.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the outcome.")
-@click.option("--human", is_flag=True, help="Let the UserProxy ask you for extra context before the team starts.")
+@click.option("--human", is_flag=True,
+              help="Take part in the chat: the UserProxy asks you after each review (agents.yaml human.when), "
+              "one line each (Enter: continue; back STEP QUESTION; stop; other text: a note); with --view, on the "
+              "page too.")
 @click.option(
     "--view",
     "live_view",
@@ -156,24 +160,19 @@ def solve(
         with image_limits(ImageLimits.of(loaded.config.limits)), private_urls_allowed(True):  # typed: the user's
             problem = build_problem(question or "", context=context, options=options, image_sources=images,
                                     max_side=loaded.config.images.max_side)
-    if human and not quiet and not as_json:
-        extra = click.prompt(
-            "UserProxy: anything to add to the context? (Enter to start)", default="", show_default=False
-        )
-        if extra.strip():
-            from dataclasses import replace
+    desk = None
+    if human:  # the terminal answers, and the live page with --view: the first answer wins
+        from maps_autogen.human_desk import HumanDesk
 
-            from maps_autogen.text import valid_text
-
-            problem = replace(problem, context=valid_text(problem.context + "\n" + extra.strip()).strip())
+        desk = HumanDesk(terminal=sys.stdin, page=live_view)
     live = None if (quiet or as_json) else LiveConsole(options=problem.options)
     viewers: list[ViewServer] = []
     try:
         result = solve_problem(
-            problem, config=loaded, runs_dir=runs_dir, without=without, human=human,
+            problem, config=loaded, runs_dir=runs_dir, without=without, on_human=desk.ask if desk else None,
             observer=ClosedOutputGuard(live) if live is not None else None,
             announce=None if live is None else (lambda text: _say(text, err=True)),
-            on_ready=(lambda run_dir: viewers.append(_start_viewer(run_dir))) if live_view else None,
+            on_ready=(lambda run_dir: viewers.append(_start_viewer(run_dir, human=desk))) if live_view else None,
         )
     finally:
         for viewer in viewers:
@@ -334,6 +333,7 @@ def score(
     is_flag=True,
     help="Watch the eval in a browser: serve it live on 127.0.0.1 and print the URL.",
 )
+@click.option("--human", is_flag=True, hidden=True)  # refused: maps eval never waits on a person
 def eval_command(
     benchmark: str,
     subsets: tuple[str, ...],
@@ -362,11 +362,17 @@ def eval_command(
     allow_outside_paths: bool,
     allow_private_urls: bool,
     live_view: bool,
+    human: bool,
 ) -> None:
     """Run a whole benchmark (or part of it) and score it with the official rules.
 
     Exit codes: 0 every problem scored (or --max-cost stopped it cleanly); 1 a problem failed or
     a fatal service error stopped the run; 2 bad input; 130 interrupted (Ctrl-C)."""
+    if human:
+        from maps_autogen.errors import UsageError
+
+        raise UsageError("maps eval never waits on a person: --human is for maps solve",
+                         fix="drop --human; to steer one problem yourself, run maps solve --human on it")
     if resume is not None:
         _refuse_selection_on_resume()
     from maps_autogen.api import evaluate
@@ -556,11 +562,12 @@ def _open_in_browser(url: str) -> None:
         _say(f"--open: no browser to open here (no display?); open {url} yourself", err=True)
 
 
-def _start_viewer(run_dir: Path) -> ViewServer:
-    """`--view`: the live viewer beside a running solve or eval, its URL on stderr (stdout may be --json)."""
+def _start_viewer(run_dir: Path, human: HumanDesk | None = None) -> ViewServer:
+    """`--view`: the live viewer beside a running solve or eval, its URL on stderr (stdout may be --json);
+    with `human`, the page answers the chat's pauses too."""
     from maps_autogen.view.server import ViewServer
 
-    server = ViewServer(run_dir).start()
+    server = ViewServer(run_dir, human=human).start()
     click.echo(f"watch live: {server.url} (until this command ends; then: maps view {run_dir} --serve)", err=True)
     return server
 

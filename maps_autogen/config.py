@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import ErrorDetails
 
 from maps_autogen.errors import ConfigError, UsageError
+from maps_autogen.records import HumanWhen
 from maps_autogen.redact import register_key_variables
 from maps_autogen.team import LoadedTeam, StepModel, load_team_file, parse_team, threshold_fix, threshold_problem
 from maps_autogen.text import MAX_NESTING, TooDeep, valid_tree
@@ -114,6 +115,14 @@ class StopConfig(_Strict):
     max_rounds: int | None = Field(default=None, ge=1)  # None: derived from the team and max_rollbacks
 
 
+class HumanConfig(_Strict):
+    """A person in the chat (`maps solve --human`): when the UserProxy asks them, and how many
+    steps they may send back in one chat. `maps eval` never asks a person."""
+
+    when: HumanWhen = "review"  # after each review, or after every turn
+    max_backs: int = Field(default=10, ge=0, le=100)
+
+
 class ImagesConfig(_Strict):
     max_side: int = Field(default=1568, ge=64)
     # A left-out step's images (--without interpreter): false, they reach no step (the paper's
@@ -151,6 +160,7 @@ class AppConfig(_Strict):
     team: str | dict[str, Any] | list[Any]  # a team file, or the team inline (validated by team.py)
     critic: CriticConfig = CriticConfig()
     stop: StopConfig = StopConfig()
+    human: HumanConfig = HumanConfig()
     images: ImagesConfig = ImagesConfig()
     limits: LimitsConfig = LimitsConfig()
 

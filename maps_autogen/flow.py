@@ -2,20 +2,30 @@
 
 Everything is derived from the turns taken so far, so the decision can be tested exhaustively
 and replayed from a transcript. No LLM is ever consulted. Steps are the team's step names.
+
+With a person in the chat (`human`), the UserProxy (`PERSON`) is selected after each review, or
+each turn, and what it would do next waits for the person's decision: continue (or a note) lets
+it happen, `stop` ends the chat, `back` sends a step back as a rollback would (the person's
+rollbacks do not spend the reviewer's `max_rollbacks`; `max_backs` bounds them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from maps_autogen.human import HumanDecision
+from maps_autogen.records import USER_PROXY_ROLE, HumanWhen, RollbackBy, Score
 from maps_autogen.roles import CriticVerdict
 from maps_autogen.team import REVIEW_PARTS, ReviewPart, TeamConfig
 
 #: Which of the steps tied at the lowest score re-runs: the one the reviewer named as its worst
 #: step when it is among them (else the earliest), or always the earliest (the paper's argmin).
 TieRule = Literal["worst_step", "earliest"]
+
+#: The role of the person's turns (the UserProxy's).
+PERSON = USER_PROXY_ROLE
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,8 @@ class FlowSettings:
     max_rounds: int = 40
     ties: TieRule = "worst_step"
     sends_back: tuple[ReviewPart, ...] = REVIEW_PARTS
+    human: HumanWhen | None = None  # when the person is asked (None: no person takes part)
+    max_backs: int = 10  # steps the person may send back in one chat
 
     def __post_init__(self) -> None:
         if not self.steps:
@@ -44,8 +56,10 @@ class FlowSettings:
             raise ValueError(f"scored steps {self.scored} must be among the steps {self.steps}")
         if self.reviewer is not None and (self.reviewer in self.steps or not self.scored):
             raise ValueError("the reviewer is not a working step and scores at least one step")
-        if self.max_rollbacks < 0 or self.max_rounds < 1:
-            raise ValueError("max_rollbacks must be >= 0 and max_rounds >= 1")
+        if self.max_rollbacks < 0 or self.max_rounds < 1 or self.max_backs < 0:
+            raise ValueError("max_rollbacks and max_backs must be >= 0 and max_rounds >= 1")
+        if PERSON in self.steps or self.reviewer == PERSON:
+            raise ValueError(f"'{PERSON}' is the person's role, not a step")
 
     @property
     def dimensions(self) -> tuple[str, ...]:
@@ -57,10 +71,12 @@ class FlowSettings:
 
 @dataclass(frozen=True)
 class Turn:
-    """One agent turn as the flow sees it; `verdict` is the reviewer's (None if unparseable)."""
+    """One agent turn as the flow sees it; `verdict` is the reviewer's (None if unparseable),
+    `decision` the person's on a PERSON turn."""
 
     role: str
     verdict: CriticVerdict | None = None
+    decision: HumanDecision | None = None
 
 
 @dataclass(frozen=True)
@@ -79,19 +95,37 @@ class SentBack:
 
 @dataclass(frozen=True)
 class Rollback:
-    """A rollback the reviewer's verdict triggered: which step re-runs, why, and what it
-    receives of the review (`sent`, the reviewer's `sends_back` parts)."""
+    """A rollback the reviewer's verdict (or the person's `back`) triggered: which step re-runs,
+    why, and what it receives of the review (`sent`, the reviewer's `sends_back` parts) or the
+    person's question (`asked`)."""
 
     number: int
     step: str
     dimension: str
-    verdict: CriticVerdict
+    verdict: CriticVerdict | None  # None: the person sent the step back with `asked`
     sent: SentBack = SentBack()
+    asked: str = ""
 
     @property
     def question(self) -> str:
-        """The reviewer's feedback on the step (its question or suggested adjustment)."""
-        return self.verdict.feedback.get(self.dimension, "").strip()
+        """The question sent back to the step: the reviewer's feedback on it (its question or
+        suggested adjustment), or the person's."""
+        return self.asked if self.verdict is None else self.verdict.feedback.get(self.dimension, "").strip()
+
+    @property
+    def sent_question(self) -> str:
+        """The question the step received: the reviewer's feedback as sent (empty when the
+        reviewer does not send its feedback back), or the person's."""
+        return self.asked if self.verdict is None else self.sent.feedback
+
+    @property
+    def by(self) -> RollbackBy:
+        return "user" if self.verdict is None else "critic"
+
+    @property
+    def scores(self) -> dict[str, Score]:
+        """The verdict's scores ({} for the person's rollback)."""
+        return dict(self.verdict.scores) if self.verdict is not None else {}
 
 
 def rollback_to(number: int, step: str, verdict: CriticVerdict, settings: FlowSettings) -> Rollback:
@@ -115,6 +149,7 @@ class FlowState:
     stop_reason: str | None = None
     round_of_turn: tuple[int, ...] = ()
     revising: str | None = None  # the step that re-runs next with its feedback
+    planned: FlowState | None = None  # at the person's pause: what happens if they continue
 
     @property
     def round(self) -> int:
@@ -183,18 +218,62 @@ def _review(settings: FlowSettings) -> tuple[str, ...]:
     return (settings.reviewer,) if settings.reviewer is not None else ()
 
 
+def _reviewer_rollbacks(rollbacks: Sequence[Rollback]) -> int:
+    """The rollbacks that spent the reviewer's budget (not the person's)."""
+    return sum(1 for rollback in rollbacks if rollback.verdict is not None)
+
+
 def _after_review(state: FlowState, verdict: CriticVerdict | None, settings: FlowSettings) -> FlowState:
     if verdict is None:
         return FlowState((), state.rollbacks, "critic_unparseable", state.round_of_turn)
     if passes(verdict, settings):
         return FlowState((), state.rollbacks, "critic_passed", state.round_of_turn)
-    if len(state.rollbacks) >= settings.max_rollbacks:
+    spent = _reviewer_rollbacks(state.rollbacks)
+    if spent >= settings.max_rollbacks:
         return FlowState((), state.rollbacks, "rollback_limit", state.round_of_turn)
     rollback = rollback_to(len(state.rollbacks) + 1, weakest_step(verdict, settings), verdict, settings)
-    is_last_allowed = rollback.number >= settings.max_rollbacks
+    is_last_allowed = spent + 1 >= settings.max_rollbacks
     review = () if is_last_allowed and not settings.final_review else _review(settings)
     rerun = settings.steps[settings.steps.index(rollback.step) :] + review
     return FlowState(rerun, (*state.rollbacks, rollback), None, state.round_of_turn, revising=rollback.step)
+
+
+def _ran_out(state: FlowState) -> FlowState:
+    """The plan ran out without a passing review: the rollback budget (zero without a reviewer)
+    was spent."""
+    if state.stop_reason is None and not state.pending:
+        return FlowState((), state.rollbacks, "rollback_limit", state.round_of_turn)
+    return state
+
+
+def _pause_due(role: str, state: FlowState, settings: FlowSettings) -> bool:
+    """Whether the person is asked after `role`'s turn (`state`: the plan after it): after every
+    turn, or after each review and wherever the plan would end without one."""
+    if settings.human == "every_turn":
+        return True
+    ends_unreviewed = not state.pending and state.stop_reason is None
+    return settings.human == "review" and (role == settings.reviewer or ends_unreviewed)
+
+
+def _after_person(state: FlowState, decision: HumanDecision | None, settings: FlowSettings,
+                  rounds: tuple[int, ...]) -> FlowState:
+    """The plan after the person's decision at a pause (`state.planned`: what continuing does)."""
+    kind = decision.kind if decision is not None else "continue"
+    if kind == "stop":
+        return FlowState((), state.rollbacks, "user_stopped", rounds)
+    if kind != "back":  # continue, or a note (material for the later steps)
+        return replace(state.planned or FlowState(()), round_of_turn=rounds)
+    step = decision.step if decision is not None else None
+    if step not in settings.steps:
+        raise FlowError(f"the person sent back {step!r}, not one of the steps {settings.steps}")
+    if sum(1 for rollback in state.rollbacks if rollback.verdict is None) >= settings.max_backs:
+        raise FlowError(f"the person sent more than max_backs ({settings.max_backs}) steps back")
+    rollback = Rollback(len(state.rollbacks) + 1, step, settings.dimension_of(step) or step, None,
+                        asked=decision.text if decision is not None else "")
+    spent = _reviewer_rollbacks(state.rollbacks) >= settings.max_rollbacks
+    review = () if spent and not settings.final_review else _review(settings)
+    rerun = settings.steps[settings.steps.index(step) :] + review
+    return FlowState(rerun, (*state.rollbacks, rollback), None, rounds, revising=step)
 
 
 def replay(turns: Sequence[Turn], settings: FlowSettings) -> FlowState:
@@ -206,14 +285,19 @@ def replay(turns: Sequence[Turn], settings: FlowSettings) -> FlowState:
         if turn.role != state.pending[0]:
             raise FlowError(f"turn {index} was {turn.role}, the plan expected {state.pending[0]}")
         rounds = (*state.round_of_turn, state.round)
+        if turn.role == PERSON:
+            state = _after_person(state, turn.decision, settings, rounds)
+            continue
+        before = state.rollbacks
         state = FlowState(state.pending[1:], state.rollbacks, None, rounds)
         if turn.role == settings.reviewer:
             state = _after_review(state, turn.verdict, settings)
-    if state.stop_reason is None and not state.pending:
-        # The plan ran out without a passing review: the rollback budget (zero without a
-        # reviewer) was spent.
-        state = FlowState((), state.rollbacks, "rollback_limit", state.round_of_turn)
-    if state.stop_reason is None and len(turns) >= settings.max_rounds:
+        if _pause_due(turn.role, state, settings):
+            # What the plan does next waits for the person (a rollback it would start included).
+            state = FlowState((PERSON,), before, None, rounds, planned=_ran_out(state))
+    state = _ran_out(state)
+    # The round limit counts the agents' turns, not the person's.
+    if state.stop_reason is None and sum(1 for turn in turns if turn.role != PERSON) >= settings.max_rounds:
         state = FlowState((), state.rollbacks, "max_rounds", state.round_of_turn)
     return state
 

@@ -137,9 +137,10 @@ class LiveConsole:
         event = record.event
         if event == "rollback":
             scores = ", ".join(f"{k} {v}" for k, v in (record.scores or {}).items())
+            why = "sent back by you" if record.by == "user" else scores
             self.console.print(
                 Text(
-                    terminal_safe(f"\n↺ rollback {record.number}: re-running from the {record.step} step ({scores})"),
+                    terminal_safe(f"\n↺ rollback {record.number}: re-running from the {record.step} step ({why})"),
                     style="bold cyan",
                 )
             )

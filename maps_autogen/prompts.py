@@ -19,12 +19,12 @@ _VARIABLE = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
 
 ROLE_PROMPT_KEYS = {"system", "instruction", "revision"}
 TASK_PROMPT_KEYS = {"preamble", "labels", "image_note", "no_image_note", "step_label", "sent_back"}
-REQUIRED_LABELS = {"question", "context", "options", "images", "answer_format", "previous_output", "feedback"}
+REQUIRED_LABELS = {"question", "context", "options", "images", "answer_format", "previous_output", "feedback",
+                   "user_question", "user_notes"}
 # Why a prompt file may not hold a key: it would never be sent (dead configuration).
 _NEVER_SENT = {
     "reviewer": {"revision": "the reviewer is never sent back: every review after a rollback is a fresh review"},
     "manager": {"instruction": "the Manager never calls a model", "revision": "the Manager never calls a model"},
-    "user_proxy": {"revision": "the UserProxy is never sent back"},
 }
 
 

@@ -44,8 +44,9 @@ USER_PROXY_ROLE = "user_proxy"  # a message record's role for the task (no team 
 # ----- vocabularies -------------------------------------------------------------------------
 
 #: Why a chat stopped: the reviewer passed the work, rollbacks ran out, the reviewer's reply could
-#: not be read, the round limit, an error, or the user's Ctrl-C.
-StopReason = Literal["critic_passed", "rollback_limit", "critic_unparseable", "max_rounds", "error", "interrupted"]
+#: not be read, the round limit, an error, the user's Ctrl-C, or the person's `stop` at a pause.
+StopReason = Literal["critic_passed", "rollback_limit", "critic_unparseable", "max_rounds", "error", "interrupted",
+                     "user_stopped"]
 STOP_REASONS: tuple[str, ...] = get_args(StopReason)
 
 #: A run.json's state: written when the chat starts, rewritten when it ends.
@@ -58,6 +59,10 @@ RunKind = Literal["solve", "baseline"]
 EventKind = Literal["rollback", "stop", "error", "solver_unparsed", "critic_unparseable", "max_tokens_reached",
                     "interpreter_skipped", "images_withheld", "images_dropped"]
 EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
+#: Who sent a step back: the reviewer's verdict, or the person at a pause (`back STEP QUESTION`).
+RollbackBy = Literal["critic", "user"]
+#: When a person in the chat (`maps solve --human`) is asked: after each review, or after every turn.
+HumanWhen = Literal["review", "every_turn"]
 
 
 class _Record(BaseModel):
@@ -201,6 +206,7 @@ class FlowRecord(_Record):
     images_withheld: list[str] = Field(default_factory=list)  # steps on a text-only model
     without: list[str] = Field(default_factory=list)
     images_dropped: list[str] = Field(default_factory=list)  # left-out steps whose images went to no step
+    human: HumanWhen | None = None  # when a person was asked (None: no person took part)
 
 
 class RollbackRecord(_Record):
@@ -215,6 +221,7 @@ class RollbackRecord(_Record):
     question: str = ""
     score: Score | None = None
     evaluation: str = ""
+    by: RollbackBy = "critic"
 
 
 class VerdictRecord(_Record):
@@ -300,8 +307,8 @@ class MessageRecord(_File):
     type: Literal["message"]
     index: int | None = None  # the line's number in the transcript (set by the writer)
     agent: str  # the agent's display name
-    role: str  # the step name (USER_PROXY_ROLE for the task)
-    step: str = ""  # the reviewer's dimension of this step, "review", "task" or "answer"
+    role: str  # the step name (USER_PROXY_ROLE for the task and a person's turns)
+    step: str = ""  # the reviewer's dimension of this step, "review", "task", "answer" or "user" (a person's turn)
     round: int = 0
     revision: bool = False  # a re-run with the reviewer's feedback
     content: str = ""
@@ -332,9 +339,10 @@ class EventRecord(_File):
     step: str | None = None
     dimension: str | None = None
     scores: dict[str, Score] | None = None
-    question: str | None = None  # the feedback the step received
+    question: str | None = None  # the feedback (or the person's question) the step received
     score: Score | None = None  # the step's score, when sent to it
     evaluation: str | None = None  # the evaluation of the step, when sent to it
+    by: RollbackBy | None = None
     # stop
     stop_reason: StopReason | None = None
     final_answer: str | None = None

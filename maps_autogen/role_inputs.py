@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from maps_autogen.flow import SentBack
+from maps_autogen.flow import Rollback, SentBack
 from maps_autogen.images import ImageInput
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
@@ -167,11 +167,14 @@ def build_request(
     images: str = "none",
     revision: Revision | None = None,
     shared_prefix: bool = False,
+    asked: Revision | None = None,
+    notes: Sequence[str] = (),
 ) -> str | list[dict[str, Any]]:
     """The user message of `step`'s request: the task preamble, its labelled inputs, the
-    revision material when it re-runs, and its instruction (filled with `{{images_label}}`, the
-    images heading, and `review_variables` for the reviewer: the dimensions, the rubric's scale
-    and threshold).
+    person's `notes` (a person in the chat), the revision material when it re-runs (`revision`:
+    the reviewer's; `asked`: the person's question, with the UserProxy's `revision` instruction),
+    and its instruction (filled with `{{images_label}}`, the images heading, and
+    `review_variables` for the reviewer: the dimensions, the rubric's scale and threshold).
 
     With `shared_prefix` (the embedded model: see `shared_prefix_system`), the same material
     is laid out so that consecutive steps' requests begin alike and llama.cpp reuses its prompt
@@ -202,6 +205,12 @@ def build_request(
     variables = {"images_label": labels["images"], **prompts.names[step.name], **(review_variables or {})}
     prompt = prompts.roles[step.name]
     tail: list[str] = [prompts.system_message(step.name)] if shared_prefix else []
+    if notes:
+        tail.append(f"## {labels['user_notes']}\n" + "\n".join(f"- {note}" for note in notes))
+    if asked is not None:
+        tail.append(f"## {labels['previous_output']}\n{asked.previous_output.strip()}")
+        tail.append(f"## {labels['user_question']}\n{asked.feedback.strip()}")
+        tail.append(render(prompts.user_proxy.revision, variables, source=prompts.user_proxy.source))
     if revision is not None:
         tail.append(f"## {labels['previous_output']}\n{revision.previous_output.strip()}")
         tail.append(f"## {labels['feedback']}\n{sent_back_text(revision, prompts)}")
@@ -260,3 +269,11 @@ def revision_for(step: str, outputs: Mapping[str, str], sent: SentBack, scale: t
     receives of the review (`flow.Rollback.sent`)."""
     return Revision(previous_output=outputs.get(step, ""), feedback=sent.feedback, score=sent.score,
                     evaluation=sent.evaluation, scale=scale)
+
+
+def asked_revision(step: str, rollback: Rollback | None, outputs: Mapping[str, str]) -> Revision | None:
+    """The revision material of a step the person sent back (`back STEP QUESTION`): its previous
+    output and their question; None when `rollback` is not the person's sending `step` back."""
+    if rollback is None or rollback.step != step or rollback.by != "user":
+        return None
+    return Revision(previous_output=outputs.get(step, ""), feedback=rollback.question)

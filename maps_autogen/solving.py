@@ -36,12 +36,14 @@ from maps_autogen.endpoints import (
     resolve_models,
 )
 from maps_autogen.errors import OutputClosedError, RunInterrupted
+from maps_autogen.human_chat import OnHuman
 from maps_autogen.interrupts import OutputClosed, exit_on_second_interrupt
 from maps_autogen.pool import ReplicaPool
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.records import (
     FlowRecord,
+    HumanWhen,
     RollbackRecord,
     RunRecord,
     StopReason,
@@ -176,8 +178,9 @@ def assemble_team(
 
 
 def configured_chat_settings(problem: Problem, loaded: LoadedConfig, *, without: frozenset[str] = frozenset(),
-                             human: bool = False) -> ChatSettings:
-    """The chat settings of `problem` under the config's team, review loop, stop and image rules."""
+                             human: HumanWhen | None = None) -> ChatSettings:
+    """The chat settings of `problem` under the config's team, review loop, stop and image rules;
+    `human`: when a person is asked (None: no person takes part; `human.max_backs` bounds them)."""
     config = loaded.config
     return chat_settings(
         problem,
@@ -190,6 +193,7 @@ def configured_chat_settings(problem: Problem, loaded: LoadedConfig, *, without:
         images_to_next=config.images.to_next_step,
         human=human,
         ties=config.critic.ties,
+        max_backs=config.human.max_backs,
     )
 
 
@@ -263,20 +267,23 @@ def solve_problem(
     observer: Observer | None = None,
     run_id: str | None = None,
     without: frozenset[str] = frozenset(),
-    human: bool = False,
+    on_human: OnHuman | None = None,
     extra: dict[str, Any] | None = None,
     evaluate: Callable[[ChatOutcome], dict[str, Any]] | None = None,
 ) -> SolveResult:
     """Run one problem through the team; write runs_dir/<run-id>/ (run.json, transcript.jsonl,
     images/). Model-service failures end the chat with stop reason `error`; the files are
     written either way. run.json is written twice: when the chat starts and when it ends, with
-    what `evaluate` returns for the outcome (an eval's verdict) merged in."""
+    what `evaluate` returns for the outcome (an eval's verdict) merged in. With `on_human` a
+    person takes part (at the config's `human.when`): it receives each pause and returns their
+    decision."""
     config = team.loaded.config
     run_id = run_id or new_run_id("solve")
     run_dir = runs_dir / run_id
     writer = RunWriter(run_dir)
     try:
         image_files = writer.save_images(problem)
+        human = config.human.when if on_human is not None else None
         settings = configured_chat_settings(problem, team.loaded, without=without, human=human)
         started_at = utc_now()
         chat = MapsChat(
@@ -286,6 +293,7 @@ def solve_problem(
             settings=settings,
             observer=Observers(writer, observer),
             image_files=image_files,
+            on_human=on_human,
         )
         base_run = RunRecord.model_validate({
             "kind": "solve",
@@ -310,6 +318,7 @@ def solve_problem(
                 images_withheld=images_withheld(problem, settings.image_roles, team.backends),
                 without=sorted(without),
                 images_dropped=list(settings.plan.images_dropped),
+                human=settings.flow.human,
             ),
             "team_setting": team.setting_note,
             **(extra or {}),
@@ -371,10 +380,11 @@ def _finished_run(base_run: RunRecord, outcome: ChatOutcome, team: Team, *, stat
                     "number": r.number,
                     "step": r.step,
                     "dimension": r.dimension,
-                    "scores": r.verdict.scores,
-                    "question": r.sent.feedback,
+                    "scores": r.scores,
+                    "question": r.sent_question,
                     "score": r.sent.score,
                     "evaluation": r.sent.evaluation,
+                    "by": r.by,
                 }
                 for r in outcome.rollbacks
             ],

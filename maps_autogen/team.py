@@ -25,7 +25,8 @@ from maps_autogen.errors import ConfigError, UsageError
 PROBLEM_FIELDS = ("question", "context", "options", "answer_format")
 STEP_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
 # Names a step cannot take: the problem's fields and the headings of a revision request.
-RESERVED_NAMES = (*PROBLEM_FIELDS, "images", "previous_output", "feedback", "manager", "user_proxy")
+RESERVED_NAMES = (*PROBLEM_FIELDS, "images", "previous_output", "feedback", "manager", "user_proxy", "user_question",
+                  "user_notes")
 #: What the reviewer's review of a step can carry back to it when it re-runs (the reviewer's
 #: `sends_back`): its score, its evaluation of the step, and its feedback (the adjustment it
 #: suggests, or the question it asks, as its prompt words it).

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,8 @@ import pytest
 import yaml
 from PIL import Image
 
-from tests.inprocess import needs_process, run_in_process
+from tests.fake_openai import FakeOpenAI, Script
+from tests.inprocess import _process_state, needs_process, run_in_process
 
 REPO = Path(__file__).resolve().parents[1]
 _SCRIPT = Path(sys.executable).parent / "maps"
@@ -67,6 +70,21 @@ def run_maps_process(args: list[str], *, env: dict[str, str], cwd: Path, timeout
     console script itself, closed stdout, what a fresh interpreter imports)."""
     return subprocess.run([*MAPS, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
+
+
+@contextlib.contextmanager
+def api_service(monkeypatch: pytest.MonkeyPatch, folder: Path, script: Script) -> Iterator[FakeOpenAI]:
+    """The scripted server as the model service of the Python API called in this process, from
+    the empty working folder `folder` (no ./agents.yaml); what a solve leaves in this process
+    (registered keys, connection pools) is undone after."""
+    for name in list(os.environ):
+        if name.startswith(("OPENAI_", "MAPS_")):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(folder)
+    with _process_state(), FakeOpenAI(script) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+        yield server
 
 
 def write_config(path: Path, **changes: Any) -> Path:

@@ -65,7 +65,7 @@ def test_the_review_schema_asks_for_each_dimensions_evaluation_before_its_scores
 @pytest.mark.parametrize(("prompt", "key", "why"), [
     ("critic.yaml", "revision", "the reviewer is never sent back: every review after a rollback is a fresh review"),
     ("manager.yaml", "instruction", "the Manager never calls a model"),
-    ("user_proxy.yaml", "revision", "the UserProxy is never sent back"),
+    ("manager.yaml", "revision", "the Manager never calls a model"),
 ])
 def test_a_prompt_key_that_is_never_sent_is_refused_in_one_line(tmp_path, prompt, key, why) -> None:
     folder = tmp_path / "prompts"

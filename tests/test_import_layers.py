@@ -42,7 +42,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("transcript", ("transcript",)),
     # the model client, the embedded model, the team's chat and one solve
     ("orchestration", ("ag2", "cache", "pool", "service_answers", "client", "llm", "local", "local.*", "flow", "verdict",
-                       "role_inputs", "replies", "chat", "live", "solving")),
+                       "role_inputs", "replies", "chat_agents", "chat", "live", "solving", "human", "human_chat",
+                       "human_desk")),
     # the benchmarks (each package's task and scorer side by side: a task may check a row with
     # its scorer's rules), their shared scoring rules and registry, `maps score`, the one tally
     ("scoring", ("tally", "benchmarks", "benchmarks.*", "scoring")),

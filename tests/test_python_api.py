@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import re
 import runpy
 import shutil
@@ -23,9 +22,8 @@ import maps_autogen
 from maps_autogen.errors import ConfigError, MapsError, ProblemError, UsageError
 from maps_autogen.records import EventRecord, MessageRecord, TurnStartRecord
 from maps_autogen.run_files import read_run, read_summary, read_transcript
-from tests.conftest import REPO, TEST_KEY, make_png, write_config
+from tests.conftest import REPO, api_service, make_png, write_config
 from tests.fake_openai import FakeOpenAI
-from tests.inprocess import _process_state
 from tests.test_private_urls import ImageServer
 from tests.test_solve_cli import rollback_script  # the Critic sends the Scholar back once
 
@@ -36,13 +34,7 @@ STEPS = ["interpreter", "aligner", "scholar", "solver", "critic"]
 def service(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeOpenAI]:
     """The scripted server as the model service, in an empty working folder (no ./agents.yaml);
     what a solve leaves in this process (registered keys, connection pools) is undone after."""
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "MAPS_")):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    with _process_state(), FakeOpenAI(rollback_script()) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    with api_service(monkeypatch, tmp_path, rollback_script()) as server:
         yield server
 
 

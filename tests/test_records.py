@@ -71,6 +71,7 @@ def test_the_vocabularies_are_defined_once() -> None:
     from maps_autogen import roles
 
     assert not hasattr(roles, "STOP_REASONS")
-    assert records.STOP_REASONS == ("critic_passed", "rollback_limit", "critic_unparseable", "max_rounds", "error", "interrupted")
+    assert records.STOP_REASONS == ("critic_passed", "rollback_limit", "critic_unparseable", "max_rounds", "error", "interrupted",
+                                    "user_stopped")
     with pytest.raises(ValueError, match="not a transcript record"):
         records.transcript_line({"type": "event", "event": "no_such_event"})

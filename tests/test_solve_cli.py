@@ -266,14 +266,3 @@ def test_endpoint_without_json_schema_support_falls_back(png: Path, tmp_path: Pa
     assert result.returncode == 0, result.stderr
     assert formats == ["json_schema", "json_object", "json_object"]
     assert json.loads(result.stdout)["stop_reason"] == "critic_passed"
-
-
-def test_human_mode_lets_the_user_proxy_ask_for_context(png: Path, tmp_path: Path) -> None:
-    with FakeOpenAI(RoleScript({"solver": [solver_json("A")], "critic": [critic_json()]})) as server:
-        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
-        result = run_maps(["solve", str(png), "-q", "Which?", "--runs-dir", str(tmp_path / "runs"), "--human"],
-                          env=env, cwd=tmp_path, stdin="The pivot is at the centre.\n")
-        aligner = next(r for r in server.received if r.role == "aligner")
-    assert result.returncode == 0, result.stderr
-    assert "anything to add" in result.stdout
-    assert "The pivot is at the centre." in aligner.user_text()

@@ -210,6 +210,7 @@ class Event:
     question: Any = None
     stop_reason: Any = None
     final_answer: Any = None
+    by: Any = None  # a rollback's sender: the reviewer, or the user at a pause
 
 
 def _meta(record: MessageRecord, turn: int) -> str:
@@ -296,7 +297,7 @@ def event_of(record: EventRecord, team: TeamRecord, question: Any = None) -> Eve
     if record.event == "rollback":
         scores = ", ".join(f"{key} {value:g}" for key, value in (record.scores or {}).items())
         return Event(record.event, "rollback", "Rollback", None, number=record.number, step=record.step,
-                     dimension=record.dimension, scores=scores, question=question)
+                     dimension=record.dimension, scores=scores, question=question, by=record.by)
     if record.event == "stop":
         return Event(
             record.event, "stop", "Stopped", None, stop_reason=record.stop_reason, final_answer=record.final_answer

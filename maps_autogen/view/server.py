@@ -11,7 +11,10 @@ symlinks pointing out). Only pages it renders, images and two live feeds are ser
 - `TOKEN/events/transcript[?problem=<key>]` and `TOKEN/events/results`: server-sent events that
   carry new turns and events (and the outcome when run.json changes) or newly finished problems
   (and the updated summary), rendered by the same functions as the pages, polled from the files
-  every POLL_S seconds.
+  every POLL_S seconds;
+- beside `maps solve --human --view` (`human`: the chat's `HumanDesk`), the solve's transcript feed
+  also carries `human` events (the pause the chat waits at, as JSON, or none), and a POST of
+  `{"pause": N, "answer": "..."}` (JSON, at most HUMAN_BODY_BYTES) to `TOKEN/human` answers it.
 
 Pages are rendered once per change (`PageCache`): the index of a 5,000-problem eval takes most of
 a second to render, so a page is kept with the stamps (inode, size, mtime) of the files and folders
@@ -37,6 +40,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.results import latest_by_pid
+from maps_autogen.human_desk import HumanDesk
 from maps_autogen.records import (
     IMAGES_DIR,
     MANIFEST_FILE,
@@ -83,6 +87,7 @@ UNFINISHED_EVERY = 5  # polls between looks for problems that started (reads the
 KEEPALIVE_S = 15.0  # an SSE comment now and then keeps proxies and browsers from timing out
 CLOSE_WAIT_S = 2.0  # how long closing waits for the live feeds' last words
 _KEY = re.compile(r"[A-Za-z0-9._-]{1,100}")  # what safe_paths.safe_component gives
+HUMAN_BODY_BYTES = 65536  # a person's answer posted by the page (the answer itself is bounded by human.py)
 _SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
                      "Cache-Control": "no-store"}
 
@@ -203,8 +208,9 @@ class ViewServer:
     """The viewer's web server over `run_dir`; `start()` runs it on a background thread (beside
     a solve or an eval), `serve_forever()` in the foreground (`maps view --serve`)."""
 
-    def __init__(self, run_dir: Path, *, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, run_dir: Path, *, host: str = "127.0.0.1", port: int = 0, human: HumanDesk | None = None):
         self.run_dir = Path(run_dir)
+        self.human = human  # the solve's pauses, answered from the page
         self.token = secrets.token_urlsafe(18)
         self.closing = threading.Event()
         try:
@@ -265,6 +271,12 @@ class ViewServer:
             def do_HEAD(self) -> None:
                 self._send(405, "text/plain", b"method not allowed\n")
 
+            def do_POST(self) -> None:
+                try:
+                    server._answer_post(self)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
             def _send(self, status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
@@ -313,6 +325,37 @@ class ViewServer:
             request._send(503, "text/plain; charset=utf-8", redact(f"{error}\nreload in a moment\n").encode())
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+    def _answer_post(self, request: Any) -> None:
+        """POST TOKEN/human: the person's answer to the pause the chat waits at, from the page."""
+        segments = urlsplit(request.path).path.split("/")
+        if len(segments) < 2 or not hmac.compare_digest(segments[1].encode(), self.token.encode()):
+            request._send(403, "text/plain; charset=utf-8", b"forbidden: the URL's token is missing or wrong\n")
+            return
+        if segments[2:] != ["human"] or self.human is None:
+            _json_reply(request, 404, {"error": "no chat here waits on a person"})
+            return
+        if request.headers.get_content_type() != "application/json":
+            _json_reply(request, 415, {"error": "send the answer as application/json"})
+            return
+        try:
+            length = int(request.headers.get("Content-Length", ""))
+        except ValueError:
+            _json_reply(request, 411, {"error": "a Content-Length is required"})
+            return
+        if not 0 <= length <= HUMAN_BODY_BYTES:
+            _json_reply(request, 413, {"error": f"the answer is limited to {HUMAN_BODY_BYTES} bytes"})
+            return
+        try:
+            body = json.loads(request.rfile.read(length).decode("utf-8"))
+        except (ValueError, RecursionError):  # not UTF-8 JSON, or nested past Python's limit
+            body = None
+        pause, answer = (body.get("pause"), body.get("answer")) if isinstance(body, dict) else (None, None)
+        if type(pause) is not int or not isinstance(answer, str):
+            _json_reply(request, 400, {"error": 'send {"pause": <number>, "answer": "<one line>"}'})
+            return
+        status, said = self.human.answer(pause, answer, "page")
+        _json_reply(request, status, {"ok": True, "decision": said} if status == 200 else {"error": said})
 
     def _send_page(self, request: Any, text: str) -> None:
         request._send(200, "text/html; charset=utf-8", text.encode("utf-8", "replace"),
@@ -426,10 +469,12 @@ class ViewServer:
             if folder is None:
                 raise _NotFound("this problem has no transcript")
             run_dir = folder
-        return self._transcript_events(run_dir, _parse_offset(last_event or query.get("offset", "0")))
+        return self._transcript_events(run_dir, _parse_offset(last_event or query.get("offset", "0")),
+                                       human=self.human if key is None else None)
 
-    def _transcript_events(self, run_dir: Path, offset: int) -> Iterator[bytes]:
-        """New turns and events as they are written; the outcome whenever run.json changes."""
+    def _transcript_events(self, run_dir: Path, offset: int, human: HumanDesk | None = None) -> Iterator[bytes]:
+        """New turns and events as they are written; the outcome whenever run.json changes; with
+        `human`, the pause the chat waits at whenever it opens or is answered."""
         path = run_dir / TRANSCRIPT_FILE
         run_stamp = _stamp(run_dir / RUN_FILE)
         first = read_run_or_none(run_dir)
@@ -437,7 +482,11 @@ class ViewServer:
         for record in read_transcript_from(path, 0, stop=offset)[0]:  # what the page already shows
             state.absorb(record)
         status = first.status if first is not None else None
+        pause_seen = -1
         for keepalive in self._ticks():
+            if human is not None and human.version != pause_seen:
+                pause_seen, pause = human.snapshot()
+                yield _sse("human", pause)
             if (_stamp(path) or (0, 0, 0))[1] < offset:  # rewritten from scratch (a resumed eval re-ran it)
                 yield _sse("reload", {})
                 return
@@ -508,6 +557,10 @@ class ViewServer:
 
 class _NotFound(Exception):
     pass
+
+
+def _json_reply(request: Any, status: int, data: dict[str, Any]) -> None:
+    request._send(status, "application/json", json.dumps(data, ensure_ascii=True).encode("ascii"))
 
 
 def _parse_offset(text: str) -> int:

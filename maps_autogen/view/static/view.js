@@ -140,6 +140,117 @@
     applyFilters();
   }
 
+  // ----- a person in the chat (maps solve --human --view) ---------------------------------------
+  // The feed's "human" events carry the pause the chat waits at (plain JSON, shown with
+  // textContent); an answer is posted to the page's own server (its token is in the page's URL).
+
+  function element(tag, text, cls) {
+    var node = document.createElement(tag);
+    if (text !== null) { node.textContent = String(text); }
+    if (cls) { node.className = cls; }
+    return node;
+  }
+
+  function humanPanel(feed) {
+    var panel = document.getElementById("human-turn");
+    if (!panel) {
+      panel = element("section", null, "card human-turn");
+      panel.id = "human-turn";
+      panel.hidden = true;
+      feed.parentNode.insertBefore(panel, feed.nextSibling);
+    }
+    return panel;
+  }
+
+  function postAnswer(pause, line, status) {
+    status.textContent = "sending…";
+    fetch(new URL("human", document.baseURI).href, {
+      method: "POST", headers: {"Content-Type": "application/json"}, cache: "no-store",
+      body: JSON.stringify({pause: pause, answer: line})
+    }).then(function (response) {
+      return response.json().then(function (body) { return {ok: response.ok, body: body}; });
+    }).then(function (reply) {
+      status.textContent = reply.ok ? "sent: " + reply.body.decision : "not taken: " + reply.body.error;
+    }).catch(function () { status.textContent = "could not reach the server"; });
+  }
+
+  function control(tag, name, label) {
+    var node = element(tag, label, null);
+    node.setAttribute("data-human", name);
+    if (tag === "button") { node.type = "button"; }
+    return node;
+  }
+
+  function textInput(name, placeholder, limit) {
+    var input = control("input", name, null);
+    input.type = "text";
+    input.maxLength = limit;
+    input.placeholder = placeholder;
+    return input;
+  }
+
+  function showPause(panel, data) {
+    while (panel.firstChild) { panel.removeChild(panel.firstChild); }
+    var state = data.state;
+    if (!data.waiting || !state) {
+      panel.hidden = !data.last;
+      if (data.last) {
+        panel.appendChild(element("p", "Pause " + data.last.pause + " answered from the " + data.last.source + ": " +
+          (data.last.line || "continue") + ". The chat goes on.", "muted human-status"));
+      }
+      return;
+    }
+    panel.hidden = false;
+    var status = element("p", state.problem ? "not taken: " + state.problem : "", "human-status");
+    var send = function (line) { postAnswer(state.pause, line, status); };
+    panel.appendChild(element("h2", "Your turn (UserProxy)", null));
+    panel.appendChild(element("p", "Pause " + state.pause + ", after the " + state.after_title +
+      (state.review ? "'s review" : "'s turn") + ", round " + state.round, "muted"));
+    if (state.answer !== null) { panel.appendChild(element("p", "Answer so far: " + state.answer, null)); }
+    var dimensions = Object.keys(state.scores);
+    if (dimensions.length) {
+      panel.appendChild(element("p", "Scores: " + dimensions.map(function (d) { return d + " " + state.scores[d]; }).join(", "), null));
+    }
+    panel.appendChild(element("p", "If you continue: " + state.next, null));
+    var row = element("div", null, "human-row");
+    var go = control("button", "continue", state.ends ? "End with this answer" : "Continue");
+    go.addEventListener("click", function () { send(""); });
+    row.appendChild(go);
+    if (!state.ends) {
+      var stop = control("button", "stop", "Stop with this answer");
+      stop.addEventListener("click", function () { send("stop"); });
+      row.appendChild(stop);
+    }
+    panel.appendChild(row);
+    if (state.backs_left > 0 && state.steps.length) {
+      var back = element("div", null, "human-row");
+      var step = control("select", "step", null);
+      state.steps.forEach(function (s) {
+        var option = element("option", s.title, null);
+        option.value = s.name;
+        step.appendChild(option);
+      });
+      var question = textInput("question", "your question for that step", state.limits.answer_chars);
+      var sendBack = control("button", "back", "Send back");
+      sendBack.addEventListener("click", function () { send("back " + step.value + " " + question.value); });
+      back.appendChild(element("span", "Send back", "muted"));
+      back.appendChild(step);
+      back.appendChild(question);
+      back.appendChild(sendBack);
+      panel.appendChild(back);
+    }
+    if (!state.ends) {
+      var notes = element("div", null, "human-row");
+      var note = textInput("note", "a note for every later step", state.limits.answer_chars);
+      var add = control("button", "add-note", "Add note");
+      add.addEventListener("click", function () { send("note " + note.value); });
+      notes.appendChild(note);
+      notes.appendChild(add);
+      panel.appendChild(notes);
+    }
+    panel.appendChild(status);
+  }
+
   function follow(feed) {
     var status = document.getElementById("live-status");
     function say(text) { if (status) { status.textContent = "live updates: " + text; } }
@@ -149,6 +260,7 @@
     source.addEventListener("append", function (event) { appendTo(feed, JSON.parse(event.data).html); });
     source.addEventListener("replace", function (event) { replaceById(JSON.parse(event.data).html); });
     source.addEventListener("reload", function () { source.close(); location.reload(); });
+    source.addEventListener("human", function (event) { showPause(humanPanel(feed), JSON.parse(event.data)); });
     source.addEventListener("finished", function (event) { source.close(); say(JSON.parse(event.data).status); });
   }
 
