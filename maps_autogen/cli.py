@@ -595,7 +595,7 @@ def _configure_logging() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `maps` console script."""
-    from maps_autogen.interrupts import exit_code_of, stop_like_ctrl_c
+    from maps_autogen.interrupts import stop_like_ctrl_c, stopped_by
 
     _configure_logging()
     stop_like_ctrl_c()  # SIGTERM stops every command as the first Ctrl-C does
@@ -606,14 +606,9 @@ def main(argv: list[str] | None = None) -> None:
         for line in str(error).splitlines():
             _say(f"error: {line}", err=True)
         sys.exit(error.exit_code)
-    except click.exceptions.Abort as abort:  # click's own: a KeyboardInterrupt (or SIGTERM) in a command
-        stopped = abort.__cause__
-        terminated = isinstance(stopped, KeyboardInterrupt) and exit_code_of(stopped) != 130
-        click.echo("stopped by SIGTERM" if terminated else "aborted", err=True)
-        sys.exit(exit_code_of(stopped) if isinstance(stopped, KeyboardInterrupt) else 130)
-    except KeyboardInterrupt as stop:
-        code = exit_code_of(stop)
-        click.echo("stopped by SIGTERM" if code != 130 else "interrupted", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt) as stop:  # click raises Abort for a KeyboardInterrupt
+        said, code = stopped_by(stop)
+        click.echo(said, err=True)
         sys.exit(code)
     except BrokenPipeError:  # the reader of standard output went away (`maps ... | head`): end quietly
         from maps_autogen.interrupts import OUTPUT_CLOSED_EXIT_CODE, silence_stdout

@@ -81,9 +81,13 @@ def stop_like_ctrl_c() -> None:
         signal.signal(signal.SIGTERM, _first_interrupt)
 
 
-def exit_code_of(stop: KeyboardInterrupt) -> int:
-    """The exit code of a command stopped by `stop`: 143 after SIGTERM, 130 after Ctrl-C."""
-    return TERMINATED_EXIT_CODE if isinstance(stop, Terminated) else INTERRUPTED_EXIT_CODE
+def stopped_by(stop: BaseException) -> tuple[str, int]:
+    """What a command ended by `stop` (a KeyboardInterrupt, or click's Abort raised for one or for
+    the end of its input) says, and its exit code: 143 after SIGTERM, else 130."""
+    cause = stop if isinstance(stop, KeyboardInterrupt) else stop.__cause__
+    if isinstance(cause, Terminated):
+        return "stopped by SIGTERM", TERMINATED_EXIT_CODE
+    return ("interrupted" if stop is cause else "aborted"), INTERRUPTED_EXIT_CODE
 
 
 @contextlib.contextmanager

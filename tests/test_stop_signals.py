@@ -12,6 +12,7 @@ import os
 import random
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -185,8 +186,8 @@ def solve_script(hold: Any) -> Any:
 def test_a_solve_stopped_by_a_signal(tmp_path: Path, how: signal.Signals) -> None:
     """SIGTERM: run.json is `interrupted` (never left `running`), the finished turns kept, exit 143.
     SIGKILL: nothing of ours is left running."""
-    reached = threading_event()
-    released = threading_event()
+    reached = threading.Event()
+    released = threading.Event()
 
     def hold() -> None:
         reached.set()
@@ -214,12 +215,6 @@ def test_a_solve_stopped_by_a_signal(tmp_path: Path, how: signal.Signals) -> Non
     assert run["status"] == "interrupted" and run["stop_reason"] == "interrupted", run
     transcript = next(runs.glob("*/transcript.jsonl")).read_text()
     assert '"role": "interpreter"' in transcript or '"role": "aligner"' in transcript  # the turns before the stop
-
-
-def threading_event() -> Any:
-    import threading
-
-    return threading.Event()
 
 
 def olympiad_lines(path: Path, count: int) -> Path:

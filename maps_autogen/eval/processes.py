@@ -268,12 +268,6 @@ class ProcessWorkers:
     def _takes(child: _Child) -> bool:
         return child.alive and not child.signalled
 
-    def exhausted(self) -> bool:
-        """Whether every child has ended and none may replace them (nothing can be solved)."""
-        with self._lock:
-            return bool(self._children) and not any(child.alive for child in self._children) and \
-                (self._stopping or self._replacements_left <= 0)
-
     def submit(self, item: EvalItem) -> Future[Solved]:
         """Send `item`, with its data set row, to the live child with the most room (call only
         when `room()`)."""

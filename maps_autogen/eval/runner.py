@@ -17,6 +17,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -258,7 +259,7 @@ class EvalRun:
             finally:
                 with signals_deferred():  # a Ctrl-C or SIGTERM now is handled once these are written
                     manifest = _record_replicas(eval_dir, manifest, added_counts(team.replicas_served(), by_workers))
-            with signals_deferred():
+            with _uncut(stop):
                 manifest, summary, rows = self._finish(eval_dir, manifest, log, subsets, stop)
         finally:
             lock.release()
@@ -433,7 +434,7 @@ class EvalRun:
             stop.interrupted = True
             stop.terminated = isinstance(signal_stop, Terminated)
         finally:
-            with signals_deferred():  # the workers are told to end and reaped, uncut
+            with _uncut(stop):  # the workers are told to end and reaped
                 pool.close()
             served.update(pool.replicas_served())
             stop.workers_replaced = pool.replaced
@@ -441,12 +442,18 @@ class EvalRun:
         return stop
 
 
+def _uncut(stop: Stop) -> AbstractContextManager[None]:
+    """What a Ctrl-C or SIGTERM may not cut short: until the run stops, they are handled after
+    the block; once it stops (after the first), a second Ctrl-C still exits at once."""
+    return nullcontext() if stop.interrupted else signals_deferred()
+
+
 def _workers_gone(stop: Stop, pending: Iterator[EvalItem], pool: InProcess | ProcessWorkers) -> WorkersGone | None:
     """Once no problem is in flight: the stop when problems are left that no worker process can
     take (every one has ended; threads always can)."""
     if stop.for_cost or next(pending, None) is None:
         return None
-    return WorkersGone(f"every worker process has ended ({pool.replaced} replaced, the most one invocation replaces)",
+    return WorkersGone(f"every worker process has ended, {pool.replaced} of them replaced already",
                        fix="see the lines above for why they ended")
 
 
