@@ -372,3 +372,15 @@ def test_a_second_ctrl_c_runs_the_exit_hooks_before_it_exits(tmp_path: Path) -> 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130 and "interrupted again: exiting now" in done.stderr, done.stderr
     assert marker.read_text() == "killed"
+
+
+def test_the_cores_counted_are_at_most_a_slurm_tasks_cpus() -> None:
+    """A Slurm task's CPUs bound the worker processes even where the node's task plugin leaves
+    every core visible to the job (task/none)."""
+    from maps_autogen.eval.processes import available_cores
+
+    everything = len(os.sched_getaffinity(0))
+    assert available_cores({}) == everything
+    assert available_cores({"SLURM_CPUS_PER_TASK": "1"}) == 1
+    assert available_cores({"SLURM_CPUS_PER_TASK": str(everything + 8)}) == everything
+    assert available_cores({"SLURM_CPUS_PER_TASK": "nonsense"}) == everything

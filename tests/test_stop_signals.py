@@ -84,7 +84,9 @@ def killed_eval(tmp_path: Path, how: signal.Signals, workers: int, *, group: boo
                 "--concurrency", "2", "--workers", str(workers)]
         process = start(args, env, tmp_path)
         try:
-            wait_for(lambda: rows_in(eval_folder(runs)) >= after, f"{after} finished problems (seed {SEED})")
+            # The run has started (its folder written) and finished `after` problems.
+            wait_for(lambda: eval_folder(runs) is not None and rows_in(eval_folder(runs)) >= after,
+                     f"{after} finished problems (seed {SEED})")
             if workers > 1:
                 wait_for(lambda: len(descendants(process.pid)) >= workers, "the worker processes")
             started = descendants(process.pid)
