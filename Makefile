@@ -15,7 +15,8 @@ demo: setup
 	echo "To run \`maps\` yourself: source .venv/bin/activate"
 
 # The whole suite, including the embedded-model, headless-Chromium and real-server tests
-# (llama.cpp's server from xllamacpp, and a LiteLLM proxy in its own .venv-litellm).
+# (llama.cpp's server from xllamacpp, a LiteLLM proxy in its own .venv-litellm, and a
+# single-node Slurm from the system's packages, started and stopped by its test).
 # Workers: one more than the cores. Many tests wait (on the scripted server's delays, retries'
 # backoff, Chromium, the embedded model), so a third worker beat two on 2 cores (measured);
 # a fourth was slower. --dist worksteal: the embedded-model chat runs for minutes and starts
@@ -25,6 +26,7 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: setup lint
 	bash scripts/setup_browser.sh
 	bash scripts/setup_litellm.sh
+	bash scripts/setup_slurm.sh
 	.venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # Type check (mypy, strict on maps_autogen/: [tool.mypy] in pyproject.toml) and lint (ruff: [tool.ruff]).

@@ -9,8 +9,10 @@ and reply, never meant to leave the machine).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -60,10 +62,15 @@ def folder_built_beside(target: Path, *, fix: str, replace: bool = False) -> Ite
     """A new folder beside `target` to build a whole folder in, renamed to `target` when the
     block succeeds and removed when it fails, so a failure leaves no half-written `target`.
     `target` must not exist, or be an empty folder, or (with `replace`, once the caller has
-    checked it may go) be replaced. An OSError is a DataError naming `target` and `fix`."""
+    checked it may go) be replaced. An OSError is a DataError naming `target` and `fix`.
+
+    The folder being built is locked (`flock`) while its builder lives: one left behind by a
+    builder that was killed (kill -9, power loss) is unlocked, and removed by the next build
+    beside the same `target`."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        building = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+        _remove_abandoned_builds(target)
+        building, held = _locked_build_folder(target)
     except OSError as error:
         raise DataError(f"cannot write {target}: {error.strerror or error}", fix=fix) from None
     try:
@@ -77,6 +84,48 @@ def folder_built_beside(target: Path, *, fix: str, replace: bool = False) -> Ite
     finally:
         if building.exists():
             shutil.rmtree(building, ignore_errors=True)  # our own temporary folder, never `target`
+        os.close(held)  # the lock goes with it
+
+
+def _build_name(target: Path) -> re.Pattern[str]:
+    """The names of the folders built beside `target` (`.<name>.<8 random>.tmp`)."""
+    return re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}\.tmp")
+
+
+def _locked_build_folder(target: Path) -> tuple[Path, int]:
+    """A new folder beside `target`, locked before it takes a name `_remove_abandoned_builds`
+    considers (made as `.new`, then renamed), and the descriptor holding its lock."""
+    fresh = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".new"))
+    held = os.open(fresh, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        building = fresh.with_suffix(".tmp")
+        os.rename(fresh, building)
+    except BaseException:
+        os.close(held)
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+    return building, held
+
+
+def _remove_abandoned_builds(target: Path) -> None:
+    """Remove the folders built beside `target` whose builder is gone (their lock is free)."""
+    pattern = _build_name(target)
+    with os.scandir(target.parent) as entries:
+        abandoned = [Path(entry.path) for entry in entries
+                     if pattern.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False)]
+    for folder in abandoned:
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:  # gone meanwhile, or not a folder
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(folder, ignore_errors=True)
+        except BlockingIOError:  # a live build
+            pass
+        finally:
+            os.close(fd)
 
 
 def write_text_atomic(path: Path, text: str, *, errors: str = "strict") -> None:

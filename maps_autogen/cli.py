@@ -367,7 +367,8 @@ def eval_command(
     """Run a whole benchmark (or part of it) and score it with the official rules.
 
     Exit codes: 0 every problem scored (or --max-cost stopped it cleanly); 1 a problem failed or
-    a fatal service error stopped the run; 2 bad input; 130 interrupted (Ctrl-C)."""
+    a fatal service error stopped the run; 2 bad input; 130 interrupted (Ctrl-C); 143 stopped by SIGTERM
+    (a batch system's time limit, scancel, preemption), as by Ctrl-C."""
     if human:
         from maps_autogen.errors import UsageError
 
@@ -376,7 +377,7 @@ def eval_command(
     if resume is not None:
         _refuse_selection_on_resume()
     from maps_autogen.api import evaluate
-    from maps_autogen.errors import RunInterrupted, ServiceError
+    from maps_autogen.errors import RunInterrupted, RunTerminated, ServiceError
 
     viewers: list[ViewServer] = []
     try:
@@ -406,6 +407,9 @@ def eval_command(
         f"\n{summary.average.scored} scored, {summary.failed} failed; cost {spent}; run saved in {outcome.eval_dir}"
     )
     resume_hint = f"maps eval {benchmark} --resume {outcome.eval_dir}"
+    if outcome.terminated:
+        raise RunTerminated(f"stopped by SIGTERM; the finished problems are saved and summarised in {outcome.eval_dir}",
+                            fix=f"continue with: {resume_hint}")
     if outcome.interrupted:
         raise RunInterrupted(
             f"interrupted; the finished problems are saved and summarised in {outcome.eval_dir}",
@@ -468,16 +472,23 @@ def config_command(
 @cli.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="The merged run folder (default: runs/<new id>).")
-def merge(runs: tuple[Path, ...], out: Path | None) -> None:
-    """Combine the shard runs of one evaluation into one run."""
+@click.option("--allow-incomplete", is_flag=True,
+              help="Write the merge even when shards or problems are missing (summary.json: complete false and "
+              "the missing ids).")
+def merge(runs: tuple[Path, ...], out: Path | None, allow_incomplete: bool) -> None:
+    """Combine the shard runs of one evaluation into one run (refused when a shard or a
+    problem is missing, unless --allow-incomplete)."""
     from maps_autogen.eval.merge import merge_runs
     from maps_autogen.run_files import read_summary
     from maps_autogen.transcript import new_run_id
 
-    target = merge_runs(list(runs), out or Path("runs") / new_run_id("merged"))
-    summary = read_summary(target)
+    outcome = merge_runs(list(runs), out or Path("runs") / new_run_id("merged"), allow_incomplete=allow_incomplete)
+    summary = read_summary(outcome.out)
+    for note in outcome.notes:
+        _say(f"note: {note}", err=True)
     click.echo(
-        f"merged {len(runs)} runs into {target}: {summary.average.scored} scored, accuracy {summary.average.accuracy}"
+        f"merged {len(runs)} runs into {outcome.out}: {summary.average.scored} scored, accuracy "
+        f"{summary.average.accuracy}" + ("" if summary.complete else " (incomplete: see summary.json's missing)")
     )
 
 
@@ -591,7 +602,10 @@ def _configure_logging() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `maps` console script."""
+    from maps_autogen.interrupts import stop_like_ctrl_c, stopped_by
+
     _configure_logging()
+    stop_like_ctrl_c()  # SIGTERM stops every command as the first Ctrl-C does
     try:
         cli.main(args=argv, prog_name="maps", standalone_mode=False)
     except MapsError as error:
@@ -599,12 +613,10 @@ def main(argv: list[str] | None = None) -> None:
         for line in str(error).splitlines():
             _say(f"error: {line}", err=True)
         sys.exit(error.exit_code)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
+    except (click.exceptions.Abort, KeyboardInterrupt) as stop:  # click raises Abort for a KeyboardInterrupt
+        said, code = stopped_by(stop)
+        click.echo(said, err=True)
+        sys.exit(code)
     except BrokenPipeError:  # the reader of standard output went away (`maps ... | head`): end quietly
         from maps_autogen.interrupts import OUTPUT_CLOSED_EXIT_CODE, silence_stdout
 

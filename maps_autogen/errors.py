@@ -65,6 +65,13 @@ class RunInterrupted(MapsError):
     exit_code = 130
 
 
+class RunTerminated(RunInterrupted):
+    """SIGTERM stopped the run as a first Ctrl-C does (a batch system's time limit, `scancel`,
+    preemption); what finished is saved (exit code 143, 128 + SIGTERM)."""
+
+    exit_code = 143
+
+
 class OutputClosedError(RunInterrupted):
     """Standard output was closed by its reader (`maps solve ... | head`); what finished is saved
     and the run stops as on Ctrl-C, with the exit code a shell gives a process ended by SIGPIPE."""

@@ -1,22 +1,38 @@
-"""Ctrl-C handling shared by `maps solve` and `maps eval`.
+"""Ctrl-C and SIGTERM handling shared by the `maps` commands.
 
 The first Ctrl-C is a KeyboardInterrupt the command turns into a clean stop (finished work
 saved); while it saves, a second Ctrl-C ends the process at once.
+
+SIGTERM (what Slurm sends at a time limit, on `scancel` and on preemption, and what Kubernetes
+and systemd send) takes the same path as the first Ctrl-C: it is raised as `Terminated`, a
+KeyboardInterrupt, and the command exits with 143 (128 + 15) once it has saved. A SIGTERM
+while the command stops (after either) changes nothing: a batch system often sends it to
+every process of a job, and more than once. `stop_like_ctrl_c()` installs both handlers (the
+`maps` command does, first thing).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 INTERRUPTED_EXIT_CODE = 130
+#: What a shell reports for a process ended by SIGTERM (128 + 15), and what `maps` exits with
+#: after a SIGTERM stopped it cleanly.
+TERMINATED_EXIT_CODE = 143
 
 # Called before a second Ctrl-C ends the process (an eval's worker processes are killed and reaped).
 _before_exit: list[Callable[[], None]] = []
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: raised as a KeyboardInterrupt so the command stops exactly as on the
+    first Ctrl-C (finished work saved, then exit code 143)."""
 
 
 def on_exit_now(callback: Callable[[], None], *, remove: bool = False) -> None:
@@ -38,10 +54,66 @@ def _exit_now(signum: int, frame: object) -> None:
         os._exit(INTERRUPTED_EXIT_CODE)
 
 
+def _already_stopping(signum: int, frame: object) -> None:
+    """A SIGTERM while the command already stops: nothing more to do."""
+
+
 def exit_on_second_interrupt() -> None:
-    """From now on, Ctrl-C exits the process immediately (only the main thread can set this)."""
+    """From now on, Ctrl-C exits the process immediately and SIGTERM changes nothing (only the
+    main thread can set this)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _exit_now)
+        signal.signal(signal.SIGTERM, _already_stopping)
+
+
+def _first_interrupt(signum: int, frame: object) -> None:
+    """The first Ctrl-C or SIGTERM: the next one cannot cut the clean stop short."""
+    exit_on_second_interrupt()
+    if signum == signal.SIGTERM:
+        raise Terminated()
+    raise KeyboardInterrupt()
+
+
+def stop_like_ctrl_c() -> None:
+    """Ctrl-C and SIGTERM stop the command cleanly from now on (main thread only)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _first_interrupt)
+        signal.signal(signal.SIGTERM, _first_interrupt)
+
+
+def stopped_by(stop: BaseException) -> tuple[str, int]:
+    """What a command ended by `stop` (a KeyboardInterrupt, or click's Abort raised for one or for
+    the end of its input) says, and its exit code: 143 after SIGTERM, else 130."""
+    cause = stop if isinstance(stop, KeyboardInterrupt) else stop.__cause__
+    if isinstance(cause, Terminated):
+        return "stopped by SIGTERM", TERMINATED_EXIT_CODE
+    return ("interrupted" if stop is cause else "aborted"), INTERRUPTED_EXIT_CODE
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held off during the block (a write that must not be cut, a child
+    process being started) and handed to the handlers in force once it ends. In the main
+    thread only (where they are raised); elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    numbers = (signal.SIGINT, signal.SIGTERM)
+    previous: dict[int, Any] = {}
+    for number in numbers:
+        previous[number] = signal.signal(number, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for number in numbers:
+            signal.signal(number, previous[number])
+        for signum in dict.fromkeys(caught):  # each signal once, in the order they came
+            handler = signal.getsignal(signum)
+            if callable(handler):
+                handler(signum, None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(signum)
 
 
 #: What a shell reports for a process ended by SIGPIPE (128 + 13): `maps solve ... | head -3`.

@@ -401,6 +401,17 @@ class SettingsChange(_Record):
     pids: list[str | int] = Field(default_factory=list)
 
 
+class SelectionRecord(_Record):
+    """The whole selection a run's problems were taken from (with --shard i/n, every shard's):
+    every id in the selection's order and, per id, the hash of its gold answer and scoring
+    fields (run_settings.scoring_hash). Every shard of one evaluation records the same, so
+    `maps merge` knows the data set: which shards and problems are missing, and that the shards
+    ran on the same data."""
+
+    ids: list[str] = Field(default_factory=list)
+    scoring: dict[str, str] = Field(default_factory=dict)
+
+
 class Manifest(_File):
     """manifest.json: what an eval run is (benchmark, method, subsets, problems, team, models)
     and what ran it (versions, resumes, changes, replicas)."""
@@ -419,6 +430,7 @@ class Manifest(_File):
     sample: int | None = None
     limit: int | None = None
     shard: str | None = None  # "i/n"
+    selection: SelectionRecord | None = None  # None in manifests written before it
     method: str | None = None
     without: list[str] = Field(default_factory=list)
     images_dropped: list[str] = Field(default_factory=list)  # left-out steps whose images went to no step
@@ -438,6 +450,7 @@ class Manifest(_File):
     replicas_served: dict[str, dict[str, int]] = Field(default_factory=dict)  # endpoint -> url -> requests
     served_models: dict[str, list[str]] = Field(default_factory=dict)  # step -> models the service reported
     merged_from: list[str] | None = None  # maps merge: the shard folders
+    workers_replaced: int = 0  # worker processes that died and were replaced, over every invocation
 
 
 # ----- results.jsonl ------------------------------------------------------------------------
@@ -471,6 +484,7 @@ class ResultRow(_File):
     error: str | None = None
     run_dir: str | None = None  # problems/<safe_paths.safe_component(pid)>
     settings: int = 0  # the manifest settings it ran under: 0 the run's first, k after its k-th change
+    scoring: dict[str, Any] | None = None  # the data row's fields the scorer reads (maps merge re-scores with them)
 
 
 # ----- summary.json -------------------------------------------------------------------------
@@ -512,8 +526,10 @@ class Summary(_File):
     complete: bool | None = None  # every problem of the manifest scored
     stopped_for_cost: bool | None = None
     interrupted: bool | None = None
-    stopped_by: str | None = None
+    stopped_by: str | None = None  # a fatal service error, or the signal that stopped the run ("SIGTERM")
     mixed_settings: bool | None = None
+    missing: list[str] | None = None  # the manifest's problems without a result (not run, or pending)
+    workers_replaced: int | None = None  # worker processes that died and were replaced (eval/processes.py)
 
 
 # ----- checking and reading -----------------------------------------------------------------

@@ -35,9 +35,9 @@ from maps_autogen.endpoints import (
     embedded_team_setting,
     resolve_models,
 )
-from maps_autogen.errors import OutputClosedError, RunInterrupted
+from maps_autogen.errors import OutputClosedError, RunInterrupted, RunTerminated
 from maps_autogen.human_chat import OnHuman
-from maps_autogen.interrupts import OutputClosed, exit_on_second_interrupt
+from maps_autogen.interrupts import OutputClosed, Terminated, exit_on_second_interrupt, signals_deferred
 from maps_autogen.pool import ReplicaPool
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
@@ -323,19 +323,21 @@ def solve_problem(
             "team_setting": team.setting_note,
             **(extra or {}),
         })
-        writer.write_run(base_run.model_copy(update={"status": "running"}))
         chat_started = time.monotonic()
         try:
+            writer.write_run(base_run.model_copy(update={"status": "running"}))
             outcome = chat.run()
         except KeyboardInterrupt as stop:
-            # Ctrl-C, or standard output closed by its reader (OutputClosed): a second Ctrl-C
-            # exits at once; the finished turns are already in the transcript.
+            # Ctrl-C, SIGTERM (Terminated) or standard output closed by its reader (OutputClosed):
+            # a second Ctrl-C exits at once; the finished turns are already in the transcript.
             exit_on_second_interrupt()
             closed = isinstance(stop, OutputClosed)
+            terminated = isinstance(stop, Terminated)
             outcome = chat.outcome_so_far(
                 "interrupted",
                 time.monotonic() - chat_started,
-                "standard output was closed by its reader" if closed else "interrupted by the user (Ctrl-C)",
+                "standard output was closed by its reader" if closed
+                else "stopped by SIGTERM" if terminated else "interrupted by the user (Ctrl-C)",
             )
             writer.append(
                 {
@@ -351,11 +353,13 @@ def solve_problem(
                 raise OutputClosedError(
                     f"standard output was closed; the finished turns are saved in {run_dir}"
                 ) from None
+            if terminated:
+                raise RunTerminated(f"stopped by SIGTERM; the finished turns are saved in {run_dir}") from None
             raise RunInterrupted(f"interrupted; the finished turns are saved in {run_dir}") from None
-        run = _finished_run(
-            base_run, outcome, team, status="finished", evaluation=evaluate(outcome) if evaluate is not None else None
-        )
-        writer.write_run(run)
+        with signals_deferred():  # a Ctrl-C or SIGTERM now never leaves run.json at "running"
+            evaluation = evaluate(outcome) if evaluate is not None else None
+            run = _finished_run(base_run, outcome, team, status="finished", evaluation=evaluation)
+            writer.write_run(run)
     finally:
         writer.close()
     return SolveResult(run_id=run_id, run_dir=run_dir, outcome=outcome, run=run, options=problem.options)

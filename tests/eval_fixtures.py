@@ -1,5 +1,6 @@
 """Small benchmark data sets in the published schemas, and a scripted server that answers
-each problem as told, for the `maps eval` tests."""
+each problem as told, for the `maps eval` tests; and what the tests that stop, kill and resume
+runs wait on (a held problem, a process gone)."""
 
 from __future__ import annotations
 
@@ -154,3 +155,98 @@ class HoldLaterProblems:
 
     def release(self) -> None:
         self.released.set()
+
+
+# ----- for the tests that stop, kill and resume runs (processes, Slurm) ------------------------
+
+
+def write_custom_jsonl(folder: Path, n: int) -> tuple[Path, dict[str, str]]:
+    """A `maps eval custom` data file of n text-only problems p1..pn (numeric answers), and
+    the answers the scripted server gives (p3, p6, ... wrong)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "bench.jsonl"
+    answers = {}
+    with open(path, "w") as handle:
+        for number in range(1, n + 1):
+            pid = f"p{number}"
+            handle.write(json.dumps({"id": pid, "question": f"[q:{pid}] What is {number} times 3?", "answer": number * 3,
+                                     "category": "odd" if number % 2 else "even"}) + "\n")
+            answers[pid] = str(number * 3 + (1 if number % 3 == 0 else 0))
+    return path, answers
+
+
+class HoldProblems:
+    """`script`, except that the requests of the problems named in `hold` wait until
+    `release()` (or `release(pid)`); `wait_held(pid)` returns once one of pid's requests waits."""
+
+    def __init__(self, script: ProblemScript, hold: set[str] = frozenset()):
+        self.script = script
+        self.hold = set(hold)
+        self.held: set[str] = set()
+        self.changed = threading.Condition()
+
+    def __call__(self, request: Received) -> Reply:
+        pid = self.script._pid(request)
+        with self.changed:
+            if pid in self.hold:
+                self.held.add(pid)
+                self.changed.notify_all()
+                self.changed.wait_for(lambda: pid not in self.hold, timeout=300)
+                self.held.discard(pid)
+        return self.script(request)
+
+    def wait_held(self, pid: str, timeout: float = 180) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: pid in self.held, timeout), f"no request of {pid} held"
+
+    def release(self, pid: str | None = None) -> None:
+        with self.changed:
+            self.hold = set() if pid is None else self.hold - {pid}
+            self.changed.notify_all()
+
+
+def wait_for(condition: Any, what: str, timeout: float = 180) -> None:
+    """Wait until `condition()` is true (an event seen from outside: a file written, a process
+    gone); fail naming `what` after a generous `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def process_state(pid: int) -> str | None:
+    """A process's state letter from /proc (None when it is gone; a zombie is "Z")."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    return next((line.split()[1] for line in status.splitlines() if line.startswith("State:")), None)
+
+
+def alive(pid: int) -> bool:
+    """Whether a process runs (a zombie is dead: only its exit status is left)."""
+    return process_state(pid) not in (None, "Z")
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid` (children, their children...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        ppid = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("PPid:")), 0)
+        children.setdefault(ppid, []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found and alive(child):
+                found.add(child)
+                todo.append(child)
+    return found

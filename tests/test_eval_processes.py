@@ -1,7 +1,8 @@
 """`maps eval` in worker processes (eval/processes.py): the same results, summary, transcripts
 and manifest settings as one process; a stopped multi-process run resumes to the same end; a
 Ctrl-C leaves no worker process alive and results.jsonl intact; a worker that dies is reported
-in one line and its problem recorded failed; the automatic worker count."""
+in one line, its problem recorded failed, and it is replaced (no more than allowed); workers
+solve the rows the parent read; the automatic worker count."""
 
 from __future__ import annotations
 
@@ -18,10 +19,16 @@ import pytest
 
 from maps_autogen.eval.processes import PROBLEMS_PER_PROCESS, shares, worker_count
 from tests.conftest import MAPS, TEST_KEY, all_text_in, clean_env, run_maps, write_config
-from tests.eval_fixtures import HoldLaterProblems, ProblemScript, write_mathvista_jsonl
+from tests.eval_fixtures import (
+    HoldLaterProblems,
+    HoldProblems,
+    ProblemScript,
+    wait_for,
+    write_custom_jsonl,
+    write_mathvista_jsonl,
+)
 from tests.fake_openai import FakeOpenAI, Received, Reply
 from tests.test_eval_cli import eval_dir_of, results, scripted_answers
-from tests.test_honest_eval import _wait_for
 
 
 def untimed(value: Any) -> Any:
@@ -184,7 +191,7 @@ def run_held(tmp_path: Path, problems: int, act: Callable[[subprocess.Popen[str]
 
 def interrupt(process: subprocess.Popen[str], children: list[int], runs: Path) -> None:
     os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
-    _wait_for(lambda: process.poll() is not None or any(runs.glob("eval-*/summary.json")), "the summary")
+    wait_for(lambda: process.poll() is not None or any(runs.glob("eval-*/summary.json")), "the summary")
 
 
 def test_ctrl_c_reaches_only_the_parent_and_leaves_no_worker_process(tmp_path: Path) -> None:
@@ -219,7 +226,7 @@ def test_ctrl_c_while_the_workers_start_stops_the_run_cleanly(tmp_path: Path) ->
             assert process.stderr is not None
             announced = next((line for line in iter(process.stderr.readline, "") if "worker processes" in line), None)
             assert announced, "no worker processes announced"
-            _wait_for(lambda: len(worker_pids(process.pid)) == 2, "both workers")
+            wait_for(lambda: len(worker_pids(process.pid)) == 2, "both workers")
             children = worker_pids(process.pid)
             os.killpg(process.pid, signal.SIGINT)  # while they import and load: nothing sent yet
             _, stderr = process.communicate(timeout=60)
@@ -233,19 +240,89 @@ def test_ctrl_c_while_the_workers_start_stops_the_run_cleanly(tmp_path: Path) ->
     assert json.loads((eval_dir_of(runs) / "summary.json").read_text())["interrupted"] is True
 
 
-def test_a_worker_that_dies_is_reported_in_one_line_and_its_problem_is_recorded_failed(tmp_path: Path) -> None:
+def test_a_worker_that_dies_is_reported_in_one_line_recorded_failed_and_replaced(tmp_path: Path) -> None:
+    replacements: list[int] = []
+
     def kill_one(process: subprocess.Popen[str], children: list[int], runs: Path) -> None:
         os.kill(children[0], signal.SIGKILL)
-        _wait_for(lambda: not running(children[0]), "the worker to die")
+        wait_for(lambda: not running(children[0]), "the worker to die")
+        wait_for(lambda: len([pid for pid in worker_pids(process.pid) if running(pid)]) == 2, "a new worker")
+        replacements.extend(set(worker_pids(process.pid)) - set(children))
 
     process, stderr, children, runs = run_held(tmp_path, 6, kill_one)
     assert process.returncode == 1 and "Traceback" not in stderr, stderr
     died = [line for line in stderr.splitlines() if "ended (exit code -9)" in line]
-    assert len(died) == 1 and "--resume runs them again" in died[0], stderr
+    assert len(died) == 1 and "--resume runs them again; a new worker process takes its place" in died[0], stderr
+    assert len(replacements) == 1 and replacements[0] not in children
     recorded = results(eval_dir_of(runs))
     failed = [row for row in recorded if row["status"] == "failed"]
-    assert len(recorded) == 6 and len(failed) == 1  # the other worker solved the rest
+    assert len(recorded) == 6 and len(failed) == 1  # the other worker and the new one solved the rest
     assert "the worker process solving it ended (exit code -9)" in failed[0]["error"]
+    summary = json.loads((eval_dir_of(runs) / "summary.json").read_text())
+    assert summary["workers_replaced"] == 1 and summary["failed"] == 1 and summary["missing"] == []
+    assert json.loads((eval_dir_of(runs) / "manifest.json").read_text())["workers_replaced"] == 1
+
+
+def test_workers_replaced_no_more_than_allowed_stop_the_run_with_the_rest_pending(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no replacement left, once every worker has died the run stops as on a fatal error:
+    the problems in flight recorded failed, the others pending (not failed, not wrong)."""
+    import threading
+
+    from maps_autogen import api
+    from maps_autogen.eval import processes
+
+    monkeypatch.setattr(processes, "REPLACEMENTS_PER_WORKER", 0)
+    data, answers = write_custom_jsonl(tmp_path / "data", 6)
+    gate = HoldProblems(ProblemScript(answers), hold={"p1", "p2"})
+    outcome: list[Any] = []
+    with FakeOpenAI(gate) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+        run = threading.Thread(target=lambda: outcome.append(api.evaluate(
+            "custom", data=data, runs_dir=tmp_path / "runs", cache=False, concurrency=2, workers=2)))
+        run.start()
+        try:
+            gate.wait_held("p1")
+            gate.wait_held("p2")
+            workers = worker_pids(os.getpid())
+            assert len(workers) == 2
+            for pid in workers:
+                os.kill(pid, signal.SIGKILL)
+            run.join(120)
+        finally:
+            gate.release()
+            run.join(120)
+    assert outcome, "the run did not end"
+    result = outcome[0]
+    assert isinstance(result.fatal, processes.WorkersGone) and "every worker process has ended, 0 of them replaced" in str(
+        result.fatal)
+    assert result.summary.failed == 2 and result.summary.missing == ["p3", "p4", "p5", "p6"]
+    assert result.summary.workers_replaced == 0 and not worker_pids(os.getpid())
+
+
+def test_worker_processes_solve_the_rows_the_parent_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A change to the data file after the parent read it (a newer revision on the hub) never
+    reaches the workers: they are sent the parent's rows, never read the data set."""
+    from maps_autogen import api
+
+    data, answers = write_custom_jsonl(tmp_path / "data", 4)
+    original = data.read_text()
+
+    def edit(line: str) -> None:
+        if "worker processes" in line:  # after the parent read the rows, before any worker starts
+            data.write_text(original.replace("times 3", "times 5 EDITED").replace('"answer": ', '"answer": 1'))
+
+    with FakeOpenAI(ProblemScript(answers)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+        outcome = api.evaluate("custom", data=data, runs_dir=tmp_path / "runs", cache=False, concurrency=2, workers=2,
+                               announce=edit)
+        asked = "\n".join(request.user_text() for request in server.received)
+    assert data.read_text() != original  # edited while the run went on
+    assert "EDITED" not in asked and "[q:p1] What is 1 times 3?" in asked
+    assert {row["pid"]: row["gold"] for row in results(outcome.eval_dir)} == {f"p{n}": str(n * 3) for n in range(1, 5)}
+    assert outcome.summary.average.correct == 3  # p3 answered wrong, as scored against the rows read
 
 
 @pytest.mark.parametrize(("requested", "concurrency", "problems", "cores", "local", "expected"), [
@@ -295,3 +372,15 @@ def test_a_second_ctrl_c_runs_the_exit_hooks_before_it_exits(tmp_path: Path) -> 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130 and "interrupted again: exiting now" in done.stderr, done.stderr
     assert marker.read_text() == "killed"
+
+
+def test_the_cores_counted_are_at_most_a_slurm_tasks_cpus() -> None:
+    """A Slurm task's CPUs bound the worker processes even where the node's task plugin leaves
+    every core visible to the job (task/none)."""
+    from maps_autogen.eval.processes import available_cores
+
+    everything = len(os.sched_getaffinity(0))
+    assert available_cores({}) == everything
+    assert available_cores({"SLURM_CPUS_PER_TASK": "1"}) == 1
+    assert available_cores({"SLURM_CPUS_PER_TASK": str(everything + 8)}) == everything
+    assert available_cores({"SLURM_CPUS_PER_TASK": "nonsense"}) == everything

@@ -10,13 +10,13 @@ import socket
 import sqlite3
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import MAPS, TEST_KEY, clean_env, run_maps, write_config
 from tests.eval_fixtures import HoldLaterProblems, ProblemScript, write_mathvista_jsonl
+from tests.eval_fixtures import wait_for as _wait_for
 from tests.fake_openai import FakeOpenAI, Received, Reply
 from tests.test_eval_cli import eval_dir_of, results, scripted_answers
 
@@ -188,15 +188,6 @@ def test_an_unreachable_service_stops_the_eval_instead_of_failing_every_problem(
     assert result.returncode == 1 and "error: stopped early: cannot reach the model service" in result.stderr
     recorded = results(eval_dir_of(tmp_path / "runs"))
     assert len(recorded) == 1 and recorded[0]["status"] == "failed"  # the other 11 stay pending for --resume
-
-
-def _wait_for(condition, what: str, timeout: float = 120) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_ctrl_c_in_eval_cancels_in_flight_problems_and_writes_the_summary(tmp_path: Path, mathvista) -> None:

@@ -30,7 +30,7 @@ PACKAGE = "maps_autogen"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # shared helpers with no domain of their own: errors, text and secrets, limits, the schema
     # of what a run writes and the one writer and readers of it
-    ("foundation", ("errors", "text", "redact", "limits", "tokens", "interrupts", "runlock",
+    ("foundation", ("errors", "text", "redact", "limits", "tokens", "interrupts", "lifeline", "runlock",
                     "records", "artifacts", "run_files", "safe_paths")),
     # agents.yaml, the team, prompts, which model each step talks to
     ("config", ("config_list", "team", "roles", "config", "prompts", "endpoints", "defaults")),

@@ -11,7 +11,10 @@ The pool is thread-safe: each call borrows one idle worker (starting one if need
 `max_workers` at a time), so scorers may be called from any number of threads.
 
 Workers are started with `subprocess` running `python -c` (not `multiprocessing`), so a caller's
-`__main__` module is never re-imported in the child.
+`__main__` module is never re-imported in the child. Each helper dies with the process that
+started it, however that process ends (lifeline.py: a parent-death signal on Linux, a watchdog
+on a pipe elsewhere), also in the middle of a long sympy call; it ignores Ctrl-C and SIGTERM
+(the process that started it decides, and stops it).
 
 Everything in the "worker side" section below runs inside the helper process.
 """
@@ -33,6 +36,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+
+from maps_autogen import lifeline
 
 log = logging.getLogger(__name__)
 
@@ -143,11 +148,12 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
-def _child_program(read_fd: int, write_fd: int, memory_limit: int) -> str:
+def _child_program(read_fd: int, write_fd: int, memory_limit: int, parent: lifeline.ParentLink) -> str:
     root = _package_root()
     return (
         "import sys\n"
         f"sys.path.insert(0, {root!r})\n"
+        f"{parent.bootstrap()}"  # first: a helper never outlives the process that started it
         "from maps_autogen.benchmarks._symbolic import _serve\n"
         f"_serve({read_fd}, {write_fd}, {memory_limit})\n"
     )
@@ -159,14 +165,19 @@ class _Worker:
     def __init__(self, memory_limit: int) -> None:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", _child_program(to_child_r, from_child_w, memory_limit)],
-                pass_fds=(to_child_r, from_child_w),
+
+        def start() -> subprocess.Popen[bytes]:
+            parent = lifeline.link()
+            return subprocess.Popen(
+                [sys.executable, "-c", _child_program(to_child_r, from_child_w, memory_limit, parent)],
+                pass_fds=(to_child_r, from_child_w, *parent.pass_fds()),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 close_fds=True,
             )
+
+        try:
+            self.proc = lifeline.spawn(start)  # on the thread whose end is the process's end
         except BaseException:
             os.close(to_child_w)
             os.close(from_child_r)

@@ -68,6 +68,7 @@ class ProblemRunner:
             metadata=item.metadata,
             method=self.method,
             run_dir=f"{PROBLEMS_DIR}/{safe_component(item.pid)}",
+            scoring=item.record,
         )
 
     def solve(self, item: EvalItem) -> tuple[ResultRow, MapsError | None]:
@@ -87,7 +88,7 @@ class ProblemRunner:
             "method": self.method,
         }
         base = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "metadata": item.metadata,
-                "method": self.method, "run_dir": f"{PROBLEMS_DIR}/{name}"}
+                "method": self.method, "run_dir": f"{PROBLEMS_DIR}/{name}", "scoring": item.record}
         scored: dict[str, Any] = {}
         try:
             problem = item.load_problem()  # its images are read and decoded now, not before the run

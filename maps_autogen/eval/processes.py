@@ -14,45 +14,53 @@ compete with the server for the cores.
 
 The parent keeps everything a run has once: the one writer of results.jsonl, the progress bar,
 the cost cap, the service-failure stop, Ctrl-C and the manifest (eval/runner.py). It starts each
-child with the `spawn` method (never a fork of a threaded process) and SIGINT blocked, so the
-children never see a Ctrl-C: the parent decides and tells them (`cancel`). Each child rebuilds
-the run's problems and its own team (solving.assemble_team) from what the parent resolved, masks
-the same secrets, solves the problems it is given in its own threads (eval/workers.py), each into
-its own folder, and sends back each problem's results row and the service failure that ended it,
-its log records, and at the end the requests each replica served. A child ends when the parent
-closes it or goes away (its pipe closes); the parent reaps every child, and kills them before a
-second Ctrl-C exits. A child that dies is reported in one line; its problems in flight are
-recorded failed, so --resume runs them again.
+child with the `spawn` method (never a fork of a threaded process) on its spawning thread
+(lifeline.py), with SIGINT and SIGTERM blocked, so the children never see a Ctrl-C: the parent
+decides and tells them (`cancel`). Each child dies with the parent, however the parent ends
+(lifeline.py), rebuilds its own team (solving.assemble_team) from what the parent resolved,
+masks the same secrets, and solves the problems it is sent, each with the parent's own data set
+row (a child never reads the data set: it could meet another revision than the parent
+fingerprinted), in its own threads (eval/workers.py), each into its own folder; it sends back
+each problem's results row and the service failure that ended it, its log records, and at the
+end the requests each replica served. A child ends when the parent closes it or goes away (its
+pipe closes); the parent reaps every child, and kills them before a second Ctrl-C exits.
+
+A SIGTERM to a child (Slurm's `scancel` and time limit signal every process of a job) stops
+the child's chats as the first Ctrl-C does, and the whole run stops as on a SIGTERM to the
+parent (`signalled`). A child that dies otherwise (killed, out of memory) is reported in one
+line; its problems in flight are recorded failed (--resume runs them again) and a new child
+takes its place, at most `REPLACEMENTS_PER_WORKER` times per worker in one invocation (the
+summary says how many were replaced).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from multiprocessing import resource_tracker
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from maps_autogen import lifeline
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.benchmarks.paths import outside_paths_allowed
-from maps_autogen.benchmarks.tasks import EvalItem, Subset
+from maps_autogen.benchmarks.tasks import EvalItem, Row, Task
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import Resolution
-from maps_autogen.errors import MapsError, UsageError
+from maps_autogen.errors import FatalServiceError, MapsError, RunInterrupted, UsageError
 from maps_autogen.eval.problem_run import ProblemRunner
-from maps_autogen.eval.selection import load_items
+from maps_autogen.eval.selection import items_of
 from maps_autogen.eval.workers import DaemonWorkers
 from maps_autogen.fetch import private_urls_allowed
-from maps_autogen.interrupts import on_exit_now
+from maps_autogen.interrupts import TERMINATED_EXIT_CODE, on_exit_now
 from maps_autogen.records import ResultRow
 from maps_autogen.redact import register_secret, registered_secrets, terminal_safe
 from maps_autogen.solving import assemble_team
@@ -63,16 +71,22 @@ logger = logging.getLogger(__name__)
 PROBLEMS_PER_PROCESS = 64
 #: How long a closing child may take to say goodbye before it is killed.
 _CLOSE_SECONDS = 30.0
+#: Dead worker processes replaced in one invocation: this many per worker, at most.
+REPLACEMENTS_PER_WORKER = 2
 
 Solved = tuple[ResultRow, MapsError | None]
 
 
-def available_cores() -> int:
-    """The cores this process may run on."""
+def available_cores(env: Mapping[str, str] | None = None) -> int:
+    """The cores this process may run on: its CPU affinity, and inside a Slurm job at most the
+    CPUs the job was given per task (`SLURM_CPUS_PER_TASK`: a cluster whose task plugin does not
+    confine a job to its cores still shows it every core of the node)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    given = (os.environ if env is None else env).get("SLURM_CPUS_PER_TASK", "")
+    return min(cores, int(given)) if given.isdigit() and int(given) > 0 else cores
 
 
 def check_workers(requested: int | None, *, local: bool) -> None:
@@ -114,12 +128,9 @@ def shares(concurrency: int, count: int) -> list[int]:
 
 @dataclass(frozen=True)
 class WorkerSetup:
-    """What a child needs to rebuild the run's problems and team as the parent has them."""
+    """What a child needs to build the problems it is sent and its team as the parent has them."""
 
     benchmark: str
-    subsets: tuple[Subset, ...]
-    data: Path | None
-    pids: frozenset[str]
     allow_outside_paths: bool
     allow_private_urls: bool
     loaded: LoadedConfig
@@ -132,6 +143,7 @@ class WorkerSetup:
     max_connections: int
     threads: int = 1
     secrets: frozenset[str] = field(default_factory=frozenset, repr=False)
+    parent: lifeline.ParentLink | None = None  # set by the parent for each child it starts
 
 
 class InProcess:
@@ -161,13 +173,31 @@ class InProcess:
         """Nothing beyond the team's own counts."""
         return {}
 
+    @property
+    def signalled(self) -> Future[None]:
+        """Never set: the threads share this process's signals."""
+        return _NEVER
+
+    @property
+    def replaced(self) -> int:
+        """No process to replace."""
+        return 0
+
     def close(self) -> None:
         """Let the threads end once the problems in flight are done (never waits)."""
         self._threads.close()
 
 
+_NEVER: Future[None] = Future()
+
+
 class WorkerDied(MapsError):
     """The worker process solving a problem ended before it finished."""
+
+
+class WorkersGone(FatalServiceError):
+    """Every worker process has ended and none may be replaced: the problems not started stay
+    pending (a stop, as on a fatal service error)."""
 
 
 @dataclass
@@ -179,63 +209,87 @@ class _Child:
     in_flight: dict[str, Future[Solved]] = field(default_factory=dict)
     alive: bool = True
     closing: bool = False
+    signalled: bool = False  # it was sent SIGTERM: it takes no more problems
     listener: threading.Thread | None = None
     sending: threading.Lock = field(default_factory=threading.Lock)
 
 
 class ProcessWorkers:
-    """The children solving an eval's problems, as the parent sees them (see the module doc)."""
+    """The children solving an eval's problems, as the parent sees them (see the module doc).
+    `rows` holds the parent's data set row of every problem it may send."""
 
-    def __init__(self, setup: WorkerSetup, count: int, concurrency: int):
+    def __init__(self, setup: WorkerSetup, count: int, concurrency: int, rows: Mapping[str, Row]):
         self._setup = replace(setup, secrets=registered_secrets())
         self._shares = shares(concurrency, count)
+        self._rows = rows
         self._lock = threading.Lock()
+        self._starting = threading.Lock()  # held while a replacement starts; `close` waits for it
+        self._stopping = False  # cancelled or closing: no replacement starts any more
+        self._replacements_left = REPLACEMENTS_PER_WORKER * count
+        self._replaced = 0
+        self._signalled: Future[None] = Future()
         self._served: dict[str, dict[str, int]] = {}
         self._children: list[_Child] = []  # those started
 
     def start(self) -> None:
-        """Start the children (a Ctrl-C meanwhile leaves those started to `close`)."""
-        context = multiprocessing.get_context("spawn")
+        """Start the children (a Ctrl-C meanwhile is handled once they have started)."""
         on_exit_now(self.kill)
-        # Started now: starting it unblocks SIGINT in this thread, which children started after
-        # that would inherit.
-        resource_tracker.ensure_running()
-        with _sigint_deferred():
+        # Its own start, first: starting it unblocks SIGINT and SIGTERM on the spawning thread
+        # (lifeline.spawn blocks them again before the next start).
+        lifeline.spawn(resource_tracker.ensure_running)
+
+        def start_all() -> None:
             for number, share in enumerate(self._shares, start=1):
-                here, there = context.Pipe()
-                process = context.Process(target=worker_main, args=(there, replace(self._setup, threads=share)),
-                                          name=f"maps-eval-{number}", daemon=True)
-                process.start()
-                there.close()
-                child = _Child(number, process, here, share)
-                child.listener = threading.Thread(target=self._listen, args=(child,),
-                                                  name=f"maps-eval-{number}-listener", daemon=True)
-                self._children.append(child)
-                child.listener.start()
+                self._start_child(number, share)
+
+        lifeline.spawn(start_all)
+
+    def _start_child(self, number: int, share: int) -> None:
+        """Start child `number` and its listener (on the spawning thread: lifeline.spawn)."""
+        context = multiprocessing.get_context("spawn")
+        here, there = context.Pipe()
+        setup = replace(self._setup, threads=share, parent=lifeline.link())
+        process = context.Process(target=worker_main, args=(there, setup), name=f"maps-eval-{number}", daemon=True)
+        process.start()
+        there.close()
+        child = _Child(number, process, here, share)
+        child.listener = threading.Thread(target=self._listen, args=(child,), name=f"maps-eval-{number}-listener",
+                                          daemon=True)
+        with self._lock:
+            self._children.append(child)
+        child.listener.start()
 
     def room(self) -> bool:
         """Whether a live child can take another problem now."""
         with self._lock:
-            return any(child.alive and len(child.in_flight) < child.share for child in self._children)
+            return any(self._takes(child) and len(child.in_flight) < child.share for child in self._children)
+
+    @staticmethod
+    def _takes(child: _Child) -> bool:
+        return child.alive and not child.signalled
 
     def submit(self, item: EvalItem) -> Future[Solved]:
-        """Send `item` to the live child with the most room (call only when `room()`)."""
+        """Send `item`, with its data set row, to the live child with the most room (call only
+        when `room()`)."""
         future: Future[Solved] = Future()
         future.set_running_or_notify_cancel()
         with self._lock:
-            live = [c for c in self._children if c.alive]
+            live = [c for c in self._children if self._takes(c)]
             child = max(live, key=lambda c: c.share - len(c.in_flight)) if live else None
             if child is not None:
                 child.in_flight[str(item.pid)] = future
         if child is None:
             future.set_exception(WorkerDied("every worker process has ended", fix="run it again with --resume"))
         else:
-            self._send(child, ("solve", str(item.pid)))
+            self._send(child, ("solve", str(item.pid), self._rows[str(item.pid)]))
         return future
 
     def cancel(self) -> None:
         """Every child's chats stop at their next model request (Ctrl-C, a stop: Team.cancel in each)."""
-        for child in self._children:
+        with self._lock:
+            self._stopping = True
+            children = list(self._children)
+        for child in children:
             self._send(child, ("cancel",))
 
     def replicas_served(self) -> dict[str, dict[str, int]]:
@@ -243,13 +297,27 @@ class ProcessWorkers:
         with self._lock:
             return added_counts(self._served)
 
+    @property
+    def signalled(self) -> Future[None]:
+        """Set when a child was sent SIGTERM: the run stops as on a SIGTERM to this process."""
+        return self._signalled
+
+    @property
+    def replaced(self) -> int:
+        """How many children that died were replaced in this invocation."""
+        with self._lock:
+            return self._replaced
+
     def close(self) -> None:
         """Tell every child to end, wait for its goodbye (bounded), and reap it (its listener
         reaps it: one waiter per process)."""
-        for child in self._children:
+        with self._starting, self._lock:  # no replacement starts once this holds
+            self._stopping = True
+            children = list(self._children)
+        for child in children:
             child.closing = True
             self._send(child, ("close",))
-        for child in self._children:
+        for child in children:
             assert child.listener is not None
             child.listener.join(_CLOSE_SECONDS)
             if child.listener.is_alive():
@@ -260,11 +328,14 @@ class ProcessWorkers:
         on_exit_now(self.kill, remove=True)
 
     def kill(self) -> None:
-        """End every child now, and reap it (a second Ctrl-C exits right after)."""
-        for child in self._children:
+        """End every child now, and reap it (a second Ctrl-C exits right after). Called by a
+        signal handler: takes no lock the interrupted code may hold."""
+        self._stopping = True
+        children = list(self._children)
+        for child in children:
             if child.listener is not None and child.listener.is_alive():
                 child.process.kill()
-        for child in self._children:
+        for child in children:
             if child.listener is not None:
                 child.listener.join(5)
 
@@ -289,20 +360,37 @@ class ProcessWorkers:
                 failed = f"a message from it could not be read: {error.__class__.__name__}"
                 child.process.kill()
                 break
-            kind = message[0]
-            if kind == "done":
-                _, pid, row, failure = message
-                with self._lock:
-                    future = child.in_flight.pop(pid, None)
-                if future is not None:
-                    future.set_result((row, failure))
-            elif kind == "log":
-                _relog(*message[1:])
-            elif kind == "served":
-                with self._lock:
-                    self._served = added_counts(self._served, message[1])
-            elif kind == "failed":
-                failed = message[1]
+            failed = self._received(child, message) or failed
+        self._ended(child, failed)
+
+    def _received(self, child: _Child, message: tuple[Any, ...]) -> str | None:
+        """Act on one message of `child`; a failure to start it reports (else None)."""
+        kind = message[0]
+        if kind == "done":
+            _, pid, row, failure, broken = message
+            with self._lock:
+                future = child.in_flight.pop(pid, None)
+            if future is not None and broken is not None:
+                future.set_exception(WorkerDied(f"its worker process could not build it ({broken})"))
+            elif future is not None:
+                future.set_result((row, failure))
+        elif kind == "log":
+            _relog(*message[1:])
+        elif kind == "served":
+            with self._lock:
+                self._served = added_counts(self._served, message[1])
+        elif kind == "failed":
+            return str(message[1])
+        elif kind == "signalled":  # SIGTERM: its chats stop; the run stops as on the parent's own
+            with self._lock:
+                child.signalled = True
+            if not self._signalled.done():
+                self._signalled.set_result(None)
+        return None
+
+    def _ended(self, child: _Child, failed: str | None) -> None:
+        """`child`'s pipe closed: reap it and settle its problems in flight; replace it when it
+        died unasked (see the module doc)."""
         child.process.join(5)  # its pipe is closed: it is ending (or has ended)
         if child.process.exitcode is None:
             child.process.kill()
@@ -311,37 +399,30 @@ class ProcessWorkers:
             child.alive = False
             orphaned, child.in_flight = child.in_flight, {}
         why = failed or f"exit code {child.process.exitcode}"
-        if child.closing and failed is None:  # told to end: what was in flight is dropped (Ctrl-C, a stop)
+        if (child.closing or child.signalled) and failed is None:
+            # Told to end, or stopped by SIGTERM: what was in flight stays pending (Ctrl-C, a stop).
             for future in orphaned.values():
-                future.set_exception(WorkerDied("dropped when the run stopped"))
+                future.set_exception(RunInterrupted("dropped when the run stopped"))
             return
+        replaced = failed is None and self._replace(child)
         logger.warning("worker process %d (pid %s) ended (%s): its %d problem(s) in flight are recorded failed; "
-                       "--resume runs them again", child.number, child.process.pid, why, len(orphaned))
+                       "--resume runs them again%s", child.number, child.process.pid, why, len(orphaned),
+                       "; a new worker process takes its place" if replaced else "")
         for future in orphaned.values():
             future.set_exception(WorkerDied(f"the worker process solving it ended ({why})",
                                             fix="run it again with --resume"))
 
-
-@contextlib.contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """SIGINT held off while the children start. Blocked in this thread, so each child inherits
-    the block (and then ignores SIGINT); a Ctrl-C meanwhile (delivered to another thread) is
-    noted and handed to the handler in force once every child has started: a KeyboardInterrupt
-    in the middle of a start would leave a child reading a cut pipe."""
-    caught: list[int] = []
-    try:
-        previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    except ValueError:  # not the main thread, where a Ctrl-C is raised: nothing to defer
-        previous = None
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
-            if caught and callable(previous):
-                previous(signal.SIGINT, None)
+    def _replace(self, dead: _Child) -> bool:
+        """Start a child in the place of `dead`, unless the run stops or the replacements allowed
+        are used up; whether one started."""
+        with self._starting:
+            with self._lock:
+                if self._stopping or self._replacements_left <= 0:
+                    return False
+                self._replacements_left -= 1
+                self._replaced += 1
+            lifeline.spawn(lambda: self._start_child(dead.number, dead.share))
+        return True
 
 
 def _relog(name: str, level: int, message: str, exc_text: str | None) -> None:
@@ -369,9 +450,18 @@ class _Forward(logging.Handler):
 
 # ----- the child ------------------------------------------------------------------------------
 def worker_main(conn: Connection, setup: WorkerSetup) -> None:
-    """A child's life: rebuild the run, solve what the parent sends, end when told or when the
-    parent is gone (its pipe closes). Never returns: the process ends here."""
+    """A child's life: build its team, solve what the parent sends, end when told or when the
+    parent is gone (its pipe closes; on Linux its parent-death signal even sooner). Never
+    returns: the process ends here."""
+    if setup.parent is not None:
+        lifeline.bind_to_parent(setup.parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C does
+    # SIGTERM (started blocked, lifeline.spawn): noted on a pipe the loop below watches, and
+    # handled there (a handler raising in the middle of reading a message would cut it).
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.signal(signal.SIGTERM, lambda signum, frame: _note(wake_write))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     sending = threading.Lock()
 
     def send(message: tuple[Any, ...]) -> None:
@@ -384,54 +474,82 @@ def worker_main(conn: Connection, setup: WorkerSetup) -> None:
     root.handlers = [_Forward(send)]
     root.setLevel(logging.WARNING)
     try:
-        runner, items, cache = _prepare(setup)
+        task, runner, cache = _prepare(setup)
     except BaseException as error:  # noqa: BLE001 - told to the parent, which reports it
         send(("failed", f"{error.__class__.__name__}: {error}"))
         os._exit(1)
-    team = runner.team
 
-    def solve(pid: str) -> None:
-        item = items[pid]
+    def solve(pid: str, row: Row) -> None:
         try:
-            row, failure = runner.solve(item)
+            with outside_paths_allowed(setup.allow_outside_paths), private_urls_allowed(setup.allow_private_urls):
+                (_, item), = items_of(task, [row], setup.loaded)
+        except Exception as error:  # noqa: BLE001 - the parent checked the row: a bug, reported as its failure
+            send(("done", pid, None, None, f"{error.__class__.__name__}: {error}"))
+            return
+        try:
+            solved, failure = runner.solve(item)
         except Exception as error:  # a bug in one problem must not stop the run (as in one process)
             logging.getLogger("maps_autogen.eval.runner").exception("problem %s failed", item.pid)
-            row, failure = runner.failed_row(item, f"{error.__class__.__name__}: {error}", 0.0), None
-        send(("done", pid, row, failure))
+            solved, failure = runner.failed_row(item, f"{error.__class__.__name__}: {error}", 0.0), None
+        send(("done", pid, solved, failure, None))
 
     workers = DaemonWorkers(setup.threads)
+    signalled = _serve_parent(conn, wake_read, runner.team, workers, send, solve)
+    send(("served", runner.team.replicas_served()))
+    workers.close()
+    if cache is not None:
+        cache.close()
+    conn.close()
+    # The problems still in flight (after a cancel) are dropped, as a process exit drops them.
+    os._exit(TERMINATED_EXIT_CODE if signalled else 0)
+
+
+def _serve_parent(conn: Connection, wake: int, team: Any, workers: DaemonWorkers, send: Any, solve: Any) -> bool:
+    """A child's loop: do what the parent says until it says `close` (the process exits when the
+    parent is gone); a SIGTERM (noted on `wake`) stops the chats and is told to the parent.
+    Whether a SIGTERM came."""
+    signalled = False
     while True:
+        ready = wait([conn, wake])
+        if wake in ready:
+            os.read(wake, 64)
+            if not signalled:  # SIGTERM: as the first Ctrl-C; the parent stops the run
+                signalled = True
+                team.cancel()
+                send(("signalled",))
+        if conn not in ready:
+            continue
         try:
             message = conn.recv()
         except (EOFError, OSError):  # the parent is gone
             os._exit(1)
         if message[0] == "solve":
-            workers.submit(solve, message[1])
+            workers.submit(solve, message[1], message[2])
         elif message[0] == "cancel":
             team.cancel()
         elif message[0] == "close":
-            break
-    send(("served", team.replicas_served()))
-    workers.close()
-    if cache is not None:
-        cache.close()
-    conn.close()
-    os._exit(0)  # the problems still in flight (after a cancel) are dropped, as a process exit drops them
+            return signalled
 
 
-def _prepare(setup: WorkerSetup) -> tuple[ProblemRunner, dict[str, EvalItem], ResponseCache | None]:
-    """The run's problems (those the parent selected) and a team of this process's own."""
+def _note(fd: int) -> None:
+    """SIGTERM in a child: wake its loop (a full pipe already will)."""
+    try:
+        os.write(fd, b"t")
+    except OSError:
+        pass
+
+
+def _prepare(setup: WorkerSetup) -> tuple[Task, ProblemRunner, ResponseCache | None]:
+    """The benchmark and a team of this process's own."""
     task = get_benchmark(setup.benchmark).task
-    with outside_paths_allowed(setup.allow_outside_paths), private_urls_allowed(setup.allow_private_urls):
-        loaded_items = load_items(task, setup.subsets, setup.data, setup.loaded)
-    items = {str(item.pid): item for item in loaded_items if str(item.pid) in setup.pids}
     cache = ResponseCache(setup.cache_path) if setup.cache_path is not None else None
     team = assemble_team(setup.loaded, resolution=setup.resolution, cache=cache,
                          max_connections=setup.max_connections)
     runner = ProblemRunner.of(task, setup.loaded, team, setup.eval_dir, method=setup.method, without=setup.without,
                               rules=setup.rules)
-    return runner, items, cache
+    return task, runner, cache
 
 
-__all__ = ["PROBLEMS_PER_PROCESS", "InProcess", "ProcessWorkers", "Solved", "WorkerDied", "WorkerSetup", "added_counts",
-           "available_cores", "check_workers", "shares", "worker_count", "worker_main"]
+__all__ = ["PROBLEMS_PER_PROCESS", "REPLACEMENTS_PER_WORKER", "InProcess", "ProcessWorkers", "Solved", "WorkerDied",
+           "WorkerSetup", "WorkersGone", "added_counts", "available_cores", "check_workers", "shares", "worker_count",
+           "worker_main"]

@@ -28,7 +28,7 @@ from maps_autogen.redact import redact
 from maps_autogen.run_files import write_record
 from maps_autogen.tally import Tally
 
-__all__ = ["RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "summarize", "write_summary"]
+__all__ = ["RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "missing_ids", "summarize", "write_summary"]
 
 
 def latest_by_pid(rows: Iterable[ResultRow]) -> dict[str, ResultRow]:
@@ -207,3 +207,9 @@ def write_summary(eval_dir: Path, summary: Summary) -> Path:
     path = eval_dir / SUMMARY_FILE
     write_record(path, summary)
     return path
+
+
+def missing_ids(ids: Iterable[str | int], rows: Iterable[ResultRow]) -> list[str]:
+    """The ids (in the run's order) that have no result row: never run, or still pending."""
+    done = {str(row.pid) for row in rows}
+    return [str(pid) for pid in ids if str(pid) not in done]

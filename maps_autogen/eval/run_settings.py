@@ -61,7 +61,13 @@ def data_fingerprint(items: Iterable[EvalItem]) -> dict[str, Any]:
 
 
 def _scoring_hash(item: EvalItem) -> str:
-    scored = json.dumps({"gold": item.gold, "record": item.record}, sort_keys=True, default=str)
+    return scoring_hash(item.gold, item.record)
+
+
+def scoring_hash(gold: Any, record: Any) -> str:
+    """A short hash of a problem's gold answer and scoring fields (a results row's `gold` and
+    `scoring` give the same as its data set row)."""
+    scored = json.dumps({"gold": gold, "record": record}, sort_keys=True, default=str)
     return hashlib.sha256(scored.encode()).hexdigest()[:12]
 
 
@@ -360,4 +366,4 @@ def mixed_settings(rows: Iterable[ResultRow]) -> bool:
 
 
 __all__ = ["Difference", "change_entry", "data_fingerprint", "differences", "digest", "legacy_settings",
-           "mixed_settings", "record_pids", "resume_under", "summary_line", "verdict_settings"]
+           "mixed_settings", "record_pids", "resume_under", "scoring_hash", "summary_line", "verdict_settings"]

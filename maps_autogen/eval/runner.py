@@ -5,7 +5,9 @@ eval/problem_run.py, stops early when eval/stopping.py says so, and writes the s
 Table 1. Selection is eval/selection.py, the environment record eval/environment.py.
 
 Every finished problem is appended to results.jsonl at once, so a killed run loses at most the
-problems in flight; `--resume` skips finished problems and retries failed ones.
+problems in flight; `--resume` skips finished problems and retries failed ones. A SIGTERM stops
+the run as the first Ctrl-C does (interrupts.py); the manifest, results and summary written at
+the end are never cut by one (interrupts.signals_deferred).
 """
 
 from __future__ import annotations
@@ -13,15 +15,16 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.benchmarks.paths import outside_paths_allowed
-from maps_autogen.benchmarks.tasks import EvalItem, Subset, available_subsets, find_subsets, load_answer_formats
+from maps_autogen.benchmarks.tasks import EvalItem, Row, Subset, available_subsets, find_subsets, load_answer_formats
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import resolve_models
@@ -37,22 +40,23 @@ from maps_autogen.eval.processes import (
     Solved,
     WorkerDied,
     WorkerSetup,
+    WorkersGone,
     added_counts,
     available_cores,
     check_workers,
     shares,
     worker_count,
 )
-from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, summarize, write_summary
-from maps_autogen.eval.run_settings import mixed_settings, record_pids, resume_under, verdict_settings
-from maps_autogen.eval.selection import Selection, Shard, load_items, select_items
+from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, missing_ids, summarize, write_summary
+from maps_autogen.eval.run_settings import mixed_settings, record_pids, resume_under, scoring_hash, verdict_settings
+from maps_autogen.eval.selection import Selection, Shard, load_items, load_rows, select_items
 from maps_autogen.eval.stopping import Stop, check_prices, costs, same_failure, unknown_cost_stop
 from maps_autogen.eval.table1 import Run, table1
 from maps_autogen.eval.validate import validate_rows
 from maps_autogen.eval.workers import Progress
 from maps_autogen.fetch import private_urls_allowed
-from maps_autogen.interrupts import exit_on_second_interrupt
-from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord
+from maps_autogen.interrupts import Terminated, exit_on_second_interrupt, signals_deferred
+from maps_autogen.records import Manifest, ResultRow, SelectionRecord, Summary, TeamRecord
 from maps_autogen.run_files import read_manifest, write_manifest
 from maps_autogen.runlock import RunLock
 from maps_autogen.solving import Team, assemble_team
@@ -100,7 +104,8 @@ class EvalOutcome:
     stopped_for_cost: bool
     ran: int
     fatal: FatalServiceError | None = None  # the service error that stopped the run early
-    interrupted: bool = False  # Ctrl-C: the problems in flight were dropped, the rest is pending
+    interrupted: bool = False  # Ctrl-C or SIGTERM: the problems in flight were dropped, the rest is pending
+    terminated: bool = False  # the interruption was a SIGTERM (exit code 143)
     notes: list[str] = field(default_factory=list)  # printed after the table (a mixed run, an old manifest)
 
 
@@ -200,7 +205,9 @@ class EvalRun:
         subsets = find_subsets(self.task, request.subsets, available_subsets(self.task, request.data))
         validate_rows(self.task, subsets, request.data)
         with outside_paths_allowed(request.allow_outside_paths), private_urls_allowed(request.allow_private_urls):
-            items = load_items(self.task, subsets, request.data, self.loaded)
+            loaded_rows = load_rows(self.task, subsets, request.data, self.loaded)
+        items = [item for _, item in loaded_rows]
+        rows_by_pid = {str(item.pid): row for row, item in loaded_rows}  # handed to worker processes
         cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
         team = assemble_team(
             self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency)
@@ -248,30 +255,12 @@ class EvalRun:
                 self.announce(self._announcement(team, todo))
             by_workers: dict[str, dict[str, int]] = {}  # requests per replica in worker processes (eval/processes.py)
             try:
-                stop = self._run_items(todo, team, eval_dir, log, subsets, by_workers)
+                stop = self._run_items(todo, team, eval_dir, log, rows_by_pid, by_workers)
             finally:
-                manifest = _record_replicas(eval_dir, manifest, added_counts(team.replicas_served(), by_workers))
-            log.compact([str(pid) for pid in manifest.ids])
-            rows = list(log.records())  # after compact: the latest row per pid, read once for all below
-            served = _served_models(rows)
-            changes = record_pids(manifest.changes, rows)
-            if served != manifest.served_models or changes != manifest.changes:
-                manifest = manifest.model_copy(update={"served_models": served, "changes": changes})
-                write_manifest(eval_dir, manifest)
-            summary = summarize(rows, self.task, [s.name for s in subsets], manifest.team)
-            summary = summary.model_copy(
-                update={
-                    "eval_id": manifest.eval_id,
-                    "method": manifest.method,
-                    "without": manifest.without,
-                    "complete": summary.average.scored == len(manifest.ids),
-                    "stopped_for_cost": stop.for_cost,
-                    "interrupted": stop.interrupted,
-                    "stopped_by": str(stop.fatal) if stop.fatal else None,
-                    "mixed_settings": mixed_settings(rows),
-                }
-            )
-            write_summary(eval_dir, summary)
+                with signals_deferred():  # a Ctrl-C or SIGTERM now is handled once these are written
+                    manifest = _record_replicas(eval_dir, manifest, added_counts(team.replicas_served(), by_workers))
+            with _uncut(stop):
+                manifest, summary, rows = self._finish(eval_dir, manifest, log, subsets, stop)
         finally:
             lock.release()
             if cache is not None:
@@ -284,7 +273,39 @@ class EvalRun:
                 "under each); the accuracy mixes them"
             )
         return EvalOutcome(eval_dir, summary, table, stop.for_cost, len(todo),
-                           fatal=stop.fatal, interrupted=stop.interrupted, notes=self.notes)
+                           fatal=stop.fatal, interrupted=stop.interrupted, terminated=stop.terminated,
+                           notes=self.notes)
+
+    def _finish(self, eval_dir: Path, manifest: Manifest, log: ResultsLog, subsets: Sequence[Subset],
+                stop: Stop) -> tuple[Manifest, Summary, list[ResultRow]]:
+        """The run's files once its problems are done or it stopped: results.jsonl compacted,
+        the manifest's served models, changes and replaced workers, and the summary."""
+        log.compact([str(pid) for pid in manifest.ids])
+        rows = list(log.records())  # after compact: the latest row per pid, read once for all below
+        served = _served_models(rows)
+        changes = record_pids(manifest.changes, rows)
+        replaced = manifest.workers_replaced + stop.workers_replaced
+        if served != manifest.served_models or changes != manifest.changes or replaced != manifest.workers_replaced:
+            manifest = manifest.model_copy(update={"served_models": served, "changes": changes,
+                                                   "workers_replaced": replaced})
+            write_manifest(eval_dir, manifest)
+        summary = summarize(rows, self.task, [s.name for s in subsets], manifest.team)
+        summary = summary.model_copy(
+            update={
+                "eval_id": manifest.eval_id,
+                "method": manifest.method,
+                "without": manifest.without,
+                "complete": summary.average.scored == len(manifest.ids),
+                "stopped_for_cost": stop.for_cost,
+                "interrupted": stop.interrupted,
+                "stopped_by": str(stop.fatal) if stop.fatal else "SIGTERM" if stop.terminated else None,
+                "mixed_settings": mixed_settings(rows),
+                "missing": missing_ids(manifest.ids, rows),
+                "workers_replaced": manifest.workers_replaced,
+            }
+        )
+        write_summary(eval_dir, summary)
+        return manifest, summary, rows
 
     def _new_manifest(self, eval_dir: Path, subsets: Sequence[Subset], selection: Selection, team: Team) -> Manifest:
         request = self.request
@@ -303,6 +324,7 @@ class EvalRun:
             "sample": request.sample,
             "limit": request.limit,
             "shard": str(request.shard) if request.shard else None,
+            "selection": selection_record(selection.whole),
             **self._described(team),
             "rules": request.rules,
             "allow_outside_paths": request.allow_outside_paths,
@@ -319,7 +341,7 @@ class EvalRun:
         return announcement(team, todo, method=method, without=self.request.without, baseline=baseline)
 
     # ----- running ----------------------------------------------------------------------
-    def _pool(self, todo: list[EvalItem], team: Team, eval_dir: Path, subsets: Sequence[Subset],
+    def _pool(self, todo: list[EvalItem], team: Team, eval_dir: Path, rows: Mapping[str, Row],
               runner: ProblemRunner) -> InProcess | ProcessWorkers:
         """Where the problems are solved: this process's threads, or worker processes when one
         core cannot keep up (eval/processes.py)."""
@@ -333,15 +355,14 @@ class EvalRun:
             self.announce(f"running in {count} worker processes ({each} problems in flight each)")
         cache = request.runs_dir / ".cache" / "responses.sqlite" if request.cache else None
         setup = WorkerSetup(
-            benchmark=request.benchmark, subsets=tuple(subsets), data=request.data,
-            pids=frozenset(str(item.pid) for item in todo), allow_outside_paths=request.allow_outside_paths,
+            benchmark=request.benchmark, allow_outside_paths=request.allow_outside_paths,
             allow_private_urls=request.allow_private_urls, loaded=self.loaded, resolution=team.resolution,
             method=request.method or "maps", without=request.without, rules=request.rules, eval_dir=eval_dir,
             cache_path=cache, max_connections=max(64, request.concurrency))
-        return ProcessWorkers(setup, count, request.concurrency)
+        return ProcessWorkers(setup, count, request.concurrency, rows)
 
     def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog,
-                   subsets: Sequence[Subset], served: dict[str, dict[str, int]]) -> Stop:
+                   rows: Mapping[str, Row], served: dict[str, dict[str, int]]) -> Stop:
         request = self.request
         progress = Progress(len(todo), self.progress)
         spent = 0.0  # the known costs
@@ -353,7 +374,7 @@ class EvalRun:
         in_flight: dict[Future[Solved], EvalItem] = {}
         runner = ProblemRunner.of(self.task, self.loaded, team, eval_dir, method=request.method or "maps",
                                   without=request.without, rules=request.rules)
-        pool = self._pool(todo, team, eval_dir, subsets, runner)
+        pool = self._pool(todo, team, eval_dir, rows, runner)
 
         def submit_next() -> bool:
             item = next(pending, None) if pool.room() else None
@@ -368,7 +389,10 @@ class EvalRun:
                 if not submit_next():
                     break
             while in_flight:
-                finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+                watched: list[Future[Any]] = [*in_flight, pool.signalled]
+                finished, _ = wait(watched, return_when=FIRST_COMPLETED)
+                if pool.signalled.done():  # a worker process was sent SIGTERM: as one to this process
+                    raise Terminated()
                 for future in finished:
                     item = in_flight.pop(future)
                     row, failure = _solved(future, item, runner)
@@ -401,17 +425,36 @@ class EvalRun:
                             and submit_next()
                         ):
                             pass
-        except KeyboardInterrupt:
-            # Ctrl-C: the problems in flight stop at their next model call and are not
-            # counted; what finished is summarised by the caller. A second Ctrl-C exits now.
+            stop.fatal = stop.fatal or _workers_gone(stop, pending, pool)
+        except KeyboardInterrupt as signal_stop:
+            # Ctrl-C or SIGTERM: the problems in flight stop at their next model call and are
+            # not counted; what finished is summarised by the caller. A second Ctrl-C exits now.
             exit_on_second_interrupt()
             pool.cancel()
             stop.interrupted = True
+            stop.terminated = isinstance(signal_stop, Terminated)
         finally:
-            pool.close()
+            with _uncut(stop):  # the workers are told to end and reaped
+                pool.close()
             served.update(pool.replicas_served())
+            stop.workers_replaced = pool.replaced
         progress.close()
         return stop
+
+
+def _uncut(stop: Stop) -> AbstractContextManager[None]:
+    """What a Ctrl-C or SIGTERM may not cut short: until the run stops, they are handled after
+    the block; once it stops (after the first), a second Ctrl-C still exits at once."""
+    return nullcontext() if stop.interrupted else signals_deferred()
+
+
+def _workers_gone(stop: Stop, pending: Iterator[EvalItem], pool: InProcess | ProcessWorkers) -> WorkersGone | None:
+    """Once no problem is in flight: the stop when problems are left that no worker process can
+    take (every one has ended; threads always can)."""
+    if stop.for_cost or next(pending, None) is None:
+        return None
+    return WorkersGone(f"every worker process has ended, {pool.replaced} of them replaced already",
+                       fix="see the lines above for why they ended")
 
 
 def _solved(future: Future[Solved], item: EvalItem, runner: ProblemRunner) -> Solved:
@@ -419,6 +462,8 @@ def _solved(future: Future[Solved], item: EvalItem, runner: ProblemRunner) -> So
     (a bug in one problem must not stop the run) or whose worker process ended is a failed row."""
     try:
         return future.result()
+    except RunInterrupted as dropped:  # its worker process stopped (SIGTERM): still pending, not failed
+        return runner.failed_row(item, str(dropped), 0.0), dropped
     except WorkerDied as died:  # its process's end was reported in one line
         return runner.failed_row(item, str(died), 0.0), None
     except Exception as error:
@@ -444,6 +489,12 @@ def _say_text_only(team: Team, method: str | None) -> None:
             ", ".join(blind) if method == "maps" else f"the {method} requests",
             how,
         )
+
+
+def selection_record(whole: Sequence[EvalItem]) -> SelectionRecord:
+    """The selection a run's problems (a shard's share) were taken from, as its manifest records it."""
+    return SelectionRecord(ids=[str(item.pid) for item in whole],
+                           scoring={str(item.pid): scoring_hash(item.gold, item.record) for item in whole})
 
 
 def _record_replicas(eval_dir: Path, manifest: Manifest, served: dict[str, dict[str, int]]) -> Manifest:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import contextvars
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.benchmarks.tasks import EvalItem, Subset, Task, load_answer_formats, spread_limit
+from maps_autogen.benchmarks.tasks import EvalItem, Row, Subset, Task, load_answer_formats, spread_limit
 from maps_autogen.config import LoadedConfig
 from maps_autogen.errors import UsageError
 from maps_autogen.images import ImageLimits, image_limits
@@ -38,6 +38,8 @@ class Shard:
 class Selection:
     items: list[EvalItem]
     sampled: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Every problem of the selection a --shard's share was taken from (its items when unsharded).
+    whole: list[EvalItem] = field(default_factory=list)
 
 
 def select_items(items: Sequence[EvalItem], subsets: Sequence[Subset], *, sample: int | None, seed: int,
@@ -58,23 +60,33 @@ def select_items(items: Sequence[EvalItem], subsets: Sequence[Subset], *, sample
     selected = [item for item in items if item.pid in chosen]
     if limit is not None:
         selected = spread_limit(selected, subsets, limit)
+    whole = selected
     if shard is not None:
         selected = [item for n, item in enumerate(selected) if n % shard.count == shard.index - 1]
-    return Selection(selected, sampled)
+    return Selection(selected, sampled, whole)
 
 
 
 def load_items(task: Task, subsets: Sequence[Subset], data: Path | None, loaded: LoadedConfig) -> list[EvalItem]:
     """Every problem of the chosen subsets, in data set order. Their images are read when each
     problem starts (in its worker thread), under the image limits and path rules in force now."""
+    return [item for _, item in load_rows(task, subsets, data, loaded)]
+
+
+def load_rows(task: Task, subsets: Sequence[Subset], data: Path | None,
+              loaded: LoadedConfig) -> list[tuple[Row, EvalItem]]:
+    """`load_items` with each problem's data set row (what an eval's worker processes are given:
+    they never read the data set themselves, eval/processes.py)."""
+    return items_of(task, task.rows(tuple(subsets), data), loaded)
+
+
+def items_of(task: Task, rows: Iterable[Row], loaded: LoadedConfig) -> list[tuple[Row, EvalItem]]:
+    """Each row with its problem, built under the image limits and path rules in force now."""
     formats = load_answer_formats(loaded.resolve(loaded.config.answer_formats))
     max_side = loaded.config.images.max_side
     with image_limits(ImageLimits.of(loaded.config.limits)):
         context = contextvars.copy_context()
-        return [
-            _loaded_in(context, task.to_item(row, prompts=formats, max_side=max_side))
-            for row in task.rows(tuple(subsets), data)
-        ]
+        return [(row, _loaded_in(context, task.to_item(row, prompts=formats, max_side=max_side))) for row in rows]
 
 
 def _loaded_in(context: contextvars.Context, item: EvalItem) -> EvalItem:
@@ -84,4 +96,4 @@ def _loaded_in(context: contextvars.Context, item: EvalItem) -> EvalItem:
 
 
 
-__all__ = ["Selection", "Shard", "load_items", "select_items"]
+__all__ = ["Selection", "Shard", "items_of", "load_items", "load_rows", "select_items"]

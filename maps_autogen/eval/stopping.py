@@ -18,7 +18,9 @@ class Stop:
 
     for_cost: bool = False
     fatal: FatalServiceError | None = None
-    interrupted: bool = False
+    interrupted: bool = False  # Ctrl-C or SIGTERM
+    terminated: bool = False  # SIGTERM (to this process, or to one of its worker processes)
+    workers_replaced: int = 0  # worker processes that died and were replaced
 
 
 def check_prices(resolution: Resolution) -> None:

@@ -1,8 +1,9 @@
 """The server child: `python -m maps_autogen.local.child --serve`, started by LocalServer.
 
 It reads its launch plan from stdin, runs llama.cpp's server (xllamacpp), reports its address on
-a private handshake channel, and exits when stdin reaches EOF. It imports only the standard
-library and xllamacpp (not the config or httpx), so it starts fast.
+a private handshake channel, and exits when stdin reaches EOF, on SIGTERM, or when its parent
+dies (lifeline.py). It imports only the standard library, xllamacpp and maps_autogen.lifeline
+(not the config or httpx), so it starts fast.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 import signal
 import sys
 from typing import IO, Any
+
+from maps_autogen.lifeline import ParentLink, bind_to_parent
 
 HOST = "127.0.0.1"  # the server listens on loopback only
 
@@ -47,16 +50,34 @@ def _send(channel: IO[str], message: dict[str, Any]) -> None:
     channel.flush()
 
 
-def _serve_main() -> int:
-    """Run the server until stdin reaches EOF (the parent stopped us or died)."""
+# The temporary log to remove when we stop (the plan's `delete_log`), once the plan is read.
+_delete_on_stop: list[str] = []
+
+
+def _stop(signum: int, frame: object) -> None:
+    """SIGTERM (the parent stops us, or died: our parent-death signal): remove a temporary log
+    and exit at once (see the ~Server note below)."""
+    for path in _delete_on_stop:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    os._exit(0)
+
+
+def _serve_main(parent: ParentLink) -> int:
+    """Run the server until stdin reaches EOF (the parent stopped us or died) or SIGTERM."""
+    # The parent decides when we stop; we are in our own session, this is belt and braces.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop)
+    # Dead with the parent, also while llama.cpp loads the model (stdin is read only after).
+    bind_to_parent(parent, signal.SIGTERM)
     # Keep the real stdout as a private handshake channel; anything native code prints goes
     # to stderr (the log file) instead of corrupting it.
     handshake = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    # The parent decides when we stop; we are in our own session, this is belt and braces.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     stdin = sys.stdin.buffer
     plan = json.loads(stdin.readline())
+    if plan["delete_log"]:
+        _delete_on_stop.append(plan["delete_log"])
     try:
         import xllamacpp
 
@@ -81,6 +102,7 @@ def _serve_main() -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--serve"]:
-        sys.exit(_serve_main())
-    sys.exit("usage: python -m maps_autogen.local.child --serve  (internal: started by LocalServer)")
+    if len(sys.argv) == 6 and sys.argv[1:3] == ["--serve", "--parent"]:
+        sys.exit(_serve_main(ParentLink.from_argv(sys.argv[3:])))
+    sys.exit("usage: python -m maps_autogen.local.child --serve --parent PID METHOD FD (internal: started by "
+             "LocalServer)")

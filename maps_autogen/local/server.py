@@ -11,7 +11,9 @@ not in this process, because
   as one clear error, and a native abort inside llama.cpp cannot take the CLI down with it;
 - it can always be stopped: close its stdin (clean exit), then SIGTERM, then SIGKILL;
 - it cannot outlive us: the child blocks reading its stdin pipe and exits on EOF, which the
-  kernel delivers whenever this process ends, however it ends (even SIGKILL);
+  kernel delivers whenever this process ends, however it ends (even SIGKILL); and, while it
+  loads the model (before it reads stdin), its parent-death signal or lifeline ends it
+  (lifeline.py);
 - llama.cpp's native logging goes to a log file instead of the user's terminal;
 - in-process, xllamacpp's ~Server hung interpreter exit in 1 of 20 runs; the child never runs
   it (os._exit), and the parent never loads llama.cpp at all.
@@ -44,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from maps_autogen import lifeline
 from maps_autogen.errors import LocalModelError
 from maps_autogen.local.child import HOST
 from maps_autogen.local.settings import LOCAL_API_KEY, LocalModelSettings, plan_launch
@@ -334,19 +337,25 @@ class LocalServer:
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-        with self._log_path.open("ab") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "maps_autogen.local.child", "--serve"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                env=env,
-                close_fds=True,
-                # Own session: a Ctrl-C in the terminal reaches only us; we then stop the child
-                # in order, instead of it dying mid-request while we still clean up.
-                start_new_session=True,
-            )
-        return proc
+
+        def start() -> subprocess.Popen[bytes]:
+            parent = lifeline.link()
+            with self._log_path.open("ab") as log:
+                return subprocess.Popen(
+                    [sys.executable, "-m", "maps_autogen.local.child", "--serve", "--parent", *parent.argv()],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    env=env,
+                    close_fds=True,
+                    pass_fds=parent.pass_fds(),
+                    # Own session: a Ctrl-C in the terminal reaches only us; we then stop the child
+                    # in order, instead of it dying mid-request while we still clean up.
+                    start_new_session=True,
+                )
+
+        # On the thread whose end is the process's end: the child dies with this process (lifeline.py).
+        return lifeline.spawn(start)
 
     def _send_plan(self) -> None:
         assert self._proc.stdin is not None
