@@ -232,16 +232,25 @@ class Evaluation(_Record):
     gold: Any = None
 
 
+#: Figure 4's bars besides the steps: the first review passed the work (no regeneration), and the
+#: first review was unreadable or the problem failed before it decided (never counted as a pass).
+#: Neither can be a step's name (team.py's names have no spaces).
+NO_REGENERATION = "none"
+NO_USABLE_REVIEW = "no usable review"
+
+
 def feedback_targets(teams: Iterable[TeamRecord | None], seen: Iterable[str | None] = ()) -> list[str]:
-    """Where a reviewer's feedback can go (Figure 4): the scored steps of the recorded teams in
-    team order, any other step `seen` as a row's feedback step (a team recorded before `scored`
-    was), then "none" (no regeneration)."""
+    """Where a reviewer's first decision can go (Figure 4): the scored steps of the recorded
+    teams in team order, any other step `seen` as a row's decision (a team recorded before
+    `scored` was), then "none" (no regeneration), then NO_USABLE_REVIEW when `seen` holds it."""
     targets: list[str] = []
     for team in teams:
         if team is not None:
             targets += [step for step in team.steps if step in team.scored and step not in targets]
-    targets += sorted({step for step in seen if step and step != "none" and step not in targets})
-    return [*targets, "none"]
+    seen = set(seen)
+    targets += sorted({step for step in seen if step and step not in (NO_REGENERATION, NO_USABLE_REVIEW)
+                       and step not in targets})
+    return [*targets, NO_REGENERATION, *([NO_USABLE_REVIEW] if NO_USABLE_REVIEW in seen else [])]
 
 
 # ----- run.json -----------------------------------------------------------------------------
