@@ -189,6 +189,9 @@ def solve(
         if result.run.correct is not None:
             verdict = "right" if result.run.correct else "wrong"
             _say(f"Gold answer: {result.run.gold} (from the problem file): the final answer is {verdict}")
+        elif result.run.gold is not None:  # a run that failed or has no answer has no verdict, never "wrong"
+            why = "the run failed" if result.outcome.stop_reason == "error" else "the run has no answer"
+            _say(f"Gold answer: {result.run.gold} (from the problem file): no verdict, {why}")
         _say(f"Stop reason: {result.outcome.stop_reason}; run saved in {result.run_dir}")
     if result.outcome.stop_reason == "error":
         raise ServiceError(
@@ -399,6 +402,8 @@ def eval_command(
     click.echo(
         f"\n{summary.average.scored} scored, {summary.failed} failed; cost {spent}; run saved in {outcome.eval_dir}"
     )
+    if summary.failed:
+        click.echo("failed problems have no verdict: the accuracy is correct / scored, never counting them wrong")
     resume_hint = f"maps eval {benchmark} --resume {outcome.eval_dir}"
     if outcome.interrupted:
         raise RunInterrupted(

@@ -28,7 +28,7 @@ from maps_autogen.records import (
     Usage as UsageRecord,
 )
 from maps_autogen.replies import Lenient, ParsedAnswer, ParsedVerdict, Section, read_as, read_reply
-from maps_autogen.roles import answer_with_option
+from maps_autogen.roles import answer_with_option, shown_answer
 
 # A step name as team.py allows it: safe inside a class name.
 _STEP_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,39}")
@@ -377,7 +377,8 @@ def outcome_of(run: RunRecord, gold: Any, correct: bool | None) -> Outcome:
     usage = run.usage or UsageRecord()
     return Outcome(
         status=run.status,
-        final_answer=answer_with_option(run.final_answer or "", run.problem.options),
+        final_answer=shown_answer(run.final_answer, run.problem.options, error=run.error)
+        if run.status != "running" else answer_with_option(run.final_answer or "–", run.problem.options),
         final_step=team_of(run).final_step,
         gold=gold,
         correct=correct,

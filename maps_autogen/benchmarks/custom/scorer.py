@@ -181,8 +181,13 @@ class CustomScorer:
 def gold_evaluation(gold: str, options: Sequence[str], final_answer: str | None) -> dict[str, Any]:
     """A solve's answer scored against its problem file's gold answer by these same rules (the
     answer type follows from the options and the gold, as for a record without `answer_type`):
-    the run.json fields an eval's run carries (`gold`, `correct`, `evaluation`)."""
-    verdict = SCORER.score({"answer": gold, "options": list(options), "response": final_answer or None})
+    the run.json fields an eval's run carries (`gold`, `correct`, `evaluation`). A run with no
+    answer (`final_answer` None or empty: it failed, or ended before the answer step replied)
+    has no verdict: `correct` is None, never False."""
+    if not final_answer:
+        return {"gold": gold, "correct": None, "evaluation": {"response": final_answer, "extraction": None,
+                                                              "prediction": None, "correct": None, "gold": gold}}
+    verdict = SCORER.score({"answer": gold, "options": list(options), "response": final_answer})
     return {
         "gold": gold,
         "correct": verdict.correct,
