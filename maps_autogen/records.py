@@ -38,6 +38,7 @@ IMAGES_DIR = "images"
 RESULTS_FILE = "results.jsonl"
 MANIFEST_FILE = "manifest.json"
 SUMMARY_FILE = "summary.json"
+TURN_FILE = "turn.json"  # the model call under way, while a run goes on (removed when it ends)
 PROBLEMS_DIR = "problems"  # an eval's problem folders: problems/<safe_paths.safe_component(pid)>
 USER_PROXY_ROLE = "user_proxy"  # a message record's role for the task (no team step has this name)
 
@@ -361,6 +362,19 @@ class TokenRecord(_Record):
     type: Literal["token"]
     role: str
     text: str
+
+
+class TurnInProgress(_File):
+    """turn.json: the step whose model call is under way (written when a turn starts, removed
+    when the run ends), so a live page can say who is thinking during a long call. `messages` is
+    how many messages the transcript held when the turn started: a later message ends it."""
+
+    role: str
+    agent: str | None = None
+    round: int = 0
+    revision: bool = False
+    started_at: str
+    messages: int = 0
 
 
 TranscriptLine = Annotated[MessageRecord | EventRecord, Field(discriminator="type")]
