@@ -16,6 +16,7 @@ from maps_autogen.benchmarks import NAMES as BENCHMARK_NAMES
 from maps_autogen.errors import MapsError
 
 if TYPE_CHECKING:
+    from maps_autogen.live import LiveConsole
     from maps_autogen.view.server import ViewServer
 
 
@@ -173,7 +174,7 @@ def solve(
             problem, config=loaded, runs_dir=runs_dir, without=without, human=human,
             observer=ClosedOutputGuard(live) if live is not None else None,
             announce=None if live is None else (lambda text: _say(text, err=True)),
-            on_ready=(lambda run_dir: viewers.append(_start_viewer(run_dir))) if live_view else None,
+            on_ready=lambda run_dir: _ready(run_dir, live, viewers if live_view else None),
         )
     finally:
         for viewer in viewers:
@@ -559,6 +560,15 @@ def _open_in_browser(url: str) -> None:
         opened = False
     if not opened:
         _say(f"--open: no browser to open here (no display?); open {url} yourself", err=True)
+
+
+def _ready(run_dir: Path, live: LiveConsole | None, viewers: list[ViewServer] | None) -> None:
+    """A solve's run folder exists: the terminal's live view plans its estimate from it, and
+    `--view` serves it."""
+    if live is not None:
+        live.watch(run_dir)
+    if viewers is not None:
+        viewers.append(_start_viewer(run_dir))
 
 
 def _start_viewer(run_dir: Path) -> ViewServer:
