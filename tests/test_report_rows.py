@@ -87,6 +87,9 @@ def test_the_same_settings_share_a_row_across_benchmarks_never_within_one() -> N
     rows = table1_rows([mathvista, emma, again])
     assert [[run.path.name for run in row.runs] for row in rows] == [["mv", "emma"], ["mv-again"]]
     assert [row.label for row in rows] == ["maps (gpt-4o; run mv)", "maps (gpt-4o; run mv-again)"]
+    # Another model answered the other benchmark's calls: its own row.
+    mini_emma = run_of("emma-mini", benchmark="emma", served="gpt-4o-mini", rows=[{"subset": "Physics"}] * 4)
+    assert [[run.path.name for run in row.runs] for row in table1_rows([mathvista, mini_emma])] == [["mv"], ["emma-mini"]]
     # Another team on the other benchmark: its own row, never the first row's EMMA cells.
     other_team = run_of("emma-3", benchmark="emma", recorded=settings(threshold=3), rows=[{"subset": "Physics"}] * 4)
     rows = table1_rows([mathvista, other_team])
@@ -106,6 +109,13 @@ def test_a_row_names_the_model_that_answered() -> None:
     dated_line = next(line for line in markdown.splitlines() if "| maps (gpt-4o-2024-08-06" in line)
     mini_line = next(line for line in markdown.splitlines() if "| maps (gpt-4o-mini" in line)
     assert dated_line.endswith("(MAPS (GPT-4o base)) |") and mini_line.endswith("| - |")
+
+
+def test_a_served_name_is_one_bounded_table_cell() -> None:
+    hostile = run_of("hostile", served="evil|model\nname" + "x" * 500)
+    label = labels([hostile])[0]
+    assert "|" not in label and "\n" not in label and len(label) < 200
+    assert label.startswith("maps (evil/model name") and "; asked for gpt-4o)" in label
 
 
 def test_ablations_are_compared_with_the_full_run_of_their_own_team() -> None:

@@ -27,12 +27,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from maps_autogen.eval.run_settings import differences, legacy_settings, mixed_settings
+from maps_autogen.text import valid_text
 
 if TYPE_CHECKING:
     from maps_autogen.eval.table1 import Run
 
 MAX_SUFFIX_CHARS = 80  # a label's "what differs" part longer than this becomes "settings #n"
+MAX_NAME_CHARS = 80  # a model name (the service's word for what answered) in a label, at most
 _DIGEST_SHOWN = 15  # "sha256:" and the first 8 hex digits of a hashed setting (a prompt)
+
+
+def _name(text: str) -> str:
+    """A name from a run's records (a model the service reported) fit for a label and a table
+    cell: valid text on one line, no "|", bounded."""
+    name = " ".join(valid_text(text).split()).replace("|", "/")
+    return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -65,11 +74,11 @@ def served_models(run: Run) -> ServedModels:
             name = name or (run.manifest.models[role].model if role in run.manifest.models else None)
             if name is None:
                 continue
-            asked.add(name)
+            asked.add(_name(name))
             answered = sent.get("served_model")
-            served.setdefault(role, set()).add(answered if isinstance(answered, str) and answered else name)
+            served.setdefault(role, set()).add(_name(answered if isinstance(answered, str) and answered else name))
     if not asked:  # no call recorded (every problem failed before one): what was configured
-        configured = tuple(sorted({model.model for model in run.manifest.models.values()}))
+        configured = tuple(sorted({_name(model.model) for model in run.manifest.models.values()}))
         return ServedModels(configured, configured, False)
     return ServedModels(tuple(sorted(asked)), tuple(sorted(set().union(*served.values()))),
                         any(len(names) > 1 for names in served.values()))
@@ -119,7 +128,8 @@ class RowGroup:
 
 
 def _key(run: Run) -> str:
-    return json.dumps([row_settings(run), mixed_settings(run.records)], sort_keys=True, default=str)
+    """What runs of one row share: the verdict settings, and the models that answered (the label)."""
+    return json.dumps([row_settings(run), base_label(run)], sort_keys=True, default=str)
 
 
 def _value(settings: Any, name: str) -> Any:
@@ -146,10 +156,10 @@ def _shown(value: Any) -> str:
     """A setting's value in a label: short plain values as they are, hashes shortened, a list of
     steps by their names."""
     if isinstance(value, list) and all(isinstance(item, dict) and "name" in item for item in value):
-        return ", ".join(str(item["name"]) for item in value)
+        return _name(", ".join(str(item["name"]) for item in value))
     if isinstance(value, str):
-        return value[:_DIGEST_SHOWN] if value.startswith("sha256:") else value
-    return json.dumps(value, ensure_ascii=False, default=str)
+        return value[:_DIGEST_SHOWN] if value.startswith("sha256:") else _name(value)
+    return _name(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def _roles_together(names: list[str], family: list[dict[str, Any]]) -> list[str]:
@@ -171,7 +181,7 @@ def _roles_together(names: list[str], family: list[dict[str, Any]]) -> list[str]
 def _step_names(settings: dict[str, Any]) -> list[str]:
     """The team's step names in order (as the settings record them)."""
     steps = _value(settings, "team.steps")
-    return [str(step["name"]) for step in steps if isinstance(step, dict) and "name" in step] \
+    return [_name(str(step["name"])) for step in steps if isinstance(step, dict) and "name" in step] \
         if isinstance(steps, list) else []
 
 
@@ -227,5 +237,5 @@ def _tell_apart(label: str, family: list[RowGroup]) -> None:
         group.label = candidate
 
 
-__all__ = ["MAX_SUFFIX_CHARS", "RowGroup", "ServedModels", "ablation_settings", "base_label", "group_runs",
-           "row_settings", "served_models"]
+__all__ = ["MAX_NAME_CHARS", "MAX_SUFFIX_CHARS", "RowGroup", "ServedModels", "ablation_settings", "base_label",
+           "group_runs", "row_settings", "served_models"]
