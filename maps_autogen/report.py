@@ -95,13 +95,13 @@ def table2(runs: Sequence[Run]) -> str | None:
             subsets = [s for s in _subsets(benchmark, [base]) if any(r.subset == s.name for r in base.records)]
             header = ["Variation", *(s.column for s in subsets), "Avg."]
             reference = _accuracies(base, subsets)
-            body = [[f"MAPS: {base.label}", *(f"{v:.2f}" if v is not None else "-" for v in reference)]]
+            body = [[base.label, *(f"{v:.2f}" if v is not None else "-" for v in reference)]]
             for run in same:
                 values = _accuracies(run, subsets)
                 body.append([f"w/o {'+'.join(run.without)}", *(
                     "-" if v is None or r is None else f"{v:.2f} ({v - r:+.2f})" for v, r in zip(values, reference)
                 )])
-            title = task.title if len(bases) == 1 else f"{task.title} ({base.label})"
+            title = task.title if len(bases) == 1 else f"{task.title}: {base.label}"
             sections.append(f"{title}\n\n" + _markdown(header, body))
     if alone:
         sections.append("Ablations without a full MAPS run under the same settings (not compared): "

@@ -80,7 +80,11 @@ def test_feedback_shares_and_times(runs) -> None:
     # Multiple-choice problems made at least 4 calls that name their pid (all but the
     # Interpreter's), each delayed 0.1 s; the others were not delayed.
     question_type = dict(zip(times["question type"]["values"], times["question type"]["series"]["maps (gpt-4o)"]))
-    assert question_type["multi_choice"] >= 0.4 > question_type["free_form"]
+    assert question_type["multi_choice"] >= 0.4  # a delay is a floor; how fast the others went depends on the load
+    recorded: dict[str, list[float]] = {}
+    for record in loaded[0].scored:
+        recorded.setdefault(record.metadata["question_type"], []).append(record.seconds)
+    assert question_type == {kind: round(sum(seconds) / len(seconds), 3) for kind, seconds in recorded.items()}
     assert set(times["category"]["values"]) == {"general-vqa", "math-targeted-vqa"}
 
 
