@@ -1,5 +1,5 @@
 """The one schema module: every file a run writes (run.json, transcript lines, results.jsonl
-rows, manifest.json, summary.json), one pydantic model each with every field declared, the
+rows, manifest.json, summary.json, turn.json while a call is under way), one pydantic model each with every field declared, the
 vocabularies (stop reasons, statuses, event kinds) defined once as `Literal`s, the file names,
 and the typed readers.
 
