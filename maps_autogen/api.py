@@ -134,7 +134,9 @@ def gold_scorer(problem: Problem, *, where: str) -> Callable[[ChatOutcome], dict
     if trouble:
         raise ProblemError(f"{where}: {trouble.replace('field ', '')}",
                            fix="give an option letter for a problem with options, else a number or a short text")
-    return lambda outcome: gold_evaluation(gold, options, outcome.final_answer)
+    # A run that failed has no verdict, whatever answer it had reached: never "wrong".
+    return lambda outcome: gold_evaluation(gold, options,
+                                           None if outcome.stop_reason == "error" else outcome.final_answer)
 
 
 class _Callbacks:

@@ -17,6 +17,7 @@ from maps_autogen.errors import MapsError
 
 if TYPE_CHECKING:
     from maps_autogen.human_desk import HumanDesk
+    from maps_autogen.live import LiveConsole
     from maps_autogen.view.server import ViewServer
 
 
@@ -172,7 +173,7 @@ def solve(
             problem, config=loaded, runs_dir=runs_dir, without=without, on_human=desk.ask if desk else None,
             observer=ClosedOutputGuard(live) if live is not None else None,
             announce=None if live is None else (lambda text: _say(text, err=True)),
-            on_ready=(lambda run_dir: viewers.append(_start_viewer(run_dir, human=desk))) if live_view else None,
+            on_ready=lambda run_dir: _ready(run_dir, live, viewers if live_view else None, desk),
         )
     finally:
         for viewer in viewers:
@@ -188,6 +189,9 @@ def solve(
         if result.run.correct is not None:
             verdict = "right" if result.run.correct else "wrong"
             _say(f"Gold answer: {result.run.gold} (from the problem file): the final answer is {verdict}")
+        elif result.run.gold is not None:  # a run that failed or has no answer has no verdict, never "wrong"
+            why = "the run failed" if result.outcome.stop_reason == "error" else "the run has no answer"
+            _say(f"Gold answer: {result.run.gold} (from the problem file): no verdict, {why}")
         _say(f"Stop reason: {result.outcome.stop_reason}; run saved in {result.run_dir}")
     if result.outcome.stop_reason == "error":
         raise ServiceError(
@@ -406,6 +410,8 @@ def eval_command(
     click.echo(
         f"\n{summary.average.scored} scored, {summary.failed} failed; cost {spent}; run saved in {outcome.eval_dir}"
     )
+    if summary.failed:
+        click.echo("failed problems have no verdict: the accuracy is correct / scored, never counting them wrong")
     resume_hint = f"maps eval {benchmark} --resume {outcome.eval_dir}"
     if outcome.terminated:
         raise RunTerminated(f"stopped by SIGTERM; the finished problems are saved and summarised in {outcome.eval_dir}",
@@ -571,6 +577,16 @@ def _open_in_browser(url: str) -> None:
         opened = False
     if not opened:
         _say(f"--open: no browser to open here (no display?); open {url} yourself", err=True)
+
+
+def _ready(run_dir: Path, live: LiveConsole | None, viewers: list[ViewServer] | None,
+           human: HumanDesk | None) -> None:
+    """A solve's run folder exists: the terminal's live view plans its estimate from it, and
+    `--view` serves it (with `human`, the page answers the chat's pauses too)."""
+    if live is not None:
+        live.watch(run_dir)
+    if viewers is not None:
+        viewers.append(_start_viewer(run_dir, human=human))
 
 
 def _start_viewer(run_dir: Path, human: HumanDesk | None = None) -> ViewServer:

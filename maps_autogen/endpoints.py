@@ -114,7 +114,10 @@ class ResolvedModel:
 
     def cost(self, prompt_tokens: int, completion_tokens: int, served: str | None) -> float | None:
         """USD for a call the service answered as model `served`, when that model's price is
-        known (`price_of`); None otherwise."""
+        known (`price_of`); None otherwise. A model on this machine (an endpoint of kind `local`,
+        the embedded model) costs nothing: $0, never an unknown price."""
+        if self.kind == "local":
+            return 0.0
         price = price_of(served, self.prices)
         if price is None:
             return None

@@ -1,18 +1,30 @@
-"""The live view of a chat in the terminal: who speaks, what they said, scores, rollbacks."""
+"""The live view of a chat in the terminal: who speaks, what they said, scores, rollbacks, and
+after the first reply an estimate of the time left, from the measured speed."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from maps_autogen.records import USER_PROXY_ROLE, EventRecord, MessageRecord, TokenRecord, TurnStartRecord, live_record
+from maps_autogen.errors import DataError
+from maps_autogen.records import (
+    USER_PROXY_ROLE,
+    EventRecord,
+    FlowRecord,
+    MessageRecord,
+    TokenRecord,
+    TurnStartRecord,
+    live_record,
+)
 from maps_autogen.redact import StreamRedactor, escape_controls, terminal_safe
 from maps_autogen.replies import ParsedAnswer, ParsedVerdict, ReadReply, read_as, read_reply
 from maps_autogen.roles import answer_with_option
+from maps_autogen.run_files import read_run
 from maps_autogen.team import possessive
 
 # Each speaker gets the next style as it first appears (step names come from the team).
@@ -23,6 +35,27 @@ USER_PROXY_STYLE = "bold white"
 def _safe(value: Any) -> Text:
     """Untrusted text as a rich Text: no markup, secrets masked, control characters escaped."""
     return Text(terminal_safe(str(value)))
+
+
+def calls_left(flow: FlowRecord, rollback_step: str | None = None, rollbacks_done: int = 0) -> tuple[int, int]:
+    """The fewest and most model calls a chat under `flow` still makes: from its start, or right
+    after its `rollbacks_done`-th rollback, to `rollback_step`. The fewest: the steps to run and
+    the review after them (none after the last allowed rollback without the final review); the
+    most: every rollback left used, each re-running every working step and reviewed again (the
+    last one only with the final review)."""
+    working = len(flow.steps)
+    review = 1 if flow.reviewer is not None else 0
+    left = max(0, (flow.max_rollbacks or 0) - rollbacks_done) if review else 0
+    if rollback_step is None:
+        least = working + review
+    else:
+        rerun = working - flow.steps.index(rollback_step) if rollback_step in flow.steps else working
+        least = rerun + (review if left or flow.final_review else 0)
+    return least, least + left * working + review * (max(0, left - 1) + (1 if left and flow.final_review else 0))
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
 class _PipeConsole(Console):
@@ -48,6 +81,14 @@ class LiveConsole:
         self._stream_redactor = StreamRedactor()
         self._turn = 0
         self._styles: dict[str, str] = {}
+        self.run_dir: Path | None = None  # set once the run folder exists (`watch`): its flow plans the estimate
+        self._flow: FlowRecord | None = None
+        self._call_seconds: list[float] = []  # measured model calls (replies from the cache are not)
+        self._rollbacks = 0
+
+    def watch(self, run_dir: Path) -> None:
+        """The run folder of the chat this console shows (its run.json records the chat's flow)."""
+        self.run_dir = run_dir
 
     def _style(self, role: str) -> str:
         if role == USER_PROXY_ROLE:
@@ -77,8 +118,45 @@ class LiveConsole:
             return
         if isinstance(typed, MessageRecord):
             self._message(typed)
+            self._measure(typed)
         else:
             self._event(typed)
+            if typed.event == "rollback":
+                self._rollbacks += 1
+                self._estimate(typed.step)
+
+    def _plan(self) -> FlowRecord | None:
+        """The chat's flow, read once from its run.json (None before the folder is known)."""
+        if self._flow is None and self.run_dir is not None:
+            try:
+                self._flow = read_run(self.run_dir).flow
+            except DataError:
+                return None
+        return self._flow
+
+    def _measure(self, record: MessageRecord) -> None:
+        """Time a model reply; after the first, say how long the rest may take."""
+        usage = record.usage
+        took = usage.seconds if usage is not None and usage.seconds is not None else record.seconds
+        if record.role == USER_PROXY_ROLE or took is None or (usage is not None and usage.cached):
+            return
+        self._call_seconds.append(took)
+        if len(self._call_seconds) == 1:
+            self._estimate(None, made=1)
+
+    def _estimate(self, rollback_step: str | None, made: int = 0) -> None:
+        """One dim line: the calls left (fewest to most, by the flow's plan) times the mean measured call."""
+        flow = self._plan()
+        if flow is None or not self._call_seconds:
+            return
+        least, most = calls_left(flow, rollback_step, self._rollbacks)
+        least, most = max(0, least - made), max(0, most - made)
+        mean = sum(self._call_seconds) / len(self._call_seconds)
+        span = f"{least}" if least == most else f"{least}-{most}"
+        self.console.print(Text(
+            f"≈ {span} more model call{'s' if most != 1 else ''} at ~{mean:.1f} s each (measured so far): about "
+            f"{_minutes(least * mean)}" + ("" if least == most else f" to {_minutes(most * mean)}") + " left",
+            style="dim"))
 
     def _message(self, record: MessageRecord) -> None:
         role = record.role

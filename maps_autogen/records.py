@@ -1,5 +1,6 @@
 """The one schema module: every file a run writes (run.json, transcript lines, results.jsonl
-rows, manifest.json, summary.json), one pydantic model each with every field declared, the
+rows, manifest.json, summary.json, turn.json while a call is under way), one pydantic model
+each with every field declared, the
 vocabularies (stop reasons, statuses, event kinds) defined once as `Literal`s, the file names,
 and the typed readers.
 
@@ -38,6 +39,7 @@ IMAGES_DIR = "images"
 RESULTS_FILE = "results.jsonl"
 MANIFEST_FILE = "manifest.json"
 SUMMARY_FILE = "summary.json"
+TURN_FILE = "turn.json"  # the model call under way, while a run goes on (removed when it ends)
 PROBLEMS_DIR = "problems"  # an eval's problem folders: problems/<safe_paths.safe_component(pid)>
 USER_PROXY_ROLE = "user_proxy"  # a message record's role for the task (no team step has this name)
 
@@ -244,16 +246,25 @@ class Evaluation(_Record):
     gold: Any = None
 
 
+#: Figure 4's bars besides the steps: the first review passed the work (no regeneration), and the
+#: first review was unreadable or the problem failed before it decided (never counted as a pass).
+#: Neither can be a step's name (team.py's names have no spaces).
+NO_REGENERATION = "none"
+NO_USABLE_REVIEW = "no usable review"
+
+
 def feedback_targets(teams: Iterable[TeamRecord | None], seen: Iterable[str | None] = ()) -> list[str]:
-    """Where a reviewer's feedback can go (Figure 4): the scored steps of the recorded teams in
-    team order, any other step `seen` as a row's feedback step (a team recorded before `scored`
-    was), then "none" (no regeneration)."""
+    """Where a reviewer's first decision can go (Figure 4): the scored steps of the recorded
+    teams in team order, any other step `seen` as a row's decision (a team recorded before
+    `scored` was), then "none" (no regeneration), then NO_USABLE_REVIEW when `seen` holds it."""
     targets: list[str] = []
     for team in teams:
         if team is not None:
             targets += [step for step in team.steps if step in team.scored and step not in targets]
-    targets += sorted({step for step in seen if step and step != "none" and step not in targets})
-    return [*targets, "none"]
+    seen = set(seen)
+    targets += sorted({step for step in seen if step and step not in (NO_REGENERATION, NO_USABLE_REVIEW)
+                       and step not in targets})
+    return [*targets, NO_REGENERATION, *([NO_USABLE_REVIEW] if NO_USABLE_REVIEW in seen else [])]
 
 
 # ----- run.json -----------------------------------------------------------------------------
@@ -367,6 +378,19 @@ class TokenRecord(_Record):
     type: Literal["token"]
     role: str
     text: str
+
+
+class TurnInProgress(_File):
+    """turn.json: the step whose model call is under way (written when a turn starts, removed
+    when the run ends), so a live page can say who is thinking during a long call. `messages` is
+    how many messages the transcript held when the turn started: a later message ends it."""
+
+    role: str
+    agent: str | None = None
+    round: int = 0
+    revision: bool = False
+    started_at: str
+    messages: int = 0
 
 
 TranscriptLine = Annotated[MessageRecord | EventRecord, Field(discriminator="type")]

@@ -1,41 +1,63 @@
 """`maps report`: compare eval runs as the paper does: Table 1 (with bootstrap intervals), with
 `--paper` the paper's own rows beside ours with the difference and a random-choice row computed
-from the data, Table 2 (ablation deltas), Figure 4 (where the Critic's feedback went), Figure 5
-(accuracy per base model and benchmark), Figure 6 (solving time by question type, answer type,
-category and difficulty; also on the paper's scale), and cost and tokens per role."""
+from the data, Table 2 (ablation deltas), Figure 4 (where the Critic's first decision went),
+Figure 5 (accuracy per base model and benchmark), Figure 6 (solving time by question type,
+answer type, category and difficulty, from the field each benchmark has; also on the paper's
+scale), and cost and tokens per role.
+
+Every table and figure has one row (or bar, or line) per group of runs under the same verdict
+settings (eval/table_rows.py), labelled by the models that answered and by what sets it apart;
+the report lists which runs went into which row. Nothing is averaged across rows."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.artifacts import FILE_MODE, write_text_atomic
+from maps_autogen.artifacts import write_text_atomic
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
 from maps_autogen.benchmarks import get_benchmark
-from maps_autogen.errors import missing_extra
-from maps_autogen.eval.table1 import Cell, Row, Run, _cell, _markdown, _subsets, load_run, table1, table1_rows
-from maps_autogen.paper import OVERALL, PaperRow, paper_row_for
+from maps_autogen.eval.table1 import (
+    Cell,
+    Row,
+    Run,
+    _cell,
+    _markdown,
+    _subsets,
+    failed_note,
+    load_run,
+    table1,
+    table1_rows,
+)
+from maps_autogen.eval.table_rows import ablation_settings, group_runs
+from maps_autogen.figures import (
+    PAPER_TIME_SCALE_S,
+    all_targets,
+    bar_names,
+    plot_feedback,
+    plot_models,
+    plot_times,
+    target_label,
+)
+from maps_autogen.paper import OVERALL, PaperRow, paper_row_for, reference_notes
 from maps_autogen.paper import table1_rows as paper_table1_rows
 from maps_autogen.records import ResultRow, feedback_targets
+from maps_autogen.tally import first_decision
 
-PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 100 s
-# One colour per series (Figures 5 and 6), so a figure can be checked by colour.
-SERIES_COLOURS = ("#3a86ff", "#e76f51", "#2a9d8f", "#b5179e", "#e9c46a", "#6a4c93", "#8ac926", "#ff595e")
-# Figure 4: the n-th feedback target of the team (in team order) and "none" (no regeneration).
-FEEDBACK_COLOURS = ("#b5179e", "#3a86ff", "#2a9d8f", "#e9c46a", "#6a4c93", "#e76f51", "#8ac926", "#ff595e")
-NO_FEEDBACK_COLOUR = "#adb5bd"
-# Figure 6 panels: which metadata field holds each property, per benchmark.
-TIME_FIELDS = {
-    "question type": ("question_type", "type"),
-    "answer type": ("answer_type",),
-    "category": ("category", "subfield"),
-    "difficulty": ("difficulty",),
+# Figure 6 panels: which row field holds each property, per benchmark (a benchmark without
+# such a field has no values in that panel). MathVista has no difficulty: its `grade` (elementary
+# school ... college) stands for it; OlympiadBench's categories are its `subfield`s.
+TIME_FIELDS: dict[str, dict[str, str]] = {
+    "question type": {"mathvista": "question_type", "emma": "type", "olympiadbench": "question_type",
+                      "custom": "question_type"},
+    "answer type": {"mathvista": "answer_type", "olympiadbench": "answer_type", "custom": "answer_type"},
+    "category": {"mathvista": "category", "emma": "category", "olympiadbench": "subfield", "custom": "category"},
+    "difficulty": {"mathvista": "grade", "olympiadbench": "difficulty", "custom": "difficulty"},
 }
 
 
@@ -46,75 +68,95 @@ def _accuracies(run: Run, subsets: Sequence[Any]) -> list[float | None]:
 
 
 def table2(runs: Sequence[Run]) -> str | None:
-    """Ablations against the full MAPS run of the same benchmark and models: accuracy and delta."""
-    sections = []
+    """Ablations against the full MAPS run of the same benchmark under the same settings apart
+    from the steps left out (eval/table_rows.ablation_settings): accuracy and delta. An ablation
+    no full run matches is named below the table, never compared with another team's run."""
+    sections, alone = [], []
     for benchmark in BENCHMARK_ORDER:
         mine = [run for run in runs if run.benchmark == benchmark and run.method == "maps"]
         full = [run for run in mine if not run.without]
         ablated = [run for run in mine if run.without]
-        if not full or not ablated:
+        if not ablated:
             continue
         task = get_benchmark(benchmark).task
-        bases: dict[str, Run] = {}
-        for run in full:
-            bases.setdefault(run.models, run)  # per model set, its first full run
-        for models, base in bases.items():
-            # An ablation is compared with the full run of the same models only.
-            same = [run for run in ablated if run.models == models]
-            if not same:
+        bases: list[tuple[Run, list[Run]]] = []
+        for run in ablated:
+            key = ablation_settings(run)
+            base = next((candidate for candidate in full if ablation_settings(candidate) == key), None)
+            if base is None:
+                alone.append(f"{run.label} on {task.title} (`{run.path}`)")
                 continue
+            group = next((same for known, same in bases if known is base), None)
+            if group is None:
+                bases.append((base, [run]))
+            else:
+                group.append(run)
+        for base, same in bases:
             subsets = [s for s in _subsets(benchmark, [base]) if any(r.subset == s.name for r in base.records)]
             header = ["Variation", *(s.column for s in subsets), "Avg."]
             reference = _accuracies(base, subsets)
-            body = [[f"MAPS ({base.models})", *(f"{v:.2f}" if v is not None else "-" for v in reference)]]
+            body = [[base.label, *(f"{v:.2f}" if v is not None else "-" for v in reference)]]
             for run in same:
                 values = _accuracies(run, subsets)
                 body.append([f"w/o {'+'.join(run.without)}", *(
                     "-" if v is None or r is None else f"{v:.2f} ({v - r:+.2f})" for v, r in zip(values, reference)
                 )])
-            title = task.title if len(bases) == 1 else f"{task.title} ({models})"
+            title = task.title if len(bases) == 1 else f"{task.title}: {base.label}"
             sections.append(f"{title}\n\n" + _markdown(header, body))
+    if alone:
+        sections.append("Ablations without a full MAPS run under the same settings (not compared): "
+                        + "; ".join(alone) + ".")
     return "\n\n".join(sections) if sections else None
 
 
-def feedback_shares(runs: Sequence[Run]) -> dict[str, dict[str, float]]:
-    """Figure 4 data: per benchmark, the share of problems whose (first) feedback went to each
-    step the recorded team's reviewer scores (in team order), or to no regeneration ("none",
-    last). Full MAPS runs only."""
-    shares: dict[str, dict[str, float]] = {}
+def feedback_shares(runs: Sequence[Run]) -> dict[str, dict[str, dict[str, float]]]:
+    """Figure 4 data: per benchmark and report row (full MAPS runs whose team has a reviewer),
+    the share of the run's problems (failed ones included) by the reviewer's first decision
+    (`tally.first_decision`): each step the recorded team's reviewer scores (in team order),
+    "none" (no regeneration) and "no usable review" (never counted as a pass)."""
+    shares: dict[str, dict[str, dict[str, float]]] = {}
+    group_runs(runs)
     for benchmark in BENCHMARK_ORDER:
-        full = [run for run in runs if run.benchmark == benchmark and run.method == "maps" and not run.without]
-        scored = [r for run in full for r in run.scored]
-        if not scored:
-            continue
-        targets = feedback_targets((run.manifest.team for run in full), (r.feedback_step for r in scored))
-        counts = {target: 0 for target in targets}
-        for record in scored:
-            counts[record.feedback_step or "none"] += 1
-        shares[benchmark] = {target: round(count / len(scored), 4) for target, count in counts.items()}
+        for run in runs:
+            team = run.manifest.team
+            if run.benchmark != benchmark or run.method != "maps" or run.without or not run.records or (
+                    team is not None and team.reviewer is None):
+                continue
+            decisions = [first_decision(record) for record in run.records]
+            counts = {target: 0 for target in feedback_targets([team], decisions)}
+            for decision in decisions:
+                counts[decision] += 1
+            shares.setdefault(benchmark, {})[run.label] = {
+                target: round(count / len(decisions), 4) for target, count in counts.items()}
     return shares
 
 
 def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
     """Figure 6 data: per property (question type, answer type, category, difficulty), the
-    values on the x axis and one series per Table 1 row (method and models; runs of the same
-    row on different benchmarks pooled, as Table 1 pools them), holding the mean solving seconds
-    per value (None where the row has no scored problem of that value). Every series of a
-    panel shares its values; with several benchmarks a value is named "<benchmark>: <value>"
-    and the values go in the paper's benchmark order, so panels line up across benchmarks.
-    `{panel: {"values": [...], "series": {label: [seconds or None, ...]}}}`, panels without
-    data left out."""
+    values on the x axis, the field each benchmark's values come from (TIME_FIELDS), and one
+    series per report row (runs of the same row on different benchmarks on one line, as Table 1
+    has them), holding the mean solving seconds per value (None where the row has no scored
+    problem of that value). Every series of a panel shares its values; with several benchmarks a
+    value is named "<benchmark>: <value>" and the values go in the paper's benchmark order, so
+    panels line up across benchmarks. `{panel: {"values": [...], "fields": {benchmark: field},
+    "series": {label: [seconds or None, ...]}}}`, panels without data left out."""
+    group_runs(runs)
     several = len({run.benchmark for run in runs}) > 1
     order = {name: n for n, name in enumerate(BENCHMARK_ORDER)}
     panels: dict[str, dict[str, dict[tuple[int, str, str], list[float]]]] = {panel: {} for panel in TIME_FIELDS}
+    used: dict[str, dict[str, str]] = {panel: {} for panel in TIME_FIELDS}
     for run in runs:
-        for record in run.scored:
-            metadata = record.metadata  # the data set's own fields, as the row carries them
-            for panel, fields in TIME_FIELDS.items():
-                value = next((metadata[f] for f in fields if metadata.get(f) not in (None, "")), None)
-                if value is not None:
-                    key = (order.get(run.benchmark, len(order)), run.benchmark, str(value))
-                    panels[panel].setdefault(run.label, {}).setdefault(key, []).append(float(record.seconds))
+        for panel, fields in TIME_FIELDS.items():
+            field = fields.get(run.benchmark)
+            if field is None:
+                continue
+            for record in run.scored:
+                value = record.metadata.get(field)  # the data set's own fields, as the row carries them
+                if value in (None, ""):
+                    continue
+                key = (order.get(run.benchmark, len(order)), run.benchmark, str(value))
+                panels[panel].setdefault(run.label, {}).setdefault(key, []).append(float(record.seconds))
+                used[panel][run.benchmark] = field
     data: dict[str, dict[str, Any]] = {}
     for panel, series in panels.items():
         keys = sorted({key for times in series.values() for key in times})
@@ -123,7 +165,8 @@ def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
         names = [
             f"{get_benchmark(benchmark).task.title}: {value}" if several else value for _, benchmark, value in keys
         ]
-        data[panel] = {"values": names, "series": {
+        fields = {b: used[panel][b] for b in sorted(used[panel], key=lambda b: order.get(b, len(order)))}
+        data[panel] = {"values": names, "fields": fields, "series": {
             label: [round(sum(times[key]) / len(times[key]), 3) if key in times else None for key in keys]
             for label, times in series.items()}}
     return data
@@ -134,9 +177,10 @@ USAGE_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens")
 
 
 def usage_by_role(runs: Sequence[Run]) -> dict[str, dict[str, UsageRow]]:
-    """By Table 1 row (method, ablation and models: `Run.label`), then by role: mean calls
-    (and of them, answered from the cache), tokens and cost per problem over the row's scored
-    problems. Runs of different methods or models are never averaged together."""
+    """By report row (`Run.label`: runs under the same verdict settings), then by role: mean
+    calls (and of them, answered from the cache), tokens and cost per problem over the row's
+    scored problems. Runs of different rows are never averaged together."""
+    group_runs(runs)
     by_label: dict[str, list[Run]] = {}
     for run in runs:
         by_label.setdefault(run.label, []).append(run)
@@ -212,14 +256,17 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
     for paper in paper_table1_rows():
         average = _paper_average(paper, benchmarks)
         overall = paper.cells[OVERALL] if every_benchmark else ("-" if average is None else f"{average:.2f}")
-        body.append(["paper", paper.label, *(paper.cells.get(f"{b}/{s}", "-") for b, s, _ in columns), overall, ""])
-    ours = [(random_choice_row(runs), None)] + [
-        (row, next((r for r in runs if r.label == row.label), None)) for row in table1_rows(runs)
-    ]
+        body.append([f"paper ({paper.source})", paper.label, *(paper.cells.get(f"{b}/{s}", "-") for b, s, _ in columns),
+                     overall, ""])
+    rows = table1_rows(runs)
+    ours = [(random_choice_row(runs), None)] + [(row, row.runs[0]) for row in rows]
     differences: list[list[str]] = []
     for row, run in ours:
         our_overall = _overall(row.benchmark_avgs)
-        match = paper_row_for(run.method, run.model_names) if run is not None and not run.without else None
+        # A paper row is reproduced by the model that answered, not the one asked for.
+        served = run.served if run is not None else None
+        match = (paper_row_for(run.method, set(served.served))
+                 if run is not None and served is not None and not run.without and not served.several else None)
         delta = "-"
         if match is not None and our_overall is not None:
             reference = _paper_average(match, list(row.benchmark_avgs))
@@ -235,7 +282,10 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
                 delta,
             ]
         )
-    markdown = _markdown(header, body)
+    markdown = _markdown(header, body) + failed_note(rows) + "\n\nWhere the rows come from:\n\n" + "\n".join(
+        f"- {note}" for note in [*reference_notes(), "random choice (expected, from the data): computed here from "
+                                 "the problems the runs cover: 1/k for a problem with k choices, 0 for an open answer",
+                                 "this report: the runs listed under 'Rows and the runs in them'"])
     if differences:
         markdown += "\n\nDifference against the paper (points, ours − paper):\n\n" + _markdown(
             ["Run", *(h for _, _, h in columns)], differences
@@ -246,14 +296,32 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
 
 
 def accuracy_by_model(runs: Sequence[Run]) -> dict[str, dict[str, dict[str, float]]]:
-    """Figure 5 data: per benchmark, per row (method and base model), accuracy per subset and
-    pooled ("Avg."); full runs only (ablations are Table 2's)."""
+    """Figure 5 data: per benchmark, per report row (method and base model), accuracy per subset
+    and pooled ("Avg."); full runs only (ablations are Table 2's)."""
     data: dict[str, dict[str, dict[str, float]]] = {}
-    for row in table1_rows([run for run in runs if not run.without]):
+    for row in table1_rows(runs):  # labelled among all the runs, as every other table and figure
+        if any(run.without for run in row.runs):
+            continue
         for (benchmark, subset), cell in row.cells.items():
             if cell.accuracy is not None:
                 data.setdefault(benchmark, {}).setdefault(row.label, {})[subset] = cell.accuracy
     return {b: data[b] for b in BENCHMARK_ORDER if b in data}
+
+
+def rows_and_runs(runs: Sequence[Run]) -> str:
+    """Which runs went into which report row, and what sets a row apart."""
+    body = [[group.label, f"`{run.path}`", get_benchmark(run.benchmark).task.title, str(len(run.scored)),
+             str(run.failed), "; ".join(group.differs) or "-"]
+            for group in group_runs(runs) for run in group.runs]
+    return _markdown(["Row", "Run folder", "Benchmark", "Scored", "Failed", "What sets the row apart"], body)
+
+
+def feedback_table(shares: dict[str, dict[str, dict[str, float]]]) -> str:
+    """Figure 4's numbers: one line per bar."""
+    targets = all_targets(shares)
+    return _markdown(["Bar", *(target_label(t) for t in targets)],
+                     [[name, *(f"{100 * shares[b][label].get(t, 0.0):.1f}%" for t in targets)]
+                      for b, label, name in bar_names(shares)])
 
 
 def _usage_table(usage: dict[str, dict[str, UsageRow]]) -> str:
@@ -265,131 +333,6 @@ def _usage_table(usage: dict[str, dict[str, UsageRow]]) -> str:
         ["Run", "Role", "Calls / problem", "From the cache ($0) / problem", "Prompt tokens / problem",
          "Completion tokens / problem", "Cost / problem"], body
     )
-
-
-def _pyplot() -> Any:
-    """matplotlib.pyplot, headless (the `report` extra)."""
-    try:
-        import matplotlib
-    except ModuleNotFoundError as error:
-        if error.name != "matplotlib":
-            raise
-        raise missing_extra("matplotlib", "report", "maps report's figures") from None
-
-    matplotlib.use("Agg")  # headless: no display on servers and CI
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save_figure(fig: Any, path: Path) -> None:
-    """Write a figure as PNG with the mode of every file we write, and free it."""
-    import matplotlib.pyplot as plt
-
-    fig.savefig(path, dpi=120)
-    os.chmod(path, FILE_MODE)
-    plt.close(fig)
-
-
-def _all_targets(shares: dict[str, dict[str, float]]) -> list[str]:
-    """The feedback targets of every benchmark, each once, in order, "none" last."""
-    targets = list(dict.fromkeys(target for per_benchmark in shares.values() for target in per_benchmark))
-    return sorted(targets, key=lambda target: target == "none")
-
-
-def plot_feedback(shares: dict[str, dict[str, float]], path: Path) -> Path:
-    """Figure 4: stacked bars of where the Critic's feedback went, per benchmark."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(9.5, 1.6 + 0.7 * len(shares)))
-    names = [get_benchmark(b).task.title for b in shares]
-    left = [0.0] * len(shares)
-    targets = _all_targets(shares)
-    for number, target in enumerate(targets):
-        values = [100 * shares[b].get(target, 0.0) for b in shares]
-        label = "no regeneration" if target == "none" else target.capitalize()
-        colour = NO_FEEDBACK_COLOUR if target == "none" else FEEDBACK_COLOURS[number % len(FEEDBACK_COLOURS)]
-        bars = ax.barh(names, values, left=left, color=colour, label=label)
-        for bar, value in zip(bars, values):
-            if value >= 6:
-                ax.text(
-                    bar.get_x() + bar.get_width() / 2,
-                    bar.get_y() + bar.get_height() / 2,
-                    f"{value:.0f}%",
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                )
-        left = [start + v for start, v in zip(left, values)]
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("share of problems (%)")
-    ax.set_title("Where the reviewer's feedback went (first rollback per problem)")
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
-    fig.tight_layout()
-    _save_figure(fig, path)
-    return path
-
-
-def plot_times(times: dict[str, dict[str, Any]], path: Path, *, paper_scale: bool = False) -> Path:
-    """Figure 6: one panel per property, one line per series (method and models) over the
-    panel's values, every panel on the same time axis; on the paper's scale, each time relative
-    to 100 s (1.0 = 100 s)."""
-    plt = _pyplot()
-    labels = list(dict.fromkeys(label for panel in times.values() for label in panel["series"]))
-    colours = {label: SERIES_COLOURS[n % len(SERIES_COLOURS)] for n, label in enumerate(labels)}
-    fig, axes = plt.subplots(1, len(times), figsize=(4.2 * len(times), 4.4), squeeze=False, sharey=True)
-    scale = PAPER_TIME_SCALE_S if paper_scale else 1.0
-    for ax, (panel, data) in zip(axes[0], times.items()):
-        values = data["values"]
-        for label, seconds in data["series"].items():
-            ys = [float("nan") if t is None else t / scale for t in seconds]
-            ax.plot(range(len(values)), ys, marker="o", color=colours[label], label=label)
-        ax.set_xticks(range(len(values)))
-        ax.set_xticklabels([v if len(v) <= 28 else v[:27] + "…" for v in values], rotation=35, ha="right", fontsize=8)
-        ax.set_title(f"by {panel}")
-    axes[0][0].set_ylim(bottom=0)
-    axes[0][0].set_ylabel(
-        f"solving time relative to {PAPER_TIME_SCALE_S:.0f} s" if paper_scale else "mean solving time (s)"
-    )
-    handles = [plt.Line2D([0], [0], color=colours[label], marker="o") for label in labels]
-    fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8, frameon=False)
-    fig.suptitle(
-        f"Solving time relative to {PAPER_TIME_SCALE_S:.0f} s (the paper's scale)" if paper_scale else "Solving time"
-    )
-    fig.tight_layout(rect=(0, 0.08 + 0.05 * ((len(labels) - 1) // 3), 1, 1))
-    _save_figure(fig, path)
-    return path
-
-
-def plot_models(data: dict[str, dict[str, dict[str, float]]], path: Path) -> Path:
-    """Figure 5: accuracy per subset and pooled, one panel per benchmark, one bar colour per
-    row (method and base model), as the paper compares base models with and without MAPS."""
-    plt = _pyplot()
-    labels = list(dict.fromkeys(label for rows in data.values() for label in rows))
-    colours = {label: SERIES_COLOURS[n % len(SERIES_COLOURS)] for n, label in enumerate(labels)}
-    fig, axes = plt.subplots(1, len(data), figsize=(max(5.0, 1.2 + 1.1 * len(labels)) * len(data), 4.2), squeeze=False)
-    for ax, (benchmark, rows) in zip(axes[0], data.items()):
-        task = get_benchmark(benchmark).task
-        known = {s.name for s in task.subsets}
-        ran = dict.fromkeys(name for values in rows.values() for name in values if name != "Avg.")
-        groups = (
-            [s.name for s in task.subsets if s.name in ran] + [name for name in ran if name not in known] + ["Avg."]
-        )
-        width = 0.8 / max(1, len(rows))
-        for n, (label, values) in enumerate(rows.items()):
-            xs = [g + (n - (len(rows) - 1) / 2) * width for g, name in enumerate(groups) if name in values]
-            ax.bar(xs, [values[name] for name in groups if name in values], width=width * 0.92, color=colours[label])
-        ax.set_xticks(range(len(groups)))
-        columns = {s.name: s.column for s in task.subsets}
-        ax.set_xticklabels([columns.get(name, name) for name in groups], fontsize=9)
-        ax.set_ylim(0, 100)
-        ax.set_ylabel("accuracy (%)")
-        ax.set_title(task.title)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colours[label]) for label in labels]
-    fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8, frameon=False)
-    fig.suptitle("Accuracy per base model")
-    fig.tight_layout(rect=(0, 0.06 + 0.05 * ((len(labels) - 1) // 3), 1, 1))
-    _save_figure(fig, path)
-    return path
 
 
 @dataclass
@@ -407,13 +350,18 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
     files: list[Path] = []
     parts = [
         "# MAPS report",
-        "Runs: " + ", ".join(f"`{run.path}` ({run.label}, {run.benchmark}, {len(run.scored)} scored)" for run in runs),
+        "## Rows and the runs in them",
+        "Runs share a row only when every setting that can change a verdict is the same (team, personalities, "
+        "prompts, review, models and what they were sent, method, steps left out), one run per benchmark; a row "
+        "names the models that answered (and the ones asked for where they differ). Every table and figure "
+        "below has these rows; nothing is averaged across them.",
+        rows_and_runs(runs),
     ]
     markdown1, csv1 = table1(runs)
     write_text_atomic(out / "table1.md", markdown1 + "\n")
     write_text_atomic(out / "table1.csv", csv1)
     files += [out / "table1.md", out / "table1.csv"]
-    parts += ["## Table 1: accuracy (%) with 95% bootstrap intervals", markdown1]
+    parts += ["## Table 1: accuracy (%) with 95% bootstrap intervals (correct / scored)", markdown1]
     if paper:
         markdown_paper, csv_paper = paper_table(runs)
         write_text_atomic(out / "table1_paper.md", markdown_paper + "\n")
@@ -432,15 +380,13 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
     if shares:
         files.append(plot_feedback(shares, out / "figure4.png"))
         parts += [
-            "## Figure 4: feedback shares",
+            "## Figure 4: where the reviewer's first decision went",
             "![](figure4.png)",
-            _markdown(
-                ["Benchmark", *(t if t != "none" else "no regeneration" for t in _all_targets(shares))],
-                [
-                    [get_benchmark(b).task.title, *(f"{100 * s.get(t, 0.0):.1f}%" for t in _all_targets(shares))]
-                    for b, s in shares.items()
-                ],
-            ),
+            "Every problem of a full MAPS run is counted once (failed ones included), by its reviewer's first "
+            "decision: the step its first rollback re-ran, no regeneration (the first review passed the work), "
+            "or no usable review (the first review was unreadable, or the problem failed before a review "
+            "decided), which is never counted as a pass.",
+            feedback_table(shares),
         ]
     models = accuracy_by_model(runs)
     if models:
@@ -454,6 +400,10 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         files.append(plot_times(times, out / "figure6_paper_scale.png", paper_scale=True))
         parts += [
             "## Figure 6: solving time",
+            "Mean seconds per scored problem, by the field each benchmark has for each property: "
+            + "; ".join(f"{panel}: " + ", ".join(f"{get_benchmark(b).task.title} `{field}`"
+                                                  for b, field in data["fields"].items())
+                        for panel, data in times.items()) + ".",
             "![](figure6.png)",
             f"On the paper's scale (relative to {PAPER_TIME_SCALE_S:.0f} s):",
             "![](figure6_paper_scale.png)",
@@ -462,7 +412,7 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
     if usage:
         write_text_atomic(out / "usage.md", _usage_table(usage) + "\n")
         files.append(out / "usage.md")
-        parts += ["## Cost and tokens per problem, by Table 1 row and role (calls served from the cache cost $0)",
+        parts += ["## Cost and tokens per problem, by report row and role (calls served from the cache cost $0)",
                   _usage_table(usage)]
     markdown = "\n\n".join(parts) + "\n"
     write_text_atomic(out / "report.md", markdown)
@@ -476,7 +426,8 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
                 "usage_by_role": usage,
                 "accuracy_by_model": models,
                 "table1": [
-                    {"label": r.label, "cells": {f"{b}/{s}": vars(c) for (b, s), c in r.cells.items()}}
+                    {"label": r.label, "runs": [str(run.path) for run in r.runs],
+                     "cells": {f"{b}/{s}": vars(c) for (b, s), c in r.cells.items()}}
                     for r in table1_rows(runs)
                 ],
             },
@@ -488,5 +439,5 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
     return Report(markdown, files)
 
 
-__all__ = ["Report", "accuracy_by_model", "feedback_shares", "paper_table", "random_choice_row",
-           "solving_times", "table2", "usage_by_role", "write_report"]
+__all__ = ["TIME_FIELDS", "Report", "accuracy_by_model", "feedback_shares", "feedback_table", "paper_table",
+           "random_choice_row", "rows_and_runs", "solving_times", "table2", "usage_by_role", "write_report"]

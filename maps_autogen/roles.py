@@ -63,6 +63,23 @@ def answer_with_option(answer: str, options: Sequence[str]) -> str:
     return answer
 
 
+NO_ANSWER = "no answer"
+_ERROR_SHOWN_CHARS = 200  # the part of an error a shown "no answer (error: …)" quotes
+
+
+def shown_answer(answer: str | None, options: Sequence[str], *, error: str | None = None) -> str:
+    """A run's final answer as the terminal and the pages show it (`answer_with_option`); a run
+    without one is "no answer (error: …)" (or "no answer"), never an empty answer to be read as wrong."""
+    if answer and answer.strip():
+        return answer_with_option(answer, options)
+    if not error:
+        return NO_ANSWER
+    reason = " ".join(error.split())
+    if len(reason) > _ERROR_SHOWN_CHARS:
+        reason = reason[: _ERROR_SHOWN_CHARS - 1] + "…"
+    return f"{NO_ANSWER} (error: {reason})"
+
+
 def lettered_option(index: int, option: str) -> str:
     """The option at `index` (0-based) with its letter ("B. 4 kg"), unless it already starts with it."""
     letter = option_letter(index)

@@ -53,7 +53,7 @@ from maps_autogen.records import (
     dumped,
 )
 from maps_autogen.redact import register_secret
-from maps_autogen.roles import answer_with_option
+from maps_autogen.roles import shown_answer
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
 
 
@@ -240,8 +240,9 @@ class SolveResult:
 
     @property
     def final_answer_text(self) -> str:
-        """The final answer as shown: an option's letter with the option's text ("C. 3 kg")."""
-        return answer_with_option(self.outcome.final_answer, self.options)
+        """The final answer as shown: an option's letter with the option's text ("C. 3 kg");
+        "no answer (error: …)" for a run that has none."""
+        return shown_answer(self.outcome.final_answer, self.options, error=self.outcome.error)
 
     def summary(self) -> dict[str, Any]:
         """What `maps solve --json` prints."""

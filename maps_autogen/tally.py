@@ -3,6 +3,9 @@
 Accuracy is correct / scored, in percent to two decimals: a problem whose run failed (or a
 line that could not be scored) has no verdict, so it is counted apart as failed, never as
 wrong. Every place that prints an accuracy prints the same figure for the same rows.
+
+Figure 4's one rule is here too (`first_decision`): the summary, `maps report` and the viewer
+count each problem by its reviewer's first decision.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from maps_autogen.records import NO_REGENERATION, NO_USABLE_REVIEW
 
 if TYPE_CHECKING:
     from maps_autogen.records import ResultRow
@@ -54,6 +59,20 @@ class Tally:
         return "–" if self.accuracy is None else f"{self.accuracy:.2f}% ({self.correct}/{self.scored})"
 
 
+def first_decision(row: ResultRow) -> str:
+    """Where a problem's first review sent the work (Figure 4): the step its first rollback
+    re-ran, "none" when the first review passed it (no regeneration), or NO_USABLE_REVIEW when
+    that review was unreadable or the problem failed before a review decided, never a pass."""
+    first_review = row.critic_scores[0] if row.critic_scores else None
+    if row.critic_scores and first_review is None:
+        return NO_USABLE_REVIEW
+    if row.feedback_step or row.rollbacks:
+        return row.feedback_step or row.rollbacks[0]
+    if row.status != "ok":
+        return NO_USABLE_REVIEW if first_review is None else NO_REGENERATION
+    return NO_REGENERATION
+
+
 def tally_rows(rows: Iterable[ResultRow]) -> Tally:
     """The tally of eval result rows (a stream of any length)."""
     tally = Tally()
@@ -62,4 +81,4 @@ def tally_rows(rows: Iterable[ResultRow]) -> Tally:
     return tally
 
 
-__all__ = ["Tally", "accuracy_percent", "tally_rows"]
+__all__ = ["Tally", "accuracy_percent", "first_decision", "tally_rows"]

@@ -13,7 +13,17 @@ from typing import Any
 from maps_autogen.artifacts import open_append, write_bytes_file
 from maps_autogen.errors import DataError
 from maps_autogen.problem import Problem
-from maps_autogen.records import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, RunRecord, dumped, transcript_line
+from maps_autogen.records import (
+    IMAGES_DIR,
+    RUN_FILE,
+    TRANSCRIPT_FILE,
+    TURN_FILE,
+    RunRecord,
+    TurnInProgress,
+    TurnStartRecord,
+    dumped,
+    transcript_line,
+)
 from maps_autogen.redact import redact
 from maps_autogen.run_files import write_record
 
@@ -60,6 +70,7 @@ class RunWriter:
         self._lock = threading.Lock()
         self._transcript = open(open_append(run_dir / TRANSCRIPT_FILE), "a", encoding="utf-8")
         self._index = 0
+        self._messages = 0  # message lines written (a turn in progress ends at the next one)
 
     def save_images(self, problem: Problem) -> list[str]:
         """Store each image once; returns the file paths relative to the run folder."""
@@ -80,6 +91,7 @@ class RunWriter:
             self._index += 1
             self._transcript.write(redact(json.dumps(dumped(line), ensure_ascii=False, default=str)) + "\n")
             if line.type == "message":
+                self._messages += 1
                 self._transcript.flush()
 
     def write_run(self, run: RunRecord) -> Path:
@@ -88,13 +100,24 @@ class RunWriter:
         write_record(path, run)
         return path
 
+    def start_turn(self, record: TurnStartRecord) -> None:
+        """Write turn.json: the step whose call is now under way (a live page shows it)."""
+        with self._lock:
+            turn = TurnInProgress(role=record.role, agent=record.agent, round=record.round, revision=record.revision,
+                                  started_at=utc_now(), messages=self._messages)
+            write_record(self.run_dir / TURN_FILE, turn)
+
     def close(self) -> None:
         with self._lock:
             if not self._transcript.closed:
                 self._transcript.close()
+            (self.run_dir / TURN_FILE).unlink(missing_ok=True)  # no call is under way any more
 
-    # The writer is also a chat observer: it keeps messages and events, not live tokens.
+    # The writer is also a chat observer: it keeps messages and events, not live tokens, and the
+    # turn under way.
     def emit(self, record: dict[str, Any]) -> None:
         if record.get("type") in ("message", "event"):
             self.append(record)
+        elif record.get("type") == "turn_start":
+            self.start_turn(TurnStartRecord.model_validate(record))
 

@@ -17,6 +17,30 @@ from tests.fake_openai import Received, Reply
 QUESTION_ID = re.compile(r"\[q:([A-Za-z0-9_-]+)\]")
 
 
+def colour_regions(path: Path, colour: str, *, min_pixels: int = 6) -> int:
+    """How many separate regions of exactly `colour` a PNG shows (bars, legend swatches)."""
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(path).convert("RGB"))
+    mask = np.all(pixels == tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5)), axis=2)
+    seen = np.zeros_like(mask)
+    regions = 0
+    for y, x in zip(*np.nonzero(mask)):
+        if seen[y, x]:
+            continue
+        seen[y, x], stack, size = True, [(y, x)], 0
+        while stack:
+            cy, cx = stack.pop()
+            size += 1
+            for ny, nx in ((cy + 1, cx), (cy - 1, cx), (cy, cx + 1), (cy, cx - 1)):
+                if 0 <= ny < mask.shape[0] and 0 <= nx < mask.shape[1] and mask[ny, nx] and not seen[ny, nx]:
+                    seen[ny, nx] = True
+                    stack.append((ny, nx))
+        regions += size >= min_pixels
+    return regions
+
+
 def write_mathvista_jsonl(folder: Path, n: int = 12) -> tuple[Path, dict[str, dict[str, Any]]]:
     """testmini.jsonl with images beside it; pids 1..n alternate general / math."""
     folder.mkdir(parents=True, exist_ok=True)

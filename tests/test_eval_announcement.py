@@ -78,16 +78,19 @@ def test_cached_replies_are_counted_and_the_report_keeps_methods_apart(tmp_path:
     run_json = json.loads(next(again.rglob("run.json")).read_text())
     assert run_json["usage"]["cached_calls"] == run_json["usage"]["calls"] > 0
     assert json.loads((first / "summary.json").read_text())["usage"]["cached_calls"] == 0
-    # maps report: usage per Table 1 row (method and model), never averaged across methods
+    # maps report: usage per report row, never averaged across methods; two runs of one benchmark
+    # are two rows (told apart by their folders), each with its own cache share
     out = tmp_path / "report"
     report = run_maps(["report", str(first), str(again), str(direct), "--out", str(out)], env=clean_env(), cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     usage = json.loads((out / "report.json").read_text())["usage_by_role"]
-    assert set(usage) == {"maps (gpt-4o)", "direct (gpt-4o)"}
-    assert set(usage["direct (gpt-4o)"]) == {"direct"} and "direct" not in usage["maps (gpt-4o)"]
-    assert usage["maps (gpt-4o)"]["solver"]["calls"] == 1 and usage["maps (gpt-4o)"]["solver"]["cached_calls"] == 0.5
+    fresh, cached = f"maps (gpt-4o; run {first.name})", f"maps (gpt-4o; run {again.name})"
+    assert set(usage) == {fresh, cached, "direct (gpt-4o)"}
+    assert set(usage["direct (gpt-4o)"]) == {"direct"} and "direct" not in usage[fresh]
+    assert usage[fresh]["solver"]["calls"] == 1 and usage[fresh]["solver"]["cached_calls"] == 0
+    assert usage[cached]["solver"]["calls"] == 1 and usage[cached]["solver"]["cached_calls"] == 1
     table = (out / "usage.md").read_text()
-    assert "| maps (gpt-4o) | solver | 1.00 | 0.50 |" in table and "| direct (gpt-4o) | direct | 1.00 |" in table
+    assert f"| {cached} | solver | 1.00 | 1.00 |" in table and "| direct (gpt-4o) | direct | 1.00 |" in table
 
 
 def test_the_cost_range_follows_its_stated_formula(tmp_path: Path) -> None:

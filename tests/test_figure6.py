@@ -42,7 +42,7 @@ def test_report_draws_one_series_per_run(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     figure = json.loads((out / "figure6.json").read_text())
     assert figure == json.loads((out / "report.json").read_text())["solving_times"]
-    assert set(figure) == {"question type", "answer type", "category"}
+    assert set(figure) == {"question type", "answer type", "category", "difficulty"}
     for panel in figure.values():
         # One line per run, labelled as Table 1 labels its rows; every line over the same values.
         assert list(panel["series"]) == ["maps (gpt-4o)", "cot (gpt-4o)"]
@@ -69,6 +69,7 @@ def test_panels_line_up_across_benchmarks() -> None:
     times = solving_times([maps_emma, cot_mathvista, maps_mathvista])
     assert times == {"question type": {
         "values": ["MathVista: free_form", "EMMA-mini: Open-ended"],
+        "fields": {"mathvista": "question_type", "emma": "type"},
         # MAPS on both benchmarks is one Table 1 row, so one line; CoT ran on MathVista only.
         "series": {"maps (gpt-4o)": [20.0, 50.0], "cot (gpt-4o)": [2.0, None]},
     }}

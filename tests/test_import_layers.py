@@ -50,7 +50,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # `maps eval` and `maps merge`: whole benchmarks solved, scored and logged
     ("eval", ("eval", "eval.*")),
     # reading finished runs: `maps report` and `maps view`
-    ("report", ("paper", "report", "view", "view.*")),
+    ("report", ("paper", "report", "figures", "view", "view.*")),
     # the Python API (solve, evaluate, Problem), and the package that re-exports it lazily
     ("api", ("api", "")),
     ("cli", ("cli",)),

@@ -108,8 +108,8 @@ def assert_readable(dom: Node) -> None:
         assert [node.text() for node in judge.find_all("h4", cls="phase-heading")] == ["Reasoning"]
         assert REASONING in judge.find_all("section", cls="phase")[0].text()
         caption = judge.find_all("table", cls="scores")[0].find_all("caption")[0].text()
-        # "worst" only when a score is low
-        assert caption == ("Judge's scores (worst: lore)" if low else "Judge's scores")
+        # What the Manager did with the review: the step it sent back (the one scored on lore), or passed.
+        assert caption == ("Judge's scores (sent back: sage)" if low else "Judge's scores (passed)")
         assert len(judge.find_all("details", cls="raw-reply")) == 1
     # the view's turn header names the step, not its dimension
     seer = dom.find_all("article", data_role="seer")[0]

@@ -102,9 +102,10 @@ def test_a_fully_renamed_team_solves_evaluates_and_reports(tmp_path: Path) -> No
     report = run_maps(["report", str(eval_dir), "--out", str(out)], env=clean_env(), cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     data_out: dict[str, Any] = json.loads((out / "report.json").read_text())
-    assert data_out["feedback_shares"]["mathvista"] == {"describer": 0.0, "fuser": 0.0, "expert": 0.5, "reasoner": 0.0, "none": 0.5}
+    assert data_out["feedback_shares"]["mathvista"] == {
+        "maps (gpt-4o)": {"describer": 0.0, "fuser": 0.0, "expert": 0.5, "reasoner": 0.0, "none": 0.5}}
     markdown = (out / "report.md").read_text()
-    assert "| Benchmark | describer | fuser | expert | reasoner | no regeneration |" in markdown
+    assert "| Bar | Describer | Fuser | Expert | Reasoner | no regeneration |" in markdown
     assert "judge" in (out / "usage.md").read_text() and (out / "figure4.png").is_file()
 
 

@@ -14,7 +14,7 @@ from PIL import Image
 from maps_autogen.eval.table1 import bootstrap_interval, load_run, table1_rows
 from maps_autogen.report import feedback_shares, solving_times
 from tests.conftest import TEST_KEY, clean_env, run_maps
-from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
+from tests.eval_fixtures import ProblemScript, colour_regions, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI
 
 
@@ -72,14 +72,19 @@ def test_bootstrap_interval_properties() -> None:
 def test_feedback_shares_and_times(runs) -> None:
     loaded = [load_run(runs[n]) for n in ("maps", "ablation", "cot")]
     shares = feedback_shares(loaded)
-    assert shares == {"mathvista": {"interpreter": 0.0, "aligner": 0.0, "scholar": round(1 / 12, 4),
-                                    "solver": round(2 / 12, 4), "none": round(9 / 12, 4)}}
+    assert shares == {"mathvista": {"maps (gpt-4o)": {"interpreter": 0.0, "aligner": 0.0, "scholar": round(1 / 12, 4),
+                                                      "solver": round(2 / 12, 4), "none": round(9 / 12, 4)}}}
     times = solving_times([loaded[0]])
-    assert set(times) == {"question type", "answer type", "category"}
+    assert set(times) == {"question type", "answer type", "category", "difficulty"}
+    assert times["difficulty"]["fields"] == {"mathvista": "grade"}  # MathVista's difficulty is its grade
     # Multiple-choice problems made at least 4 calls that name their pid (all but the
     # Interpreter's), each delayed 0.1 s; the others were not delayed.
     question_type = dict(zip(times["question type"]["values"], times["question type"]["series"]["maps (gpt-4o)"]))
-    assert question_type["multi_choice"] >= 0.4 > question_type["free_form"]
+    assert question_type["multi_choice"] >= 0.4  # a delay is a floor; how fast the others went depends on the load
+    recorded: dict[str, list[float]] = {}
+    for record in loaded[0].scored:
+        recorded.setdefault(record.metadata["question_type"], []).append(record.seconds)
+    assert question_type == {kind: round(sum(seconds) / len(seconds), 3) for kind, seconds in recorded.items()}
     assert set(times["category"]["values"]) == {"general-vqa", "math-targeted-vqa"}
 
 
@@ -101,7 +106,7 @@ def test_report_command_writes_tables_and_figures(runs) -> None:
     for role in ("interpreter", "aligner", "scholar", "solver", "critic", "cot"):
         assert f"| {role} |" in usage
     data = json.loads((out / "report.json").read_text())
-    assert data["feedback_shares"]["mathvista"]["none"] == 0.75
+    assert data["feedback_shares"]["mathvista"]["maps (gpt-4o)"]["none"] == 0.75
 
 
 def test_report_rejects_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
@@ -110,29 +115,6 @@ def test_report_rejects_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
 
 
 # ---- the paper beside ours, and every figure read back -------------------------------------------
-
-
-def colour_regions(path: Path, colour: str, *, min_pixels: int = 6) -> int:
-    """How many separate regions of exactly `colour` a PNG shows (bars, legend swatches)."""
-    import numpy as np
-
-    pixels = np.asarray(Image.open(path).convert("RGB"))
-    mask = np.all(pixels == tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5)), axis=2)
-    seen = np.zeros_like(mask)
-    regions = 0
-    for y, x in zip(*np.nonzero(mask)):
-        if seen[y, x]:
-            continue
-        seen[y, x], stack, size = True, [(y, x)], 0
-        while stack:
-            cy, cx = stack.pop()
-            size += 1
-            for ny, nx in ((cy + 1, cx), (cy - 1, cx), (cy, cx + 1), (cy, cx - 1)):
-                if 0 <= ny < mask.shape[0] and 0 <= nx < mask.shape[1] and mask[ny, nx] and not seen[ny, nx]:
-                    seen[ny, nx] = True
-                    stack.append((ny, nx))
-        regions += size >= min_pixels
-    return regions
 
 
 def assert_a_real_picture(path: Path, min_size: tuple[int, int]) -> None:
@@ -154,10 +136,10 @@ def paper_report(runs) -> tuple[subprocess.CompletedProcess, Path]:
 def test_report_paper_shows_the_papers_cells_verbatim_and_the_difference(paper_report) -> None:
     result, out = paper_report
     # MathVista only: the paper's MathVista cells as printed, and the benchmark's average.
-    assert "| paper | MAPS (GPT-4o base) | 75.87 | 83.15 | 79.80 | 79.80 |  |" in result.stdout
-    assert "| paper | GPT-4o | 65.22 | 61.30 | 63.10 | 63.10 |  |" in result.stdout
-    assert "| paper | GPT-4o (CoT) | 65.22 | 62.59 | 63.80 | 63.80 |  |" in result.stdout
-    assert "| paper | Random Choice | 26.09 | 22.78 | 24.30 | 24.30 |  |" in result.stdout
+    assert "| paper (v2) | MAPS (GPT-4o base) | 75.87 | 83.15 | 79.80 | 79.80 |  |" in result.stdout
+    assert "| paper (v2) | GPT-4o | 65.22 | 61.30 | 63.10 | 63.10 |  |" in result.stdout
+    assert "| paper (v2) | GPT-4o (CoT) | 65.22 | 62.59 | 63.80 | 63.80 |  |" in result.stdout
+    assert "| paper (v2, EMMA Avg. corrected) | Random Choice | 26.09 | 22.78 | 24.30 | 24.30 |  |" in result.stdout
     # Ours: MAPS 100 / 66.67 (avg 83.33) against 79.80; CoT 50 against 63.80; the ablation has no paper row.
     assert "| this report | maps (gpt-4o) | 100.00 | 66.67 | 83.33 | 83.33 | +3.53 (MAPS (GPT-4o base)) |" in result.stdout
     assert "| this report | cot (gpt-4o) | 50.00 | 50.00 | 50.00 | 50.00 | -13.80 (GPT-4o (CoT)) |" in result.stdout
@@ -167,7 +149,7 @@ def test_report_paper_shows_the_papers_cells_verbatim_and_the_difference(paper_r
     assert "| this report | random choice (expected, from the data) | 11.11 | 11.11 | 11.11 | 11.11 | - |" in result.stdout
     with open(out / "table1_paper.csv") as handle:
         rows = list(csv.reader(handle))
-    assert ["paper", "MAPS (GPT-4o base)", "75.87", "83.15", "79.80", "79.80", ""] in rows
+    assert ["paper (v2)", "MAPS (GPT-4o base)", "75.87", "83.15", "79.80", "79.80", ""] in rows
 
 
 def test_paper_rows_of_every_benchmark_are_the_published_ones() -> None:
@@ -184,13 +166,13 @@ def test_paper_rows_of_every_benchmark_are_the_published_ones() -> None:
 
 
 def test_every_figure_is_read_back(paper_report) -> None:
-    from maps_autogen.report import FEEDBACK_COLOURS, NO_FEEDBACK_COLOUR, SERIES_COLOURS
+    from maps_autogen.figures import FEEDBACK_COLOURS, NO_FEEDBACK_COLOUR, SERIES_COLOURS
 
     _, out = paper_report
     data = json.loads((out / "report.json").read_text())
     # Figure 4: per Critic target, a bar segment when it has a share, plus its legend swatch.
     assert_a_real_picture(out / "figure4.png", (600, 150))
-    shares = data["feedback_shares"]["mathvista"]
+    shares = data["feedback_shares"]["mathvista"]["maps (gpt-4o)"]
     assert list(shares) == ["interpreter", "aligner", "scholar", "solver", "none"]  # the team's scored steps, in order
     for target, colour in zip(shares, [*FEEDBACK_COLOURS[:4], NO_FEEDBACK_COLOUR]):
         assert colour_regions(out / "figure4.png", colour) == (shares[target] > 0) + 1, target
@@ -199,11 +181,12 @@ def test_every_figure_is_read_back(paper_report) -> None:
     by_model = data["accuracy_by_model"]["mathvista"]
     assert list(by_model) == ["maps (gpt-4o)", "cot (gpt-4o)"]
     for colour, values in zip(SERIES_COLOURS, by_model.values()):
-        assert colour_regions(out / "figure5.png", colour) == sum(v > 0 for v in values.values()) + 1
+        assert colour_regions(out / "figure5.png", colour) == len(values) + 1  # a bar each (a zero one too), a swatch
     # Figure 6, in seconds and on the paper's scale: one line per run (its colour in each of
     # the three panels, where crossing lines may cut it, plus its legend swatch).
     panels = data["solving_times"]
-    assert len(panels) == 3 and all(len(panel["values"]) == 2 for panel in panels.values())
+    assert len(panels) == 4 and all(len(panel["values"]) == (1 if name == "difficulty" else 2)
+                                    for name, panel in panels.items())
     labels = list(next(iter(panels.values()))["series"])
     assert labels == ["maps (gpt-4o)", "maps w/o scholar (gpt-4o)", "cot (gpt-4o)"]
     for figure in ("figure6.png", "figure6_paper_scale.png"):

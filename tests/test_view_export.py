@@ -115,8 +115,10 @@ def test_browser_1000_problem_export(big_eval: tuple[Path, list[dict]], big_expo
     judged = [fact for fact in facts if not fact["failed"]]  # accuracy counts the scored problems only
     right = sum(1 for fact in judged if fact["correct"])
     assert seen["count"] == f"showing 1000 of 1000 ({100 * right / len(judged):.2f}% correct of {len(judged)} scored)"
-    scored = Counter(fact["rollback"] or "none" for fact in facts if not fact["failed"])
-    assert seen["bars"] == {target: [scored.get(target, 0)] * 2 for target in ("interpreter", "aligner", "scholar", "solver", "none")}
+    # Figure 4: each problem by its reviewer's first decision; a failed one (no review) is "no usable review".
+    decided = Counter(fact["rollback"] or ("no usable review" if fact["failed"] else "none") for fact in facts)
+    assert seen["bars"] == {target: [decided.get(target, 0)] * 2
+                            for target in ("interpreter", "aligner", "scholar", "solver", "none", "no usable review")}
     # Rows are laid out a page (500) at a time; the button lists the rest.
     visible = "Array.from(document.querySelectorAll('#index-table tbody tr')).filter(r => r.offsetParent !== null).length"
     assert tab.js(visible) == 500 and tab.js("document.getElementById('show-more').textContent") == "show 500 more (500 not listed yet)"
@@ -124,7 +126,7 @@ def test_browser_1000_problem_export(big_eval: tuple[Path, list[dict]], big_expo
     assert tab.js(visible) == 1000 and tab.js("document.getElementById('show-more').hidden") is True
     # The histogram follows the filters.
     tab.js("document.getElementById('filter-subset').value = 'math'; document.getElementById('filter-subset').dispatchEvent(new Event('change'))")
-    math = Counter(fact["rollback"] or "none" for fact in facts if not fact["failed"] and fact["subset"] == "math")
+    math = Counter(fact["rollback"] or "none" for fact in facts if fact["subset"] == "math")
     assert tab.js("Number(document.querySelector('#feedback-histogram tr[data-target=scholar] .count').textContent)") == math["scholar"]
     assert tab.console_errors() == [] and tab.js("window.__violations") == []
     problem = chromium.open(big_export.parent / "problems" / f"{page_key('q10')}.html")

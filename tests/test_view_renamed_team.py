@@ -115,7 +115,7 @@ def test_solve_and_eval_with_every_step_renamed_show_in_the_viewer(tmp_path: Pat
     histogram = eval_page.find_all("table", id="feedback-histogram")[0]
     assert [bar.attrs["data-target"] for bar in histogram.find_all("tr") if "data-target" in bar.attrs] == [
         "seer", "framer", "sage", "answerer", "none"]
-    assert "Judge's feedback" in histogram.text()
+    assert "Judge's first decision" in histogram.text()
     assert "sage" in [option.attrs["value"] for option in eval_page.find_all("select", id="filter-rollbacks")[0].find_all("option")]
 
 

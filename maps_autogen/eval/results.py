@@ -26,7 +26,7 @@ from maps_autogen.records import (
 )
 from maps_autogen.redact import redact
 from maps_autogen.run_files import write_record
-from maps_autogen.tally import Tally
+from maps_autogen.tally import Tally, first_decision
 
 __all__ = ["RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "missing_ids", "summarize", "write_summary"]
 
@@ -147,12 +147,15 @@ def summarize(
     records: Iterable[ResultRow], task: Task, subset_names: Sequence[str], team: TeamRecord | None
 ) -> Summary:
     """Accuracy per subset and on average (pooled over the subsets run, as the paper does),
-    failures, feedback shares (Figure 4, over the feedback targets of the recorded `team`),
+    failures, feedback shares (Figure 4: every MAPS problem, failed ones included, counted once
+    by its reviewer's first decision (`tally.first_decision`), over the feedback targets of the
+    recorded `team`),
     stop reasons, usage and cost. One pass of running tallies: `records` may be a stream of any
     length."""
     subsets = {name: Tally() for name in subset_names}
     overall = Tally()
     feedback = {target: 0 for target in feedback_targets([team])}
+    decided = 0  # the MAPS problems Figure 4 counts: every one, each by its reviewer's first decision
     stop_reasons: dict[str, int] = {}
     usage = {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     cost: float | None = 0
@@ -162,9 +165,11 @@ def summarize(
         tally = subsets.get(row.subset)
         if tally is not None:
             tally.add_row(row)
-        if row.status == "ok":
-            target = row.feedback_step or "none"
+        if row.method in (None, "maps"):  # a baseline has no reviewer
+            target = first_decision(row)
             feedback[target] = feedback.get(target, 0) + 1
+            decided += 1
+        if row.status == "ok":
             reason = row.stop_reason or "none"
             stop_reasons[reason] = stop_reasons.get(reason, 0) + 1
         spent = row.usage or Usage()
@@ -176,7 +181,6 @@ def summarize(
             problem_cost = spent.spent()
             cost = None if problem_cost is None else cost + problem_cost
         seconds += row.seconds
-    scored = overall.scored
     return Summary(
         benchmark=task.name,
         subsets={
@@ -188,7 +192,8 @@ def summarize(
         average=AverageSummary(n=overall.n, scored=overall.scored, correct=overall.correct, accuracy=overall.accuracy),
         failed=overall.failed,
         feedback_shares={
-            k: round(feedback[k] / scored, 4) if scored else None for k in sorted(feedback, key=lambda k: k == "none")
+            k: round(feedback[k] / decided, 4) if decided else None
+            for k in feedback_targets([team], (k for k, count in feedback.items() if count))
         },
         stop_reasons=stop_reasons,
         usage=Usage(

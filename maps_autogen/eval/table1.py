@@ -16,7 +16,7 @@ from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the 
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.benchmarks.tasks import Subset
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog
-from maps_autogen.eval.run_settings import mixed_settings
+from maps_autogen.eval.table_rows import ServedModels, base_label, group_runs, served_models
 from maps_autogen.records import Manifest, ResultRow
 from maps_autogen.run_files import read_manifest
 from maps_autogen.tally import tally_rows
@@ -26,11 +26,13 @@ BOOTSTRAP_SAMPLES = 1000
 
 @dataclass
 class Run:
-    """One eval run folder, read."""
+    """One eval run folder, read. `row_label` is the report row it is in (eval/table_rows.py:
+    `group_runs` sets it, from the runs reported together)."""
 
     path: Path
     manifest: Manifest
     records: list[ResultRow]
+    row_label: str | None = None
 
     @property
     def benchmark(self) -> str:
@@ -41,12 +43,9 @@ class Run:
         return self.manifest.method or ""  # maps eval always writes it
 
     @property
-    def models(self) -> str:
-        return ", ".join(sorted(self.model_names))
-
-    @property
-    def model_names(self) -> set[str]:
-        return {m.model for m in self.manifest.models.values()}
+    def served(self) -> ServedModels:
+        """The models it asked for and the models that answered."""
+        return served_models(self)
 
     @property
     def without(self) -> tuple[str, ...]:
@@ -54,16 +53,17 @@ class Run:
 
     @property
     def label(self) -> str:
-        method = self.method
-        if self.without:
-            method = f"maps w/o {'+'.join(self.without)}"
-        # A resume with --allow-change: its accuracy mixes settings, so it never shares a row.
-        mixed = ", mixed settings" if mixed_settings(self.records) else ""
-        return f"{method} ({self.models}{mixed})"
+        """Its row's label: method and the models that answered, and what sets the row apart."""
+        return self.row_label if self.row_label is not None else base_label(self)
 
     @property
     def scored(self) -> list[ResultRow]:
         return [r for r in self.records if r.status == "ok"]
+
+    @property
+    def failed(self) -> int:
+        """Problems without a verdict (they are not in the accuracy, never counted wrong)."""
+        return sum(r.status != "ok" for r in self.records)
 
 
 def load_run(path: Path) -> Run:
@@ -90,7 +90,8 @@ def bootstrap_interval(
 class Cell:
     accuracy: float | None
     interval: tuple[float, float] | None
-    n: int
+    n: int  # scored problems
+    failed: int = 0  # problems without a verdict: not in the accuracy, never counted wrong
 
     def text(self, with_interval: bool = True) -> str:
         if self.accuracy is None:
@@ -104,18 +105,19 @@ def _cell(records: Sequence[ResultRow]) -> Cell:
     """The tally's accuracy (correct / scored) with the bootstrap interval over the scored rows."""
     tally = tally_rows(records)
     if not tally.scored:
-        return Cell(None, None, 0)
+        return Cell(None, None, 0, tally.failed)
     outcomes = [bool(r.correct) for r in records if r.status == "ok"]
-    return Cell(tally.accuracy, bootstrap_interval(outcomes), tally.scored)
+    return Cell(tally.accuracy, bootstrap_interval(outcomes), tally.scored, tally.failed)
 
 
 @dataclass
 class Row:
-    """One Table 1 row: a method and its models, over the benchmarks it was run on."""
+    """One Table 1 row: runs under the same verdict settings, one per benchmark (table_rows.py)."""
 
     label: str
     cells: dict[tuple[str, str], Cell] = field(default_factory=dict)  # (benchmark, subset or "Avg.")
     benchmark_avgs: dict[str, float] = field(default_factory=dict)
+    runs: list[Run] = field(default_factory=list)
 
 
 def _subsets(benchmark: str, runs: Sequence[Run]) -> list[Any]:
@@ -145,19 +147,22 @@ def _columns(runs: Sequence[Run]) -> list[tuple[str, str, str]]:
 
 
 def table1_rows(runs: Sequence[Run]) -> list[Row]:
-    """Rows by label (runs of the same method and models on different benchmarks share a row)."""
-    rows: dict[str, Row] = {}
-    for run in runs:
-        row = rows.setdefault(run.label, Row(run.label))
-        for subset in _subsets(run.benchmark, [run]):
-            mine = [r for r in run.records if r.subset == subset.name]
-            if mine:
-                row.cells[(run.benchmark, subset.name)] = _cell(mine)
-        average = _cell(run.records)  # pooled over the subsets, as the paper's averages are
-        row.cells[(run.benchmark, "Avg.")] = average
-        if average.accuracy is not None:
-            row.benchmark_avgs[run.benchmark] = average.accuracy
-    return list(rows.values())
+    """One row per group of runs under the same verdict settings (eval/table_rows.py: runs on
+    different benchmarks share a row only then; two runs of one benchmark never share one)."""
+    rows = []
+    for group in group_runs(runs):
+        row = Row(group.label, runs=list(group.runs))
+        for run in group.runs:
+            for subset in _subsets(run.benchmark, [run]):
+                mine = [r for r in run.records if r.subset == subset.name]
+                if mine:
+                    row.cells[(run.benchmark, subset.name)] = _cell(mine)
+            average = _cell(run.records)  # pooled over the subsets, as the paper's averages are
+            row.cells[(run.benchmark, "Avg.")] = average
+            if average.accuracy is not None:
+                row.benchmark_avgs[run.benchmark] = average.accuracy
+        rows.append(row)
+    return rows
 
 
 def _markdown(header: list[str], body: list[list[str]]) -> str:
@@ -167,7 +172,8 @@ def _markdown(header: list[str], body: list[list[str]]) -> str:
 
 
 def table1(runs: Sequence[Run]) -> tuple[str, str]:
-    """Table 1 as Markdown (accuracy with its 95% interval) and CSV (separate columns)."""
+    """Table 1 as Markdown (accuracy with its 95% interval, and a line naming the problems that
+    failed without a verdict) and CSV (separate columns, with each cell's failed count)."""
     columns = _columns(runs)
     rows = table1_rows(runs)
     multi = len({b for b, _, _ in columns}) > 1
@@ -178,7 +184,7 @@ def table1(runs: Sequence[Run]) -> tuple[str, str]:
     writer.writerow(
         [
             "method",
-            *(f"{h} {part}" for _, _, h in columns for part in ("acc", "lo", "hi", "n")),
+            *(f"{h} {part}" for _, _, h in columns for part in ("acc", "lo", "hi", "n", "failed")),
             *(["avg"] if multi else []),
         ]
     )
@@ -189,9 +195,22 @@ def table1(runs: Sequence[Run]) -> tuple[str, str]:
             [row.label, *(c.text() for c in cells)]
             + ([f"{overall:.2f}" if overall is not None else "-"] if multi else [])
         )
-        writer.writerow([row.label, *(v for c in cells for v in (c.accuracy, *(c.interval or (None, None)), c.n)),
+        writer.writerow([row.label, *(v for c in cells for v in (c.accuracy, *(c.interval or (None, None)), c.n,
+                                                                  c.failed)),
                          *([overall] if multi else [])])
-    return _markdown(header, body), out.getvalue()
+    return _markdown(header, body) + failed_note(rows), out.getvalue()
 
 
-__all__ = ["BOOTSTRAP_SAMPLES", "Cell", "Row", "Run", "bootstrap_interval", "load_run", "table1", "table1_rows"]
+def failed_note(rows: Sequence[Row]) -> str:
+    """A line under a table naming the problems that failed without a verdict, per row ("" when
+    none did): they are left out of the accuracy (correct / scored), never counted wrong."""
+    failed = [(row.label, sum(run.failed for run in row.runs)) for row in rows]
+    named = [f"{label}: {count}" for label, count in failed if count]
+    if not named:
+        return ""
+    return ("\n\nFailed without a verdict (an error before an answer could be scored; left out of the accuracy, "
+            "which is correct / scored, never counted wrong; `--resume` retries them): " + "; ".join(named) + ".")
+
+
+__all__ = ["BOOTSTRAP_SAMPLES", "Cell", "Row", "Run", "bootstrap_interval", "failed_note", "load_run", "table1",
+           "table1_rows"]

@@ -19,6 +19,7 @@ from maps_autogen.records import (
     RUN_FILE,
     TRANSCRIPT_FILE,
     Manifest,
+    ModelRecord,
     ResultRow,
     RoleUsage,
     Usage,
@@ -26,8 +27,8 @@ from maps_autogen.records import (
 )
 from maps_autogen.run_files import read_manifest, read_result_rows
 from maps_autogen.safe_paths import belongs_to, problem_folder
-from maps_autogen.tally import Tally, tally_rows
-from maps_autogen.view.prepare import compact, cost, model_name, sum_costs, title, usage_cost
+from maps_autogen.tally import Tally, first_decision, tally_rows
+from maps_autogen.view.prepare import compact, cost, free_note, model_name, sum_costs, title, usage_cost
 from maps_autogen.view.render import INDEX_PAGE, Links, page_key, read_run_or_none, run_view
 from maps_autogen.view.templating import fragment, render
 
@@ -116,11 +117,9 @@ def rollback_steps(row: Row) -> list[str]:
 
 
 def feedback_target(row: Row) -> str:
-    """Where the reviewer's first feedback went (the paper's Figure 4), "none" without rollback."""
-    if row.feedback_step is not None:
-        return row.feedback_step
-    steps = rollback_steps(row)
-    return steps[0] if steps else "none"
+    """Where the reviewer's first decision went (the paper's Figure 4, `tally.first_decision`:
+    a step, "none" or "no usable review"); "" for a problem still in flight (not counted)."""
+    return first_decision(row) if isinstance(row, ResultRow) else ""
 
 
 def _finished_tally(rows: Iterable[Row]) -> Tally:
@@ -147,7 +146,7 @@ class IndexRow:
     prediction: Any
     gold: Any
     calls: Any
-    cost: float | None
+    cost: str
     seconds: Any
 
 
@@ -167,7 +166,8 @@ def index_row(row: Row, href: str, anchor: str = "") -> IndexRow:
         prediction=row.prediction,
         gold=row.gold,
         calls=row.usage.calls if row.usage else None,
-        cost=usage_cost(row.usage) if row.usage else None,
+        # A problem in flight has no usage recorded yet: "–", not an unknown cost.
+        cost="–" if isinstance(row, Unfinished) or row.usage is None else cost(usage_cost(row.usage)),
         seconds=row.seconds,
     )
 
@@ -207,7 +207,7 @@ class RoleRow:
     cost: str
 
 
-def _role_rows(rows: Iterable[Row]) -> list[RoleRow]:
+def _role_rows(rows: Iterable[Row], models: dict[str, ModelRecord]) -> list[RoleRow]:
     """Calls, tokens and cost per role over all problems (failed ones included: they cost too)."""
     by_role: dict[str, list[RoleUsage]] = {}
     for row in rows:
@@ -219,7 +219,7 @@ def _role_rows(rows: Iterable[Row]) -> list[RoleRow]:
             sum(u.calls for u in used),
             sum(u.prompt_tokens for u in used),
             sum(u.completion_tokens for u in used),
-            cost(sum_costs(usage_cost(u) for u in used)),
+            cost(sum_costs(usage_cost(u) for u in used)) + free_note([models[role]] if role in models else []),
         )
         for role, used in by_role.items()
     ]
@@ -235,7 +235,7 @@ class Summary:
     models: list[tuple[str, str]]
     created: Any
     problems: str
-    cost: float | None
+    cost: str
     subset_rows: list[tuple[str, str, int]]
     role_rows: list[RoleRow]
     reviewer: str
@@ -265,9 +265,11 @@ def summary_of(manifest: Manifest, rows: list[ResultRow]) -> Summary:
         created=manifest.created_at,
         problems=(f"{len(rows)} done of {len(manifest.ids)}" if manifest.ids else f"{len(rows)} done")
         + f", {tally.failed} of them failed",
-        cost=sum_costs(usage_cost(row.usage) if row.usage else None for row in rows),
+        cost=cost(sum_costs(usage_cost(row.usage) if row.usage else None for row in rows))
+        + (f" (the {len(rows)} finished problems)" if manifest.ids and len(rows) < len(manifest.ids) else "")
+        + free_note(manifest.models.values()),
         subset_rows=subset_rows,
-        role_rows=_role_rows(rows),
+        role_rows=_role_rows(rows, manifest.models),
         reviewer=title(team.reviewer) if team and team.reviewer else "reviewer",
         targets=feedback_targets([team], (feedback_target(row) for row in rows)),
     )

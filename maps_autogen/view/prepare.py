@@ -12,23 +12,27 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from maps_autogen.flow import FlowSettings, passes, weakest_step
 from maps_autogen.records import (
     USER_PROXY_ROLE,
     CallUsage,
     EventRecord,
+    FlowRecord,
     MessageRecord,
     ModelRecord,
     RoleUsage,
     RunRecord,
     TeamRecord,
+    TurnInProgress,
 )
 from maps_autogen.records import (
     Usage as UsageRecord,
 )
 from maps_autogen.replies import Lenient, ParsedAnswer, ParsedVerdict, Section, read_as, read_reply
-from maps_autogen.roles import answer_with_option
+from maps_autogen.roles import CriticVerdict, answer_with_option, shown_answer
 
 # A step name as team.py allows it: safe inside a class name.
 _STEP_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,39}")
@@ -55,6 +59,13 @@ def number(value: Any) -> str:
 def cost(value: Any) -> str:
     """One way to show a cost everywhere: dollars, or "unknown" when a model has no price."""
     return f"${value:.4f}" if is_number(value) else "unknown"
+
+
+def free_note(models: Iterable[ModelRecord]) -> str:
+    """" (free: a model on this machine)" when every one of `models` runs here (an endpoint of kind
+    `local`, as the embedded model): its calls cost $0, said as such, not an unknown price."""
+    listed = list(models)
+    return " (free: a model on this machine)" if listed and all(model.kind == "local" for model in listed) else ""
 
 
 def seconds(value: Any) -> str:
@@ -164,10 +175,10 @@ class Score:
 
 @dataclass(frozen=True)
 class Scores:
-    """The reviewer's verdict as a table."""
+    """The reviewer's verdict as a table, with what the Manager did with it (`decision`)."""
 
     reviewer: str
-    worst: Any
+    decision: str | None
     cells: list[Score]
 
 
@@ -231,8 +242,32 @@ def _meta(record: MessageRecord, turn: int) -> str:
     return " · ".join(meta)
 
 
-def scores_of(verdict: ParsedVerdict, reviewer: str, threshold: float | None) -> Scores | None:
-    """The reviewer's scores and feedback per dimension; None without scores."""
+def manager_decision(verdict: ParsedVerdict, flow: FlowRecord | None, rollbacks_before: int) -> str | None:
+    """What the Manager did with a review, by the rule it applies (flow.py: `passes`, then
+    `weakest_step` while rollbacks are left), from the scores the transcript records and the
+    run's flow settings: "passed", "sent back: aligner", or "lowest: aligner; no rollback left".
+    None when the run recorded no flow settings or the scores are not the scored dimensions'."""
+    if flow is None or flow.reviewer is None or flow.threshold is None or not verdict.scores:
+        return None
+    scores = {str(key): value for key, value in verdict.scores.items() if is_number(value)}
+    worst = verdict.worst_step if isinstance(verdict.worst_step, str) else None
+    try:
+        settings = FlowSettings(steps=tuple(flow.steps), reviewer=flow.reviewer, scored=tuple(flow.scored.items()),
+                                threshold=flow.threshold,
+                                max_rollbacks=flow.max_rollbacks if flow.max_rollbacks is not None else 0)
+        review = CriticVerdict(scores=scores, need_feedback=False, worst_step=worst)
+        if passes(review, settings):
+            return "passed"
+        step = weakest_step(review, settings)
+    except (ValueError, KeyError):  # a tampered or partial record: no decision shown rather than a wrong one
+        return None
+    return f"sent back: {step}" if rollbacks_before < settings.max_rollbacks else f"lowest: {step}; no rollback left"
+
+
+def scores_of(verdict: ParsedVerdict, reviewer: str, threshold: float | None, decision: str | None = None
+              ) -> Scores | None:
+    """The reviewer's scores and feedback per dimension, and the Manager's `decision` on them
+    (never the reviewer's own `worst_step`, which the Manager may overrule); None without scores."""
     if not verdict.scores:
         return None
     cells = [
@@ -244,9 +279,7 @@ def scores_of(verdict: ParsedVerdict, reviewer: str, threshold: float | None) ->
         )
         for dim, value in verdict.scores.items()
     ]
-    # "worst" only means something when a score is low: a verdict of all top marks names none.
-    worst = verdict.worst_step if any(cell.low for cell in cells) else None
-    return Scores(reviewer=title(reviewer), worst=worst, cells=cells)
+    return Scores(reviewer=title(reviewer), decision=decision, cells=cells)
 
 
 def request_parts(request: list[Any] | None) -> list[RequestPart] | None:
@@ -266,10 +299,10 @@ def request_parts(request: list[Any] | None) -> list[RequestPart] | None:
 
 def turn_of(
     record: MessageRecord, team: TeamRecord, threshold: float | None, include_requests: bool, turn: int,
-    options: tuple[str, ...] = (),
+    options: tuple[str, ...] = (), decision: str | None = None,
 ) -> Turn:
     """One message record as a turn card (an answer naming one of `options` by its letter is
-    shown with the option's text)."""
+    shown with the option's text; a review with the Manager's `decision` on it)."""
     reviewing = record.role == team.reviewer
     reading = read_reply(record.content, record.parsed)
     verdict = read_as(ParsedVerdict, record.parsed) if reviewing else None
@@ -284,7 +317,7 @@ def turn_of(
         revision=record.revision,
         content=record.content,
         sections=reading.sections if reading is not None else [],
-        scores=scores_of(verdict, record.role, threshold) if verdict is not None else None,
+        scores=scores_of(verdict, record.role, threshold, decision) if verdict is not None else None,
         answer=answer_with_option(str(answer.final_answer), options) if answer is not None else None,
         answer_parsed=answer.parsed if answer is not None else True,
         request=request_parts(record.request) if include_requests else None,
@@ -329,9 +362,12 @@ class TranscriptState:
     turns: int = 0
     feedback: dict[str, Any] = field(default_factory=dict)
     used: dict[str, RoleUsage] = field(default_factory=dict)  # each step's calls so far (run.json has them at the end)
+    flow: FlowRecord | None = None  # the rules the Manager applied (a review's decision is read by them)
+    rollbacks: int = 0  # rollback events so far
 
     def absorb(self, record: MessageRecord | EventRecord) -> None:
         if not isinstance(record, MessageRecord):
+            self.rollbacks += record.event == "rollback"
             return
         self.turns += 1
         if record.usage is not None:
@@ -346,9 +382,13 @@ def transcript_items(records: Iterable[MessageRecord | EventRecord], threshold: 
     """The turns and events of transcript records, continuing from `state` (which it updates)."""
     items: list[Turn | Event] = []
     for record in records:
+        rollbacks_before = state.rollbacks
         state.absorb(record)
         if isinstance(record, MessageRecord):
-            items.append(turn_of(record, state.team, threshold, include_requests, state.turns, state.options))
+            verdict = read_as(ParsedVerdict, record.parsed) if record.role == state.team.reviewer else None
+            decision = manager_decision(verdict, state.flow, rollbacks_before) if verdict is not None else None
+            items.append(turn_of(record, state.team, threshold, include_requests, state.turns, state.options,
+                                 decision))
         else:
             # The rollback record carries the question it sent back; older runs only the verdict.
             items.append(event_of(record, state.team, record.question or state.feedback.get(str(record.dimension))))
@@ -373,22 +413,32 @@ class Outcome:
     usage: str
 
 
-def outcome_of(run: RunRecord, gold: Any, correct: bool | None) -> Outcome:
-    """The outcome of a run (gold and verdict: an eval's, when it has them)."""
-    usage = run.usage or UsageRecord()
+def outcome_of(run: RunRecord, gold: Any, correct: bool | None, used: dict[str, RoleUsage] | None = None) -> Outcome:
+    """The outcome of a run (gold and verdict: an eval's, when it has them). While the run goes
+    on (run.json has its usage only at the end), the usage is the calls the transcript has so far
+    (`used`, per step: what the usage table shows), never "0 calls" beside them."""
+    usage = run.usage
+    so_far = ""
+    if usage is None and used:
+        usage = UsageRecord(calls=sum(u.calls for u in used.values()),
+                            prompt_tokens=sum(u.prompt_tokens for u in used.values()),
+                            completion_tokens=sum(u.completion_tokens for u in used.values()),
+                            cost=sum_costs(u.cost for u in used.values()))
+        so_far = " so far"
     return Outcome(
         status=run.status,
-        final_answer=answer_with_option(run.final_answer or "", run.problem.options),
+        final_answer=shown_answer(run.final_answer, run.problem.options, error=run.error)
+        if run.status != "running" else answer_with_option(run.final_answer or "–", run.problem.options),
         final_step=team_of(run).final_step,
         gold=gold,
         correct=correct,
         stop_reason=run.stop_reason,
         rollbacks=[(r.step, r.dimension) for r in run.rollbacks],
         error=run.error,
-        usage=(
-            f"{number(usage.calls)} calls, {number(usage.prompt_tokens)} prompt + "
+        usage="no calls yet" if usage is None else (
+            f"{number(usage.calls)} calls{so_far}, {number(usage.prompt_tokens)} prompt + "
             f"{number(usage.completion_tokens)} completion "
-            f"tokens, {cost(usage_cost(run.usage) if run.usage is not None else None)}, {seconds(run.seconds)}"
+            f"tokens, {cost(usage_cost(usage))}, {seconds(run.seconds)}"
         ),
     )
 
@@ -439,7 +489,8 @@ def usage_of(run: RunRecord) -> Usage:
         used = run.usage_by_role.get(role)
         rows.append(UsageRow(role, model_name(run.models.get(role)), used.calls if used else None,
                              used.prompt_tokens if used else None, used.completion_tokens if used else None,
-                             cost(usage_cost(used)) if used else "–", used.seconds if used else None))
+                             cost(usage_cost(used)) + free_note(filter(None, [run.models.get(role)])) if used else "–",
+                             used.seconds if used else None))
     settings: list[tuple[str, str]] = []
     flow = run.flow
     if flow is not None and rows:
@@ -454,6 +505,33 @@ def usage_of(run: RunRecord) -> Usage:
         )
         settings = [("steps", " → ".join(flow.steps)), ("review", review), ("without", ", ".join(flow.without) or "–")]
     return Usage(rows=rows, settings=settings)
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """The live page's "… is thinking" marker: the step whose call is under way, since when
+    (`since_ms`: epoch milliseconds, for the page's running count); `agent` "" hides it."""
+
+    agent: str
+    since: str
+    since_ms: int
+
+
+NOT_THINKING = Thinking("", "", 0)
+
+
+def thinking_of(run: RunRecord | None, turn: TurnInProgress | None, state: TranscriptState) -> Thinking:
+    """The marker while a run goes on and a turn has started that no message has ended yet (the
+    transcript holds no more messages than when it started); hidden otherwise."""
+    if run is None or run.status != "running" or turn is None or state.turns > turn.messages:
+        return NOT_THINKING
+    try:
+        started = datetime.fromisoformat(turn.started_at)
+    except ValueError:
+        return NOT_THINKING
+    agent = turn.agent or title(turn.role)
+    return Thinking(agent + (" (revision)" if turn.revision else ""), started.strftime("%H:%M:%S UTC"),
+                    int(started.timestamp() * 1000))
 
 
 def threshold_of(run: RunRecord | None) -> float | None:

@@ -21,29 +21,36 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
+from maps_autogen.artifacts import read_json_or_empty
 from maps_autogen.errors import DataError
 from maps_autogen.records import (
     IMAGES_DIR,
     MANIFEST_FILE,
     RUN_FILE,
     TRANSCRIPT_FILE,
+    TURN_FILE,
     EventRecord,
     MessageRecord,
     ProblemRecord,
     RunRecord,
+    TurnInProgress,
+    parsed,
 )
 from maps_autogen.run_files import read_run, read_transcript_from
 from maps_autogen.safe_paths import inside, safe_component
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.prepare import (
+    NOT_THINKING,
     Event,
     Outcome,
+    Thinking,
     TranscriptState,
     Turn,
     Usage,
     compact,
     outcome_of,
     team_of,
+    thinking_of,
     threshold_of,
     transcript_items,
     usage_of,
@@ -155,6 +162,16 @@ class RunView:
     usage: Usage
     items: list[Turn | Event]
     live: str  # the live feed's URL ("" on a static page)
+    thinking: Thinking = NOT_THINKING  # the call under way (live pages only)
+
+
+def turn_in_progress(run_dir: Path) -> TurnInProgress | None:
+    """turn.json (the call under way), None when there is none or it cannot be read (it is
+    replaced at every turn and removed when the run ends)."""
+    try:
+        return parsed(TurnInProgress, read_json_or_empty(run_dir / TURN_FILE), source=TURN_FILE)
+    except DataError:
+        return None
 
 
 def read_run_or_none(run_dir: Path) -> RunRecord | None:
@@ -204,14 +221,16 @@ def run_view(
     if links.live:
         # The live feed carries on from exactly what this page shows.
         live = links.events("transcript", offset=offset, **({"problem": live_key} if live_key else {}))
-    state = TranscriptState(team_of(run), tuple(run.problem.options))
+    state = TranscriptState(team_of(run), tuple(run.problem.options), flow=run.flow)
     items = transcript_items(records, threshold_of(run), include_requests, state)
     return RunView(
         problem=_statement(run_dir, run, links),
-        outcome=outcome_of(run, run.gold if gold is None else gold, run.correct if correct is None else correct),
+        outcome=outcome_of(run, run.gold if gold is None else gold, run.correct if correct is None else correct,
+                           state.used),
         usage=usage_so_far(run, state),
         items=items,
         live=live,
+        thinking=thinking_of(run, turn_in_progress(run_dir), state) if links.live else NOT_THINKING,
     )
 
 
@@ -234,11 +253,18 @@ def render_records(records: Iterable[MessageRecord | EventRecord], run: RunRecor
     if run is not None:
         state.team = team_of(run)
         state.options = tuple(run.problem.options)
+        state.flow = run.flow
     return fragment("records", transcript_items(records, threshold_of(run), include_requests, state))
+
+
+def render_thinking(run_dir: Path, run: RunRecord | None, state: TranscriptState) -> str:
+    """The "… is thinking" marker as the live feed replaces it."""
+    return fragment("thinking", thinking_of(run, turn_in_progress(run_dir), state))
 
 
 def render_outcome_and_usage(run: RunRecord, state: TranscriptState | None = None) -> str:
     """The outcome card and the usage table of a run, as the live feed replaces them (while the
     run goes on, its usage counted from the turns `state` has seen)."""
     usage = usage_so_far(run, state) if state is not None else usage_of(run)
-    return fragment("outcome", outcome_of(run, run.gold, run.correct)) + fragment("usage", usage)
+    outcome = outcome_of(run, run.gold, run.correct, state.used if state is not None else None)
+    return fragment("outcome", outcome) + fragment("usage", usage)

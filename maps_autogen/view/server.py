@@ -48,6 +48,7 @@ from maps_autogen.records import (
     RESULTS_FILE,
     RUN_FILE,
     TRANSCRIPT_FILE,
+    TURN_FILE,
     ResultRow,
 )
 from maps_autogen.redact import redact
@@ -79,6 +80,7 @@ from maps_autogen.view.render import (
     read_run_or_none,
     render_outcome_and_usage,
     render_records,
+    render_thinking,
 )
 
 logger = logging.getLogger(__name__)
@@ -478,11 +480,13 @@ class ViewServer:
         path = run_dir / TRANSCRIPT_FILE
         run_stamp = _stamp(run_dir / RUN_FILE)
         first = read_run_or_none(run_dir)
-        state = TranscriptState(team_of(first))
+        state = TranscriptState(team_of(first), flow=first.flow if first is not None else None)
         for record in read_transcript_from(path, 0, stop=offset)[0]:  # what the page already shows
             state.absorb(record)
         status = first.status if first is not None else None
         pause_seen = -1
+        latest, turn_stamp = first, _stamp(run_dir / TURN_FILE)
+        thinking = render_thinking(run_dir, first, state)  # as the page shows it
         for keepalive in self._ticks():
             if human is not None and human.version != pause_seen:
                 pause_seen, pause = human.snapshot()
@@ -490,9 +494,11 @@ class ViewServer:
             if (_stamp(path) or (0, 0, 0))[1] < offset:  # rewritten from scratch (a resumed eval re-ran it)
                 yield _sse("reload", {})
                 return
+            changed = False
             records, end = read_transcript_from(path, offset)
             if records:
                 now = read_run_or_none(run_dir)
+                latest, changed = now or latest, True
                 markup = render_records(records, now, True, state)
                 offset = end
                 yield _sse("append", {"html": markup}, str(offset))
@@ -503,8 +509,15 @@ class ViewServer:
                 run_stamp = stamp
                 run = read_run_or_none(run_dir)
                 status = run.status if run is not None else None
+                latest, changed = run or latest, True
                 if run is not None:
                     yield _sse("replace", {"html": render_outcome_and_usage(run, state)})
+            if (now_turn := _stamp(run_dir / TURN_FILE)) != turn_stamp or changed:
+                turn_stamp = now_turn
+                markup = render_thinking(run_dir, latest, state)  # who is thinking, from turn.json
+                if markup != thinking:
+                    thinking = markup
+                    yield _sse("replace", {"html": markup})
             if status in ENDED and read_transcript_from(path, offset)[1] == offset:
                 # Everything is out: the page says the run ended rather than "disconnected".
                 yield _sse("finished", {"status": status}, str(offset))

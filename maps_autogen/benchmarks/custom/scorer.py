@@ -5,12 +5,13 @@ Record fields: `id`, `answer` (the gold answer: a letter for `choice`), `answer_
 optional `tolerance` (for `number`), optional `category`, `response`; other fields pass
 through. The verdict, by answer type:
 
-- reading the response: the last `\\boxed{…}` if any, else the text after the last "answer is"
-  (or "answer:") up to the end of its line, else the whole response; on one line, stripped,
-  without a trailing full stop;
-- `choice`: the letter read from that answer ("B", "(B)", "B.", "B) text", "Option B", or the
-  text of one option, compared as `text` is) must be one of the options' letters (A for the
-  first option) and equal the gold letter;
+- reading the response (`reading.py`): the last `\\boxed{…}` if any, else the text after the
+  last answer phrase ("The answer is", "Answer:", "Final answer:", a "Final answer" heading...),
+  else the whole response; on one line, without markdown emphasis, `$`, quotes or a final full
+  stop;
+- `choice`: the option that answer names (`reading.read_letter`: a letter in any case, with or
+  without parentheses, ".", ":" or ")", "Option B", "(B) its text", or the text of one option)
+  must be the gold letter; an answer naming two options or negating one names none;
 - `number`: the last number in the answer and the gold answer's number are compared exactly,
   as decimals (12.50 equals 12.5; 1/4 equals 0.25); thousands commas ("1,250"), a leading
   "+", a trailing "%" and words or units around the number are ignored; with a `tolerance`,
@@ -22,28 +23,28 @@ through. The verdict, by answer type:
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
 
 from maps_autogen.benchmarks.base import RecordError, Verdict
+from maps_autogen.benchmarks.custom.reading import (
+    LETTERS,
+    MAX_ANSWER_CHARS,
+    extract,
+    normalise_text,
+    read_answer,
+    read_letter,
+)
 
 ANSWER_TYPES = ("choice", "number", "text")
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-MAX_ANSWER_CHARS = 10_000  # the part of an answer the rules read (bounds the work per record)
 DEFAULT_CATEGORY = "all"  # rows without a category count under this one
 
-_PHRASE = re.compile(r"answer(?:\s+is|:)", re.IGNORECASE)
-# A letter as a Solver may write it: "B", "(B)", "B.", "B)", "Option B", "choice (b)".
-_LETTER = re.compile(r"(?:(?:option|choice)\s*)?\(?([A-Za-z])\)?[.:)]?", re.IGNORECASE)
-_LEADING_LETTER = re.compile(r"\(?([A-Z])[.:)]\s")  # "B. 12 N", "(C) north": a delimiter is required
 # A number: sign, digits with optional thousands commas or plain digits, decimals, exponent;
 # optionally "/ denominator". Linear-time: no nested quantifiers over the same characters.
 _NUMBER = re.compile(
     r"(?<![\w.])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?"
 )
-_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 
 
 def answer_type_of(record: Mapping[str, Any]) -> str:
@@ -57,34 +58,6 @@ def answer_type_of(record: Mapping[str, Any]) -> str:
     if record.get("options"):
         return "choice"
     return "number" if parse_number(str(record.get("answer") or ""), whole=True) is not None else "text"
-
-
-def read_answer(response: str) -> str:
-    """The answer part of a response (see the module docstring), on one line."""
-    text = response[-MAX_ANSWER_CHARS:] if len(response) > MAX_ANSWER_CHARS else response
-    box = text.rfind("\\boxed{")
-    if box != -1:
-        depth, pos = 1, box + len("\\boxed{")
-        start = pos
-        while pos < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[pos], 0)
-            pos += 1
-        if not depth:
-            text = text[start : pos - 1]
-    else:
-        phrases = list(_PHRASE.finditer(text))
-        if phrases:
-            tail = text[phrases[-1].end() :]
-            text = tail.split("\n", 1)[0]
-    answer = " ".join(text.split())
-    return answer[:-1].rstrip() if answer.endswith(".") else answer
-
-
-def normalise_text(text: str) -> str:
-    """NFKC, case-folded, punctuation and the articles a/an/the dropped, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = "".join(" " if unicodedata.category(char).startswith("P") else char for char in text)
-    return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 def _to_fraction(token: str) -> Fraction | None:
@@ -121,15 +94,6 @@ def _options(record: Mapping[str, Any]) -> list[str]:
     if not isinstance(options, list) or len(options) > len(LETTERS):
         raise RecordError(f"field 'options' must be a list of at most {len(LETTERS)} options")
     return [str(option) for option in options]
-
-
-def read_letter(answer: str, options: list[str]) -> str | None:
-    """The option letter an answer names, None when it names none of the options."""
-    match = _LETTER.fullmatch(answer) or _LEADING_LETTER.match(answer)
-    if match and LETTERS.index(match.group(1).upper()) < len(options):
-        return match.group(1).upper()
-    wanted = normalise_text(answer)  # else the text of one option ("y" among x, y, z)
-    return next((LETTERS[i] for i, option in enumerate(options) if wanted and normalise_text(option) == wanted), None)
 
 
 def _tolerance(record: Mapping[str, Any]) -> Fraction:
@@ -192,9 +156,10 @@ class CustomScorer:
             raise RecordError("field 'response' must be a string or null")
         if not response:
             return Verdict(extraction=None, prediction=None, correct=False)
-        answer = read_answer(response)
+        extracted = extract(response)
+        answer = extracted.text
         if kind == "choice":
-            letter = read_letter(answer, _options(record))
+            letter = read_letter(extracted, _options(record))
             return Verdict(extraction=answer, prediction=letter, correct=letter == gold)
         if kind == "number":
             value = parse_number(answer)
@@ -216,8 +181,13 @@ class CustomScorer:
 def gold_evaluation(gold: str, options: Sequence[str], final_answer: str | None) -> dict[str, Any]:
     """A solve's answer scored against its problem file's gold answer by these same rules (the
     answer type follows from the options and the gold, as for a record without `answer_type`):
-    the run.json fields an eval's run carries (`gold`, `correct`, `evaluation`)."""
-    verdict = SCORER.score({"answer": gold, "options": list(options), "response": final_answer or None})
+    the run.json fields an eval's run carries (`gold`, `correct`, `evaluation`). A run with no
+    answer (`final_answer` None or empty: it failed, or ended before the answer step replied)
+    has no verdict: `correct` is None, never False."""
+    if not final_answer:
+        return {"gold": gold, "correct": None, "evaluation": {"response": final_answer, "extraction": None,
+                                                              "prediction": None, "correct": None, "gold": gold}}
+    verdict = SCORER.score({"answer": gold, "options": list(options), "response": final_answer})
     return {
         "gold": gold,
         "correct": verdict.correct,
@@ -237,6 +207,6 @@ def _decimal_text(value: Fraction) -> str:
 
 SCORER = CustomScorer()
 
-__all__ = ["ANSWER_TYPES", "SCORER", "CustomScorer", "answer_type_of", "gold_evaluation", "gold_problem",
+__all__ = ["ANSWER_TYPES", "LETTERS", "SCORER", "CustomScorer", "answer_type_of", "gold_evaluation", "gold_problem",
            "normalise_text", "parse_number",
            "read_answer", "read_letter"]

@@ -29,15 +29,15 @@
     });
   }
 
-  // Figure 4: where the Critic's first feedback went, over the shown problems that were scored.
+  // Figure 4: where the reviewer's first decision went, over the shown problems that finished
+  // (a failed one too: the server names its bar, "no usable review" when no review decided).
   function drawHistogram(shownRows) {
     var table = document.getElementById("feedback-histogram");
     if (!table) { return; }
     var counts = {}, total = 0;
     shownRows.forEach(function (row) {
-      var verdict = row.getAttribute("data-verdict");
-      if (verdict === "failed" || verdict === "unfinished") { return; }  // no feedback yet is not "none"
-      var target = row.getAttribute("data-feedback") || "none";
+      var target = row.getAttribute("data-feedback");
+      if (row.getAttribute("data-verdict") === "unfinished" || !target) { return; }  // no decision yet is not "none"
       counts[target] = (counts[target] || 0) + 1;
       total += 1;
     });
@@ -264,6 +264,16 @@
     source.addEventListener("finished", function (event) { source.close(); say(JSON.parse(event.data).status); });
   }
 
+  // While a call is under way the live page says who is thinking, and for how long.
+  function tickThinking() {
+    var marker = document.getElementById("thinking");
+    var elapsed = marker && !marker.hidden ? marker.querySelector(".elapsed") : null;
+    var since = marker ? Number(marker.getAttribute("data-since")) : 0;
+    if (elapsed && since > 0) {
+      elapsed.textContent = Math.max(0, Math.round((Date.now() - since) / 1000)) + " s";
+    }
+  }
+
   filters.forEach(function (select) { select.addEventListener("change", filtersChanged); });
   if (more) { more.addEventListener("click", function () { pageLimit += PAGE_ROWS; applyFilters(); }); }
   document.addEventListener("click", function (event) {
@@ -274,5 +284,6 @@
   applyFilters();
   route();
   Array.prototype.forEach.call(document.querySelectorAll("[data-live]"), follow);
+  if (document.querySelector("[data-live]")) { tickThinking(); window.setInterval(tickThinking, 1000); }
   document.documentElement.setAttribute("data-ready", "1");
 })();
