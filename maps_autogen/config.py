@@ -432,7 +432,8 @@ def configured_secrets(
 
 def written_secrets(data: Any) -> list[str]:
     """Secrets written into config data where a name or a URL goes: anything shaped like an API
-    key (`redact.looks_like_key`), and the user information of a URL (`user:password`, and the
+    key (`redact.pasted_keys`), a header or query parameter named like a credential, and the
+    user information of a URL (`user:password`, and the
     password alone). Walked iteratively: config data is bounded in depth and size already."""
     found: list[str] = []
     stack = [data]

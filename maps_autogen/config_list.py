@@ -211,7 +211,7 @@ def _check_entry(entry: Any, number: int, where: str) -> None:
             raise ConfigError(f"{here}: {name} must be a string", fix=FIX)
         if name == "extra_body" and not isinstance(value, dict):
             raise ConfigError(f"{here}: extra_body must be a JSON object", fix=FIX)
-    url = entry.get("base_url") or entry.get("azure_endpoint")
+    url = entry.get("azure_endpoint") or entry.get("base_url")
     if isinstance(url, str) and looks_like_key(url):
         raise ConfigError(f"{here}: base_url holds what looks like an API key, not a URL",
                           fix="put the key under api_key and the service's address under base_url")
@@ -265,10 +265,10 @@ def _endpoint_settings(entry: dict[str, Any], unused: dict[str, list[int]], numb
             unused.setdefault(name, []).append(number)
     if entry.get("max_completion_tokens") is not None:
         settings["max_tokens_field"] = "max_completion_tokens"
+    if settings["api_type"] == "azure" and entry.get("azure_endpoint") is not None:
+        settings["base_url"] = entry["azure_endpoint"]  # AG2 (the OpenAI SDK) prefers it to base_url
     if isinstance(settings.get("base_url"), str) and not settings["base_url"].startswith(("http://", "https://")):
         settings["base_url"] = f"http://{settings['base_url']}"  # as AG2 reads a URL without a scheme
-    if settings["api_type"] == "azure" and entry.get("azure_deployment") is None:
-        settings.pop("azure_deployment", None)
     body.update(entry.get("extra_body") or {})
     if headers:
         settings["headers"] = headers

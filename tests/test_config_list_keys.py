@@ -109,8 +109,9 @@ def test_max_completion_tokens_is_sent_under_its_own_name_and_the_cut_names_it(t
 def test_an_azure_entry_calls_the_deployment_url_with_api_version_and_an_api_key_header(tmp_path: Path) -> None:
     with FakeOpenAI(script()) as server:
         resource = server.base_url.removesuffix("/v1")  # https://RESOURCE.openai.azure.com
-        entry = {"model": "my-gpt4o", "api_type": "azure", "base_url": resource, "api_version": "2024-10-21",
-                 "api_key": AZURE_KEY, "max_completion_tokens": 500}
+        # azure_endpoint wins over base_url, as the OpenAI SDK's Azure client (AG2's) reads them
+        entry = {"model": "my-gpt4o", "api_type": "azure", "azure_endpoint": resource, "base_url": "http://127.0.0.1:9",
+                 "api_version": "2024-10-21", "api_key": AZURE_KEY, "max_completion_tokens": 500}
         result = solve(tmp_path, [entry])
         received = posts(server)
     assert result.returncode == 0, result.stderr
