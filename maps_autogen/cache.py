@@ -32,6 +32,13 @@ def cache_key(request: dict[str, Any]) -> str:
     return hashlib.sha256(f"v{CACHE_SCHEMA_VERSION}:{canonical}".encode()).hexdigest()
 
 
+def _storable(count: int | None) -> int | None:
+    """A token count as the table keeps it: a whole number SQLite's INTEGER holds, else None."""
+    if isinstance(count, int) and not isinstance(count, bool) and 0 <= count < 2**63:
+        return count
+    return None
+
+
 class ResponseCache:
     """SQLite-backed, safe to share between threads (and processes, through SQLite's locks)."""
 
@@ -68,11 +75,13 @@ class ResponseCache:
 
     def put(self, key: str, text: str, model: str, prompt_tokens: int | None, completion_tokens: int | None,
             finish_reason: str | None = None) -> None:
-        """Store an accepted reply."""
+        """Store an accepted reply. A token count SQLite cannot hold (the caller checks usage
+        first; this is the cache's own guard) is stored as unknown, never overflowing the table."""
         with self._lock:
             self._db.execute(
                 f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, redact(text), redact(model), prompt_tokens, completion_tokens, finish_reason, time.time()),
+                (key, redact(text), redact(model), _storable(prompt_tokens), _storable(completion_tokens),
+                 finish_reason, time.time()),
             )
             self._db.commit()
 

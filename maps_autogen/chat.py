@@ -41,6 +41,7 @@ from maps_autogen.roles import (
     review_text_chars,
     solver_schema,
 )
+from maps_autogen.service_answers import CUT_REASONS
 from maps_autogen.team import ChatPlan, TeamConfig, derived_max_rounds, plan_chat, possessive
 from maps_autogen.transcript import request_for_transcript, utc_now
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply
@@ -83,10 +84,12 @@ class ChatSettings:
 
 def images_withheld(problem: Problem, image_roles: frozenset[str], backends: Mapping[str, ModelBackend]) -> list[str]:
     """The steps that would receive the problem's images but talk to a text-only model
-    (`vision: false`): their requests carry a text note in place of each image."""
+    (`vision: false`) or one that takes fewer per request (`max_images`): their requests carry a
+    text note in place of each image not sent."""
     if not problem.has_images:
         return []
-    return sorted(role for role in image_roles if not backends[role].supports_images)
+    count = len(problem.images)
+    return sorted(role for role in image_roles if backends[role].model.images_carried(count) < count)
 
 
 def chat_settings(
@@ -374,17 +377,21 @@ class MapsChat:
                 "request": call.request if call else None,
             }
         )
-        if call is not None and call.completion.finish_reason == "length":
+        if call is not None and call.completion.finish_reason in CUT_REASONS:
             # Told once, after the turn it concerns (the turn's record carries finish_reason too).
+            model = self.backends[role].model
+            cut = call.completion.finish_reason == "length"
             self.observer.emit(
                 {
                     "type": "event",
-                    "event": "max_tokens_reached",
+                    "event": "max_tokens_reached" if cut else "content_filtered",
                     "role": role,
                     "at": utc_now(),
-                    "detail": f"the {step.possessive} reply was cut off at max_tokens "
-                    f"({call.completion.sent.get('max_tokens')}); "
-                    f"raise {self.backends[role].model.max_tokens_key} for longer replies",
+                    "detail": f"the {step.possessive} reply was cut off at {model.max_tokens_field} "
+                    f"({call.completion.sent.get(model.max_tokens_field)}); raise {model.max_tokens_key} for longer "
+                    "replies"
+                    if cut else f"the service's content filter stopped the {step.possessive} reply (finish_reason "
+                    "content_filter): it is incomplete, and was not sent again",
                 }
             )
 
@@ -397,9 +404,10 @@ class MapsChat:
             revision = revision_for(role, self.outputs, rollback.sent, (scale.low, scale.high))
         asked = asked_revision(role, rollback, self.outputs)  # the person sent this step back
         backend = self.backends[role]
-        images = "none"
+        images, max_images = "none", None
         if role in self.settings.image_roles:
             images = "send" if backend.supports_images else "note"
+            max_images = backend.model.max_images
         step = self.settings.team.step(role)
         variables = None
         if role == self.settings.flow.reviewer:
@@ -408,7 +416,7 @@ class MapsChat:
                                          threshold=self.settings.flow.threshold)
         content = build_request(
             step, self.problem, self.outputs, self.prompts, review_variables=variables, images=images,
-            revision=revision, shared_prefix=self._shared_prefix(role),
+            max_images=max_images, revision=revision, shared_prefix=self._shared_prefix(role),
             asked=asked, notes=tuple(self._person.notes) if self._person is not None else (),
         )
         self.observer.emit({"type": "turn_start", "role": role, "agent": step.title, "round": self._current_round,
@@ -490,10 +498,10 @@ class MapsChat:
             )
         withheld = images_withheld(self.problem, self.settings.image_roles, self.backends)
         if withheld:
-            titles = ", ".join(self.settings.team.step(role).title for role in withheld)
+            why = "; ".join(f"{self.settings.team.step(role).title}: "
+                            f"{self.backends[role].model.images_withheld_because()}" for role in withheld)
             self.observer.emit({"type": "event", "event": "images_withheld", "roles": withheld, "at": utc_now(),
-                                "detail": f"images withheld from {titles}: the model is text-only (vision: false); "
-                                          "a note stands in for each image"})
+                                "detail": f"images withheld ({why}); a note stands in for each image not sent"})
         agents = agents_for(self.agent_shape())
         opening = self._opening_message()
         self.observer.emit(

@@ -24,23 +24,26 @@ from maps_autogen.cache import ResponseCache, cache_key
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import FatalServiceError, RunInterrupted, ServiceError
 from maps_autogen.limits import DEFAULT_REPLY_BYTES, LineTooLong, body_limit, cap_reply, capped_lines, read_capped
-from maps_autogen.pool import ReplicaPool, pooled_http_client
-from maps_autogen.redact import redact
+from maps_autogen.pool import ReplicaPool, pooled_http_client, request_pacer
+from maps_autogen.redact import mask_url_userinfo, redact
 from maps_autogen.service_answers import (
+    CUT_REASONS,
     ERROR_SHOWN_CHARS,
     Rejected,
     Retryable,
     StreamedReply,
     TokenCallback,
     backoff_delay,
+    checked_usage,
     error_detail,
+    read_completion,
     rejection_error,
     retry_after_seconds,
     retryable_status,
     stream_chunk,
     takes_no_images,
 )
-from maps_autogen.text import may_hold_surrogates, utf8_chunks, valid_tree
+from maps_autogen.text import may_hold_surrogates, utf8_chunks, valid_text, valid_tree
 from maps_autogen.tokens import estimate_usage
 
 logger = logging.getLogger(__name__)
@@ -68,7 +71,8 @@ class Completion:
     sent: dict[str, Any] = field(default_factory=dict)  # the settings read back from the request body sent
     rejected: str | None = None  # why the reply's text failed its check on the last allowed attempt
     truncated: bool = False  # the reply was longer than limits.reply_bytes and was cut
-    tokens_estimated: bool = False  # the server reported no usage: counted by tokens.METHOD
+    tokens_estimated: bool = False  # the server reported no usable usage: counted by tokens.METHOD
+    usage_unusable: str | None = None  # why the usage the server reported could not be used
 
     def usage(self) -> dict[str, Any]:
         return {
@@ -80,9 +84,22 @@ class Completion:
             "cached": self.cached,
             **({"truncated": True} if self.truncated else {}),
             "tokens_estimated": self.tokens_estimated,
+            **({"usage_unusable": self.usage_unusable} if self.usage_unusable else {}),
         }
 
 
+@dataclass(frozen=True)
+class _Reply:
+    """What one request brought back: the text and what the service said about it."""
+
+    text: str
+    model: str | None
+    usage: Any  # as the service reported it (unchecked)
+    finish_reason: str | None
+    truncated: bool = False  # a stream stopped at the reply limit
+
+
+_usage_warned: set[str] = set()  # the services whose unusable usage was told
 _clients_lock = threading.Lock()
 _clients: dict[tuple[float, int], httpx.Client] = {}
 
@@ -181,7 +198,8 @@ class ChatBackend:
         self.base_url = base_url or model.base_url
         if not self.base_url:
             raise ValueError(f"endpoint {model.endpoint_name} has no base URL yet")
-        self._url = f"{self.base_url.rstrip('/')}/chat/completions"
+        self._url = model.chat_url(self.base_url)
+        self._shown_url = mask_url_userinfo(self.base_url)  # how messages name the service
         # Several replicas of the model: a pool spreads the requests over them (pool.py). It is
         # the endpoint's, given when other backends share it (they learn together which
         # replica fails), else this backend's own.
@@ -193,7 +211,17 @@ class ChatBackend:
             self._http = pooled_http_client(self.pool, model.timeout_s, max_connections)
         else:
             self._http = shared_http_client(model.timeout_s, max_connections)
-        self._headers = {"Authorization": f"Bearer {model.api_key}"} if model.api_key else {}
+        self._headers = model.request_headers()
+        # What a run records of the request beyond its body (secrets masked), once.
+        self._sent_extra: dict[str, Any] = {}
+        if model.shown_headers():
+            self._sent_extra["headers"] = model.shown_headers()
+        if model.shown_query(self._url):
+            self._sent_extra["query"] = model.shown_query(self._url)
+        if self._url.split("?", 1)[0] != f"{self.base_url.rstrip('/')}/chat/completions":
+            self._sent_extra["url"] = mask_url_userinfo(self._url.split("?", 1)[0])
+        self._pacer = (request_pacer(model.endpoint_name, self._url, model.requests_per_s)
+                       if model.requests_per_s else None)
         self._json = json_mode or JsonModeMemo(model.json_mode)
         self.supports_images = model.vision  # False: requests carry a note in place of each image
 
@@ -215,7 +243,9 @@ class ChatBackend:
         if self.model.temperature is not None:
             body["temperature"] = self.model.temperature
         if self.model.max_tokens is not None:
-            body["max_tokens"] = self.model.max_tokens
+            body[self.model.max_tokens_field] = self.model.max_tokens  # max_completion_tokens for reasoning models
+        if self.model.reasoning_effort is not None:
+            body["reasoning_effort"] = self.model.reasoning_effort
         if response_format is not None:
             body["response_format"] = response_format
         body.update(self.model.extra_body)
@@ -224,15 +254,16 @@ class ChatBackend:
             body["stream_options"] = {"include_usage": True}
         return body
 
-    @staticmethod
-    def sent_settings(body: dict[str, Any]) -> dict[str, Any]:
-        """What a run records about a request: every setting of its body except the messages."""
+    def sent_settings(self, body: dict[str, Any]) -> dict[str, Any]:
+        """What a run records about a request: every setting of its body except the messages,
+        and the headers, query and URL it went with when they are not the default (secrets
+        masked)."""
         settings = {
             key: value for key, value in body.items() if key not in ("messages", "response_format", "stream_options")
         }
         if "response_format" in body:
             settings["response_format"] = body["response_format"]["type"]
-        return settings
+        return {**settings, **self._sent_extra}
 
     def settings(self) -> dict[str, Any]:
         """The settings this backend sends with every request (model, sampling, format)."""
@@ -243,7 +274,9 @@ class ChatBackend:
         # setting, the response format with its schema, the messages with their images).
         # Streaming is only how the reply travels.
         shaping = {key: value for key, value in body.items() if key not in ("stream", "stream_options")}
-        return cache_key({"url": self._url, "body": shaping})
+        # The headers that are not credentials may shape the reply too (a gateway's routing).
+        headers = self._sent_extra.get("headers") or {}
+        return cache_key({"url": self._url, "body": shaping, **({"headers": headers} if headers else {})})
 
     def _from_cache(
         self, key: str, body: dict[str, Any], check: ReplyCheck | None, started: float
@@ -256,9 +289,11 @@ class ChatBackend:
         if check is not None and check(hit["text"]) is not None:
             self.cache.delete(key)  # an entry that no longer passes is never served again
             return None
+        counts, _ = checked_usage({name: hit[name] for name in ("prompt_tokens", "completion_tokens")})
         return Completion(
-            text=hit["text"], model=self.model.model, prompt_tokens=hit["prompt_tokens"],
-            completion_tokens=hit["completion_tokens"], cost=0.0, seconds=time.monotonic() - started,
+            text=hit["text"], model=self.model.model, prompt_tokens=counts["prompt_tokens"] if counts else None,
+            completion_tokens=counts["completion_tokens"] if counts else None, cost=0.0,
+            seconds=time.monotonic() - started,
             attempts=0, json_mode=self._json.mode if "response_format" in body else "none", cached=True,
             finish_reason=hit.get("finish_reason"), served_model=_differing(hit["model"], self.model.model),
             sent=self.sent_settings(body),
@@ -275,12 +310,13 @@ class ChatBackend:
         check: ReplyCheck | None = None,
     ) -> Completion:
         """One chat completion; retries timeouts, connection errors, 408/409/429, 5xx, malformed
-        or incomplete replies and replies failing `check` (unless cut at max_tokens: the same
-        request gives the same cut), with backoff; never another 4xx; raises ServiceError with a
-        one-line message when it gives up (FatalServiceError when every request would fail).
-        With a cache, an identical earlier accepted request is answered from it (cost 0).
-        When the last allowed attempt still fails `check`, its reply is returned with
-        `rejected` set (and is not cached), so the caller can record it as such."""
+        or incomplete replies, errors the service sends inside a reply (unless their status says
+        retrying will not help) and replies failing `check` (unless cut at the token cap or by a
+        content filter: the same request meets the same cut), with backoff; never another 4xx;
+        raises ServiceError with a one-line message when it gives up (FatalServiceError when
+        every request would fail). With a cache, an identical earlier accepted request is
+        answered from it (cost 0). When the last allowed attempt still fails `check`, its reply
+        is returned with `rejected` set (and is not cached), so the caller can record it as such."""
         started = time.monotonic()
         response_format = self._response_format(schema_name, schema)
         body = self.request_body(messages, response_format)
@@ -294,12 +330,16 @@ class ChatBackend:
             attempt += 1
             if self._cancel.is_set():
                 raise RunInterrupted("the run was interrupted")
+            if self._pacer is not None:
+                self._pacer.wait(self._cancel)
             try:
-                text, model_name, usage, finish_reason = self._once(body, role, on_token)
-                text, truncated = cap_reply(text, self.max_reply_bytes)
+                reply = self._once(body, role, on_token)
+                text, truncated = cap_reply(reply.text, self.max_reply_bytes)
+                truncated = truncated or reply.truncated
                 rejected = check(text) if check is not None else None
-                # A reply cut at max_tokens comes back cut from the same request: never re-sent.
-                if rejected is not None and finish_reason != "length" and attempt <= self.model.max_retries:
+                # A reply cut at the token cap (or by a filter) comes back cut from the same request: never re-sent.
+                retry = reply.finish_reason not in CUT_REASONS and attempt <= self.model.max_retries
+                if rejected is not None and retry:
                     raise Retryable(f"the model's reply is unusable: {rejected}")
             except _Cancelled:
                 raise RunInterrupted("the run was interrupted") from None
@@ -322,45 +362,53 @@ class ChatBackend:
                     attempt -= 1
                     continue
                 raise rejection_error(error, self.model) from None
-            reported_prompt = usage.get("prompt_tokens") if usage else None
-            reported_completion = usage.get("completion_tokens") if usage else None
-            if finish_reason == "length":
-                logger.info(
-                    "the %s reply was cut off at max_tokens (%s): raise %s",
-                    role,
-                    self.model.max_tokens,
-                    self.model.max_tokens_key,
-                )
-            # (a cut reply is incomplete)
-            if self.cache is not None and key is not None and rejected is None and not truncated:
-                # The cache keeps only the tokens the server reported, never our estimate.
-                self.cache.put(
-                    key, text, model_name or self.model.model, reported_prompt, reported_completion, finish_reason
-                )
-            # A server that reports no usage (some local servers, some streams) still gets a cost
-            # estimate: the tokens are counted our way (tokens.METHOD) and marked as estimated.
-            tokens_estimated = not usage
-            if not usage:
-                usage = estimate_usage(messages, text)
-            prompt_tokens = usage.get("prompt_tokens")
-            completion_tokens = usage.get("completion_tokens")
-            cost = self.model.cost(prompt_tokens or 0, completion_tokens or 0, served=model_name)
-            return Completion(
-                text=text,
-                model=self.model.model,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                cost=cost,
-                seconds=time.monotonic() - started,
-                attempts=attempt,
-                json_mode=self._json.mode if response_format else "none",
-                finish_reason=finish_reason,
-                served_model=_differing(model_name, self.model.model),
-                sent=self.sent_settings(body),
-                rejected=rejected,
-                truncated=truncated,
-                tokens_estimated=tokens_estimated,
-            )
+            return self._completed(reply, text, truncated, rejected, messages, body, key, response_format,
+                                   attempt, started, role)
+
+    def _completed(self, reply: _Reply, text: str, truncated: bool, rejected: str | None,
+                   messages: list[dict[str, Any]], body: dict[str, Any], key: str | None,
+                   response_format: dict[str, Any] | None, attempt: int, started: float, role: str) -> Completion:
+        """The Completion of an accepted reply: its usage checked (an impossible one is replaced by
+        our estimate, and said so), its cost, and the cache entry of a complete reply."""
+        counts, unusable = checked_usage(reply.usage)
+        if unusable is not None and self._shown_url not in _usage_warned:  # once per service and process
+            _usage_warned.add(self._shown_url)
+            logger.warning("the model service at %s reported unusable usage (%s): its tokens are estimated",
+                           self._shown_url, unusable)
+        if reply.finish_reason == "length":
+            logger.info("the %s reply was cut off at %s (%s): raise %s", role, self.model.max_tokens_field,
+                        self.model.max_tokens, self.model.max_tokens_key)
+        # A truncated or rejected reply is never cached; one cut at the cap (or by a filter) is, with
+        # its finish reason (the same request meets the same cut); with the tokens the server
+        # reported, never our estimate.
+        if self.cache is not None and key is not None and rejected is None and not truncated:
+            self.cache.put(key, text, reply.model or self.model.model,
+                           counts["prompt_tokens"] if counts else None, counts["completion_tokens"] if counts else None,
+                           reply.finish_reason)
+        # A server that reports no usable usage (some local servers, some streams, an impossible
+        # count) still gets a cost estimate: the tokens are counted our way (tokens.METHOD).
+        tokens_estimated = counts is None
+        if counts is None:
+            estimated = estimate_usage(messages, text)
+            counts = {"prompt_tokens": estimated["prompt_tokens"], "completion_tokens": estimated["completion_tokens"]}
+        cost = self.model.cost(counts["prompt_tokens"], counts["completion_tokens"], served=reply.model)
+        return Completion(
+            text=text,
+            model=self.model.model,
+            prompt_tokens=counts["prompt_tokens"],
+            completion_tokens=counts["completion_tokens"],
+            cost=cost,
+            seconds=time.monotonic() - started,
+            attempts=attempt,
+            json_mode=self._json.mode if response_format else "none",
+            finish_reason=reply.finish_reason,
+            served_model=_differing(reply.model, self.model.model),
+            sent=self.sent_settings(body),
+            rejected=rejected,
+            truncated=truncated,
+            tokens_estimated=tokens_estimated,
+            usage_unusable=unusable,
+        )
 
     def _wait_to_retry(self, error: Retryable, attempt: int) -> None:
         """Wait before the attempt after `attempt`; raise ServiceError (FatalServiceError when the
@@ -382,21 +430,16 @@ class ChatBackend:
         if self._cancel.wait(delay):
             raise RunInterrupted("the run was interrupted") from None
 
-    def _once(
-        self,
-        body: dict[str, Any],
-        role: str,
-        on_token: TokenCallback | None,
-    ) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
+    def _once(self, body: dict[str, Any], role: str, on_token: TokenCallback | None) -> _Reply:
         # The role travels as a header so gateways (and our tests) can attribute each request.
         headers = {**self._headers, "X-Maps-Role": role}
         setting = f"endpoints.{self.model.endpoint_name}"
         if self.model.stream:
-            # A stream is bounded by the wait for each chunk, not by its length: a slow server
-            # that keeps sending finishes however long the reply.
+            # A stream is bounded by the wait for progress (more of the reply) and as a whole:
+            # a slow server that keeps sending finishes however long the reply, up to stream_total_s.
             idle = self.model.stream_idle_s
             too_slow = (
-                f"the model service at {self.base_url} sent nothing of its streamed reply for {idle:g}s "
+                f"the model service at {self._shown_url} sent nothing of its streamed reply for {idle:g}s "
                 f"({setting}.stream_idle_s)"
             )
             fix = f"raise {setting}.stream_idle_s in agents.yaml, or check that the service is up"
@@ -405,7 +448,7 @@ class ChatBackend:
             # timeout_s bounds every read and the whole request: a service that trickles a
             # byte every few seconds still ends within the deadline.
             too_slow = (
-                f"the model service at {self.base_url} did not answer within {self.model.timeout_s:g}s "
+                f"the model service at {self._shown_url} did not answer within {self.model.timeout_s:g}s "
                 f"({setting}.timeout_s)"
             )
             fix = (
@@ -425,7 +468,7 @@ class ChatBackend:
                 )
                 if raw is None:
                     raise ServiceError(
-                        f"the model service at {self.base_url} sent a reply body over "
+                        f"the model service at {self._shown_url} sent a reply body over "
                         f"{body_limit(self.max_reply_bytes):,} bytes",
                         fix="raise limits.reply_bytes in agents.yaml if such replies are expected",
                     )
@@ -434,28 +477,16 @@ class ChatBackend:
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
             if self._cancel.is_set():
                 raise _Cancelled() from None
-            raise Retryable(f"cannot reach the model service at {self.base_url}", unreachable=True) from None
+            raise Retryable(f"cannot reach the model service at {self._shown_url}", unreachable=True) from None
         except httpx.HTTPError as error:
-            raise Retryable(f"the request to {self.base_url} failed: {error.__class__.__name__}") from None
+            raise Retryable(f"the request to {self._shown_url} failed: {error.__class__.__name__}") from None
         try:
             reply = json.loads(raw)
             if may_hold_surrogates(raw):  # a lone \udcff in the reply: made valid here, once
                 reply = valid_tree(reply)
-            choice = reply["choices"][0]
-            text = choice["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError, RecursionError):
+        except (ValueError, RecursionError):
             raise Retryable("the model service sent a malformed reply (not a chat completion in JSON)") from None
-        if not isinstance(text, str):
-            raise Retryable("the model service sent a reply without message content")
-        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else None
-        finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
-        model = reply.get("model")
-        return (
-            text,
-            model if isinstance(model, str) else None,
-            usage,
-            finish_reason if isinstance(finish_reason, str) else None,
-        )
+        return _Reply(*read_completion(reply))
 
     def _before_deadline(self, chunks: Iterator[bytes], deadline: float, late: Retryable) -> Iterator[bytes]:
         """The body's chunks, stopping with the retryable error `late` once the deadline passes."""
@@ -472,6 +503,9 @@ class ChatBackend:
     @staticmethod
     def _check_status(response: httpx.Response) -> None:
         status = response.status_code
+        if 300 <= status < 400:  # never followed: the request (and its key) would go elsewhere
+            location = valid_text(" ".join(response.headers.get("location", "").split()))[:ERROR_SHOWN_CHARS]
+            raise Rejected(status, f"to {location or 'an address it did not give'}")
         if status < 400:
             return
         detail = error_detail(response)
@@ -482,18 +516,26 @@ class ChatBackend:
             raise Retryable(f"the model service answered {message}", retry_after_seconds(response))
         raise Rejected(status, detail)
 
-    def _read_stream(
-        self, response: httpx.Response, on_token: TokenCallback | None, idle: Retryable,
-    ) -> tuple[str, str | None, dict[str, Any] | None, str | None]:
-        """The text, model, usage and finish reason of a streamed reply. Each wait for a chunk is
-        bounded by the socket's read timeout; lines that carry no data (keep-alive comments)
-        do not reset the wait, so a server that only pings still ends with `idle`."""
+    def _read_stream(self, response: httpx.Response, on_token: TokenCallback | None, idle: Retryable) -> _Reply:
+        """The text, model, usage and finish reason of a streamed reply. Bounded three ways: each
+        wait for progress (text, reasoning, a finish reason or usage: keep-alive comments,
+        role-only and empty deltas are not progress) by stream_idle_s, the whole stream by
+        stream_total_s, and its text by the reply limit (past it the stream is closed and the
+        reply is truncated). An `error` event or an error chunk is the service's failure."""
         reply = StreamedReply(self.max_reply_bytes, on_token)
         done = False
         # Decoded incrementally, whatever charset the headers claim: a character whose UTF-8
         # bytes span two network chunks is decoded whole.
         lines = capped_lines(utf8_chunks(response.iter_bytes()), body_limit(self.max_reply_bytes))
-        data_by = time.monotonic() + self.model.stream_idle_s
+        now = time.monotonic()
+        progress_by = now + self.model.stream_idle_s
+        total = self.model.stream_total_s
+        whole_by = now + total
+        setting = f"endpoints.{self.model.endpoint_name}"
+        too_long = Retryable(
+            f"the model service's streamed reply did not end within {total:g}s ({setting}.stream_total_s)",
+            fix=f"raise {setting}.stream_total_s in agents.yaml for such long replies")
+        event = ""
         while True:
             try:
                 line = next(lines, None)
@@ -501,15 +543,26 @@ class ChatBackend:
                 raise Retryable(f"the model service sent {error} in its streamed reply") from None
             if line is None:
                 break
-            self._check_deadline(data_by, idle)
-            if not line.startswith("data:"):
+            self._check_deadline(progress_by, idle)
+            self._check_deadline(whole_by, too_long)
+            if line.startswith("event:"):
+                event = line[6:].strip()
                 continue
-            data_by = time.monotonic() + self.model.stream_idle_s
+            if not line.startswith("data:"):
+                if not line:
+                    event = ""  # an event ends at a blank line
+                continue
             data = line[5:].strip()
             if data == "[DONE]":
                 done = True
                 break
-            reply.add(stream_chunk(data))
+            before = reply.progress
+            reply.add(stream_chunk(data, event))
+            if reply.progress > before:
+                progress_by = time.monotonic() + self.model.stream_idle_s
+            if reply.over_limit:  # the rest is not read: the reply is cut here
+                reply.end()
+                return _Reply("".join(reply.pieces), reply.model_name, None, reply.finish_reason, truncated=True)
         reply.end()
         if not done or reply.finish_reason is None:
             # A stream cut off cleanly looks like a short reply: only the end markers tell.
@@ -519,9 +572,9 @@ class ChatBackend:
                 if absent
             )
             raise Retryable(f"the model service's streamed reply ended without {missing} (incomplete)")
-        if not reply.pieces:
+        if not reply.pieces and reply.finish_reason not in CUT_REASONS:
             raise Retryable("the model service streamed no content")
-        return "".join(reply.pieces), reply.model_name, reply.usage, reply.finish_reason
+        return _Reply("".join(reply.pieces), reply.model_name, reply.usage, reply.finish_reason)
 
 
 def _differing(reported: str | None, requested: str) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.resources
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +19,14 @@ from pydantic_core import ErrorDetails
 
 from maps_autogen.errors import ConfigError, UsageError
 from maps_autogen.records import HumanWhen
-from maps_autogen.redact import register_key_variables
+from maps_autogen.redact import (
+    looks_like_key,
+    names_a_credential,
+    pasted_keys,
+    register_key_variables,
+    register_secret,
+    url_userinfo,
+)
 from maps_autogen.team import LoadedTeam, StepModel, load_team_file, parse_team, threshold_fix, threshold_problem
 from maps_autogen.text import MAX_NESTING, TooDeep, valid_tree
 
@@ -38,8 +46,16 @@ class PriceConfig(_Strict):
     completion_per_million: float = Field(ge=0)
 
 
+# Body fields maps writes itself: an endpoint's extra_body may not set them (each has its own key).
+RESERVED_BODY_FIELDS = frozenset({
+    "model", "messages", "stream", "stream_options", "response_format", "max_tokens", "max_completion_tokens",
+    "temperature", "reasoning_effort",
+})
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 class OpenAIEndpoint(_Strict):
-    """An OpenAI-compatible chat-completions service (OpenAI, vLLM, llama.cpp, gateways)."""
+    """An OpenAI-compatible chat-completions service (OpenAI, vLLM, llama.cpp, gateways, Azure)."""
 
     kind: Literal["openai"] = "openai"
     # None: $OPENAI_BASE_URL, else OpenAI's own; a list: replicas of one model (pool.py)
@@ -48,13 +64,72 @@ class OpenAIEndpoint(_Strict):
     default_model: str = "gpt-4o"
     # A CPU server may take minutes for a long reply: the OpenAI SDK's default deadline.
     timeout_s: float = Field(default=600, gt=0)  # a whole non-streamed request
-    stream_idle_s: float = Field(default=60, gt=0)  # a stream: the longest wait for its next chunk
+    stream_idle_s: float = Field(default=60, gt=0)  # a stream: the longest wait for more of its reply
+    stream_total_s: float = Field(default=3600, gt=0)  # a stream, whole
     max_retries: int = Field(default=4, ge=0)
     json_mode: Literal["schema", "object", "none"] = "schema"
     stream: bool = False
     max_connections: int = Field(default=64, ge=1)
     vision: bool = True  # false: a text-only model; its roles get a note in place of each image (recorded)
+    max_images: int | None = Field(default=None, ge=0)  # the most images one request may carry (vLLM's limit)
     models: list[str] = Field(default_factory=list)  # names it serves: `endpoint: auto` sends a named model here
+    # The service's dialect. openai: POST <base_url>/chat/completions with a Bearer key; azure:
+    # an `api-key` header, and for a resource endpoint (not .../openai/v1) the deployment URL
+    # <base_url>/openai/deployments/<model>/chat/completions?api-version=<api_version>.
+    api_type: Literal["openai", "azure"] = "openai"
+    api_version: str | None = None
+    azure_deployment: str | None = None  # the deployment's name in the URL, when not the model's
+    headers: dict[str, str] = Field(default_factory=dict)  # on every request (values of secret-looking names masked)
+    query: dict[str, str] = Field(default_factory=dict)  # query parameters of every request
+    extra_body: dict[str, Any] = Field(default_factory=dict)  # more body fields (vLLM's top_k, seed...)
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"  # reasoning models: the latter
+    reasoning_effort: str | None = None
+    # Set: every request to this endpoint carries it, whatever a step sets (an AG2 config list entry's).
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+    requests_per_s: float | None = Field(default=None, gt=0)  # at most this many requests a second (per process)
+
+    @field_validator("base_url")
+    @classmethod
+    def _a_url(cls, value: str | list[str] | None) -> str | list[str] | None:
+        for url in [value] if isinstance(value, str) else value or []:
+            if looks_like_key(url):
+                register_secret(url)
+                raise ValueError("holds what looks like an API key, not a URL: put the key in the variable "
+                                 "api_key_env names")
+            if not url.strip().lower().startswith(("http://", "https://")):
+                raise ValueError("must be an http:// or https:// URL (e.g. http://127.0.0.1:8000/v1)")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_variable_name(cls, value: str | None) -> str | None:
+        if value is not None and not _VARIABLE_NAME.fullmatch(value):
+            register_secret(value)  # a key pasted here is never printed
+            raise ValueError("is the NAME of the environment variable that holds the key (e.g. OPENAI_API_KEY), "
+                             "not the key itself")
+        return value
+
+    @field_validator("extra_body")
+    @classmethod
+    def _not_our_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        taken = sorted(set(value) & RESERVED_BODY_FIELDS)
+        if taken:
+            raise ValueError(f"may not set '{taken[0]}': maps writes it (use the endpoint's own key, or the step's)")
+        return value
+
+    @model_validator(mode="after")
+    def _azure_needs_a_version(self) -> OpenAIEndpoint:
+        if self.api_type == "azure" and self.api_version is None and not _azure_v1(self.base_url):
+            raise ValueError("api_type azure with a resource endpoint needs api_version (e.g. 2024-10-21); or "
+                             "write base_url as https://RESOURCE.openai.azure.com/openai/v1 for Azure's v1 API")
+        return self
+
+
+def _azure_v1(base_url: str | list[str] | None) -> bool:
+    """Whether an Azure base URL is the v1 API's (https://RESOURCE.openai.azure.com/openai/v1)."""
+    urls = [base_url] if isinstance(base_url, str) else base_url or []
+    return bool(urls) and all(url.strip().rstrip("/").endswith("/openai/v1") for url in urls)
 
 
 class LocalEndpoint(_Strict):
@@ -75,6 +150,7 @@ class LocalEndpoint(_Strict):
     final_review: bool | None = False  # None: critic.final_review
     timeout_s: float = Field(default=600, gt=0)
     stream_idle_s: float = Field(default=60, gt=0)
+    stream_total_s: float = Field(default=3600, gt=0)
     max_retries: int = Field(default=1, ge=0)
     json_mode: Literal["schema", "object", "none"] = "schema"
     stream: bool = False
@@ -362,7 +438,41 @@ def configured_secrets(
         data = read_yaml(path)
     except ConfigError:
         return [], []
-    return _key_variables(data), _inline_keys(data, path, os.environ if env is None else env)
+    return _key_variables(data), [*_inline_keys(data, path, os.environ if env is None else env),
+                                  *written_secrets(data)]
+
+
+def written_secrets(data: Any) -> list[str]:
+    """Secrets written into config data where a name or a URL goes: anything shaped like an API
+    key (`redact.pasted_keys`), a header or query parameter named like a credential, and the
+    user information of a URL (`user:password`, and the
+    password alone). Walked iteratively: config data is bounded in depth and size already."""
+    found: list[str] = []
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+            for holder in ("headers", "query"):  # an endpoint's credential headers and parameters
+                named = item.get(holder)
+                if isinstance(named, dict):
+                    found += [value for name, value in named.items()
+                              if isinstance(name, str) and isinstance(value, str) and names_a_credential(name)]
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            found += pasted_keys(item)
+            userinfo = url_userinfo(item)
+            if userinfo:
+                found += [userinfo, userinfo.partition(":")[2]]
+    return [secret for secret in found if secret]
+
+
+def register_written_secrets(data: Any) -> None:
+    """Register every secret `written_secrets` finds in `data`, so no output shows it."""
+    for secret in written_secrets(data):
+        register_secret(secret)
 
 
 def _key_variables(data: Any) -> list[str]:
@@ -429,14 +539,17 @@ def load_config(
     env = os.environ if env is None else env
     path = find_config(explicit, cwd).resolve()
     data, origins = effective_data(read_yaml(path), path)
+    register_written_secrets(data)  # before anything can print them (a validation error included)
     keys: dict[str, str] = {}
     source = config_list or data.get("config_list")
     if source:
         data, keys = add_config_list(data, source, base_dir=path.parent if not config_list else Path.cwd(), env=env)
         origins["endpoints"] = f"{origins['endpoints']} + config list {source}"
     config = parse_config(data, path)
-    # Every configured key is masked in all output, whether or not this run uses its endpoint.
+    # Every configured key is masked in all output, whether or not this run uses its endpoint;
+    # so is a credential in an endpoint's headers or query (by its name: Authorization, X-Api-Key...).
     register_key_variables((e.api_key_env for e in config.endpoints.values() if isinstance(e, OpenAIEndpoint)), env)
+    register_written_secrets(config.model_dump(mode="json", include={"endpoints"}))
     loaded_team = (
         load_named_team(str(team), Path.cwd()) if team else _load_team(config, path)
     )
@@ -472,6 +585,7 @@ def with_overrides(
     """Apply command-line overrides; `model` is NAME or ENDPOINT:NAME and applies to every step."""
     config = loaded.config
     data = config.model_dump(mode="python")
+    register_written_secrets(model)  # a key pasted as --model is never printed
     if model is not None:
         # ENDPOINT:NAME when the prefix is a declared endpoint; otherwise the whole text is the
         # model name (model names such as "llama3:8b" contain colons).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,8 +20,9 @@ from maps_autogen.config import (
     PriceConfig,
     defaults_dir,
 )
+from maps_autogen.config_list import ENDPOINT_PREFIX
 from maps_autogen.errors import ConfigError
-from maps_autogen.redact import register_secret
+from maps_autogen.redact import MASK, mask_url_userinfo, register_secret, register_url_secrets, shown_value
 
 OPENAI_URL = "https://api.openai.com/v1"
 # The variables naming an OpenAI-compatible server: the OpenAI SDK's, and the older one that
@@ -32,12 +34,20 @@ _SNAPSHOT_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{4})$")
 
 
 def service_url(url: str) -> str:
-    """A base URL as the client wants it: without a trailing slash or a trailing
-    `/chat/completions` (a full endpoint URL is a common way to write it)."""
-    url = url.strip().rstrip("/")
+    """A base URL as the client wants it: without a trailing slash, a trailing
+    `/chat/completions` (a full endpoint URL is a common way to write it) or a query (kept
+    apart: `url_query`)."""
+    url = url.strip().split("#", 1)[0].split("?", 1)[0].rstrip("/")
     if url.endswith(CHAT_PATH):
         url = url[: -len(CHAT_PATH)].rstrip("/")
     return url
+
+
+def url_query(url: str) -> dict[str, str]:
+    """The query parameters written into a base URL (`...?api-version=2024-10-21`), which every
+    request carries."""
+    query = url.strip().split("#", 1)[0].partition("?")[2]
+    return dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
 
 
 def env_base_url(env: Mapping[str, str]) -> tuple[str, str] | None:
@@ -88,8 +98,28 @@ class ResolvedModel:
     extra_body: dict[str, Any] = field(default_factory=dict)  # server-specific sampling settings
     api_key: str = field(default="", repr=False)
     base_urls: tuple[str, ...] = ()  # every replica when the endpoint lists several (base_url is the first)
-    stream_idle_s: float = 60.0  # a streamed reply's longest wait for its next chunk
+    stream_idle_s: float = 60.0  # a streamed reply's longest wait for more of its reply
+    stream_total_s: float = 3600.0  # a streamed reply, whole
     max_tokens_key: str = "model.max_tokens"  # the config key (and file) that sets max_tokens, for messages
+    api_type: str = "openai"  # "azure": an api-key header, and Azure's deployment URL unless base_url is its v1 API
+    api_version: str | None = None
+    azure_deployment: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)  # more headers on every request
+    query: Mapping[str, str] = field(default_factory=dict)  # query parameters of every request
+    max_tokens_field: str = "max_tokens"  # the body field the token cap goes under
+    reasoning_effort: str | None = None
+    requests_per_s: float | None = None
+    max_images: int | None = None  # the most images one request may carry
+
+    @property
+    def shown_base_url(self) -> str | None:
+        """The base URL as a run records and prints it: user information masked."""
+        return mask_url_userinfo(self.base_url) if self.base_url else self.base_url
+
+    @property
+    def shown_replicas(self) -> list[str]:
+        """Every replica's base URL as a run records it (user information masked)."""
+        return [mask_url_userinfo(url) for url in self.base_urls]
 
     def describe(self) -> dict[str, Any]:
         """What a transcript records about this model (no secrets)."""
@@ -97,15 +127,70 @@ class ResolvedModel:
             "endpoint": self.endpoint_name,
             "kind": self.kind,
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": self.shown_base_url,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "json_mode": self.json_mode,
             "vision": self.vision,
         }
         if len(self.base_urls) > 1:
-            described["replicas"] = list(self.base_urls)
+            described["replicas"] = self.shown_replicas
         return described
+
+    def images_carried(self, count: int) -> int:
+        """How many of a problem's `count` images one request to this model carries: none on a
+        text-only model, at most `max_images` (vLLM's --limit-mm-per-prompt); a note stands in
+        for each of the others."""
+        if not self.vision:
+            return 0
+        return count if self.max_images is None else min(count, self.max_images)
+
+    def images_withheld_because(self) -> str:
+        """Why a request to this model carries fewer images than the problem has."""
+        if not self.vision:
+            return "the model is text-only (vision: false)"
+        return f"endpoint '{self.endpoint_name}' takes at most {self.max_images} per request (max_images)"
+
+    def chat_url(self, base_url: str) -> str:
+        """The URL a chat request to `base_url` goes to: `<base_url>/chat/completions`, or for an
+        Azure resource endpoint its deployment URL; with the endpoint's query parameters (and
+        Azure's api-version)."""
+        path = f"{base_url.rstrip('/')}{CHAT_PATH}"
+        query = dict(self.query)
+        if self.api_type == "azure":
+            # A deployment URL written whole (.../openai/deployments/NAME) is used as it is.
+            if not base_url.rstrip("/").endswith("/openai/v1") and "/openai/deployments/" not in base_url:
+                deployment = urllib.parse.quote(self.azure_deployment or self.model, safe="")
+                path = f"{base_url.rstrip('/')}/openai/deployments/{deployment}{CHAT_PATH}"
+            if self.api_version:
+                query["api-version"] = self.api_version
+        return f"{path}?{urllib.parse.urlencode(query)}" if query else path
+
+    def request_headers(self) -> dict[str, str]:
+        """The headers of every request: the endpoint's own, then the key (Azure: `api-key`;
+        otherwise `Authorization: Bearer`)."""
+        headers = dict(self.headers)
+        if self.api_key:
+            if self.api_type == "azure":
+                headers["api-key"] = self.api_key
+            else:
+                headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    def shown_headers(self) -> dict[str, str]:
+        """The headers a run records as sent beyond the default Bearer key: the endpoint's own
+        and Azure's api-key, each secret value (a key, a registered secret, a header named like
+        a credential) masked."""
+        shown = {name: shown_value(name, value) for name, value in self.headers.items()}
+        if self.api_key and self.api_type == "azure":
+            shown["api-key"] = MASK
+        return shown
+
+    def shown_query(self, url: str) -> dict[str, str]:
+        """The query parameters of a request URL as a run records them (secret-looking ones masked)."""
+        query = urllib.parse.urlsplit(url).query
+        return {name: shown_value(name, value) for name, value in urllib.parse.parse_qsl(query, keep_blank_values=True)}
+
 
     @property
     def price(self) -> PriceConfig | None:
@@ -213,6 +298,7 @@ def _resolve_one(
         endpoint_name=name,
         timeout_s=endpoint.timeout_s,
         stream_idle_s=endpoint.stream_idle_s,
+        stream_total_s=endpoint.stream_total_s,
         max_retries=endpoint.max_retries,
         json_mode=endpoint.json_mode,
         stream=endpoint.stream,
@@ -230,7 +316,13 @@ def _resolve_one(
     replicas = tuple(service_url(url) for url in endpoint.base_url) if isinstance(endpoint.base_url, list) else ()
     from_env = env_base_url(env)
     named = endpoint.base_url if isinstance(endpoint.base_url, str) else None  # (a list: its replicas)
-    base_url = (replicas[0] if replicas else named) or (from_env and from_env[0]) or OPENAI_URL
+    first = endpoint.base_url[0] if isinstance(endpoint.base_url, list) else named
+    written = first or (from_env and from_env[0]) or OPENAI_URL
+    base_url = replicas[0] if replicas else service_url(written)
+    for url in (base_url, *replicas):
+        register_url_secrets(url)  # http://user:password@host: the password is masked wherever it shows
+    # Query parameters written into the base URL go on every request, with the endpoint's own.
+    query = {**url_query(written), **endpoint.query}
     # A server named by OPENAI_BASE_URL (or OPENAI_API_BASE) without a key (a local vLLM) is used without one.
     keyless = endpoint.base_url is None and from_env is not None
     api_key = loaded.endpoint_keys.get(name, "")
@@ -244,14 +336,29 @@ def _resolve_one(
         if api_key:
             register_secret(api_key)
     model_name = choice.name or endpoint.default_model
+    # An endpoint's own sampling settings (a config list entry's) are what its requests carry.
+    if endpoint.temperature is not None:
+        common["temperature"] = endpoint.temperature
+    if endpoint.max_tokens is not None:
+        common["max_tokens"] = endpoint.max_tokens
     return ResolvedModel(
         kind="openai",
         model=model_name,
-        base_url=service_url(base_url),
+        base_url=base_url,
         prices=dict(config.prices),
         api_key=api_key,
         base_urls=replicas,
         vision=endpoint.vision,
+        extra_body=dict(endpoint.extra_body),
+        api_type=endpoint.api_type,
+        api_version=endpoint.api_version,
+        azure_deployment=endpoint.azure_deployment,
+        headers=dict(endpoint.headers),
+        query=query,
+        max_tokens_field=endpoint.max_tokens_field,
+        reasoning_effort=endpoint.reasoning_effort,
+        requests_per_s=endpoint.requests_per_s,
+        max_images=endpoint.max_images,
         **common,
     ), why
 
@@ -276,6 +383,10 @@ def _max_tokens_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> st
     choice = loaded.model_for(role)
     if isinstance(endpoint, LocalEndpoint) and (choice.max_tokens is None or endpoint.max_tokens < choice.max_tokens):
         return f"endpoints.{model.endpoint_name}.max_tokens in {_editable(loaded.path)}"
+    if isinstance(endpoint, OpenAIEndpoint) and endpoint.max_tokens is not None:
+        if model.endpoint_name in loaded.endpoint_keys or model.endpoint_name.startswith(ENDPOINT_PREFIX):
+            return f"{model.max_tokens_field} of the config list's entry for {model.model}"
+        return f"endpoints.{model.endpoint_name}.max_tokens in {_editable(loaded.path)}"
     index = team.config.names.index(role)
     own = team.config.steps[index].model
     if own is not None and "max_tokens" in own.model_fields_set:
@@ -293,7 +404,8 @@ def _editable(path: Path) -> str:
 
 
 def _announce(models: dict[str, ResolvedModel], reasons: dict[str, str]) -> str:
-    distinct = {(m.endpoint_name, m.kind, m.model, ", ".join(m.base_urls) or m.base_url) for m in models.values()}
+    distinct = {(m.endpoint_name, m.kind, m.model, mask_url_userinfo(", ".join(m.base_urls) or m.base_url or ""))
+                for m in models.values()}
     parts = []
     for endpoint_name, kind, model, base_url in sorted(distinct, key=str):
         if kind == "local" and model == EMBEDDED_MODEL_LABEL:

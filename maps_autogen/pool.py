@@ -273,3 +273,34 @@ def pooled_http_client(pool: ReplicaPool, timeout_s: float, max_connections: int
     )
     return httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
                         transport=PoolTransport(pool, httpx.HTTPTransport(limits=limits)))
+
+
+class RequestPacer:
+    """At most `per_s` requests a second (AG2's api_rate_limit): each request waits for its turn,
+    the turns `1 / per_s` seconds apart. One per endpoint and rate, shared by the process."""
+
+    def __init__(self, per_s: float):
+        self.interval = 1.0 / per_s
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def wait(self, cancel: threading.Event) -> None:
+        """Wait for this request's turn; RunInterrupted when the run is interrupted meanwhile."""
+        with self._lock:
+            now = time.monotonic()
+            turn = max(now, self._next)
+            self._next = turn + self.interval
+        if turn > now and cancel.wait(turn - now):
+            raise RunInterrupted("the run was interrupted")
+
+
+_pacers: dict[tuple[str, str, float], RequestPacer] = {}
+
+
+_pacers_lock = threading.Lock()
+
+
+def request_pacer(endpoint: str, url: str, per_s: float) -> RequestPacer:
+    """The process's one pacer of an endpoint's requests."""
+    with _pacers_lock:
+        return _pacers.setdefault((endpoint, url, per_s), RequestPacer(per_s))

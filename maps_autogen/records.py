@@ -59,7 +59,7 @@ ResultStatus = Literal["ok", "failed"]
 RunKind = Literal["solve", "baseline"]
 #: The transcript's events (things that happen between turns).
 EventKind = Literal["rollback", "stop", "error", "solver_unparsed", "critic_unparseable", "max_tokens_reached",
-                    "interpreter_skipped", "images_withheld", "images_dropped"]
+                    "interpreter_skipped", "images_withheld", "images_dropped", "content_filtered"]
 EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
 #: Who sent a step back: the reviewer's verdict, or the person at a pause (`back STEP QUESTION`).
 RollbackBy = Literal["critic", "user"]
@@ -128,6 +128,7 @@ class CallUsage(_Record):
     cached: bool = False
     truncated: bool = False  # the reply was longer than limits.reply_bytes and was cut
     tokens_estimated: bool = False
+    usage_unusable: str | None = None  # why the usage the service reported was not used (tokens estimated)
 
 
 class ModelRecord(_Record):
@@ -357,7 +358,7 @@ class EventRecord(_File):
     # stop
     stop_reason: StopReason | None = None
     final_answer: str | None = None
-    # images_withheld, images_dropped, max_tokens_reached
+    # images_withheld, images_dropped, max_tokens_reached, content_filtered
     roles: list[str] | None = None
     role: str | None = None
 

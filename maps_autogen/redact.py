@@ -175,14 +175,105 @@ def _mask_near_copies(text: str, state: _Secrets) -> str:
 
 def redact(text: str) -> str:
     """`text` with every registered secret (and any run of 12+ of its characters, invisible
-    characters inside ignored) and every bearer/Authorization credential masked."""
+    characters inside ignored), every bearer/Authorization credential and the user information
+    of every URL (`http://user:password@host`) masked."""
     state = _state
     if state.blocks:
         text = _mask_near_copies(text, state)
     for secret in state.exact:
         if secret in text:
             text = text.replace(secret, MASK)
-    return _mask_credentials(text)
+    return mask_url_userinfo(_mask_credentials(text))
+
+
+# Where a URL's authority (and so its user information) ends.
+_AUTHORITY_ENDS = frozenset("/?#\\ \t\r\n\"'<>`")
+
+
+def mask_url_userinfo(text: str) -> str:
+    """`text` with the user information of every URL in it masked: `scheme://user:pw@host`
+    becomes `scheme://***@host`. Each `://` is followed to the end of its authority (a `/`, `?`,
+    `#`, space or quote), which holds no `/`: authorities overlap by at most the two characters
+    that begin the next `://`, so the work is linear in the text."""
+    at = text.find("://")
+    if at == -1 or "@" not in text:  # the fast path: no URL with user information
+        return text
+    pieces, done = [], 0
+    while at != -1:
+        start = at + 3
+        end = start
+        while end < len(text) and text[end] not in _AUTHORITY_ENDS:
+            end += 1
+        userinfo_end = text.rfind("@", start, end)
+        if userinfo_end > start and text[start:userinfo_end] != MASK:
+            pieces += [text[done:start], MASK]
+            done = userinfo_end
+        at = text.find("://", start)  # (the next one may begin inside this authority: ":/" ends it)
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def url_userinfo(url: str) -> str:
+    """The user information of `url` (`user:password`), or "" when it has none."""
+    scheme_end = url.find("://")
+    if scheme_end == -1:
+        return ""
+    start = scheme_end + 3
+    end = start
+    while end < len(url) and url[end] not in _AUTHORITY_ENDS:
+        end += 1
+    at = url.rfind("@", start, end)
+    return url[start:at] if at > start else ""
+
+
+def register_url_secrets(url: str | None) -> None:
+    """Register the user information of `url` (the whole `user:password`, and the password
+    alone) as secrets, so a copy of the password anywhere is masked too."""
+    userinfo = url_userinfo(url or "")
+    if userinfo:
+        register_secret(userinfo)
+        register_secret(userinfo.partition(":")[2])
+
+
+# Header and query parameter names whose values are credentials, whatever they hold.
+_CREDENTIAL_NAME = re.compile(r"auth|key|token|secret|password|cookie|signature|\bsig\b|credential", re.IGNORECASE)
+
+
+def names_a_credential(name: str) -> bool:
+    """Whether a header's or a query parameter's name says its value is a credential."""
+    return _CREDENTIAL_NAME.search(name) is not None
+
+
+def shown_value(name: str, value: str) -> str:
+    """A header's or query parameter's value as a record shows it: masked when its name says it
+    is a credential or it holds a registered secret."""
+    if names_a_credential(name) or any(secret in value for secret in registered_secrets()):
+        return MASK
+    return value
+
+
+# How API keys begin (OpenAI sk-/sk-proj-, Anthropic sk-ant-, Google AIza, Hugging Face hf_,
+# Groq gsk_, xAI xai-, Perplexity pplx-, NVIDIA nvapi-, Replicate r8_, GitHub ghp_/github_pat_,
+# OpenRouter sk-or-): a value that begins so and runs on for 16+ key characters is a key,
+# whatever key of the config it was written under.
+# A model name such as deepseek-r1 has "sk-" inside a word: a key's prefix starts one, and a key
+# holds a digit.
+_KEY_SHAPE = re.compile(
+    r"(?<![A-Za-z0-9])(?:sk-|AIza|hf_|gsk_|xai-|pplx-|nvapi-|r8_|ghp_|github_pat_|glpat-)[A-Za-z0-9_\-]{16,}"
+)
+
+
+def pasted_keys(value: str) -> list[str]:
+    """The parts of `value` shaped like an API key (pasted where a name or a URL goes: an
+    `api_key_env`, a model name, a base URL, a config list's name)."""
+    return [match.group() for match in _KEY_SHAPE.finditer(value) if any(c.isdigit() for c in match.group())]
+
+
+def looks_like_key(value: str) -> bool:
+    """Whether `value` holds something shaped like an API key (`pasted_keys`)."""
+    return bool(pasted_keys(value))
 
 
 def _masked_credential(match: re.Match[str]) -> str:

@@ -165,6 +165,7 @@ def build_request(
     *,
     review_variables: Mapping[str, Any] | None = None,
     images: str = "none",
+    max_images: int | None = None,
     revision: Revision | None = None,
     shared_prefix: bool = False,
     asked: Revision | None = None,
@@ -186,14 +187,18 @@ def build_request(
     `images` is "send" (each image attached as a data URL right after its `<image_k>` tag in the
     problem's text, or, when the text names none, under the images heading after the inputs),
     "note" (a text note per image, for models that cannot see) or "none" (this step does not
-    receive images).
+    receive images). With `max_images` (an endpoint that takes at most that many per request),
+    "send" attaches the first `max_images` and puts a note in place of each other one.
     """
     labels = prompts.labels
     sections = [] if shared_prefix else [prompts.task.preamble]
     if not problem.has_images:
         sections.append(prompts.task.no_image_note)
-    if images == "note" and problem.has_images:
-        notes = "\n".join(image_note(prompts, image, n) for n, image in enumerate(problem.images, start=1))
+    sent = len(problem.images) if images == "send" else 0
+    if max_images is not None:
+        sent = min(sent, max_images)
+    if images in ("note", "send") and problem.has_images and sent < len(problem.images):
+        notes = "\n".join(image_note(prompts, image, n) for n, image in enumerate(problem.images, start=1) if n > sent)
         sections.append(f"## {labels['images']}\n{notes}")
     blocks = [(section, False) for section in sections if section]
     inputs = labelled_inputs(step, problem, outputs)
@@ -217,10 +222,10 @@ def build_request(
         tail.append(render(prompt.revision, variables, source=prompt.source))
     tail.append(render(prompt.instruction, variables, source=prompt.source))
     tail = [section for section in tail if section]
-    if images != "send" or not problem.has_images:
+    if not sent:
         return "\n\n".join([text for text, _ in blocks] + tail)
     # Images the problem's text does not name go under the images heading, before the instruction.
-    return place_images(blocks, problem.images, problem.options, heading=labels["images"], after=tail)
+    return place_images(blocks, problem.images[:sent], problem.options, heading=labels["images"], after=tail)
 
 
 def shared_prefix_system(prompts: PromptSet) -> str:

@@ -61,6 +61,19 @@ CONTENT_REFUSAL = re.compile(
 )
 
 
+# vLLM's answer to a request with more images than it was started to take (`--limit-mm-per-prompt`):
+# "At most 2 image(s) may be provided in one request." (older: "... in one prompt."). With 0, the
+# model takes no images at all (NO_IMAGE_INPUT).
+TOO_MANY_IMAGES = re.compile(r"\bat most (\d{1,6}) images?(?:\(s\))? (?:may|can) be (?:provided|given|passed)",
+                             re.IGNORECASE)
+
+
+def image_limit(detail: str) -> int | None:
+    """The most images per request a service's error says it takes (vLLM's wording), if it says so."""
+    match = TOO_MANY_IMAGES.search(detail)
+    return int(match.group(1)) if match else None
+
+
 def refuses_the_content(detail: str) -> bool:
     """Whether a service's error refuses one request for its content (not the model, key or service)."""
     return bool(CONTENT_REFUSAL.search(detail))
@@ -122,22 +135,109 @@ def backoff_delay(attempt: int, retry_after: float | None) -> float:
 class Rejected(Exception):
     """The service answered with a status that retrying will not fix."""
 
-    def __init__(self, status: int, detail: str):
-        super().__init__(f"HTTP {status}" + (f": {detail[:ERROR_SHOWN_CHARS]}" if detail else ""))
+    def __init__(self, status: int, detail: str, *, where: str = ""):
+        super().__init__(f"HTTP {status}" + (f": {detail[:ERROR_SHOWN_CHARS]}" if detail else "") + where)
         self.status = status
         self.detail = detail
 
 
+def _one_line(text: Any) -> str:
+    return valid_text(" ".join(str(text).split())[:ERROR_DETAIL_CHARS])
+
+
+def error_message(body: Any, depth: int = 0) -> str:
+    """The service's own message in a parsed error body, whichever way the service wraps it:
+    OpenAI's and most servers' `{"error": {"message": ...}}`, Ollama's and TGI's `{"error":
+    "..."}`, vLLM's older `{"object": "error", "message": ...}`, FastAPI's `{"detail": "..."}` or
+    its list of validation problems, Anthropic's `{"type": "error", "error": {...}}`, and
+    Gemini's JSON array of such objects. "" when it holds none. (It looks three levels deep at
+    most: an error body is untrusted.)"""
+    if depth > 2:
+        return ""
+    if isinstance(body, list):
+        return next((message for item in body[:8] if (message := error_message(item, depth + 1))), "")
+    if isinstance(body, str):
+        return _one_line(body)
+    if not isinstance(body, dict):
+        return ""
+    error = body.get("error")
+    if isinstance(error, dict):
+        return _one_line(error.get("message") or error.get("msg") or error.get("type") or error.get("code") or "")
+    if isinstance(error, str) and error:
+        return _one_line(error)
+    detail = body.get("detail")
+    if isinstance(detail, list):  # FastAPI's validation problems: where and what
+        problems = [f"{'.'.join(str(part) for part in item.get('loc', []))}: {item.get('msg', '')}"
+                    for item in detail[:3] if isinstance(item, dict)]
+        return _one_line("; ".join(problems))
+    if detail is not None:
+        return error_message(detail, depth + 1) if isinstance(detail, dict) else _one_line(detail)
+    if isinstance(body.get("message"), str) and (body.get("object") == "error" or "choices" not in body):
+        return _one_line(body["message"])
+    return ""
+
+
+def error_status(body: Any) -> int | None:
+    """The HTTP status an error body names (`error.code` or `error.status` as a number: OpenRouter
+    and vLLM send the status there even inside an HTTP 200 or a stream), if any."""
+    if isinstance(body, list):  # (Gemini's array: its first error that names one)
+        return next((status for item in body[:8] if isinstance(item, dict)
+                     and (status := error_status(item)) is not None), None)
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error") if isinstance(body.get("error"), dict) else body
+    for name in ("code", "status"):
+        value = error.get(name) if isinstance(error, dict) else None
+        if isinstance(value, str) and value.isdigit() and len(value) == 3:
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+            return value
+    return None
+
+
+def body_error(body: Any) -> str | None:
+    """The service's message when a reply body (an HTTP 200's, or a streamed chunk) is an error
+    rather than a completion: it carries an error object and no choices to read (OpenRouter's
+    error in a 200, vLLM's and LiteLLM's `data: {"error": ...}` in a stream), or its choices end
+    with finish_reason "error" (OpenRouter's mid-stream failure); None when it is not one."""
+    if isinstance(body, list):  # a JSON array is never a completion: Gemini's list of errors
+        return error_message(body) or "an error (a JSON array)"
+    if not isinstance(body, dict):
+        return None
+    choices = body.get("choices")
+    listed = choices if isinstance(choices, list) else []
+    has_choices = bool(listed)
+    failed = any(isinstance(choice, dict) and choice.get("finish_reason") == "error" for choice in listed)
+    errored = body.get("error") is not None or body.get("object") == "error" or "detail" in body
+    if failed or (errored and not has_choices):
+        return error_message(body) or "an error without a message"
+    return None
+
+
+def service_failure(status: int | None, message: str, what: str) -> Exception:
+    """The exception for an error a service sent inside a reply (`what` says where): a status
+    retrying will not fix (or a message naming a model that takes no images, or too many) is
+    `Rejected`; anything else, a status that says "not now" or none at all, is `Retryable`."""
+    if takes_no_images(message) or image_limit(message) is not None:
+        return Rejected(status or 400, message, where=f" ({what})")
+    if status is not None and not retryable_status(status) and status >= 400:
+        return Rejected(status, message, where=f" ({what})")
+    shown = f"HTTP {status}: " if status is not None else ""
+    return Retryable(f"the model service sent an error {what}: {shown}{message[:ERROR_SHOWN_CHARS]}")
+
+
 def error_detail(response: httpx.Response) -> str:
-    """The service's own error message, shortened to one line."""
+    """The service's own error message, shortened to one line: from its JSON error body in any
+    of the shapes `error_message` reads, else the body's text (not an HTML page)."""
     try:
-        # an error page is not worth megabytes
-        body = json.loads(read_capped(response.iter_bytes(), ERROR_BODY_BYTES) or b"")
-        detail = body.get("error", body) if isinstance(body, dict) else body
-        message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
-    except (ValueError, RecursionError, httpx.HTTPError):
-        message = ""
-    return valid_text(" ".join(str(message).split())[:ERROR_DETAIL_CHARS])
+        raw = read_capped(response.iter_bytes(), ERROR_BODY_BYTES) or b""  # an error page is not worth megabytes
+    except httpx.HTTPError:
+        return ""
+    try:
+        return error_message(json.loads(raw))
+    except (ValueError, RecursionError):
+        text = raw.decode("utf-8", errors="replace").strip()
+        return "" if text.startswith("<") else _one_line(text)
 
 
 def rejection_error(error: Rejected, model: ResolvedModel) -> ServiceError:
@@ -145,6 +245,22 @@ def rejection_error(error: Rejected, model: ResolvedModel) -> ServiceError:
     would meet too (key, permission, unknown model or URL, no image input) are fatal."""
     cause = redact(str(error))
     where = f"endpoint '{model.endpoint_name}'"
+    limit = image_limit(error.detail)
+    if limit:  # vLLM started with --limit-mm-per-prompt lower than a problem's images
+        return FatalServiceError(
+            f"the model service takes at most {limit} image{'s' if limit > 1 else ''} per request: {cause}",
+            cause=cause,
+            fix=f"start vLLM with --limit-mm-per-prompt '{{\"image\": N}}' for N images or more, or set "
+                f"max_images: {limit} on {where} in agents.yaml (each request then carries at most {limit}, a note "
+                "standing in for each other image)",
+        )
+    if 300 <= error.status < 400:
+        return FatalServiceError(
+            f"the model service answered with a redirect (HTTP {error.status}) {error.detail[:ERROR_SHOWN_CHARS]}",
+            cause=cause,
+            fix=f"set the base_url of {where} to the address it points to (maps follows no redirect: it would "
+                "carry the key elsewhere)",
+        )
     if takes_no_images(error.detail):  # whatever the status: llama.cpp sends it as a 500
         return FatalServiceError(
             f"the model {model.model} does not accept images: {cause}",
@@ -164,14 +280,23 @@ def rejection_error(error: Rejected, model: ResolvedModel) -> ServiceError:
     )
 
 
-def stream_chunk(data: str) -> Any:
+IN_STREAM = "in its streamed reply"
+
+
+def stream_chunk(data: str, event: str = "") -> Any:
     """One `data:` line of a streamed reply, parsed (lone surrogates made valid outside the
-    choices, whose pieces are joined first)."""
+    choices, whose pieces are joined first). An error the service sends in the stream (an
+    `event: error`, or a chunk that is an error: `body_error`) raises as `service_failure`."""
     malformed = Retryable("the model service sent a malformed streamed reply")
     try:
         chunk = json.loads(data)
     except (ValueError, RecursionError):
+        if event == "error":
+            raise service_failure(None, _one_line(data), IN_STREAM) from None
         raise malformed from None
+    failure = body_error(chunk)
+    if failure is not None or event == "error":
+        raise service_failure(error_status(chunk), failure or error_message(chunk) or "an error event", IN_STREAM)
     # Untrusted shape: an object whose choices (if any) are objects with an object delta.
     choices = chunk.get("choices") if isinstance(chunk, dict) else None
     if not isinstance(chunk, dict) or not isinstance(choices or [], list) or not all(
@@ -182,19 +307,49 @@ def stream_chunk(data: str) -> Any:
     return chunk
 
 
+# Where reasoning models stream their thinking before the reply (vLLM, llama.cpp, DeepSeek:
+# reasoning_content; OpenRouter, Ollama: reasoning): not part of the reply, but progress.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+TEXT_PARTS = ("text", "output_text", None)  # the parts of a content list that are text
+
+
+def content_text(content: Any) -> str | None:
+    """A message's (or a delta's) content as text: a string as it is, a list of parts (as some
+    servers send it) joined from its text parts; None when it holds no text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [part if isinstance(part, str) else part.get("text") for part in content
+                 if isinstance(part, str) or (isinstance(part, dict) and part.get("type") in TEXT_PARTS)]
+        joined = [text for text in texts if isinstance(text, str)]
+        return "".join(joined) if joined else None
+    return None
+
+
 class StreamedReply:
     """What a streamed reply brought so far: its pieces of text (up to the reply limit: past it
-    the rest is read but dropped), model, usage and finish reason."""
+    the reply is `over_limit` and its reader stops), model, usage and finish reason, and how much
+    it has progressed (text and reasoning received, a finish reason, usage: keep-alives, role-only
+    and empty deltas are not progress)."""
 
     def __init__(self, limit: int, on_token: TokenCallback | None) -> None:
         self.limit = limit
         self.on_token = on_token
         self.pieces: list[str] = []
         self.received = 0  # bytes kept
+        self.reasoning = 0  # bytes of reasoning received (not kept)
+        self.progress = 0  # grows with every chunk that brings something
         self.usage: Any = None
         self.model_name: Any = None
         self.finish_reason: str | None = None
         self.joiner = PieceJoiner()  # an emoji split across two pieces (as \ud83d, \ude00) is joined
+
+    @property
+    def over_limit(self) -> bool:
+        """More text (or reasoning, at 4 times the limit) arrived than a reply may hold."""
+        return self.received > self.limit or self.reasoning > 4 * self.limit
 
     def add(self, chunk: Any) -> None:
         """Take in one parsed chunk."""
@@ -202,13 +357,21 @@ class StreamedReply:
             self.model_name = chunk["model"]
         if isinstance(chunk.get("usage"), dict):
             self.usage = chunk["usage"]
+            self.progress += 1
         for choice in chunk.get("choices") or []:
-            delta = (choice.get("delta") or {}).get("content")
-            if isinstance(delta, str):
-                delta = self.joiner.feed(delta)
-            self._keep(delta)
+            delta = choice.get("delta") or {}
+            text = content_text(delta.get("content"))
+            if text:
+                text = self.joiner.feed(text)
+            self._keep(text)
+            for name in REASONING_FIELDS:
+                thought = delta.get(name)
+                if isinstance(thought, str) and thought:
+                    self.reasoning += len(thought)
+                    self.progress += len(thought)
             if isinstance(choice.get("finish_reason"), str):
                 self.finish_reason = valid_text(choice["finish_reason"])
+                self.progress += 1
 
     def end(self) -> None:
         """The stream ended: half a surrogate pair with nothing after it becomes U+FFFD."""
@@ -216,7 +379,81 @@ class StreamedReply:
 
     def _keep(self, piece: Any) -> None:
         if piece and self.received <= self.limit:
-            self.received += len(piece.encode("utf-8", errors="surrogatepass"))
+            size = len(piece.encode("utf-8", errors="surrogatepass"))
+            self.received += size
+            self.progress += size
             self.pieces.append(piece)
             if self.on_token is not None:
                 self.on_token(piece)
+
+
+# No single request reads or writes a billion tokens: a count past it is as impossible as a negative one.
+MAX_USAGE_TOKENS = 10**9
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens")
+
+
+def _described(value: Any) -> str:
+    """An impossible usage value described without printing what could be huge or hostile."""
+    if value is None:
+        return "missing"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"a {type(value).__name__}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if value < 0:
+        return "negative"
+    if value > MAX_USAGE_TOKENS:
+        return f"over {MAX_USAGE_TOKENS:,}"
+    return "not a whole number"
+
+
+def checked_usage(usage: Any) -> tuple[dict[str, int] | None, str | None]:
+    """A reply's reported usage checked like every other field: its prompt and completion token
+    counts when both are whole numbers from 0 to MAX_USAGE_TOKENS (None, None when it reported
+    none); else (None, why it is unusable), and the caller estimates the tokens instead."""
+    if usage is None:
+        return None, None
+    if not isinstance(usage, dict):
+        return None, f"usage is {_described(usage)}, not an object"
+    counts: dict[str, int] = {}
+    for name in USAGE_FIELDS:
+        value = usage.get(name)
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_USAGE_TOKENS:
+            return None, f"{name} is {_described(value)}"
+        counts[name] = value
+    return counts, None
+
+
+def read_completion(reply: Any) -> tuple[str, str | None, Any, str | None]:
+    """The text, model, usage (unchecked) and finish reason of a parsed (non-streamed) chat
+    completion. An error inside it (`body_error`) raises as `service_failure`; a reply cut at
+    the token cap or stopped by a content filter before any text is an empty text with that
+    finish reason; anything else that is not a completion with text is a retryable failure
+    saying what it lacked."""
+    failure = body_error(reply)
+    if failure is not None:
+        raise service_failure(error_status(reply), failure, "in an HTTP 200 reply")
+    try:
+        choice = reply["choices"][0]
+        message = choice["message"]
+    except (KeyError, IndexError, TypeError):
+        raise Retryable("the model service sent a malformed reply (not a chat completion in JSON)") from None
+    finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+    finish_reason = valid_text(finish_reason) if isinstance(finish_reason, str) else None
+    text = content_text(message.get("content")) if isinstance(message, dict) else None
+    if text is None and finish_reason in CUT_REASONS:
+        text = ""  # a reasoning model that spent its budget thinking, or a filtered reply: named, not retried
+    if text is None:
+        refusal = message.get("refusal") if isinstance(message, dict) else None
+        said = f" (the model refused: {_one_line(refusal)[:ERROR_SHOWN_CHARS]})" if isinstance(refusal, str) else (
+            f" (finish_reason {finish_reason})" if finish_reason else "")
+        raise Retryable(f"the model service sent a reply without message content{said}")
+    model = reply.get("model")
+    return text, model if isinstance(model, str) else None, reply.get("usage"), finish_reason
+
+
+# Finish reasons that mean the reply was stopped before it was complete, by something the same
+# request meets again: the token cap, or the service's content filter. Never re-sent unchanged.
+CUT_REASONS = ("length", "content_filter")

@@ -257,7 +257,15 @@ class SolveResult:
             "error": self.outcome.error,
             "gold": self.run.gold,  # the problem file's gold answer, and whether the final answer matches it
             "correct": self.run.correct,
+            # The steps whose reply was cut at its token cap, or stopped by the service's content filter.
+            "max_tokens_reached": self._stopped("length"),
+            "content_filtered": self._stopped("content_filter"),
         }
+
+    def _stopped(self, finish_reason: str) -> list[str]:
+        """The steps (in the order they ran) with a reply that ended with `finish_reason`."""
+        return list(dict.fromkeys(call.role for call in self.outcome.calls
+                                  if call.completion.finish_reason == finish_reason))
 
 
 def solve_problem(

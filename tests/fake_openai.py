@@ -30,6 +30,11 @@ class Reply:
     # A streamed reply as raw bytes, each item written (and flushed) as its own HTTP chunk: the
     # exact bytes a server sends, e.g. a character's UTF-8 bytes split across two chunks.
     stream_bytes: list[bytes] | None = None
+    # After stream_bytes, this chunk again and again (every repeat_s) until the client hangs up:
+    # a stream that never ends (keep-alives, role-only or empty deltas, endless content).
+    repeat: bytes | None = None
+    repeat_s: float = 0.0
+    usage_body: Any = None  # the reply's `usage` as given (e.g. impossible counts), instead of a computed one
 
 
 @dataclass
@@ -38,6 +43,14 @@ class Received:
     body: dict[str, Any]
     at: float
     method: str = "POST"
+    path: str = ""  # the request's path and query, as sent
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The request's query parameters."""
+        from urllib.parse import parse_qsl, urlsplit
+
+        return dict(parse_qsl(urlsplit(self.path).query, keep_blank_values=True))
 
     @property
     def role(self) -> str | None:
@@ -98,7 +111,9 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "model": reply.model or body.get("model", "fake-model"),
         "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content}, "finish_reason": reply.finish_reason}],
     }
-    if reply.usage:
+    if reply.usage_body is not None:
+        result["usage"] = reply.usage_body
+    elif reply.usage:
         result["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
     return result
 
@@ -130,6 +145,7 @@ class FakeOpenAI:
     def __init__(self, script: Script | None = None, port: int = 0):
         self.script: Script = script or (lambda request: Reply("ok"))
         self.received: list[Received] = []
+        self.stopping = threading.Event()  # set on exit: endless replies end
         self._lock = threading.Lock()
         outer = self
 
@@ -158,10 +174,10 @@ class FakeOpenAI:
                     body = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
                     body = {}
-                request = Received({k.lower(): v for k, v in self.headers.items()}, body, time.time())
+                request = Received({k.lower(): v for k, v in self.headers.items()}, body, time.time(), path=self.path)
                 with outer._lock:
                     outer.received.append(request)
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                if not self.path.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
                     self._send(404, b'{"error": {"message": "not found"}}', {})
                     return
                 reply = outer.script(request)
@@ -172,8 +188,8 @@ class FakeOpenAI:
                 elif reply.status != 200:
                     payload = json.dumps({"error": {"message": reply.content or "scripted failure", "type": "fake"}}).encode()
                     self._send(reply.status, payload, reply.headers)
-                elif body.get("stream") and reply.stream_bytes is not None:
-                    self._stream_raw(reply.stream_bytes)
+                elif body.get("stream") and (reply.stream_bytes is not None or reply.repeat is not None):
+                    self._stream_raw(reply.stream_bytes or [], reply.repeat, reply.repeat_s)
                 elif body.get("stream"):
                     self._stream(body, reply)
                 else:
@@ -197,7 +213,7 @@ class FakeOpenAI:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-            def _stream_raw(self, chunks: list[bytes]) -> None:
+            def _stream_raw(self, chunks: list[bytes], repeat: bytes | None = None, repeat_s: float = 0.0) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
@@ -206,6 +222,10 @@ class FakeOpenAI:
                     for chunk in chunks:
                         self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                         self.wfile.flush()
+                    while repeat is not None and not outer.stopping.is_set():  # until the client hangs up
+                        self.wfile.write(f"{len(repeat):x}\r\n".encode() + repeat + b"\r\n")
+                        self.wfile.flush()
+                        outer.stopping.wait(repeat_s)
                     self.wfile.write(b"0\r\n\r\n")
                 except (BrokenPipeError, ConnectionResetError):
                     pass
@@ -259,6 +279,7 @@ class FakeOpenAI:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self.stopping.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -267,7 +288,13 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "servers"
 
 
 def recorded(name: str) -> Reply:
-    """A real server's reply kept in tests/fixtures/servers/NAME.json (recorded by
-    `python -m tests.real_servers`), replayed with its status and exact body."""
+    """A service's reply kept in tests/fixtures/servers/NAME.json, replayed with its status, its
+    headers and its exact body (a streamed one, `"stream": true`, as one HTTP chunk per event).
+    Recorded from a real server by `python -m tests.real_servers`, or written from the shape
+    the service's documentation or source gives (its `source` says which)."""
     kept = json.loads((FIXTURES / f"{name}.json").read_text())
-    return Reply(status=kept["status"], raw_body=kept["body"].encode(), headers={})
+    body = kept["body"].encode()
+    if kept.get("stream"):
+        events = [event + b"\n\n" for event in body.split(b"\n\n") if event]
+        return Reply(stream_bytes=events)
+    return Reply(status=kept["status"], raw_body=body, headers=dict(kept.get("headers", {})))

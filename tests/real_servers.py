@@ -118,10 +118,11 @@ def litellm_proxy(backend: str, dead_backend: str, folder: Path) -> Iterator[str
         yield f"http://127.0.0.1:{port}/v1"
 
 
-def chat(base_url: str, key: str | None, model: str, content: object) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
+def chat(base_url: str, key: str | None, model: str, content: object, *, path: str = "/chat/completions",
+         header: str = "Authorization") -> httpx.Response:
+    headers = {header: f"Bearer {key}" if header == "Authorization" else key} if key else {}
     body = {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": 5, "temperature": 0}
-    return httpx.post(f"{base_url}/chat/completions", json=body, headers=headers, timeout=120)
+    return httpx.post(f"{base_url}{path}", json=body, headers=headers, timeout=120)
 
 
 IMAGE_CONTENT = [{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": TINY_PNG}}]
@@ -129,28 +130,39 @@ IMAGE_CONTENT = [{"type": "text", "text": "What is this?"}, {"type": "image_url"
 
 def error_cases(llama: str, proxy: str) -> dict[str, httpx.Response]:
     """The error replies the fixtures keep, each from the real server."""
+    root = proxy.removesuffix("/v1")
     return {
         "llamacpp_no_image_input": chat(llama, None, ALIAS, IMAGE_CONTENT),
         "litellm_no_image_input": chat(proxy, MASTER_KEY, ALIAS, IMAGE_CONTENT),
         "litellm_unknown_alias": chat(proxy, MASTER_KEY, "no-such-alias", "hi"),
         "litellm_wrong_key": chat(proxy, "sk-wrong-key", ALIAS, "hi"),
         "litellm_dead_backend": chat(proxy, MASTER_KEY, "dead", "hi"),
+        # A prompt longer than the server's context (n_ctx 8192 in tests/llama_server.py).
+        "llamacpp_context_exceeded": chat(llama, None, ALIAS, "word " * 9000),
+        # The proxy (a FastAPI app) redirects a path with a trailing slash: 307 with a Location.
+        "litellm_redirect": chat(f"{proxy}/chat/completions/", MASTER_KEY, ALIAS, "hi", path=""),
+        # Its Azure v1 route fails with a plain-text body, not JSON.
+        "litellm_plain_text_500": chat(f"{root}/openai/v1", MASTER_KEY, ALIAS, "hi", header="api-key"),
     }
 
 
-def record(folder: Path) -> None:
-    """Write each case's status and exact body to tests/fixtures/servers/NAME.json."""
+def record(folder: Path, only: tuple[str, ...] = ()) -> None:
+    """Write each case's status, Location header (a redirect's) and exact body to
+    tests/fixtures/servers/NAME.json (`only`: just those cases)."""
     FIXTURES.mkdir(parents=True, exist_ok=True)
     with llama_server(folder / "llama.log") as llama, litellm_proxy(llama, f"http://127.0.0.1:{free_port()}/v1", folder) as proxy:
         for name, response in error_cases(llama, proxy).items():
+            if only and name not in only:
+                continue
             kept = {"status": response.status_code, "content_type": response.headers.get("content-type", "application/json"),
+                    **({"headers": {"Location": response.headers["location"]}} if "location" in response.headers else {}),
                     "body": response.text}
             (FIXTURES / f"{name}.json").write_text(json.dumps(kept, indent=1, ensure_ascii=False) + "\n")
             print(name, response.status_code, response.text[:120])
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m tests.real_servers [NAME ...]
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        record(Path(tmp))
+        record(Path(tmp), tuple(sys.argv[1:]))

@@ -92,7 +92,7 @@ def test_a_config_list_for_another_api_is_refused_by_name(tmp_path: Path) -> Non
     listing = tmp_path / "list.json"
     listing.write_text(json.dumps([{"model": "claude", "api_type": "anthropic", "api_key": KEY_ALPHA}]))
     result = run_maps(["config", "--config-list", str(listing)], env=clean_env(), cwd=tmp_path)
-    assert result.returncode == 2 and "entry 1: api_type 'anthropic' is not supported" in result.stderr
+    assert result.returncode == 2 and "entry 1 (claude) left out: api_type 'anthropic' is not OpenAI's chat API" in result.stderr
     assert "Traceback" not in result.stderr and KEY_ALPHA not in result.stderr + result.stdout
 
 

@@ -143,3 +143,46 @@ def test_litellm_proxy_end_to_end_and_its_errors(tmp_path: Path, llama: str, pro
     assert "HTTP 500" in dead and "Connection error" in dead and "gave up after 2 attempts" in dead
     down = one_error(solve(base_url=f"http://127.0.0.1:{free_port()}/v1"))
     assert "cannot reach the model service" in down
+
+
+def one_call(folder: Path, config: dict, *, config_list: list[dict] | None = None, env: dict | None = None):
+    """One request through maps' own client to the endpoint `config` declares (or the config
+    list gives): the settings each step would send, resolved as `maps solve` resolves them."""
+    from maps_autogen.client import ChatBackend
+    from maps_autogen.config import load_config
+    from maps_autogen.endpoints import resolve_models
+
+    (folder / "agents.yaml").write_text(json.dumps(config))
+    listing = None
+    if config_list is not None:
+        listing = folder / "OAI_CONFIG_LIST"
+        listing.write_text(json.dumps(config_list))
+    loaded = load_config(cwd=folder, config_list=str(listing) if listing else None, env=env or {})
+    model = resolve_models(loaded, env or {}).models["solver"]
+    return ChatBackend(model).complete([{"role": "user", "content": "Say hello."}], role="solver")
+
+
+def test_reasoning_model_settings_reach_llama_cpp(tmp_path: Path, llama: str) -> None:
+    # max_completion_tokens (the field OpenAI's reasoning models take), reasoning_effort and
+    # extra_body (llama.cpp's top_k and seed), as an endpoint of agents.yaml declares them.
+    endpoint = {"kind": "openai", "base_url": llama, "api_key_env": None, "default_model": ALIAS,
+                "max_tokens_field": "max_completion_tokens", "max_tokens": 4, "reasoning_effort": "low",
+                "extra_body": {"top_k": 1, "seed": 3}, "headers": {"X-Title": "maps"}}
+    completion = one_call(tmp_path, {"endpoints": {"llama": endpoint}, "model": {"endpoint": "llama"}})
+    # llama.cpp honoured the cap sent under max_completion_tokens: the reply stops at 4 tokens.
+    assert completion.finish_reason == "length" and completion.completion_tokens == 4
+    assert not completion.tokens_estimated and completion.usage_unusable is None
+    assert completion.sent["max_completion_tokens"] == 4 and "max_tokens" not in completion.sent
+    assert completion.sent["top_k"] == 1 and completion.sent["reasoning_effort"] == "low"
+    assert completion.sent["headers"] == {"X-Title": "maps"}
+
+
+def test_an_azure_config_list_entry_through_litellms_azure_route(tmp_path: Path, proxy: str) -> None:
+    # LiteLLM's proxy serves Azure's deployment route (/openai/deployments/NAME/chat/completions)
+    # and takes the key in an `api-key` header, as Azure does: an AG2 Azure entry talks to it unchanged.
+    entry = {"model": ALIAS, "api_type": "azure", "base_url": proxy.removesuffix("/v1"),
+             "api_version": "2024-10-21", "api_key": MASTER_KEY, "max_tokens": 4}
+    completion = one_call(tmp_path, {}, config_list=[entry])
+    assert completion.text and completion.finish_reason == "length" and completion.completion_tokens == 4
+    assert completion.sent["url"].endswith(f"/openai/deployments/{ALIAS}/chat/completions")
+    assert completion.sent["query"] == {"api-version": "2024-10-21"} and completion.sent["headers"] == {"api-key": "***"}

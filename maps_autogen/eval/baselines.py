@@ -43,11 +43,13 @@ def load_baseline_prompts(path: Path) -> dict[str, BaselinePrompt]:
 
 
 def baseline_request(
-    problem: Problem, prompt: BaselinePrompt, labels: dict[str, str], ending: str, *, send_images: bool
+    problem: Problem, prompt: BaselinePrompt, labels: dict[str, str], ending: str, *, send_images: bool,
+    max_images: int | None = None,
 ) -> list[dict[str, Any]]:
     """The one request of a baseline: instruction, question, context, options, answer format;
     each image right after its `<image_k>` placeholder, as the benchmarks' own evaluation code
-    places them (an image the text never names follows it, after its tag)."""
+    places them (an image the text never names follows it, after its tag); at most `max_images`
+    of them (an endpoint's limit per request)."""
     sections = [prompt.instruction, f"## {labels['question']}\n{problem.question}"]
     if problem.context:
         sections.append(f"## {labels['context']}\n{problem.context}")
@@ -59,8 +61,8 @@ def baseline_request(
         )
     text = "\n\n".join(sections)
     content: str | list[dict[str, Any]] = text
-    if send_images and problem.images:
-        content = interleave_images(text, problem.images, problem.options)
+    if send_images and problem.images and max_images != 0:
+        content = interleave_images(text, problem.images[:max_images], problem.options)
     return [{"role": "system", "content": prompt.system}, {"role": "user", "content": content}]
 
 
@@ -101,7 +103,8 @@ def run_baseline(
     try:
         image_files = writer.save_images(problem)
         messages = baseline_request(
-            problem, prompt, team.prompts.task.labels, ending, send_images=backend.supports_images
+            problem, prompt, team.prompts.task.labels, ending, send_images=backend.supports_images,
+            max_images=backend.model.max_images,
         )
         content = messages[1]["content"]
         opening = (
@@ -109,10 +112,11 @@ def run_baseline(
         )
         writer.append({"type": "message", "agent": "UserProxy", "role": USER_PROXY_ROLE, "step": "task", "round": 0,
                        "revision": False, "content": opening, "images": image_files})
-        withheld = [method] if problem.has_images and not backend.supports_images else []
+        carried = backend.model.images_carried(len(problem.images))
+        withheld = [method] if problem.has_images and carried < len(problem.images) else []
         if withheld:
             writer.append({"type": "event", "event": "images_withheld", "roles": withheld, "at": utc_now(),
-                           "detail": "images withheld from the request: the model is text-only (vision: false)"})
+                           "detail": f"images withheld from the request: {backend.model.images_withheld_because()}"})
         completion, error, service_failure = None, None, None
         try:
             completion = backend.complete(messages, role=method)

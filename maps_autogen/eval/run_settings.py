@@ -96,7 +96,7 @@ def verdict_settings(team: Team, *, method: str, without: Collection[str], items
         # streaming is transport
         sent = {key: value for key, value in team.backends[role].settings().items() if key != "stream"}
         # as the manifest's models record it
-        base_url = list(model.base_urls) if len(model.base_urls) > 1 else model.base_url
+        base_url = model.shown_replicas if len(model.base_urls) > 1 else model.shown_base_url  # (userinfo masked)
         entry = {"kind": model.kind, "base_url": base_url, "json_mode": model.json_mode,
                  "temperature": None, "max_tokens": None, **sent}
         if model.local is not None:

@@ -54,6 +54,7 @@ def step_models(loaded: LoadedConfig, model_name: str) -> dict[str, ResolvedMode
             endpoint_name="inspect", kind="inspect", model=model_name, base_url=None, timeout_s=endpoint.timeout_s,
             max_retries=endpoint.max_retries, json_mode=endpoint.json_mode, stream=False,
             temperature=choice.temperature, max_tokens=choice.max_tokens, vision=endpoint.vision,
+            max_images=endpoint.max_images,
         )
     return models
 
@@ -114,7 +115,8 @@ def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig,
                 assert baseline is not None
                 backend = backends[loaded.team.config.final_step.name]  # the answering step's model
                 messages = baseline_request(problem, baseline, prompts.task.labels, ending,
-                                            send_images=backend.supports_images)
+                                            send_images=backend.supports_images,
+                                            max_images=backend.model.max_images)
                 try:
                     completion = backend.complete(messages, role=method)
                 except ServiceError as failure:

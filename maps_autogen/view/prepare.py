@@ -340,6 +340,7 @@ def event_of(record: EventRecord, team: TeamRecord, question: Any = None) -> Eve
         "solver_unparsed": f"{title(team.final_step or 'answer')} reply not parsed",
         "critic_unparseable": f"{title(team.reviewer or 'reviewer')} reply unparseable",
         "max_tokens_reached": f"{title(record.role or 'a step')} reached max_tokens",
+        "content_filtered": f"{title(record.role or 'a step')} stopped by a content filter",
         "images_withheld": "Images withheld",
         "error": "Error",
     }
