@@ -230,6 +230,7 @@ class Evaluation(_Record):
     prediction: Any = None
     correct: bool | None = None
     gold: Any = None
+    unjudged: str | None = None  # why the answer could not be judged within the scorers' bounds (judged wrong)
 
 
 def feedback_targets(teams: Iterable[TeamRecord | None], seen: Iterable[str | None] = ()) -> list[str]:
@@ -441,6 +442,7 @@ class ResultRow(_File):
     extraction: Any = None
     prediction: Any = None
     correct: bool | None = None
+    unjudged: str | None = None  # why the answer could not be judged within the scorers' bounds (judged wrong)
     extractor_version: str | int | None = None
     stop_reason: StopReason | None = None
     final_answer: str | None = None

@@ -16,7 +16,7 @@ from maps_autogen.benchmarks.tasks import Row, Subset
 from maps_autogen.errors import DataError
 from maps_autogen.images import ImageInput, image_from_bytes, image_from_pil, load_image
 from maps_autogen.problem import Problem
-from maps_autogen.text import MAX_NESTING, nesting_depth_over
+from maps_autogen.text import MAX_NESTING, NumberTooLong, json_loads, nesting_depth_over
 
 LOCAL_SUFFIXES = (".parquet", ".jsonl", ".json")
 _IMAGE_FIELD = re.compile(r"image_(\d+)")
@@ -92,10 +92,12 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with handle:
         if path.suffix == ".json":
             try:
-                data = json.load(handle)
+                data = json_loads(handle.read())
             except json.JSONDecodeError as error:
                 raise DataError(f"{path} is not valid JSON: {error.msg} at line {error.lineno}",
                                 fix="fix the file") from None
+            except NumberTooLong as error:
+                raise DataError(f"{path} {error}", fix="fix the file") from None
             except RecursionError:
                 raise DataError(f"{path} nests JSON too deeply", fix="fix the file") from None
             if nesting_depth_over(data, MAX_NESTING + 1):  # the rows, one level down
@@ -109,9 +111,11 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json_loads(line)
             except json.JSONDecodeError as error:
                 raise DataError(f"{path} line {number} is not valid JSON: {error.msg}", fix="fix the line") from None
+            except NumberTooLong as error:
+                raise DataError(f"{path} line {number} {error}", fix="fix the line") from None
             except RecursionError:
                 raise DataError(f"{path} line {number} nests JSON too deeply", fix="fix the line") from None
             if nesting_depth_over(row):

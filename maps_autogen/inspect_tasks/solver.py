@@ -150,14 +150,19 @@ def official_scorer(task: Task, items: Mapping[str, EvalItem], rules: str = "cur
         item = items[str(state.sample_id)]
         result: dict[str, Any] = state.store.get(STORE_KEY) or {}
         response = str(result.get("response") or "")
-        verdict = score_record(task.name, {**item.record, "response": response}, rules)
+        # In a thread: a symbolic check may wait seconds on its helper process, and the event
+        # loop runs every other sample meanwhile. What it raises fails this sample (Inspect
+        # records it as the sample's error); a response past the scorers' bounds is wrong.
+        verdict = await asyncio.to_thread(score_record, task.name, {**item.record, "response": response}, rules)
+        unjudged = f"; not judged within the scorers' bounds: {verdict.unjudged}" if verdict.unjudged else ""
         return Score(
             value=CORRECT if verdict.correct else INCORRECT,
             answer=verdict.prediction if verdict.prediction is not None else verdict.extraction,
-            explanation=f"extraction: {verdict.extraction!r}; gold: {item.gold!r}",
+            explanation=f"extraction: {verdict.extraction!r}; gold: {item.gold!r}{unjudged}",
             metadata={"response": response, "extraction": verdict.extraction, "prediction": verdict.prediction,
                       "extraction_method": verdict.extraction_method,
                       "extractor_version": verdict.extractor_version, "gold": item.gold,
+                      "unjudged": verdict.unjudged,
                       **{key: value for key, value in result.items() if key != "response"}},
         )
 
