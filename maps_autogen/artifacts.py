@@ -1,6 +1,7 @@
 """Every file we write and read back: the one atomic writer (secrets masked, one consistent
-mode), the one JSONL reader (one torn-tail rule) and guarded readers that turn a missing or
-damaged file into one line naming it and the fix.
+mode), the one JSONL reader (one torn-tail rule: a damaged line anywhere else stops the read
+with one line naming it) and guarded readers that turn a missing or damaged file into one line
+naming it and the fix.
 
 Everything we write is 0644 (meant to be read and shared: run folders, results, viewer pages,
 reports), except the response cache, which is 0600 (a machine-local store of every request
@@ -9,18 +10,19 @@ and reply, never meant to leave the machine).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
 from maps_autogen.errors import DataError
 from maps_autogen.redact import redact
-from maps_autogen.text import TooDeep, may_hold_surrogates, valid_tree
+from maps_autogen.text import json_loads, may_hold_surrogates, valid_tree
 
 FILE_MODE = 0o644
 PRIVATE_FILE_MODE = 0o600
@@ -120,20 +122,53 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json_text(data))
 
 
-def _json_object(line: bytes) -> dict[str, Any] | None:
-    """A complete JSONL line as an object; None for a damaged line or one that is not an object."""
+_DAMAGED_FIX = ("the file was edited or damaged: repair or delete that line (a deleted results.jsonl line's "
+                "problem is run again by --resume)")
+
+
+def _json_object(line: bytes, path: Path, line_number: Callable[[], int]) -> dict[str, Any]:
+    """A complete JSONL line as an object; a damaged line or one that is not an object is one
+    DataError naming the file and its line (`line_number()`, counted only then)."""
     try:
         record = parse_read_back(line)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, TooDeep):
-        return None
-    return record if isinstance(record, dict) else None
+    except (ValueError, RecursionError) as error:  # JSON, UTF-8, nesting, digit limit
+        reason = "nested too deeply" if isinstance(error, RecursionError) else _reason(error)
+        raise DataError(f"{path} line {line_number()} is not a JSON record ({reason})", fix=_DAMAGED_FIX) from None
+    if not isinstance(record, dict):
+        raise DataError(f"{path} line {line_number()} is a JSON {type(record).__name__}, not a record",
+                        fix=_DAMAGED_FIX)
+    return record
+
+
+def _reason(error: ValueError) -> str:
+    """A parse error in a few words (JSON's own message without its position)."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"not valid JSON: {error.msg}"
+    if isinstance(error, UnicodeDecodeError):
+        return "not UTF-8 text"
+    return str(error)
 
 
 def parse_read_back(source: str | bytes) -> Any:
     """Parsed JSON read back from a file (which may have been edited): a lone surrogate escape
-    becomes U+FFFD, so what is read can be written again."""
-    data = json.loads(source)
+    becomes U+FFFD, so what is read can be written again. Raises what `text.json_loads` raises
+    (ValueError subclasses) and TooDeep."""
+    data = json_loads(source)
     return valid_tree(data, limit=10**6) if may_hold_surrogates(source) else data
+
+
+def line_at(path: Path, offset: int) -> int:
+    """The number of the line starting at byte `offset` (the file is read only when an error
+    names a line)."""
+    count = 1
+    with open(path, "rb") as handle:
+        while offset > 0:
+            block = handle.read(min(offset, 1 << 20))
+            if not block:
+                break
+            count += block.count(b"\n")
+            offset -= len(block)
+    return count
 
 
 def read_jsonl_from(path: Path, start: int = 0, stop: int | None = None) -> tuple[list[dict[str, Any]], int]:
@@ -141,35 +176,45 @@ def read_jsonl_from(path: Path, start: int = 0, stop: int | None = None) -> tupl
     byte `stop`), and the offset after the last complete line.
 
     The one torn-tail rule: every writer ends each record with a newline, so a last line without
-    one is a record still being written (or torn by a kill) and is not read; a damaged line or
-    one that is not an object is skipped. A missing file reads as empty."""
+    one is a record still being written (or torn by a kill) and is not read. Any other line that
+    is damaged or not an object stops the read: a DataError naming the file and the line. A
+    missing file reads as empty; an offset past the file's end reads nothing."""
+    start = max(0, start)
     try:
         with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size  # a hostile offset is never sought to or read up to
+            end = size if stop is None else min(stop, size)
+            if start >= end:
+                return [], start
             handle.seek(start)
-            data = handle.read() if stop is None else handle.read(max(0, stop - start))
+            data = handle.read(end - start)
     except FileNotFoundError:
         return [], start
     complete = data[: data.rfind(b"\n") + 1]
-    records = [record for record in map(_json_object, complete.splitlines()) if record is not None]
+    records = []
+    position = start
+    for line in complete.split(b"\n")[:-1]:
+        if line.strip():  # a blank line (an edit's) holds no record
+            records.append(_json_object(line, path, functools.partial(line_at, path, position)))
+        position += len(line) + 1
     return records, start + len(complete)
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(byte offset, object) of each line, one line at a time (for files too big to hold), under
-    the same rule as `read_jsonl_from`."""
+    the same rules as `read_jsonl_from` (a damaged line stops the read, naming it)."""
     try:
         handle = open(path, "rb")
     except FileNotFoundError:
         return
     with handle:
         offset = 0
-        for line in handle:
+        for number, line in enumerate(handle, start=1):
             start, offset = offset, offset + len(line)
             if not line.endswith(b"\n"):
                 return  # the torn tail
-            record = _json_object(line)
-            if record is not None:
-                yield start, record
+            if line.strip():  # a blank line (an edit's) holds no record
+                yield start, _json_object(line, path, functools.partial(int, number))
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -184,7 +229,7 @@ def read_json_object(path: Path, *, missing: str, fix: str) -> dict[str, Any]:
         raise DataError(missing, fix=fix)
     try:
         data = parse_read_back(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+    except (OSError, ValueError, RecursionError) as error:  # ValueError: JSON, UTF-8, nesting, digit limit
         raise DataError(f"cannot read {path}: {error}", fix="the run folder may be damaged") from None
     if not isinstance(data, dict):
         raise DataError(f"cannot read {path}: not a JSON object", fix="the run folder may be damaged")
@@ -195,6 +240,6 @@ def read_json_or_empty(path: Path) -> dict[str, Any]:
     """A JSON object file that may be mid-rewrite or not yet written: {} then (live readers)."""
     try:
         data = parse_read_back(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -7,9 +7,8 @@ import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
-from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, parse_read_back
+from maps_autogen.artifacts import atomic_text_writer, open_append, parse_read_back
 from maps_autogen.benchmarks.tasks import Task
 from maps_autogen.records import (
     RESULTS_FILE,
@@ -22,10 +21,9 @@ from maps_autogen.records import (
     Usage,
     dumped,
     feedback_targets,
-    parsed,
 )
 from maps_autogen.redact import redact
-from maps_autogen.run_files import write_record
+from maps_autogen.run_files import iter_result_rows, write_record
 from maps_autogen.tally import Tally
 
 __all__ = ["RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "summarize", "write_summary"]
@@ -69,18 +67,10 @@ class ResultsLog:
             return {pid for pid, status in self._prepared().items() if status == "ok"}
 
     def records(self) -> Iterator[ResultRow]:
-        """The file's rows in file order, read one line at a time; a line that is not a result
-        row is one line naming the file and the row's byte offset."""
-        for start, record in self._lines():  # raw JSON objects, not yet rows
-            yield parsed(
-                ResultRow, record, source=f"{self.path} (the row of problem {record['pid']!r}, at byte {start})"
-            )
-
-    def _lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """(byte offset, record) of each complete, readable line, one at a time (artifacts' rule)."""
-        for start, record in iter_jsonl(self.path):
-            if "pid" in record:
-                yield start, record
+        """The file's rows in file order, read one line at a time; a damaged line or one that is
+        not a result row is one line naming the file and the line (never skipped)."""
+        for _, row in iter_result_rows(self.path):
+            yield row
 
     def _cut_torn_tail(self) -> None:
         """Drop a torn last line (a killed process), reading only the file's end."""
@@ -134,7 +124,7 @@ class ResultsLog:
         with self._lock:
             if not self.path.exists():
                 return
-            latest = {str(record["pid"]): offset for offset, record in self._lines()}
+            latest = {str(row.pid): offset for offset, row in iter_result_rows(self.path)}
             rank = {pid: n for n, pid in enumerate(order)}
             pids = sorted(latest, key=lambda pid: (rank.get(pid, len(rank)), pid))
             with open(self.path, "rb") as source, atomic_text_writer(self.path, fsync=True) as handle:

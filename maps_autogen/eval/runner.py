@@ -238,11 +238,11 @@ class EvalRun:
         lock = RunLock(eval_dir)
         try:
             lock.acquire()
+            log = ResultsLog(eval_dir / RESULTS_FILE)
+            done = log.finished_ids()  # read first: a damaged line stops a resume before it writes
             write_manifest(eval_dir, manifest)
             if self.on_ready is not None:
                 self.on_ready(eval_dir)
-            log = ResultsLog(eval_dir / RESULTS_FILE)
-            done = log.finished_ids()
             todo = [item for item in selection.items if item.pid not in done]
             if self.announce is not None:
                 self.announce(self._announcement(team, todo))
