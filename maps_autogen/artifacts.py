@@ -10,6 +10,7 @@ and reply, never meant to leave the machine).
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
@@ -18,9 +19,9 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from maps_autogen.errors import DataError
+from maps_autogen.errors import DataError, DiskFullError
 from maps_autogen.redact import redact
 from maps_autogen.text import json_loads, may_hold_surrogates, valid_tree
 
@@ -28,30 +29,94 @@ FILE_MODE = 0o644
 PRIVATE_FILE_MODE = 0o600
 
 
-class _RedactingWriter:
-    """A text handle whose every write is redacted."""
+_FULL = (errno.ENOSPC, errno.EDQUOT)  # no space on the device, or over the user's quota
+_CHUNK = 1 << 20  # an atomic file is written in pieces of about this size
 
-    def __init__(self, handle: TextIO):
-        self._handle = handle
+
+def _write(fd: int, data: bytes) -> None:
+    """Every byte of `data` to `fd`: every file we write goes through here (an OSError, such as
+    a full disk's ENOSPC, may come after part of it is written)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _size_text(size: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if size < 1024 or unit == "TB":
+            return f"{size:,} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
+        size /= 1024  # type: ignore[assignment]
+    raise AssertionError("unreachable")
+
+
+def disk_full(path: Path, needed: int, *, then: str = "run it again") -> DiskFullError:
+    """The one line for a write that found no space: the folder, the space needed and free, and
+    what to do once there is room (`then`)."""
+    folder = path if path.is_dir() else path.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        free = 0
+    return DiskFullError(
+        f"no space left to write in {folder}: about {_size_text(needed)} more needed, {_size_text(free)} free",
+        fix=f"free at least {_size_text(needed)} on that disk (or write elsewhere), then {then}; "
+            "nothing already written is damaged",
+    )
+
+
+def is_disk_full(error: OSError) -> bool:
+    """Whether an OSError means the disk (or the user's quota) is full."""
+    return error.errno in _FULL
+
+
+class _RedactingWriter:
+    """A text handle on a file descriptor whose every write is redacted, encoded and written
+    in pieces of about _CHUNK bytes (`written` counts the bytes)."""
+
+    def __init__(self, fd: int, errors: str):
+        self._fd = fd
+        self._errors = errors
+        self._pending: list[bytes] = []
+        self._size = 0
+        self.written = 0
 
     def write(self, text: str) -> int:
-        return self._handle.write(redact(text))
+        data = redact(text).encode("utf-8", self._errors)
+        self._pending.append(data)
+        self._size += len(data)
+        if self._size >= _CHUNK:
+            self.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        data, self._pending, self._size = b"".join(self._pending), [], 0
+        self.written += len(data)
+        _write(self._fd, data)
 
 
 @contextmanager
 def atomic_text_writer(path: Path, *, fsync: bool = False, errors: str = "strict") -> Iterator[_RedactingWriter]:
     """A redacting text handle on a temporary file beside `path`, renamed over it on success:
-    readers never see a half-written file, and a failure leaves any previous file intact."""
+    readers never see a half-written file, and a failure leaves any previous file intact. A full
+    disk is a DiskFullError naming the folder and the space the file needed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    writer = _RedactingWriter(fd, errors)
     try:
-        os.fchmod(fd, FILE_MODE)  # mkstemp makes the file private; ours are meant to be read
-        with os.fdopen(fd, "w", encoding="utf-8", errors=errors) as handle:
-            yield _RedactingWriter(handle)
+        try:
+            os.fchmod(fd, FILE_MODE)  # mkstemp makes the file private; ours are meant to be read
+            yield writer
+            writer.flush()
             if fsync:
-                handle.flush()
-                os.fsync(handle.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(temp, path)
+    except OSError as error:
+        Path(temp).unlink(missing_ok=True)
+        if is_disk_full(error):
+            raise disk_full(path, writer.written + writer._size) from None
+        raise
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
@@ -88,12 +153,25 @@ def write_text_atomic(path: Path, text: str, *, errors: str = "strict") -> None:
 
 
 def write_bytes_file(path: Path, data: bytes) -> None:
-    """Write binary data (images, figures) with mode 0644."""
+    """Write binary data (images, figures) with mode 0644, atomically (a full disk leaves no
+    partial file: a DiskFullError)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    os.fchmod(fd, FILE_MODE)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        try:
+            os.fchmod(fd, FILE_MODE)
+            _write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except OSError as error:
+        Path(temp).unlink(missing_ok=True)
+        if is_disk_full(error):
+            raise disk_full(path, len(data)) from None
+        raise
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
 
 
 def open_append(path: Path, mode: int = FILE_MODE) -> int:
@@ -101,6 +179,25 @@ def open_append(path: Path, mode: int = FILE_MODE) -> int:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
     os.fchmod(fd, mode)
     return fd
+
+
+def append_whole(fd: int, path: Path, data: bytes, *, fsync: bool = False) -> None:
+    """Append `data` (whole lines) to the file `fd` has open for appending (`path`), or nothing:
+    a write that fails half-way (a full disk) is cut off again, so no torn line is left behind.
+    A full disk is a DiskFullError naming the folder and the space the lines needed."""
+    size = os.fstat(fd).st_size
+    try:
+        _write(fd, data)
+        if fsync:
+            os.fsync(fd)
+    except OSError as error:
+        try:
+            os.truncate(fd, size)
+        except OSError:
+            pass  # the reader's torn-tail rule still leaves the partial line unread
+        if is_disk_full(error):
+            raise disk_full(path, len(data)) from None
+        raise
 
 
 def json_text(data: Any) -> str:

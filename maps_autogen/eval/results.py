@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from maps_autogen.artifacts import atomic_text_writer, open_append, parse_read_back
+from maps_autogen.artifacts import append_whole, atomic_text_writer, open_append, parse_read_back
 from maps_autogen.benchmarks.tasks import Task
 from maps_autogen.records import (
     RESULTS_FILE,
@@ -102,8 +102,7 @@ class ResultsLog:
             status = self._prepared()
             fd = open_append(self.path)
             try:
-                os.write(fd, line)
-                os.fsync(fd)
+                append_whole(fd, self.path, line, fsync=True)  # whole or not at all (a full disk)
             finally:
                 os.close(fd)
             status[str(row.pid)] = row.status

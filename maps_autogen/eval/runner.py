@@ -19,13 +19,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from maps_autogen.artifacts import disk_full
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.benchmarks.paths import outside_paths_allowed
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, available_subsets, find_subsets, load_answer_formats
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import resolve_models
-from maps_autogen.errors import DataError, FatalServiceError, RunInterrupted, ServiceError, UsageError
+from maps_autogen.errors import DataError, DiskFullError, FatalServiceError, RunInterrupted, ServiceError, UsageError
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.environment import git_commit, versions
@@ -52,7 +53,7 @@ from maps_autogen.eval.validate import validate_rows
 from maps_autogen.eval.workers import Progress
 from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.interrupts import exit_on_second_interrupt
-from maps_autogen.records import Manifest, ResultRow, Summary, TeamRecord
+from maps_autogen.records import PROBLEMS_DIR, Manifest, ResultRow, Summary, TeamRecord
 from maps_autogen.run_files import read_manifest, write_manifest
 from maps_autogen.runlock import RunLock
 from maps_autogen.solving import Team, assemble_team
@@ -272,6 +273,11 @@ class EvalRun:
                 }
             )
             write_summary(eval_dir, summary)
+        except DiskFullError:
+            # The problems in flight are cancelled; what finished is whole (results.jsonl has no
+            # torn line): a resume once there is room carries on and writes the summary.
+            raise disk_full(eval_dir, _space_needed(eval_dir, manifest.ids),
+                            then=f"continue with: maps eval {self.task.name} --resume {eval_dir}") from None
         finally:
             lock.release()
             if cache is not None:
@@ -401,6 +407,9 @@ class EvalRun:
                             and submit_next()
                         ):
                             pass
+        except DiskFullError:
+            pool.cancel()  # the problems in flight stop at their next model call
+            raise
         except KeyboardInterrupt:
             # Ctrl-C: the problems in flight stop at their next model call and are not
             # counted; what finished is summarised by the caller. A second Ctrl-C exits now.
@@ -419,11 +428,26 @@ def _solved(future: Future[Solved], item: EvalItem, runner: ProblemRunner) -> So
     (a bug in one problem must not stop the run) or whose worker process ended is a failed row."""
     try:
         return future.result()
+    except DiskFullError:
+        raise  # every later write would meet it too: the run stops
     except WorkerDied as died:  # its process's end was reported in one line
         return runner.failed_row(item, str(died), 0.0), None
     except Exception as error:
         logger.exception("problem %s failed", item.pid)
         return runner.failed_row(item, f"{error.__class__.__name__}: {error}", 0.0), None
+
+
+def _space_needed(eval_dir: Path, ids: Sequence[Any]) -> int:
+    """About how many bytes the run still needs: what a problem has taken so far (its folder
+    and its results line, on average) times the problems not finished, and a megabyte for the
+    summary and the manifest."""
+    sizes = [sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+             for folder in (eval_dir / PROBLEMS_DIR).iterdir() if folder.is_dir()] \
+        if (eval_dir / PROBLEMS_DIR).is_dir() else []
+    results = eval_dir / RESULTS_FILE
+    per_problem = (sum(sizes) + (results.stat().st_size if results.exists() else 0)) // max(1, len(sizes))
+    finished = ResultsLog(results).finished_ids()
+    return per_problem * sum(str(pid) not in finished for pid in ids) + 2**20
 
 
 def _say_text_only(team: Team, method: str | None) -> None:
