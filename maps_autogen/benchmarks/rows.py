@@ -301,6 +301,11 @@ def numbered_image_problem(fields: Mapping[str, Any], *, pid: str, base_dir: Pat
     )
 
 
+def numbered_image_fields(fields: Mapping[str, Any]) -> list[Any]:
+    """The row's non-empty image_1, image_2, ... fields in number order, unread."""
+    return [fields[f"image_{number}"] for number in _numbered_images(fields)]
+
+
 def check_row_image_references(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None) -> None:
     """`check_image_reference` for each of the row's image_1, image_2, ... fields."""
     for number, position in _numbered_images(fields).items():

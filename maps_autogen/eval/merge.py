@@ -101,12 +101,17 @@ def _merged_settings(run_dirs: Sequence[Path], manifests: Sequence[Manifest]) ->
     if first is None:
         return {}
     gold: dict[str, str] = {}
+    shown: dict[str, str] | None = {}
     for manifest in manifests:
         # The settings are an open mapping (run_settings.verdict_settings), compared as recorded.
         data = manifest.settings.get("data") if manifest.settings is not None else None
         if isinstance(data, dict) and isinstance(data.get("gold"), dict):
             gold.update({str(pid): str(value) for pid, value in data["gold"].items()})
-    return {"settings": {**first, "data": fingerprint_of(gold)}}
+        if shown is not None and isinstance(data, dict) and isinstance(data.get("shown"), dict):
+            shown.update({str(pid): str(value) for pid, value in data["shown"].items()})
+        else:
+            shown = None  # a shard written before what the steps are shown was recorded
+    return {"settings": {**first, "data": fingerprint_of(gold, shown)}}
 
 
 def _check_distinct(run_dirs: Sequence[Path]) -> None:
