@@ -99,12 +99,13 @@ def load_settings(
 
 
 def load_problem(path: PathLike, *, config: PathLike | LoadedConfig | None = None,
-                 allow_private_urls: bool = False) -> Problem:
+                 allow_private_urls: bool = False, allow_outside_paths: bool = False) -> Problem:
     """A problem file (problem.yaml: question, context, options, images relative to the file,
     answer_format, id, answer) read and checked as `maps solve --problem` reads it, under the
-    image size and limits of `config`. The file is untrusted: its image URLs are fetched only from
-    public addresses unless `allow_private_urls`. A gold `answer` that fits none of the scoring
-    rules is refused here, before any model call. Raises ProblemError."""
+    image size and limits of `config`. The file is untrusted: its image files must be inside its
+    folder unless `allow_outside_paths`, its image URLs are fetched only from public addresses
+    unless `allow_private_urls`. A gold `answer` that fits none of the scoring rules is refused
+    here, before any model call. Raises ProblemError."""
     from maps_autogen.problem import load_problem_file
 
     loaded = config if isinstance(config, LoadedConfig) else load_settings(config)
@@ -115,7 +116,7 @@ def load_problem(path: PathLike, *, config: PathLike | LoadedConfig | None = Non
     limits = loaded.config.limits
     with image_limits(ImageLimits.of(limits)):
         problem = load_problem_file(path, max_side=loaded.config.images.max_side, max_bytes=limits.problem_file_bytes,
-                                    allow_private_urls=allow_private_urls)
+                                    allow_private_urls=allow_private_urls, allow_outside_paths=allow_outside_paths)
     gold_scorer(problem, where=str(path))
     return problem
 
@@ -182,14 +183,16 @@ def solve(
     on_ready: Callable[[Path], None] | None = None,
     observer: Observer | None = None,
     human: bool = False,
+    allow_outside_paths: bool = False,
 ) -> SolveResult:
     """Solve one problem with the team, as `maps solve` does: write `runs_dir/<run-id>/`
     (run.json, transcript.jsonl, images/) and return its `SolveResult` (`final_answer`,
     `final_answer_text`, `stop_reason`, `rollbacks`, `verdicts`, `usage`, `run_dir`, and `run`,
     the run.json record).
 
-    `problem` is a `Problem`, or the path of a problem file (`load_problem`; an image is passed
-    as `Problem(question, images=[path])`). The settings are `load_settings`'s (`config`,
+    `problem` is a `Problem`, or the path of a problem file (`load_problem`, with
+    `allow_private_urls` and `allow_outside_paths`; an image is passed as
+    `Problem(question, images=[path])`). The settings are `load_settings`'s (`config`,
     `model`, `team`, `config_list`, `threshold`, `max_rollbacks`); `without` leaves steps out.
 
     Streaming: `on_turn` receives each finished turn (a `MessageRecord`, as transcript.jsonl
@@ -211,7 +214,8 @@ def solve(
     loaded = load_settings(config, model=model, team=team, config_list=config_list, threshold=threshold,
                            max_rollbacks=max_rollbacks, without=without)
     if not isinstance(problem, Problem):
-        problem = load_problem(problem, config=loaded, allow_private_urls=allow_private_urls)
+        problem = load_problem(problem, config=loaded, allow_private_urls=allow_private_urls,
+                               allow_outside_paths=allow_outside_paths)
     with image_limits(ImageLimits.of(loaded.config.limits)):
         problem = problem.fitted(loaded.config.images.max_side)
     evaluate_answer = gold_scorer(problem, where="the problem")

@@ -124,11 +124,13 @@ def model_options(command: Callable[..., None]) -> Callable[..., None]:
 )
 @click.option("--allow-private-urls", is_flag=True,
               help="Let the problem file's image URLs point at private addresses (loopback, LAN); trusted files only.")
+@click.option("--allow-outside-paths", is_flag=True,
+              help="Let the problem file's images be files outside its folder; trusted files only.")
 def solve(
     images: tuple[str, ...], question: str | None, context: str, options: tuple[str, ...], problem_file: Path | None,
     config_file: Path | None, config_list: str | None, model: str | None, threshold: float | None,
     max_rollbacks: int | None, team_file: Path | None, without: tuple[str, ...], runs_dir: Path,
-    quiet: bool, as_json: bool, human: bool, live_view: bool, allow_private_urls: bool,
+    quiet: bool, as_json: bool, human: bool, live_view: bool, allow_private_urls: bool, allow_outside_paths: bool,
 ) -> None:
     """Solve one problem: IMAGES are diagram files, http(s) URLs or data URLs."""
     import json as json_module
@@ -151,7 +153,8 @@ def solve(
     loaded = load_settings(config_file, model=model, team=team_file, config_list=config_list, threshold=threshold,
                            max_rollbacks=max_rollbacks, without=without)
     if problem_file is not None:
-        problem = load_problem(problem_file, config=loaded, allow_private_urls=allow_private_urls)
+        problem = load_problem(problem_file, config=loaded, allow_private_urls=allow_private_urls,
+                               allow_outside_paths=allow_outside_paths)
     else:
         with image_limits(ImageLimits.of(loaded.config.limits)), private_urls_allowed(True):  # typed: the user's
             problem = build_problem(question or "", context=context, options=options, image_sources=images,

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen.benchmarks.hub import check_hub, import_datasets, offline_error, offline_requested
-from maps_autogen.benchmarks.paths import checked_reference
 from maps_autogen.benchmarks.tasks import Row, Subset
 from maps_autogen.errors import DataError
 from maps_autogen.images import ImageInput, image_from_bytes, image_from_pil, load_image
 from maps_autogen.problem import Problem
+from maps_autogen.safe_paths import checked_reference
 from maps_autogen.text import MAX_NESTING, NumberTooLong, json_loads, nesting_depth_over
 
 LOCAL_SUFFIXES = (".parquet", ".jsonl", ".json")
@@ -220,7 +220,7 @@ def check_image_reference(value: Any, *, name: str, base_dir: Path | None) -> No
     if isinstance(value, dict) and not value.get("bytes"):
         value = value.get("path")
     if isinstance(value, str) and value:
-        checked_reference(value, base_dir, what=name)
+        checked_reference(value, base_dir, what=f"data set image {name}")
 
 
 def _decode_field(value: Any, *, name: str, base_dir: Path | None, max_side: int) -> ImageInput | None:
@@ -242,7 +242,8 @@ def _decode_field(value: Any, *, name: str, base_dir: Path | None, max_side: int
     if isinstance(value, (bytes, bytearray)):
         return image_from_bytes(bytes(value), name=name, source=name, max_side=max_side)
     if isinstance(value, str):
-        return load_image(checked_reference(value, base_dir, what=name), max_side=max_side, base_dir=base_dir)
+        checked = checked_reference(value, base_dir, what=f"data set image {name}")
+        return load_image(checked, max_side=max_side, base_dir=base_dir)
     raise DataError(f"image field '{name}' has an unexpected type {type(value).__name__}",
                     fix="check the data set's schema")
 

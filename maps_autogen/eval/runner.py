@@ -21,7 +21,6 @@ from typing import Any
 
 from maps_autogen.artifacts import disk_full
 from maps_autogen.benchmarks import get_benchmark
-from maps_autogen.benchmarks.paths import outside_paths_allowed
 from maps_autogen.benchmarks.tasks import EvalItem, Subset, available_subsets, find_subsets, load_answer_formats
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
@@ -56,6 +55,7 @@ from maps_autogen.interrupts import exit_on_second_interrupt
 from maps_autogen.records import PROBLEMS_DIR, Manifest, ResultRow, Summary, TeamRecord
 from maps_autogen.run_files import read_manifest, write_manifest
 from maps_autogen.runlock import RunLock
+from maps_autogen.safe_paths import outside_paths_allowed
 from maps_autogen.solving import Team, assemble_team
 from maps_autogen.tally import Tally
 from maps_autogen.team import plan_chat
