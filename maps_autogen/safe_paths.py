@@ -72,8 +72,11 @@ def inside(base: Path, relative: Any, *, strict: bool = False) -> Path | None:
     and symlinks that lead out all resolve outside."""
     if not isinstance(relative, str) or not relative or "\0" in relative:
         return None
-    root = base.resolve()
-    path = (root / relative).resolve()
+    try:
+        root = base.resolve()
+        path = (root / relative).resolve()
+    except (OSError, RuntimeError):  # a name too long, a symlink loop: nothing of the folder's
+        return None
     if not path.is_relative_to(root) or (strict and path == root):
         return None
     return path
