@@ -420,24 +420,17 @@ def eval_command(
         )
 
 
-# What a run is, fixed by its manifest: `--resume` runs the same problems under the same rules.
-_FIXED_ON_RESUME = {"subsets": "--subset", "limit": "--limit", "sample": "--sample", "seed": "--seed",
-                    "shard": "--shard", "rules": "--rules"}
-
-
 def _refuse_selection_on_resume() -> None:
     """`--resume` with an option that chooses other problems or other scoring rules would be
-    ignored (the manifest decides them): one line instead of a silent run under the old ones."""
+    ignored (the manifest decides them): one line instead of a silent run under the old ones.
+    Any such option given counts, even at its default value (the API refuses other values)."""
     from click.core import ParameterSource
 
-    from maps_autogen.errors import UsageError
+    from maps_autogen.eval.runner import FIXED_ON_RESUME, refuse_fixed_on_resume
 
     context = click.get_current_context()
-    given = ", ".join(flag for name, flag in _FIXED_ON_RESUME.items()
-                      if context.get_parameter_source(name) not in (ParameterSource.DEFAULT, None))
-    if given:
-        raise UsageError(f"{given} cannot change a resumed run: its manifest fixes the problems and the scoring rules",
-                         fix=f"drop {given}, or start a new run (without --resume) for another selection or rules")
+    refuse_fixed_on_resume(flag for name, flag in FIXED_ON_RESUME.items()
+                           if context.get_parameter_source(name) not in (ParameterSource.DEFAULT, None))
 
 
 @cli.command(name="config")

@@ -60,12 +60,21 @@ class Problem:
         allow_private_urls: bool = False,
         max_side: int = DEFAULT_MAX_SIDE,
     ) -> None:
-        if not isinstance(question, str) or not question.strip():
+        if not isinstance(question, str):
+            raise ProblemError(f"the question must be text, not {type(question).__name__}",
+                               fix='e.g. Problem("Which mass balances the lever?")')
+        if not question.strip():
             raise ProblemError(
                 "the question is empty", fix="give the question with -q/--question or in the problem file"
             )
-        if isinstance(options, str):
-            raise ProblemError("options must be a list of texts, not one text", fix='e.g. options=["2 kg", "4 kg"]')
+        if isinstance(options, str) or not isinstance(options, (Iterable, type(None))) \
+                or isinstance(options, (bytes, bytearray, dict)):
+            raise ProblemError("options must be a list of texts, not one text" if isinstance(options, str)
+                               else f"options must be a list of texts, not {type(options).__name__}",
+                               fix='e.g. options=["2 kg", "4 kg"]')
+        if metadata is not None and not isinstance(metadata, dict):
+            raise ProblemError(f"metadata must be a dict, not {type(metadata).__name__}",
+                               fix='e.g. metadata={"source": "..."}')
         if images is None:
             images = ()
         elif isinstance(images, (str, bytes, bytearray, os.PathLike, ImageInput, PILImage)):

@@ -11,6 +11,7 @@ problems in flight; `--resume` skips finished problems and retries failed ones.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -66,6 +67,10 @@ logger = logging.getLogger(__name__)
 METHODS = ("maps", *BASELINE_METHODS)
 
 
+MAX_CONCURRENCY = 512  # problems in flight at once (--concurrency)
+MAX_WORKERS = 256  # worker processes (--workers)
+
+
 @dataclass(frozen=True)
 class EvalRequest:
     """What `maps eval` was asked to do."""
@@ -89,6 +94,47 @@ class EvalRequest:
     allow_private_urls: bool = False  # data set rows' image URLs may point at private addresses
     allow_change: bool = False  # --resume may run under other verdict settings (the manifest records each change)
     workers: int | None = None  # worker processes (--workers); None: chosen from the cores and the concurrency
+
+
+#: The bounds of an eval's numbers: (name, the option, lowest, highest or None).
+_WHOLE_NUMBERS = (("limit", "--limit", 1, None), ("sample", "--sample", 1, None), ("seed", "--seed", None, None),
+                  ("concurrency", "--concurrency", 1, MAX_CONCURRENCY), ("workers", "--workers", 1, MAX_WORKERS))
+#: What a run is, fixed by its manifest: `--resume` runs the same problems under the same rules.
+FIXED_ON_RESUME = {"subsets": "--subset", "limit": "--limit", "sample": "--sample", "seed": "--seed",
+                   "shard": "--shard", "rules": "--rules"}
+
+
+def check_request(request: EvalRequest) -> None:
+    """Every number of the request within its bounds (a whole number where one is meant: never
+    a silent run of nothing or an endless selection), and nothing a resumed run's manifest fixes
+    set to another value than its default. UsageError naming the argument and its option."""
+    for name, option, low, high in _WHOLE_NUMBERS:
+        value = getattr(request, name)
+        if value is None and name in ("limit", "sample", "workers"):  # not given
+            continue
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if not whole or (low is not None and value < low) or (high is not None and value > high):
+            bounds = "" if low is None else f" of at least {low}" if high is None else f" from {low} to {high}"
+            optional = ", or leave it out" if EvalRequest.__dataclass_fields__[name].default is None else ""
+            raise UsageError(f"{name} ({option}) must be a whole number{bounds}, not {value!r}",
+                             fix=f"e.g. {option} {low if low is not None else 0}{optional}")
+    cost = request.max_cost
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost < math.inf):
+        raise UsageError(f"max_cost (--max-cost) must be a number of USD of at least 0, not {cost!r}",
+                         fix="e.g. --max-cost 5, or leave it out")
+    if request.resume is not None:
+        defaults = EvalRequest(benchmark=request.benchmark)
+        refuse_fixed_on_resume(flag for name, flag in FIXED_ON_RESUME.items()
+                               if getattr(request, name) != getattr(defaults, name))
+
+
+def refuse_fixed_on_resume(given: Iterable[str]) -> None:
+    """A resumed run takes its problems and scoring rules from its manifest: an option that
+    chooses others (`given`, as the command line names them) would be ignored, so it is refused."""
+    named = ", ".join(given)
+    if named:
+        raise UsageError(f"{named} cannot change a resumed run: its manifest fixes the problems and the scoring rules",
+                         fix=f"drop {named}, or start a new run (without --resume) for another selection or rules")
 
 
 @dataclass
@@ -120,8 +166,7 @@ class EvalRun:
     ):
         if request.method is not None and request.method not in METHODS:
             raise UsageError(f"unknown method '{request.method}'", fix=f"use one of: {', '.join(METHODS)}")
-        if request.concurrency < 1:
-            raise UsageError("--concurrency must be at least 1", fix="e.g. --concurrency 8")
+        check_request(request)
         if request.method not in (None, "maps") and request.without:
             raise UsageError("--without applies to --method maps only", fix="drop --without or --method")
         self.request = request
