@@ -137,8 +137,8 @@ def summarize(
 ) -> Summary:
     """Accuracy per subset and on average (pooled over the subsets run, as the paper does),
     failures, feedback shares (Figure 4, over the feedback targets of the recorded `team`),
-    stop reasons, usage and cost. One pass of running tallies: `records` may be a stream of any
-    length."""
+    stop reasons, usage and cost (`usage.tokens_estimated`: some tokens are our own count). One
+    pass of running tallies: `records` may be a stream of any length."""
     subsets = {name: Tally() for name in subset_names}
     overall = Tally()
     feedback = {target: 0 for target in feedback_targets([team])}
@@ -146,6 +146,7 @@ def summarize(
     usage = {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     cost: float | None = 0
     seconds: float = 0
+    estimated = False  # some call's tokens are our own count (its server reported no usage)
     for row in records:
         overall.add_row(row)
         tally = subsets.get(row.subset)
@@ -157,6 +158,7 @@ def summarize(
             reason = row.stop_reason or "none"
             stop_reasons[reason] = stop_reasons.get(reason, 0) + 1
         spent = row.usage or Usage()
+        estimated = estimated or spent.tokens_estimated
         usage["calls"] += spent.calls
         usage["cached_calls"] += spent.cached_calls
         usage["prompt_tokens"] += spent.prompt_tokens
@@ -186,6 +188,7 @@ def summarize(
             prompt_tokens=usage["prompt_tokens"],
             completion_tokens=usage["completion_tokens"],
             cost=None if cost is None else round(cost, 6),
+            tokens_estimated=estimated,
         ),
         seconds=round(seconds, 3),
     )
