@@ -42,11 +42,15 @@ def _write(fd: int, data: bytes) -> None:
 
 
 def _size_text(size: int) -> str:
-    for unit in ("bytes", "KB", "MB", "GB", "TB"):
-        if size < 1024 or unit == "TB":
-            return f"{size:,} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
-        size /= 1024  # type: ignore[assignment]
-    raise AssertionError("unreachable")
+    """A size in bytes as people read it: 512 bytes, 3.5 KB, 1.2 GB."""
+    if size < 1024:
+        return f"{size:,} bytes"
+    scaled = float(size)
+    for unit in ("KB", "MB", "GB"):
+        scaled /= 1024
+        if scaled < 1024:
+            return f"{scaled:,.1f} {unit}"
+    return f"{scaled / 1024:,.1f} TB"
 
 
 def disk_full(path: Path, needed: int, *, then: str = "run it again") -> DiskFullError:
@@ -71,42 +75,41 @@ def is_disk_full(error: OSError) -> bool:
 
 class _RedactingWriter:
     """A text handle on a file descriptor whose every write is redacted, encoded and written
-    in pieces of about _CHUNK bytes (`written` counts the bytes)."""
+    in pieces of about _CHUNK bytes (`attempted` counts the bytes given so far)."""
 
     def __init__(self, fd: int, errors: str):
         self._fd = fd
         self._errors = errors
         self._pending: list[bytes] = []
-        self._size = 0
-        self.written = 0
+        self._pending_size = 0
+        self.attempted = 0
 
     def write(self, text: str) -> int:
         data = redact(text).encode("utf-8", self._errors)
         self._pending.append(data)
-        self._size += len(data)
-        if self._size >= _CHUNK:
+        self._pending_size += len(data)
+        self.attempted += len(data)
+        if self._pending_size >= _CHUNK:
             self.flush()
         return len(text)
 
     def flush(self) -> None:
-        data, self._pending, self._size = b"".join(self._pending), [], 0
-        self.written += len(data)
+        data, self._pending, self._pending_size = b"".join(self._pending), [], 0
         _write(self._fd, data)
 
 
 @contextmanager
-def atomic_text_writer(path: Path, *, fsync: bool = False, errors: str = "strict") -> Iterator[_RedactingWriter]:
-    """A redacting text handle on a temporary file beside `path`, renamed over it on success:
-    readers never see a half-written file, and a failure leaves any previous file intact. A full
-    disk is a DiskFullError naming the folder and the space the file needed."""
+def _written_beside(path: Path, *, fsync: bool, size: Callable[[], int]) -> Iterator[int]:
+    """A temporary file's descriptor beside `path` (mode 0644), renamed over `path` when the
+    block succeeds: readers never see a half-written file, and a failure leaves any previous
+    file intact and no temporary one. A full disk is a DiskFullError naming the folder and the
+    `size()` the file needed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    writer = _RedactingWriter(fd, errors)
     try:
         try:
             os.fchmod(fd, FILE_MODE)  # mkstemp makes the file private; ours are meant to be read
-            yield writer
-            writer.flush()
+            yield fd
             if fsync:
                 os.fsync(fd)
         finally:
@@ -115,11 +118,25 @@ def atomic_text_writer(path: Path, *, fsync: bool = False, errors: str = "strict
     except OSError as error:
         Path(temp).unlink(missing_ok=True)
         if is_disk_full(error):
-            raise disk_full(path, writer.written + writer._size) from None
+            raise disk_full(path, size()) from None
         raise
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def atomic_text_writer(path: Path, *, fsync: bool = False, errors: str = "strict") -> Iterator[_RedactingWriter]:
+    """A redacting text handle on a temporary file beside `path`, renamed over it on success
+    (`_written_beside`: never a half-written file; a full disk is a DiskFullError)."""
+    attempted = [0]
+    with _written_beside(path, fsync=fsync, size=lambda: attempted[0]) as fd:
+        writer = _RedactingWriter(fd, errors)
+        try:
+            yield writer
+            writer.flush()
+        finally:
+            attempted[0] = writer.attempted
 
 
 @contextmanager
@@ -153,25 +170,10 @@ def write_text_atomic(path: Path, text: str, *, errors: str = "strict") -> None:
 
 
 def write_bytes_file(path: Path, data: bytes) -> None:
-    """Write binary data (images, figures) with mode 0644, atomically (a full disk leaves no
-    partial file: a DiskFullError)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        try:
-            os.fchmod(fd, FILE_MODE)
-            _write(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
-    except OSError as error:
-        Path(temp).unlink(missing_ok=True)
-        if is_disk_full(error):
-            raise disk_full(path, len(data)) from None
-        raise
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    """Write binary data (images, figures) with mode 0644, atomically (`_written_beside`: a
+    full disk leaves no partial file, a DiskFullError)."""
+    with _written_beside(path, fsync=False, size=lambda: len(data)) as fd:
+        _write(fd, data)
 
 
 def open_append(path: Path, mode: int = FILE_MODE) -> int:

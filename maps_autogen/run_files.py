@@ -96,7 +96,7 @@ def read_result_rows(path: Path, start: int = 0) -> tuple[list[ResultRow], int]:
     try:
         rows = [parsed(ResultRow, record, source=str(path)) for record in records]
     except DataError:
-        raise next(_bad_rows(path, start)) from None
+        raise _bad_row(path, start) from None
     return rows, offset
 
 
@@ -106,25 +106,25 @@ def iter_result_rows(path: Path) -> Iterator[tuple[int, ResultRow]]:
         try:
             row = parsed(ResultRow, record, source=str(path))
         except DataError:
-            raise next(_bad_rows(path, offset)) from None
+            raise _bad_row(path, offset) from None
         yield offset, row
 
 
-def _bad_rows(path: Path, start: int) -> Iterator[DataError]:
+def _bad_row(path: Path, start: int) -> DataError:
     """The error for the first row from byte `start` that is not a result row, naming its line
-    (counted only for that row)."""
+    (counted only for that row) and its problem."""
     for offset, record in iter_jsonl(path):
-        if offset >= start:
+        if offset < start:
+            continue
+        try:
+            parsed(ResultRow, record, source=str(path))
+        except DataError:
+            problem = f" (the row of problem {record['pid']!r})" if "pid" in record else ""
             try:
-                parsed(ResultRow, record, source=str(path))
-            except DataError:
-                problem = f" (the row of problem {record['pid']!r})" if "pid" in record else ""
-                try:
-                    parsed(ResultRow, record, source=f"{path} line {line_at(path, offset)}{problem}")
-                except DataError as error:
-                    yield error
-                    return
-    yield DataError(f"{path} changed while it was read", fix="try again once the run has finished writing it")
+                parsed(ResultRow, record, source=f"{path} line {line_at(path, offset)}{problem}")
+            except DataError as error:
+                return error
+    return DataError(f"{path} changed while it was read", fix="try again once the run has finished writing it")
 
 
 def write_record(path: Path, record: BaseModel) -> None:

@@ -51,8 +51,7 @@ def json_loads(source: str | bytes, **options: Any) -> Any:
     except ValueError as error:
         if "integer string conversion" not in str(error):
             raise
-        limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
-        raise NumberTooLong(f"holds a number with more than {limit:,} digits") from None
+        raise NumberTooLong(f"holds a number with more than {sys.get_int_max_str_digits():,} digits") from None
 
 
 def valid_text(text: str) -> str:
