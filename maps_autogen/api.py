@@ -50,6 +50,31 @@ PathLike: TypeAlias = str | os.PathLike[str]
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
 
 
+def _path(name: str, value: Any) -> Path | None:
+    """An argument naming a file or folder as a Path (None stays None); UsageError otherwise."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or (isinstance(value, str) and not value):
+        raise UsageError(f"{name}= must be a path (a str or os.PathLike), not {type(value).__name__} {value!r:.40}",
+                         fix=f"e.g. {name}='runs'" if name == "runs_dir" else f"pass {name}= a file or folder path")
+    return Path(value)
+
+
+def _names(name: str, value: Any) -> tuple[str, ...]:
+    """An argument listing names (subsets, steps): one name given bare counts as one, never as
+    its letters; UsageError for anything else than names."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (bytes, bytearray)) or not isinstance(value, Iterable):
+        raise UsageError(f"{name}= must be a list of names, not {type(value).__name__}", fix=f"e.g. {name}=['...']")
+    names = tuple(value)
+    if not all(isinstance(item, str) for item in names):
+        raise UsageError(f"{name}= must be a list of names (str)", fix=f"e.g. {name}=['...']")
+    return names
+
+
 def __getattr__(name: str) -> Any:
     """The result types, imported with the machinery that makes them (PEP 562)."""
     if name == "SolveResult":
@@ -85,14 +110,17 @@ def load_settings(
     from maps_autogen.team import check_without
 
     register_well_known_keys()
+    without = _names("without", without)
+    if not isinstance(config, LoadedConfig):
+        config = _path("config", config)
+    team = _path("team", team)
     if isinstance(config, LoadedConfig):
         if team is not None or config_list is not None:
             raise UsageError("team= and config_list= are read with the config file",
                              fix="pass them to load_settings() with the config's path")
         loaded = config
     else:
-        loaded = load_config(Path(config) if config is not None else None,
-                             team=Path(team) if team is not None else None, config_list=config_list)
+        loaded = load_config(config, team=team, config_list=config_list)
     if (model, threshold, max_rollbacks) != (None, None, None):
         loaded = with_overrides(loaded, model=model, threshold=threshold, max_rollbacks=max_rollbacks)
     check_without(loaded.team.config, frozenset(without), loaded.team.source)
@@ -100,15 +128,19 @@ def load_settings(
 
 
 def load_problem(path: PathLike, *, config: PathLike | LoadedConfig | None = None,
-                 allow_private_urls: bool = False) -> Problem:
+                 allow_private_urls: bool = False, allow_outside_paths: bool = False) -> Problem:
     """A problem file (problem.yaml: question, context, options, images relative to the file,
     answer_format, id, answer) read and checked as `maps solve --problem` reads it, under the
-    image size and limits of `config`. The file is untrusted: its image URLs are fetched only from
-    public addresses unless `allow_private_urls`. A gold `answer` that fits none of the scoring
-    rules is refused here, before any model call. Raises ProblemError."""
+    image size and limits of `config`. The file is untrusted: its image files must be inside its
+    folder unless `allow_outside_paths`, its image URLs are fetched only from public addresses
+    unless `allow_private_urls`. A gold `answer` that fits none of the scoring rules is refused
+    here, before any model call. Raises ProblemError."""
     from maps_autogen.problem import load_problem_file
 
     loaded = config if isinstance(config, LoadedConfig) else load_settings(config)
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise ProblemError(f"a problem must be a Problem or a problem file's path, not {type(path).__name__}",
+                           fix="solve(Problem(question, options=[...], images=[...])) or solve('problem.yaml')")
     path = Path(path)
     if path.suffix.lower() in _IMAGE_SUFFIXES:
         raise ProblemError(f"{path} is an image, not a problem file",
@@ -116,7 +148,7 @@ def load_problem(path: PathLike, *, config: PathLike | LoadedConfig | None = Non
     limits = loaded.config.limits
     with image_limits(ImageLimits.of(limits)):
         problem = load_problem_file(path, max_side=loaded.config.images.max_side, max_bytes=limits.problem_file_bytes,
-                                    allow_private_urls=allow_private_urls)
+                                    allow_private_urls=allow_private_urls, allow_outside_paths=allow_outside_paths)
     gold_scorer(problem, where=str(path))
     return problem
 
@@ -186,14 +218,16 @@ def solve(
     observer: Observer | None = None,
     human: bool = False,
     on_human: Callable[[HumanState], str | HumanDecision] | None = None,
+    allow_outside_paths: bool = False,
 ) -> SolveResult:
     """Solve one problem with the team, as `maps solve` does: write `runs_dir/<run-id>/`
     (run.json, transcript.jsonl, images/) and return its `SolveResult` (`final_answer`,
     `final_answer_text`, `stop_reason`, `rollbacks`, `verdicts`, `usage`, `run_dir`, and `run`,
     the run.json record).
 
-    `problem` is a `Problem`, or the path of a problem file (`load_problem`; an image is passed
-    as `Problem(question, images=[path])`). The settings are `load_settings`'s (`config`,
+    `problem` is a `Problem`, or the path of a problem file (`load_problem`, with
+    `allow_private_urls` and `allow_outside_paths`; an image is passed as
+    `Problem(question, images=[path])`). The settings are `load_settings`'s (`config`,
     `model`, `team`, `config_list`, `threshold`, `max_rollbacks`); `without` leaves steps out.
 
     Streaming: `on_turn` receives each finished turn (a `MessageRecord`, as transcript.jsonl
@@ -220,11 +254,12 @@ def solve(
     from maps_autogen.solving import assemble_team, expected_time, solve_problem
     from maps_autogen.transcript import new_run_id
 
-    without = frozenset(without)  # read once: a one-pass iterable (a generator) is checked and used alike
+    without = frozenset(_names("without", without))  # read once: a generator is checked and used alike
     loaded = load_settings(config, model=model, team=team, config_list=config_list, threshold=threshold,
                            max_rollbacks=max_rollbacks, without=without)
     if not isinstance(problem, Problem):
-        problem = load_problem(problem, config=loaded, allow_private_urls=allow_private_urls)
+        problem = load_problem(problem, config=loaded, allow_private_urls=allow_private_urls,
+                               allow_outside_paths=allow_outside_paths)
     with image_limits(ImageLimits.of(loaded.config.limits)):
         problem = problem.fitted(loaded.config.images.max_side)
     evaluate_answer = gold_scorer(problem, where="the problem")
@@ -234,9 +269,10 @@ def solve(
         estimate = expected_time(assembled)
         if estimate:
             announce(estimate)
+    runs = _path("runs_dir", runs_dir) or Path("runs")
     run_id = new_run_id("solve")
     if on_ready is not None:
-        on_ready(Path(runs_dir) / run_id)
+        on_ready(runs / run_id)
     callbacks = _Callbacks(on_turn, on_event, assembled.cancel) if on_turn or on_event else None
     if on_human is None and human:
         import sys
@@ -244,7 +280,7 @@ def solve(
         from maps_autogen.human_desk import HumanDesk
 
         on_human = HumanDesk(terminal=sys.stdin).ask
-    result = solve_problem(problem, assembled, runs_dir=Path(runs_dir), observer=Observers(observer, callbacks),
+    result = solve_problem(problem, assembled, runs_dir=runs, observer=Observers(observer, callbacks),
                            run_id=run_id, without=without, on_human=on_human, evaluate=evaluate_answer)
     if callbacks is not None and callbacks.failure is not None:
         raise callbacks.failure
@@ -309,6 +345,9 @@ def evaluate(
 
     if benchmark not in NAMES:
         raise UsageError(f"unknown benchmark '{benchmark}'", fix=f"use one of: {', '.join(NAMES)}")
+    data, resume, runs = _path("data", data), _path("resume", resume), _path("runs_dir", runs_dir) or Path("runs")
+    if shard is not None and not isinstance(shard, str):
+        raise UsageError(f"shard= must be text of the form i/n, not {type(shard).__name__}", fix="e.g. shard='1/4'")
     if data is None and resume is None:  # no network and no cached copy: fail before the slow imports
         from maps_autogen.benchmarks.hub import check_hub
         from maps_autogen.benchmarks.tasks import available_subsets
@@ -318,17 +357,18 @@ def evaluate(
             check_hub(task.hub_id)
         else:  # no hub copy (your own benchmark): data is required
             available_subsets(task, None)
-    from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard
+    from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard, check_request
 
     resolve_scorer(benchmark, rules)  # unknown rules: one line before anything runs
-    without = frozenset(without)  # read once: a one-pass iterable (a generator) is checked and used alike
-    loaded = load_settings(config, model=model, team=team, config_list=config_list, threshold=threshold,
-                           max_rollbacks=max_rollbacks, without=without)
+    without = frozenset(_names("without", without))  # read once: a generator is checked and used alike
     request = EvalRequest(
-        benchmark=benchmark, subsets=tuple(subsets), data=Path(data) if data is not None else None, limit=limit,
+        benchmark=benchmark, subsets=_names("subsets", subsets), data=data, limit=limit,
         sample=sample, seed=seed, method=method, without=without, concurrency=concurrency,
         workers=workers, rules=rules, cache=cache, max_cost=max_cost, shard=Shard.parse(shard) if shard else None,
-        runs_dir=Path(runs_dir), resume=Path(resume) if resume is not None else None,
+        runs_dir=runs, resume=resume,
         allow_outside_paths=allow_outside_paths, allow_private_urls=allow_private_urls, allow_change=allow_change,
     )
+    check_request(request)  # every number in its bounds, nothing a resumed run fixes: before the settings load
+    loaded = load_settings(config, model=model, team=team, config_list=config_list, threshold=threshold,
+                           max_rollbacks=max_rollbacks, without=without)
     return EvalRun(request, loaded, progress=progress, on_ready=on_ready, announce=announce).run()

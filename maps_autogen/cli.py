@@ -129,11 +129,13 @@ def model_options(command: Callable[..., None]) -> Callable[..., None]:
 )
 @click.option("--allow-private-urls", is_flag=True,
               help="Let the problem file's image URLs point at private addresses (loopback, LAN); trusted files only.")
+@click.option("--allow-outside-paths", is_flag=True,
+              help="Let the problem file's images be files outside its folder; trusted files only.")
 def solve(
     images: tuple[str, ...], question: str | None, context: str, options: tuple[str, ...], problem_file: Path | None,
     config_file: Path | None, config_list: str | None, model: str | None, threshold: float | None,
     max_rollbacks: int | None, team_file: Path | None, without: tuple[str, ...], runs_dir: Path,
-    quiet: bool, as_json: bool, human: bool, live_view: bool, allow_private_urls: bool,
+    quiet: bool, as_json: bool, human: bool, live_view: bool, allow_private_urls: bool, allow_outside_paths: bool,
 ) -> None:
     """Solve one problem: IMAGES are diagram files, http(s) URLs or data URLs."""
     import json as json_module
@@ -156,7 +158,8 @@ def solve(
     loaded = load_settings(config_file, model=model, team=team_file, config_list=config_list, threshold=threshold,
                            max_rollbacks=max_rollbacks, without=without)
     if problem_file is not None:
-        problem = load_problem(problem_file, config=loaded, allow_private_urls=allow_private_urls)
+        problem = load_problem(problem_file, config=loaded, allow_private_urls=allow_private_urls,
+                               allow_outside_paths=allow_outside_paths)
     else:
         with image_limits(ImageLimits.of(loaded.config.limits)), private_urls_allowed(True):  # typed: the user's
             problem = build_problem(question or "", context=context, options=options, image_sources=images,
@@ -433,24 +436,17 @@ def eval_command(
         )
 
 
-# What a run is, fixed by its manifest: `--resume` runs the same problems under the same rules.
-_FIXED_ON_RESUME = {"subsets": "--subset", "limit": "--limit", "sample": "--sample", "seed": "--seed",
-                    "shard": "--shard", "rules": "--rules"}
-
-
 def _refuse_selection_on_resume() -> None:
     """`--resume` with an option that chooses other problems or other scoring rules would be
-    ignored (the manifest decides them): one line instead of a silent run under the old ones."""
+    ignored (the manifest decides them): one line instead of a silent run under the old ones.
+    Any such option given counts, even at its default value (the API refuses other values)."""
     from click.core import ParameterSource
 
-    from maps_autogen.errors import UsageError
+    from maps_autogen.eval.runner import FIXED_ON_RESUME, refuse_fixed_on_resume
 
     context = click.get_current_context()
-    given = ", ".join(flag for name, flag in _FIXED_ON_RESUME.items()
-                      if context.get_parameter_source(name) not in (ParameterSource.DEFAULT, None))
-    if given:
-        raise UsageError(f"{given} cannot change a resumed run: its manifest fixes the problems and the scoring rules",
-                         fix=f"drop {given}, or start a new run (without --resume) for another selection or rules")
+    refuse_fixed_on_resume(flag for name, flag in FIXED_ON_RESUME.items()
+                           if context.get_parameter_source(name) not in (ParameterSource.DEFAULT, None))
 
 
 @cli.command(name="config")

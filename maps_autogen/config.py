@@ -351,6 +351,21 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
+_MAX_INT_CHARS = 4000  # below Python's 4,300-digit limit; converting longer integers costs quadratic time
+
+
+def _bounded_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """YAML's integer (decimal, hex, octal, binary, base 60), refused past _MAX_INT_CHARS
+    characters: a number-shaped scalar in an untrusted file must not cost seconds or crash."""
+    if len(node.value) > _MAX_INT_CHARS:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"a number of more than {_MAX_INT_CHARS:,} characters", node.start_mark)
+    return loader.construct_yaml_int(node)
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
+
+
 class _NoAliasLoader(_BoundedLoader):
     """A bounded loader that also refuses aliases (`*name`), so a small untrusted file cannot
     expand into gigabytes (the "billion laughs" bomb)."""

@@ -59,6 +59,13 @@ class FatalServiceError(ServiceError):
     model, no image input): an eval stops at once instead of failing every problem."""
 
 
+class DiskFullError(MapsError):
+    """A file could not be written for want of space (exit code 1): the message names the
+    folder and the space needed; what was written before is whole, and a resumed run recovers."""
+
+    exit_code = 1
+
+
 class RunInterrupted(MapsError):
     """The user pressed Ctrl-C; what finished is saved (exit code 130)."""
 

@@ -12,9 +12,10 @@ from typing import Any
 from PIL.Image import Image as PILImage
 
 from maps_autogen.config import ImagesConfig, LimitsConfig, read_yaml
-from maps_autogen.errors import ConfigError, ProblemError
+from maps_autogen.errors import ConfigError, DataError, ProblemError
 from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.images import ImageInput, ImageSource, fitted_image, image_input, load_image
+from maps_autogen.safe_paths import checked_reference, outside_paths_allowed
 from maps_autogen.text import valid_text
 
 PROBLEM_FILE_KEYS = {"question", "context", "options", "images", "answer_format", "id", "answer"}
@@ -59,12 +60,21 @@ class Problem:
         allow_private_urls: bool = False,
         max_side: int = DEFAULT_MAX_SIDE,
     ) -> None:
-        if not isinstance(question, str) or not question.strip():
+        if not isinstance(question, str):
+            raise ProblemError(f"the question must be text, not {type(question).__name__}",
+                               fix='e.g. Problem("Which mass balances the lever?")')
+        if not question.strip():
             raise ProblemError(
                 "the question is empty", fix="give the question with -q/--question or in the problem file"
             )
-        if isinstance(options, str):
-            raise ProblemError("options must be a list of texts, not one text", fix='e.g. options=["2 kg", "4 kg"]')
+        if isinstance(options, str) or not isinstance(options, (Iterable, type(None))) \
+                or isinstance(options, (bytes, bytearray, dict)):
+            raise ProblemError("options must be a list of texts, not one text" if isinstance(options, str)
+                               else f"options must be a list of texts, not {type(options).__name__}",
+                               fix='e.g. options=["2 kg", "4 kg"]')
+        if metadata is not None and not isinstance(metadata, dict):
+            raise ProblemError(f"metadata must be a dict, not {type(metadata).__name__}",
+                               fix='e.g. metadata={"source": "..."}')
         if images is None:
             images = ()
         elif isinstance(images, (str, bytes, bytearray, os.PathLike, ImageInput, PILImage)):
@@ -180,11 +190,13 @@ def _gold_answer(data: dict[str, Any], path: Path) -> str | None:
 
 
 def load_problem_file(path: Path, *, max_side: int, max_bytes: int = LimitsConfig().problem_file_bytes,
-                      allow_private_urls: bool = False) -> Problem:
+                      allow_private_urls: bool = False, allow_outside_paths: bool = False) -> Problem:
     """Read a problem.yaml (question, context, options, images, answer_format, id, and `answer`,
     the gold answer a solve is scored against); image paths
     are relative to the file. The file is untrusted: at most `max_bytes`, no YAML aliases, image
-    URLs fetched only from public addresses unless `allow_private_urls`."""
+    files only inside the file's folder (no absolute path, `~`, `..` or symlink leading out)
+    unless `allow_outside_paths`, image URLs fetched only from public addresses unless
+    `allow_private_urls`."""
     if not path.is_file():
         raise ProblemError(f"problem file {path} does not exist", fix="check the --problem path")
     try:
@@ -201,12 +213,20 @@ def load_problem_file(path: Path, *, max_side: int, max_bytes: int = LimitsConfi
     question = data.get("question")
     if not isinstance(question, str):
         raise ProblemError(f"{path}: 'question' is missing or not text", fix="add question: ...")
+    images = _string_list(data, "images", path)
+    with outside_paths_allowed(allow_outside_paths):
+        for number, image in enumerate(images, start=1):
+            try:
+                checked_reference(image, path.resolve().parent, what=f"{path}: image {number}",
+                                  folder="the problem file's folder", trust="the file")
+            except DataError as outside:
+                raise ProblemError(outside.problem, fix=outside.fix) from None
     with private_urls_allowed(allow_private_urls):
         return build_problem(
             question,
             context=str(data.get("context") or ""),
             options=_string_list(data, "options", path),
-            image_sources=_string_list(data, "images", path),
+            image_sources=images,
             max_side=max_side,
             base_dir=path.resolve().parent,
             answer_format=str(data.get("answer_format") or ""),

@@ -245,6 +245,7 @@ class Evaluation(_Record):
     prediction: Any = None
     correct: bool | None = None
     gold: Any = None
+    unjudged: str | None = None  # why the answer could not be judged within the scorers' bounds (judged wrong)
 
 
 #: Figure 4's bars besides the steps: the first review passed the work (no regeneration), and the
@@ -494,6 +495,7 @@ class ResultRow(_File):
     extraction: Any = None
     prediction: Any = None
     correct: bool | None = None
+    unjudged: str | None = None  # why the answer could not be judged within the scorers' bounds (judged wrong)
     extractor_version: str | int | None = None
     stop_reason: StopReason | None = None
     final_answer: str | None = None

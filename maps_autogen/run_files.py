@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from maps_autogen.artifacts import iter_jsonl, read_json_object, read_jsonl_from, write_json_atomic
+from maps_autogen.artifacts import iter_jsonl, line_at, read_json_object, read_jsonl_from, write_json_atomic
 from maps_autogen.errors import DataError
 from maps_autogen.records import (
     MANIFEST_FILE,
@@ -90,26 +90,38 @@ def read_transcript_from(
 
 def read_result_rows(path: Path, start: int = 0) -> tuple[list[ResultRow], int]:
     """results.jsonl's rows from byte `start` as ResultRows, and the offset after the last
-    complete line (the JSONL torn-tail rule): a tampered row is one line naming the file and its
-    line, never a crash further down."""
+    complete line (the JSONL torn-tail rule): a damaged or tampered row is one line naming the
+    file and its line, never a crash further down and never a row dropped."""
     records, offset = read_jsonl_from(path, start)
     try:
         rows = [parsed(ResultRow, record, source=str(path)) for record in records]
     except DataError:
-        raise _bad_result_line(path, start) from None
+        raise _bad_row(path, start) from None
     return rows, offset
 
 
-def _bad_result_line(path: Path, start: int) -> DataError:
-    """The error for the first row from byte `start` that is not a result row, with its line."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    line, counted = 1, 0
+def iter_result_rows(path: Path) -> Iterator[tuple[int, ResultRow]]:
+    """(byte offset, row) of each results.jsonl line, one line at a time, under the same rules."""
     for offset, record in iter_jsonl(path):
-        line, counted = line + data.count(b"\n", counted, offset), offset
-        if offset >= start:
+        try:
+            row = parsed(ResultRow, record, source=str(path))
+        except DataError:
+            raise _bad_row(path, offset) from None
+        yield offset, row
+
+
+def _bad_row(path: Path, start: int) -> DataError:
+    """The error for the first row from byte `start` that is not a result row, naming its line
+    (counted only for that row) and its problem."""
+    for offset, record in iter_jsonl(path):
+        if offset < start:
+            continue
+        try:
+            parsed(ResultRow, record, source=str(path))
+        except DataError:
+            problem = f" (the row of problem {record['pid']!r})" if "pid" in record else ""
             try:
-                parsed(ResultRow, record, source=f"{path} line {line}")
+                parsed(ResultRow, record, source=f"{path} line {line_at(path, offset)}{problem}")
             except DataError as error:
                 return error
     return DataError(f"{path} changed while it was read", fix="try again once the run has finished writing it")

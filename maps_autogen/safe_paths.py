@@ -5,20 +5,30 @@ never empty, `.` or `..`, holds no separator, NUL or control character, is bound
 and is distinct for distinct texts, also on a case-insensitive file system. `inside` and
 `child_folder` are the confinement checks every read, write or delete by such a path passes
 first: the path, symlinks followed, must stay inside its folder.
+
+Files a data set row or a problem file refers to stay inside its folder (`checked_reference`):
+a row or a problem file is untrusted, and an absolute path, `~`, `../` or a symlink must not make
+us read (and send to a model) a file from elsewhere on the machine. `--allow-outside-paths` (on
+`maps eval` for rows, on `maps solve` for a problem file) lifts the rule for files the user
+trusts (`outside_paths_allowed`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from maps_autogen.artifacts import read_json_or_empty
 from maps_autogen.errors import DataError
+from maps_autogen.limits import scoped
 from maps_autogen.records import PROBLEMS_DIR, RUN_FILE
 
-__all__ = ["belongs_to", "child_folder", "inside", "is_component", "problem_folder", "safe_component"]
+__all__ = ["belongs_to", "checked_reference", "child_folder", "inside", "is_component", "outside_paths_allowed",
+           "problem_folder", "safe_component"]
 
 # Kept as they are: lower-case names of safe characters, not starting with `.` or `-` and not
 # ending with `.` (Windows drops a trailing dot), at most 64 characters.
@@ -62,8 +72,11 @@ def inside(base: Path, relative: Any, *, strict: bool = False) -> Path | None:
     and symlinks that lead out all resolve outside."""
     if not isinstance(relative, str) or not relative or "\0" in relative:
         return None
-    root = base.resolve()
-    path = (root / relative).resolve()
+    try:
+        root = base.resolve()
+        path = (root / relative).resolve()
+    except (OSError, RuntimeError):  # a name too long, a symlink loop: nothing of the folder's
+        return None
     if not path.is_relative_to(root) or (strict and path == root):
         return None
     return path
@@ -97,3 +110,34 @@ def belongs_to(folder: Path, pid: Any) -> bool:
     whose run.json is not written yet, as a killed run leaves it, is nobody else's)."""
     recorded = read_json_or_empty(folder / RUN_FILE).get("pid")
     return recorded is None or str(recorded) == str(pid)
+
+
+_allow_outside: ContextVar[bool] = ContextVar("allow_outside_paths", default=False)
+_NOT_FILES = ("http://", "https://", "data:")
+
+
+def outside_paths_allowed(allowed: bool) -> AbstractContextManager[None]:
+    """Within the block, the files data set rows and problem files refer to may be outside
+    their folder when `allowed`."""
+    return scoped(_allow_outside, allowed)
+
+
+def checked_reference(reference: str, base_dir: Path | None, *, what: str, folder: str = "the data folder",
+                      trust: str = "the data") -> str:
+    """`reference` unchanged when it is a URL or resolves (symlinks followed) inside `base_dir`,
+    the folder relative paths start from; a DataError naming `what` (the row's image), the
+    `folder` it must stay in and the flag for files the user trusts otherwise."""
+    if base_dir is None or reference.startswith(_NOT_FILES) or _allow_outside.get():
+        return reference
+    root = base_dir.resolve()
+    try:
+        candidate = Path(reference).expanduser()  # the same resolution load_image applies
+        resolved: Path | None = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    except (OSError, RuntimeError, ValueError):  # an unknown ~user, a NUL, a name too long: not a file of its folder
+        resolved = None
+    if resolved is None or not resolved.is_relative_to(root):
+        raise DataError(
+            f"{what} refers to '{reference}', which is outside {folder} {root}",
+            fix=f"keep its files inside {folder}, or pass --allow-outside-paths if you trust {trust}",
+        )
+    return reference

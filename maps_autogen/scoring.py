@@ -17,8 +17,10 @@ from typing import Any, TextIO
 
 from maps_autogen.artifacts import atomic_text_writer
 from maps_autogen.benchmarks import RecordError, Scorer, Verdict, get_benchmark
+from maps_autogen.benchmarks.bounds import Unjudgeable
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.tally import Tally
+from maps_autogen.text import NumberTooLong, json_loads
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +48,8 @@ class ScoreReport:
     skipped: list[SkippedLine] = field(default_factory=list)
     # Lines sent to the LLM extractor (those the rules could not read); None when it was off.
     llm_requests: int | None = None
+    # Lines whose response could not be judged within the scorers' bounds (judged wrong).
+    unjudged: int = 0
 
     @property
     def overall(self) -> Tally:
@@ -92,7 +96,16 @@ def score_record(benchmark: str, record: Mapping[str, Any], rules: str = "curren
     rules value.
     """
     scorer = resolve_scorer(benchmark, rules)
-    return scorer.score(record, _effective_rules(scorer, rules))
+    return judged(scorer, record, _effective_rules(scorer, rules))
+
+
+def judged(scorer: Scorer, record: Mapping[str, Any], rules: str) -> Verdict:
+    """`scorer.score`, with a response whose judging passes a bound the scorer did not catch
+    itself judged wrong, saying why (`Verdict.unjudged`): never a crash, never a failure."""
+    try:
+        return scorer.score(record, rules)
+    except Unjudgeable as beyond:
+        return Verdict(extraction=None, prediction=None, correct=False, unjudged=beyond.reason)
 
 
 def has_prediction_stage(scorer: Scorer) -> bool:
@@ -111,9 +124,10 @@ def scored_line(
     """The output object: the input unchanged plus `extraction`, `prediction` (when
     `with_prediction` or the verdict has one) and `correct`; also `extraction_method`
     when the scorer extracted the answer from the response itself: the scorer's own label
-    ("rules", "unreadable") or, if it gives none, "rules"; and `extractor_version` when the
+    ("rules", "unreadable") or, if it gives none, "rules"; `extractor_version` when the
     benchmark's rules have one (MathVista), so that scores made by different rules can be
-    told apart."""
+    told apart; and `unjudged`, why, when the response could not be judged within the scorers'
+    bounds (`correct` is then false)."""
     out = dict(record)
     if record.get("extraction") is None and verdict.extraction_method not in (None, "given"):
         out["extraction_method"] = verdict.extraction_method
@@ -127,6 +141,8 @@ def scored_line(
     out["correct"] = verdict.correct
     if verdict.extractor_version is not None:
         out["extractor_version"] = verdict.extractor_version
+    if verdict.unjudged is not None:
+        out["unjudged"] = verdict.unjudged
     return out
 
 
@@ -207,9 +223,12 @@ def score_file(
     with _open_input(input_path) as in_file, atomic_text_writer(target, fsync=True) as out_file:
         for line_no, text in _iter_lines(in_file, input_path):
             try:
-                record = json.loads(text)
+                record = json_loads(text)
             except json.JSONDecodeError as error:
                 report.skipped.append(SkippedLine(line_no, f"not valid JSON ({error.msg})"))
+                continue
+            except NumberTooLong as error:
+                report.skipped.append(SkippedLine(line_no, str(error)))
                 continue
             except RecursionError:
                 report.skipped.append(SkippedLine(line_no, "JSON nested too deeply"))
@@ -220,16 +239,17 @@ def score_file(
                 )
                 continue
             try:
-                verdict = scorer.score(record, effective)
+                verdict = judged(scorer, record, effective)
                 if llm_extract is not None and verdict.extraction_method == "unreadable":
                     report.llm_requests = (report.llm_requests or 0) + 1
                     record = dict(llm_extract(record))
-                    verdict = scorer.score(record, effective)
+                    verdict = judged(scorer, record, effective)
             except RecordError as error:
                 report.skipped.append(SkippedLine(line_no, str(error)))
                 continue
             out = scored_line(record, verdict, with_prediction=with_prediction)
             out_file.write(_json_line(out))
+            report.unjudged += verdict.unjudged is not None
             report.subsets.setdefault(scorer.subset(record), Tally()).add(scored=True, correct=verdict.correct)
             # Lines that came with an unlabelled extraction count as "given".
             method = str(out.get("extraction_method") or "given")
@@ -258,6 +278,9 @@ def render_summary(report: ScoreReport) -> str:
             lines.append(_tally_row(name, report.methods[name], width))
     if report.llm_requests is not None:
         lines.append(f"sent to the LLM extractor (unreadable by the rules): {report.llm_requests}")
+    if report.unjudged:
+        lines.append(f"not judged within the scorers' bounds, so counted wrong (`unjudged` says why): "
+                     f"{report.unjudged}")
     lines.append(f"skipped lines: {len(report.skipped)}")
     lines.append(f"written: {report.out_path}")
     return "\n".join(lines)
@@ -268,6 +291,7 @@ __all__ = [
     "SkippedLine",
     "default_out_path",
     "has_prediction_stage",
+    "judged",
     "render_summary",
     "resolve_scorer",
     "score_file",

@@ -9,7 +9,9 @@ assume valid UTF-8: these are the only places text from outside is repaired.
 from __future__ import annotations
 
 import codecs
+import json
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -31,6 +33,25 @@ class TooDeep(ValueError):
     def __init__(self, limit: int):
         super().__init__(f"nested more than {limit} levels deep")
         self.limit = limit
+
+
+class NumberTooLong(ValueError):
+    """Untrusted JSON holding an integer longer than Python converts (its digit limit)."""
+
+
+def json_loads(source: str | bytes, **options: Any) -> Any:
+    """`json.loads`, with an integer past Python's digit limit (4,300 digits: converting one
+    longer is refused, as its cost grows with the square of its length) raised as NumberTooLong,
+    a one-line reason, instead of a ValueError advising to lift the limit. JSONDecodeError and
+    UnicodeDecodeError are raised as `json.loads` raises them."""
+    try:
+        return json.loads(source, **options)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise
+    except ValueError as error:
+        if "integer string conversion" not in str(error):
+            raise
+        raise NumberTooLong(f"holds a number with more than {sys.get_int_max_str_digits():,} digits") from None
 
 
 def valid_text(text: str) -> str:

@@ -4,13 +4,14 @@ message or event), with each image stored once as a file."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.artifacts import open_append, write_bytes_file
+from maps_autogen.artifacts import append_whole, open_append, write_bytes_file
 from maps_autogen.errors import DataError
 from maps_autogen.problem import Problem
 from maps_autogen.records import (
@@ -68,7 +69,8 @@ class RunWriter:
                 f"cannot create run folder {run_dir}: {error.strerror or error}", fix="choose another --runs-dir"
             ) from None
         self._lock = threading.Lock()
-        self._transcript = open(open_append(run_dir / TRANSCRIPT_FILE), "a", encoding="utf-8")
+        self._path = run_dir / TRANSCRIPT_FILE
+        self._transcript: int | None = open_append(self._path)
         self._index = 0
         self._messages = 0  # message lines written (a turn in progress ends at the next one)
 
@@ -84,15 +86,17 @@ class RunWriter:
 
     def append(self, record: dict[str, Any]) -> None:
         """Append one record (a `records.MessageRecord` or `EventRecord`, built from the chat's
-        record) as a complete line. Lines are flushed at the end of each turn (a message) and on
-        close, so a crash loses at most the events of the turn under way."""
+        record) as a complete line, written at once: a crash loses no finished record, and a
+        full disk leaves no torn line (a DiskFullError)."""
         with self._lock:
             line = transcript_line({**record, "index": self._index})
             self._index += 1
-            self._transcript.write(redact(json.dumps(dumped(line), ensure_ascii=False, default=str)) + "\n")
+            if self._transcript is None:
+                raise ValueError(f"the transcript of {self.run_dir} is closed")
+            text = redact(json.dumps(dumped(line), ensure_ascii=False, default=str)) + "\n"
+            append_whole(self._transcript, self._path, text.encode("utf-8"))
             if line.type == "message":
                 self._messages += 1
-                self._transcript.flush()
 
     def write_run(self, run: RunRecord) -> Path:
         """Write run.json from its record."""
@@ -109,8 +113,9 @@ class RunWriter:
 
     def close(self) -> None:
         with self._lock:
-            if not self._transcript.closed:
-                self._transcript.close()
+            if self._transcript is not None:
+                os.close(self._transcript)
+                self._transcript = None
             (self.run_dir / TURN_FILE).unlink(missing_ok=True)  # no call is under way any more
 
     # The writer is also a chat observer: it keeps messages and events, not live tokens, and the

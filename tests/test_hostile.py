@@ -375,8 +375,8 @@ def test_dotdot_data_set_path_is_refused_naming_the_row(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["absolute", "symlink"])
 def test_absolute_and_symlinked_paths_are_refused_unless_allowed(tmp_path: Path, kind: str) -> None:
     from maps_autogen.benchmarks import get_benchmark
-    from maps_autogen.benchmarks.paths import outside_paths_allowed
     from maps_autogen.eval.runner import load_items
+    from maps_autogen.safe_paths import outside_paths_allowed
 
     outside = tmp_path / "secret.png"
     Image.new("RGB", (32, 32), "white").save(outside)

@@ -36,8 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("config", ("config_list", "team", "roles", "config", "prompts", "endpoints", "defaults")),
     # a problem and its images; what every benchmark's task builds on: the task protocol and
     # a data set's rows read into problems
-    ("problem", ("fetch", "images", "problem", "benchmarks.tasks", "benchmarks.rows", "benchmarks.hub",
-                 "benchmarks.paths")),
+    ("problem", ("fetch", "images", "problem", "benchmarks.tasks", "benchmarks.rows", "benchmarks.hub")),
     # the run folder writer
     ("transcript", ("transcript",)),
     # the model client, the embedded model, the team's chat and one solve

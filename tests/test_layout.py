@@ -35,14 +35,19 @@ def test_one_registry_feeds_every_command() -> None:
         get_benchmark("mmmu")
 
 
-def test_jsonl_reader_leaves_a_torn_tail_and_skips_damaged_lines(tmp_path: Path) -> None:
+def test_jsonl_reader_leaves_a_torn_tail_and_names_a_damaged_line(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    complete = b'{"pid": "1"}\n[1, 2]\n{"pid": \n{"pid": "2"}\n'
+    complete = b'{"pid": "1"}\n\n{"pid": "2"}\n'
     path.write_bytes(complete + b'{"pid": "3"}')  # the last record is still being written
     records, offset = read_jsonl_from(path)
-    assert records == [{"pid": "1"}, {"pid": "2"}] and offset == len(complete)
+    assert records == [{"pid": "1"}, {"pid": "2"}] and offset == len(complete)  # a blank line is no record
     path.write_bytes(complete + b'{"pid": "3"}\n')
     assert read_jsonl_from(path, offset) == ([{"pid": "3"}], len(complete) + 13)
+    for damaged, kind in ((b"[1, 2]", "a JSON list"), (b'{"pid": ', "not valid JSON")):
+        path.write_bytes(complete + damaged + b'\n{"pid": "3"}\n')
+        for start in (0, len(complete)):  # counted from the file's start, whatever the offset read from
+            with pytest.raises(DataError, match=rf"results\.jsonl line 4 .*{kind}"):
+                read_jsonl_from(path, start)
 
 
 def test_a_manifest_without_what_readers_need_is_one_line(tmp_path: Path) -> None:

@@ -62,6 +62,15 @@ EXPECTED: dict[str, list[str]] = {
         rf"{re.escape(case)} +median {NUMBER} s, worst {NUMBER} s, stderr lines \[\d+\], exit \d+"
         for case in ("connection refused", "name does not resolve", "HF_HUB_OFFLINE=1")
     ],
+    "scorer_bounds.py": [
+        rf"number of 4,000 digits: {NUMBER} s, work asked number digits 4,000/4,000; judged wrong",
+        rf"number 2e123456789: {NUMBER} s, work asked .*; unjudged \(the number 2e123456789 has a power of ten .*",
+        rf"OlympiadBench boxes nested [\d,]+ deep \(\d+ KB\): {NUMBER} s, work asked boxed chars [\d,]+/1,000,000; unjudged .*",
+        rf"OlympiadBench font commands never closed \(\d+ KB\): {NUMBER} s, .*",
+        rf"EMMA extraction, nested boxes \(\d+ KB\): {NUMBER} s, .*",
+        rf"MathVista nearest option, [\d,]+-character answer and options \(at the bound\): {NUMBER} s, .*judged right",
+        rf"maps score, a line with a 100,000-digit integer: {NUMBER} s, .*",
+    ],
     "mathvista_extraction_agreement.py": [
         rf"mathvista_testmini_verdicts.dev.jsonl.gz: \d+ records, scored from `response` in {NUMBER} s",
         rf"agreement with the official verdicts: \d+ / \d+ = {NUMBER}%",

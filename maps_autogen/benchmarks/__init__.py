@@ -1,7 +1,7 @@
 """The benchmarks, one package each (task + scorer side by side), and their one registry.
 
 What they share sits beside them: `tasks.py` (the task protocol and answer rendering),
-`rows.py`, `hub.py`, `paths.py` (reading a data set's rows), `base.py` (the scorer protocol),
+`rows.py`, `hub.py` (reading a data set's rows), `base.py` (the scorer protocol),
 `boxed.py` and `_symbolic.py` (the scorers' shared rules). A benchmark never imports another.
 
 `NAMES` is the only list of benchmark names: the CLI's choices, `maps score`, `maps eval` and

@@ -348,6 +348,26 @@ def pool() -> WorkerPool:
         return _pool
 
 
+@dataclass(frozen=True)
+class NotFinished:
+    """A symbolic check that did not finish normally, and why (said in the verdict)."""
+
+    reason: str
+
+
+#: Pass as `run_bounded`'s fallback to get a NotFinished saying why, instead of a fixed value.
+NOT_FINISHED = NotFinished("")
+
+
+def _why(kind: str, limit: float, error: WorkerFailed) -> str:
+    if kind == "timeout":
+        return f"its symbolic check did not finish within the time limit of {limit:g} s"
+    if kind == "crash":
+        return (f"its symbolic check's helper process died (its memory limit is "
+                f"{DEFAULT_MEMORY_LIMIT_BYTES / 1024**3:g} GB)")
+    return f"its symbolic check failed: {str(error).removeprefix('helper raised ')[:200]}"
+
+
 def run_bounded(
     func: Callable[..., Any],
     *args: Any,
@@ -358,7 +378,8 @@ def run_bounded(
 
     `func` must be importable by module and name and its arguments and result picklable. When
     the helper times out, dies, or `func` raises, the incident is recorded and `fallback` is
-    returned (scorers pass False: "not equal"). HelperStartError when no helper can start.
+    returned (scorers pass False: "not equal"; NOT_FINISHED gives a NotFinished saying why).
+    HelperStartError when no helper can start.
     """
     limit = time_limit() if timeout is None else timeout
     target = (func.__module__, func.__qualname__)
@@ -374,7 +395,7 @@ def run_bounded(
         else:
             kind = "crash"
         _record(Incident(f"{target[0]}.{target[1]}", kind, elapsed, f"{exc}; args {_short(args)}"))
-        return fallback
+        return NotFinished(_why(kind, limit, exc)) if fallback is NOT_FINISHED else fallback
 
 
 def _short(args: tuple[Any, ...], limit: int = 200) -> str:
@@ -519,8 +540,10 @@ def parse_latex(text: str) -> Any:
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
+    "NOT_FINISHED",
     "Incident",
     "HelperStartError",
+    "NotFinished",
     "RemoteError",
     "WorkerFailed",
     "WorkerTimeout",

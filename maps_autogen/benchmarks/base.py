@@ -26,6 +26,9 @@ class Verdict:
     # every score so that scores made by different rules can be told apart; None: the
     # benchmark's extraction is the official one, with no version of ours.
     extractor_version: str | None = None
+    # Why the response could not be judged within the scorers' bounds (`benchmarks.bounds`):
+    # it is then judged wrong (`correct` False), never failed. None: it was judged.
+    unjudged: str | None = None
 
 
 class RecordError(ValueError):

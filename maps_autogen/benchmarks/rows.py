@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen.benchmarks.hub import check_hub, import_datasets, offline_error, offline_requested
-from maps_autogen.benchmarks.paths import checked_reference
 from maps_autogen.benchmarks.tasks import Row, Subset
 from maps_autogen.errors import DataError
 from maps_autogen.images import ImageInput, image_from_bytes, image_from_pil, load_image
 from maps_autogen.problem import Problem
-from maps_autogen.text import MAX_NESTING, nesting_depth_over
+from maps_autogen.safe_paths import checked_reference
+from maps_autogen.text import MAX_NESTING, NumberTooLong, json_loads, nesting_depth_over
 
 LOCAL_SUFFIXES = (".parquet", ".jsonl", ".json")
 _IMAGE_FIELD = re.compile(r"image_(\d+)")
@@ -92,10 +92,12 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with handle:
         if path.suffix == ".json":
             try:
-                data = json.load(handle)
+                data = json_loads(handle.read())
             except json.JSONDecodeError as error:
                 raise DataError(f"{path} is not valid JSON: {error.msg} at line {error.lineno}",
                                 fix="fix the file") from None
+            except NumberTooLong as error:
+                raise DataError(f"{path} {error}", fix="fix the file") from None
             except RecursionError:
                 raise DataError(f"{path} nests JSON too deeply", fix="fix the file") from None
             if nesting_depth_over(data, MAX_NESTING + 1):  # the rows, one level down
@@ -109,9 +111,11 @@ def _from_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json_loads(line)
             except json.JSONDecodeError as error:
                 raise DataError(f"{path} line {number} is not valid JSON: {error.msg}", fix="fix the line") from None
+            except NumberTooLong as error:
+                raise DataError(f"{path} line {number} {error}", fix="fix the line") from None
             except RecursionError:
                 raise DataError(f"{path} line {number} nests JSON too deeply", fix="fix the line") from None
             if nesting_depth_over(row):
@@ -216,7 +220,7 @@ def check_image_reference(value: Any, *, name: str, base_dir: Path | None) -> No
     if isinstance(value, dict) and not value.get("bytes"):
         value = value.get("path")
     if isinstance(value, str) and value:
-        checked_reference(value, base_dir, what=name)
+        checked_reference(value, base_dir, what=f"data set image {name}")
 
 
 def _decode_field(value: Any, *, name: str, base_dir: Path | None, max_side: int) -> ImageInput | None:
@@ -238,7 +242,8 @@ def _decode_field(value: Any, *, name: str, base_dir: Path | None, max_side: int
     if isinstance(value, (bytes, bytearray)):
         return image_from_bytes(bytes(value), name=name, source=name, max_side=max_side)
     if isinstance(value, str):
-        return load_image(checked_reference(value, base_dir, what=name), max_side=max_side, base_dir=base_dir)
+        checked = checked_reference(value, base_dir, what=f"data set image {name}")
+        return load_image(checked, max_side=max_side, base_dir=base_dir)
     raise DataError(f"image field '{name}' has an unexpected type {type(value).__name__}",
                     fix="check the data set's schema")
 
@@ -295,6 +300,11 @@ def numbered_image_problem(fields: Mapping[str, Any], *, pid: str, base_dir: Pat
         answer_format=answer_format,
         id=pid,
     )
+
+
+def numbered_image_fields(fields: Mapping[str, Any]) -> list[Any]:
+    """The row's non-empty image_1, image_2, ... fields in number order, unread."""
+    return [fields[f"image_{number}"] for number in _numbered_images(fields)]
 
 
 def check_row_image_references(fields: Mapping[str, Any], *, pid: str, base_dir: Path | None) -> None:

@@ -36,6 +36,12 @@ class EvalItem:
     record: dict[str, Any]  # the scorer's fields for this problem (no response yet)
     gold: str
     metadata: dict[str, Any] = field(default_factory=dict)  # question/answer type, category, difficulty
+    # What the steps are shown, unread: the texts (question, context, options, answer format)
+    # and each image reference as the row gives it (bytes, a path from `base_dir`, a URL). The
+    # data fingerprint (eval/run_settings.py) hashes the texts and the images' bytes.
+    shown: tuple[Any, ...] = ()
+    image_refs: tuple[Any, ...] = ()
+    base_dir: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -243,6 +243,7 @@ def _merged_settings(shards: Sequence[_Shard], selection: SelectionRecord) -> di
     if first is None:
         return {}
     gold: dict[str, str] = {}
+    shown: dict[str, str] | None = {}
     passed: set[str] = set()
     for shard in shards:
         passed.update(str(pid) for pid in shard.manifest.ids)
@@ -251,9 +252,16 @@ def _merged_settings(shards: Sequence[_Shard], selection: SelectionRecord) -> di
         data = settings.get("data") if settings is not None else None
         if isinstance(data, dict) and isinstance(data.get("gold"), dict):
             gold.update({str(pid): str(value) for pid, value in data["gold"].items()})
+        if shown is not None and isinstance(data, dict) and isinstance(data.get("shown"), dict):
+            shown.update({str(pid): str(value) for pid, value in data["shown"].items()})
+        else:
+            shown = None  # a shard written before what the steps are shown was recorded
     gold.update({pid: value for pid, value in selection.scoring.items() if pid not in passed})
     ordered = {pid: gold[pid] for pid in selection.ids if pid in gold}
-    return {"settings": {**first, "data": fingerprint_of(ordered)}}
+    if shown is not None and set(shown) != set(ordered):
+        shown = None  # a shard not passed: what its steps are shown is not known here
+    ordered_shown = None if shown is None else {pid: shown[pid] for pid in ordered}
+    return {"settings": {**first, "data": fingerprint_of(ordered, ordered_shown)}}
 
 
 def _check_distinct(run_dirs: Sequence[Path]) -> None:

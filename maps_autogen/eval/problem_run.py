@@ -158,7 +158,7 @@ class ProblemRunner:
         )
         row = ResultRow.model_validate({**base, "status": "ok", "response": response, "extraction": verdict.extraction,
                                         "prediction": verdict.prediction, "correct": bool(verdict.correct),
-                                        "extractor_version": verdict.extractor_version, **chat,
+                                        **_unjudged(verdict), "extractor_version": verdict.extractor_version, **chat,
                                         "seconds": round(seconds, 3), "error": None})
         if run_json is not None:
             annotate_run(run_json, evaluation_fields(response, verdict, item.gold))
@@ -198,8 +198,13 @@ def fresh_problem_dir(eval_dir: Path, name: str, pid: str) -> Path:
 def evaluation_fields(response: str, verdict: Any, gold: Any) -> dict[str, Any]:
     """What a problem's run.json records of its scoring, for the viewer."""
     evaluation = {"response": response, "extraction": verdict.extraction, "prediction": verdict.prediction,
-                  "correct": bool(verdict.correct), "gold": gold}
+                  "correct": bool(verdict.correct), "gold": gold, **_unjudged(verdict)}
     return {"evaluation": evaluation, "correct": evaluation["correct"]}
+
+
+def _unjudged(verdict: Any) -> dict[str, str]:
+    """A verdict's `unjudged` reason as a record field, only when it has one."""
+    return {"unjudged": verdict.unjudged} if verdict.unjudged is not None else {}
 
 
 def models_sent(calls: Iterable[tuple[str, Completion]]) -> dict[str, dict[str, Any]]:

@@ -50,7 +50,6 @@ from typing import Any
 
 from maps_autogen import lifeline
 from maps_autogen.benchmarks import get_benchmark
-from maps_autogen.benchmarks.paths import outside_paths_allowed
 from maps_autogen.benchmarks.tasks import EvalItem, Row, Task
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
@@ -63,6 +62,7 @@ from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.interrupts import TERMINATED_EXIT_CODE, on_exit_now
 from maps_autogen.records import ResultRow
 from maps_autogen.redact import register_secret, registered_secrets, terminal_safe
+from maps_autogen.safe_paths import outside_paths_allowed
 from maps_autogen.solving import assemble_team
 
 logger = logging.getLogger(__name__)

@@ -7,9 +7,8 @@ import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
-from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, parse_read_back
+from maps_autogen.artifacts import append_whole, atomic_text_writer, open_append, parse_read_back
 from maps_autogen.benchmarks.tasks import Task
 from maps_autogen.records import (
     RESULTS_FILE,
@@ -22,10 +21,9 @@ from maps_autogen.records import (
     Usage,
     dumped,
     feedback_targets,
-    parsed,
 )
 from maps_autogen.redact import redact
-from maps_autogen.run_files import write_record
+from maps_autogen.run_files import iter_result_rows, write_record
 from maps_autogen.tally import Tally, first_decision
 
 __all__ = ["RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "missing_ids", "summarize", "write_summary"]
@@ -69,18 +67,10 @@ class ResultsLog:
             return {pid for pid, status in self._prepared().items() if status == "ok"}
 
     def records(self) -> Iterator[ResultRow]:
-        """The file's rows in file order, read one line at a time; a line that is not a result
-        row is one line naming the file and the row's byte offset."""
-        for start, record in self._lines():  # raw JSON objects, not yet rows
-            yield parsed(
-                ResultRow, record, source=f"{self.path} (the row of problem {record['pid']!r}, at byte {start})"
-            )
-
-    def _lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """(byte offset, record) of each complete, readable line, one at a time (artifacts' rule)."""
-        for start, record in iter_jsonl(self.path):
-            if "pid" in record:
-                yield start, record
+        """The file's rows in file order, read one line at a time; a damaged line or one that is
+        not a result row is one line naming the file and the line (never skipped)."""
+        for _, row in iter_result_rows(self.path):
+            yield row
 
     def _cut_torn_tail(self) -> None:
         """Drop a torn last line (a killed process), reading only the file's end."""
@@ -112,8 +102,7 @@ class ResultsLog:
             status = self._prepared()
             fd = open_append(self.path)
             try:
-                os.write(fd, line)
-                os.fsync(fd)
+                append_whole(fd, self.path, line, fsync=True)  # whole or not at all (a full disk)
             finally:
                 os.close(fd)
             status[str(row.pid)] = row.status
@@ -134,7 +123,7 @@ class ResultsLog:
         with self._lock:
             if not self.path.exists():
                 return
-            latest = {str(record["pid"]): offset for offset, record in self._lines()}
+            latest = {str(row.pid): offset for offset, row in iter_result_rows(self.path)}
             rank = {pid: n for n, pid in enumerate(order)}
             pids = sorted(latest, key=lambda pid: (rank.get(pid, len(rank)), pid))
             with open(self.path, "rb") as source, atomic_text_writer(self.path, fsync=True) as handle:
@@ -149,9 +138,8 @@ def summarize(
     """Accuracy per subset and on average (pooled over the subsets run, as the paper does),
     failures, feedback shares (Figure 4: every MAPS problem, failed ones included, counted once
     by its reviewer's first decision (`tally.first_decision`), over the feedback targets of the
-    recorded `team`),
-    stop reasons, usage and cost. One pass of running tallies: `records` may be a stream of any
-    length."""
+    recorded `team`), stop reasons, usage and cost (`usage.tokens_estimated`: some tokens are our
+    own count). One pass of running tallies: `records` may be a stream of any length."""
     subsets = {name: Tally() for name in subset_names}
     overall = Tally()
     feedback = {target: 0 for target in feedback_targets([team])}
@@ -160,6 +148,7 @@ def summarize(
     usage = {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     cost: float | None = 0
     seconds: float = 0
+    estimated = False  # some call's tokens are our own count (its server reported no usage)
     for row in records:
         overall.add_row(row)
         tally = subsets.get(row.subset)
@@ -173,6 +162,7 @@ def summarize(
             reason = row.stop_reason or "none"
             stop_reasons[reason] = stop_reasons.get(reason, 0) + 1
         spent = row.usage or Usage()
+        estimated = estimated or spent.tokens_estimated
         usage["calls"] += spent.calls
         usage["cached_calls"] += spent.cached_calls
         usage["prompt_tokens"] += spent.prompt_tokens
@@ -202,6 +192,7 @@ def summarize(
             prompt_tokens=usage["prompt_tokens"],
             completion_tokens=usage["completion_tokens"],
             cost=None if cost is None else round(cost, 6),
+            tokens_estimated=estimated,
         ),
         seconds=round(seconds, 3),
     )

@@ -22,10 +22,12 @@ import hashlib
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from maps_autogen.config import LimitsConfig
 from maps_autogen.errors import UsageError
 from maps_autogen.records import Manifest, dumped
 from maps_autogen.team import TeamConfig
@@ -37,7 +39,8 @@ if TYPE_CHECKING:  # annotations only: `maps report` reads rows without loading 
 
 _DIGEST = "sha256:"
 _SHOWN = 3  # differences named in a refusal before "and N more"
-_ORDER = ("method", "without", "models", "review", "data", "team", "prompts", "images")  # how differences are listed
+_ORDER = ("method", "without", "models", "review", "data", "team", "prompts", "images", "limits")  # listing order
+_DEFAULT_REPLY_BYTES = LimitsConfig().reply_bytes
 
 
 def digest(value: Any) -> str:
@@ -56,8 +59,12 @@ def data_fingerprint(items: Iterable[EvalItem]) -> dict[str, Any]:
     """The selected problems: their count, one hash of ids and what their scoring reads
     (order-free) and a short hash per id (so a difference can say how many ids changed). What
     scoring reads is the gold answer and every field of the row the scorer takes (`item.record`:
-    a tolerance, a precision, the options, the answer type...): any of them can change a verdict."""
-    return fingerprint_of({str(item.pid): _scoring_hash(item) for item in items})
+    a tolerance, a precision, the options, the answer type...): any of them can change a verdict.
+    Beside it, per id, a short hash of what the steps are shown (`shown_hash`): an edited
+    question or context, another option, a replaced image file."""
+    listed = list(items)
+    return fingerprint_of({str(item.pid): _scoring_hash(item) for item in listed},
+                          {str(item.pid): shown_hash(item) for item in listed})
 
 
 def _scoring_hash(item: EvalItem) -> str:
@@ -71,10 +78,40 @@ def scoring_hash(gold: Any, record: Any) -> str:
     return hashlib.sha256(scored.encode()).hexdigest()[:12]
 
 
-def fingerprint_of(gold: Mapping[str, str]) -> dict[str, Any]:
-    """The data fingerprint of per-id gold hashes: built from them alone, so the shards of one
-    evaluation combine into the fingerprint of the whole (`maps merge`)."""
-    return {"count": len(gold), "sha256": digest(sorted(gold.items())), "gold": dict(gold)}
+def shown_hash(item: EvalItem) -> str:
+    """A short hash of what the steps are shown of a problem: its texts as given
+    (`EvalItem.shown`) and each image's bytes (`EvalItem.image_refs`: a file read from its
+    folder, a row's own bytes); an http(s) image by its URL (fetched when its problem starts)."""
+    digest = hashlib.sha256(json.dumps(item.shown, sort_keys=True, default=str).encode())
+    for reference in item.image_refs:
+        digest.update(b"\0" + _image_bytes_hash(reference, item.base_dir).encode())
+    return digest.hexdigest()[:12]
+
+
+def _image_bytes_hash(reference: Any, base_dir: Path | None) -> str:
+    """An image reference as the fingerprint holds it: a hash of its bytes where we have them."""
+    if isinstance(reference, dict):
+        reference = reference.get("bytes") or reference.get("path")
+    if isinstance(reference, (bytes, bytearray)):
+        return hashlib.sha256(reference).hexdigest()
+    if isinstance(reference, str) and not reference.startswith(("http://", "https://", "data:")):
+        candidate = Path(reference).expanduser()  # the path was checked to stay in its folder (rows.py)
+        try:
+            with open(candidate if candidate.is_absolute() or base_dir is None else base_dir / candidate, "rb") as file:
+                return hashlib.file_digest(file, "sha256").hexdigest()
+        except OSError:
+            return f"missing {reference}"  # its problem fails when it starts, saying why
+    if hasattr(reference, "tobytes"):  # a decoded picture
+        return hashlib.sha256(reference.tobytes()).hexdigest()
+    return json.dumps(reference, default=str)  # a URL (or data URL): the text is what is known
+
+
+def fingerprint_of(gold: Mapping[str, str], shown: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The data fingerprint of per-id gold hashes (and per-id hashes of what the steps are
+    shown): built from them alone, so the shards of one evaluation combine into the fingerprint
+    of the whole (`maps merge`)."""
+    fingerprint = {"count": len(gold), "sha256": digest(sorted(gold.items())), "gold": dict(gold)}
+    return fingerprint if shown is None else {**fingerprint, "shown": dict(shown)}
 
 
 def verdict_settings(team: Team, *, method: str, without: Collection[str], items: Sequence[EvalItem],
@@ -98,7 +135,10 @@ def verdict_settings(team: Team, *, method: str, without: Collection[str], items
         # as the manifest's models record it
         base_url = model.shown_replicas if len(model.base_urls) > 1 else model.shown_base_url  # (userinfo masked)
         entry = {"kind": model.kind, "base_url": base_url, "json_mode": model.json_mode,
-                 "temperature": None, "max_tokens": None, **sent}
+                 "temperature": None, "max_tokens": None, **sent,
+                 # A text-only model gets a note in place of each image (None: images are sent,
+                 # as in manifests written before the setting).
+                 "vision": None if model.vision else False}
         if model.local is not None:
             entry["local"] = model.local.model_dump(
                 mode="json", include={"model_path", "mmproj_path", "n_ctx", "chat_template"}
@@ -136,6 +176,10 @@ def verdict_settings(team: Team, *, method: str, without: Collection[str], items
             and any(step.sees_images and (step.name in without or not step.enabled) for step in team_config.steps)
             else None,
         },
+        # A reply longer than this is cut before it is read (None: the default, as in manifests
+        # written before the setting).
+        "limits": {"reply_bytes": None if config.limits.reply_bytes == _DEFAULT_REPLY_BYTES
+                   else config.limits.reply_bytes},
         "method": method,
         "without": sorted(without),
         "data": data_fingerprint(items),
@@ -249,6 +293,12 @@ def _gold(part: Mapping[str, Any]) -> dict[Any, Any]:
     return gold if isinstance(gold, dict) else {}
 
 
+def _shown(part: Mapping[str, Any]) -> dict[Any, Any]:
+    """A settings part's hashes of what the steps are shown, by id ({} when it holds none)."""
+    shown = part.get("shown")
+    return shown if isinstance(shown, dict) else {}
+
+
 def _data_differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Difference]:
     old, new = _gold(before), _gold(after)
     changed = sorted(pid for pid in old.keys() & new.keys() if old[pid] != new[pid])
@@ -258,6 +308,13 @@ def _data_differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> li
         ids = f"{len(changed)} id{'s' if len(changed) != 1 else ''}"
         found.append(Difference(f"data (gold answers or scoring fields of {ids})",
                                 {pid: old[pid] for pid in changed}, {pid: new[pid] for pid in changed}))
+    # What the steps are shown (a manifest written before it was recorded has none to compare).
+    old_shown, new_shown = _shown(before), _shown(after)
+    edited = sorted(pid for pid in old_shown.keys() & new_shown.keys() if old_shown[pid] != new_shown[pid])
+    if edited:
+        ids = f"{len(edited)} id{'s' if len(edited) != 1 else ''}"
+        found.append(Difference(f"data (questions, contexts, options or images of {ids}, e.g. {edited[0]})",
+                                {pid: old_shown[pid] for pid in edited}, {pid: new_shown[pid] for pid in edited}))
     if gone or added:
         found.append(Difference(f"data (ids: {len(gone)} gone, {len(added)} new)", gone, added))
     if not found and before.get("sha256") != after.get("sha256"):
@@ -276,7 +333,9 @@ def differences(before: Mapping[str, Any], after: Mapping[str, Any], *, known_on
             elif not known_only:
                 found.append(Difference("data (not recorded)", None, after["data"].get("sha256")))
             continue
-        _walk(part, before.get(part, _MISSING), after[part], found, known_only)
+        # A part added since (a manifest written before it): each of its settings that is set
+        # is a difference, one left unset is not.
+        _walk(part, before.get(part, {} if isinstance(after[part], dict) else _MISSING), after[part], found, known_only)
     return found
 
 
@@ -366,4 +425,5 @@ def mixed_settings(rows: Iterable[ResultRow]) -> bool:
 
 
 __all__ = ["Difference", "change_entry", "data_fingerprint", "differences", "digest", "legacy_settings",
-           "mixed_settings", "record_pids", "resume_under", "scoring_hash", "summary_line", "verdict_settings"]
+           "mixed_settings", "record_pids", "resume_under", "scoring_hash", "shown_hash", "summary_line",
+           "verdict_settings"]

@@ -13,6 +13,7 @@ the end are never cut by one (interrupts.signals_deferred).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -22,13 +23,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from maps_autogen.artifacts import disk_full
 from maps_autogen.benchmarks import get_benchmark
-from maps_autogen.benchmarks.paths import outside_paths_allowed
 from maps_autogen.benchmarks.tasks import EvalItem, Row, Subset, available_subsets, find_subsets, load_answer_formats
 from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import resolve_models
-from maps_autogen.errors import DataError, FatalServiceError, RunInterrupted, ServiceError, UsageError
+from maps_autogen.errors import DataError, DiskFullError, FatalServiceError, RunInterrupted, ServiceError, UsageError
 from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.environment import git_commit, versions
@@ -56,9 +57,10 @@ from maps_autogen.eval.validate import validate_rows
 from maps_autogen.eval.workers import Progress
 from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.interrupts import Terminated, exit_on_second_interrupt, signals_deferred
-from maps_autogen.records import Manifest, ResultRow, SelectionRecord, Summary, TeamRecord
+from maps_autogen.records import PROBLEMS_DIR, Manifest, ResultRow, SelectionRecord, Summary, TeamRecord
 from maps_autogen.run_files import read_manifest, write_manifest
 from maps_autogen.runlock import RunLock
+from maps_autogen.safe_paths import outside_paths_allowed
 from maps_autogen.solving import Team, assemble_team
 from maps_autogen.tally import Tally
 from maps_autogen.team import plan_chat
@@ -67,6 +69,10 @@ from maps_autogen.transcript import new_run_id, utc_now
 logger = logging.getLogger(__name__)
 
 METHODS = ("maps", *BASELINE_METHODS)
+
+
+MAX_CONCURRENCY = 512  # problems in flight at once (--concurrency)
+MAX_WORKERS = 256  # worker processes (--workers)
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,47 @@ class EvalRequest:
     allow_private_urls: bool = False  # data set rows' image URLs may point at private addresses
     allow_change: bool = False  # --resume may run under other verdict settings (the manifest records each change)
     workers: int | None = None  # worker processes (--workers); None: chosen from the cores and the concurrency
+
+
+#: The bounds of an eval's numbers: (name, the option, lowest, highest or None).
+_WHOLE_NUMBERS = (("limit", "--limit", 1, None), ("sample", "--sample", 1, None), ("seed", "--seed", None, None),
+                  ("concurrency", "--concurrency", 1, MAX_CONCURRENCY), ("workers", "--workers", 1, MAX_WORKERS))
+#: What a run is, fixed by its manifest: `--resume` runs the same problems under the same rules.
+FIXED_ON_RESUME = {"subsets": "--subset", "limit": "--limit", "sample": "--sample", "seed": "--seed",
+                   "shard": "--shard", "rules": "--rules"}
+
+
+def check_request(request: EvalRequest) -> None:
+    """Every number of the request within its bounds (a whole number where one is meant: never
+    a silent run of nothing or an endless selection), and nothing a resumed run's manifest fixes
+    set to another value than its default. UsageError naming the argument and its option."""
+    for name, option, low, high in _WHOLE_NUMBERS:
+        value = getattr(request, name)
+        if value is None and name in ("limit", "sample", "workers"):  # not given
+            continue
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if not whole or (low is not None and value < low) or (high is not None and value > high):
+            bounds = "" if low is None else f" of at least {low}" if high is None else f" from {low} to {high}"
+            optional = ", or leave it out" if EvalRequest.__dataclass_fields__[name].default is None else ""
+            raise UsageError(f"{name} ({option}) must be a whole number{bounds}, not {value!r}",
+                             fix=f"e.g. {option} {low if low is not None else 0}{optional}")
+    cost = request.max_cost
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost < math.inf):
+        raise UsageError(f"max_cost (--max-cost) must be a number of USD of at least 0, not {cost!r}",
+                         fix="e.g. --max-cost 5, or leave it out")
+    if request.resume is not None:
+        defaults = EvalRequest(benchmark=request.benchmark)
+        refuse_fixed_on_resume(flag for name, flag in FIXED_ON_RESUME.items()
+                               if getattr(request, name) != getattr(defaults, name))
+
+
+def refuse_fixed_on_resume(given: Iterable[str]) -> None:
+    """A resumed run takes its problems and scoring rules from its manifest: an option that
+    chooses others (`given`, as the command line names them) would be ignored, so it is refused."""
+    named = ", ".join(given)
+    if named:
+        raise UsageError(f"{named} cannot change a resumed run: its manifest fixes the problems and the scoring rules",
+                         fix=f"drop {named}, or start a new run (without --resume) for another selection or rules")
 
 
 @dataclass
@@ -124,8 +171,7 @@ class EvalRun:
     ):
         if request.method is not None and request.method not in METHODS:
             raise UsageError(f"unknown method '{request.method}'", fix=f"use one of: {', '.join(METHODS)}")
-        if request.concurrency < 1:
-            raise UsageError("--concurrency must be at least 1", fix="e.g. --concurrency 8")
+        check_request(request)
         if request.method not in (None, "maps") and request.without:
             raise UsageError("--without applies to --method maps only", fix="drop --without or --method")
         self.request = request
@@ -245,11 +291,11 @@ class EvalRun:
         lock = RunLock(eval_dir)
         try:
             lock.acquire()
+            log = ResultsLog(eval_dir / RESULTS_FILE)
+            done = log.finished_ids()  # read first: a damaged line stops a resume before it writes
             write_manifest(eval_dir, manifest)
             if self.on_ready is not None:
                 self.on_ready(eval_dir)
-            log = ResultsLog(eval_dir / RESULTS_FILE)
-            done = log.finished_ids()
             todo = [item for item in selection.items if item.pid not in done]
             if self.announce is not None:
                 self.announce(self._announcement(team, todo))
@@ -261,6 +307,11 @@ class EvalRun:
                     manifest = _record_replicas(eval_dir, manifest, added_counts(team.replicas_served(), by_workers))
             with _uncut(stop):
                 manifest, summary, rows = self._finish(eval_dir, manifest, log, subsets, stop)
+        except DiskFullError:
+            # The problems in flight are cancelled; what finished is whole (results.jsonl has no
+            # torn line): a resume once there is room carries on and writes the summary.
+            raise disk_full(eval_dir, _space_needed(eval_dir, manifest.ids),
+                            then=f"continue with: maps eval {self.task.name} --resume {eval_dir}") from None
         finally:
             lock.release()
             if cache is not None:
@@ -365,8 +416,7 @@ class EvalRun:
                    rows: Mapping[str, Row], served: dict[str, dict[str, int]]) -> Stop:
         request = self.request
         progress = Progress(len(todo), self.progress)
-        spent = 0.0  # the known costs
-        cost_unknown = False  # some problem's cost is unknown: the bar says so, as the summary does
+        spent = _Spent()
         tally = Tally()  # the problems run now, for the progress bar
         stop = Stop()
         suspect: ServiceError | None = None  # the service error the last problem to finish failed with
@@ -399,16 +449,9 @@ class EvalRun:
                     if isinstance(failure, RunInterrupted):
                         continue  # cancelled by a fatal error elsewhere: still pending, not failed
                     log.append(row.model_copy(update={"settings": self._settings_index}))
-                    known, unknown, unpriced = costs(row, team)
-                    spent += known
-                    cost_unknown = cost_unknown or unknown
+                    self._charge(row, team, spent, stop, pool)
                     tally.add_row(row)
-                    progress.advance(tally.accuracy, None if cost_unknown else spent)
-                    if request.max_cost is not None and unpriced and stop.fatal is None:
-                        stop.fatal = unknown_cost_stop(row, unpriced)
-                        pool.cancel()
-                    if request.max_cost is not None and spent >= request.max_cost:
-                        stop.for_cost = True
+                    progress.advance(tally.accuracy, None if spent.unknown else spent.known)
                     fatal = failure if isinstance(failure, FatalServiceError) else same_failure(suspect, failure)
                     if fatal is not None and stop.fatal is None:
                         # Every other problem would meet it too: stop sending; the problems not
@@ -426,6 +469,9 @@ class EvalRun:
                         ):
                             pass
             stop.fatal = stop.fatal or _workers_gone(stop, pending, pool)
+        except DiskFullError:
+            pool.cancel()  # the problems in flight stop at their next model call
+            raise
         except KeyboardInterrupt as signal_stop:
             # Ctrl-C or SIGTERM: the problems in flight stop at their next model call and are
             # not counted; what finished is summarised by the caller. A second Ctrl-C exits now.
@@ -440,6 +486,30 @@ class EvalRun:
             stop.workers_replaced = pool.replaced
         progress.close()
         return stop
+
+
+    def _charge(self, row: ResultRow, team: Team, spent: _Spent, stop: Stop, pool: InProcess | ProcessWorkers) -> None:
+        """Add a finished problem's cost; stop for --max-cost once it is reached, or at once when a
+        call's cost cannot be known (the cap could not be kept)."""
+        known, unknown, unpriced = costs(row, team)
+        spent.known += known
+        spent.unknown = spent.unknown or unknown
+        if self.request.max_cost is None:
+            return
+        if unpriced and stop.fatal is None:
+            stop.fatal = unknown_cost_stop(row, unpriced)
+            pool.cancel()
+        if spent.known >= self.request.max_cost:
+            stop.for_cost = True
+
+
+@dataclass
+class _Spent:
+    """What the problems run now cost: the known costs, and whether some problem's cost is
+    unknown (the bar then says so, as the summary does)."""
+
+    known: float = 0.0
+    unknown: bool = False
 
 
 def _uncut(stop: Stop) -> AbstractContextManager[None]:
@@ -462,6 +532,8 @@ def _solved(future: Future[Solved], item: EvalItem, runner: ProblemRunner) -> So
     (a bug in one problem must not stop the run) or whose worker process ended is a failed row."""
     try:
         return future.result()
+    except DiskFullError:
+        raise  # every later write would meet it too: the run stops
     except RunInterrupted as dropped:  # its worker process stopped (SIGTERM): still pending, not failed
         return runner.failed_row(item, str(dropped), 0.0), dropped
     except WorkerDied as died:  # its process's end was reported in one line
@@ -469,6 +541,19 @@ def _solved(future: Future[Solved], item: EvalItem, runner: ProblemRunner) -> So
     except Exception as error:
         logger.exception("problem %s failed", item.pid)
         return runner.failed_row(item, f"{error.__class__.__name__}: {error}", 0.0), None
+
+
+def _space_needed(eval_dir: Path, ids: Sequence[Any]) -> int:
+    """About how many bytes the run still needs: what a problem has taken so far (its folder
+    and its results line, on average) times the problems not finished, and a megabyte for the
+    summary and the manifest."""
+    sizes = [sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+             for folder in (eval_dir / PROBLEMS_DIR).iterdir() if folder.is_dir()] \
+        if (eval_dir / PROBLEMS_DIR).is_dir() else []
+    results = eval_dir / RESULTS_FILE
+    per_problem = (sum(sizes) + (results.stat().st_size if results.exists() else 0)) // max(1, len(sizes))
+    finished = ResultsLog(results).finished_ids()
+    return per_problem * sum(str(pid) not in finished for pid in ids) + 2**20
 
 
 def _say_text_only(team: Team, method: str | None) -> None:

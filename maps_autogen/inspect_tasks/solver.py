@@ -20,6 +20,7 @@ from inspect_ai.model import Model, ModelOutput, get_model
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from maps_autogen.benchmarks._symbolic import HelperStartError
 from maps_autogen.benchmarks.tasks import EvalItem, Task
 from maps_autogen.chat import ChatOutcome, MapsChat
 from maps_autogen.config import LoadedConfig, OpenAIEndpoint
@@ -152,14 +153,28 @@ def official_scorer(task: Task, items: Mapping[str, EvalItem], rules: str = "cur
         item = items[str(state.sample_id)]
         result: dict[str, Any] = state.store.get(STORE_KEY) or {}
         response = str(result.get("response") or "")
-        verdict = score_record(task.name, {**item.record, "response": response}, rules)
+        # In a thread: a symbolic check may wait seconds on its helper process, and the event
+        # loop runs every other sample meanwhile. A response past the scorers' bounds is judged
+        # wrong, saying why; a scorer that fails on this sample leaves it without a verdict
+        # (unscored: out of the metrics, the reason kept), never the task; a setup problem (no
+        # symbolic helper can start) stops the task as any broken installation does.
+        try:
+            verdict = await asyncio.to_thread(score_record, task.name, {**item.record, "response": response}, rules)
+        except HelperStartError:
+            raise
+        except Exception as error:  # noqa: BLE001 - this sample's failure, recorded on it
+            reason = f"the scorer failed on this sample: {error.__class__.__name__}: {error}"
+            return Score.unscored(answer=None, explanation=reason,
+                                  metadata={"response": response, "gold": item.gold, "scorer_error": reason})
+        unjudged = f"; not judged within the scorers' bounds: {verdict.unjudged}" if verdict.unjudged else ""
         return Score(
             value=CORRECT if verdict.correct else INCORRECT,
             answer=verdict.prediction if verdict.prediction is not None else verdict.extraction,
-            explanation=f"extraction: {verdict.extraction!r}; gold: {item.gold!r}",
+            explanation=f"extraction: {verdict.extraction!r}; gold: {item.gold!r}{unjudged}",
             metadata={"response": response, "extraction": verdict.extraction, "prediction": verdict.prediction,
                       "extraction_method": verdict.extraction_method,
                       "extractor_version": verdict.extractor_version, "gold": item.gold,
+                      "unjudged": verdict.unjudged,
                       **{key: value for key, value in result.items() if key != "response"}},
         )
 

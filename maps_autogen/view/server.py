@@ -24,10 +24,12 @@ it was rendered from and served again while none of them changed.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
 import re
 import secrets
+import socket
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -90,6 +92,7 @@ KEEPALIVE_S = 15.0  # an SSE comment now and then keeps proxies and browsers fro
 CLOSE_WAIT_S = 2.0  # how long closing waits for the live feeds' last words
 _KEY = re.compile(r"[A-Za-z0-9._-]{1,100}")  # what safe_paths.safe_component gives
 HUMAN_BODY_BYTES = 65536  # a person's answer posted by the page (the answer itself is bounded by human.py)
+_HOST = re.compile(r"(?:\[([0-9A-Fa-f:.]{2,45})\]|([^\[\]:/\s]{1,253}))(?::\d{1,5})?")  # [v6] or a name, a port
 _SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
                      "Cache-Control": "no-store"}
 
@@ -223,6 +226,8 @@ class ViewServer:
                 fix="choose another --port (0 picks a free one)",
             ) from None
         self._thread: threading.Thread | None = None
+        # The names a browser may reach this server by, besides IP addresses and localhost.
+        self._own_names = {name.rstrip(".").lower() for name in (host, socket.gethostname()) if name}
         self.pages = PageCache()
         self._streams = 0  # live feeds open
         self._streams_done = threading.Condition()
@@ -296,6 +301,10 @@ class ViewServer:
         if target.path == "/favicon.ico":  # browsers ask for it unprompted; there is none (and nothing to guard)
             request._send(204, "image/x-icon", b"")
             return
+        if not self._host_allowed(request.headers.get("Host")):
+            request._send(403, "text/plain; charset=utf-8",
+                          b"forbidden: the Host header names another site; open the URL maps view printed\n")
+            return
         if len(segments) < 2 or not hmac.compare_digest(segments[1].encode(), self.token.encode()):
             request._send(403, "text/plain; charset=utf-8", b"forbidden: the URL's token is missing or wrong\n")
             return
@@ -323,14 +332,35 @@ class ViewServer:
                 request._send(404, "text/plain; charset=utf-8", b"not found\n")
         except _NotFound as missing:
             request._send(404, "text/plain; charset=utf-8", redact(f"not found: {missing}\n").encode())
+        except OSError as error:  # a name too long, a folder where a file was: nothing to serve there
+            if isinstance(error, (BrokenPipeError, ConnectionResetError)):
+                return
+            request._send(404, "text/plain; charset=utf-8", b"not found\n")
         except DataError as error:  # the run has not started yet, or a file is damaged
             request._send(503, "text/plain; charset=utf-8", redact(f"{error}\nreload in a moment\n").encode())
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+
+    def _host_allowed(self, host: str | None) -> bool:
+        """Whether a request's Host header names this server: an IP address, `localhost`, the
+        address it listens on or this machine's name. A page on another name (DNS rebinding:
+        a site whose name is made to point at 127.0.0.1) is refused, whatever its token."""
+        if not host:
+            return True  # no browser sends a request without one
+        match = _HOST.fullmatch(host)
+        if match is None:
+            return False
+        name = (match.group(1) or match.group(2)).rstrip(".").lower()
+        try:
+            ipaddress.ip_address(name)
+            return True  # an address cannot be re-pointed the way a name can
+        except ValueError:
+            return name == "localhost" or name.endswith(".localhost") or name in self._own_names
 
     def _answer_post(self, request: Any) -> None:
         """POST TOKEN/human: the person's answer to the pause the chat waits at, from the page."""
         segments = urlsplit(request.path).path.split("/")
+        if not self._host_allowed(request.headers.get("Host")):
+            _json_reply(request, 403, {"error": "the Host header names another site; open the URL maps printed"})
+            return
         if len(segments) < 2 or not hmac.compare_digest(segments[1].encode(), self.token.encode()):
             request._send(403, "text/plain; charset=utf-8", b"forbidden: the URL's token is missing or wrong\n")
             return
@@ -438,7 +468,9 @@ class ViewServer:
             for chunk in events:
                 request.wfile.write(chunk)
                 request.wfile.flush()
-        except DataError as error:  # a file went bad while the page was open: one line, the feed ends
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the page was closed
+        except (DataError, OSError) as error:  # a file went bad while the page was open: one line, the feed ends
             logger.warning("maps view: %s", redact(str(error)))
         finally:
             with self._streams_done:
@@ -576,12 +608,19 @@ def _json_reply(request: Any, status: int, data: dict[str, Any]) -> None:
     request._send(status, "application/json", json.dumps(data, ensure_ascii=True).encode("ascii"))
 
 
+_MAX_OFFSET = 2**62  # no file we serve is larger; a larger offset is a bad value
+
+
 def _parse_offset(text: str) -> int:
-    """A byte offset from a feed URL or a Last-Event-ID; a bad value starts from the beginning."""
+    """A byte offset from a feed URL or a Last-Event-ID; a bad value (not a number, negative,
+    past any file's size) starts from the beginning."""
+    if len(text) > 20:
+        return 0
     try:
-        return max(0, int(text))
+        offset = int(text)
     except ValueError:
         return 0
+    return offset if 0 <= offset < _MAX_OFFSET else 0
 
 
 __all__ = ["PageCache", "ViewServer"]

@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from maps_autogen.benchmarks.base import RecordError, Verdict
+from maps_autogen.benchmarks.bounds import Unjudgeable, exact_number, number_text
 from maps_autogen.benchmarks.custom.reading import (
     LETTERS,
     MAX_ANSWER_CHARS,
@@ -57,24 +58,32 @@ def answer_type_of(record: Mapping[str, Any]) -> str:
         return str(given)
     if record.get("options"):
         return "choice"
-    return "number" if parse_number(str(record.get("answer") or ""), whole=True) is not None else "text"
+    return "number" if _gold_number(str(record.get("answer") or "")) is not None else "text"
+
+
+def _gold_number(text: str, field: str = "answer") -> Fraction | None:
+    """A row's own number (its gold answer or tolerance): a number past the bounds makes the row
+    unusable (RecordError naming the field), before any model call."""
+    try:
+        return parse_number(text, whole=True)
+    except Unjudgeable as beyond:
+        raise RecordError(f"field {field!r} cannot be scored: {beyond.reason}") from None
 
 
 def _to_fraction(token: str) -> Fraction | None:
+    """The token's exact value (within the number bounds: `bounds.exact_number`)."""
     token = token.replace("−", "-").replace(",", "").replace(" ", "")
-    try:
-        if "/" in token:
-            top, bottom = token.split("/")
-            denominator = Fraction(bottom)
-            return None if denominator == 0 else Fraction(top) / denominator
-        return Fraction(token)
-    except (ValueError, ZeroDivisionError):
-        return None
+    if "/" in token:
+        top, bottom = token.split("/", 1)
+        numerator, denominator = exact_number(top), exact_number(bottom)
+        return None if numerator is None or not denominator else numerator / denominator
+    return exact_number(token)
 
 
 def parse_number(text: str, *, whole: bool = False) -> Fraction | None:
     """The last number in `text` as an exact fraction (None when there is none). With `whole`,
-    the text must be nothing but the number (a "%" and surrounding spaces allowed)."""
+    the text must be nothing but the number (a "%" and surrounding spaces allowed). Unjudgeable
+    when the number passes the number bounds (`bounds.exact_number`)."""
     text = text[:MAX_ANSWER_CHARS]
     if whole:
         stripped = text.strip().rstrip("%").strip()
@@ -102,7 +111,7 @@ def _tolerance(record: Mapping[str, Any]) -> Fraction:
         return Fraction(0)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise RecordError("field 'tolerance' must be a non-negative number")
-    tolerance = _to_fraction(str(value))
+    tolerance = _gold_number(str(value), "tolerance")
     if tolerance is None or tolerance < 0:
         raise RecordError("field 'tolerance' must be a non-negative number")
     return tolerance
@@ -131,7 +140,7 @@ def _gold(record: Mapping[str, Any], kind: str) -> Any:
                               f"(A for the first option), not {text!r}")
         return text.upper()
     if kind == "number":
-        value = parse_number(text, whole=True)
+        value = _gold_number(text)
         if value is None:
             raise RecordError(f"field 'answer' is not a number: {text[:40]!r}")
         _tolerance(record)
@@ -162,9 +171,13 @@ class CustomScorer:
             letter = read_letter(extracted, _options(record))
             return Verdict(extraction=answer, prediction=letter, correct=letter == gold)
         if kind == "number":
-            value = parse_number(answer)
-            correct = value is not None and abs(value - gold) <= _tolerance(record)
-            prediction = None if value is None else _decimal_text(value)
+            tolerance = _tolerance(record)
+            try:
+                value = parse_number(answer)
+            except Unjudgeable as beyond:  # judged wrong, and the verdict says why
+                return Verdict(extraction=answer, prediction=None, correct=False, unjudged=beyond.reason)
+            correct = value is not None and abs(value - gold) <= tolerance
+            prediction = None if value is None else number_text(value)
             return Verdict(extraction=answer, prediction=prediction, correct=correct)
         normalised = normalise_text(answer)
         return Verdict(extraction=answer, prediction=normalised, correct=normalised == gold)
@@ -197,12 +210,9 @@ def gold_evaluation(gold: str, options: Sequence[str], final_answer: str | None)
             "prediction": verdict.prediction,
             "correct": verdict.correct,
             "gold": gold,
+            **({"unjudged": verdict.unjudged} if verdict.unjudged is not None else {}),
         },
     }
-
-
-def _decimal_text(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
 
 
 SCORER = CustomScorer()

@@ -148,6 +148,9 @@ class CustomTask:
                 "difficulty": fields.get("difficulty"),
                 "choices": len(options) if kind == "choice" else 0,  # what a random guess chooses from
             },
+            shown=(question, fields.get("context"), options if kind == "choice" else [], answer_format),
+            image_refs=tuple(references),
+            base_dir=row.base_dir,
         )
 
     def render_response(self, final_answer: str, item: EvalItem) -> str:

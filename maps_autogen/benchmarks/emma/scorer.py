@@ -13,7 +13,9 @@ case-folded stripped equality, then (current) word-to-number, then LaTeX → sym
 rounded to 2 decimals coincide or the difference simplifies to 0. Upstream parses with
 latex2sympy2; we use sympy's own LaTeX parser plus the few conversions of latex2sympy2 that
 change verdicts on real outputs (see `_as_latex2sympy_would`). The sympy part runs in a helper
-process under the per-item time limit (a timeout counts as "not equal").
+process under the per-item time limit (a timeout counts as "not equal"); what it is sent is
+bounded (`bounds.MAX_SYMBOLIC_CHARS`). An answer past that bound, or whose check did not finish,
+is judged wrong and its verdict says why (`Verdict.unjudged`). The extraction here is linear.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any, ClassVar
 
 from maps_autogen.benchmarks import _symbolic
 from maps_autogen.benchmarks.base import RecordError, Verdict
+from maps_autogen.benchmarks.bounds import Unjudgeable, bounded_symbolic
 from maps_autogen.benchmarks.boxed import boxed_contents
 
 CHOICE_LETTERS = "ABCDEFGH"
@@ -196,36 +199,42 @@ def verdict(extraction: str, answer: str, gt_content: str | None, rules: str = "
 # --------------------------------------------------------------------------------------------
 
 
-_TIMED_OUT = object()
 _CACHE_SIZE = 4096
+_CACHED_CHARS = 4096  # a key holding more text is not kept (the cache's memory stays bounded)
 _cache: OrderedDict[tuple[str, str, str | None, str], bool] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def _cached_verdict(extraction: str, answer: str, gt_content: str | None, rules: str) -> bool:
-    """`verdict` under the time limit, memoised: runs repeat the same (extraction, answer) a lot.
+def _cached_verdict(extraction: str, answer: str, gt_content: str | None, rules: str) -> tuple[bool, str | None]:
+    """`verdict` under the time limit, memoised: runs repeat the same (extraction, answer) a lot;
+    with the reason when it could not be judged within the bounds (the verdict is then False).
 
     Plain string matches are settled here; only the rest goes to the helper process. Timeouts
     are not memoised (a later, less loaded attempt may finish).
     """
     targets = (answer,) if gt_content is None else (answer, gt_content)
     if any(extraction.lower().strip() == t.lower().strip() for t in targets):
-        return True
+        return True, None
     key = (extraction, answer, gt_content, rules)
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
-            return _cache[key]
+            return _cache[key], None
+    try:
+        bounded_symbolic(extraction, answer, gt_content)
+    except Unjudgeable as beyond:
+        return False, beyond.reason
     result = _symbolic.run_bounded(
-        verdict, extraction, answer, gt_content, rules, fallback=_TIMED_OUT
+        verdict, extraction, answer, gt_content, rules, fallback=_symbolic.NOT_FINISHED
     )
-    if result is _TIMED_OUT:
-        return False
-    with _cache_lock:
-        _cache[key] = bool(result)
-        if len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return bool(result)
+    if isinstance(result, _symbolic.NotFinished):
+        return False, result.reason
+    if sum(len(text or "") for text in key) <= _CACHED_CHARS:
+        with _cache_lock:
+            _cache[key] = bool(result)
+            if len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)
+    return bool(result), None
 
 
 def option_text(record: Mapping[str, Any]) -> str | None:
@@ -281,8 +290,8 @@ class EmmaScorer:
             # Upstream skips extraction for missing or empty responses and marks them wrong.
             return Verdict(extraction=None, prediction=None, correct=False)
         extraction = extract_answer(response, rules)
-        correct = _cached_verdict(extraction, answer, option_text(record), rules)
-        return Verdict(extraction=extraction, prediction=None, correct=correct)
+        correct, unjudged = _cached_verdict(extraction, answer, option_text(record), rules)
+        return Verdict(extraction=extraction, prediction=None, correct=correct, unjudged=unjudged)
 
     def subset(self, record: Mapping[str, Any]) -> str:
         """`subset` if given, else the subject before "_" in the pid ("Math_20" → "Math")."""

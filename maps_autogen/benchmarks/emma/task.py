@@ -14,7 +14,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.benchmarks.rows import check_row_image_references, config_rows, numbered_image_problem, required
+from maps_autogen.benchmarks.rows import (
+    check_row_image_references,
+    config_rows,
+    numbered_image_fields,
+    numbered_image_problem,
+    required,
+)
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset, boxed_contents, one_line
 from maps_autogen.problem import Problem
 
@@ -110,6 +116,9 @@ class EmmaTask:
                 "subject": fields.get("subject"),
                 "choices": len(options) if multiple_choice else 0,  # what a random guess chooses from
             },
+            shown=(question, fields.get("context"), options if multiple_choice else [], answer_format),
+            image_refs=tuple(numbered_image_fields(fields)),
+            base_dir=row.base_dir,
         )
 
     def render_response(self, final_answer: str, item: EvalItem) -> str:

@@ -237,8 +237,11 @@ def _near_choice(text: str, choices: Sequence[str]) -> str | None:
     """The option a short reply matches up to a few typos ("Adult" for "Adults"): the nearest
     one within the typo budget, if no other is as near."""
     cleaned = _comparable(text)
+    # The distance is at least the difference in length: an option whose length alone puts it
+    # past the budget is not compared (so a long option costs no table).
     near = sorted((distance, index) for index, choice in enumerate(choices)
                   if (option := _comparable(choice))
+                  and abs(len(option) - len(cleaned)) <= _NEAR_MISS_RATE * max(len(option), len(cleaned))
                   and (distance := levenshtein(cleaned, option))
                   <= _NEAR_MISS_RATE * max(len(option), len(cleaned)))
     if not near or (len(near) > 1 and near[1][0] == near[0][0]):

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from maps_autogen.benchmarks.base import RecordError, Verdict
+from maps_autogen.benchmarks.bounds import Unjudgeable, charge
 from maps_autogen.benchmarks.mathvista.choice_answers import levenshtein
 from maps_autogen.benchmarks.mathvista.extract import EXTRACTOR_VERSION, extract
 
@@ -118,7 +119,13 @@ def parse_record(record: Mapping[str, Any]) -> MathVistaRecord:
 
 
 def nearest_choice(text: str, choices: Sequence[str]) -> str:
-    """The choice with the smallest edit distance to `text`; the first one wins a tie."""
+    """The choice with the smallest edit distance to `text`; the first one wins a tie. A text
+    that is a choice is that choice (distance 0, found without the tables); otherwise the tables'
+    cells are bounded (`bounds.MAX_EDIT_CELLS`: Unjudgeable past it)."""
+    if text in choices:
+        return text
+    cells = sum(len(text) * len(choice) for choice in choices)
+    charge("edit cells", cells, "matching the answer to the nearest option")
     distances = [levenshtein(text, choice) for choice in choices]
     return choices[distances.index(min(distances))]
 
@@ -304,14 +311,18 @@ def score_parsed(record: MathVistaRecord, rules: str = "current") -> Verdict:
         )
         extraction = read.answer
         method = EXTRACTION_METHOD_UNREADABLE if read.status == "unreadable" else EXTRACTION_METHOD_RULES
-    prediction = normalize(
-        extraction,
-        question_type=record.question_type,
-        answer_type=record.answer_type,
-        choices=record.choices,
-        precision=record.precision,
-        rules=rules,
-    )
+    try:
+        prediction = normalize(
+            extraction,
+            question_type=record.question_type,
+            answer_type=record.answer_type,
+            choices=record.choices,
+            precision=record.precision,
+            rules=rules,
+        )
+    except Unjudgeable as beyond:  # judged wrong, and the verdict says why
+        return Verdict(extraction=extraction, prediction=None, correct=False, extraction_method=method,
+                       extractor_version=EXTRACTOR_VERSION, unjudged=beyond.reason)
     return Verdict(extraction=extraction, prediction=prediction,
                    correct=is_correct(prediction, record.answer), extraction_method=method,
                    extractor_version=EXTRACTOR_VERSION)

@@ -108,6 +108,8 @@ class MathVistaTask:
                 "source": metadata.get("source"),
                 "choices": len(choices),  # what a random guess chooses from (0: open answer)
             },
+            shown=(question, choices, answer_format), image_refs=(image_field,),
+            base_dir=row.base_dir,
         )
 
     def render_response(self, final_answer: str, item: EvalItem) -> str:

@@ -10,7 +10,10 @@ that look wrong. The pipeline calls it as judge(model_answer, ground_truth, prec
 model answer is the FIRST argument, which matters for the ×100/÷100 variants (applied to it).
 
 Every sympy-touching step runs in a helper process under the per-item time limit
-(see `_symbolic`); a timeout counts as "not equal".
+(see `_symbolic`); a timeout counts as "not equal". The string work runs here, in linear time
+or within the bounds of `bounds` (nested boxes repeat their contents: their output is bounded);
+an answer past a bound, or whose symbolic check did not finish, is judged wrong and its verdict
+says why (`Verdict.unjudged`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any, ClassVar
 
 from maps_autogen.benchmarks import _symbolic
 from maps_autogen.benchmarks.base import RecordError, Verdict
+from maps_autogen.benchmarks.bounds import Unjudgeable, bounded_symbolic, charge
 
 DEFAULT_PRECISION = 1e-8
 ENGLISH_MARKER = "So the final answer is "
@@ -45,7 +49,7 @@ _REPLACEMENTS: tuple[tuple[str, str], ...] = (
     ("%", ""),
 )
 _EDGE_PUNCTUATION = "\n$,.:;^_=+`!@#$%^&*~，。"
-_FONT_COMMAND = re.compile(r"\\(?:mathrm|mathbf)\{~?([^}]*)\}")
+_FONT_COMMAND_OPENING = re.compile(r"\\(?:mathrm|mathbf)\{")
 _DOLLAR_PIECE = re.compile(r"\$(.*?)\$")
 _CJK = re.compile(r"[\u4e00-\u9fff]+")
 _MARKER_PATTERNS = {
@@ -122,30 +126,55 @@ class _UnclosedBox(ValueError):
     """A `\\boxed{` without its closing brace: upstream then judges the pair unequal."""
 
 
+def _matching_braces(text: str) -> dict[int, int]:
+    """{position of a "{": position of the "}" closing it}, in one pass (a "}" with nothing
+    open is skipped; a "{" never closed is absent)."""
+    closing: dict[int, int] = {}
+    opened: list[int] = []
+    for match in re.finditer(r"[{}]", text):
+        if match.group() == "{":
+            opened.append(match.start())
+        elif opened:
+            closing[opened.pop()] = match.start()
+    return closing
+
+
 def boxed_or_dollar_content(text: str) -> str:
     """Every `\\boxed{…}` content followed by ","; else the `$…$` pieces of the last line.
 
-    Falls back to the text itself. Nested boxes are found again on their own (as upstream).
+    Falls back to the text itself. Nested boxes are found again on their own (as upstream), so
+    the output may be far longer than the text: past `bounds.MAX_BOXED_CHARS` the answer cannot
+    be judged (Unjudgeable). Each box's closing brace is the one upstream's depth count finds,
+    taken from one matching pass instead of a scan per box.
     """
-    pieces: list[str] = []
-    for match in re.finditer(r"\\boxed{", text):
-        depth, pos = 1, match.end()
-        while depth > 0 and pos < len(text):
-            if text[pos] == "{":
-                depth += 1
-            elif text[pos] == "}":
-                depth -= 1
-            pos += 1
-        if depth:
+    starts = [match.end() for match in re.finditer(r"\\boxed{", text)]
+    if starts:
+        closing = _matching_braces(text)
+        if any(start - 1 not in closing for start in starts):
             raise _UnclosedBox("mismatched braces")
-        pieces.append(text[match.end() : pos - 1])
-    if pieces:
-        return "".join(p + "," for p in pieces)
+        ends = [closing[start - 1] for start in starts]
+        charge("boxed chars", sum(end - start + 1 for start, end in zip(starts, ends)), "the boxed answers")
+        return "".join(text[start:end] + "," for start, end in zip(starts, ends))
     last_line = text.strip().split("\n")[-1]
     dollars = _DOLLAR_PIECE.findall(last_line)
     if dollars:
         return "".join(p + "," for p in dollars)
     return text
+
+
+def _drop_font_commands(text: str) -> str:
+    r"""`re.sub(r"\\(?:mathrm|mathbf)\{~?([^}]*)\}", r"\1", text)` in linear time: a command
+    with no "}" after it ends the search (no later one can close either)."""
+    pieces: list[str] = []
+    position = 0
+    while (opening := _FONT_COMMAND_OPENING.search(text, position)) is not None:
+        close = text.find("}", opening.end())
+        if close == -1:
+            break
+        body = opening.end() + (1 if text.startswith("~", opening.end()) and close > opening.end() else 0)
+        pieces += [text[position : opening.start()], text[body:close]]
+        position = close + 1
+    return "".join(pieces) + text[position:]
 
 
 def clean(text: str) -> str:
@@ -155,11 +184,12 @@ def clean(text: str) -> str:
     for old, new in _REPLACEMENTS:
         text = text.replace(old, new)
     text = text.strip(_EDGE_PUNCTUATION)
-    return _FONT_COMMAND.sub(r"\1", text)
+    return _drop_font_commands(text)
 
 
 def preprocess(text: str) -> str:
-    """Both stages of upstream's pre-processing; raises _UnclosedBox like upstream."""
+    """Both stages of upstream's pre-processing; raises _UnclosedBox like upstream, and
+    Unjudgeable past the boxed-output bound."""
     return clean(boxed_or_dollar_content(text))
 
 
@@ -339,11 +369,16 @@ def judge(first: str, second: str, precision: float | list[float] = DEFAULT_PREC
     item lists must have the same length and each item of the first must find an equal one in
     the second. With one precision per answer, item i of the first list uses precision i.
     """
-    precisions = list(precision) if isinstance(precision, list) else [precision]
     try:
         first, second = preprocess(first), preprocess(second)
     except _UnclosedBox:
         return False
+    return judge_preprocessed(first, second, precision)
+
+
+def judge_preprocessed(first: str, second: str, precision: float | list[float] = DEFAULT_PRECISION) -> bool:
+    """`judge` of two texts already through `preprocess` (what the helper process is given)."""
+    precisions = list(precision) if isinstance(precision, list) else [precision]
     if first == second:
         return True
     # CJK text was only useful for the exact comparison above (answers like "能" / "不能").
@@ -382,8 +417,33 @@ def judge(first: str, second: str, precision: float | list[float] = DEFAULT_PREC
 def judge_bounded(
     model_answer: str, ground_truth: str, precision: float | list[float] = DEFAULT_PRECISION
 ) -> bool:
-    """`judge` in a helper process under the per-item time limit (timeout → False)."""
-    return bool(_symbolic.run_bounded(judge, model_answer, ground_truth, precision, fallback=False))
+    """`judge` with its symbolic part in a helper process under the per-item time limit
+    (timeout → False)."""
+    return judged(model_answer, ground_truth, precision)[0]
+
+
+def judged(
+    model_answer: str, ground_truth: str, precision: float | list[float] = DEFAULT_PRECISION
+) -> tuple[bool, str | None]:
+    """`judge`'s verdict and, when the answer could not be judged within the bounds (the boxed
+    output, what the helper is sent, the helper's time and memory), why (the verdict is then
+    False). The pre-processing runs here, so the helper is sent only what it compares."""
+    try:
+        first, second = preprocess(model_answer), preprocess(ground_truth)
+    except _UnclosedBox:
+        return False, None
+    except Unjudgeable as beyond:
+        return False, beyond.reason
+    if first == second:
+        return True, None
+    try:
+        bounded_symbolic(first, second)
+    except Unjudgeable as beyond:
+        return False, beyond.reason
+    result = _symbolic.run_bounded(judge_preprocessed, first, second, precision, fallback=_symbolic.NOT_FINISHED)
+    if isinstance(result, _symbolic.NotFinished):
+        return False, result.reason
+    return bool(result), None
 
 
 class OlympiadBenchScorer:
@@ -403,8 +463,10 @@ class OlympiadBenchScorer:
             prediction: str | None = preprocess(extraction)
         except _UnclosedBox:
             prediction = None
-        correct = judge_bounded(extraction, ground_truth, precision)
-        return Verdict(extraction=extraction, prediction=prediction, correct=correct)
+        except Unjudgeable as beyond:
+            return Verdict(extraction=extraction, prediction=None, correct=False, unjudged=beyond.reason)
+        correct, unjudged = judged(extraction, ground_truth, precision)
+        return Verdict(extraction=extraction, prediction=prediction, correct=correct, unjudged=unjudged)
 
     def subset(self, record: Mapping[str, Any]) -> str:
         """`subset` if given, else subject and language (e.g. "Physics/English"), else "all"."""
@@ -427,6 +489,8 @@ __all__ = [
     "extract_answer",
     "judge",
     "judge_bounded",
+    "judge_preprocessed",
+    "judged",
     "precision_of",
     "preprocess",
 ]

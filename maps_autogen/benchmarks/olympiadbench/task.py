@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen.benchmarks.olympiadbench.scorer import CHINESE_MARKER, ENGLISH_MARKER
-from maps_autogen.benchmarks.rows import check_row_image_references, config_rows, numbered_image_problem, required
+from maps_autogen.benchmarks.rows import (
+    check_row_image_references,
+    config_rows,
+    numbered_image_fields,
+    numbered_image_problem,
+    required,
+)
 from maps_autogen.benchmarks.tasks import AnswerFormats, EvalItem, Row, Subset, boxed_contents, one_line
 from maps_autogen.problem import Problem
 
@@ -190,6 +196,9 @@ class OlympiadBenchTask:
                 "question_type": fields.get("question_type"),
                 "choices": 0,  # open-ended: a random guess never scores
             },
+            shown=(question, fields.get("context"), answer_format),
+            image_refs=tuple(numbered_image_fields(fields)),
+            base_dir=row.base_dir,
         )
 
     def render_response(self, final_answer: str, item: EvalItem) -> str:
