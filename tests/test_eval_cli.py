@@ -67,7 +67,7 @@ def test_eval_scores_known_answers_concurrently(tmp_path: Path, mathvista) -> No
     assert summary["subsets"]["math"]["accuracy"] == expected_accuracy(rows, "math-targeted-vqa")
     assert summary["average"]["accuracy"] == expected_accuracy(rows)
     assert summary["feedback_shares"]["solver"] == round(1 / 12, 4) and summary["feedback_shares"]["none"] == round(11 / 12, 4)
-    # The end-of-run Table 1 is maps report's (one writer): accuracy with its 95% bootstrap interval.
+    # The end-of-run Table 1 is maps report's (one writer): accuracy with its 95% Wilson interval.
     assert "| Method | MathVista Gen. | MathVista Math | MathVista Avg. |" in result.stdout
     row = next(line for line in result.stdout.splitlines() if line.startswith("| maps ("))
     cells = [cell.strip().split(" [") for cell in row.strip().strip("|").split("|")[1:]]
