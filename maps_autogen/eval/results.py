@@ -11,6 +11,7 @@ from typing import Any
 
 from maps_autogen.artifacts import atomic_text_writer, iter_jsonl, open_append, parse_read_back
 from maps_autogen.benchmarks.tasks import Task
+from maps_autogen.eval.harness import write_harness_results
 from maps_autogen.records import (
     RESULTS_FILE,
     SUMMARY_FILE,
@@ -25,7 +26,7 @@ from maps_autogen.records import (
     parsed,
 )
 from maps_autogen.redact import redact
-from maps_autogen.run_files import write_record
+from maps_autogen.run_files import read_manifest, write_record
 from maps_autogen.tally import Tally
 
 __all__ = ["RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "summarize", "write_summary"]
@@ -203,7 +204,10 @@ def summarize(
 
 
 def write_summary(eval_dir: Path, summary: Summary) -> Path:
-    """Write an eval folder's summary.json from its record."""
+    """Write an eval folder's summary.json from its record, and beside it results.json, the same
+    figures in lm-evaluation-harness's and lmms-eval's layout (eval/harness.py), from the
+    folder's manifest."""
     path = eval_dir / SUMMARY_FILE
     write_record(path, summary)
+    write_harness_results(eval_dir, read_manifest(eval_dir), summary)
     return path
