@@ -216,6 +216,10 @@ class ChatBackend:
             body["temperature"] = self.model.temperature
         if self.model.max_tokens is not None:
             body["max_tokens"] = self.model.max_tokens
+        if self.model.top_p is not None:
+            body["top_p"] = self.model.top_p
+        if self.model.seed is not None:
+            body["seed"] = self.model.seed
         if response_format is not None:
             body["response_format"] = response_format
         body.update(self.model.extra_body)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen.config import (
+    EVERY_STEP_FLAGS,
     CriticConfig,
     LoadedConfig,
     LocalEndpoint,
@@ -90,6 +91,8 @@ class ResolvedModel:
     base_urls: tuple[str, ...] = ()  # every replica when the endpoint lists several (base_url is the first)
     stream_idle_s: float = 60.0  # a streamed reply's longest wait for its next chunk
     max_tokens_key: str = "model.max_tokens"  # the config key (and file) that sets max_tokens, for messages
+    top_p: float | None = None  # None: not sent
+    seed: int | None = None  # None: not sent
 
     def describe(self) -> dict[str, Any]:
         """What a transcript records about this model (no secrets)."""
@@ -215,6 +218,8 @@ def _resolve_one(
         stream=endpoint.stream,
         temperature=choice.temperature,
         max_tokens=choice.max_tokens,
+        top_p=choice.top_p,
+        seed=choice.seed,
     )
     if isinstance(endpoint, LocalEndpoint):
         model_name = (
@@ -273,6 +278,11 @@ def _max_tokens_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> st
     choice = loaded.model_for(role)
     if isinstance(endpoint, LocalEndpoint) and (choice.max_tokens is None or endpoint.max_tokens < choice.max_tokens):
         return f"endpoints.{model.endpoint_name}.max_tokens in {_editable(loaded.path)}"
+    if loaded.config.every_step.max_tokens is not None:  # every step's, over its own
+        flag = EVERY_STEP_FLAGS["max_tokens"]
+        if flag in loaded.origins.get("every_step", "").split("/"):
+            return flag
+        return f"every_step.max_tokens in {_editable(loaded.path)}"
     index = team.config.names.index(role)
     own = team.config.steps[index].model
     if own is not None and "max_tokens" in own.model_fields_set:
@@ -307,6 +317,20 @@ def _announce(models: dict[str, ResolvedModel], reasons: dict[str, str]) -> str:
         else:
             parts.append(f"using {model} at {base_url} ({reasons[endpoint_name]})")
     return "; ".join(parts)
+
+
+def step_lines(resolution: Resolution) -> list[str]:
+    """One line per step (what `maps config` prints): its endpoint, model and where it is
+    served, and the sampling settings its requests carry (those set)."""
+    lines = []
+    for role, model in resolution.models.items():
+        where = ", ".join(model.base_urls) or model.base_url or "started by maps"
+        sampling = {"temperature": model.temperature, "top_p": model.top_p, "seed": model.seed,
+                    "max_tokens": model.max_tokens}
+        settings = " ".join(f"{key}={value}" for key, value in sampling.items() if value is not None)
+        line = f"{role}: {model.model} on endpoint {model.endpoint_name} ({where})"
+        lines.append(f"{line}; {settings}" if settings else line)
+    return lines
 
 
 def embedded_team_setting(loaded: LoadedConfig, resolution: Resolution) -> tuple[LoadedConfig, str | None]:
