@@ -19,10 +19,19 @@ if TYPE_CHECKING:
     from maps_autogen.view.server import ViewServer
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="maps-autogen")
+#: Every option of every command can come from an environment variable named MAPS_<COMMAND>_<OPTION>
+#: (click's auto_envvar_prefix: MAPS_EVAL_CONCURRENCY for `maps eval --concurrency`); the command
+#: line wins over the variable, the variable over the default; `--help` names each one.
+ENV_PREFIX = "MAPS"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": ENV_PREFIX})
+@click.version_option(package_name="maps-autogen", allow_from_autoenv=False)  # MAPS_VERSION=1 must not print it
 def cli() -> None:
-    """MAPS: a team of LLM agents solving multimodal scientific problems."""
+    """MAPS: a team of LLM agents solving multimodal scientific problems.
+
+    Every option can also be set by an environment variable MAPS_<COMMAND>_<OPTION> (e.g.
+    MAPS_EVAL_MAX_TOKENS=1024 for maps eval --max-tokens 1024); each command's --help names them."""
     _load_env()
     _register_keys()
 
@@ -608,6 +617,27 @@ def _configure_logging() -> None:
             handler.addFilter(RedactingFilter())
 
 
+def _show_env_variables(group: click.Group) -> None:
+    """Each option's --help names the environment variable that can set it."""
+    for command in group.commands.values():
+        for param in command.params:
+            if isinstance(param, click.Option) and param.allow_from_autoenv:
+                param.show_envvar = True
+
+
+def _from_environment(error: click.BadParameter) -> None:
+    """A bad value that came from an environment variable: the message names the variable."""
+    from click.core import ParameterSource
+
+    param, ctx = error.param, error.ctx
+    if param is None or ctx is None or param.name is None:
+        return
+    if ctx.get_parameter_source(param.name) is not ParameterSource.ENVIRONMENT:
+        return
+    variable = param.envvar if isinstance(param.envvar, str) else f"{ctx.auto_envvar_prefix}_{param.name.upper()}"
+    error.param_hint = f"{param.get_error_hint(ctx)} (from the environment variable {variable})"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `maps` console script."""
     _configure_logging()
@@ -630,12 +660,16 @@ def main(argv: list[str] | None = None) -> None:
         silence_stdout()
         sys.exit(OUTPUT_CLOSED_EXIT_CODE)
     except click.ClickException as error:
+        if isinstance(error, click.BadParameter):
+            _from_environment(error)
         error.show()
         sys.exit(error.exit_code)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     sys.exit(0)
 
+
+_show_env_variables(cli)
 
 if __name__ == "__main__":
     main()
