@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-from maps_autogen.ag2 import IOStream, autogen
+from maps_autogen.ag2 import AssistantAgent, ConversableAgent, GroupChat, GroupChatManager, IOStream, UserProxyAgent
 from maps_autogen.client import Completion, ModelBackend
 from maps_autogen.errors import MapsError, RunInterrupted
 from maps_autogen.flow import FlowSettings, Rollback, Turn, decide_next
@@ -37,8 +37,6 @@ from maps_autogen.transcript import request_for_transcript, utc_now
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply
 
 logger = logging.getLogger(__name__)
-# AG2 announces at INFO level that our custom model client awaits registration; it always is.
-logging.getLogger("autogen.oai.client").setLevel(logging.WARNING)
 
 
 class Observer(Protocol):
@@ -221,7 +219,7 @@ class ChatAgents:
     def __init__(self, shape: AgentShape):
         never = lambda message: False  # noqa: E731 - only the Manager's plan ends a chat
         self.chat: MapsChat | None = None
-        self.user_proxy = autogen.UserProxyAgent(
+        self.user_proxy = UserProxyAgent(
             USER_PROXY_NAME,
             system_message=shape.user_proxy_system,
             human_input_mode="ALWAYS" if shape.human else "NEVER",
@@ -231,9 +229,9 @@ class ChatAgents:
             default_auto_reply="",
             silent=True,
         )
-        self.assistants: dict[str, autogen.AssistantAgent] = {}
+        self.assistants: dict[str, AssistantAgent] = {}
         for role, agent_name, system_message, _ in shape.assistants:
-            self.assistants[role] = autogen.AssistantAgent(
+            self.assistants[role] = AssistantAgent(
                 agent_name,
                 system_message=system_message,
                 llm_config=False,  # the model client comes below, once every agent exists
@@ -241,7 +239,7 @@ class ChatAgents:
                 max_consecutive_auto_reply=10_000,
                 silent=True,
             )
-        groupchat = autogen.GroupChat(
+        groupchat = GroupChat(
             agents=[self.user_proxy, *self.assistants.values()],
             messages=[],
             # Our flow stops the chat; AG2's own bound only backs it up.
@@ -250,7 +248,7 @@ class ChatAgents:
             allow_repeat_speaker=True,
             send_introductions=False,
         )
-        self.manager = autogen.GroupChatManager(
+        self.manager = GroupChatManager(
             groupchat=groupchat,
             name=MANAGER_NAME,
             system_message=shape.manager_system,
@@ -277,7 +275,7 @@ class ChatAgents:
         # tool, function-call and code-execution replies) never apply to a step, and each costs a
         # check of its trigger on every turn (a runtime Protocol isinstance, slow on Python 3.11).
         # A step replies only to the Manager, named by a string trigger (a cheap comparison).
-        agent.register_reply(MANAGER_NAME, autogen.ConversableAgent.generate_oai_reply, remove_other_reply_funcs=True)
+        agent.register_reply(MANAGER_NAME, ConversableAgent.generate_oai_reply, remove_other_reply_funcs=True)
 
     def forget(self) -> None:
         """Drop the last chat's messages from every agent. `initiate_chat(clear_history=True)`
@@ -395,7 +393,7 @@ class MapsChat:
 
     # ----- the Manager's selection ----------------------------------------------------
     def _select_speaker(
-        self, assistants: dict[str, autogen.AssistantAgent], user_proxy: Any, last_speaker: Any, groupchat: Any
+        self, assistants: dict[str, AssistantAgent], user_proxy: Any, last_speaker: Any, groupchat: Any
     ) -> Any:
         if last_speaker is not user_proxy:
             role = next(name for name, agent in assistants.items() if agent is last_speaker)
