@@ -94,3 +94,16 @@ def test_eval_sends_them_with_every_request_records_them_and_keeps_the_sample_se
     assert manifest["sampled"]["math"]["seed"] == 0  # --seed is the models'; the draw keeps --sample-seed's default
     (row,) = [json.loads(line) for line in (eval_dir / "results.jsonl").read_text().splitlines()]
     assert all((sent["seed"], sent["max_tokens"]) == (3, 200) for sent in row["models"].values())
+
+
+def test_the_python_api_takes_them_as_keywords(png: Path, tmp_path: Path, monkeypatch) -> None:
+    import maps_autogen
+
+    with FakeOpenAI(team_script()) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.chdir(tmp_path)
+        result = maps_autogen.solve(maps_autogen.Problem("x", images=[png]), runs_dir=tmp_path / "runs", seed=11,
+                                    top_p=0.5, max_tokens=90)
+        assert {sampling(r) for r in server.received} == {(0.0, 0.5, 11, 90)}
+    assert result.run.models[SOLVER].sent is not None and result.run.models[SOLVER].sent["seed"] == 11
