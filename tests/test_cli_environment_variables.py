@@ -47,8 +47,8 @@ def test_variables_set_options_below_the_command_line(tmp_path: Path) -> None:
         overridden = run_maps(["eval", "mathvista", "--max-tokens", "200", "--limit", "2"], env=env, cwd=tmp_path)
         assert overridden.returncode == 0, overridden.stderr
         assert {(r.body["max_tokens"], r.body["temperature"]) for r in server.received} == {(200, 0.5)}
-    manifests = sorted((tmp_path / "runs").glob("eval-*/manifest.json"))
-    assert [len(json.loads(path.read_text())["ids"]) for path in manifests] == [1, 2]
+    manifests = [json.loads(path.read_text()) for path in (tmp_path / "runs").glob("eval-*/manifest.json")]
+    assert [len(manifest["ids"]) for manifest in sorted(manifests, key=lambda m: m["created_at"])] == [1, 2]
 
 
 def test_a_bad_value_names_its_variable_and_stray_variables_do_nothing(tmp_path: Path) -> None:
