@@ -74,8 +74,7 @@ def test_the_conformance_tests_pass_beside_the_newest_scoring_stack_the_ranges_a
     ours = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     (site / "zz-dependencies.pth").write_text("\n".join([*ours, str(REPO)]) + "\n")
 
-    # a verdict, not a speed, is under test: a loaded machine must not turn a slow check into "not equal"
-    env = clean_env(**{CONFORMANCE_VARIABLE: str(data), "MAPS_SCORER_TIME_LIMIT": "120"})
+    env = clean_env(**{CONFORMANCE_VARIABLE: str(data)})
     env.pop("PYTHONPATH", None)
     report = json.loads(run_checked([str(python), "-c", VERSIONS, *RANGED], cwd=tmp_path, env=env).stdout)
     assert Path(report["maps_autogen"]).is_relative_to(site), report  # the wheel's, not the checkout's
