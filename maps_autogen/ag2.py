@@ -11,11 +11,15 @@ AG2 then proceeds exactly as on an install without them, and once it is imported
 unmarked, so the rest of the process (`maps report`'s figures, the perf scripts' SDK comparison)
 imports them as usual. A package already imported is left alone (hiding it saves nothing).
 
-Every other module imports AG2 from here (`from maps_autogen.ag2 import autogen`), never directly.
+This is the one module that imports AG2: every other module takes AG2's classes from here, and
+`__all__` lists exactly the AG2 symbols MAPS uses (tests/test_ag2_surface.py holds the list, and
+the AG2 methods the chat calls on them; docs/development.md says what moving off AG2 Classic
+would take).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 
 #: Top-level packages AG2 imports when they are installed that no MAPS chat uses.
@@ -39,9 +43,13 @@ def _unmark(names: list[str]) -> None:
 
 _marked = _mark_absent(UNUSED_BY_MAPS) if "autogen" not in sys.modules else []
 try:
-    import autogen
+    from autogen import AssistantAgent, ConversableAgent, GroupChat, GroupChatManager, UserProxyAgent
     from autogen.io import IOStream
 finally:
     _unmark(_marked)
 
-__all__ = ["UNUSED_BY_MAPS", "IOStream", "autogen"]
+# AG2 announces at INFO level that our custom model client awaits registration; it always is.
+logging.getLogger("autogen.oai.client").setLevel(logging.WARNING)
+
+#: The AG2 symbols MAPS uses, and only those.
+__all__ = ["AssistantAgent", "ConversableAgent", "GroupChat", "GroupChatManager", "IOStream", "UserProxyAgent"]

@@ -97,12 +97,18 @@ def load_settings(
     threshold: float | None = None,
     max_rollbacks: int | None = None,
     without: Iterable[str] = (),
+    temperature: float | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    max_tokens: int | None = None,
 ) -> LoadedConfig:
     """The settings a run uses, as `maps solve` and `maps eval` read them: `config` (an
     agents.yaml, merged onto the built-in one; None: ./agents.yaml, else the built-in one; or
     settings loaded before), then the overrides of the options of the same names (`model`: NAME,
     ENDPOINT:NAME or an endpoint name, for every step; `team`: a team file or a built-in team's
-    name; `config_list`: an AG2 OAI_CONFIG_LIST). Checks that each `without` step is one of the
+    name; `config_list`: an AG2 OAI_CONFIG_LIST; `temperature`, `top_p`, `seed`, `max_tokens`:
+    the sampling settings sent with every step's request, over each step's own, as
+    `every_step:` in agents.yaml sets them). Checks that each `without` step is one of the
     team's. Every configured API key is registered, so no output shows it. Raises ConfigError or
     UsageError."""
     from maps_autogen.config import load_config, with_overrides
@@ -121,8 +127,10 @@ def load_settings(
         loaded = config
     else:
         loaded = load_config(config, team=team, config_list=config_list)
-    if (model, threshold, max_rollbacks) != (None, None, None):
-        loaded = with_overrides(loaded, model=model, threshold=threshold, max_rollbacks=max_rollbacks)
+    every_step = {"temperature": temperature, "top_p": top_p, "seed": seed, "max_tokens": max_tokens}
+    if (model, threshold, max_rollbacks) != (None, None, None) or any(v is not None for v in every_step.values()):
+        loaded = with_overrides(loaded, model=model, threshold=threshold, max_rollbacks=max_rollbacks,
+                                every_step=every_step)
     check_without(loaded.team.config, frozenset(without), loaded.team.source)
     return loaded
 
@@ -219,6 +227,10 @@ def solve(
     human: bool = False,
     on_human: Callable[[HumanState], str | HumanDecision] | None = None,
     allow_outside_paths: bool = False,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    max_tokens: int | None = None,
 ) -> SolveResult:
     """Solve one problem with the team, as `maps solve` does: write `runs_dir/<run-id>/`
     (run.json, transcript.jsonl, images/) and return its `SolveResult` (`final_answer`,
@@ -228,7 +240,8 @@ def solve(
     `problem` is a `Problem`, or the path of a problem file (`load_problem`, with
     `allow_private_urls` and `allow_outside_paths`; an image is passed as
     `Problem(question, images=[path])`). The settings are `load_settings`'s (`config`,
-    `model`, `team`, `config_list`, `threshold`, `max_rollbacks`); `without` leaves steps out.
+    `model`, `team`, `config_list`, `threshold`, `max_rollbacks`, and the sampling settings for
+    every step: `temperature`, `top_p`, `seed`, `max_tokens`); `without` leaves steps out.
 
     Streaming: `on_turn` receives each finished turn (a `MessageRecord`, as transcript.jsonl
     keeps it) and `on_event` every record (`ChatRecord`) as it happens, before `solve` returns;
@@ -256,7 +269,8 @@ def solve(
 
     without = frozenset(_names("without", without))  # read once: a generator is checked and used alike
     loaded = load_settings(config, model=model, team=team, config_list=config_list, threshold=threshold,
-                           max_rollbacks=max_rollbacks, without=without)
+                           max_rollbacks=max_rollbacks, without=without, temperature=temperature, top_p=top_p,
+                           seed=seed, max_tokens=max_tokens)
     if not isinstance(problem, Problem):
         problem = load_problem(problem, config=loaded, allow_private_urls=allow_private_urls,
                                allow_outside_paths=allow_outside_paths)
@@ -298,7 +312,7 @@ def evaluate(
     subsets: Iterable[str] = (),
     limit: int | None = None,
     sample: int | None = None,
-    seed: int = 0,
+    sample_seed: int = 0,
     without: Iterable[str] = (),
     concurrency: int = 8,
     workers: int | None = None,
@@ -320,6 +334,10 @@ def evaluate(
     progress: bool = False,
     announce: Callable[[str], None] | None = None,
     on_ready: Callable[[Path], None] | None = None,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    max_tokens: int | None = None,
 ) -> EvalOutcome:
     """Run a benchmark (mathvista, emma, olympiadbench or custom), or part of it, and score it
     with the official rules, as `maps eval` does: write `runs_dir/<eval-id>/` (manifest.json,
@@ -331,7 +349,9 @@ def evaluate(
 
     `data` is a local copy of the data set (else the Hugging Face hub; `custom` needs it);
     `method` is maps (None: maps, or a resumed run's own), direct or cot; the other arguments
-    are those of `maps eval` (`subsets` for --subset, `shard` as "i/n") and `load_settings`'s.
+    are those of `maps eval` (`subsets` for --subset, `shard` as "i/n", `sample_seed` for
+    --sample-seed: the seed of `sample`'s draw and of the paper's sampled subsets) and
+    `load_settings`'s (`seed` is the models' sampling seed, sent with every step's request).
     `workers` is `--workers` (None: chosen from the cores and `concurrency`; docs/benchmarks.md):
     with more than one, the problems are solved in worker processes started with `spawn`, which
     imports the calling script again, so a script's own code must sit under
@@ -363,12 +383,13 @@ def evaluate(
     without = frozenset(_names("without", without))  # read once: a generator is checked and used alike
     request = EvalRequest(
         benchmark=benchmark, subsets=_names("subsets", subsets), data=data, limit=limit,
-        sample=sample, seed=seed, method=method, without=without, concurrency=concurrency,
+        sample=sample, seed=sample_seed, method=method, without=without, concurrency=concurrency,
         workers=workers, rules=rules, cache=cache, max_cost=max_cost, shard=Shard.parse(shard) if shard else None,
         runs_dir=runs, resume=resume,
         allow_outside_paths=allow_outside_paths, allow_private_urls=allow_private_urls, allow_change=allow_change,
     )
     check_request(request)  # every number in its bounds, nothing a resumed run fixes: before the settings load
     loaded = load_settings(config, model=model, team=team, config_list=config_list, threshold=threshold,
-                           max_rollbacks=max_rollbacks, without=without)
+                           max_rollbacks=max_rollbacks, without=without, temperature=temperature, top_p=top_p,
+                           seed=seed, max_tokens=max_tokens)
     return EvalRun(request, loaded, progress=progress, on_ready=on_ready, announce=announce).run()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-from maps_autogen.ag2 import IOStream, autogen
+from maps_autogen.ag2 import AssistantAgent, IOStream
 from maps_autogen.chat_agents import AgentShape, ChatAgents, _SilentStream, agents_for
 from maps_autogen.client import Completion, ModelBackend
 from maps_autogen.errors import MapsError, RunInterrupted
@@ -47,8 +47,6 @@ from maps_autogen.transcript import request_for_transcript, utc_now
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply
 
 logger = logging.getLogger(__name__)
-# AG2 announces at INFO level that our custom model client awaits registration; it always is.
-logging.getLogger("autogen.oai.client").setLevel(logging.WARNING)
 
 
 class Observer(Protocol):
@@ -280,7 +278,7 @@ class MapsChat:
 
     # ----- the Manager's selection ----------------------------------------------------
     def _select_speaker(
-        self, assistants: dict[str, autogen.AssistantAgent], user_proxy: Any, last_speaker: Any, groupchat: Any
+        self, assistants: dict[str, AssistantAgent], user_proxy: Any, last_speaker: Any, groupchat: Any
     ) -> Any:
         if last_speaker is not user_proxy:
             role = next(name for name, agent in assistants.items() if agent is last_speaker)

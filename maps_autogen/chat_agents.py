@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from maps_autogen.ag2 import autogen
+from maps_autogen.ag2 import AssistantAgent, ConversableAgent, GroupChat, GroupChatManager, UserProxyAgent
 from maps_autogen.client import Completion
 from maps_autogen.llm import MapsModelClient
 from maps_autogen.roles import MANAGER_NAME, USER_PROXY_NAME
@@ -66,7 +66,7 @@ class ChatAgents:
     def __init__(self, shape: AgentShape):
         never = lambda message: False  # noqa: E731 - only the Manager's plan ends a chat
         self.chat: MapsChat | None = None
-        self.user_proxy = autogen.UserProxyAgent(
+        self.user_proxy = UserProxyAgent(
             USER_PROXY_NAME,
             system_message=shape.user_proxy_system,
             human_input_mode="ALWAYS" if shape.human else "NEVER",
@@ -76,9 +76,9 @@ class ChatAgents:
             default_auto_reply="",
             silent=True,
         )
-        self.assistants: dict[str, autogen.AssistantAgent] = {}
+        self.assistants: dict[str, AssistantAgent] = {}
         for role, agent_name, system_message, _ in shape.assistants:
-            self.assistants[role] = autogen.AssistantAgent(
+            self.assistants[role] = AssistantAgent(
                 agent_name,
                 system_message=system_message,
                 llm_config=False,  # the model client comes below, once every agent exists
@@ -86,7 +86,7 @@ class ChatAgents:
                 max_consecutive_auto_reply=10_000,
                 silent=True,
             )
-        groupchat = autogen.GroupChat(
+        groupchat = GroupChat(
             agents=[self.user_proxy, *self.assistants.values()],
             messages=[],
             # Our flow stops the chat; AG2's own bound only backs it up.
@@ -95,7 +95,7 @@ class ChatAgents:
             allow_repeat_speaker=True,
             send_introductions=False,
         )
-        self.manager = autogen.GroupChatManager(
+        self.manager = GroupChatManager(
             groupchat=groupchat,
             name=MANAGER_NAME,
             system_message=shape.manager_system,
@@ -122,7 +122,7 @@ class ChatAgents:
         # tool, function-call and code-execution replies) never apply to a step, and each costs a
         # check of its trigger on every turn (a runtime Protocol isinstance, slow on Python 3.11).
         # A step replies only to the Manager, named by a string trigger (a cheap comparison).
-        agent.register_reply(MANAGER_NAME, autogen.ConversableAgent.generate_oai_reply, remove_other_reply_funcs=True)
+        agent.register_reply(MANAGER_NAME, ConversableAgent.generate_oai_reply, remove_other_reply_funcs=True)
 
     def forget(self) -> None:
         """Drop the last chat's messages from every agent. `initiate_chat(clear_history=True)`

@@ -21,10 +21,19 @@ if TYPE_CHECKING:
     from maps_autogen.view.server import ViewServer
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="maps-autogen")
+#: Every option of every command can come from an environment variable named MAPS_<COMMAND>_<OPTION>
+#: (click's auto_envvar_prefix: MAPS_EVAL_CONCURRENCY for `maps eval --concurrency`); the command
+#: line wins over the variable, the variable over the default; `--help` names each one.
+ENV_PREFIX = "MAPS"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": ENV_PREFIX})
+@click.version_option(package_name="maps-autogen", allow_from_autoenv=False)  # MAPS_VERSION=1 must not print it
 def cli() -> None:
-    """MAPS: a team of LLM agents solving multimodal scientific problems."""
+    """MAPS: a team of LLM agents solving multimodal scientific problems.
+
+    Every option can also be set by an environment variable MAPS_<COMMAND>_<OPTION> (e.g.
+    MAPS_EVAL_MAX_TOKENS=1024 for maps eval --max-tokens 1024); each command's --help names them."""
     _load_env()
     _register_keys()
 
@@ -85,12 +94,23 @@ MODEL_OPTIONS = (
         type=click.Path(path_type=Path),
         help="A team file (or a built-in team: maps, the default, or big_five) instead of the config's team.",
     ),
+    # The sampling settings sent with every step's request, over each step's own (every_step: in agents.yaml).
+    click.option("--temperature", type=click.FloatRange(0, 2),
+                 help="Sampling temperature for every step (over each step's own; every_step.temperature)."),
+    click.option("--top-p", type=click.FloatRange(0, 1, min_open=True),
+                 help="Nucleus sampling top_p for every step (every_step.top_p)."),
+    click.option("--seed", type=int,
+                 help="The models' sampling seed, sent with every step's request (every_step.seed); a service "
+                 "that honours it repeats its sampling."),
+    click.option("--max-tokens", type=click.IntRange(min=1),
+                 help="Reply cap for every step, over each step's own (every_step.max_tokens)."),
 )
 
 
 def model_options(command: Callable[..., None]) -> Callable[..., None]:
-    """The options `solve` and `eval` share (which config, model and team, the reviewer's bounds),
-    declared once so both commands accept and document them alike."""
+    """The options `solve`, `eval` and `config` share (which config, model and team, the
+    reviewer's bounds, the sampling settings for every step), declared once so the commands
+    accept and document them alike."""
     for option in reversed(MODEL_OPTIONS):
         command = option(command)
     return command
@@ -134,7 +154,8 @@ def model_options(command: Callable[..., None]) -> Callable[..., None]:
 def solve(
     images: tuple[str, ...], question: str | None, context: str, options: tuple[str, ...], problem_file: Path | None,
     config_file: Path | None, config_list: str | None, model: str | None, threshold: float | None,
-    max_rollbacks: int | None, team_file: Path | None, without: tuple[str, ...], runs_dir: Path,
+    max_rollbacks: int | None, team_file: Path | None, temperature: float | None, top_p: float | None,
+    seed: int | None, max_tokens: int | None, without: tuple[str, ...], runs_dir: Path,
     quiet: bool, as_json: bool, human: bool, live_view: bool, allow_private_urls: bool, allow_outside_paths: bool,
 ) -> None:
     """Solve one problem: IMAGES are diagram files, http(s) URLs or data URLs."""
@@ -156,7 +177,8 @@ def solve(
     if problem_file is None and not question:
         raise ProblemError("no question given", fix='pass -q "your question" or --problem problem.yaml')
     loaded = load_settings(config_file, model=model, team=team_file, config_list=config_list, threshold=threshold,
-                           max_rollbacks=max_rollbacks, without=without)
+                           max_rollbacks=max_rollbacks, without=without, temperature=temperature, top_p=top_p,
+                           seed=seed, max_tokens=max_tokens)
     if problem_file is not None:
         problem = load_problem(problem_file, config=loaded, allow_private_urls=allow_private_urls,
                                allow_outside_paths=allow_outside_paths)
@@ -268,7 +290,8 @@ def score(
 )
 @click.option("--sample", type=click.IntRange(min=1), help="Sample N problems per subset (seeded).")
 @click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed for --sample and the paper's sampled subsets."
+    "--sample-seed", type=int, default=0, show_default=True,
+    help="Seed for --sample and the paper's sampled subsets (--seed is the models' sampling seed).",
 )
 @click.option(
     "--method",
@@ -347,7 +370,7 @@ def eval_command(
     data: Path | None,
     limit: int | None,
     sample: int | None,
-    seed: int,
+    sample_seed: int,
     method: str | None,
     without: tuple[str, ...],
     team_file: Path | None,
@@ -365,6 +388,10 @@ def eval_command(
     model: str | None,
     threshold: float | None,
     max_rollbacks: int | None,
+    temperature: float | None,
+    top_p: float | None,
+    seed: int | None,
+    max_tokens: int | None,
     quiet: bool,
     allow_outside_paths: bool,
     allow_private_urls: bool,
@@ -389,14 +416,14 @@ def eval_command(
     viewers: list[ViewServer] = []
     try:
         outcome = evaluate(
-            benchmark, data=data, method=method, subsets=subsets, limit=limit, sample=sample, seed=seed,
+            benchmark, data=data, method=method, subsets=subsets, limit=limit, sample=sample, sample_seed=sample_seed,
             without=without, concurrency=concurrency, rules=rules, cache=not no_cache, max_cost=max_cost,
             shard=shard, resume=resume, allow_change=allow_change, runs_dir=runs_dir, config=config_file,
             model=model, team=team_file, config_list=config_list, threshold=threshold, max_rollbacks=max_rollbacks,
             allow_outside_paths=allow_outside_paths, allow_private_urls=allow_private_urls, progress=not quiet,
             announce=None if quiet else (lambda text: _say(text, err=True)),
             on_ready=(lambda eval_dir: viewers.append(_start_viewer(eval_dir))) if live_view else None,
-            workers=workers,
+            workers=workers, temperature=temperature, top_p=top_p, seed=seed, max_tokens=max_tokens,
         )
     finally:
         for viewer in viewers:
@@ -453,22 +480,30 @@ def _refuse_selection_on_resume() -> None:
 @model_options
 def config_command(
     config_file: Path | None, config_list: str | None, model: str | None, threshold: float | None,
-    max_rollbacks: int | None, team_file: Path | None,
+    max_rollbacks: int | None, team_file: Path | None, temperature: float | None, top_p: float | None,
+    seed: int | None, max_tokens: int | None,
 ) -> None:
     """Print the effective configuration: the config file merged onto the built-in defaults (and
-    the options given), with where each part came from, and the model each step would use.
-    Secrets are never printed: keys are named by their variables."""
+    the options given), with where each part came from, the team that runs, and each step's
+    model, endpoint and sampling settings. Secrets are never printed: keys are named by their
+    variables."""
     from maps_autogen.api import load_settings
     from maps_autogen.config import render_effective
-    from maps_autogen.endpoints import resolve_models
+    from maps_autogen.endpoints import resolve_models, step_lines
 
     loaded = load_settings(config_file, model=model, team=team_file, config_list=config_list, threshold=threshold,
-                           max_rollbacks=max_rollbacks)
+                           max_rollbacks=max_rollbacks, temperature=temperature, top_p=top_p, seed=seed,
+                           max_tokens=max_tokens)
     _say(render_effective(loaded))
     try:
-        _say("\n# " + resolve_models(loaded).announcement)
+        resolution = resolve_models(loaded)
     except MapsError as error:  # the configuration is shown either way; what is missing to run it, too
         _say(f"\n# not runnable as is: {error}")
+        return
+    _say("\n# Each step's model (endpoint, where it is served, the sampling settings its requests carry):")
+    for line in step_lines(resolution):
+        _say(f"#   {line}")
+    _say("# " + resolution.announcement)
 
 
 @cli.command()
@@ -612,6 +647,27 @@ def _configure_logging() -> None:
             handler.addFilter(RedactingFilter())
 
 
+def _show_env_variables(group: click.Group) -> None:
+    """Each option's --help names the environment variable that can set it."""
+    for command in group.commands.values():
+        for param in command.params:
+            if isinstance(param, click.Option) and param.allow_from_autoenv:
+                param.show_envvar = True
+
+
+def _from_environment(error: click.BadParameter) -> None:
+    """A bad value that came from an environment variable: the message names the variable."""
+    from click.core import ParameterSource
+
+    param, ctx = error.param, error.ctx
+    if param is None or ctx is None or param.name is None:
+        return
+    if ctx.get_parameter_source(param.name) is not ParameterSource.ENVIRONMENT:
+        return
+    variable = param.envvar if isinstance(param.envvar, str) else f"{ctx.auto_envvar_prefix}_{param.name.upper()}"
+    error.param_hint = f"{param.get_error_hint(ctx)} (from the environment variable {variable})"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `maps` console script."""
     from maps_autogen.interrupts import stop_like_ctrl_c, stopped_by
@@ -635,12 +691,16 @@ def main(argv: list[str] | None = None) -> None:
         silence_stdout()
         sys.exit(OUTPUT_CLOSED_EXIT_CODE)
     except click.ClickException as error:
+        if isinstance(error, click.BadParameter):
+            _from_environment(error)
         error.show()
         sys.exit(error.exit_code)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     sys.exit(0)
 
+
+_show_env_variables(cli)
 
 if __name__ == "__main__":
     main()

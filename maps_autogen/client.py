@@ -122,6 +122,12 @@ class _Cancelled(Exception):
     """The run was cancelled (Ctrl-C) while this request was in flight."""
 
 
+def schema_response_format(schema_name: str | None, schema: dict[str, Any]) -> dict[str, Any]:
+    """The `response_format` of a request whose reply must follow `schema` (JSON mode `schema`),
+    as every request of ours carries it (the Inspect harness's included)."""
+    return {"type": "json_schema", "json_schema": {"name": schema_name or "reply", "schema": schema, "strict": True}}
+
+
 class JsonModeMemo:
     """The JSON mode a model's endpoint accepts, learned once (a rejected mode falls back) and
     shared by every backend that talks to that model, whatever their sampling settings."""
@@ -230,10 +236,7 @@ class ChatBackend:
             return None
         if self._json.mode == "object":
             return {"type": "json_object"}
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": schema_name or "reply", "schema": schema, "strict": True},
-        }
+        return schema_response_format(schema_name, schema)
 
     def request_body(
         self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None
@@ -246,6 +249,10 @@ class ChatBackend:
             body[self.model.max_tokens_field] = self.model.max_tokens  # max_completion_tokens for reasoning models
         if self.model.reasoning_effort is not None:
             body["reasoning_effort"] = self.model.reasoning_effort
+        if self.model.top_p is not None:
+            body["top_p"] = self.model.top_p
+        if self.model.seed is not None:
+            body["seed"] = self.model.seed
         if response_format is not None:
             body["response_format"] = response_format
         body.update(self.model.extra_body)

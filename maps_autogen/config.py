@@ -176,6 +176,25 @@ Endpoint = Annotated[OpenAIEndpoint | LocalEndpoint, Field(discriminator="kind")
 ModelChoice = StepModel
 
 
+class EveryStepConfig(_Strict):
+    """Sampling settings sent with every step's request, over the step's own and `model:`'s
+    (None: each step keeps its own). The command line's --temperature, --top-p, --seed and
+    --max-tokens set them."""
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    seed: int | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+
+    def given(self) -> dict[str, Any]:
+        """The settings this section sets (those not None)."""
+        return {key: value for key, value in self.model_dump().items() if value is not None}
+
+
+#: The command-line flag of each `every_step` setting.
+EVERY_STEP_FLAGS = {"temperature": "--temperature", "top_p": "--top-p", "seed": "--seed", "max_tokens": "--max-tokens"}
+
+
 class CriticConfig(_Strict):
     """The review loop. Algorithm 1: review again after every rollback, up to a cap."""
 
@@ -227,6 +246,7 @@ class AppConfig(_Strict):
     config_list: str | None = None
     endpoints: dict[str, Endpoint] = Field(default_factory=_default_endpoints)
     model: ModelChoice = ModelChoice()
+    every_step: EveryStepConfig = EveryStepConfig()
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
     task_prompt: str = "prompts/task.yaml"
     manager_prompt: str = "prompts/manager.yaml"
@@ -280,11 +300,15 @@ class LoadedConfig(BaseModel):
 
     def model_for(self, step: str) -> ModelChoice:
         """A step's model: the keys its own `model:` writes, the others from the top-level `model:`
-        (so a step that sets only `max_tokens` still runs on the configured endpoint and model)."""
+        (so a step that sets only `max_tokens` still runs on the configured endpoint and model),
+        then the sampling settings `every_step:` sets (or --temperature, --top-p, --seed,
+        --max-tokens), which apply to every step over its own."""
         own = self.team.config.step(step).model
-        if own is None:
-            return self.config.model
-        return self.config.model.model_copy(update={key: getattr(own, key) for key in own.model_fields_set})
+        chosen = self.config.model
+        if own is not None:
+            chosen = chosen.model_copy(update={key: getattr(own, key) for key in own.model_fields_set})
+        every = self.config.every_step.given()
+        return chosen.model_copy(update=every) if every else chosen
 
 
 def defaults_dir() -> Path:
@@ -596,8 +620,11 @@ def with_overrides(
     model: str | None = None,
     threshold: float | None = None,
     max_rollbacks: int | None = None,
+    every_step: Mapping[str, Any] | None = None,
 ) -> LoadedConfig:
-    """Apply command-line overrides; `model` is NAME or ENDPOINT:NAME and applies to every step."""
+    """Apply command-line overrides; `model` is NAME or ENDPOINT:NAME and applies to every step;
+    `every_step` the sampling settings given (--temperature, --top-p, --seed, --max-tokens:
+    `EVERY_STEP_FLAGS`' keys), sent with every step's request."""
     config = loaded.config
     data = config.model_dump(mode="python")
     register_written_secrets(model)  # a key pasted as --model is never printed
@@ -616,6 +643,12 @@ def with_overrides(
         data["critic"]["threshold"] = threshold
     if max_rollbacks is not None:
         data["critic"]["max_rollbacks"] = max_rollbacks
+    sampling = {key: value for key, value in (every_step or {}).items() if value is not None}
+    unknown = sorted(set(sampling) - set(EVERY_STEP_FLAGS))
+    if unknown:
+        raise UsageError(f"unknown sampling setting(s): {', '.join(unknown)}",
+                         fix=f"use: {', '.join(EVERY_STEP_FLAGS)}")
+    data["every_step"] = {**data["every_step"], **sampling}
     team = loaded.team
     if model is not None:  # --model applies to every step; a step keeps its own sampling settings
         steps = tuple(step.model_copy(update={"model": _sampling_only(step.model)}) for step in team.config.steps)
@@ -627,6 +660,7 @@ def with_overrides(
             for key, flag, given in (
                 ("model", "--model", model),
                 ("critic", "--threshold/--max-rollbacks", threshold if threshold is not None else max_rollbacks),
+                ("every_step", "/".join(EVERY_STEP_FLAGS[key] for key in sampling), sampling or None),
             )
             if given is not None
         }
@@ -638,22 +672,25 @@ def with_overrides(
 
 def _sampling_only(model: StepModel | None) -> StepModel | None:
     """A step's own model without its endpoint and name (what `--model` replaces): the
-    temperature and max_tokens it writes, or None when it writes neither."""
-    kept = (model.model_fields_set if model is not None else set()) & {"temperature", "max_tokens"}
+    sampling settings it writes (temperature, max_tokens, top_p, seed), or None when it writes none."""
+    kept = (model.model_fields_set if model is not None else set()) & {"temperature", "max_tokens", "top_p", "seed"}
     return StepModel(**{key: getattr(model, key) for key in kept}) if model is not None and kept else None
 
 
 def render_effective(loaded: LoadedConfig) -> str:
     """The effective configuration as YAML (what `maps config` prints): every key, each
-    top-level one under a comment saying where its value came from. It holds no secrets: keys
-    are named by their variables, and a config list's inline keys are never part of it."""
+    top-level one under a comment saying where its value came from; the team is the team that
+    runs, as its file (or agents.yaml) writes it, whichever file or built-in team it came from.
+    It holds no secrets: keys are named by their variables, and a config list's inline keys are
+    never part of it."""
     data = loaded.config.model_dump(mode="json")
-    if not loaded.team.key:  # a team file (the config's or --team's)
-        data["team"] = str(loaded.team.source)
-    elif loaded.team.source != loaded.path:  # the built-in default team, by its name
-        data["team"] = DEFAULT_TEAM
+    data["team"] = loaded.team.config.model_dump(mode="json", exclude_unset=True)
+    team_origin = loaded.origins.get("team", "built-in defaults")
+    if not loaded.team.key or loaded.team.source != loaded.path:  # a team file, or the built-in default team
+        team_origin += f" (written in {loaded.team.source})"
     lines = [f"# The effective configuration: {loaded.path} merged onto the built-in defaults."]
     for key, value in data.items():
-        lines.append(f"\n# {key}: from {loaded.origins.get(key, 'built-in defaults')}")
+        origin = team_origin if key == "team" else loaded.origins.get(key, "built-in defaults")
+        lines.append(f"\n# {key}: from {origin}")
         lines.append(yaml.safe_dump({key: value}, sort_keys=False, allow_unicode=True, width=200).rstrip())
     return "\n".join(lines)

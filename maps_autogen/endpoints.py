@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen.config import (
+    EVERY_STEP_FLAGS,
     CriticConfig,
     LoadedConfig,
     LocalEndpoint,
@@ -110,6 +111,8 @@ class ResolvedModel:
     reasoning_effort: str | None = None
     requests_per_s: float | None = None
     max_images: int | None = None  # the most images one request may carry
+    top_p: float | None = None  # None: not sent
+    seed: int | None = None  # None: not sent
 
     @property
     def shown_base_url(self) -> str | None:
@@ -304,6 +307,8 @@ def _resolve_one(
         stream=endpoint.stream,
         temperature=choice.temperature,
         max_tokens=choice.max_tokens,
+        top_p=choice.top_p,
+        seed=choice.seed,
     )
     if isinstance(endpoint, LocalEndpoint):
         model_name = (
@@ -336,10 +341,12 @@ def _resolve_one(
         if api_key:
             register_secret(api_key)
     model_name = choice.name or endpoint.default_model
-    # An endpoint's own sampling settings (a config list entry's) are what its requests carry.
-    if endpoint.temperature is not None:
+    # An endpoint's own sampling settings (a config list entry's) are what its requests carry,
+    # unless every step's are given (every_step:, or --temperature / --max-tokens for this run).
+    every = config.every_step
+    if endpoint.temperature is not None and every.temperature is None:
         common["temperature"] = endpoint.temperature
-    if endpoint.max_tokens is not None:
+    if endpoint.max_tokens is not None and every.max_tokens is None:
         common["max_tokens"] = endpoint.max_tokens
     return ResolvedModel(
         kind="openai",
@@ -383,6 +390,11 @@ def _max_tokens_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> st
     choice = loaded.model_for(role)
     if isinstance(endpoint, LocalEndpoint) and (choice.max_tokens is None or endpoint.max_tokens < choice.max_tokens):
         return f"endpoints.{model.endpoint_name}.max_tokens in {_editable(loaded.path)}"
+    if loaded.config.every_step.max_tokens is not None:  # every step's, over its own
+        flag = EVERY_STEP_FLAGS["max_tokens"]
+        if flag in loaded.origins.get("every_step", "").split("/"):
+            return flag
+        return f"every_step.max_tokens in {_editable(loaded.path)}"
     if isinstance(endpoint, OpenAIEndpoint) and endpoint.max_tokens is not None:
         if model.endpoint_name in loaded.endpoint_keys or model.endpoint_name.startswith(ENDPOINT_PREFIX):
             return f"{model.max_tokens_field} of the config list's entry for {model.model}"
@@ -422,6 +434,20 @@ def _announce(models: dict[str, ResolvedModel], reasons: dict[str, str]) -> str:
         else:
             parts.append(f"using {model} at {base_url} ({reasons[endpoint_name]})")
     return "; ".join(parts)
+
+
+def step_lines(resolution: Resolution) -> list[str]:
+    """One line per step (what `maps config` prints): its endpoint, model and where it is
+    served, and the sampling settings its requests carry (those set)."""
+    lines = []
+    for role, model in resolution.models.items():
+        where = ", ".join(model.base_urls) or model.base_url or "started by maps"
+        sampling = {"temperature": model.temperature, "top_p": model.top_p, "seed": model.seed,
+                    "max_tokens": model.max_tokens}
+        settings = " ".join(f"{key}={value}" for key, value in sampling.items() if value is not None)
+        line = f"{role}: {model.model} on endpoint {model.endpoint_name} ({where})"
+        lines.append(f"{line}; {settings}" if settings else line)
+    return lines
 
 
 def embedded_team_setting(loaded: LoadedConfig, resolution: Resolution) -> tuple[LoadedConfig, str | None]:

@@ -1,4 +1,4 @@
-"""`maps report`: compare eval runs as the paper does: Table 1 (with bootstrap intervals), with
+"""`maps report`: compare eval runs as the paper does: Table 1 (with Wilson intervals), with
 `--paper` the paper's own rows beside ours with the difference and a random-choice row computed
 from the data, Table 2 (ablation deltas), Figure 4 (where the Critic's first decision went),
 Figure 5 (accuracy per base model and benchmark), Figure 6 (solving time by question type,
@@ -361,7 +361,7 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
     write_text_atomic(out / "table1.md", markdown1 + "\n")
     write_text_atomic(out / "table1.csv", csv1)
     files += [out / "table1.md", out / "table1.csv"]
-    parts += ["## Table 1: accuracy (%) with 95% bootstrap intervals (correct / scored)", markdown1]
+    parts += ["## Table 1: accuracy (%) with 95% Wilson intervals (correct / scored)", markdown1]
     if paper:
         markdown_paper, csv_paper = paper_table(runs)
         write_text_atomic(out / "table1_paper.md", markdown_paper + "\n")

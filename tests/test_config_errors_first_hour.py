@@ -85,6 +85,8 @@ def test_maps_names_the_default_team(tmp_path: Path) -> None:
     assert load_config(named).team.config == default
     result = run_maps(["config", "--team", "maps"], env=clean_env(), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "# team: from --team maps\nteam: maps\n" in result.stdout
+    # the team itself, and where it is written (the built-in agents.yaml)
+    assert "# team: from --team maps (written in " in result.stdout and "agents.yaml)\nteam:\n  manager_personality:" in result.stdout
+    assert all(f"- name: {name}\n" in result.stdout for name in default.names)
     result = run_maps(["config", "--team", "nosuch"], env=clean_env(), cwd=tmp_path)
     assert_one_line_error(result, 2, "built-in team: big_five, maps")

@@ -2,8 +2,9 @@
 
 Each record carries the rule its source file was scored with: `fast_eval_new…` (current code),
 `fast_eval_old…` (first release), `fast_eval(both versions agree)` (must pass under both), or
-`gpt_eval` (an LLM judge: counted and reported, not asserted). Reads the shared data in place;
-skipped when that folder is absent.
+`gpt_eval` (an LLM judge: counted and reported, not asserted). Reads the shared data in place
+(tests.conftest.conformance_file: where it is looked for; without it the module skips saying how
+to get it, and fails in CI).
 """
 
 from __future__ import annotations
@@ -12,22 +13,18 @@ import gzip
 import json
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from maps_autogen.benchmarks import _symbolic
 from maps_autogen.benchmarks.emma import scorer as emma
+from tests.conftest import conformance_file
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
-VERDICTS = CONFORMANCE / "emma_verdicts.dev.jsonl.gz"
+VERDICTS = conformance_file("emma_verdicts.dev.jsonl.gz")
 SHOW = 10
-
-pytestmark = pytest.mark.skipif(
-    not VERDICTS.exists(),
-    reason=f"EMMA conformance data not found in {CONFORMANCE} (only on the dev box)",
-)
+# a verdict, not a speed, is under test (tests.conftest.CONFORMANCE_TIME_LIMIT_S)
+pytestmark = pytest.mark.usefixtures("generous_symbolic_time_limit")
 
 
 def rule_versions_of(rule_of_file: str) -> tuple[str, ...]:

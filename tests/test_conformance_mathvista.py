@@ -1,12 +1,13 @@
 """Conformance with the official MathVista evaluator on recorded testmini verdicts.
 
 The data live outside the repository (../shared/conformance/ beside the checkout, or beside
-the folder holding a git worktree; read in place, never copied): 13 model runs whose
+the folder holding a git worktree, or $MAPS_CONFORMANCE_DIR; read in place, never copied;
+tests.conftest.conformance_file finds them): 13 model runs whose
 extraction, prediction and verdict were produced by the official code. Our normalisation and
 verdict must reproduce all of them. Scored from the raw response alone, our rule-based
 extractor must reach the agreement floor below (perf/mathvista_extraction_agreement.py
 prints the full report, with the disagreements grouped by cause). Without the data the tests
-skip on a user's clone but fail in CI (CI=true).
+skip on a user's clone, saying how to get them, but fail in CI (CI=true).
 """
 
 from __future__ import annotations
@@ -14,22 +15,17 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
-import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from maps_autogen.benchmarks.mathvista.extract import extract
 from maps_autogen.benchmarks.mathvista.scorer import SCORER, extract_answer, normalize
+from tests.conftest import REPO, conformance_file
 
 DATA_NAME = "mathvista_testmini_verdicts.dev.jsonl.gz"
-_REPO = Path(__file__).resolve().parents[1]
-DATA_FILE = next((folder / "shared" / "conformance" / DATA_NAME for folder in _REPO.parents
-                  if (folder / "shared" / "conformance" / DATA_NAME).exists()),
-                 _REPO.parent / "shared" / "conformance" / DATA_NAME)
 EXPECTED_RECORDS = 12_998
 
 # What the rules reach from the response alone on the developers' set (measured: 93.61% same
@@ -51,12 +47,7 @@ OUTSIDE_OFFICIAL_ERRORS_FALSE_ACCEPTS_CEILING = 23
 
 
 def load_records() -> list[dict[str, Any]]:
-    if not DATA_FILE.exists():
-        message = f"conformance data not found at {DATA_FILE} (only present in the dev setup)"
-        if os.environ.get("CI"):
-            pytest.fail(message + "; CI must have it")
-        pytest.skip(message)
-    with gzip.open(DATA_FILE, "rt", encoding="utf-8") as handle:
+    with gzip.open(conformance_file(DATA_NAME), "rt", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
@@ -135,7 +126,7 @@ def test_both_integer_rules_are_exercised(records: list[dict[str, Any]]) -> None
 
 def _agreement_script() -> Any:
     """The agreement script as a module: its official-error families are the ones reported."""
-    path = _REPO / "perf" / "mathvista_extraction_agreement.py"
+    path = REPO / "perf" / "mathvista_extraction_agreement.py"
     spec = importlib.util.spec_from_file_location("mathvista_extraction_agreement", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -67,7 +67,7 @@ def test_eval_scores_known_answers_concurrently(tmp_path: Path, mathvista) -> No
     assert summary["subsets"]["math"]["accuracy"] == expected_accuracy(rows, "math-targeted-vqa")
     assert summary["average"]["accuracy"] == expected_accuracy(rows)
     assert summary["feedback_shares"]["solver"] == round(1 / 12, 4) and summary["feedback_shares"]["none"] == round(11 / 12, 4)
-    # The end-of-run Table 1 is maps report's (one writer): accuracy with its 95% bootstrap interval.
+    # The end-of-run Table 1 is maps report's (one writer): accuracy with its 95% Wilson interval.
     assert "| Method | MathVista Gen. | MathVista Math | MathVista Avg. |" in result.stdout
     row = next(line for line in result.stdout.splitlines() if line.startswith("| maps ("))
     cells = [cell.strip().split(" [") for cell in row.strip().strip("|").split("|")[1:]]
@@ -270,7 +270,7 @@ def test_sampling_is_seeded_and_recorded(tmp_path: Path, mathvista) -> None:
     with FakeOpenAI(ProblemScript(scripted_answers(rows))) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         for folder in ("s1", "s2"):
-            result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / folder), "--sample", "3", "--seed", "7", "--subset", "math"], env=env, cwd=tmp_path)
+            result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / folder), "--sample", "3", "--sample-seed", "7", "--subset", "math"], env=env, cwd=tmp_path)
             assert result.returncode == 0, result.stderr
     manifests = [json.loads((eval_dir_of(tmp_path / f) / "manifest.json").read_text()) for f in ("s1", "s2")]
     assert manifests[0]["ids"] == manifests[1]["ids"] and len(manifests[0]["ids"]) == 3

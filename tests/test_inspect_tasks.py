@@ -44,6 +44,12 @@ def inspect_eval(task: str, args: list[str], server: FakeOpenAI, tmp_path: Path)
     return read_eval_log(str(log_file), resolve_attachments=True)
 
 
+def review_formats(received: list[Received]) -> list[dict[str, Any]]:
+    """The distinct `response_format`s of the requests (the Solver's and the Critic's JSON schemas)."""
+    distinct = {json.dumps(r.body["response_format"], sort_keys=True) for r in received if "response_format" in r.body}
+    return [json.loads(form) for form in sorted(distinct)]
+
+
 def model_roles(sample: Any) -> list[str]:
     """The step each model call of a sample was made for (the X-Maps-Role header it sent)."""
     return [event.config.extra_headers["X-Maps-Role"] for event in sample.events if event.event == "model"]
@@ -73,10 +79,18 @@ def test_inspect_eval_runs_the_team_through_inspect_and_agrees_with_maps_eval(tm
 
     with FakeOpenAI(script()) as server:
         log = inspect_eval("mathvista", ["-T", f"data={data}"], server, tmp_path)
+        through_inspect = len(server.received)
         server.script = script()  # the same replies again, the Critic's "first review" anew
         maps = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / "runs"), "--no-cache"],
                         env=clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY), cwd=tmp_path)
+        received = list(server.received)
     assert maps.returncode == 0, maps.stderr
+    # every reply schema Inspect sent is the one maps sends itself, the reviewer's score bounds included
+    # (Inspect's openai-api provider alone would drop `minimum` and `maximum`)
+    assert review_formats(received[:through_inspect]) == review_formats(received[through_inspect:])
+    (critic_schema,) = [form["json_schema"]["schema"] for form in review_formats(received[:through_inspect])
+                        if form["json_schema"]["name"] == "critic_verdict"]
+    assert {(s["minimum"], s["maximum"]) for s in critic_schema["properties"]["scores"]["properties"].values()} == {(1, 5)}
     assert log.status == "success" and log.eval.task == "maps_autogen/mathvista"
     samples = {str(sample.id): sample for sample in log.samples or []}
     assert sorted(samples) == ["1", "2", "3", "4"]  # the benchmark's own ids
@@ -207,3 +221,32 @@ def test_the_served_model_is_recorded_only_when_it_differs_and_a_cut_reply_is_le
     assert served("gpt-4o-2024-08-06", "gpt-4o").served_model == "gpt-4o-2024-08-06"
     assert served("gpt-4o", "gpt-4o", "max_tokens").finish_reason == "length"
     assert served("gpt-4o", "gpt-4o", "model_length").finish_reason == "length"
+
+
+def test_a_text_only_server_with_its_config_and_an_unusable_review_sent_once(tmp_path: Path) -> None:
+    """The README's recipe for a server of one's own: `-T config=` with `vision: false` (and the
+    sampling settings for every step); a review that cannot be used is not sent again unchanged
+    at temperature 0, and the sample stops as `critic_unparseable`."""
+    data, _ = write_mathvista_jsonl(tmp_path / "mathvista", 2)
+    config = tmp_path / "text-only.yaml"
+    config.write_text("endpoints:\n  openai: {vision: false}\nevery_step: {top_p: 0.9, seed: 7}\n")
+    script = ProblemScript({"1": "2", "2": "4"}, critic_low={"1"})
+
+    def replies(request: Received) -> Reply:  # problem 2's reviews score off the 1-5 scale: unusable
+        if request.role == "critic" and script._pid(request) == "2":
+            return Reply(critic_json(389746, 5, 5, 5))
+        return script(request)
+
+    with FakeOpenAI(replies) as server:
+        log = inspect_eval("mathvista", ["-T", f"data={data}", "-T", f"config={config}"], server, tmp_path)
+    samples = {str(sample.id): sample for sample in log.samples or []}
+    assert all(not request.image_urls() for request in server.received)  # a note stands in for each image
+    assert all("image" in request.user_text().lower() for request in server.received if request.role == STEPS[0])
+    assert {(request.body["top_p"], request.body["seed"]) for request in server.received} == {(0.9, 7)}
+    critic_requests = [request for request in server.received if request.role == STEPS[-1]]
+    assert all(request.body["response_format"]["json_schema"]["schema"]["properties"]["scores"]["properties"]
+               ["caption"]["maximum"] == 5 for request in critic_requests)
+    assert len([request for request in critic_requests if script._pid(request) == "2"]) == 1  # never re-sent
+    assert samples["2"].scores["official"].metadata["stop_reason"] == "critic_unparseable"
+    rollbacks = [e.data for e in samples["1"].events if e.event == "info" and e.data.get("event") == "rollback"]
+    assert [r["step"] for r in rollbacks] == ["solver"]

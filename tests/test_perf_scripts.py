@@ -7,7 +7,6 @@ perf/local_model.py and perf/cpu_per_problem.py are tested with the embedded mod
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -15,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import clean_env
-from tests.test_conformance_mathvista import DATA_FILE
+from tests.conftest import clean_env, conformance_file
+from tests.test_conformance_mathvista import DATA_NAME
 
 PERF = Path(__file__).resolve().parents[1] / "perf"
 TESTED_ELSEWHERE = {"local_model.py", "cpu_per_problem.py"}
@@ -86,12 +85,8 @@ def test_every_perf_script_is_run_here() -> None:
 
 @pytest.mark.parametrize("script", sorted(EXPECTED))
 def test_perf_script_runs_short(script: str, tmp_path: Path) -> None:
-    if script == "mathvista_extraction_agreement.py" and not DATA_FILE.exists():
-        message = f"conformance data not found at {DATA_FILE} (only present in the dev setup)"
-        if os.environ.get("CI"):
-            pytest.fail(message + "; CI must have it")
-        pytest.skip(message)
-    done = subprocess.run([sys.executable, str(PERF / script), "--short"], env=clean_env(), cwd=tmp_path,
+    extra = ["--data", str(conformance_file(DATA_NAME))] if script == "mathvista_extraction_agreement.py" else []
+    done = subprocess.run([sys.executable, str(PERF / script), "--short", *extra], env=clean_env(), cwd=tmp_path,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{script} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     lines = done.stdout.splitlines()

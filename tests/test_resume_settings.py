@@ -78,6 +78,8 @@ CASES = [
     ("personality", [], {"team.steps.1.personality": "Neuroticism: you doubt."}, False, "team.steps[1].personality"),
     ("renamed", [], RENAMED, False, "team.steps[2].name scholar → expert"),
     ("gold", ["--data", "GOLD"], {}, False, "data (gold answers or scoring fields of 1 id)"),
+    ("seed", ["--seed", "4"], {}, False, "models.*.seed"),  # the sampling settings every step sends
+    ("every-step", [], {"every_step.top_p": 0.5}, False, "models.*.top_p"),
 ]
 
 
@@ -197,10 +199,10 @@ def test_the_data_fingerprint_covers_every_field_scoring_reads_not_only_the_gold
     assert data_fingerprint([item(0.0)]) == before  # stable
 
 
-@pytest.mark.parametrize("option", [["--rules", "legacy"], ["--limit", "1"], ["--seed", "3"], ["--shard", "1/2"],
+@pytest.mark.parametrize("option", [["--rules", "legacy"], ["--limit", "1"], ["--sample-seed", "3"], ["--shard", "1/2"],
                                     ["--subset", "general-vqa"], ["--sample", "1"]])
 def test_resume_refuses_options_its_manifest_fixes(finished_run, option: list[str]) -> None:
-    """--rules, --limit, --sample, --seed, --subset and --shard would be ignored on --resume (the
+    """--rules, --limit, --sample, --sample-seed, --subset and --shard would be ignored on --resume (the
     manifest fixes the problems and the rules): refused in one line, nothing sent."""
     home, data, rows, server, run_dir = finished_run
     sent = len(server.received)

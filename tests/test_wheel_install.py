@@ -11,49 +11,23 @@ skips: in CI a wheel that cannot be built or installed fails the test."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import sys
 import sysconfig
 from pathlib import Path
 
-from tests.conftest import REPO, TEST_KEY, clean_env, make_png
+from tests.conftest import REPO, TEST_KEY, build_wheel, clean_env, make_png, run_checked
 from tests.fake_openai import FakeOpenAI
 from tests.test_readme_commands import fake_service  # every step answers; the Critic passes at once
-
-# What a build reads: the project's metadata, the README it names, the package.
-BUILD_INPUTS = ("pyproject.toml", "README.md")
-
-
-def run(command: list[str], **options: object) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300, **options)  # type: ignore[call-overload]
-    assert result.returncode == 0, f"{' '.join(command)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
-    return result  # type: ignore[no-any-return]
-
-
-def build_wheel(tmp_path: Path) -> Path:
-    """The wheel of a copy of the checkout's build inputs (a build writes build/ and egg-info
-    next to its sources; the copy keeps the checkout clean and parallel builds apart)."""
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in BUILD_INPUTS:
-        shutil.copy(REPO / name, source / name)
-    shutil.copytree(REPO / "maps_autogen", source / "maps_autogen", ignore=shutil.ignore_patterns("__pycache__"))
-    # Without isolation: setuptools and wheel come from the dev extra, so no download is needed.
-    run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path / "dist")])
-    [wheel] = (tmp_path / "dist").glob("maps_autogen-*.whl")
-    return wheel
 
 
 def fresh_environment(tmp_path: Path, wheel: Path) -> Path:
     """A new virtual environment with the wheel installed (this environment's pip installs it
     there) and this environment's dependencies visible; its python."""
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    run_checked([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     python = venv / "bin" / "python"
-    run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)])
-    site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    run_checked([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)])
+    site = Path(run_checked([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
     ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     (site / "dependencies.pth").write_text("\n".join(sorted(ours)) + "\n")
     return python
@@ -84,10 +58,10 @@ def test_the_wheel_solves_from_an_empty_folder_in_a_fresh_environment(tmp_path: 
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY, PATH=f"{venv / 'bin'}:/usr/bin:/bin")
         env.pop("PYTHONPATH", None)
         env.pop("VIRTUAL_ENV", None)
-        solved = run([str(venv / "bin" / "maps"), "solve", str(png), "-q", "Which mass balances the lever?",
+        solved = run_checked([str(venv / "bin" / "maps"), "solve", str(png), "-q", "Which mass balances the lever?",
                       "-o", "2 kg", "-o", "4 kg", "--json"], cwd=empty, env=env)
         cli_roles = server.roles()
-        api = run([str(python), "-c", API_SCRIPT, str(png)], cwd=empty_too, env=env)
+        api = run_checked([str(python), "-c", API_SCRIPT, str(png)], cwd=empty_too, env=env)
     summary = json.loads(solved.stdout)
     assert summary["final_answer_text"] == "A. 2 kg" and summary["stop_reason"] == "critic_passed"
     assert cli_roles == ["interpreter", "aligner", "scholar", "solver", "critic"]

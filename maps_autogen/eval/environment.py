@@ -11,7 +11,9 @@ from pathlib import Path
 def versions() -> dict[str, str]:
     """The Python version and the versions of the packages a run depends on."""
     versions = {"python": platform.python_version()}
-    for package in ("maps-autogen", "autogen", "openai", "datasets", "sympy", "pydantic"):
+    # the scoring stack (sympy, mpmath, antlr4) decides verdicts: its versions are part of a result
+    for package in ("maps-autogen", "autogen", "openai", "datasets", "sympy", "mpmath", "antlr4-python3-runtime",
+                    "pydantic"):
         try:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:

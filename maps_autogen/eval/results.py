@@ -10,6 +10,7 @@ from pathlib import Path
 
 from maps_autogen.artifacts import append_whole, atomic_text_writer, open_append, parse_read_back
 from maps_autogen.benchmarks.tasks import Task
+from maps_autogen.eval.harness import write_harness_results
 from maps_autogen.records import (
     RESULTS_FILE,
     SUMMARY_FILE,
@@ -23,7 +24,7 @@ from maps_autogen.records import (
     feedback_targets,
 )
 from maps_autogen.redact import redact
-from maps_autogen.run_files import iter_result_rows, write_record
+from maps_autogen.run_files import iter_result_rows, read_manifest, write_record
 from maps_autogen.tally import Tally, first_decision
 
 __all__ = ["RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "missing_ids", "summarize", "write_summary"]
@@ -199,9 +200,12 @@ def summarize(
 
 
 def write_summary(eval_dir: Path, summary: Summary) -> Path:
-    """Write an eval folder's summary.json from its record."""
+    """Write an eval folder's summary.json from its record, and beside it results.json, the same
+    figures in lm-evaluation-harness's and lmms-eval's layout (eval/harness.py), from the
+    folder's manifest."""
     path = eval_dir / SUMMARY_FILE
     write_record(path, summary)
+    write_harness_results(eval_dir, read_manifest(eval_dir), summary)
     return path
 
 

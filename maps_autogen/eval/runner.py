@@ -101,10 +101,10 @@ class EvalRequest:
 
 
 #: The bounds of an eval's numbers: (name, the option, lowest, highest or None).
-_WHOLE_NUMBERS = (("limit", "--limit", 1, None), ("sample", "--sample", 1, None), ("seed", "--seed", None, None),
+_WHOLE_NUMBERS = (("limit", "--limit", 1, None), ("sample", "--sample", 1, None), ("seed", "--sample-seed", None, None),
                   ("concurrency", "--concurrency", 1, MAX_CONCURRENCY), ("workers", "--workers", 1, MAX_WORKERS))
 #: What a run is, fixed by its manifest: `--resume` runs the same problems under the same rules.
-FIXED_ON_RESUME = {"subsets": "--subset", "limit": "--limit", "sample": "--sample", "seed": "--seed",
+FIXED_ON_RESUME = {"subsets": "--subset", "limit": "--limit", "sample": "--sample", "seed": "--sample-seed",
                    "shard": "--shard", "rules": "--rules"}
 
 

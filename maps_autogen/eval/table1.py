@@ -1,12 +1,11 @@
 """Table 1 of eval runs: a run folder read back (`Run`), each cell's accuracy with its 95%
-bootstrap interval, and the table as Markdown and CSV. The one Table 1 writer: `maps eval`
-prints it for its folder, `maps report` writes it for several runs."""
+Wilson interval and standard error (eval/intervals.py), and the table as Markdown and CSV. The
+one Table 1 writer: `maps eval` prints it for its folder, `maps report` writes it for several runs."""
 
 from __future__ import annotations
 
 import csv
 import io
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,13 +14,12 @@ from typing import Any
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
 from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.benchmarks.tasks import Subset
+from maps_autogen.eval.intervals import percent_error, percent_interval
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog
 from maps_autogen.eval.table_rows import ServedModels, base_label, group_runs, served_models
 from maps_autogen.records import Manifest, ResultRow
 from maps_autogen.run_files import read_manifest
 from maps_autogen.tally import tally_rows
-
-BOOTSTRAP_SAMPLES = 1000
 
 
 @dataclass
@@ -73,25 +71,13 @@ def load_run(path: Path) -> Run:
     return Run(path=path, manifest=manifest, records=records)
 
 
-def bootstrap_interval(
-    outcomes: Sequence[bool], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0
-) -> tuple[float, float] | None:
-    """95% percentile bootstrap interval of an accuracy (in %), resampling problems."""
-    n = len(outcomes)
-    if n == 0:
-        return None
-    rng = random.Random(seed)
-    values = [int(bool(x)) for x in outcomes]
-    means = sorted(100.0 * sum(rng.choices(values, k=n)) / n for _ in range(samples))
-    return round(means[int(0.025 * samples)], 2), round(means[min(samples - 1, int(0.975 * samples))], 2)
-
-
 @dataclass
 class Cell:
     accuracy: float | None
-    interval: tuple[float, float] | None
+    interval: tuple[float, float] | None  # the 95% Wilson interval, in %
     n: int  # scored problems
     failed: int = 0  # problems without a verdict: not in the accuracy, never counted wrong
+    stderr: float | None = None  # the standard error, in percentage points (None below two problems)
 
     def text(self, with_interval: bool = True) -> str:
         if self.accuracy is None:
@@ -102,12 +88,12 @@ class Cell:
 
 
 def _cell(records: Sequence[ResultRow]) -> Cell:
-    """The tally's accuracy (correct / scored) with the bootstrap interval over the scored rows."""
+    """The tally's accuracy (correct / scored) with its Wilson interval and standard error over the scored rows."""
     tally = tally_rows(records)
     if not tally.scored:
         return Cell(None, None, 0, tally.failed)
-    outcomes = [bool(r.correct) for r in records if r.status == "ok"]
-    return Cell(tally.accuracy, bootstrap_interval(outcomes), tally.scored, tally.failed)
+    return Cell(tally.accuracy, percent_interval(tally.correct, tally.scored), tally.scored, tally.failed,
+                percent_error(tally.correct, tally.scored))
 
 
 @dataclass
@@ -173,7 +159,8 @@ def _markdown(header: list[str], body: list[list[str]]) -> str:
 
 def table1(runs: Sequence[Run]) -> tuple[str, str]:
     """Table 1 as Markdown (accuracy with its 95% interval, and a line naming the problems that
-    failed without a verdict) and CSV (separate columns, with each cell's failed count)."""
+    failed without a verdict) and CSV (separate columns, with each cell's standard error and
+    failed count)."""
     columns = _columns(runs)
     rows = table1_rows(runs)
     multi = len({b for b, _, _ in columns}) > 1
@@ -184,7 +171,7 @@ def table1(runs: Sequence[Run]) -> tuple[str, str]:
     writer.writerow(
         [
             "method",
-            *(f"{h} {part}" for _, _, h in columns for part in ("acc", "lo", "hi", "n", "failed")),
+            *(f"{h} {part}" for _, _, h in columns for part in ("acc", "lo", "hi", "se", "n", "failed")),
             *(["avg"] if multi else []),
         ]
     )
@@ -195,8 +182,9 @@ def table1(runs: Sequence[Run]) -> tuple[str, str]:
             [row.label, *(c.text() for c in cells)]
             + ([f"{overall:.2f}" if overall is not None else "-"] if multi else [])
         )
-        writer.writerow([row.label, *(v for c in cells for v in (c.accuracy, *(c.interval or (None, None)), c.n,
-                                                                  c.failed)),
+        writer.writerow([row.label,
+                         *(v for c in cells for v in (c.accuracy, *(c.interval or (None, None)), c.stderr, c.n,
+                                                      c.failed)),
                          *([overall] if multi else [])])
     return _markdown(header, body) + failed_note(rows), out.getvalue()
 
@@ -212,5 +200,4 @@ def failed_note(rows: Sequence[Row]) -> str:
             "which is correct / scored, never counted wrong; `--resume` retries them): " + "; ".join(named) + ".")
 
 
-__all__ = ["BOOTSTRAP_SAMPLES", "Cell", "Row", "Run", "bootstrap_interval", "failed_note", "load_run", "table1",
-           "table1_rows"]
+__all__ = ["Cell", "Row", "Run", "failed_note", "load_run", "table1", "table1_rows"]

@@ -33,7 +33,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.util import JSONSchema, span
 
-from maps_autogen.client import Completion, ReplyCheck
+from maps_autogen.client import Completion, ReplyCheck, schema_response_format
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import RunInterrupted, ServiceError
 from maps_autogen.service_answers import TokenCallback
@@ -87,8 +87,33 @@ def generate_config(model: ResolvedModel, role: str, schema_name: str | None,
     if schema is not None and model.json_mode == "schema":
         response_schema = ResponseSchema(name=schema_name or "reply", json_schema=JSONSchema.model_validate(schema),
                                          strict=True)
-    return GenerateConfig(max_tokens=model.max_tokens, temperature=model.temperature,
-                          response_schema=response_schema, extra_headers={"X-Maps-Role": role})
+    return GenerateConfig(max_tokens=model.max_tokens, temperature=model.temperature, top_p=model.top_p,
+                          seed=model.seed, response_schema=response_schema, extra_headers={"X-Maps-Role": role})
+
+
+def with_whole_schema(inspect_model: Model, config: GenerateConfig, schema_name: str | None,
+                      schema: dict[str, Any] | None) -> GenerateConfig:
+    """`config` such that the reply schema reaches the service as `maps` sends it itself
+    (`client.ChatBackend`, bounds included). Inspect's OpenAI-compatible providers (`openai-api`,
+    `vllm`, `ollama`, ...) leave `minimum` and `maximum` out of the response format they build
+    (their `schema_exclude_fields`), so the reviewer's 1-5 scores would arrive unbounded: on
+    those, when they speak the chat-completions API, the whole `response_format` also goes in
+    the request's `extra_body` (added to the eval's own), which the OpenAI SDK lays over the
+    body it builds. Other providers keep Inspect's own conversion (their limits are theirs)."""
+    api = inspect_model.api
+    if schema is None or config.response_schema is None or not hasattr(api, "schema_exclude_fields"):
+        return config
+    if getattr(api, "responses_api", False):  # the Responses API has no `response_format`
+        return config
+    merged = inspect_model._resolve_config(config)  # Inspect's own merge: the eval's extra_body kept
+    whole = schema_response_format(schema_name, schema)
+    return config.model_copy(update={"extra_body": {**(merged.extra_body or {}), "response_format": whole}})
+
+
+def repeatable(config: GenerateConfig) -> bool:
+    """Whether sending the same request again would give the same reply: greedy decoding
+    (temperature 0), a fixed seed, or Inspect's response cache."""
+    return config.temperature == 0 or config.seed is not None or bool(config.cache)
 
 
 def sent_settings(inspect_model: Model, config: GenerateConfig) -> dict[str, Any]:
@@ -97,10 +122,9 @@ def sent_settings(inspect_model: Model, config: GenerateConfig) -> dict[str, Any
     when it is the active model, then the step's, which win)."""
     merged = inspect_model._resolve_config(config)  # Inspect's own merge, so the record is what was sent
     sent: dict[str, Any] = {"model": str(inspect_model)}
-    if merged.temperature is not None:
-        sent["temperature"] = merged.temperature
-    if merged.max_tokens is not None:
-        sent["max_tokens"] = merged.max_tokens
+    for key in ("temperature", "max_tokens", "top_p", "seed"):
+        if getattr(merged, key) is not None:
+            sent[key] = getattr(merged, key)
     if merged.response_schema is not None:
         sent["response_format"] = "json_schema"
     return sent
@@ -194,15 +218,18 @@ class InspectBackend:
                     check: ReplyCheck | None) -> tuple[ModelOutput, int, str | None]:
         """One step's turn, in a span named for the step: the reply, the attempts it took and why
         its text was rejected (None: usable). A reply that fails `check` is asked for again, up
-        to the endpoint's max_retries, unless it was cut at max_tokens (the same request is cut
-        the same way), as our own client does."""
+        to the endpoint's max_retries, only when the same request can give another reply: never
+        when it was cut at max_tokens (the same request is cut the same way) nor when the request
+        is `repeatable` (temperature 0, a seed, Inspect's cache): such a reply stands, rejected."""
         attempt = 0
+        again = not repeatable(self._inspect._resolve_config(config))
         async with span(role, type=TURN_SPAN):
             while True:
                 attempt += 1
                 output = await self._inspect.generate(messages, config=config)
                 rejected = check(output.completion) if check is not None and not output.error else None
-                if rejected is None or output.stop_reason in CUT_SHORT or attempt > self.model.max_retries:
+                if (rejected is None or output.stop_reason in CUT_SHORT or not again
+                        or attempt > self.model.max_retries):
                     return output, attempt, rejected
 
     def complete(
@@ -219,7 +246,8 @@ class InspectBackend:
         Inspect gives up on (or a limit it enforces) ends the chat as a service error; the
         solver re-raises the original."""
         started = time.monotonic()
-        config = generate_config(self.model, role, schema_name, schema)
+        config = with_whole_schema(self._inspect, generate_config(self.model, role, schema_name, schema), schema_name,
+                                   schema)
         sent = sent_settings(self._inspect, config)
         try:
             output, attempts, rejected = self._sample.run(self._turn(role, chat_messages(messages), config, check))

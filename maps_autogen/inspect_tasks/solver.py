@@ -40,7 +40,8 @@ EVENT_SOURCE = "maps"
 
 def step_models(loaded: LoadedConfig, model_name: str) -> dict[str, ResolvedModel]:
     """Each step's model as a run records it: Inspect's model, the step's sampling settings
-    (temperature, max_tokens) from the team config, and the JSON mode, retries for unusable
+    (temperature, max_tokens, top_p, seed; `every_step:` over the step's own) from the team
+    config, and the JSON mode, retries for unusable
     replies and vision of the endpoint the step names (the first declared service when it names
     `auto` or a local one)."""
     endpoints = loaded.config.endpoints
@@ -56,6 +57,7 @@ def step_models(loaded: LoadedConfig, model_name: str) -> dict[str, ResolvedMode
             max_retries=endpoint.max_retries, json_mode=endpoint.json_mode, stream=False,
             temperature=choice.temperature, max_tokens=choice.max_tokens, vision=endpoint.vision,
             max_images=endpoint.max_images,
+            top_p=choice.top_p, seed=choice.seed,
         )
     return models
 
