@@ -127,12 +127,36 @@ def load_settings(
         loaded = config
     else:
         loaded = load_config(config, team=team, config_list=config_list)
-    every_step = {"temperature": temperature, "top_p": top_p, "seed": seed, "max_tokens": max_tokens}
+    every_step = _every_step(temperature=temperature, top_p=top_p, seed=seed, max_tokens=max_tokens)
     if (model, threshold, max_rollbacks) != (None, None, None) or any(v is not None for v in every_step.values()):
         loaded = with_overrides(loaded, model=model, threshold=threshold, max_rollbacks=max_rollbacks,
                                 every_step=every_step)
     check_without(loaded.team.config, frozenset(without), loaded.team.source)
     return loaded
+
+
+#: What each sampling setting must be, as the one error line says it.
+_EVERY_STEP_BOUNDS = {"temperature": ("a number from 0 to 2", 0), "top_p": ("a number above 0 and at most 1", 1),
+                      "seed": ("a whole number", 0), "max_tokens": ("a whole number of at least 1", 1024)}
+
+
+def _every_step(**given: Any) -> dict[str, Any]:
+    """The sampling settings given as arguments, checked as arguments (the error names the
+    argument and its option, not a settings file)."""
+    import pydantic
+
+    from maps_autogen.config import EVERY_STEP_FLAGS, EveryStepConfig
+
+    for name, value in given.items():
+        if value is None:
+            continue
+        try:
+            EveryStepConfig.model_validate({name: value}, strict=True)
+        except pydantic.ValidationError:
+            bounds, example = _EVERY_STEP_BOUNDS[name]
+            raise UsageError(f"{name} ({EVERY_STEP_FLAGS[name]}) must be {bounds}, not {value!r}",
+                             fix=f"e.g. {EVERY_STEP_FLAGS[name]} {example}, or leave it out") from None
+    return given
 
 
 def load_problem(path: PathLike, *, config: PathLike | LoadedConfig | None = None,

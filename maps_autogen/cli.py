@@ -472,8 +472,12 @@ def _refuse_selection_on_resume() -> None:
     from maps_autogen.eval.runner import FIXED_ON_RESUME, refuse_fixed_on_resume
 
     context = click.get_current_context()
-    refuse_fixed_on_resume(flag for name, flag in FIXED_ON_RESUME.items()
-                           if context.get_parameter_source(name) not in (ParameterSource.DEFAULT, None))
+    # By the flag (the request's field names are not always the command's parameter names:
+    # the request's `seed` is --sample-seed, while --seed is the models' sampling seed).
+    parameter = {opt: param.name or "" for param in context.command.params for opt in param.opts}
+    unset = (ParameterSource.DEFAULT, None)
+    refuse_fixed_on_resume(flag for flag in FIXED_ON_RESUME.values()
+                           if context.get_parameter_source(parameter[flag]) not in unset)
 
 
 @cli.command(name="config")

@@ -38,7 +38,12 @@ BAD_EVAL = [
     ({"limit": 2.5}, r"limit \(--limit\) must be a whole number"),
     ({"sample": -2}, r"sample \(--sample\) must be a whole number of at least 1, not -2"),
     ({"sample": "10"}, r"sample \(--sample\) must be a whole number"),
-    ({"seed": "abc", "sample": 1}, r"seed \(--seed\) must be a whole number, not 'abc'"),
+    ({"sample_seed": "abc", "sample": 1}, r"sample_seed \(--sample-seed\) must be a whole number, not 'abc'"),
+    ({"seed": "abc"}, r"seed \(--seed\) must be a whole number, not 'abc'"),
+    ({"seed": True}, r"seed \(--seed\) must be a whole number, not True"),
+    ({"temperature": 7}, r"temperature \(--temperature\) must be a number from 0 to 2, not 7"),
+    ({"top_p": "1"}, r"top_p \(--top-p\) must be a number above 0 and at most 1, not '1'"),
+    ({"max_tokens": 0}, r"max_tokens \(--max-tokens\) must be a whole number of at least 1, not 0"),
     ({"concurrency": 4096}, r"concurrency \(--concurrency\) must be a whole number from 1 to 512"),
     ({"workers": 0}, r"workers \(--workers\) must be a whole number from 1 to 256, not 0"),
     ({"max_cost": -0.5}, r"max_cost \(--max-cost\) must be a number of USD of at least 0, not -0.5"),
@@ -59,10 +64,10 @@ def test_evaluate_refuses_a_bad_argument_in_one_line(data: Path, arguments: dict
 
 
 @pytest.mark.parametrize("arguments", [{"rules": "legacy"}, {"limit": 3}, {"shard": "1/2"}, {"subsets": ["all"]},
-                                       {"sample": 5}, {"seed": 11}])
+                                       {"sample": 5}, {"sample_seed": 11}])
 def test_a_resume_refuses_what_its_manifest_fixes(data: Path, arguments: dict[str, Any]) -> None:
     option = {"rules": "--rules", "limit": "--limit", "shard": "--shard", "subsets": "--subset", "sample": "--sample",
-              "seed": "--seed"}[next(iter(arguments))]
+              "sample_seed": "--sample-seed"}[next(iter(arguments))]
     with pytest.raises(UsageError, match=rf"{option} cannot change a resumed run"):
         maps_autogen.evaluate("custom", resume=data.parent / "runs" / "eval-x", **arguments)
 

@@ -120,7 +120,8 @@ def check_request(request: EvalRequest) -> None:
         if not whole or (low is not None and value < low) or (high is not None and value > high):
             bounds = "" if low is None else f" of at least {low}" if high is None else f" from {low} to {high}"
             optional = ", or leave it out" if EvalRequest.__dataclass_fields__[name].default is None else ""
-            raise UsageError(f"{name} ({option}) must be a whole number{bounds}, not {value!r}",
+            argument = option.removeprefix("--").replace("-", "_")  # the API argument: `seed` here is sample_seed
+            raise UsageError(f"{argument} ({option}) must be a whole number{bounds}, not {value!r}",
                              fix=f"e.g. {option} {low if low is not None else 0}{optional}")
     cost = request.max_cost
     if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost < math.inf):
