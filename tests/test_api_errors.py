@@ -1,7 +1,7 @@
 """The Python API raises a MapsError (one line naming the argument and the fix) wherever the
 command line would, never a raw TypeError or ValueError, never a hang or a silent run of nothing;
-a resume refuses every argument its manifest fixes (rules, limit, shard, subsets, sample, seed)
-as `maps eval --resume` refuses the options."""
+a resume refuses every argument its manifest fixes (rules, limit, shard, subsets, sample,
+sample_seed) as `maps eval --resume` refuses the options."""
 
 from __future__ import annotations
 
@@ -59,10 +59,10 @@ def test_evaluate_refuses_a_bad_argument_in_one_line(data: Path, arguments: dict
 
 
 @pytest.mark.parametrize("arguments", [{"rules": "legacy"}, {"limit": 3}, {"shard": "1/2"}, {"subsets": ["all"]},
-                                       {"sample": 5}, {"seed": 11}])
+                                       {"sample": 5}, {"sample_seed": 11}])
 def test_a_resume_refuses_what_its_manifest_fixes(data: Path, arguments: dict[str, Any]) -> None:
     option = {"rules": "--rules", "limit": "--limit", "shard": "--shard", "subsets": "--subset", "sample": "--sample",
-              "seed": "--seed"}[next(iter(arguments))]
+              "sample_seed": "--sample-seed"}[next(iter(arguments))]
     with pytest.raises(UsageError, match=rf"{option} cannot change a resumed run"):
         maps_autogen.evaluate("custom", resume=data.parent / "runs" / "eval-x", **arguments)
 
