@@ -1,4 +1,4 @@
-"""The Python API: solve a problem and evaluate a benchmark from a notebook, a script or a UI.
+"""The Python API: every `maps` command from a notebook, a script or a UI.
 
     import maps_autogen
     problem = maps_autogen.Problem("Which mass balances the lever?", options=["2 kg", "4 kg"],
@@ -6,12 +6,19 @@
     result = maps_autogen.solve(problem, on_turn=lambda turn: print(turn.agent, turn.content))
     print(result.final_answer_text, result.run_dir)
 
-`solve` and `evaluate` are what `maps solve` and `maps eval` run (the command line only reads its
-options and prints): they write the same run folders, and raise the same errors (`errors.py`,
-each a one-line message naming the fix). Settings come as `maps` takes them: `config` is an
-agents.yaml (None: ./agents.yaml when there is one, else the built-in one), `model` overrides
-every step's model as `--model` does, and keys are read from the environment (a `.env` file is
-the command line's; load it yourself with python-dotenv if you keep keys there).
+Each function is what a command runs (the command line only reads its options and prints):
+`solve` (maps solve), `evaluate` (maps eval), `score` (maps score), `merge` (maps merge),
+`write_report` (maps report), `write_view` and `serve_view` (maps view, and --serve),
+`effective_config` (maps config). They write the same files and raise the same errors
+(`errors.py`, each a one-line message naming the fix). Each takes its command's options as
+keywords, or as one options object (`SolveOptions`, `EvalOptions`, ...: options.py, where each
+option is declared once, with the bounds and help text `maps` shows); each function's `Args:`
+are made from that declaration. The typed readers (`read_run`, `read_manifest`,
+`read_summary`, `read_transcript`, `read_results`) read back what runs wrote. Settings come as
+`maps` takes them: `config` is an agents.yaml (None: ./agents.yaml when there is one, else the
+built-in one), `model` overrides every step's model as `--model` does, and keys are read from
+the environment (a `.env` file is the command line's; load it yourself with python-dotenv if you
+keep keys there).
 
 This module imports the heavy machinery (AG2, the HTTP client) only when a function runs, so
 `import maps_autogen` and `maps_autogen.Problem` stay quick.
@@ -21,24 +28,46 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from maps_autogen.config import LoadedConfig
 from maps_autogen.errors import MapsError, ProblemError, UsageError
+from maps_autogen.eval.options import EvalOptions
 from maps_autogen.human import HumanDecision, HumanState, OnHumanError
 from maps_autogen.images import ImageLimits, image_limits
+from maps_autogen.options import (
+    MergeOptions,
+    ReportOptions,
+    ServeOptions,
+    SettingsOptions,
+    SolveOptions,
+    Spec,
+    ViewOptions,
+    takes,
+)
 from maps_autogen.problem import Problem
-from maps_autogen.records import MessageRecord, TranscriptRecord
+from maps_autogen.records import MessageRecord, ResultRow, TranscriptRecord
+from maps_autogen.run_files import read_manifest, read_run, read_summary, read_transcript
+from maps_autogen.scoring import ScoreOptions, ScoreReport
 
 if TYPE_CHECKING:
     from maps_autogen.chat import ChatOutcome, Observer
+    from maps_autogen.endpoints import Resolution
+    from maps_autogen.eval.merge import MergeOutcome
     from maps_autogen.eval.runner import EvalOutcome
+    from maps_autogen.report import Report
     from maps_autogen.solving import SolveResult
+    from maps_autogen.view.server import ViewServer
 
 # MapsError: the base of every error these functions raise (`except maps_autogen.MapsError`).
-__all__ = ["ChatRecord", "EvalOutcome", "HumanDecision", "HumanState", "MapsError", "Problem", "SolveResult",
-           "evaluate", "load_problem", "load_settings", "solve"]
+__all__ = ["ChatRecord", "EffectiveConfig", "EvalOptions", "EvalOutcome", "HumanDecision", "HumanState", "MapsError",
+           "MergeOptions", "MergeOutcome", "Problem", "Report", "ReportOptions", "ScoreOptions", "ScoreReport",
+           "ServeOptions", "SettingsOptions", "SolveOptions", "SolveResult", "ViewOptions", "ViewServer",
+           "effective_config", "evaluate", "load_problem", "load_settings", "merge", "read_manifest", "read_results",
+           "read_run", "read_summary", "read_transcript", "score", "serve_view", "solve", "write_report",
+           "write_view"]
 
 #: What a chat hands its observers as it goes, typed (records.py): each finished turn
 #: (`MessageRecord`, the opening task message included), each event between turns (`EventRecord`:
@@ -49,114 +78,54 @@ PathLike: TypeAlias = str | os.PathLike[str]
 #: File endings that name an image, not a problem file (`solve` then says how to pass it).
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
 
-
-def _path(name: str, value: Any) -> Path | None:
-    """An argument naming a file or folder as a Path (None stays None); UsageError otherwise."""
-    if value is None:
-        return None
-    if not isinstance(value, (str, os.PathLike)) or (isinstance(value, str) and not value):
-        raise UsageError(f"{name}= must be a path (a str or os.PathLike), not {type(value).__name__} {value!r:.40}",
-                         fix=f"e.g. {name}='runs'" if name == "runs_dir" else f"pass {name}= a file or folder path")
-    return Path(value)
-
-
-def _names(name: str, value: Any) -> tuple[str, ...]:
-    """An argument listing names (subsets, steps): one name given bare counts as one, never as
-    its letters; UsageError for anything else than names."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, (bytes, bytearray)) or not isinstance(value, Iterable):
-        raise UsageError(f"{name}= must be a list of names, not {type(value).__name__}", fix=f"e.g. {name}=['...']")
-    names = tuple(value)
-    if not all(isinstance(item, str) for item in names):
-        raise UsageError(f"{name}= must be a list of names (str)", fix=f"e.g. {name}=['...']")
-    return names
+#: `load_settings`' `without`: the steps left out, checked as an option's names are.
+_STEPS = Spec("--without", "The steps left out.", "names", distinct=True)
+#: The result types, each imported with the machinery that makes it (PEP 562).
+_LAZY_TYPES = {"SolveResult": "maps_autogen.solving", "EvalOutcome": "maps_autogen.eval.runner",
+               "MergeOutcome": "maps_autogen.eval.merge", "Report": "maps_autogen.report",
+               "ViewServer": "maps_autogen.view.server"}
 
 
 def __getattr__(name: str) -> Any:
     """The result types, imported with the machinery that makes them (PEP 562)."""
-    if name == "SolveResult":
-        from maps_autogen.solving import SolveResult
+    if name in _LAZY_TYPES:
+        import importlib
 
-        return SolveResult
-    if name == "EvalOutcome":
-        from maps_autogen.eval.runner import EvalOutcome
-
-        return EvalOutcome
+        return getattr(importlib.import_module(_LAZY_TYPES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def load_settings(
-    config: PathLike | LoadedConfig | None = None,
-    *,
-    model: str | None = None,
-    team: PathLike | None = None,
-    config_list: str | None = None,
-    threshold: float | None = None,
-    max_rollbacks: int | None = None,
-    without: Iterable[str] = (),
-    temperature: float | None = None,
-    top_p: float | None = None,
-    seed: int | None = None,
-    max_tokens: int | None = None,
-) -> LoadedConfig:
+# ----- settings and problems --------------------------------------------------------------------
+
+
+@takes(SettingsOptions, positional=("config",))
+def load_settings(*, options: SettingsOptions, without: Iterable[str] = ()) -> LoadedConfig:
     """The settings a run uses, as `maps solve` and `maps eval` read them: `config` (an
     agents.yaml, merged onto the built-in one; None: ./agents.yaml, else the built-in one; or
-    settings loaded before), then the overrides of the options of the same names (`model`: NAME,
-    ENDPOINT:NAME or an endpoint name, for every step; `team`: a team file or a built-in team's
-    name; `config_list`: an AG2 OAI_CONFIG_LIST; `temperature`, `top_p`, `seed`, `max_tokens`:
-    the sampling settings sent with every step's request, over each step's own, as
-    `every_step:` in agents.yaml sets them). Checks that each `without` step is one of the
-    team's. Every configured API key is registered, so no output shows it. Raises ConfigError or
-    UsageError."""
+    settings loaded before), then the overrides of the options of the same names. Checks that
+    each `without` step is one of the team's. Every configured API key is registered, so no
+    output shows it. Raises ConfigError or UsageError."""
     from maps_autogen.config import load_config, with_overrides
     from maps_autogen.redact import register_well_known_keys
     from maps_autogen.team import check_without
 
     register_well_known_keys()
-    without = _names("without", without)
-    if not isinstance(config, LoadedConfig):
-        config = _path("config", config)
-    team = _path("team", team)
+    steps = _STEPS.checked("without", without, frozenset())  # checked as every list of names is
+    config = options.config
     if isinstance(config, LoadedConfig):
-        if team is not None or config_list is not None:
+        if options.team is not None or options.config_list is not None:
             raise UsageError("team= and config_list= are read with the config file",
                              fix="pass them to load_settings() with the config's path")
         loaded = config
     else:
-        loaded = load_config(config, team=team, config_list=config_list)
-    every_step = _every_step(temperature=temperature, top_p=top_p, seed=seed, max_tokens=max_tokens)
-    if (model, threshold, max_rollbacks) != (None, None, None) or any(v is not None for v in every_step.values()):
-        loaded = with_overrides(loaded, model=model, threshold=threshold, max_rollbacks=max_rollbacks,
-                                every_step=every_step)
-    check_without(loaded.team.config, frozenset(without), loaded.team.source)
+        loaded = load_config(config, team=options.team, config_list=options.config_list)
+    every_step = options.every_step()
+    given = (options.model, options.threshold, options.max_rollbacks, *every_step.values())
+    if any(value is not None for value in given):
+        loaded = with_overrides(loaded, model=options.model, threshold=options.threshold,
+                                max_rollbacks=options.max_rollbacks, every_step=every_step)
+    check_without(loaded.team.config, steps, loaded.team.source)
     return loaded
-
-
-#: What each sampling setting must be, as the one error line says it.
-_EVERY_STEP_BOUNDS = {"temperature": ("a number from 0 to 2", 0), "top_p": ("a number above 0 and at most 1", 1),
-                      "seed": ("a whole number", 0), "max_tokens": ("a whole number of at least 1", 1024)}
-
-
-def _every_step(**given: Any) -> dict[str, Any]:
-    """The sampling settings given as arguments, checked as arguments (the error names the
-    argument and its option, not a settings file)."""
-    import pydantic
-
-    from maps_autogen.config import EVERY_STEP_FLAGS, EveryStepConfig
-
-    for name, value in given.items():
-        if value is None:
-            continue
-        try:
-            EveryStepConfig.model_validate({name: value}, strict=True)
-        except pydantic.ValidationError:
-            bounds, example = _EVERY_STEP_BOUNDS[name]
-            raise UsageError(f"{name} ({EVERY_STEP_FLAGS[name]}) must be {bounds}, not {value!r}",
-                             fix=f"e.g. {EVERY_STEP_FLAGS[name]} {example}, or leave it out") from None
-    return given
 
 
 def load_problem(path: PathLike, *, config: PathLike | LoadedConfig | None = None,
@@ -203,6 +172,9 @@ def gold_scorer(problem: Problem, *, where: str) -> Callable[[ChatOutcome], dict
                                            None if outcome.stop_reason == "error" else outcome.final_answer)
 
 
+# ----- maps solve -------------------------------------------------------------------------------
+
+
 class _Callbacks:
     """The chat observer behind `on_turn` and `on_event`: each record typed, in the order the chat
     emits it (after the run folder's writer has it). A callback that raises stops the run at its
@@ -231,30 +203,14 @@ class _Callbacks:
             self.cancel()
 
 
+@takes(SolveOptions)
 def solve(
     problem: Problem | PathLike,
     *,
-    config: PathLike | LoadedConfig | None = None,
-    model: str | None = None,
-    team: PathLike | None = None,
-    config_list: str | None = None,
-    threshold: float | None = None,
-    max_rollbacks: int | None = None,
-    without: Iterable[str] = (),
-    runs_dir: PathLike = "runs",
+    options: SolveOptions,
     on_turn: Callable[[MessageRecord], None] | None = None,
     on_event: Callable[[ChatRecord], None] | None = None,
-    allow_private_urls: bool = False,
-    announce: Callable[[str], None] | None = None,
-    on_ready: Callable[[Path], None] | None = None,
-    observer: Observer | None = None,
-    human: bool = False,
     on_human: Callable[[HumanState], str | HumanDecision] | None = None,
-    allow_outside_paths: bool = False,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    seed: int | None = None,
-    max_tokens: int | None = None,
 ) -> SolveResult:
     """Solve one problem with the team, as `maps solve` does: write `runs_dir/<run-id>/`
     (run.json, transcript.jsonl, images/) and return its `SolveResult` (`final_answer`,
@@ -263,41 +219,47 @@ def solve(
 
     `problem` is a `Problem`, or the path of a problem file (`load_problem`, with
     `allow_private_urls` and `allow_outside_paths`; an image is passed as
-    `Problem(question, images=[path])`). The settings are `load_settings`'s (`config`,
-    `model`, `team`, `config_list`, `threshold`, `max_rollbacks`, and the sampling settings for
-    every step: `temperature`, `top_p`, `seed`, `max_tokens`); `without` leaves steps out.
+    `Problem(question, images=[path])`). The options are `maps solve`'s (below; or a
+    `SolveOptions`): the settings as `load_settings` reads them, `without` the steps left out.
 
     Streaming: `on_turn` receives each finished turn (a `MessageRecord`, as transcript.jsonl
     keeps it) and `on_event` every record (`ChatRecord`) as it happens, before `solve` returns;
     an exception in either stops the run at its next model call and is raised once the run
-    folder is complete. `announce` receives the lines `maps solve` prints before the first call
-    (each step's model; the expected time on the embedded model), `on_ready` the run folder
-    before the chat starts, and `observer` the raw records (the command line's live view).
+    folder is complete.
 
-    A person in the chat (`maps solve --human`): with `on_human`, or `human=True`, the UserProxy
-    pauses after each review (or every turn: the config's `human.when`). `on_human` receives the
-    pause (a `HumanState`: the answer so far, the scores, what continuing does, the steps that
-    may be sent back) and returns the person's decision: a line as `maps solve --human` reads it
-    ("" continue, "back STEP QUESTION", "stop", other text a note for every later step) or a
+    A person in the chat (`maps solve --human`): with `on_human`, the UserProxy pauses after
+    each review (or every turn: the config's `human.when`). `on_human` receives the pause (a
+    `HumanState`: the answer so far, the scores, what continuing does, the steps that may be
+    sent back) and returns the person's decision: a line as `maps solve --human` reads it (""
+    continue, "back STEP QUESTION", "stop", other text a note for every later step) or a
     `HumanDecision`; an answer the pause cannot take is asked again with `state.problem` saying
-    why (three times). With `human=True` and no `on_human`, the terminal asks (standard input,
-    one line per pause, the pause shown on standard error). An exception in `on_human` ends the
-    chat and is raised once the run folder is complete.
+    why (three times). An exception in `on_human` ends the chat and is raised once the run
+    folder is complete.
 
     A model service that fails after its retries ends the run with stop reason `error` (the
     result's `error` says why; the finished turns are saved); bad input raises ProblemError,
     ConfigError or UsageError before any call; Ctrl-C raises RunInterrupted."""
+    loaded = load_settings(options, without=options.without)
+    if not isinstance(problem, Problem):
+        problem = load_problem(problem, config=loaded, allow_private_urls=options.allow_private_urls,
+                               allow_outside_paths=options.allow_outside_paths)
+    return _solve(problem, loaded, options, on_turn=on_turn, on_event=on_event, on_human=on_human)
+
+
+def _solve(problem: Problem, loaded: LoadedConfig, options: SolveOptions, *,
+           on_turn: Callable[[MessageRecord], None] | None = None,
+           on_event: Callable[[ChatRecord], None] | None = None,
+           on_human: Callable[[HumanState], str | HumanDecision] | None = None,
+           announce: Callable[[str], None] | None = None, on_ready: Callable[[Path], None] | None = None,
+           observer: Observer | None = None) -> SolveResult:
+    """`solve` under settings loaded before (`load_settings` of the same options), with what
+    only the command line needs: `announce` receives the lines `maps solve` prints before the
+    first call (each step's model; the expected time on the embedded model), `on_ready` the run
+    folder before the chat starts, `observer` the raw records (the terminal's live view)."""
     from maps_autogen.chat import Observers
     from maps_autogen.solving import assemble_team, expected_time, solve_problem
     from maps_autogen.transcript import new_run_id
 
-    without = frozenset(_names("without", without))  # read once: a generator is checked and used alike
-    loaded = load_settings(config, model=model, team=team, config_list=config_list, threshold=threshold,
-                           max_rollbacks=max_rollbacks, without=without, temperature=temperature, top_p=top_p,
-                           seed=seed, max_tokens=max_tokens)
-    if not isinstance(problem, Problem):
-        problem = load_problem(problem, config=loaded, allow_private_urls=allow_private_urls,
-                               allow_outside_paths=allow_outside_paths)
     with image_limits(ImageLimits.of(loaded.config.limits)):
         problem = problem.fitted(loaded.config.images.max_side)
     evaluate_answer = gold_scorer(problem, where="the problem")
@@ -307,19 +269,12 @@ def solve(
         estimate = expected_time(assembled)
         if estimate:
             announce(estimate)
-    runs = _path("runs_dir", runs_dir) or Path("runs")
     run_id = new_run_id("solve")
     if on_ready is not None:
-        on_ready(runs / run_id)
+        on_ready(options.runs_dir / run_id)
     callbacks = _Callbacks(on_turn, on_event, assembled.cancel) if on_turn or on_event else None
-    if on_human is None and human:
-        import sys
-
-        from maps_autogen.human_desk import HumanDesk
-
-        on_human = HumanDesk(terminal=sys.stdin).ask
-    result = solve_problem(problem, assembled, runs_dir=runs, observer=Observers(observer, callbacks),
-                           run_id=run_id, without=without, on_human=on_human, evaluate=evaluate_answer)
+    result = solve_problem(problem, assembled, runs_dir=options.runs_dir, observer=Observers(observer, callbacks),
+                           run_id=run_id, without=options.without, on_human=on_human, evaluate=evaluate_answer)
     if callbacks is not None and callbacks.failure is not None:
         raise callbacks.failure
     failure = result.outcome.failure
@@ -328,40 +283,16 @@ def solve(
     return result
 
 
+# ----- maps eval --------------------------------------------------------------------------------
+
+
+@takes(EvalOptions)
 def evaluate(
-    benchmark: str,
     *,
-    data: PathLike | None = None,
-    method: str | None = None,
-    subsets: Iterable[str] = (),
-    limit: int | None = None,
-    sample: int | None = None,
-    sample_seed: int = 0,
-    without: Iterable[str] = (),
-    concurrency: int = 8,
-    workers: int | None = None,
-    rules: str = "current",
-    cache: bool = True,
-    max_cost: float | None = None,
-    shard: str | None = None,
-    resume: PathLike | None = None,
-    allow_change: bool = False,
-    runs_dir: PathLike = "runs",
-    config: PathLike | LoadedConfig | None = None,
-    model: str | None = None,
-    team: PathLike | None = None,
-    config_list: str | None = None,
-    threshold: float | None = None,
-    max_rollbacks: int | None = None,
-    allow_outside_paths: bool = False,
-    allow_private_urls: bool = False,
+    options: EvalOptions,
     progress: bool = False,
     announce: Callable[[str], None] | None = None,
     on_ready: Callable[[Path], None] | None = None,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    seed: int | None = None,
-    max_tokens: int | None = None,
 ) -> EvalOutcome:
     """Run a benchmark (mathvista, emma, olympiadbench or custom), or part of it, and score it
     with the official rules, as `maps eval` does: write `runs_dir/<eval-id>/` (manifest.json,
@@ -371,49 +302,148 @@ def evaluate(
     A problem that failed is counted in `summary.failed` (never as wrong); `resume=` the folder
     retries it.
 
-    `data` is a local copy of the data set (else the Hugging Face hub; `custom` needs it);
-    `method` is maps (None: maps, or a resumed run's own), direct or cot; the other arguments
-    are those of `maps eval` (`subsets` for --subset, `shard` as "i/n", `sample_seed` for
-    --sample-seed: the seed of `sample`'s draw and of the paper's sampled subsets) and
-    `load_settings`'s (`seed` is the models' sampling seed, sent with every step's request).
-    `workers` is `--workers` (None: chosen from the cores and `concurrency`; docs/benchmarks.md):
-    with more than one, the problems are solved in worker processes started with `spawn`, which
+    The options are `maps eval`'s (below; or an `EvalOptions`): `data` is a local copy of the
+    data set (else the Hugging Face hub; `custom` needs it), `method` None runs maps (or a
+    resumed run's own method), and the settings are read as `load_settings` reads them (`seed`
+    is the models' sampling seed, `sample_seed` that of the problems drawn). With more than one
+    of `workers`, the problems are solved in worker processes started with `spawn`, which
     imports the calling script again, so a script's own code must sit under
     `if __name__ == "__main__":`. `progress` shows the progress bar on standard error; `announce`
     receives the line `maps eval` prints before the first call (models, problems, estimated
     cost), `on_ready` the run folder once its manifest is written. Bad input raises UsageError,
-    DataError or ConfigError before any
-    model call."""
-    from maps_autogen.benchmarks import NAMES, get_benchmark
+    DataError or ConfigError before any model call."""
     from maps_autogen.scoring import resolve_scorer
 
-    if benchmark not in NAMES:
-        raise UsageError(f"unknown benchmark '{benchmark}'", fix=f"use one of: {', '.join(NAMES)}")
-    data, resume, runs = _path("data", data), _path("resume", resume), _path("runs_dir", runs_dir) or Path("runs")
-    if shard is not None and not isinstance(shard, str):
-        raise UsageError(f"shard= must be text of the form i/n, not {type(shard).__name__}", fix="e.g. shard='1/4'")
-    if data is None and resume is None:  # no network and no cached copy: fail before the slow imports
+    if options.data is None and options.resume is None:  # no network and no cached copy: fail before the slow imports
+        from maps_autogen.benchmarks import get_benchmark
         from maps_autogen.benchmarks.hub import check_hub
         from maps_autogen.benchmarks.tasks import available_subsets
 
-        task = get_benchmark(benchmark).task
+        task = get_benchmark(options.benchmark).task
         if task.hub_id:
             check_hub(task.hub_id)
         else:  # no hub copy (your own benchmark): data is required
             available_subsets(task, None)
-    from maps_autogen.eval.runner import EvalRequest, EvalRun, Shard, check_request
+    from maps_autogen.eval.options import check_request
+    from maps_autogen.eval.runner import EvalRun
 
-    resolve_scorer(benchmark, rules)  # unknown rules: one line before anything runs
-    without = frozenset(_names("without", without))  # read once: a generator is checked and used alike
-    request = EvalRequest(
-        benchmark=benchmark, subsets=_names("subsets", subsets), data=data, limit=limit,
-        sample=sample, seed=sample_seed, method=method, without=without, concurrency=concurrency,
-        workers=workers, rules=rules, cache=cache, max_cost=max_cost, shard=Shard.parse(shard) if shard else None,
-        runs_dir=runs, resume=resume,
-        allow_outside_paths=allow_outside_paths, allow_private_urls=allow_private_urls, allow_change=allow_change,
-    )
-    check_request(request)  # every number in its bounds, nothing a resumed run fixes: before the settings load
-    loaded = load_settings(config, model=model, team=team, config_list=config_list, threshold=threshold,
-                           max_rollbacks=max_rollbacks, without=without, temperature=temperature, top_p=top_p,
-                           seed=seed, max_tokens=max_tokens)
-    return EvalRun(request, loaded, progress=progress, on_ready=on_ready, announce=announce).run()
+    resolve_scorer(options.benchmark, options.rules)  # a benchmark without its scorer: one line before anything runs
+    check_request(options)  # nothing a resumed run fixes: before the settings load
+    loaded = load_settings(options, without=options.without)
+    return EvalRun(options, loaded, progress=progress, on_ready=on_ready, announce=announce).run()
+
+
+# ----- maps score, merge, report, view, config ---------------------------------------------------
+
+
+@takes(ScoreOptions)
+def score(*, options: ScoreOptions) -> ScoreReport:
+    """Score every line of a JSONL file of recorded model outputs with a benchmark's official
+    rules, as `maps score` does: write the scored copy (`out`, default FILE with .scored.jsonl)
+    and return the `ScoreReport` (accuracy per subset and overall, the lines skipped and why).
+    With `llm_extract` (MathVista), the lines the rules cannot read are sent to the final
+    step's model of the settings (`config`, `model`) for extraction. Raises DataError or
+    UsageError."""
+    from maps_autogen.scoring import score_file
+
+    extractor = None
+    if options.llm_extract:
+        extractor = _llm_extractor(options)
+    return score_file(options.benchmark, options.file, rules=options.rules, out_path=options.out,
+                      llm_extract=extractor)
+
+
+def _llm_extractor(options: ScoreOptions) -> Callable[[Any], Any]:
+    """MathVista's optional step: the final step's model alone (no team assembled) asked to
+    extract the answers its rules cannot read."""
+    if options.benchmark != "mathvista":
+        raise UsageError("--llm-extract is MathVista's optional step; the other benchmarks score by rules only",
+                         fix="drop --llm-extract")
+    from maps_autogen.backends import step_backend
+    from maps_autogen.benchmarks.mathvista.scorer import with_llm_extraction
+
+    loaded = load_settings(options.config, model=options.model)
+    backend = step_backend(loaded, loaded.team.config.final_step.name)
+
+    def complete(prompt: str) -> str:
+        return backend.complete([{"role": "user", "content": prompt}], role="extractor").text
+
+    return lambda record: with_llm_extraction(record, complete)
+
+
+@takes(MergeOptions)
+def merge(*, options: MergeOptions) -> MergeOutcome:
+    """Combine the shard runs of one evaluation into one eval folder, as `maps merge` does
+    (refused when a shard or a problem is missing, unless `allow_incomplete`); returns the
+    `MergeOutcome` (`out`, and `notes`: what was scored again differently, what is missing)."""
+    from maps_autogen.eval.merge import merge_runs
+    from maps_autogen.transcript import new_run_id
+
+    out = options.out or Path("runs") / new_run_id("merged")
+    return merge_runs(list(options.runs), out, allow_incomplete=options.allow_incomplete)
+
+
+@takes(ReportOptions)
+def write_report(*, options: ReportOptions) -> Report:
+    """The tables and figures comparing eval runs, as `maps report` writes them (Table 1 and 2,
+    Figures 4, 5 and 6, cost per role); returns the `Report` (`markdown`, `files`)."""
+    from maps_autogen.report import write_report as write
+    from maps_autogen.transcript import new_run_id
+
+    return write(list(options.runs), options.out or Path("runs") / new_run_id("report"), paper=options.paper)
+
+
+@takes(ViewOptions)
+def write_view(*, options: ViewOptions) -> Path:
+    """A solve run's or an eval run's pages, as `maps view` writes them; returns the page to
+    open (the .html file, or the folder's index.html)."""
+    from maps_autogen.view import write_pages
+
+    return write_pages(options.run, options.out)
+
+
+@takes(ServeOptions)
+def serve_view(*, options: ServeOptions) -> ViewServer:
+    """The viewer's web server over a run, as `maps view --serve` runs it (bound, not yet
+    serving): its `url` holds the token that guards it; `start()` serves on a background
+    thread, `serve_forever()` in this one, `close()` stops it. A folder that is not a run is a
+    DataError before anything starts."""
+    from maps_autogen.view.render import kind_of
+    from maps_autogen.view.server import ViewServer
+
+    kind_of(options.run)
+    return ViewServer(options.run, host=options.host, port=options.port)
+
+
+@dataclass(frozen=True)
+class EffectiveConfig:
+    """What `maps config` prints: the settings, and each step's model when they can run."""
+
+    settings: LoadedConfig
+    text: str  # the merged configuration as YAML, each part under where it came from; keys named by their variables
+    resolution: Resolution | None  # each step's model, endpoint and sampling settings; None when not runnable
+    not_runnable: str | None  # why the settings cannot run as they are (a missing key, an unknown endpoint)
+
+
+@takes(SettingsOptions, positional=("config",))
+def effective_config(*, options: SettingsOptions) -> EffectiveConfig:
+    """The effective configuration, as `maps config` prints it: the config file merged onto the
+    built-in defaults (and the options given), with where each part came from, the team that
+    runs, and each step's model (`resolution`), or why they cannot run as they are."""
+    from maps_autogen.config import render_effective
+    from maps_autogen.endpoints import resolve_models
+
+    loaded = load_settings(options)
+    try:
+        resolution = resolve_models(loaded)
+    except MapsError as error:  # the configuration is shown either way; what is missing to run it, too
+        return EffectiveConfig(loaded, render_effective(loaded), None, str(error))
+    return EffectiveConfig(loaded, render_effective(loaded), resolution, None)
+
+
+def read_results(eval_dir: PathLike) -> list[ResultRow]:
+    """An eval run's results.jsonl, typed: the latest row of each problem (a problem retried
+    appears once). A damaged line is a DataError naming it."""
+    from maps_autogen.eval.results import RESULTS_FILE, ResultsLog
+
+    return list(ResultsLog(Path(eval_dir) / RESULTS_FILE).read().values())

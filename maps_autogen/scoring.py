@@ -3,7 +3,8 @@
 Generic over the benchmarks: each benchmark module supplies a `Scorer` (see
 `maps_autogen.benchmarks.base`); this module reads and writes JSONL, keeps every input field,
 skips unusable lines with their line numbers, and summarises accuracy per subset.
-`score_record` is the single code path shared with `maps eval`.
+`score_record` is the single code path shared with `maps eval`. `ScoreOptions` declares
+`maps score`'s options (options.py says what is made from them).
 """
 
 from __future__ import annotations
@@ -16,15 +17,38 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from maps_autogen.artifacts import atomic_text_writer
-from maps_autogen.benchmarks import RecordError, Scorer, Verdict, get_benchmark
+from maps_autogen.benchmarks import NAMES, RecordError, Scorer, Verdict, get_benchmark
 from maps_autogen.benchmarks.bounds import Unjudgeable
+from maps_autogen.config import LoadedConfig
 from maps_autogen.errors import DataError, UsageError
+from maps_autogen.options import Options, argument, option
 from maps_autogen.tally import Tally
 from maps_autogen.text import NumberTooLong, json_loads
 
 logger = logging.getLogger(__name__)
 
 SCORED_SUFFIX = ".scored.jsonl"
+#: The versions of the official rules every benchmark takes (one with a single version ignores the name).
+RULES = ("current", "legacy")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoreOptions(Options):
+    """What `maps score` (and `maps_autogen.score`) scores, by which rules, and where it writes."""
+
+    benchmark: str = argument(f"The benchmark whose rules score the file: {', '.join(NAMES)}.", kind="choice",
+                              choices=NAMES)
+    file: Path = argument("The JSONL file of recorded model outputs.", kind="path")
+    rules: str = option("current", "--rules", "Which version of the official rules to apply (benchmarks with one "
+                        "version ignore it).", kind="choice", choices=RULES)
+    out: Path | None = option(None, "--out", "Where to write the scored JSONL (default: FILE with .scored.jsonl).",
+                              kind="path", dest="out_path")
+    llm_extract: bool = option(False, "--llm-extract", "MathVista: ask the configured model to extract answers the "
+                               "rules cannot read.", kind="flag")
+    config: Path | LoadedConfig | None = option(None, "--config", "agents.yaml for --llm-extract.", kind="path",
+                                                dest="config_file", loaded=True)
+    model: str | None = option(None, "--model", "Model for --llm-extract: NAME, ENDPOINT:NAME or an endpoint name.",
+                               kind="text")
 
 
 @dataclass(frozen=True)
@@ -76,7 +100,7 @@ def resolve_scorer(benchmark: str, rules: str) -> Scorer:
             f"scoring for {benchmark} is not available in this version",
             fix="update maps-autogen",
         ) from None
-    known = {"current", "legacy", *scorer.rule_versions}
+    known = {*RULES, *scorer.rule_versions}
     if rules not in known:
         raise UsageError(
             f"unknown rules {rules!r}", fix=f"use one of: {', '.join(sorted(known))}"
@@ -287,6 +311,8 @@ def render_summary(report: ScoreReport) -> str:
 
 
 __all__ = [
+    "RULES",
+    "ScoreOptions",
     "ScoreReport",
     "SkippedLine",
     "default_out_path",

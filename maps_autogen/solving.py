@@ -5,16 +5,15 @@
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from maps_autogen.backends import backend_lock, open_backend
 from maps_autogen.cache import ResponseCache
 from maps_autogen.chat import (
     CallRecord,
@@ -31,7 +30,6 @@ from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import (
     EMBEDDED_MODEL_LABEL,
     Resolution,
-    ResolvedModel,
     embedded_team_setting,
     resolve_models,
 )
@@ -52,18 +50,9 @@ from maps_autogen.records import (
     VerdictRecord,
     dumped,
 )
-from maps_autogen.redact import register_secret
 from maps_autogen.roles import shown_answer
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
-
-
-@functools.cache
-def _package_version() -> str:
-    """The installed package's version, read from its metadata once per process."""
-    try:
-        return importlib.metadata.version("maps-autogen")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+from maps_autogen.version import package_version
 
 
 @dataclass
@@ -112,35 +101,6 @@ class Team:
         return record
 
 
-_backend_lock = threading.Lock()
-
-
-def _open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: ResponseCache | None, max_connections: int,
-                  cancel: threading.Event, json_mode: JsonModeMemo, pool: ReplicaPool | None) -> ChatBackend:
-    health_check: Callable[[], None] | None = None
-    if model.kind == "local":
-        from maps_autogen.local.server import shared_local_server
-        from maps_autogen.local.settings import settings_from_endpoint
-
-        # Started on first use, shared by the whole process, stopped at exit (and on Ctrl-C).
-        # One model name end to end: the server registers the name the requests send and the run records.
-        server = shared_local_server(
-            settings_from_endpoint(model.local, base_dir=loaded.base_dir, model_name=model.model)
-        )
-        register_secret(server.api_key)
-        model = replace(model, base_url=server.base_url, api_key=server.api_key)
-        health_check, pool = server.ensure_alive, None
-    return ChatBackend(
-        model,
-        cache=cache,
-        max_connections=max_connections,
-        health_check=health_check,
-        cancel=cancel,
-        max_reply_bytes=loaded.config.limits.reply_bytes,
-        json_mode=json_mode,
-        pool=pool,
-    )
-
 def assemble_team(
     loaded: LoadedConfig,
     env: Mapping[str, str] | None = None,
@@ -160,7 +120,7 @@ def assemble_team(
     json_modes: dict[tuple[str, str], JsonModeMemo] = {}  # what each endpoint's model accepts, learned once
     pools: dict[str, ReplicaPool] = {}  # each endpoint's replicas, shared by its backends
     backends: dict[str, ChatBackend] = {}
-    with _backend_lock:
+    with backend_lock:
         for role, model in resolution.models.items():
             # The sampling settings are part of the key: a role never sends another role's; so is
             # where its max_tokens is set: a reply cut short names the key of its own step.
@@ -170,7 +130,7 @@ def assemble_team(
                 memo = json_modes.setdefault((model.endpoint_name, model.model), JsonModeMemo(model.json_mode))
                 if len(model.base_urls) > 1 and model.endpoint_name not in pools:
                     pools[model.endpoint_name] = ReplicaPool(model.base_urls, cancel=cancelled)
-                opened[key] = _open_backend(
+                opened[key] = open_backend(
                     model, loaded=loaded, cache=cache, max_connections=max_connections, cancel=cancelled,
                     json_mode=memo, pool=pools.get(model.endpoint_name),
                 )
@@ -309,7 +269,7 @@ def solve_problem(
         base_run = RunRecord.model_validate({
             "kind": "solve",
             "run_id": run_id,
-            "maps_version": _package_version(),
+            "maps_version": package_version(),
             "started_at": started_at,
             "problem": {**problem.describe(), "image_files": image_files},
             "config_path": str(team.loaded.path),

@@ -1,7 +1,7 @@
 """The Python API raises a MapsError (one line naming the argument and the fix) wherever the
 command line would, never a raw TypeError or ValueError, never a hang or a silent run of nothing;
-a resume refuses every argument its manifest fixes (rules, limit, shard, subsets, sample, seed)
-as `maps eval --resume` refuses the options."""
+a resume refuses every argument its manifest fixes (rules, limit, shard, subsets, sample,
+sample_seed) as `maps eval --resume` refuses the options."""
 
 from __future__ import annotations
 

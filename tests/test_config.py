@@ -127,5 +127,5 @@ def test_wheel_ships_the_builtin_defaults(tmp_path: Path) -> None:
         assert len(shipped) >= 14
         for path in shipped:
             assert archive.read(f"maps_autogen/defaults/{path.relative_to(defaults).as_posix()}") == path.read_bytes()
-    assert "maps_autogen/cli.py" in names
+    assert "maps_autogen/cli/__init__.py" in names
     assert {"maps_autogen/view/static/view.css", "maps_autogen/view/static/view.js"} <= names  # the viewer's assets

@@ -31,18 +31,18 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # shared helpers with no domain of their own: errors, text and secrets, limits, the schema
     # of what a run writes and the one writer and readers of it
     ("foundation", ("errors", "text", "redact", "limits", "tokens", "interrupts", "lifeline", "runlock",
-                    "records", "artifacts", "run_files", "safe_paths")),
-    # agents.yaml, the team, prompts, which model each step talks to
-    ("config", ("config_list", "team", "roles", "config", "prompts", "endpoints", "defaults")),
+                    "records", "artifacts", "run_files", "safe_paths", "version")),
+    # agents.yaml, the team, prompts, which model each step talks to; every command's options
+    ("config", ("config_list", "team", "roles", "config", "prompts", "endpoints", "defaults", "options")),
     # a problem and its images; what every benchmark's task builds on: the task protocol and
     # a data set's rows read into problems
     ("problem", ("fetch", "images", "problem", "benchmarks.tasks", "benchmarks.rows", "benchmarks.hub")),
     # the run folder writer
     ("transcript", ("transcript",)),
     # the model client, the embedded model, the team's chat and one solve
-    ("orchestration", ("ag2", "cache", "pool", "service_answers", "client", "llm", "local", "local.*", "flow", "verdict",
-                       "role_inputs", "replies", "chat_agents", "chat", "live", "solving", "human", "human_chat",
-                       "human_desk")),
+    ("orchestration", ("ag2", "cache", "pool", "service_answers", "client", "backends", "llm", "local", "local.*",
+                       "flow", "verdict", "role_inputs", "replies", "chat_agents", "chat", "live", "solving", "human",
+                       "human_chat", "human_desk")),
     # the benchmarks (each package's task and scorer side by side: a task may check a row with
     # its scorer's rules), their shared scoring rules and registry, `maps score`, the one tally
     ("scoring", ("tally", "benchmarks", "benchmarks.*", "scoring")),
@@ -52,7 +52,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("report", ("paper", "report", "figures", "view", "view.*")),
     # the Python API (solve, evaluate, Problem), and the package that re-exports it lazily
     ("api", ("api", "")),
-    ("cli", ("cli",)),
+    ("cli", ("cli", "cli.*")),
     # MAPS as Inspect tasks (`inspect eval maps_autogen/...`): loaded by Inspect only, never by maps
     ("inspect", ("inspect_tasks", "inspect_tasks.*")),
 )

@@ -15,7 +15,8 @@ from maps_autogen.client import ChatBackend
 from maps_autogen.config import load_config
 from maps_autogen.endpoints import resolve_models
 from maps_autogen.errors import ConfigError
-from maps_autogen.eval.runner import EvalRequest, EvalRun
+from maps_autogen.eval.options import EvalOptions
+from maps_autogen.eval.runner import EvalRun
 from maps_autogen.pool import PoolTransport, ReplicaPool
 from tests.conftest import TEST_KEY, write_config
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
@@ -95,7 +96,7 @@ def test_an_eval_records_which_replicas_served(tmp_path: Path) -> None:
     answers = {pid: row["answer"] for pid, row in rows.items()}
     with FakeOpenAI(ProblemScript(answers)) as one, FakeOpenAI(ProblemScript(answers)) as two:
         loaded = load_config(write_config(tmp_path / "agents.yaml", **{"endpoints.openai.base_url": [one.base_url, two.base_url]}))
-        request = EvalRequest(benchmark="mathvista", data=data, concurrency=4, cache=False, runs_dir=tmp_path / "runs")
+        request = EvalOptions(benchmark="mathvista", data=data, concurrency=4, cache=False, runs_dir=tmp_path / "runs")
         outcome = EvalRun(request, loaded, progress=False, env={"OPENAI_API_KEY": TEST_KEY}).run()
         received = {one.base_url: len(one.received), two.base_url: len(two.received)}
 

@@ -16,7 +16,8 @@ import pytest
 from maps_autogen import pool as pool_module
 from maps_autogen.config import load_config
 from maps_autogen.errors import RunInterrupted
-from maps_autogen.eval.runner import EvalRequest, EvalRun
+from maps_autogen.eval.options import EvalOptions
+from maps_autogen.eval.runner import EvalRun
 from maps_autogen.pool import PoolTransport, Replica, ReplicaPool, pick, rest_seconds
 from tests.conftest import TEST_KEY, write_config
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
@@ -204,7 +205,7 @@ def test_an_eval_completes_around_a_replica_that_always_answers_503(
             FakeOpenAI(ProblemScript(answers)) as one, FakeOpenAI(ProblemScript(answers)) as two:
         urls = [failing.base_url, one.base_url, two.base_url][: healthy + 1]
         loaded = load_config(write_config(tmp_path / "agents.yaml", **{"endpoints.openai.base_url": urls}))
-        request = EvalRequest(benchmark="mathvista", data=data, concurrency=concurrency, cache=False,
+        request = EvalOptions(benchmark="mathvista", data=data, concurrency=concurrency, cache=False,
                               runs_dir=tmp_path / "runs")
         outcome = EvalRun(request, loaded, progress=False, env={"OPENAI_API_KEY": TEST_KEY}).run()
         received = {one.base_url: len(one.received), two.base_url: len(two.received)}

@@ -15,7 +15,8 @@ import pytest
 
 from maps_autogen import pool as pool_module
 from maps_autogen.config import load_config
-from maps_autogen.eval.runner import EvalRequest, EvalRun
+from maps_autogen.eval.options import EvalOptions
+from maps_autogen.eval.runner import EvalRun
 from tests.conftest import TEST_KEY
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.real_servers import ALIAS, free_port, llama_server
@@ -48,7 +49,7 @@ def test_an_eval_is_served_by_the_real_replica_after_the_others_are_rested(
         # the pool; streamed, so the real server's chunked body passes through the pool's release.
         urls = [dead, refusing.base_url, llama]
         loaded = load_config(server_config(tmp_path, urls, **{"endpoints.openai.stream": True}))  # type: ignore[arg-type]
-        request = EvalRequest(benchmark="olympiadbench", subsets=("PECO",), data=data, method="direct",
+        request = EvalOptions(benchmark="olympiadbench", subsets=("PECO",), data=data, method="direct",
                               concurrency=1, workers=1, cache=False, runs_dir=tmp_path / "runs")
         outcome = EvalRun(request, loaded, progress=False, env={"OPENAI_API_KEY": TEST_KEY}).run()
         refused = len(refusing.received)

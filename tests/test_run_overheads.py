@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import maps_autogen.chat as chat
-import maps_autogen.solving as solve
+import maps_autogen.version as version
 from maps_autogen.artifacts import json_text, write_json_atomic
 from tests.conftest import REPO, clean_env, critic_json, run_maps, solver_json
 from tests.fake_openai import FakeOpenAI, RoleScript
@@ -42,8 +42,8 @@ def test_the_package_version_is_read_once(monkeypatch: pytest.MonkeyPatch) -> No
     reads: list[str] = []
     real = importlib.metadata.version
     monkeypatch.setattr(importlib.metadata, "version", lambda name: reads.append(name) or real(name))
-    solve._package_version.cache_clear()
-    first, second = solve._package_version(), solve._package_version()
+    version.package_version.cache_clear()
+    first, second = version.package_version(), version.package_version()
     assert first == second and reads == ["maps-autogen"]
 
 

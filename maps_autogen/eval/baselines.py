@@ -11,6 +11,7 @@ from typing import Any
 from maps_autogen.client import Completion
 from maps_autogen.config import read_yaml
 from maps_autogen.errors import ConfigError, MapsError
+from maps_autogen.eval.options import BASELINES
 from maps_autogen.problem import Problem
 from maps_autogen.records import USER_PROXY_ROLE, RunRecord
 from maps_autogen.redact import redact
@@ -18,7 +19,7 @@ from maps_autogen.role_inputs import format_options, interleave_images
 from maps_autogen.solving import Team
 from maps_autogen.transcript import RunWriter, request_for_transcript, utc_now
 
-METHODS = ("direct", "cot")
+METHODS = BASELINES  # the methods this module runs
 
 
 @dataclass(frozen=True)

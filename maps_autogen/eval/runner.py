@@ -13,7 +13,6 @@ the end are never cut by one (interrupts.signals_deferred).
 from __future__ import annotations
 
 import logging
-import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -30,10 +29,10 @@ from maps_autogen.cache import ResponseCache
 from maps_autogen.config import LoadedConfig
 from maps_autogen.endpoints import resolve_models
 from maps_autogen.errors import DataError, DiskFullError, FatalServiceError, RunInterrupted, ServiceError, UsageError
-from maps_autogen.eval.baselines import METHODS as BASELINE_METHODS
 from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.environment import git_commit, versions
 from maps_autogen.eval.estimate import announcement
+from maps_autogen.eval.options import EvalOptions, check_request
 from maps_autogen.eval.problem_run import ProblemRunner
 from maps_autogen.eval.processes import (
     InProcess,
@@ -68,79 +67,6 @@ from maps_autogen.transcript import new_run_id, utc_now
 
 logger = logging.getLogger(__name__)
 
-METHODS = ("maps", *BASELINE_METHODS)
-
-
-MAX_CONCURRENCY = 512  # problems in flight at once (--concurrency)
-MAX_WORKERS = 256  # worker processes (--workers)
-
-
-@dataclass(frozen=True)
-class EvalRequest:
-    """What `maps eval` was asked to do."""
-
-    benchmark: str
-    subsets: tuple[str, ...] = ()
-    data: Path | None = None
-    limit: int | None = None
-    sample: int | None = None
-    seed: int = 0
-    method: str | None = None  # None: "maps" for a new run, the manifest's on --resume
-    without: frozenset[str] = frozenset()  # step names of the team
-    concurrency: int = 8
-    rules: str = "current"
-    cache: bool = True
-    max_cost: float | None = None
-    shard: Shard | None = None
-    runs_dir: Path = Path("runs")
-    resume: Path | None = None
-    allow_outside_paths: bool = False  # data set rows may refer to files outside the data folder
-    allow_private_urls: bool = False  # data set rows' image URLs may point at private addresses
-    allow_change: bool = False  # --resume may run under other verdict settings (the manifest records each change)
-    workers: int | None = None  # worker processes (--workers); None: chosen from the cores and the concurrency
-
-
-#: The bounds of an eval's numbers: (name, the option, lowest, highest or None).
-_WHOLE_NUMBERS = (("limit", "--limit", 1, None), ("sample", "--sample", 1, None), ("seed", "--sample-seed", None, None),
-                  ("concurrency", "--concurrency", 1, MAX_CONCURRENCY), ("workers", "--workers", 1, MAX_WORKERS))
-#: What a run is, fixed by its manifest: `--resume` runs the same problems under the same rules.
-FIXED_ON_RESUME = {"subsets": "--subset", "limit": "--limit", "sample": "--sample", "seed": "--sample-seed",
-                   "shard": "--shard", "rules": "--rules"}
-
-
-def check_request(request: EvalRequest) -> None:
-    """Every number of the request within its bounds (a whole number where one is meant: never
-    a silent run of nothing or an endless selection), and nothing a resumed run's manifest fixes
-    set to another value than its default. UsageError naming the argument and its option."""
-    for name, option, low, high in _WHOLE_NUMBERS:
-        value = getattr(request, name)
-        if value is None and name in ("limit", "sample", "workers"):  # not given
-            continue
-        whole = isinstance(value, int) and not isinstance(value, bool)
-        if not whole or (low is not None and value < low) or (high is not None and value > high):
-            bounds = "" if low is None else f" of at least {low}" if high is None else f" from {low} to {high}"
-            optional = ", or leave it out" if EvalRequest.__dataclass_fields__[name].default is None else ""
-            argument = option.removeprefix("--").replace("-", "_")  # the API argument: `seed` here is sample_seed
-            raise UsageError(f"{argument} ({option}) must be a whole number{bounds}, not {value!r}",
-                             fix=f"e.g. {option} {low if low is not None else 0}{optional}")
-    cost = request.max_cost
-    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost < math.inf):
-        raise UsageError(f"max_cost (--max-cost) must be a number of USD of at least 0, not {cost!r}",
-                         fix="e.g. --max-cost 5, or leave it out")
-    if request.resume is not None:
-        defaults = EvalRequest(benchmark=request.benchmark)
-        refuse_fixed_on_resume(flag for name, flag in FIXED_ON_RESUME.items()
-                               if getattr(request, name) != getattr(defaults, name))
-
-
-def refuse_fixed_on_resume(given: Iterable[str]) -> None:
-    """A resumed run takes its problems and scoring rules from its manifest: an option that
-    chooses others (`given`, as the command line names them) would be ignored, so it is refused."""
-    named = ", ".join(given)
-    if named:
-        raise UsageError(f"{named} cannot change a resumed run: its manifest fixes the problems and the scoring rules",
-                         fix=f"drop {named}, or start a new run (without --resume) for another selection or rules")
-
 
 @dataclass
 class EvalOutcome:
@@ -162,7 +88,7 @@ class EvalRun:
 
     def __init__(
         self,
-        request: EvalRequest,
+        request: EvalOptions,
         loaded: LoadedConfig,
         *,
         progress: bool = True,
@@ -170,11 +96,7 @@ class EvalRun:
         on_ready: Callable[[Path], None] | None = None,
         announce: Callable[[str], None] | None = None,
     ):
-        if request.method is not None and request.method not in METHODS:
-            raise UsageError(f"unknown method '{request.method}'", fix=f"use one of: {', '.join(METHODS)}")
         check_request(request)
-        if request.method not in (None, "maps") and request.without:
-            raise UsageError("--without applies to --method maps only", fix="drop --without or --method")
         self.request = request
         self.loaded = loaded
         self.task = get_benchmark(request.benchmark).task
@@ -200,7 +122,7 @@ class EvalRun:
             )
         return eval_dir, manifest
 
-    def _resumed_request(self, manifest: Manifest) -> EvalRequest:
+    def _resumed_request(self, manifest: Manifest) -> EvalOptions:
         """The request a --resume runs: the manifest fixes which problems run (subsets, rules,
         data) and, unless the command line names others, the method and --without; whether the
         settings differ from the run's is decided later, against all of them (run_settings.resume_under)."""
@@ -261,9 +183,8 @@ class EvalRun:
         )
         _say_text_only(team, request.method)
         if manifest is None:
-            selection = select_items(
-                items, subsets, sample=request.sample, seed=request.seed, limit=request.limit, shard=request.shard
-            )
+            selection = select_items(items, subsets, sample=request.sample, seed=request.sample_seed,
+                                     limit=request.limit, shard=request.shard)
             manifest = self._new_manifest(eval_dir, subsets, selection, team)
         else:
             wanted = set(manifest.ids)
@@ -372,7 +293,7 @@ class EvalRun:
             "ids": [item.pid for item in selection.items],
             "subset_of_id": {item.pid: item.subset for item in selection.items},
             "sampled": selection.sampled,
-            "seed": request.seed,
+            "seed": request.sample_seed,
             "sample": request.sample,
             "limit": request.limit,
             "shard": str(request.shard) if request.shard else None,
@@ -603,4 +524,4 @@ def _served_models(rows: Iterable[ResultRow]) -> dict[str, list[str]]:
     return {role: sorted(names) for role, names in sorted(served.items())}
 
 
-__all__ = ["EvalOutcome", "EvalRequest", "EvalRun", "Shard", "load_items", "select_items"]
+__all__ = ["EvalOutcome", "EvalRun", "Shard", "load_items", "select_items"]

@@ -20,14 +20,12 @@ from maps_autogen.benchmarks import NAMES, get_benchmark
 from maps_autogen.benchmarks.tasks import load_answer_formats
 from maps_autogen.config import load_config
 from maps_autogen.errors import UsageError
-from maps_autogen.eval.baselines import METHODS as BASELINES
 from maps_autogen.eval.baselines import load_baseline_prompts
+from maps_autogen.eval.options import METHODS
 from maps_autogen.inspect_tasks.samples import benchmark_dataset, benchmark_items
 from maps_autogen.inspect_tasks.solver import maps_solver, official_scorer
 from maps_autogen.prompts import load_prompts
 from maps_autogen.team import check_without
-
-METHODS = ("maps", *BASELINES)
 
 
 def _names(value: str | list[str] | None) -> tuple[str, ...]:
