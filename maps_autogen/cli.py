@@ -472,8 +472,10 @@ def _refuse_selection_on_resume() -> None:
     from maps_autogen.eval.runner import FIXED_ON_RESUME, refuse_fixed_on_resume
 
     context = click.get_current_context()
+    # The request's `seed` is --sample-seed's parameter (--seed's is the models' sampling seed).
     refuse_fixed_on_resume(flag for name, flag in FIXED_ON_RESUME.items()
-                           if context.get_parameter_source(name) not in (ParameterSource.DEFAULT, None))
+                           if context.get_parameter_source("sample_seed" if name == "seed" else name)
+                           not in (ParameterSource.DEFAULT, None))
 
 
 @cli.command(name="config")

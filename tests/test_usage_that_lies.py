@@ -48,7 +48,7 @@ def test_impossible_usage_is_estimated_and_said_so(tmp_path: Path, usage, why: s
     assert completion.tokens_estimated and completion.usage_unusable == why
     assert completion.prompt_tokens and completion.prompt_tokens > 0 and completion.completion_tokens
     assert completion.completion_tokens < 100 and completion.cost is not None and 0 < completion.cost < 0.01
-    assert completion.usage()["usage_unusable"] == why
+    assert completion.usage().usage_unusable == why
     # The cache keeps the reply with its tokens unknown, never the service's impossible numbers.
     with sqlite3.connect(tmp_path / "cache.sqlite") as db:
         rows = db.execute("SELECT prompt_tokens, completion_tokens FROM accepted_replies").fetchall()

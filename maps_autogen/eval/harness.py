@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from maps_autogen.eval.intervals import standard_error, wilson_interval
-from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SUMMARY_FILE, Manifest, Summary
+from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SUMMARY_FILE, Manifest, ModelRecord, Summary
 from maps_autogen.run_files import write_record
 
 HARNESS_FILE = "results.json"
@@ -149,7 +149,7 @@ def _model_config(manifest: Manifest) -> dict[str, Any]:
                               "base_url": record.base_url, "served_models": manifest.served_models.get(step, [])}
                        for step, record in models.items()},
         # what each step's requests carry (the manifest is written before the first call)
-        "gen_kwargs": {step: record.sent or record.request_settings or {} for step, record in models.items()},
+        "gen_kwargs": {step: _carried(record) for step, record in models.items()},
         "method": manifest.method,
         "without": list(manifest.without),
         "limit": manifest.limit,
@@ -158,6 +158,12 @@ def _model_config(manifest: Manifest) -> dict[str, Any]:
         "shard": manifest.shard,
         "bootstrap_iters": 0,  # the interval is Wilson's closed form, no resampling
     }
+
+
+def _carried(model: ModelRecord) -> dict[str, Any]:
+    """What a step's requests carried (sent, or for a step that sent nothing its request's settings)."""
+    settings = model.sent or model.request_settings
+    return settings.model_dump(mode="json", exclude_unset=True) if settings is not None else {}
 
 
 def harness_results(manifest: Manifest, summary: Summary) -> HarnessResults:
