@@ -38,7 +38,7 @@ BAD_EVAL = [
     ({"limit": 2.5}, r"limit \(--limit\) must be a whole number"),
     ({"sample": -2}, r"sample \(--sample\) must be a whole number of at least 1, not -2"),
     ({"sample": "10"}, r"sample \(--sample\) must be a whole number"),
-    ({"seed": "abc", "sample": 1}, r"seed \(--seed\) must be a whole number, not 'abc'"),
+    ({"sample_seed": "abc", "sample": 1}, r"seed \(--sample-seed\) must be a whole number, not 'abc'"),
     ({"concurrency": 4096}, r"concurrency \(--concurrency\) must be a whole number from 1 to 512"),
     ({"workers": 0}, r"workers \(--workers\) must be a whole number from 1 to 256, not 0"),
     ({"max_cost": -0.5}, r"max_cost \(--max-cost\) must be a number of USD of at least 0, not -0.5"),
@@ -59,10 +59,10 @@ def test_evaluate_refuses_a_bad_argument_in_one_line(data: Path, arguments: dict
 
 
 @pytest.mark.parametrize("arguments", [{"rules": "legacy"}, {"limit": 3}, {"shard": "1/2"}, {"subsets": ["all"]},
-                                       {"sample": 5}, {"seed": 11}])
+                                       {"sample": 5}, {"sample_seed": 11}])
 def test_a_resume_refuses_what_its_manifest_fixes(data: Path, arguments: dict[str, Any]) -> None:
     option = {"rules": "--rules", "limit": "--limit", "shard": "--shard", "subsets": "--subset", "sample": "--sample",
-              "seed": "--seed"}[next(iter(arguments))]
+              "sample_seed": "--sample-seed"}[next(iter(arguments))]
     with pytest.raises(UsageError, match=rf"{option} cannot change a resumed run"):
         maps_autogen.evaluate("custom", resume=data.parent / "runs" / "eval-x", **arguments)
 
