@@ -188,8 +188,7 @@ class ChatOutcome:
         """Each step's calls, tokens, cost (None once a call's price is unknown) and seconds."""
         table: dict[str, RoleUsage] = {}
         for call in self.calls:
-            row = table.get(call.role) or RoleUsage(calls=0, cached_calls=0, prompt_tokens=0, completion_tokens=0,
-                                                    cost=0.0, seconds=0.0)
+            row = table[call.role] if call.role in table else RoleUsage(cost=0.0)
             completion = call.completion
             table[call.role] = RoleUsage(
                 calls=row.calls + 1,

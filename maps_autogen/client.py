@@ -294,16 +294,16 @@ class ChatBackend:
         hit = self.cache.get(key)
         if hit is None:
             return None
-        if check is not None and check(hit["text"]) is not None:
+        if check is not None and check(hit.text) is not None:
             self.cache.delete(key)  # an entry that no longer passes is never served again
             return None
-        counts, _ = checked_usage({name: hit[name] for name in ("prompt_tokens", "completion_tokens")})
+        counts, _ = checked_usage({"prompt_tokens": hit.prompt_tokens, "completion_tokens": hit.completion_tokens})
         return Completion(
-            text=hit["text"], model=self.model.model, prompt_tokens=counts["prompt_tokens"] if counts else None,
+            text=hit.text, model=self.model.model, prompt_tokens=counts["prompt_tokens"] if counts else None,
             completion_tokens=counts["completion_tokens"] if counts else None, cost=0.0,
             seconds=time.monotonic() - started,
             attempts=0, json_mode=self._json.mode if "response_format" in body else "none", cached=True,
-            finish_reason=hit.get("finish_reason"), served_model=_differing(hit["model"], self.model.model),
+            finish_reason=hit.finish_reason, served_model=_differing(hit.model, self.model.model),
             sent=self.sent_settings(body),
         )
 

@@ -488,6 +488,23 @@ class Manifest(_File):
     merged_from: list[str] | None = None  # maps merge: the shard folders
     workers_replaced: int = 0  # worker processes that died and were replaced, over every invocation
 
+    def subset_of(self, pid: str | int) -> str | None:
+        """The subset problem `pid` was selected from (None: not in the run)."""
+        key = str(pid)
+        return self.subset_of_id[key] if key in self.subset_of_id else None
+
+    def sample_of(self, subset: str) -> SampleRecord | None:
+        """How `subset` was sampled (None: not sampled)."""
+        return self.sampled[subset] if subset in self.sampled else None
+
+    def served_by(self, step: str) -> list[str]:
+        """The models the service reported answering `step` ([]: none other than asked, or none yet)."""
+        return self.served_models[step] if step in self.served_models else []
+
+    def version_of(self, package: str) -> str | None:
+        """The version of `package` (or "python") the run recorded (None: not recorded)."""
+        return self.versions[package] if package in self.versions else None
+
 
 # ----- results.jsonl ------------------------------------------------------------------------
 

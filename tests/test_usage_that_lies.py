@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.cache import ResponseCache
+from maps_autogen.cache import CachedReply, ResponseCache
 from maps_autogen.client import ChatBackend
 from maps_autogen.config import PriceConfig
 from maps_autogen.endpoints import ResolvedModel
@@ -70,8 +70,8 @@ def test_impossible_usage_in_a_stream_is_estimated_too() -> None:
 def test_the_cache_never_overflows_whatever_it_is_given(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "cache.sqlite")
     cache.put("k", "text", "m", 10**30, -(10**30))
-    assert cache.get("k") == {"text": "text", "model": "m", "prompt_tokens": None, "completion_tokens": None,
-                              "finish_reason": None}
+    assert cache.get("k") == CachedReply(text="text", model="m", prompt_tokens=None, completion_tokens=None,
+                                         finish_reason=None)
 
 
 def test_a_solve_with_lying_usage_finishes_and_records_why(tmp_path: Path) -> None:

@@ -133,7 +133,7 @@ def _timestamp(stamp: str | None) -> float | None:
 def _original(manifest: Manifest, subset: str, effective: int) -> int | None:
     """How many problems the subset has in the data set, when the run knows: its sample's
     population, or every problem when nothing narrowed the selection."""
-    sample = manifest.sampled.get(subset)
+    sample = manifest.sample_of(subset)
     if sample is not None:
         return sample.of
     return effective if manifest.limit is None and manifest.shard is None else None
@@ -146,7 +146,7 @@ def _model_config(manifest: Manifest) -> dict[str, Any]:
     return {
         "model": ", ".join(names),
         "model_args": {step: {"endpoint": record.endpoint, "kind": record.kind, "model": record.model,
-                              "base_url": record.base_url, "served_models": manifest.served_models.get(step, [])}
+                              "base_url": record.base_url, "served_models": manifest.served_by(step)}
                        for step, record in models.items()},
         # what each step's requests carry (the manifest is written before the first call)
         "gen_kwargs": {step: _carried(record) for step, record in models.items()},
@@ -174,7 +174,7 @@ def harness_results(manifest: Manifest, summary: Summary) -> HarnessResults:
     group = task_metrics(benchmark, benchmark, average.correct, average.scored)
     results = {benchmark: group, **{task: task_metrics(task, name, counts.correct, counts.scored)
                                     for task, (name, counts) in subsets.items()}}
-    selected = {name: sum(1 for pid in manifest.ids if manifest.subset_of_id.get(str(pid)) == name)
+    selected = {name: sum(1 for pid in manifest.ids if manifest.subset_of(pid) == name)
                 for name in summary.subsets}
     n_samples = {task: SampleCount(original=_original(manifest, name, selected[name]), effective=selected[name])
                  for task, (name, _) in subsets.items()}
@@ -195,7 +195,7 @@ def harness_results(manifest: Manifest, summary: Summary) -> HarnessResults:
         configs={benchmark: config}, versions={task: manifest.rules for task in results},
         n_shot=dict.fromkeys(results, 0), higher_is_better={task: {METRIC: True} for task in results},
         n_samples=n_samples, config=_model_config(manifest), git_hash=manifest.git_commit,
-        date=_timestamp(manifest.created_at), maps_autogen_version=manifest.versions.get("maps-autogen"),
+        date=_timestamp(manifest.created_at), maps_autogen_version=manifest.version_of("maps-autogen"),
         environment=dict(manifest.versions), counts=counts, interval=INTERVAL,
         sample_logs={benchmark: logs},
     )
