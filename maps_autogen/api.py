@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from maps_autogen.chat_records import ChatRecord, MessageRecord
 from maps_autogen.config import LoadedConfig
 from maps_autogen.errors import MapsError, ProblemError, UsageError
 from maps_autogen.eval.options import EvalOptions
@@ -48,7 +49,7 @@ from maps_autogen.options import (
     takes,
 )
 from maps_autogen.problem import Problem
-from maps_autogen.records import MessageRecord, ResultRow, TranscriptRecord
+from maps_autogen.records import ResultRow
 from maps_autogen.run_files import read_manifest, read_run, read_summary, read_transcript
 from maps_autogen.scoring import ScoreOptions, ScoreReport
 
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from maps_autogen.endpoints import Resolution
     from maps_autogen.eval.merge import MergeOutcome
     from maps_autogen.eval.runner import EvalOutcome
+    from maps_autogen.records import Evaluation
     from maps_autogen.report import Report
     from maps_autogen.solving import SolveResult
     from maps_autogen.view.server import ViewServer
@@ -69,11 +71,10 @@ __all__ = ["ChatRecord", "EffectiveConfig", "EvalOptions", "EvalOutcome", "Human
            "read_run", "read_summary", "read_transcript", "score", "serve_view", "solve", "write_report",
            "write_view"]
 
-#: What a chat hands its observers as it goes, typed (records.py): each finished turn
-#: (`MessageRecord`, the opening task message included), each event between turns (`EventRecord`:
-#: rollback, stop, ...), and the live-only `TurnStartRecord` (a turn begins) and `TokenRecord`
-#: (streamed text).
-ChatRecord: TypeAlias = TranscriptRecord
+# ChatRecord: what a chat hands its observers as it goes, typed (chat_records.py): each finished
+# turn (`MessageRecord`, the opening task message included), each event between turns (an
+# `EventRecord` of its kind: `RollbackEvent`, `StopEvent`, ...), and the live-only
+# `TurnStartRecord` (a turn begins) and `TokenRecord` (streamed text).
 PathLike: TypeAlias = str | os.PathLike[str]
 #: File endings that name an image, not a problem file (`solve` then says how to pass it).
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
@@ -154,7 +155,7 @@ def load_problem(path: PathLike, *, config: PathLike | LoadedConfig | None = Non
     return problem
 
 
-def gold_scorer(problem: Problem, *, where: str) -> Callable[[ChatOutcome], dict[str, Any]] | None:
+def gold_scorer(problem: Problem, *, where: str) -> Callable[[ChatOutcome], Evaluation] | None:
     """How a solve scores its answer when the problem gives a gold `answer`: by the custom
     benchmark's rules (`gold`, `correct` and `evaluation` in run.json). A gold that fits none of
     them is a ProblemError naming `where` (the problem file), before any call."""
@@ -187,17 +188,14 @@ class _Callbacks:
         self.cancel = cancel
         self.failure: Exception | None = None
 
-    def emit(self, record: dict[str, Any]) -> None:
+    def emit(self, record: ChatRecord) -> None:
         if self.failure is not None:
             return
-        from maps_autogen.records import live_record
-
-        typed = live_record(record)
         try:
             if self.on_event is not None:
-                self.on_event(typed)
-            if self.on_turn is not None and isinstance(typed, MessageRecord):
-                self.on_turn(typed)
+                self.on_event(record)
+            if self.on_turn is not None and isinstance(record, MessageRecord):
+                self.on_turn(record)
         except Exception as error:  # noqa: BLE001 - the caller's code: kept and re-raised by solve()
             self.failure = error
             self.cancel()

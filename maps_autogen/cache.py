@@ -15,6 +15,7 @@ import os
 import sqlite3
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,17 @@ from maps_autogen.redact import redact
 CACHE_SCHEMA_VERSION = 2
 # Version 1 stored replies before they were checked; its table is left unread.
 _TABLE = "accepted_replies"
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    """An accepted reply as the cache stored it (the tokens None when the service reported none)."""
+
+    text: str
+    model: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    finish_reason: str | None
 
 
 def cache_key(request: dict[str, Any]) -> str:
@@ -57,7 +69,7 @@ class ResponseCache:
             )
             self._db.commit()
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> CachedReply | None:
         with self._lock:
             row = self._db.execute(
                 f"SELECT text, model, prompt_tokens, completion_tokens, finish_reason FROM {_TABLE} WHERE key = ?",
@@ -65,13 +77,8 @@ class ResponseCache:
             ).fetchone()
         if row is None:
             return None
-        return {
-            "text": row[0],
-            "model": row[1],
-            "prompt_tokens": row[2],
-            "completion_tokens": row[3],
-            "finish_reason": row[4],
-        }
+        return CachedReply(text=row[0], model=row[1], prompt_tokens=row[2], completion_tokens=row[3],
+                           finish_reason=row[4])
 
     def put(self, key: str, text: str, model: str, prompt_tokens: int | None, completion_tokens: int | None,
             finish_reason: str | None = None) -> None:

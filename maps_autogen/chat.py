@@ -17,13 +17,32 @@ from typing import Any, Protocol
 
 from maps_autogen.ag2 import AssistantAgent, IOStream
 from maps_autogen.chat_agents import AgentShape, ChatAgents, _SilentStream, agents_for
+from maps_autogen.chat_records import (
+    AnswerParsed,
+    ChatRecord,
+    ContentFilteredEvent,
+    CriticUnparseableEvent,
+    ErrorEvent,
+    ImagesDroppedEvent,
+    ImagesWithheldEvent,
+    InterpreterSkippedEvent,
+    MaxTokensReachedEvent,
+    MessageRecord,
+    RollbackEvent,
+    SolverUnparsedEvent,
+    StopEvent,
+    TokenRecord,
+    TurnStartRecord,
+    VerdictParsed,
+)
 from maps_autogen.client import Completion, ModelBackend
+from maps_autogen.config import HumanWhen
 from maps_autogen.errors import MapsError, RunInterrupted
 from maps_autogen.flow import PERSON, FlowSettings, Rollback, TieRule, Turn, decide_next, unusable_review
 from maps_autogen.human_chat import OnHuman, PersonTurns
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, render
-from maps_autogen.records import USER_PROXY_ROLE, HumanWhen
+from maps_autogen.records import USER_PROXY_ROLE, RoleUsage, StopReason, Usage
 from maps_autogen.redact import redact
 from maps_autogen.role_inputs import (
     asked_revision,
@@ -50,9 +69,10 @@ logger = logging.getLogger(__name__)
 
 
 class Observer(Protocol):
-    """Receives chat records as they happen: "message", "event", and live "turn_start"/"token"."""
+    """Receives chat records as they happen, typed (`chat_records.ChatRecord`): each turn's
+    message, each event, and the live-only turn starts and tokens."""
 
-    def emit(self, record: dict[str, Any]) -> None: ...
+    def emit(self, record: ChatRecord) -> None: ...
 
 
 class Observers:
@@ -61,7 +81,7 @@ class Observers:
     def __init__(self, *observers: Observer | None):
         self._observers = [observer for observer in observers if observer is not None]
 
-    def emit(self, record: dict[str, Any]) -> None:
+    def emit(self, record: ChatRecord) -> None:
         for observer in self._observers:
             observer.emit(record)
 
@@ -140,7 +160,7 @@ class ChatOutcome:
     """What a chat produced."""
 
     final_answer: str
-    stop_reason: str
+    stop_reason: StopReason
     solver_answer: SolverAnswer | None
     rollbacks: list[Rollback]
     verdicts: list[CriticVerdict | None]
@@ -149,38 +169,43 @@ class ChatOutcome:
     error: str | None = None
     failure: MapsError | None = None  # the service failure that ended the chat, if any
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> Usage:
         """Calls, tokens and cost (None when any call's price is unknown)."""
         completions = [call.completion for call in self.calls]
         costs = [c.cost for c in completions]
         known = [cost for cost in costs if cost is not None]
-        return {
-            "calls": len(completions),
-            "cached_calls": sum(1 for c in completions if c.cached),  # answered from the cache, at $0
-            "prompt_tokens": sum(c.prompt_tokens or 0 for c in completions),
-            "completion_tokens": sum(c.completion_tokens or 0 for c in completions),
-            "cost": round(sum(known), 8) if len(known) == len(costs) else None,  # no calls cost nothing
+        return Usage(
+            calls=len(completions),
+            cached_calls=sum(1 for c in completions if c.cached),  # answered from the cache, at $0
+            prompt_tokens=sum(c.prompt_tokens or 0 for c in completions),
+            completion_tokens=sum(c.completion_tokens or 0 for c in completions),
+            cost=round(sum(known), 8) if len(known) == len(costs) else None,  # no calls cost nothing
             # Some call's server reported no usage: its tokens (and cost) are our own count.
-            "tokens_estimated": any(c.tokens_estimated for c in completions),
-        }
+            tokens_estimated=any(c.tokens_estimated for c in completions),
+        )
 
-    def usage_by_role(self) -> dict[str, dict[str, Any]]:
-        table: dict[str, dict[str, Any]] = {}
+    def usage_by_role(self) -> dict[str, RoleUsage]:
+        """Each step's calls, tokens, cost (None once a call's price is unknown) and seconds."""
+        table: dict[str, RoleUsage] = {}
         for call in self.calls:
-            row = table.setdefault(
-                call.role,
-                {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0,
-                 "seconds": 0.0},
+            row = table[call.role] if call.role in table else RoleUsage(cost=0.0)
+            completion = call.completion
+            table[call.role] = RoleUsage(
+                calls=row.calls + 1,
+                cached_calls=row.cached_calls + int(completion.cached),
+                prompt_tokens=row.prompt_tokens + (completion.prompt_tokens or 0),
+                completion_tokens=row.completion_tokens + (completion.completion_tokens or 0),
+                cost=None if row.cost is None or completion.cost is None else row.cost + completion.cost,
+                seconds=row.seconds + completion.seconds,
             )
-            row["calls"] += 1
-            row["cached_calls"] += int(call.completion.cached)
-            row["prompt_tokens"] += call.completion.prompt_tokens or 0
-            row["completion_tokens"] += call.completion.completion_tokens or 0
-            row["cost"] = (
-                None if row["cost"] is None or call.completion.cost is None else row["cost"] + call.completion.cost
-            )
-            row["seconds"] += call.completion.seconds
         return table
+
+
+def verdict_parsed(verdict: CriticVerdict) -> VerdictParsed:
+    """A reviewer's verdict as its turn's record keeps it (`parsed`)."""
+    return VerdictParsed(scores=dict(verdict.scores), need_feedback=verdict.need_feedback,
+                         worst_step=verdict.worst_step, feedback=dict(verdict.feedback),
+                         evaluation=dict(verdict.evaluation), repaired=verdict.repaired)
 
 
 def _solver_check(text: str, *, title: str) -> str | None:
@@ -226,7 +251,7 @@ class MapsChat:
         self._pending: dict[str, CallRecord] = {}
         self._current_round = 0
         self._current_revision: Rollback | None = None
-        self._stop_reason: str | None = None
+        self._stop_reason: StopReason | None = None
         if (settings.flow.human is None) != (on_human is None):
             raise ValueError("a chat with a person (flow.human) needs on_human, and only such a chat takes it")
         self._person = PersonTurns(on_human, team=settings.team, flow=settings.flow,
@@ -289,13 +314,12 @@ class MapsChat:
         decision = decide_next(self.turns, self.settings.flow)
         if decision.revision is not None and decision.revision.number > len(self.rollbacks):
             self.rollbacks.append(decision.revision)
-            self.observer.emit({
-                "type": "event", "event": "rollback", "number": decision.revision.number,
-                "step": decision.revision.step, "dimension": decision.revision.dimension,
-                "scores": decision.revision.scores, "question": decision.revision.sent_question,
-                "score": decision.revision.sent.score, "evaluation": decision.revision.sent.evaluation or None,
-                "by": decision.revision.by, "at": utc_now(),
-            })
+            rollback = decision.revision
+            self.observer.emit(RollbackEvent(
+                number=rollback.number, step=rollback.step, dimension=rollback.dimension, scores=rollback.scores,
+                question=rollback.sent_question, score=rollback.sent.score, evaluation=rollback.sent.evaluation or None,
+                by=rollback.by, at=utc_now(),
+            ))
         if decision.next_role is None:
             self._stop_reason = decision.stop_reason
             return None
@@ -312,86 +336,73 @@ class MapsChat:
 
     def _record_turn(self, role: str, content: str) -> None:
         call = self._pending.pop(role, None)
-        parsed: dict[str, Any] | None = None
+        parsed: AnswerParsed | VerdictParsed | None = None
         verdict: CriticVerdict | None = None
         step = self.settings.team.step(role)
         if step.output == "answer":
             answer = parse_solver_reply(content)
-            parsed = {"final_answer": answer.final_answer, "parsed": answer.parsed, "repaired": answer.repaired}
+            parsed = AnswerParsed(final_answer=answer.final_answer, parsed=answer.parsed, repaired=answer.repaired)
             if role == self.settings.plan.final_step:
                 self.solver_answer = answer
             if not answer.parsed:
-                self.observer.emit(
-                    {
-                        "type": "event",
-                        "event": "solver_unparsed",
-                        "at": utc_now(),
-                        "detail": f"the {step.possessive} reply was not valid JSON; "
-                        "its final answer falls back to the reply's text",
-                    }
-                )
+                self.observer.emit(SolverUnparsedEvent(
+                    at=utc_now(),
+                    detail=f"the {step.possessive} reply was not valid JSON; its final answer falls back to the "
+                    "reply's text",
+                ))
         elif role == self.settings.plan.final_step:
             self.solver_answer = SolverAnswer(final_answer=content.strip())
         if role == self.settings.flow.reviewer:
             scale = self.settings.team.scale
             verdict = parse_critic_reply(content, self.settings.flow.scored, low=scale.low, high=scale.high)
             if verdict is not None:
-                parsed = {**verdict.to_dict(), "repaired": verdict.repaired}
+                parsed = verdict_parsed(verdict)
             unusable = unusable_review(verdict, self.settings.team, self.settings.flow, len(self.rollbacks))
             if unusable is not None:
                 verdict = None  # a review that cannot be used is recorded, and ends the chat, as unreadable
-                self.observer.emit(
-                    {
-                        "type": "event",
-                        "event": "critic_unparseable",
-                        "at": utc_now(),
-                        "detail": f"{unusable}; the chat ends and the "
-                        f"{self.settings.team.step(self.settings.plan.final_step).possessive} answer stands",
-                    }
-                )
+                self.observer.emit(CriticUnparseableEvent(
+                    at=utc_now(),
+                    detail=f"{unusable}; the chat ends and the "
+                    f"{self.settings.team.step(self.settings.plan.final_step).possessive} answer stands",
+                ))
             self.verdicts.append(verdict)
         self.outputs[role] = content
         self.turns.append(Turn(role, verdict))
-        self.observer.emit(
-            {
-                "type": "message",
-                "agent": step.title,
-                "role": role,
-                "step": self.settings.flow.dimension_of(role)
-                or ("review" if role == self.settings.flow.reviewer else role),
-                "round": self._current_round,
-                "revision": self._current_revision is not None and self._current_revision.step == role,
-                "content": content,
-                "parsed": parsed,
-                "model": call.completion.model if call else None,
-                "started_at": call.started_at if call else None,
-                "seconds": round(call.completion.seconds, 4) if call else None,
-                "usage": call.completion.usage() if call else None,
-                "json_mode": call.completion.json_mode if call else None,
-                "finish_reason": call.completion.finish_reason if call else None,
-                "served_model": call.completion.served_model if call else None,
-                "sent": call.completion.sent if call else None,
-                "rejected": call.completion.rejected if call else None,
-                "request": call.request if call else None,
-            }
-        )
-        if call is not None and call.completion.finish_reason in CUT_REASONS:
+        completion = call.completion if call is not None else None
+        self.observer.emit(MessageRecord(
+            agent=step.title,
+            role=role,
+            step=self.settings.flow.dimension_of(role) or ("review" if role == self.settings.flow.reviewer else role),
+            round=self._current_round,
+            revision=self._current_revision is not None and self._current_revision.step == role,
+            content=content,
+            parsed=parsed,
+            model=completion.model if completion else None,
+            started_at=call.started_at if call else None,
+            seconds=round(completion.seconds, 4) if completion else None,
+            usage=completion.usage() if completion else None,
+            json_mode=completion.json_mode if completion else None,
+            finish_reason=completion.finish_reason if completion else None,
+            served_model=completion.served_model if completion else None,
+            sent=completion.sent if completion else None,
+            rejected=completion.rejected if completion else None,
+            request=call.request if call else None,
+        ))
+        if completion is not None and completion.finish_reason in CUT_REASONS:
             # Told once, after the turn it concerns (the turn's record carries finish_reason too).
             model = self.backends[role].model
-            cut = call.completion.finish_reason == "length"
-            self.observer.emit(
-                {
-                    "type": "event",
-                    "event": "max_tokens_reached" if cut else "content_filtered",
-                    "role": role,
-                    "at": utc_now(),
-                    "detail": f"the {step.possessive} reply was cut off at {model.max_tokens_field} "
-                    f"({call.completion.sent.get(model.max_tokens_field)}); raise {model.max_tokens_key} for longer "
-                    "replies"
-                    if cut else f"the service's content filter stopped the {step.possessive} reply (finish_reason "
+            if completion.finish_reason == "length":
+                self.observer.emit(MaxTokensReachedEvent(
+                    role=role, at=utc_now(),
+                    detail=f"the {step.possessive} reply was cut off at {model.max_tokens_field} "
+                    f"({completion.sent.token_cap()}); raise {model.max_tokens_key} for longer replies",
+                ))
+            else:
+                self.observer.emit(ContentFilteredEvent(
+                    role=role, at=utc_now(),
+                    detail=f"the service's content filter stopped the {step.possessive} reply (finish_reason "
                     "content_filter): it is incomplete, and was not sent again",
-                }
-            )
+                ))
 
     # ----- each role's view and call ---------------------------------------------------
     def _role_view(self, role: str, _history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -417,8 +428,8 @@ class MapsChat:
             max_images=max_images, revision=revision, shared_prefix=self._shared_prefix(role),
             asked=asked, notes=tuple(self._person.notes) if self._person is not None else (),
         )
-        self.observer.emit({"type": "turn_start", "role": role, "agent": step.title, "round": self._current_round,
-                            "revision": revision is not None or asked is not None})
+        self.observer.emit(TurnStartRecord(role=role, agent=step.title, round=self._current_round,
+                                           revision=revision is not None or asked is not None))
         return [{"role": "user", "content": content}]
 
     def _call_model(self, role: str, messages: list[dict[str, Any]]) -> Completion:
@@ -438,7 +449,7 @@ class MapsChat:
         started_at = utc_now()
         completion = self.backends[role].complete(
             messages, role=role, schema_name=schema_name, schema=schema, check=check,
-            on_token=lambda text: self.observer.emit({"type": "token", "role": role, "text": text}),
+            on_token=lambda text: self.observer.emit(TokenRecord(role=role, text=text)),
         )
         record = CallRecord(role, completion, request_for_transcript(messages, self._data_urls), started_at)
         self.calls.append(record)
@@ -446,7 +457,7 @@ class MapsChat:
         return completion
 
     # ----- running ------------------------------------------------------------------------
-    def outcome_so_far(self, stop_reason: str, seconds: float, error: str | None = None) -> ChatOutcome:
+    def outcome_so_far(self, stop_reason: StopReason, seconds: float, error: str | None = None) -> ChatOutcome:
         """What the chat produced up to now (the finished turns), ending with `stop_reason`."""
         return ChatOutcome(
             final_answer=self.solver_answer.final_answer if self.solver_answer else "",
@@ -468,15 +479,11 @@ class MapsChat:
             if step.describes_images and step.enabled and not self.problem.has_images
         ]
         if skipped:
-            self.observer.emit(
-                {
-                    "type": "event",
-                    "event": "interpreter_skipped",
-                    "at": utc_now(),
-                    "detail": f"the problem has no image, so {', '.join(skipped)} is skipped and the reviewer scores "
-                    f"{len(self.settings.flow.scored)} dimensions",
-                }
-            )
+            self.observer.emit(InterpreterSkippedEvent(
+                at=utc_now(),
+                detail=f"the problem has no image, so {', '.join(skipped)} is skipped and the reviewer scores "
+                f"{len(self.settings.flow.scored)} dimensions",
+            ))
         dropped = self.settings.plan.images_dropped
         if dropped:
             titles = ", ".join(self.settings.team.step(role).title for role in dropped)
@@ -484,36 +491,22 @@ class MapsChat:
                 ", ".join(self.settings.team.step(role).title for role in sorted(self.settings.image_roles))
                 or "no step"
             )
-            self.observer.emit(
-                {
-                    "type": "event",
-                    "event": "images_dropped",
-                    "roles": list(dropped),
-                    "at": utc_now(),
-                    "detail": f"{titles} left out: its images go to no other step (images.to_next_step: false); "
-                    f"the images reach {receivers}",
-                }
-            )
+            self.observer.emit(ImagesDroppedEvent(
+                roles=list(dropped), at=utc_now(),
+                detail=f"{titles} left out: its images go to no other step (images.to_next_step: false); "
+                f"the images reach {receivers}",
+            ))
         withheld = images_withheld(self.problem, self.settings.image_roles, self.backends)
         if withheld:
             why = "; ".join(f"{self.settings.team.step(role).title}: "
                             f"{self.backends[role].model.images_withheld_because()}" for role in withheld)
-            self.observer.emit({"type": "event", "event": "images_withheld", "roles": withheld, "at": utc_now(),
-                                "detail": f"images withheld ({why}); a note stands in for each image not sent"})
+            self.observer.emit(ImagesWithheldEvent(
+                roles=withheld, at=utc_now(),
+                detail=f"images withheld ({why}); a note stands in for each image not sent"))
         agents = agents_for(self.agent_shape())
         opening = self._opening_message()
-        self.observer.emit(
-            {
-                "type": "message",
-                "agent": USER_PROXY_NAME,
-                "role": USER_PROXY_ROLE,
-                "step": "task",
-                "round": 0,
-                "revision": False,
-                "content": opening,
-                "images": self.image_files,
-            }
-        )
+        self.observer.emit(MessageRecord(agent=USER_PROXY_NAME, role=USER_PROXY_ROLE, step="task", round=0,
+                                         revision=False, content=opening, images=self.image_files))
         error: str | None = None
         agents.chat = self
         service_failure: MapsError | None = None
@@ -533,18 +526,10 @@ class MapsChat:
                 agents.forget()
         stop_reason = self._stop_reason or "max_rounds"
         if error:
-            self.observer.emit({"type": "event", "event": "error", "detail": error, "at": utc_now()})
+            self.observer.emit(ErrorEvent(detail=error, at=utc_now()))
         outcome = self.outcome_so_far(stop_reason, time.monotonic() - started, error)
         outcome.failure = service_failure
-        self.observer.emit(
-            {
-                "type": "event",
-                "event": "stop",
-                "stop_reason": stop_reason,
-                "final_answer": outcome.final_answer,
-                "at": utc_now(),
-            }
-        )
+        self.observer.emit(StopEvent(stop_reason=stop_reason, final_answer=outcome.final_answer, at=utc_now()))
         return outcome
 
 
@@ -559,4 +544,5 @@ __all__ = [
     "agents_for",
     "chat_settings",
     "images_withheld",
+    "verdict_parsed",
 ]

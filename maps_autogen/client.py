@@ -25,6 +25,7 @@ from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import FatalServiceError, RunInterrupted, ServiceError
 from maps_autogen.limits import DEFAULT_REPLY_BYTES, LineTooLong, body_limit, cap_reply, capped_lines, read_capped
 from maps_autogen.pool import ReplicaPool, pooled_http_client, request_pacer
+from maps_autogen.records import CallUsage, SentSettings
 from maps_autogen.redact import mask_url_userinfo, redact
 from maps_autogen.service_answers import (
     CUT_REASONS,
@@ -68,24 +69,23 @@ class Completion:
     cached: bool = False
     finish_reason: str | None = None  # "length": the reply hit max_tokens and is cut short
     served_model: str | None = None  # the model the service says answered, when it differs from `model`
-    sent: dict[str, Any] = field(default_factory=dict)  # the settings read back from the request body sent
+    sent: SentSettings = field(default_factory=SentSettings)  # the settings read back from the request body sent
     rejected: str | None = None  # why the reply's text failed its check on the last allowed attempt
     truncated: bool = False  # the reply was longer than limits.reply_bytes and was cut
     tokens_estimated: bool = False  # the server reported no usable usage: counted by tokens.METHOD
     usage_unusable: str | None = None  # why the usage the server reported could not be used
 
-    def usage(self) -> dict[str, Any]:
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cost": self.cost,
-            "seconds": round(self.seconds, 4),
-            "attempts": self.attempts,
-            "cached": self.cached,
-            **({"truncated": True} if self.truncated else {}),
-            "tokens_estimated": self.tokens_estimated,
-            **({"usage_unusable": self.usage_unusable} if self.usage_unusable else {}),
-        }
+    def usage(self) -> CallUsage:
+        """This call's usage as its transcript message records it (`truncated` and
+        `usage_unusable` only when they apply)."""
+        usage = CallUsage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens, cost=self.cost,
+                          seconds=round(self.seconds, 4), attempts=self.attempts, cached=self.cached,
+                          tokens_estimated=self.tokens_estimated)
+        if self.truncated:
+            usage = usage.model_copy(update={"truncated": True})
+        if self.usage_unusable:
+            usage = usage.model_copy(update={"usage_unusable": self.usage_unusable})
+        return usage
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ class ModelBackend(Protocol):
         """One chat completion of OpenAI-style `messages` for step `role` (see ChatBackend.complete)."""
         ...
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> SentSettings:
         """The settings every request of this backend carries (model, sampling, format)."""
         ...
 
@@ -261,7 +261,7 @@ class ChatBackend:
             body["stream_options"] = {"include_usage": True}
         return body
 
-    def sent_settings(self, body: dict[str, Any]) -> dict[str, Any]:
+    def sent_settings(self, body: dict[str, Any]) -> SentSettings:
         """What a run records about a request: every setting of its body except the messages,
         and the headers, query and URL it went with when they are not the default (secrets
         masked)."""
@@ -270,9 +270,10 @@ class ChatBackend:
         }
         if "response_format" in body:
             settings["response_format"] = body["response_format"]["type"]
-        return {**settings, **self._sent_extra}
+        # Read back from the body as it goes on the wire: what was sent, never what was configured.
+        return SentSettings.model_validate({**settings, **self._sent_extra})
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> SentSettings:
         """The settings this backend sends with every request (model, sampling, format)."""
         return self.sent_settings(self.request_body([]))
 
@@ -293,16 +294,16 @@ class ChatBackend:
         hit = self.cache.get(key)
         if hit is None:
             return None
-        if check is not None and check(hit["text"]) is not None:
+        if check is not None and check(hit.text) is not None:
             self.cache.delete(key)  # an entry that no longer passes is never served again
             return None
-        counts, _ = checked_usage({name: hit[name] for name in ("prompt_tokens", "completion_tokens")})
+        counts, _ = checked_usage({"prompt_tokens": hit.prompt_tokens, "completion_tokens": hit.completion_tokens})
         return Completion(
-            text=hit["text"], model=self.model.model, prompt_tokens=counts["prompt_tokens"] if counts else None,
+            text=hit.text, model=self.model.model, prompt_tokens=counts["prompt_tokens"] if counts else None,
             completion_tokens=counts["completion_tokens"] if counts else None, cost=0.0,
             seconds=time.monotonic() - started,
             attempts=0, json_mode=self._json.mode if "response_format" in body else "none", cached=True,
-            finish_reason=hit.get("finish_reason"), served_model=_differing(hit["model"], self.model.model),
+            finish_reason=hit.finish_reason, served_model=_differing(hit.model, self.model.model),
             sent=self.sent_settings(body),
         )
 

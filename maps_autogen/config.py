@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import ErrorDetails
 
 from maps_autogen.errors import ConfigError, UsageError
-from maps_autogen.records import HumanWhen
 from maps_autogen.redact import (
     looks_like_key,
     names_a_credential,
@@ -208,6 +207,10 @@ class CriticConfig(_Strict):
 
 class StopConfig(_Strict):
     max_rounds: int | None = Field(default=None, ge=1)  # None: derived from the team and max_rollbacks
+
+
+#: When a person in the chat (`maps solve --human`) is asked: after each review, or after every turn.
+HumanWhen = Literal["review", "every_turn"]
 
 
 class HumanConfig(_Strict):

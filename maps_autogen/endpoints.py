@@ -124,22 +124,6 @@ class ResolvedModel:
         """Every replica's base URL as a run records it (user information masked)."""
         return [mask_url_userinfo(url) for url in self.base_urls]
 
-    def describe(self) -> dict[str, Any]:
-        """What a transcript records about this model (no secrets)."""
-        described: dict[str, Any] = {
-            "endpoint": self.endpoint_name,
-            "kind": self.kind,
-            "model": self.model,
-            "base_url": self.shown_base_url,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "json_mode": self.json_mode,
-            "vision": self.vision,
-        }
-        if len(self.base_urls) > 1:
-            described["replicas"] = self.shown_replicas
-        return described
-
     def images_carried(self, count: int) -> int:
         """How many of a problem's `count` images one request to this model carries: none on a
         text-only model, at most `max_images` (vLLM's --limit-mm-per-prompt); a note stands in

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from maps_autogen.config import HumanWhen
 from maps_autogen.human import HumanDecision
-from maps_autogen.records import USER_PROXY_ROLE, HumanWhen, RollbackBy, Score
+from maps_autogen.records import USER_PROXY_ROLE, RollbackBy, Score, StopReason
 from maps_autogen.roles import CriticVerdict
 from maps_autogen.team import REVIEW_PARTS, ReviewPart, TeamConfig
 
@@ -146,7 +147,7 @@ class FlowState:
 
     pending: tuple[str, ...]
     rollbacks: tuple[Rollback, ...] = ()
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
     round_of_turn: tuple[int, ...] = ()
     revising: str | None = None  # the step that re-runs next with its feedback
     planned: FlowState | None = None  # at the person's pause: what happens if they continue
@@ -161,7 +162,7 @@ class Decision:
     """The next speaker, or why the chat stops."""
 
     next_role: str | None
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
     round: int = 0
     revision: Rollback | None = field(default=None)  # set when next_role re-runs with feedback
 

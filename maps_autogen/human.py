@@ -22,22 +22,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from maps_autogen.chat_records import DecisionParsed
 from maps_autogen.errors import UsageError
-from maps_autogen.records import Score
+from maps_autogen.records import AnswerSource, DecisionKind, Score
 from maps_autogen.text import valid_text
 
 #: The longest answer a person may give at one pause (characters).
 MAX_ANSWER_CHARS = 4000
 #: The notes of one chat together (characters): every later request carries all of them.
 MAX_NOTES_CHARS = 16000
-
-#: What the person decided at a pause.
-DecisionKind = Literal["continue", "back", "stop", "note"]
-#: Where the answer came from: the terminal, the live page, the API's `on_human`, or nobody (the
-#: terminal's input ended and no page can answer: the chat continues).
-AnswerSource = Literal["terminal", "page", "api", "end_of_input"]
 
 # Control characters (C0 with tab and newline, DEL, C1) and the bidi overrides that reorder text.
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -93,9 +88,9 @@ class HumanDecision:
             return f"note {self.text}"
         return self.kind
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> DecisionParsed:
         """The decision as the person's transcript turn keeps it (its `parsed`)."""
-        return {"decision": self.kind, "step": self.step, "text": self.text, "source": self.source}
+        return DecisionParsed(decision=self.kind, step=self.step, text=self.text, source=self.source)
 
 
 @dataclass(frozen=True)

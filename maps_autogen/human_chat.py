@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
+from maps_autogen.chat_records import MessageRecord
 from maps_autogen.flow import PERSON, FlowSettings, FlowState, Turn, replay
 from maps_autogen.human import HumanAnswerError, HumanDecision, HumanState, OnHumanError, accepted
 from maps_autogen.roles import USER_PROXY_NAME, CriticVerdict, answer_with_option
@@ -110,19 +110,10 @@ class PersonTurns:
         decision, self._answer = self._answer, None
         return decision
 
-    def message(self, decision: HumanDecision, *, round_: int) -> dict[str, Any]:
+    def message(self, decision: HumanDecision, *, round_: int) -> MessageRecord:
         """The person's turn as the transcript keeps it: a UserProxy message with what they said."""
-        return {
-            "type": "message",
-            "agent": USER_PROXY_NAME,
-            "role": PERSON,
-            "step": "user",
-            "round": round_,
-            "revision": False,
-            "content": decision.said or decision.line,
-            "parsed": decision.record(),
-            "started_at": utc_now(),
-        }
+        return MessageRecord(agent=USER_PROXY_NAME, role=PERSON, step="user", round=round_, revision=False,
+                             content=decision.said or decision.line, parsed=decision.record(), started_at=utc_now())
 
 
 __all__ = ["MAX_TRIES", "OnHuman", "PersonTurns"]

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from maps_autogen.human import MAX_ANSWER_CHARS, AnswerSource, HumanAnswerError, HumanDecision, HumanState, parse_answer
+from maps_autogen.human import MAX_ANSWER_CHARS, HumanAnswerError, HumanDecision, HumanState, parse_answer
+from maps_autogen.records import AnswerSource
 from maps_autogen.redact import terminal_safe
 
 #: A line longer than this many bytes is not taken (UTF-8 takes at most 4 bytes a character).

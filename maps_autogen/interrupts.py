@@ -143,8 +143,8 @@ class ClosedOutputGuard:
     def __init__(self, inner: Any):
         self.inner = inner
 
-    def emit(self, record: dict[str, Any]) -> None:
-        """Pass `record` on; a closed standard output ends the run."""
+    def emit(self, record: Any) -> None:
+        """Pass `record` (a chat record) on; a closed standard output ends the run."""
         try:
             self.inner.emit(record)
         except BrokenPipeError:

@@ -11,18 +11,21 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from maps_autogen.errors import DataError
-from maps_autogen.records import (
-    USER_PROXY_ROLE,
+from maps_autogen.chat_records import (
+    AnswerParsed,
+    ChatRecord,
     EventRecord,
-    FlowRecord,
     MessageRecord,
+    RollbackEvent,
+    StopEvent,
     TokenRecord,
     TurnStartRecord,
-    live_record,
+    VerdictParsed,
 )
+from maps_autogen.errors import DataError
+from maps_autogen.records import USER_PROXY_ROLE, FlowRecord
 from maps_autogen.redact import StreamRedactor, escape_controls, terminal_safe
-from maps_autogen.replies import ParsedAnswer, ParsedVerdict, ReadReply, read_as, read_reply
+from maps_autogen.replies import ReadReply, read_reply
 from maps_autogen.roles import answer_with_option
 from maps_autogen.run_files import read_run
 from maps_autogen.team import possessive
@@ -102,28 +105,27 @@ class LiveConsole:
             Text(f"\n── {terminal_safe(agent)} ", style=self._style(role)) + Text(terminal_safe(detail), style="dim")
         )
 
-    def emit(self, record: dict[str, Any]) -> None:
-        typed = live_record(record)
-        if isinstance(typed, TurnStartRecord):
+    def emit(self, record: ChatRecord) -> None:
+        if isinstance(record, TurnStartRecord):
             leftover = self._stream_redactor.flush()  # the tail of a stream that ended without a message
             if leftover:
                 self.console.print(Text(escape_controls(leftover)))
             self._turn += 1
             return
-        if isinstance(typed, TokenRecord):
-            if (typed.role, self._turn) not in self._streamed:
-                self._streamed.add((typed.role, self._turn))
-                self._header(typed.role.capitalize(), typed.role, "(streaming)")
-            self.console.print(Text(escape_controls(self._stream_redactor.feed(typed.text))), end="")
+        if isinstance(record, TokenRecord):
+            if (record.role, self._turn) not in self._streamed:
+                self._streamed.add((record.role, self._turn))
+                self._header(record.role.capitalize(), record.role, "(streaming)")
+            self.console.print(Text(escape_controls(self._stream_redactor.feed(record.text))), end="")
             return
-        if isinstance(typed, MessageRecord):
-            self._message(typed)
-            self._measure(typed)
+        if isinstance(record, MessageRecord):
+            self._message(record)
+            self._measure(record)
         else:
-            self._event(typed)
-            if typed.event == "rollback":
+            self._event(record)
+            if isinstance(record, RollbackEvent):
                 self._rollbacks += 1
-                self._estimate(typed.step)
+                self._estimate(record.step)
 
     def _plan(self) -> FlowRecord | None:
         """The chat's flow, read once from its run.json (None before the folder is known)."""
@@ -181,8 +183,8 @@ class LiveConsole:
         else:
             self.console.print(Text(escape_controls(self._stream_redactor.flush())))
         # What the reply parsed into says what it is (a verdict or an answer), whatever the step's name.
-        verdict = read_as(ParsedVerdict, record.parsed)
-        if verdict is not None and verdict.scores is not None:
+        verdict = record.parsed
+        if isinstance(verdict, VerdictParsed):
             scores = verdict.scores
             whose = possessive(terminal_safe(record.agent))
             table = Table(title=f"{whose} scores", show_header=True, header_style="bold")
@@ -191,10 +193,10 @@ class LiveConsole:
                 table.add_column(_safe(dimension))
             table.add_row("score", *(_safe(score) for score in scores.values()))
             if verdict.feedback:
-                table.add_row("feedback", *(_safe(verdict.feedback.get(dimension, "")) for dimension in scores))
+                table.add_row("feedback", *(_safe(verdict.feedback_on(dimension)) for dimension in scores))
             self.console.print(table)
-        elif (read := read_as(ParsedAnswer, record.parsed)) is not None:
-            answer = self.answer_text(str(read.final_answer))
+        elif isinstance(read := record.parsed, AnswerParsed):
+            answer = self.answer_text(read.final_answer)
             whose = possessive(terminal_safe(record.agent))
             self.console.print(Text(f"{whose} answer: ", style="bold") + _safe(answer))
 
@@ -213,8 +215,8 @@ class LiveConsole:
 
     def _event(self, record: EventRecord) -> None:
         event = record.event
-        if event == "rollback":
-            scores = ", ".join(f"{k} {v}" for k, v in (record.scores or {}).items())
+        if isinstance(record, RollbackEvent):
+            scores = ", ".join(f"{k} {v}" for k, v in record.scores.items())
             why = "sent back by you" if record.by == "user" else scores
             self.console.print(
                 Text(
@@ -227,7 +229,7 @@ class LiveConsole:
             for part, text in sent:
                 if text is not None and text != "":
                     self.console.print(Text(f"  {part} sent back: ", style="cyan") + _safe(text))
-        elif event == "stop":
+        elif isinstance(record, StopEvent):
             self.console.print(Text(terminal_safe(f"\n■ stopped: {record.stop_reason}"), style="bold"))
         else:
             self.console.print(Text(terminal_safe(f"\n! {record.detail or event}"), style="yellow"))

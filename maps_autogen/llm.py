@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from maps_autogen.client import Completion
+from maps_autogen.records import dumped
 
 
 class _AG2Response:
@@ -26,7 +27,7 @@ class _AG2Response:
         """What AG2's file logger writes for the response (it logs `str(response)`): JSON."""
         completion = self.completion
         return json.dumps({"model": completion.served_model or completion.model, "text": completion.text,
-                           "finish_reason": completion.finish_reason, "usage": completion.usage()},
+                           "finish_reason": completion.finish_reason, "usage": dumped(completion.usage())},
                           ensure_ascii=False)
 
 

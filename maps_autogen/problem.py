@@ -15,6 +15,7 @@ from maps_autogen.config import ImagesConfig, LimitsConfig, read_yaml
 from maps_autogen.errors import ConfigError, DataError, ProblemError
 from maps_autogen.fetch import private_urls_allowed
 from maps_autogen.images import ImageInput, ImageSource, fitted_image, image_input, load_image
+from maps_autogen.records import ImageInfo, ProblemRecord
 from maps_autogen.safe_paths import checked_reference, outside_paths_allowed
 from maps_autogen.text import valid_text
 
@@ -106,26 +107,20 @@ class Problem:
     def has_images(self) -> bool:
         return bool(self.images)
 
-    def describe(self) -> dict[str, Any]:
-        """A JSON-ready description (images by name and size, never inlined)."""
-        return {
-            "id": self.id,
-            "question": self.question,
-            "context": self.context,
-            "options": list(self.options),
-            "answer_format": self.answer_format,
-            "images": [
-                {
-                    "name": image.name,
-                    "source": image.source,
-                    "mime": image.mime,
-                    "width": image.width,
-                    "height": image.height,
-                }
-                for image in self.images
-            ],
-            "metadata": self.metadata,
-        }
+    def describe(self, image_files: list[str]) -> ProblemRecord:
+        """The problem as a run records it (images by name and size, never inlined), with the
+        run folder's files of its images."""
+        return ProblemRecord(
+            id=self.id,
+            question=self.question,
+            context=self.context,
+            options=list(self.options),
+            answer_format=self.answer_format,
+            images=[ImageInfo(name=image.name, source=image.source, mime=image.mime, width=image.width,
+                              height=image.height) for image in self.images],
+            metadata=self.metadata,
+            image_files=image_files,
+        )
 
 
 def build_problem(

@@ -1,17 +1,26 @@
-"""The one schema module: every file a run writes (run.json, transcript lines, results.jsonl
-rows, manifest.json, summary.json, turn.json while a call is under way), one pydantic model
-each with every field declared, the
-vocabularies (stop reasons, statuses, event kinds) defined once as `Literal`s, the file names,
-and the typed readers.
+"""The schema of every file a run writes (run.json, transcript lines, results.jsonl rows,
+manifest.json, summary.json, turn.json while a call is under way): one pydantic model each with
+every field declared, the vocabularies (stop reasons, statuses, event kinds) defined once as
+`Literal`s, the file names, and what the files' readers and writers share.
 
-Writers build a model and write it (`artifacts.write_record`, the `model_dump` of the fields
-they set, so a file holds exactly what its writer recorded); readers read a file back
-into its model (`read_run`, `read_manifest`, `read_summary`, `read_transcript`,
-`read_result_rows`) and use attributes, never `.get(` on a dict. Every field a file may lack
-(an older run, a baseline's run.json, a run still going) has a default, and an unknown field is
-an error (`extra="forbid"`): a tampered or foreign file is one line naming it, not a KeyError
-deep inside. Reading checks the schema version first: a file from a newer maps-autogen is one
-line naming the file and the fix.
+Records are typed from the moment they are made: writers build the model with its fields as
+keywords (a misspelt field is a mypy error there: the pydantic plugin's `init_forbid_extra`),
+derive one from another with `model_copy(update=...)` (an unknown field an error), and write it
+(`run_files.write_record`, the `model_dump` of the fields they set, so a file holds exactly what
+its writer recorded); readers read a file back into its model (`read_run`, `read_manifest`,
+`read_summary`, `read_transcript`, `read_result_rows`) and use attributes, never `.get(` on a
+dict. Each transcript event kind is its own model, chosen by `event` (a `stop` has its stop
+reason, a `rollback` its step). Every field a file may lack (an older run, a baseline's run.json,
+a run still going) has a default, and an unknown field is an error (`extra="forbid"`): a
+tampered or foreign file is one line naming it, not a KeyError deep inside. The few mappings
+that stay open say why where they are declared (a data set's own fields, a server's own request
+fields). Reading checks the schema version first: a file from a newer maps-autogen is one line
+naming the file and the fix.
+
+The schema sits above the settings (config.py, team.py): a run records its config and team as
+their own models. The transcript's lines and the live records a chat emits are
+`chat_records.py`'s, the verdict settings a manifest records `settings_record.py`'s; the one
+reader of each file is `run_files.py`.
 
 Schema version 1 throughout: the team record gained `reviewer`, `final_step` and `scored`
 (declared with defaults), which older files lack and readers handle (a consumer then takes the
@@ -20,16 +29,18 @@ feedback targets from the rows themselves), so no older file is refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PlainSerializer
 
-from maps_autogen.errors import DataError
+from maps_autogen.config import AppConfig, HumanWhen
+from maps_autogen.settings_record import VerdictSettings
+from maps_autogen.team import TeamConfig
 
 if TYPE_CHECKING:
-    from maps_autogen.team import TeamConfig
+    from maps_autogen.endpoints import ResolvedModel
 
 SCHEMA_VERSION = 1
 
@@ -63,8 +74,15 @@ EventKind = Literal["rollback", "stop", "error", "solver_unparsed", "critic_unpa
 EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
 #: Who sent a step back: the reviewer's verdict, or the person at a pause (`back STEP QUESTION`).
 RollbackBy = Literal["critic", "user"]
-#: When a person in the chat (`maps solve --human`) is asked: after each review, or after every turn.
-HumanWhen = Literal["review", "every_turn"]
+#: What a person in the chat decided at a pause.
+DecisionKind = Literal["continue", "back", "stop", "note"]
+#: Where a person's answer came from: the terminal, the live page, the API's `on_human`, or nobody
+#: (the terminal's input ended and no page can answer: the chat continues).
+AnswerSource = Literal["terminal", "page", "api", "end_of_input"]
+
+#: Fields written whenever a record is: a file's schema version and the kind a line is read by,
+#: also when left at their default.
+_ALWAYS_WRITTEN = ("schema_version", "type", "event")
 
 
 class _Record(BaseModel):
@@ -72,19 +90,36 @@ class _Record(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
+    def model_post_init(self, context: Any) -> None:
+        self.__pydantic_fields_set__.update(name for name in _ALWAYS_WRITTEN if name in type(self).model_fields)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with the fields `update` names set (recorded as set: they are written); a name
+        that is no field is a ValueError, never a value silently dropped."""
+        unknown = sorted(set(update or ()) - set(type(self).model_fields))
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no field {', '.join(unknown)}")
+        return super().model_copy(update=update, deep=deep)
+
 
 class _File(_Record):
     """A whole file (or JSONL line) we write: it carries the schema version, always written."""
 
     schema_version: int = SCHEMA_VERSION
 
-    def model_post_init(self, context: Any) -> None:
-        self.__pydantic_fields_set__.add("schema_version")
-
 
 #: A reviewer's score as it was given: a whole number on 1-5, or a fraction on [0, 1] (kept as
 #: written: 5 stays 5, never 5.0).
 Score = int | float
+
+
+def _whole_config(config: AppConfig) -> dict[str, Any]:
+    """The config as a run records it: every setting in force, those left at their default too."""
+    return config.model_dump(mode="json")
+
+
+#: agents.yaml as loaded (config.AppConfig), written whole.
+RecordedConfig = Annotated[AppConfig, PlainSerializer(_whole_config)]
 
 
 # ----- shared parts -------------------------------------------------------------------------
@@ -104,6 +139,16 @@ class Usage(_Record):
         """The USD this usage cost: 0 when no call was made (nothing spent), None when some
         call's price is unknown. The one rule of the progress bar, the summary and the report."""
         return 0.0 if not self.calls else self.cost
+
+    def added(self, other: Usage) -> Usage:
+        """This usage and `other` together: what each `spent` added up (unknown once either's
+        is), the estimate flag of either."""
+        mine, theirs = self.spent(), other.spent()
+        return Usage(calls=self.calls + other.calls, cached_calls=self.cached_calls + other.cached_calls,
+                     prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                     completion_tokens=self.completion_tokens + other.completion_tokens,
+                     cost=None if mine is None or theirs is None else mine + theirs,
+                     tokens_estimated=self.tokens_estimated or other.tokens_estimated)
 
 
 class RoleUsage(_Record):
@@ -131,8 +176,42 @@ class CallUsage(_Record):
     usage_unusable: str | None = None  # why the usage the service reported was not used (tokens estimated)
 
 
+class SentSettings(_Record):
+    """The settings read back from a request body (every field but the messages, the response
+    format by its type), and the headers, query and URL it went with when they are not the
+    default (secrets masked). Open beyond the fields maps writes itself: an endpoint's
+    `extra_body` adds the server's own body fields (vLLM's top_k, llama.cpp's repeat_penalty),
+    recorded as they were sent."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None  # a reasoning model's cap (endpoint max_tokens_field)
+    reasoning_effort: str | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    response_format: str | None = None  # json_schema, json_object
+    stream: bool | None = None
+    headers: dict[str, str] | None = None  # a header's own name and value, as the endpoint gives them
+    query: dict[str, str] | None = None  # a query parameter's own name and value
+    url: str | None = None  # where the request went, when not <base_url>/chat/completions
+
+    def token_cap(self) -> int | None:
+        """The reply cap the request carried (max_tokens, or a reasoning model's max_completion_tokens)."""
+        return self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
+
+
+class ModelSent(SentSettings):
+    """A step's settings sent in a results row, and the model the service reported answering
+    when it named another."""
+
+    served_model: str | None = None
+
+
 class ModelRecord(_Record):
-    """A step's model as a run records it (endpoints.ResolvedModel.describe), with `sent` (the
+    """A step's model as a run records it (`of` a resolved model), with `sent` (the
     settings read back from the last request body sent) or, for a step that sent nothing,
     `request_settings` (what its request would carry), and the model the service reported."""
 
@@ -145,9 +224,18 @@ class ModelRecord(_Record):
     json_mode: str | None = None
     vision: bool | None = None
     replicas: list[str] | None = None
-    sent: dict[str, Any] | None = None
-    request_settings: dict[str, Any] | None = None
+    sent: SentSettings | None = None
+    request_settings: SentSettings | None = None
     served_model: str | None = None
+
+    @classmethod
+    def of(cls, model: ResolvedModel) -> ModelRecord:
+        """A resolved model as a run records it (no secrets: URLs with their user information
+        masked; `replicas` only for an endpoint with several)."""
+        record = cls(endpoint=model.endpoint_name, kind=model.kind, model=model.model, base_url=model.shown_base_url,
+                     temperature=model.temperature, max_tokens=model.max_tokens, json_mode=model.json_mode,
+                     vision=model.vision)
+        return record.model_copy(update={"replicas": model.shown_replicas}) if len(model.base_urls) > 1 else record
 
 
 class TeamRecord(_Record):
@@ -190,6 +278,8 @@ class ProblemRecord(_Record):
     options: list[str] = Field(default_factory=list)
     answer_format: str | None = None
     images: list[ImageInfo] = Field(default_factory=list)
+    # The problem's own fields beyond those maps reads (a data set row's, a problem file's):
+    # whatever its source gives, kept as given.
     metadata: dict[str, Any] = Field(default_factory=dict)
     image_files: list[str] = Field(default_factory=list)  # relative to the run folder
 
@@ -228,7 +318,7 @@ class RollbackRecord(_Record):
 
 
 class VerdictRecord(_Record):
-    """A reviewer's verdict (roles.CriticVerdict.to_dict)."""
+    """A reviewer's verdict (roles.CriticVerdict)."""
 
     scores: dict[str, Score] = Field(default_factory=dict)
     need_feedback: bool = False
@@ -284,7 +374,7 @@ class RunRecord(_File):
     status: RunStatus | None = None  # None: a baseline (one call, no chat)
     problem: ProblemRecord = Field(default_factory=ProblemRecord)
     config_path: str | None = None
-    config: dict[str, Any] = Field(default_factory=dict)  # config.MapsConfig as loaded
+    config: RecordedConfig | None = None  # None: a baseline's (it records its one model)
     models: dict[str, ModelRecord] = Field(default_factory=dict)  # by step (a baseline: its final-answer step)
     team: TeamRecord | None = None
     flow: FlowRecord | None = None
@@ -303,106 +393,20 @@ class RunRecord(_File):
     # An eval problem's: which problem, what the eval ran, and how its answer scored.
     pid: str | int | None = None
     subset: str | None = None
-    gold: Any = None
+    gold: Any = None  # the data set's (or problem file's) answer, of whatever type it gives
     benchmark: str | None = None
     method: str | None = None
     evaluation: Evaluation | None = None
     correct: bool | None = None
 
+    def role_model(self, role: str) -> ModelRecord | None:
+        """The model `role` talked to (None: the run recorded none for it)."""
+        return self.models[role] if role in self.models else None
 
-# ----- transcript.jsonl ---------------------------------------------------------------------
+    def role_usage(self, role: str) -> RoleUsage | None:
+        """`role`'s calls, tokens, cost and seconds (None: none recorded, or not yet)."""
+        return self.usage_by_role[role] if role in self.usage_by_role else None
 
-
-class MessageRecord(_File):
-    """A transcript line: one agent's turn, as sent and as parsed (the opening task message has
-    only the task fields and `images`)."""
-
-    type: Literal["message"]
-    index: int | None = None  # the line's number in the transcript (set by the writer)
-    agent: str  # the agent's display name
-    role: str  # the step name (USER_PROXY_ROLE for the task and a person's turns)
-    step: str = ""  # the reviewer's dimension of this step, "review", "task", "answer" or "user" (a person's turn)
-    round: int = 0
-    revision: bool = False  # a re-run with the reviewer's feedback
-    content: str = ""
-    images: list[str] | None = None  # the task message's image files
-    parsed: dict[str, Any] | None = None  # the answer or verdict read from `content`
-    model: str | None = None
-    started_at: str | None = None
-    seconds: float | None = None
-    usage: CallUsage | None = None
-    json_mode: str | None = None
-    finish_reason: str | None = None
-    served_model: str | None = None
-    sent: dict[str, Any] | None = None
-    rejected: str | None = None
-    request: list[dict[str, Any]] | None = None  # the request as sent (images by file name)
-
-
-class EventRecord(_File):
-    """A transcript line: something that happened between turns."""
-
-    type: Literal["event"]
-    index: int | None = None
-    event: EventKind
-    at: str | None = None
-    detail: str | None = None
-    # rollback
-    number: int | None = None
-    step: str | None = None
-    dimension: str | None = None
-    scores: dict[str, Score] | None = None
-    question: str | None = None  # the feedback (or the person's question) the step received
-    score: Score | None = None  # the step's score, when sent to it
-    evaluation: str | None = None  # the evaluation of the step, when sent to it
-    by: RollbackBy | None = None
-    # stop
-    stop_reason: StopReason | None = None
-    final_answer: str | None = None
-    # images_withheld, images_dropped, max_tokens_reached, content_filtered
-    roles: list[str] | None = None
-    role: str | None = None
-
-
-class TurnStartRecord(_Record):
-    """A live-only record: a turn begins (observers see it; the transcript does not keep it)."""
-
-    type: Literal["turn_start"]
-    role: str
-    agent: str | None = None
-    round: int = 0
-    revision: bool = False
-
-
-class TokenRecord(_Record):
-    """A live-only record: streamed text of the turn under way."""
-
-    type: Literal["token"]
-    role: str
-    text: str
-
-
-class TurnInProgress(_File):
-    """turn.json: the step whose model call is under way (written when a turn starts, removed
-    when the run ends), so a live page can say who is thinking during a long call. `messages` is
-    how many messages the transcript held when the turn started: a later message ends it."""
-
-    role: str
-    agent: str | None = None
-    round: int = 0
-    revision: bool = False
-    started_at: str
-    messages: int = 0
-
-
-TranscriptLine = Annotated[MessageRecord | EventRecord, Field(discriminator="type")]
-TranscriptRecord = Annotated[MessageRecord | EventRecord | TurnStartRecord | TokenRecord, Field(discriminator="type")]
-TRANSCRIPT_LINE: TypeAdapter[Any] = TypeAdapter(TranscriptLine)
-LIVE_RECORD: TypeAdapter[Any] = TypeAdapter(TranscriptRecord)
-
-
-class TranscriptLineModel(RootModel[TranscriptLine]):
-    """A transcript line, parsed through `parsed` like the other files."""
 
 # ----- manifest.json ------------------------------------------------------------------------
 
@@ -422,8 +426,10 @@ class SettingsChange(_Record):
     at: str | None = None
     settings: int | None = None  # the index rows run under it record (None: recorded before indexes)
     differences: list[str] = Field(default_factory=list)
-    from_: dict[str, Any] = Field(default_factory=dict, alias="from")
-    to: dict[str, Any] = Field(default_factory=dict)
+    # By the setting's name as run_settings.differences gives it ("review.threshold",
+    # "models.solver.temperature"): the value of whichever setting differed, as recorded.
+    from_: dict[str, JsonValue] = Field(default_factory=dict, alias="from")
+    to: dict[str, JsonValue] = Field(default_factory=dict)
     pids: list[str | int] = Field(default_factory=list)
 
 
@@ -436,6 +442,10 @@ class SelectionRecord(_Record):
 
     ids: list[str] = Field(default_factory=list)
     scoring: dict[str, str] = Field(default_factory=dict)
+
+    def scoring_of(self, pid: str) -> str | None:
+        """The hash of problem `pid`'s gold answer and scoring fields (None: not in the selection)."""
+        return self.scoring[pid] if pid in self.scoring else None
 
 
 class Manifest(_File):
@@ -463,11 +473,11 @@ class Manifest(_File):
     models: dict[str, ModelRecord] = Field(default_factory=dict)
     team: TeamRecord | None = None
     config_path: str | None = None
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: RecordedConfig | None = None
     rules: str = "current"
     allow_outside_paths: bool = False
     # What a --resume must match (eval/run_settings.py); None in manifests written before it.
-    settings: dict[str, Any] | None = None
+    settings: VerdictSettings | None = None
     changes: list[SettingsChange] = Field(default_factory=list)
     settings_recorded_at: str | None = None  # the resume that first recorded the settings of an older run
     versions: dict[str, str] = Field(default_factory=dict)  # python and package versions
@@ -477,6 +487,23 @@ class Manifest(_File):
     served_models: dict[str, list[str]] = Field(default_factory=dict)  # step -> models the service reported
     merged_from: list[str] | None = None  # maps merge: the shard folders
     workers_replaced: int = 0  # worker processes that died and were replaced, over every invocation
+
+    def subset_of(self, pid: str | int) -> str | None:
+        """The subset problem `pid` was selected from (None: not in the run)."""
+        key = str(pid)
+        return self.subset_of_id[key] if key in self.subset_of_id else None
+
+    def sample_of(self, subset: str) -> SampleRecord | None:
+        """How `subset` was sampled (None: not sampled)."""
+        return self.sampled[subset] if subset in self.sampled else None
+
+    def served_by(self, step: str) -> list[str]:
+        """The models the service reported answering `step` ([]: none other than asked, or none yet)."""
+        return self.served_models[step] if step in self.served_models else []
+
+    def version_of(self, package: str) -> str | None:
+        """The version of `package` (or "python") the run recorded (None: not recorded)."""
+        return self.versions[package] if package in self.versions else None
 
 
 # ----- results.jsonl ------------------------------------------------------------------------
@@ -489,8 +516,8 @@ class ResultRow(_File):
     subset: str = ""
     status: ResultStatus
     method: str | None = None
-    gold: Any = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    gold: Any = None  # the data set's answer, of whatever type it gives
+    metadata: dict[str, Any] = Field(default_factory=dict)  # the data set row's own fields, as it gives them
     response: str | None = None
     extraction: Any = None
     prediction: Any = None
@@ -505,13 +532,14 @@ class ResultRow(_File):
     feedback_step: str | None = None  # the first rollback's step (Figure 4)
     usage: Usage | None = None
     usage_by_role: dict[str, RoleUsage] = Field(default_factory=dict)
-    models: dict[str, dict[str, Any]] = Field(default_factory=dict)  # step -> settings sent (+ served_model)
+    models: dict[str, ModelSent] = Field(default_factory=dict)  # step -> the settings its last request sent
     max_tokens_reached: list[str] = Field(default_factory=list)
     seconds: float = 0.0
     error: str | None = None
     run_dir: str | None = None  # problems/<safe_paths.safe_component(pid)>
     settings: int = 0  # the manifest settings it ran under: 0 the run's first, k after its k-th change
-    scoring: dict[str, Any] | None = None  # the data row's fields the scorer reads (maps merge re-scores with them)
+    # The data set row's fields the scorer reads, as the row gives them (maps merge re-scores with them).
+    scoring: dict[str, Any] | None = None
 
 
 # ----- summary.json -------------------------------------------------------------------------
@@ -559,28 +587,7 @@ class Summary(_File):
     workers_replaced: int | None = None  # worker processes that died and were replaced (eval/processes.py)
 
 
-# ----- checking and reading -----------------------------------------------------------------
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def parsed(model: type[M], data: Any, *, source: str) -> M:
-    """`data` (read from `source`) as `model`, its schema version checked first: a file from a
-    newer maps-autogen, or one that does not match, is a one-line DataError naming `source`."""
-    if isinstance(data, dict):
-        version = data.get("schema_version", SCHEMA_VERSION)
-        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-            raise DataError(
-                f"{source} was written by a newer maps-autogen (schema version {version}; this one reads "
-                f"up to {SCHEMA_VERSION})",
-                fix="upgrade maps-autogen (install a newer checkout or wheel) to read it",
-            )
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        raise DataError(
-            f"{source}: {_first_problem(error)}", fix="the run folder may be damaged or from another version"
-        ) from None
+# ----- writing -------------------------------------------------------------------------------
 
 
 def dumped(record: BaseModel) -> dict[str, Any]:
@@ -589,29 +596,3 @@ def dumped(record: BaseModel) -> dict[str, Any]:
     # Python mode: a data set's own values (gold, metadata) may be of any type, and the writers
     # turn what JSON cannot hold into text (`default=str`), as before.
     return record.model_dump(exclude_unset=True, by_alias=True)
-
-
-def transcript_line(record: dict[str, Any]) -> MessageRecord | EventRecord:
-    """A record about to be written to a transcript as its model; ValueError when it is not a
-    transcript kind (a programming error: the chat emits only these)."""
-    try:
-        line: MessageRecord | EventRecord = TRANSCRIPT_LINE.validate_python(record)
-    except ValidationError as error:
-        raise ValueError(f"not a transcript record: {_first_problem(error)}") from None
-    return line
-
-
-def live_record(record: dict[str, Any]) -> MessageRecord | EventRecord | TurnStartRecord | TokenRecord:
-    """A record a chat emits to its observers (kept or live-only) as its model; ValueError when
-    it is not one (a programming error)."""
-    try:
-        typed: MessageRecord | EventRecord | TurnStartRecord | TokenRecord = LIVE_RECORD.validate_python(record)
-    except ValidationError as error:
-        raise ValueError(f"not a chat record: {_first_problem(error)}") from None
-    return typed
-
-
-def _first_problem(error: ValidationError) -> str:
-    problem = error.errors()[0]
-    where = ".".join(str(part) for part in problem["loc"]) or "the file"
-    return f"{where}: {problem['msg'].lower()}"

@@ -2,8 +2,8 @@
 evaluation of each dimension (or, in older runs, its reasoning) and the questions it asks, as
 headed paragraphs instead of one JSON string.
 
-What a reply is comes from what it parsed into (a message record's `parsed`: a final answer or
-scores), never from the step's name. The headings come from the model's JSON keys: they are
+What a reply is comes from what it parsed into (a message record's `parsed`: an answer or a
+verdict), never from the step's name. The headings come from the model's JSON keys: they are
 untrusted, so their count and length are bounded here and the callers escape them.
 """
 
@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from maps_autogen.chat_records import AnswerParsed, DecisionParsed, VerdictParsed
 from maps_autogen.verdict import extract_json_object, value_text
 
 MAX_SECTIONS = 12  # headed paragraphs shown per reply; the rest stay in the raw reply
@@ -24,22 +25,6 @@ class Lenient(BaseModel):
     """A reading of a free-form part of a record: unknown keys ignored."""
 
     model_config = ConfigDict(extra="ignore")
-
-
-class ParsedVerdict(Lenient):
-    """The reviewer's verdict as a message record's `parsed` holds it (with whatever else it
-    records); `scores` None: the reply parsed into no verdict."""
-
-    scores: dict[str, Any] | None = None
-    feedback: dict[str, Any] = {}
-    worst_step: Any = None
-
-
-class ParsedAnswer(Lenient):
-    """An answer step's answer as a message record's `parsed` holds it."""
-
-    final_answer: Any
-    parsed: bool = True
 
 
 L = TypeVar("L", bound=Lenient)
@@ -96,23 +81,19 @@ def _sections(value: Any, default_heading: str) -> list[Section]:
     return [Section(heading, text) for heading, text in items[:MAX_SECTIONS] if text]
 
 
-def read_reply(content: str, parsed: dict[str, Any] | None) -> ReadReply | None:
+def read_reply(content: str, parsed: AnswerParsed | VerdictParsed | DecisionParsed | None) -> ReadReply | None:
     """The reply as headed paragraphs; None when it parsed into neither an answer nor a verdict
     (then it is shown as the text it is)."""
-    if not parsed:
-        return None
-    verdict = read_as(ParsedVerdict, parsed)
-    if verdict is not None and verdict.scores is not None:
+    if isinstance(parsed, VerdictParsed):
         found, _ = extract_json_object(content)
         # its evaluation of each dimension (a run before it had one reasoning text instead)
         evaluation = _key(found or {}, "evaluation")
         if evaluation is not None:
             return ReadReply("review", _sections(evaluation, "Evaluation"))
         return ReadReply("review", _sections(_key(found or {}, "reasoning"), "Reasoning"))
-    answer = read_as(ParsedAnswer, parsed)
-    if answer is not None and answer.parsed:
+    if isinstance(parsed, AnswerParsed) and parsed.parsed:
         found, _ = extract_json_object(content)
         if found is None:
             return None
-        return ReadReply("answer", _sections(_key(found, "process"), "Process"), str(answer.final_answer))
+        return ReadReply("answer", _sections(_key(found, "process"), "Process"), parsed.final_answer)
     return None

@@ -38,15 +38,6 @@ class CriticVerdict:
     repaired: bool = False
     evaluation: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "evaluation": dict(self.evaluation),
-            "scores": dict(self.scores),
-            "need_feedback": self.need_feedback,
-            "worst_step": self.worst_step,
-            "feedback": dict(self.feedback),
-        }
-
 
 def option_letter(index: int) -> str:
     """The letter of the option at `index` (0-based): A, B, ..., then numbers past Z."""

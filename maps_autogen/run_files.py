@@ -7,26 +7,52 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from maps_autogen.artifacts import iter_jsonl, line_at, read_json_object, read_jsonl_from, write_json_atomic
+from maps_autogen.chat_records import EventRecord, MessageRecord, TranscriptLineModel
 from maps_autogen.errors import DataError
 from maps_autogen.records import (
     MANIFEST_FILE,
     RUN_FILE,
+    SCHEMA_VERSION,
     SUMMARY_FILE,
     TRANSCRIPT_FILE,
-    EventRecord,
     Manifest,
-    MessageRecord,
     ResultRow,
     RunRecord,
     Summary,
-    TranscriptLineModel,
     dumped,
-    parsed,
 )
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parsed(model: type[M], data: Any, *, source: str) -> M:
+    """`data` (read from `source`) as `model`, its schema version checked first: a file from a
+    newer maps-autogen, or one that does not match, is a one-line DataError naming `source`."""
+    if isinstance(data, dict):
+        version = data.get("schema_version", SCHEMA_VERSION)  # the raw JSON, not yet a record
+        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+            raise DataError(
+                f"{source} was written by a newer maps-autogen (schema version {version}; this one reads "
+                f"up to {SCHEMA_VERSION})",
+                fix="upgrade maps-autogen (install a newer checkout or wheel) to read it",
+            )
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise DataError(
+            f"{source}: {_first_problem(error)}", fix="the run folder may be damaged or from another version"
+        ) from None
+
+
+def _first_problem(error: ValidationError) -> str:
+    problem = error.errors()[0]
+    where = ".".join(str(part) for part in problem["loc"]) or "the file"
+    return f"{where}: {problem['msg'].lower()}"
 
 
 def read_run(run_dir: Path) -> RunRecord:

@@ -22,6 +22,8 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, JsonValue
+
 from maps_autogen.artifacts import read_json_or_empty
 from maps_autogen.errors import DataError
 from maps_autogen.limits import scoped
@@ -108,8 +110,17 @@ def problem_folder(eval_dir: Path, named: Any) -> Path | None:
 def belongs_to(folder: Path, pid: Any) -> bool:
     """Whether a problem folder is `pid`'s own: its run.json names no other problem (a folder
     whose run.json is not written yet, as a killed run leaves it, is nobody else's)."""
-    recorded = read_json_or_empty(folder / RUN_FILE).get("pid")
+    recorded = _Owner.model_validate(read_json_or_empty(folder / RUN_FILE)).pid
     return recorded is None or str(recorded) == str(pid)
+
+
+class _Owner(BaseModel):
+    """The one field of a run.json the ownership check reads, as written: the rest of the file
+    may be half-written, damaged or from another version (the run's own reader judges it)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    pid: JsonValue = None
 
 
 _allow_outside: ContextVar[bool] = ContextVar("allow_outside_paths", default=False)

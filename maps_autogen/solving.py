@@ -25,8 +25,9 @@ from maps_autogen.chat import (
     chat_settings,
     images_withheld,
 )
+from maps_autogen.chat_records import StopEvent
 from maps_autogen.client import ChatBackend, JsonModeMemo
-from maps_autogen.config import LoadedConfig
+from maps_autogen.config import HumanWhen, LoadedConfig
 from maps_autogen.endpoints import (
     EMBEDDED_MODEL_LABEL,
     Resolution,
@@ -40,17 +41,18 @@ from maps_autogen.pool import ReplicaPool
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
 from maps_autogen.records import (
+    Evaluation,
     FlowRecord,
-    HumanWhen,
+    ModelRecord,
     RollbackRecord,
     RunRecord,
+    RunStatus,
     StopReason,
     TeamRecord,
     Usage,
     VerdictRecord,
-    dumped,
 )
-from maps_autogen.roles import shown_answer
+from maps_autogen.roles import CriticVerdict, shown_answer
 from maps_autogen.transcript import RunWriter, new_run_id, utc_now
 from maps_autogen.version import package_version
 
@@ -81,22 +83,22 @@ class Team:
         """Stop every chat of this team at its next model request (Ctrl-C)."""
         self.cancelled.set()
 
-    def models_record(self, calls: Sequence[CallRecord] = ()) -> dict[str, dict[str, Any]]:
+    def models_record(self, calls: Sequence[CallRecord] = ()) -> dict[str, ModelRecord]:
         """Each role's model as a run records it: the resolved choice; `sent`, the settings read
         back from the body of the role's last request sent, or, for a role that sent nothing (yet),
         `request_settings`, those its request body carries (never labelled as sent); and the
         model name the service reported when it differs."""
-        sent = {call.role: call.completion for call in calls}
+        last = {call.role: call.completion for call in calls}
         record = {}
         for role, model in self.resolution.models.items():
-            completion = sent.get(role)
-            entry = model.describe()
-            if completion is not None and completion.sent:
-                entry["sent"] = completion.sent
+            entry = ModelRecord.of(model)
+            if role in last:
+                completion = last[role]
+                entry = entry.model_copy(update={"sent": completion.sent})
+                if completion.served_model:
+                    entry = entry.model_copy(update={"served_model": completion.served_model})
             else:
-                entry["request_settings"] = self.backends[role].settings()
-            if completion is not None and completion.served_model:
-                entry["served_model"] = completion.served_model
+                entry = entry.model_copy(update={"request_settings": self.backends[role].settings()})
             record[role] = entry
         return record
 
@@ -214,7 +216,7 @@ class SolveResult:
             "final_answer_text": self.final_answer_text,
             "stop_reason": self.outcome.stop_reason,
             "rollbacks": [rollback.step for rollback in self.outcome.rollbacks],
-            "usage": self.outcome.usage(),
+            "usage": self.outcome.usage().model_dump(),
             "run_dir": str(self.run_dir),
             "error": self.outcome.error,
             "gold": self.run.gold,  # the problem file's gold answer, and whether the final answer matches it
@@ -239,15 +241,16 @@ def solve_problem(
     run_id: str | None = None,
     without: frozenset[str] = frozenset(),
     on_human: OnHuman | None = None,
-    extra: dict[str, Any] | None = None,
-    evaluate: Callable[[ChatOutcome], dict[str, Any]] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    evaluate: Callable[[ChatOutcome], Evaluation | None] | None = None,
 ) -> SolveResult:
     """Run one problem through the team; write runs_dir/<run-id>/ (run.json, transcript.jsonl,
     images/). Model-service failures end the chat with stop reason `error`; the files are
-    written either way. run.json is written twice: when the chat starts and when it ends, with
-    what `evaluate` returns for the outcome (an eval's verdict) merged in. With `on_human` a
-    person takes part (at the config's `human.when`): it receives each pause and returns their
-    decision."""
+    written either way. run.json is written twice: when the chat starts (with `extra`, fields
+    of `records.RunRecord` an eval sets) and when it ends, with how `evaluate` scored the
+    outcome (an eval's verdict, a problem file's gold answer; None: not scored). With
+    `on_human` a person takes part (at the config's `human.when`): it receives each pause and
+    returns their decision."""
     config = team.loaded.config
     run_id = run_id or new_run_id("solve")
     run_dir = runs_dir / run_id
@@ -266,17 +269,17 @@ def solve_problem(
             image_files=image_files,
             on_human=on_human,
         )
-        base_run = RunRecord.model_validate({
-            "kind": "solve",
-            "run_id": run_id,
-            "maps_version": package_version(),
-            "started_at": started_at,
-            "problem": {**problem.describe(), "image_files": image_files},
-            "config_path": str(team.loaded.path),
-            "config": config.model_dump(mode="json"),
-            "models": team.models_record(),
-            "team": TeamRecord.of(team.loaded.team.config, team.loaded.team.source),
-            "flow": FlowRecord(
+        base_run = RunRecord(
+            kind="solve",
+            run_id=run_id,
+            maps_version=package_version(),
+            started_at=started_at,
+            problem=problem.describe(image_files),
+            config_path=str(team.loaded.path),
+            config=config,
+            models=team.models_record(),
+            team=TeamRecord.of(team.loaded.team.config, team.loaded.team.source),
+            flow=FlowRecord(
                 steps=list(settings.flow.steps),
                 critic=settings.flow.reviewer is not None,
                 reviewer=settings.flow.reviewer,
@@ -291,9 +294,8 @@ def solve_problem(
                 images_dropped=list(settings.plan.images_dropped),
                 human=settings.flow.human,
             ),
-            "team_setting": team.setting_note,
-            **(extra or {}),
-        })
+            team_setting=team.setting_note,
+        ).model_copy(update=extra)
         chat_started = time.monotonic()
         try:
             writer.write_run(base_run.model_copy(update={"status": "running"}))
@@ -310,15 +312,7 @@ def solve_problem(
                 "standard output was closed by its reader" if closed
                 else "stopped by SIGTERM" if terminated else "interrupted by the user (Ctrl-C)",
             )
-            writer.append(
-                {
-                    "type": "event",
-                    "event": "stop",
-                    "stop_reason": "interrupted",
-                    "final_answer": outcome.final_answer,
-                    "at": utc_now(),
-                }
-            )
+            writer.append(StopEvent(stop_reason="interrupted", final_answer=outcome.final_answer, at=utc_now()))
             writer.write_run(_finished_run(base_run, outcome, team, status="interrupted"))
             if closed:
                 raise OutputClosedError(
@@ -336,40 +330,37 @@ def solve_problem(
     return SolveResult(run_id=run_id, run_dir=run_dir, outcome=outcome, run=run, options=problem.options)
 
 
-def _finished_run(base_run: RunRecord, outcome: ChatOutcome, team: Team, *, status: str,
-                  evaluation: dict[str, Any] | None = None) -> RunRecord:
+def _finished_run(base_run: RunRecord, outcome: ChatOutcome, team: Team, *, status: RunStatus,
+                  evaluation: Evaluation | None = None) -> RunRecord:
     """run.json once the chat has ended (finished, or interrupted with the turns so far), with
-    an eval's `evaluation` fields (its verdict) when given."""
-    return RunRecord.model_validate(
-        {
-            **dumped(base_run),
-            "status": status,
-            "models": team.models_record(outcome.calls),
-            "finished_at": utc_now(),
-            "seconds": round(outcome.seconds, 4),
-            "stop_reason": outcome.stop_reason,
-            "final_answer": outcome.final_answer,
-            "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
-            "rollbacks": [
-                {
-                    "number": r.number,
-                    "step": r.step,
-                    "dimension": r.dimension,
-                    "scores": r.scores,
-                    "question": r.sent_question,
-                    "score": r.sent.score,
-                    "evaluation": r.sent.evaluation,
-                    "by": r.by,
-                }
-                for r in outcome.rollbacks
-            ],
-            "critic_verdicts": [v.to_dict() if v else None for v in outcome.verdicts],
-            "usage": outcome.usage(),
-            "usage_by_role": outcome.usage_by_role(),
-            "error": outcome.error,
-            **(evaluation or {}),
-        }
-    )
+    how its answer was scored (`evaluation`: its verdict, and the gold answer) when given."""
+    run = base_run.model_copy(update={
+        "status": status,
+        "models": team.models_record(outcome.calls),
+        "finished_at": utc_now(),
+        "seconds": round(outcome.seconds, 4),
+        "stop_reason": outcome.stop_reason,
+        "final_answer": outcome.final_answer,
+        "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
+        "rollbacks": [RollbackRecord(number=r.number, step=r.step, dimension=r.dimension, scores=r.scores,
+                                     question=r.sent_question, score=r.sent.score, evaluation=r.sent.evaluation,
+                                     by=r.by)
+                      for r in outcome.rollbacks],
+        "critic_verdicts": [_verdict_record(v) if v else None for v in outcome.verdicts],
+        "usage": outcome.usage(),
+        "usage_by_role": outcome.usage_by_role(),
+        "error": outcome.error,
+    })
+    if evaluation is None:
+        return run
+    return run.model_copy(update={"gold": evaluation.gold, "evaluation": evaluation, "correct": evaluation.correct})
+
+
+def _verdict_record(verdict: CriticVerdict) -> VerdictRecord:
+    """A reviewer's verdict as run.json records it."""
+    return VerdictRecord(evaluation=dict(verdict.evaluation), scores=dict(verdict.scores),
+                         need_feedback=verdict.need_feedback, worst_step=verdict.worst_step,
+                         feedback=dict(verdict.feedback))
 
 
 #: One call to the embedded model at its default reply cap (384 tokens), prompt included: ~13 s

@@ -12,19 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen.artifacts import append_whole, open_append, write_bytes_file
+from maps_autogen.chat_records import ChatRecord, EventRecord, MessageRecord, TurnInProgress, TurnStartRecord
 from maps_autogen.errors import DataError
 from maps_autogen.problem import Problem
-from maps_autogen.records import (
-    IMAGES_DIR,
-    RUN_FILE,
-    TRANSCRIPT_FILE,
-    TURN_FILE,
-    RunRecord,
-    TurnInProgress,
-    TurnStartRecord,
-    dumped,
-    transcript_line,
-)
+from maps_autogen.records import IMAGES_DIR, RUN_FILE, TRANSCRIPT_FILE, TURN_FILE, RunRecord, dumped
 from maps_autogen.redact import redact
 from maps_autogen.run_files import write_record
 
@@ -84,18 +75,18 @@ class RunWriter:
             files.append(relative)
         return files
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Append one record (a `records.MessageRecord` or `EventRecord`, built from the chat's
-        record) as a complete line, written at once: a crash loses no finished record, and a
-        full disk leaves no torn line (a DiskFullError)."""
+    def append(self, record: MessageRecord | EventRecord) -> None:
+        """Append one record as a complete line, numbered (`index`) in the order written, at
+        once: a crash loses no finished record, and a full disk leaves no torn line (a
+        DiskFullError)."""
         with self._lock:
-            line = transcript_line({**record, "index": self._index})
+            line = record.model_copy(update={"index": self._index})
             self._index += 1
             if self._transcript is None:
                 raise ValueError(f"the transcript of {self.run_dir} is closed")
             text = redact(json.dumps(dumped(line), ensure_ascii=False, default=str)) + "\n"
             append_whole(self._transcript, self._path, text.encode("utf-8"))
-            if line.type == "message":
+            if isinstance(line, MessageRecord):
                 self._messages += 1
 
     def write_run(self, run: RunRecord) -> Path:
@@ -120,9 +111,9 @@ class RunWriter:
 
     # The writer is also a chat observer: it keeps messages and events, not live tokens, and the
     # turn under way.
-    def emit(self, record: dict[str, Any]) -> None:
-        if record.get("type") in ("message", "event"):
+    def emit(self, record: ChatRecord) -> None:
+        if isinstance(record, (MessageRecord, EventRecord)):
             self.append(record)
-        elif record.get("type") == "turn_start":
-            self.start_turn(TurnStartRecord.model_validate(record))
+        elif isinstance(record, TurnStartRecord):
+            self.start_turn(record)
 

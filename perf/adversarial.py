@@ -25,8 +25,9 @@ sys.path.insert(0, str(ROOT))
 
 from maps_autogen.benchmarks.mathvista.program_output import parse_program, program_reading  # noqa: E402
 from maps_autogen.eval.results import ResultsLog  # noqa: E402
-from maps_autogen.records import ResultRow, parsed  # noqa: E402
+from maps_autogen.records import ResultRow  # noqa: E402
 from maps_autogen.redact import redact, register_secret, terminal_safe  # noqa: E402
+from maps_autogen.run_files import parsed  # noqa: E402
 from maps_autogen.verdict import parse_critic_reply, parse_solver_reply  # noqa: E402
 
 MEGABYTE = 1 << 20

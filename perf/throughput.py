@@ -267,9 +267,9 @@ def count_tokens(eval_dir: Path, sample: int) -> tuple[float, float, int]:
     agent sent the whole history), both from the transcripts and counted by tokens.METHOD."""
     from PIL import Image
 
+    from maps_autogen.chat_records import MessageRecord
     from maps_autogen.config import load_config
     from maps_autogen.prompts import load_prompts
-    from maps_autogen.records import MessageRecord
     from maps_autogen.run_files import read_result_rows, read_transcript
     from maps_autogen.tokens import prompt_tokens
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import maps_autogen
-from maps_autogen.records import MessageRecord
+from maps_autogen.chat_records import MessageRecord
 from tests.conftest import TEST_KEY, api_service, clean_env
 from tests.eval_fixtures import ProblemScript, write_custom_jsonl
 from tests.fake_openai import FakeOpenAI, Reply

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import maps_autogen
-from maps_autogen.records import MessageRecord
+from maps_autogen.chat_records import MessageRecord
 from maps_autogen.run_files import read_manifest, read_transcript
 from tests.conftest import REPO, make_png
 from tests.fake_openai import FakeOpenAI

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from maps_autogen import artifacts
+from maps_autogen.chat_records import StopEvent
 from maps_autogen.errors import DiskFullError
 from maps_autogen.eval.results import ResultsLog
 from maps_autogen.records import ResultRow
@@ -76,13 +77,13 @@ def test_an_append_is_whole_or_not_there(monkeypatch: pytest.MonkeyPatch, tmp_pa
     log = ResultsLog(tmp_path / "results.jsonl")
     log.append(row("1"))
     writer = RunWriter(tmp_path / "solve")
-    writer.append({"type": "event", "event": "stop", "stop_reason": "critic_passed"})
+    writer.append(StopEvent(stop_reason="critic_passed"))
     before = {path: path.read_bytes() for path in (log.path, tmp_path / "solve" / "transcript.jsonl")}
     disk = FullDisk(monkeypatch, lambda path: True)
     with pytest.raises(DiskFullError, match="no space left to write in"):
         log.append(row("2"))
     with pytest.raises(DiskFullError, match="no space left to write in"):
-        writer.append({"type": "event", "event": "stop", "stop_reason": "max_rounds"})
+        writer.append(StopEvent(stop_reason="max_rounds"))
     writer.close()
     assert disk.refused == 2
     assert {path: path.read_bytes() for path in before} == before  # the half lines were cut off again

@@ -19,13 +19,14 @@ import pytest
 import yaml
 from PIL import Image
 
+from maps_autogen.chat_records import AnswerParsed, ErrorEvent, MessageRecord
 from maps_autogen.config import load_config
 from maps_autogen.errors import ConfigError, DataError, ProblemError
 from maps_autogen.eval.results import ResultsLog
 from maps_autogen.images import ImageLimits, image_limits, load_image
 from maps_autogen.live import LiveConsole
 from maps_autogen.problem import load_problem_file
-from maps_autogen.records import ResultRow
+from maps_autogen.records import CallUsage, ResultRow
 from maps_autogen.redact import StreamRedactor, redact, register_secret, terminal_safe
 from maps_autogen.solving import assemble_team
 from maps_autogen.verdict import MAX_JSON_DEPTH, parse_critic_reply, parse_solver_reply
@@ -135,9 +136,9 @@ def test_live_view_keeps_its_own_styling_but_escapes_the_reply(monkeypatch: pyte
     monkeypatch.delenv("NO_COLOR", raising=False)
     out = io.StringIO()
     live = LiveConsole(file=out)
-    live.emit({"type": "message", "agent": "Solver", "role": "solver", "step": "solution", "round": 1,
-               "content": f"the answer {HOSTILE}", "parsed": {"final_answer": f"42 {HOSTILE}"}, "usage": {"seconds": 1.0}})
-    live.emit({"type": "event", "event": "error", "detail": f"gateway said {HOSTILE}"})
+    live.emit(MessageRecord(agent="Solver", role="solver", step="solution", round=1, content=f"the answer {HOSTILE}",
+                            parsed=AnswerParsed(final_answer=f"42 {HOSTILE}"), usage=CallUsage(seconds=1.0)))
+    live.emit(ErrorEvent(detail=f"gateway said {HOSTILE}"))
     printed = out.getvalue()
     assert "\x1b[1;35m" in printed  # our styling is real: the first speaker's header is bold magenta
     for sequence in ("\x1b[2J", "\x1b[6n", "\x1b]0;", "\x1b]8;", "\x07", "\x9b"):
@@ -406,7 +407,7 @@ def test_long_reply_is_truncated_flagged_and_not_cached(tmp_path: Path, stream: 
         backend = team.backends["scholar"]
         first = backend.complete([{"role": "user", "content": "q"}], role="scholar")
         second = backend.complete([{"role": "user", "content": "q"}], role="scholar")
-    assert first.text == "é" * 1024 and first.truncated and first.usage()["truncated"] is True
+    assert first.text == "é" * 1024 and first.truncated and first.usage().truncated is True
     assert not second.cached and len(server.received) == 2  # a cut reply is never served from the cache
     cache.close()
 

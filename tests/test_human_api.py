@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import maps_autogen
+from maps_autogen.chat_records import DecisionParsed
 from maps_autogen.errors import UsageError
 from maps_autogen.human import HumanDecision, HumanState
 from maps_autogen.run_files import read_run, read_transcript
@@ -64,7 +65,7 @@ def test_the_callback_gets_each_pause_and_steers_the_chat(service: FakeOpenAI, t
     assert "Which law applies?" not in scholar[1]  # the person's back replaced the Critic's rollback
     assert [r.step for r in result.rollbacks] == ["scholar"] and result.rollbacks[0].by == "user"
     turns = [r for r in read_transcript(result.run_dir) if getattr(r, "step", None) == "user"]
-    assert [(t.content, t.parsed["source"] if t.parsed else None) for t in turns] == [
+    assert [(t.content, t.parsed.source if isinstance(t.parsed, DecisionParsed) else None) for t in turns] == [
         ("back scholar Does the torque about the pivot balance?", "api"), ("continue", "api")]
     assert read_run(result.run_dir).flow is not None and read_run(result.run_dir).flow.human == "review"
 

@@ -28,12 +28,15 @@ PACKAGE = "maps_autogen"
 # from a later one. Names are relative to maps_autogen ("" is the package itself); a pattern
 # with `*` covers what no exact name or longer pattern claims.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    # shared helpers with no domain of their own: errors, text and secrets, limits, the schema
-    # of what a run writes and the one writer and readers of it
+    # shared helpers with no domain of their own: errors, text and secrets, limits, the one
+    # atomic writer and guarded readers of files
     ("foundation", ("errors", "text", "redact", "limits", "tokens", "interrupts", "lifeline", "runlock",
-                    "records", "artifacts", "run_files", "safe_paths", "version")),
+                    "artifacts", "version")),
     # agents.yaml, the team, prompts, which model each step talks to; every command's options
     ("config", ("config_list", "team", "roles", "config", "prompts", "endpoints", "defaults", "options")),
+    # the schema of what a run writes (it records the settings as their own models), the one
+    # writer and the typed readers of it, and the paths inside a run folder
+    ("records", ("settings_record", "records", "chat_records", "run_files", "safe_paths")),
     # a problem and its images; what every benchmark's task builds on: the task protocol and
     # a data set's rows read into problems
     ("problem", ("fetch", "images", "problem", "benchmarks.tasks", "benchmarks.rows", "benchmarks.hub")),

@@ -22,6 +22,6 @@ def test_the_eval_s_settings_are_recorded_where_the_step_sets_none() -> None:
 
     def sent() -> dict[str, object]:
         init_active_model(model, GenerateConfig(max_tokens=77, temperature=0.9))  # `inspect eval --max-tokens 77 ...`
-        return sent_settings(model, GenerateConfig(temperature=0.2))  # the step sets a temperature only
+        return sent_settings(model, GenerateConfig(temperature=0.2)).model_dump(exclude_unset=True)  # the step sets a temperature only
 
     assert contextvars.copy_context().run(sent) == {"model": "mockllm/model", "temperature": 0.2, "max_tokens": 77}

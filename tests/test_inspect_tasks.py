@@ -210,11 +210,12 @@ def test_the_served_model_is_recorded_only_when_it_differs_and_a_cut_reply_is_le
     from inspect_ai.model import ModelOutput
 
     from maps_autogen.inspect_tasks.backend import completion_of
+    from maps_autogen.records import SentSettings
 
     def served(answered: str, requested: str, stop: Any = "stop") -> Any:
         output = ModelOutput.from_content(answered, "text", stop_reason=stop)
         return completion_of(output, model=f"openai-api/{requested}", requested=requested, seconds=0.0, attempts=1,
-                             sent={}, rejected=None)
+                             sent=SentSettings(), rejected=None)
 
     assert served("fake-model", "fake/fake-model").served_model is None  # openai-api sends the last part
     assert served("gpt-4o", "gpt-4o").served_model is None

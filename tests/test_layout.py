@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from maps_autogen.artifacts import read_jsonl_from
 from maps_autogen.benchmarks import NAMES, get_benchmark
+from maps_autogen.chat_records import EventRecord, StopEvent, TranscriptLineModel
 from maps_autogen.cli import cli
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.run_files import read_manifest
@@ -61,11 +63,14 @@ def test_a_manifest_without_what_readers_need_is_one_line(tmp_path: Path) -> Non
 
 def test_the_transcript_takes_only_known_record_kinds(tmp_path: Path) -> None:
     writer = RunWriter(tmp_path)
-    writer.append({"type": "event", "event": "stop", "stop_reason": "critic_passed"})
-    with pytest.raises(ValueError, match="not a transcript record"):
-        writer.append({"type": "event", "event": "stop", "stop_reason": "gave_up"})
-    with pytest.raises(ValueError, match="not a transcript record"):
-        writer.append({"type": "note", "text": "?"})
+    writer.append(StopEvent(stop_reason="critic_passed"))
+    # What is not a transcript record is never made: an unknown stop reason or kind, an event of no kind.
+    with pytest.raises(ValidationError, match="stop_reason"):
+        StopEvent(stop_reason="gave_up")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="does not match any of the expected tags"):
+        TranscriptLineModel.model_validate({"type": "note", "text": "?"})
+    with pytest.raises(TypeError, match="made as its kind's model"):
+        EventRecord(event="stop")
     writer.close()
     assert [r["event"] for r in map(json.loads, (tmp_path / "transcript.jsonl").read_text().splitlines())] == ["stop"]
 

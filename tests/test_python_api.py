@@ -19,8 +19,8 @@ import pytest
 from PIL import Image
 
 import maps_autogen
+from maps_autogen.chat_records import EventRecord, MessageRecord, TurnStartRecord
 from maps_autogen.errors import ConfigError, MapsError, ProblemError, UsageError
-from maps_autogen.records import EventRecord, MessageRecord, TurnStartRecord
 from maps_autogen.run_files import read_run, read_summary, read_transcript
 from tests.conftest import REPO, api_service, make_png, write_config
 from tests.fake_openai import FakeOpenAI

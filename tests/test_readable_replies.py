@@ -175,15 +175,16 @@ def usage_calls(markup: str) -> dict[str, str]:
 
 
 def test_headings_are_bounded_and_only_parsed_replies_are_read() -> None:
+    from maps_autogen.chat_records import AnswerParsed, VerdictParsed
     from maps_autogen.replies import MAX_HEADING_CHARS, read_reply
 
     reply = json.dumps({"process": {"H" * 5000: "work", "Phase 2": ["a", "b"]}, "final_answer": "C"})
-    reading = read_reply(reply, {"final_answer": "C", "parsed": True})
+    reading = read_reply(reply, AnswerParsed(final_answer="C", parsed=True))
     assert reading is not None and reading.kind == "answer" and reading.final_answer == "C"
     assert [len(section.heading) for section in reading.sections] == [MAX_HEADING_CHARS, len("Phase 2")]
     assert reading.sections[1].text == "a, b"
     # what it is comes from what it parsed into: an unparsed answer or a plain step's text stays text
-    assert read_reply(reply, {"final_answer": "C", "parsed": False}) is None
+    assert read_reply(reply, AnswerParsed(final_answer="C", parsed=False)) is None
     assert read_reply(reply, None) is None
-    review = read_reply(json.dumps({"reasoning": "why", "scores": {"x": 5}}), {"scores": {"x": 5}})
+    review = read_reply(json.dumps({"reasoning": "why", "scores": {"x": 5}}), VerdictParsed(scores={"x": 5}))
     assert review is not None and review.kind == "review" and [(s.heading, s.text) for s in review.sections] == [("Reasoning", "why")]

@@ -172,9 +172,10 @@ def test_reasoning_model_settings_reach_llama_cpp(tmp_path: Path, llama: str) ->
     # llama.cpp honoured the cap sent under max_completion_tokens: the reply stops at 4 tokens.
     assert completion.finish_reason == "length" and completion.completion_tokens == 4
     assert not completion.tokens_estimated and completion.usage_unusable is None
-    assert completion.sent["max_completion_tokens"] == 4 and "max_tokens" not in completion.sent
-    assert completion.sent["top_k"] == 1 and completion.sent["reasoning_effort"] == "low"
-    assert completion.sent["headers"] == {"X-Title": "maps"}
+    sent = completion.sent.model_dump(exclude_unset=True)  # as the run records it
+    assert sent["max_completion_tokens"] == 4 and "max_tokens" not in sent
+    assert sent["top_k"] == 1 and sent["reasoning_effort"] == "low"
+    assert sent["headers"] == {"X-Title": "maps"}
 
 
 def test_an_azure_config_list_entry_through_litellms_azure_route(tmp_path: Path, proxy: str) -> None:
@@ -184,5 +185,6 @@ def test_an_azure_config_list_entry_through_litellms_azure_route(tmp_path: Path,
              "api_version": "2024-10-21", "api_key": MASTER_KEY, "max_tokens": 4}
     completion = one_call(tmp_path, {}, config_list=[entry])
     assert completion.text and completion.finish_reason == "length" and completion.completion_tokens == 4
-    assert completion.sent["url"].endswith(f"/openai/deployments/{ALIAS}/chat/completions")
-    assert completion.sent["query"] == {"api-version": "2024-10-21"} and completion.sent["headers"] == {"api-key": "***"}
+    sent = completion.sent
+    assert sent.url is not None and sent.url.endswith(f"/openai/deployments/{ALIAS}/chat/completions")
+    assert sent.query == {"api-version": "2024-10-21"} and sent.headers == {"api-key": "***"}

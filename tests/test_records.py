@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from maps_autogen import records
+from maps_autogen.chat_records import EventRecord, MessageRecord, TranscriptLineModel
 from maps_autogen.errors import DataError
-from maps_autogen.records import EventRecord, MessageRecord
-from maps_autogen.run_files import read_manifest, read_run, read_summary, read_transcript
+from maps_autogen.run_files import parsed, read_manifest, read_run, read_summary, read_transcript
 from tests.conftest import TEST_KEY, clean_env, run_maps
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI
@@ -73,5 +73,5 @@ def test_the_vocabularies_are_defined_once() -> None:
     assert not hasattr(roles, "STOP_REASONS")
     assert records.STOP_REASONS == ("critic_passed", "rollback_limit", "critic_unparseable", "max_rounds", "error", "interrupted",
                                     "user_stopped")
-    with pytest.raises(ValueError, match="not a transcript record"):
-        records.transcript_line({"type": "event", "event": "no_such_event"})
+    with pytest.raises(DataError, match="does not match any of the expected tags"):
+        parsed(TranscriptLineModel, {"type": "event", "event": "no_such_event"}, source="a line")

@@ -112,15 +112,16 @@ def test_a_fully_renamed_team_solves_evaluates_and_reports(tmp_path: Path) -> No
 def test_the_live_console_shows_a_renamed_reviewer_s_scores_and_answer_step_s_answer() -> None:
     import io
 
+    from maps_autogen.chat_records import AnswerParsed, MessageRecord, VerdictParsed
     from maps_autogen.live import LiveConsole
 
     out = io.StringIO()
     live = LiveConsole(file=out)
-    live.emit({"type": "message", "agent": "Reasoner", "role": "reasoner", "step": "solution", "content": "{}",
-               "parsed": {"final_answer": "B", "parsed": True, "repaired": False}})
-    live.emit({"type": "message", "agent": "Judge", "role": "judge", "step": "review", "content": "{}",
-               "parsed": {"scores": {"knowledge": 2, "solution": 5}, "need_feedback": True, "worst_step": "knowledge", "feedback": {},
-                          "repaired": False}})
+    live.emit(MessageRecord(agent="Reasoner", role="reasoner", step="solution", content="{}",
+                            parsed=AnswerParsed(final_answer="B", parsed=True, repaired=False)))
+    live.emit(MessageRecord(agent="Judge", role="judge", step="review", content="{}",
+                            parsed=VerdictParsed(scores={"knowledge": 2, "solution": 5}, need_feedback=True,
+                                                 worst_step="knowledge", feedback={}, repaired=False)))
     printed = out.getvalue()
     assert "Reasoner's answer: B" in printed
     assert "Judge's scores" in printed and "knowledge" in printed

@@ -163,23 +163,33 @@ def test_an_allowed_change_is_recorded_with_the_problems_run_under_it(tmp_path: 
     assert len(json.loads((run_dir / "manifest.json").read_text())["changes"]) == 1
 
 
-def test_differences_are_named_by_part_and_a_damaged_manifest_is_one_line_not_a_crash() -> None:
-    from maps_autogen.errors import UsageError
+def test_differences_are_named_by_part_and_a_damaged_manifest_is_one_line_not_a_crash(tmp_path: Path) -> None:
+    from maps_autogen.errors import DataError, UsageError
     from maps_autogen.eval.run_settings import differences, resume_under, summary_line
     from maps_autogen.records import Manifest
+    from maps_autogen.run_files import read_manifest
+    from maps_autogen.settings_record import VerdictSettings
 
-    before = {"method": "maps", "review": {"threshold": 5.0}, "team": {"steps": [{"name": "a", "personality": "calm"}]},
-              "data": {"count": 2, "sha256": "x", "gold": {"1": "aa", "2": "bb"}}}
-    after = {"method": "maps", "review": {"threshold": 3.0}, "team": {"steps": [{"name": "a", "personality": "two\nlines"}]},
-             "data": {"count": 2, "sha256": "y", "gold": {"1": "aa", "2": "cc"}}}
+    before = VerdictSettings.model_validate(
+        {"method": "maps", "review": {"threshold": 5.0}, "team": {"steps": [{"name": "a", "personality": "calm"}]},
+         "data": {"count": 2, "sha256": "x", "gold": {"1": "aa", "2": "bb"}}})
+    after = VerdictSettings.model_validate(
+        {"method": "maps", "review": {"threshold": 3.0}, "team": {"steps": [{"name": "a", "personality": "two\nlines"}]},
+         "data": {"count": 2, "sha256": "y", "gold": {"1": "aa", "2": "cc"}}})
     found = differences(before, after)
     assert [d.name for d in found] == ["review.threshold", "data (gold answers or scoring fields of 1 id)", "team.steps[0].personality"]
     # A value that is not one plain line is named, never printed (the refusal stays one line).
     assert summary_line(found) == "review.threshold 5.0 → 3.0, data (gold answers or scoring fields of 1 id), team.steps[0].personality"
-    damaged = Manifest(benchmark="mathvista", settings={"data": {"gold": ["not", "a", "mapping"]}, "models": "nonsense", "review": 7})
+    refused_run = Manifest(benchmark="mathvista", settings=VerdictSettings(data=before.data))
     with pytest.raises(UsageError) as refused:
-        resume_under(damaged, after, {}, run="runs/x", allow_change=False, now="now")
-    assert "\n" not in str(refused.value) and "data (ids: 0 gone, 2 new)" in str(refused.value)
+        resume_under(refused_run, after, {}, run="runs/x", allow_change=False, now="now")
+    assert "\n" not in str(refused.value) and "data (gold answers or scoring fields of 1 id)" in str(refused.value)
+    # Damaged settings are one line naming the file and the setting when the manifest is read, never a crash later.
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"benchmark": "mathvista", "settings": {"data": {"gold": ["not", "a", "mapping"]}, "models": "nonsense", "review": 7}}))
+    with pytest.raises(DataError) as damaged:
+        read_manifest(tmp_path)
+    assert "\n" not in str(damaged.value) and "manifest.json: settings." in str(damaged.value)
 
 
 def test_the_data_fingerprint_covers_every_field_scoring_reads_not_only_the_gold() -> None:
@@ -187,14 +197,15 @@ def test_the_data_fingerprint_covers_every_field_scoring_reads_not_only_the_gold
     must see it, as it sees another gold answer."""
     from maps_autogen.benchmarks.tasks import EvalItem
     from maps_autogen.eval.run_settings import data_fingerprint, differences
+    from maps_autogen.settings_record import VerdictSettings
 
     def item(tolerance: float) -> EvalItem:
         record = {"id": "q2", "answer": "12", "answer_type": "number", "tolerance": tolerance, "subset": "all"}
         return EvalItem(pid="q2", subset="all", load_problem=lambda: None, record=record, gold="12")  # type: ignore[arg-type,return-value]
 
     before, after = data_fingerprint([item(0.0)]), data_fingerprint([item(1.0)])
-    assert before["sha256"] != after["sha256"]
-    found = differences({"data": before}, {"data": after})
+    assert before.sha256 != after.sha256
+    found = differences(VerdictSettings(data=before), VerdictSettings(data=after))
     assert [d.name for d in found] == ["data (gold answers or scoring fields of 1 id)"]
     assert data_fingerprint([item(0.0)]) == before  # stable
 

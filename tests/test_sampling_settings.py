@@ -106,4 +106,4 @@ def test_the_python_api_takes_them_as_keywords(png: Path, tmp_path: Path, monkey
         result = maps_autogen.solve(maps_autogen.Problem("x", images=[png]), runs_dir=tmp_path / "runs", seed=11,
                                     top_p=0.5, max_tokens=90)
         assert {sampling(r) for r in server.received} == {(0.0, 0.5, 11, 90)}
-    assert result.run.models[SOLVER].sent is not None and result.run.models[SOLVER].sent["seed"] == 11
+    assert result.run.models[SOLVER].sent is not None and result.run.models[SOLVER].sent.seed == 11

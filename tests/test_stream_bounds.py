@@ -70,7 +70,7 @@ def test_endless_text_is_cut_at_the_reply_limit_and_the_stream_closed() -> None:
         outcome = finishes(lambda: backend(server, max_reply_bytes=4096).complete(
             [{"role": "user", "content": "hi"}], role="solver"))
     assert isinstance(outcome, Completion), outcome
-    assert outcome.truncated and outcome.usage()["truncated"] is True
+    assert outcome.truncated and outcome.usage().truncated is True
     assert 4096 <= len(outcome.text.encode()) <= 4096 + 200 + 16 and outcome.text.startswith("The lever x")
 
 

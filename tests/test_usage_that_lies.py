@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.cache import ResponseCache
+from maps_autogen.cache import CachedReply, ResponseCache
 from maps_autogen.client import ChatBackend
 from maps_autogen.config import PriceConfig
 from maps_autogen.endpoints import ResolvedModel
@@ -48,7 +48,7 @@ def test_impossible_usage_is_estimated_and_said_so(tmp_path: Path, usage, why: s
     assert completion.tokens_estimated and completion.usage_unusable == why
     assert completion.prompt_tokens and completion.prompt_tokens > 0 and completion.completion_tokens
     assert completion.completion_tokens < 100 and completion.cost is not None and 0 < completion.cost < 0.01
-    assert completion.usage()["usage_unusable"] == why
+    assert completion.usage().usage_unusable == why
     # The cache keeps the reply with its tokens unknown, never the service's impossible numbers.
     with sqlite3.connect(tmp_path / "cache.sqlite") as db:
         rows = db.execute("SELECT prompt_tokens, completion_tokens FROM accepted_replies").fetchall()
@@ -70,8 +70,8 @@ def test_impossible_usage_in_a_stream_is_estimated_too() -> None:
 def test_the_cache_never_overflows_whatever_it_is_given(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "cache.sqlite")
     cache.put("k", "text", "m", 10**30, -(10**30))
-    assert cache.get("k") == {"text": "text", "model": "m", "prompt_tokens": None, "completion_tokens": None,
-                              "finish_reason": None}
+    assert cache.get("k") == CachedReply(text="text", model="m", prompt_tokens=None, completion_tokens=None,
+                                         finish_reason=None)
 
 
 def test_a_solve_with_lying_usage_finishes_and_records_why(tmp_path: Path) -> None:

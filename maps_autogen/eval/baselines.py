@@ -4,16 +4,18 @@ the Solver. Each writes a run folder in the same format as a MAPS chat."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from maps_autogen.chat_records import ErrorEvent, ImagesWithheldEvent, MessageRecord
 from maps_autogen.client import Completion
 from maps_autogen.config import read_yaml
 from maps_autogen.errors import ConfigError, MapsError
 from maps_autogen.eval.options import BASELINES
 from maps_autogen.problem import Problem
-from maps_autogen.records import USER_PROXY_ROLE, RunRecord
+from maps_autogen.records import USER_PROXY_ROLE, ModelRecord, RoleUsage, RunRecord, Usage
 from maps_autogen.redact import redact
 from maps_autogen.role_inputs import format_options, interleave_images
 from maps_autogen.solving import Team
@@ -75,15 +77,18 @@ class BaselineOutcome:
     error: str | None = None
     failure: MapsError | None = None  # the service failure behind `error`
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> Usage:
+        """The one call's usage (none when it failed)."""
         c = self.completion
-        return {
-            "calls": 1 if c else 0,
-            "cached_calls": 1 if c and c.cached else 0,
-            "prompt_tokens": (c.prompt_tokens or 0) if c else 0,
-            "completion_tokens": (c.completion_tokens or 0) if c else 0,
-            "cost": c.cost if c else 0.0,
-        }
+        return Usage(calls=1 if c else 0, cached_calls=1 if c and c.cached else 0,
+                     prompt_tokens=(c.prompt_tokens or 0) if c else 0,
+                     completion_tokens=(c.completion_tokens or 0) if c else 0, cost=c.cost if c else 0.0)
+
+    def role_usage(self) -> RoleUsage:
+        """The same, as the method's share (a results row's usage by role)."""
+        usage = self.usage()
+        return RoleUsage(calls=usage.calls, cached_calls=usage.cached_calls, prompt_tokens=usage.prompt_tokens,
+                         completion_tokens=usage.completion_tokens, cost=usage.cost)
 
 
 def run_baseline(
@@ -94,9 +99,10 @@ def run_baseline(
     prompt: BaselinePrompt,
     ending: str,
     run_dir: Path,
-    extra: dict[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> BaselineOutcome:
-    """One model call on the whole problem; writes run.json and transcript.jsonl in run_dir."""
+    """One model call on the whole problem; writes run.json (with `extra`, fields of
+    `records.RunRecord` an eval sets) and transcript.jsonl in run_dir."""
     answering = team.loaded.team.config.final_step.name
     backend = team.backends[answering]  # the answering step's model
     writer = RunWriter(run_dir)
@@ -111,13 +117,14 @@ def run_baseline(
         opening = (
             content if isinstance(content, str) else "".join(part["text"] for part in content if part["type"] == "text")
         )
-        writer.append({"type": "message", "agent": "UserProxy", "role": USER_PROXY_ROLE, "step": "task", "round": 0,
-                       "revision": False, "content": opening, "images": image_files})
+        writer.append(MessageRecord(agent="UserProxy", role=USER_PROXY_ROLE, step="task", round=0, revision=False,
+                                    content=opening, images=image_files))
         carried = backend.model.images_carried(len(problem.images))
         withheld = [method] if problem.has_images and carried < len(problem.images) else []
         if withheld:
-            writer.append({"type": "event", "event": "images_withheld", "roles": withheld, "at": utc_now(),
-                           "detail": f"images withheld from the request: {backend.model.images_withheld_because()}"})
+            writer.append(ImagesWithheldEvent(
+                roles=withheld, at=utc_now(),
+                detail=f"images withheld from the request: {backend.model.images_withheld_because()}"))
         completion, error, service_failure = None, None, None
         try:
             completion = backend.complete(messages, role=method)
@@ -128,53 +135,26 @@ def run_baseline(
             messages, {image.data_url(): file for image, file in zip(problem.images, image_files)}
         )
         if completion is not None:
-            writer.append(
-                {
-                    "type": "message",
-                    "agent": method.upper() if method == "cot" else method.capitalize(),
-                    "role": method,
-                    "step": "answer",
-                    "round": 0,
-                    "revision": False,
-                    "content": completion.text,
-                    "parsed": None,
-                    "model": completion.model,
-                    "seconds": round(completion.seconds, 4),
-                    "usage": completion.usage(),
-                    "finish_reason": completion.finish_reason,
-                    "served_model": completion.served_model,
-                    "sent": completion.sent,
-                    "request": request,
-                }
-            )
+            writer.append(MessageRecord(
+                agent=method.upper() if method == "cot" else method.capitalize(), role=method, step="answer", round=0,
+                revision=False, content=completion.text, parsed=None, model=completion.model,
+                seconds=round(completion.seconds, 4), usage=completion.usage(), finish_reason=completion.finish_reason,
+                served_model=completion.served_model, sent=completion.sent, request=request,
+            ))
         else:
-            writer.append({"type": "event", "event": "error", "detail": error, "at": utc_now()})
+            writer.append(ErrorEvent(detail=error or "", at=utc_now()))
         outcome = BaselineOutcome(
             completion.text if completion else "", completion, time.monotonic() - started, error, service_failure
         )
-        writer.write_run(
-            RunRecord.model_validate(
-                {
-                    "kind": "baseline",
-                    "method": method,
-                    "problem": {**problem.describe(), "image_files": image_files},
-                    "models": {
-                        answering: {
-                            **backend.model.describe(),
-                            # What was sent when a request succeeded; else what its requests carry.
-                            **({"sent": completion.sent} if completion else {"request_settings": backend.settings()}),
-                        }
-                    },
-                    "final_answer": outcome.response,
-                    "stop_reason": "error" if error else None,
-                    "error": error,
-                    "seconds": round(outcome.seconds, 4),
-                    "usage": outcome.usage(),
-                    "images_withheld": withheld,
-                    **(extra or {}),
-                }
-            )
-        )
+        model = ModelRecord.of(backend.model)
+        # What was sent when a request succeeded; else what its requests carry.
+        model = model.model_copy(update={"sent": completion.sent} if completion else
+                                 {"request_settings": backend.settings()})
+        writer.write_run(RunRecord(
+            kind="baseline", method=method, problem=problem.describe(image_files), models={answering: model},
+            final_answer=outcome.response, stop_reason="error" if error else None, error=error,
+            seconds=round(outcome.seconds, 4), usage=outcome.usage(), images_withheld=withheld,
+        ).model_copy(update=extra))
     finally:
         writer.close()
     return outcome

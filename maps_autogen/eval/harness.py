@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from maps_autogen.eval.intervals import standard_error, wilson_interval
-from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SUMMARY_FILE, Manifest, Summary
+from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SUMMARY_FILE, Manifest, ModelRecord, Summary
 from maps_autogen.run_files import write_record
 
 HARNESS_FILE = "results.json"
@@ -133,7 +133,7 @@ def _timestamp(stamp: str | None) -> float | None:
 def _original(manifest: Manifest, subset: str, effective: int) -> int | None:
     """How many problems the subset has in the data set, when the run knows: its sample's
     population, or every problem when nothing narrowed the selection."""
-    sample = manifest.sampled.get(subset)
+    sample = manifest.sample_of(subset)
     if sample is not None:
         return sample.of
     return effective if manifest.limit is None and manifest.shard is None else None
@@ -146,10 +146,10 @@ def _model_config(manifest: Manifest) -> dict[str, Any]:
     return {
         "model": ", ".join(names),
         "model_args": {step: {"endpoint": record.endpoint, "kind": record.kind, "model": record.model,
-                              "base_url": record.base_url, "served_models": manifest.served_models.get(step, [])}
+                              "base_url": record.base_url, "served_models": manifest.served_by(step)}
                        for step, record in models.items()},
         # what each step's requests carry (the manifest is written before the first call)
-        "gen_kwargs": {step: record.sent or record.request_settings or {} for step, record in models.items()},
+        "gen_kwargs": {step: _carried(record) for step, record in models.items()},
         "method": manifest.method,
         "without": list(manifest.without),
         "limit": manifest.limit,
@@ -160,6 +160,12 @@ def _model_config(manifest: Manifest) -> dict[str, Any]:
     }
 
 
+def _carried(model: ModelRecord) -> dict[str, Any]:
+    """What a step's requests carried (sent, or for a step that sent nothing its request's settings)."""
+    settings = model.sent or model.request_settings
+    return settings.model_dump(mode="json", exclude_unset=True) if settings is not None else {}
+
+
 def harness_results(manifest: Manifest, summary: Summary) -> HarnessResults:
     """results.json of an eval folder from its manifest and summary."""
     benchmark = manifest.benchmark
@@ -168,7 +174,7 @@ def harness_results(manifest: Manifest, summary: Summary) -> HarnessResults:
     group = task_metrics(benchmark, benchmark, average.correct, average.scored)
     results = {benchmark: group, **{task: task_metrics(task, name, counts.correct, counts.scored)
                                     for task, (name, counts) in subsets.items()}}
-    selected = {name: sum(1 for pid in manifest.ids if manifest.subset_of_id.get(str(pid)) == name)
+    selected = {name: sum(1 for pid in manifest.ids if manifest.subset_of(pid) == name)
                 for name in summary.subsets}
     n_samples = {task: SampleCount(original=_original(manifest, name, selected[name]), effective=selected[name])
                  for task, (name, _) in subsets.items()}
@@ -189,7 +195,7 @@ def harness_results(manifest: Manifest, summary: Summary) -> HarnessResults:
         configs={benchmark: config}, versions={task: manifest.rules for task in results},
         n_shot=dict.fromkeys(results, 0), higher_is_better={task: {METRIC: True} for task in results},
         n_samples=n_samples, config=_model_config(manifest), git_hash=manifest.git_commit,
-        date=_timestamp(manifest.created_at), maps_autogen_version=manifest.versions.get("maps-autogen"),
+        date=_timestamp(manifest.created_at), maps_autogen_version=manifest.version_of("maps-autogen"),
         environment=dict(manifest.versions), counts=counts, interval=INTERVAL,
         sample_logs={benchmark: logs},
     )

@@ -34,12 +34,13 @@ from maps_autogen.artifacts import folder_built_beside
 from maps_autogen.benchmarks import RecordError, get_benchmark
 from maps_autogen.errors import DataError, UsageError
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, missing_ids, summarize, write_summary
-from maps_autogen.eval.run_settings import fingerprint_of, scoring_hash
+from maps_autogen.eval.run_settings import fingerprint_of, recorded_json, scoring_hash
 from maps_autogen.records import PROBLEMS_DIR, Manifest, ResultRow, SelectionRecord
 from maps_autogen.run_files import read_manifest, write_manifest
 from maps_autogen.runlock import RunLock
 from maps_autogen.safe_paths import belongs_to, problem_folder, safe_component
 from maps_autogen.scoring import score_record
+from maps_autogen.settings_record import VerdictSettings
 from maps_autogen.transcript import utc_now
 
 __all__ = ["MergeOutcome", "merge_runs"]
@@ -177,10 +178,10 @@ def _placed(run_dirs: Sequence[Path], manifests: Sequence[Manifest]) -> list[_Sh
                              fix="merge the shards of one split (the same n in --shard i/n)")
         if selection.ids != first.manifest.selection.ids:
             raise UsageError(f"{shard.folder} and {first.folder} were drawn from different selections of problems "
-                             "(the data set's rows, --subset, --limit, --sample or --seed differ)",
+                             "(the data set's rows, --subset, --limit, --sample or --sample-seed differ)",
                              fix="merge only shards of one evaluation")
         changed = [pid for pid in selection.ids
-                   if selection.scoring.get(pid) != first.manifest.selection.scoring.get(pid)]
+                   if selection.scoring_of(pid) != first.manifest.selection.scoring_of(pid)]
         if changed:
             raise UsageError(f"{shard.folder} and {first.folder} ran on different data: the gold answer or scoring "
                              f"fields of {len(changed)} problem(s) differ ({_some(changed)})",
@@ -231,10 +232,10 @@ def _incomplete(shards: Sequence[_Shard], selection: SelectionRecord, missing: S
 
 def _settings_but_data(manifest: Manifest) -> dict[str, Any]:
     settings = manifest.settings
-    return {key: value for key, value in settings.items() if key != "data"} if settings is not None else {}
+    return recorded_json(settings, exclude={"data"}) if settings is not None else {}
 
 
-def _merged_settings(shards: Sequence[_Shard], selection: SelectionRecord) -> dict[str, Any]:
+def _merged_settings(shards: Sequence[_Shard], selection: SelectionRecord) -> dict[str, VerdictSettings]:
     """The merged manifest's settings (the shards' common ones, with the data fingerprint of
     every problem of the selection: each shard's own, and the selection's hashes for a shard
     not passed, so a `--resume` of the merged folder compares against the whole and runs what
@@ -248,12 +249,11 @@ def _merged_settings(shards: Sequence[_Shard], selection: SelectionRecord) -> di
     for shard in shards:
         passed.update(str(pid) for pid in shard.manifest.ids)
         settings = shard.manifest.settings
-        # The settings are an open mapping (run_settings.verdict_settings), compared as recorded.
-        data = settings.get("data") if settings is not None else None
-        if isinstance(data, dict) and isinstance(data.get("gold"), dict):
-            gold.update({str(pid): str(value) for pid, value in data["gold"].items()})
-        if shown is not None and isinstance(data, dict) and isinstance(data.get("shown"), dict):
-            shown.update({str(pid): str(value) for pid, value in data["shown"].items()})
+        data = settings.data if settings is not None else None
+        if data is not None:
+            gold.update(data.gold)
+        if shown is not None and data is not None and data.shown is not None:
+            shown.update(data.shown)
         else:
             shown = None  # a shard written before what the steps are shown was recorded
     gold.update({pid: value for pid, value in selection.scoring.items() if pid not in passed})
@@ -261,7 +261,7 @@ def _merged_settings(shards: Sequence[_Shard], selection: SelectionRecord) -> di
     if shown is not None and set(shown) != set(ordered):
         shown = None  # a shard not passed: what its steps are shown is not known here
     ordered_shown = None if shown is None else {pid: shown[pid] for pid in ordered}
-    return {"settings": {**first, "data": fingerprint_of(ordered, ordered_shown)}}
+    return {"settings": first.model_copy(update={"data": fingerprint_of(ordered, ordered_shown)})}
 
 
 def _check_distinct(run_dirs: Sequence[Path]) -> None:
@@ -290,7 +290,7 @@ def _checked_rows(shards: Sequence[_Shard]) -> dict[str, _Row]:
                 raise DataError(f"{source}: the row of problem {pid!r} has no scoring fields (written by an older "
                                 "maps-autogen): its verdict cannot be checked",
                                 fix="run that shard again with this version")
-            if scoring_hash(record.gold, record.scoring) != selection.scoring.get(pid):
+            if scoring_hash(record.gold, record.scoring) != selection.scoring_of(pid):
                 raise DataError(f"{source}: the gold answer or scoring fields of the row of problem {pid!r} differ "
                                 "from those of the data the shard ran on", fix="the shard may have been tampered "
                                 "with; re-run that problem (maps eval --resume on the shard's folder)")

@@ -10,12 +10,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from maps_autogen.benchmarks.base import Verdict
 from maps_autogen.benchmarks.tasks import EvalItem, Task, load_answer_formats
+from maps_autogen.chat import ChatOutcome
 from maps_autogen.client import Completion
 from maps_autogen.config import LoadedConfig
 from maps_autogen.errors import DataError, MapsError
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
-from maps_autogen.records import PROBLEMS_DIR, RUN_FILE, Evaluation, ResultRow, Usage
+from maps_autogen.records import (
+    PROBLEMS_DIR,
+    RUN_FILE,
+    Evaluation,
+    ModelSent,
+    ResultRow,
+    ResultStatus,
+    RoleUsage,
+    Score,
+    StopReason,
+    Usage,
+)
 from maps_autogen.run_files import read_run, write_record
 from maps_autogen.safe_paths import belongs_to, child_folder, safe_component
 from maps_autogen.scoring import score_record
@@ -80,29 +93,22 @@ class ProblemRunner:
         except DataError as tampered:  # a tampered folder fails its own problem only, and is left alone
             return self.failed_row(item, str(tampered), 0.0), None
         started = time.monotonic()
-        extra = {
-            "pid": item.pid,
-            "subset": item.subset,
-            "gold": item.gold,
-            "benchmark": self.task.name,
-            "method": self.method,
-        }
-        base = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "metadata": item.metadata,
-                "method": self.method, "run_dir": f"{PROBLEMS_DIR}/{name}", "scoring": item.record}
-        scored: dict[str, Any] = {}
+        extra = {"pid": item.pid, "subset": item.subset, "gold": item.gold, "benchmark": self.task.name,
+                 "method": self.method}
+        scored: list[Verdict] = []
         try:
             problem = item.load_problem()  # its images are read and decoded now, not before the run
         except MapsError as broken:  # a broken image fails its own problem only
             return self.failed_row(item, str(broken), time.monotonic() - started), None
         if self.method == "maps":
 
-            def evaluate(outcome: Any) -> dict[str, Any]:
+            def evaluate(outcome: ChatOutcome) -> Evaluation | None:
                 # Scored before run.json's final write, so the verdict goes in with it.
                 if outcome.stop_reason == "error":
-                    return {}
+                    return None
                 response = self.task.render_response(outcome.final_answer, item) if outcome.solver_answer else ""
-                scored["verdict"] = score_record(self.task.name, {**item.record, "response": response}, self.rules)
-                return evaluation_fields(response, scored["verdict"], item.gold)
+                scored.append(score_record(self.task.name, {**item.record, "response": response}, self.rules))
+                return evaluation_of(response, scored[0], item.gold)
 
             result = solve_problem(problem, self.team, runs_dir=self.eval_dir / PROBLEMS_DIR, run_id=name,
                                    without=self.without, extra=extra, evaluate=evaluate)
@@ -110,21 +116,21 @@ class ProblemRunner:
             error = outcome.error if outcome.stop_reason in ("error", "interrupted") else None
             failure = outcome.failure
             response = self.task.render_response(outcome.final_answer, item) if outcome.solver_answer else ""
-            chat = {
-                "stop_reason": outcome.stop_reason,
-                "rollbacks": [r.step for r in outcome.rollbacks],
-                "critic_scores": [v.scores if v else None for v in outcome.verdicts],
-                "feedback_step": outcome.rollbacks[0].step if outcome.rollbacks else None,
-                "final_answer": outcome.final_answer,
-                # False: the answer step's last allowed reply never parsed and its text was scored.
-                "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
-                "usage": outcome.usage(),
-                "usage_by_role": outcome.usage_by_role(),
-                "models": models_sent((call.role, call.completion) for call in outcome.calls),
-                "max_tokens_reached": sorted(
+            ran = _Ran(
+                stop_reason=outcome.stop_reason,
+                final_answer=outcome.final_answer,
+                rollbacks=[r.step for r in outcome.rollbacks],
+                critic_scores=[dict(v.scores) if v else None for v in outcome.verdicts],
+                usage=outcome.usage(),
+                usage_by_role=outcome.usage_by_role(),
+                models=models_sent((call.role, call.completion) for call in outcome.calls),
+                max_tokens_reached=sorted(
                     {call.role for call in outcome.calls if call.completion.finish_reason == "length"}
                 ),
-            }
+                # False: the answer step's last allowed reply never parsed and its text was scored.
+                solver_parsed=outcome.solver_answer.parsed if outcome.solver_answer else None,
+                chat=True,
+            )
             run_json = None  # already holds the verdict
         else:
             ending = self.formats.render(self.task.name, "baseline_ending")
@@ -133,48 +139,89 @@ class ProblemRunner:
             error = baseline.error
             failure = baseline.failure
             response = baseline.response
-            chat = {
-                "stop_reason": "error" if error else None,
-                "rollbacks": [],
-                "critic_scores": [],
-                "feedback_step": None,
-                "final_answer": response,
-                "usage": baseline.usage(),
-                "usage_by_role": {self.method: baseline.usage()},
-                "models": models_sent([(self.method, baseline.completion)] if baseline.completion else []),
-                "max_tokens_reached": [self.method]
-                if baseline.completion and baseline.completion.finish_reason == "length"
-                else [],
-            }
+            completion = baseline.completion
+            ran = _Ran(
+                stop_reason="error" if error else None,
+                final_answer=response,
+                rollbacks=[],
+                critic_scores=[],
+                usage=baseline.usage(),
+                usage_by_role={self.method: baseline.role_usage()},
+                models=models_sent([(self.method, completion)] if completion else []),
+                max_tokens_reached=[self.method] if completion and completion.finish_reason == "length" else [],
+            )
             run_json = problem_dir
-        seconds = time.monotonic() - started
+        seconds = round(time.monotonic() - started, 3)
         if error:
-            failed = self.failed_row(item, error, seconds)
-            return ResultRow.model_validate(
-                {**failed.model_dump(exclude_unset=True), **chat, **base, "status": "failed", "error": error}
-            ), failure
-        verdict = scored.get("verdict") or score_record(
+            return self._row(item, ran, status="failed", response=None, verdict=None, seconds=seconds,
+                             error=error), failure
+        verdict = scored[0] if scored else score_record(
             self.task.name, {**item.record, "response": response}, self.rules
         )
-        row = ResultRow.model_validate({**base, "status": "ok", "response": response, "extraction": verdict.extraction,
-                                        "prediction": verdict.prediction, "correct": bool(verdict.correct),
-                                        **_unjudged(verdict), "extractor_version": verdict.extractor_version, **chat,
-                                        "seconds": round(seconds, 3), "error": None})
         if run_json is not None:
-            annotate_run(run_json, evaluation_fields(response, verdict, item.gold))
-        return row, None
+            annotate_run(run_json, evaluation_of(response, verdict, item.gold))
+        return self._row(item, ran, status="ok", response=response, verdict=verdict, seconds=seconds,
+                         error=None), None
+
+    def _row(self, item: EvalItem, ran: _Ran, *, status: ResultStatus, response: str | None, verdict: Verdict | None,
+             seconds: float, error: str | None) -> ResultRow:
+        """The results row of a problem that ran: scored (`verdict`) or failed (`error`)."""
+        row = ResultRow(
+            pid=item.pid,
+            subset=item.subset,
+            status=status,
+            method=self.method,
+            gold=item.gold,
+            metadata=item.metadata,
+            response=response,
+            extraction=verdict.extraction if verdict else None,
+            prediction=verdict.prediction if verdict else None,
+            correct=bool(verdict.correct) if verdict else None,
+            stop_reason=ran.stop_reason,
+            final_answer=ran.final_answer,
+            rollbacks=ran.rollbacks,
+            critic_scores=ran.critic_scores,
+            feedback_step=ran.rollbacks[0] if ran.rollbacks else None,
+            usage=ran.usage,
+            usage_by_role=ran.usage_by_role,
+            models=ran.models,
+            max_tokens_reached=ran.max_tokens_reached,
+            seconds=seconds,
+            error=error,
+            run_dir=f"{PROBLEMS_DIR}/{safe_component(item.pid)}",
+            scoring=item.record,
+        )
+        if ran.chat:  # a baseline has no answer step whose reply is parsed
+            row = row.model_copy(update={"solver_parsed": ran.solver_parsed})
+        if verdict is not None:
+            row = row.model_copy(update={"extractor_version": verdict.extractor_version})
+            if verdict.unjudged is not None:
+                row = row.model_copy(update={"unjudged": verdict.unjudged})
+        return row
 
 
-def annotate_run(run_dir: Path, fields: dict[str, Any]) -> None:
+@dataclass(frozen=True)
+class _Ran:
+    """What a problem's chat (or its baseline call) gives its results row."""
+
+    stop_reason: StopReason | None
+    final_answer: str
+    rollbacks: list[str]  # the step each rollback re-ran
+    critic_scores: list[dict[str, Score] | None]
+    usage: Usage
+    usage_by_role: dict[str, RoleUsage]
+    models: dict[str, ModelSent]
+    max_tokens_reached: list[str]
+    solver_parsed: bool | None = None  # whether the answer step's reply parsed (None: it gave none)
+    chat: bool = False  # a MAPS chat's (False: a baseline call's)
+
+
+def annotate_run(run_dir: Path, evaluation: Evaluation) -> None:
     """Put the verdict into a baseline's run.json, for the viewer."""
     if (run_dir / RUN_FILE).is_file():
         run = read_run(run_dir)
-        write_record(
-            run_dir / RUN_FILE,
-            run.model_copy(
-                update={"evaluation": Evaluation.model_validate(fields["evaluation"]), "correct": fields["correct"]}
-            ),
-        )
+        write_record(run_dir / RUN_FILE,
+                     run.model_copy(update={"evaluation": evaluation, "correct": evaluation.correct}))
 
 
 def fresh_problem_dir(eval_dir: Path, name: str, pid: str) -> Path:
@@ -195,28 +242,23 @@ def fresh_problem_dir(eval_dir: Path, name: str, pid: str) -> Path:
     return problem_dir
 
 
-def evaluation_fields(response: str, verdict: Any, gold: Any) -> dict[str, Any]:
+def evaluation_of(response: str, verdict: Verdict, gold: Any) -> Evaluation:
     """What a problem's run.json records of its scoring, for the viewer."""
-    evaluation = {"response": response, "extraction": verdict.extraction, "prediction": verdict.prediction,
-                  "correct": bool(verdict.correct), "gold": gold, **_unjudged(verdict)}
-    return {"evaluation": evaluation, "correct": evaluation["correct"]}
+    evaluation = Evaluation(response=response, extraction=verdict.extraction, prediction=verdict.prediction,
+                            correct=bool(verdict.correct), gold=gold)
+    return evaluation if verdict.unjudged is None else evaluation.model_copy(update={"unjudged": verdict.unjudged})
 
 
-def _unjudged(verdict: Any) -> dict[str, str]:
-    """A verdict's `unjudged` reason as a record field, only when it has one."""
-    return {"unjudged": verdict.unjudged} if verdict.unjudged is not None else {}
-
-
-def models_sent(calls: Iterable[tuple[str, Completion]]) -> dict[str, dict[str, Any]]:
+def models_sent(calls: Iterable[tuple[str, Completion]]) -> dict[str, ModelSent]:
     """Per role that called a model, the settings read back from its last request body sent
     (and the model name the service reported, when it differs)."""
-    models: dict[str, dict[str, Any]] = {}
+    models: dict[str, ModelSent] = {}
     for role, completion in calls:
-        entry = dict(completion.sent)
+        entry = ModelSent.model_validate(completion.sent.model_dump(exclude_unset=True))
         if completion.served_model:
-            entry["served_model"] = completion.served_model
+            entry = entry.model_copy(update={"served_model": completion.served_model})
         models[role] = entry
     return models
 
 
-__all__ = ["ProblemRunner", "annotate_run", "evaluation_fields", "fresh_problem_dir", "models_sent"]
+__all__ = ["ProblemRunner", "annotate_run", "evaluation_of", "fresh_problem_dir", "models_sent"]

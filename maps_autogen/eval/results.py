@@ -146,10 +146,8 @@ def summarize(
     feedback = {target: 0 for target in feedback_targets([team])}
     decided = 0  # the MAPS problems Figure 4 counts: every one, each by its reviewer's first decision
     stop_reasons: dict[str, int] = {}
-    usage = {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
-    cost: float | None = 0
+    usage = Usage(calls=0, cached_calls=0, prompt_tokens=0, completion_tokens=0, cost=0.0, tokens_estimated=False)
     seconds: float = 0
-    estimated = False  # some call's tokens are our own count (its server reported no usage)
     for row in records:
         overall.add_row(row)
         tally = subsets.get(row.subset)
@@ -162,15 +160,8 @@ def summarize(
         if row.status == "ok":
             reason = row.stop_reason or "none"
             stop_reasons[reason] = stop_reasons.get(reason, 0) + 1
-        spent = row.usage or Usage()
-        estimated = estimated or spent.tokens_estimated
-        usage["calls"] += spent.calls
-        usage["cached_calls"] += spent.cached_calls
-        usage["prompt_tokens"] += spent.prompt_tokens
-        usage["completion_tokens"] += spent.completion_tokens
-        if cost is not None:
-            problem_cost = spent.spent()
-            cost = None if problem_cost is None else cost + problem_cost
+        # tokens_estimated: some call's tokens are our own count (its server reported no usage)
+        usage = usage.added(row.usage or Usage())
         seconds += row.seconds
     return Summary(
         benchmark=task.name,
@@ -187,14 +178,7 @@ def summarize(
             for k in feedback_targets([team], (k for k, count in feedback.items() if count))
         },
         stop_reasons=stop_reasons,
-        usage=Usage(
-            calls=usage["calls"],
-            cached_calls=usage["cached_calls"],
-            prompt_tokens=usage["prompt_tokens"],
-            completion_tokens=usage["completion_tokens"],
-            cost=None if cost is None else round(cost, 6),
-            tokens_estimated=estimated,
-        ),
+        usage=usage.model_copy(update={"cost": None if usage.cost is None else round(usage.cost, 6)}),
         seconds=round(seconds, 3),
     )
 

@@ -1,14 +1,16 @@
 """What decides an eval run's verdicts, recorded in its manifest and compared on `--resume`.
 
-`verdict_settings` computes, from the assembled team and the selected problems, one plain JSON
-structure with named parts: `team` (the steps in order: name, inputs, personality, output,
-images, reviewer scale, and each step's prompt content hashed), `prompts` (the task, manager,
+`verdict_settings` computes, from the assembled team and the selected problems, the typed
+settings (`settings_record.VerdictSettings`) with named parts: `team` (the steps in order:
+name, inputs, personality, output, images, reviewer scale, and each step's prompt content
+hashed), `prompts` (the task, manager,
 UserProxy, answer-format and baseline prompts, hashed), `review` (threshold, rollbacks, final
 review, round limit, tie rule), `models` (per role: endpoint URL(s), kind, JSON mode and every setting a
 request carries), `images` (the side images are reduced to), `method`, `without` and `data`
 (how many problems, and a fingerprint of their ids and gold answers).
 
-`differences` compares two such structures part by part and names each difference the way a
+`differences` compares two of them part by part, by their JSON as recorded (a part or setting
+an older manifest lacks is left out, never a default), and names each difference the way a
 user finds it (`review.threshold 5.0 → 3.0`, `team.steps[2].prompt`, `models.solver.base_url`,
 `data (gold answers or scoring fields of 3 ids)`); `resume_under` refuses them, or records them as a change of
 the manifest. `mixed_settings` says whether a run's scored problems ran under more than one
@@ -29,12 +31,24 @@ from pydantic import ValidationError
 
 from maps_autogen.config import LimitsConfig
 from maps_autogen.errors import UsageError
-from maps_autogen.records import Manifest, dumped
+from maps_autogen.records import Manifest, SettingsChange
+from maps_autogen.settings_record import (
+    DataFingerprint,
+    ImageSettings,
+    LimitSettings,
+    LocalSettings,
+    ModelSettings,
+    PromptSettings,
+    ReviewSettings,
+    StepSettings,
+    TeamSettings,
+    VerdictSettings,
+)
 from maps_autogen.team import TeamConfig
 
 if TYPE_CHECKING:  # annotations only: `maps report` reads rows without loading the engine
     from maps_autogen.benchmarks.tasks import EvalItem
-    from maps_autogen.records import ResultRow, SettingsChange
+    from maps_autogen.records import ResultRow
     from maps_autogen.solving import Team
 
 _DIGEST = "sha256:"
@@ -55,7 +69,7 @@ def _content(prompt: Any) -> str:
     return digest(fields)
 
 
-def data_fingerprint(items: Iterable[EvalItem]) -> dict[str, Any]:
+def data_fingerprint(items: Iterable[EvalItem]) -> DataFingerprint:
     """The selected problems: their count, one hash of ids and what their scoring reads
     (order-free) and a short hash per id (so a difference can say how many ids changed). What
     scoring reads is the gold answer and every field of the row the scorer takes (`item.record`:
@@ -106,128 +120,112 @@ def _image_bytes_hash(reference: Any, base_dir: Path | None) -> str:
     return json.dumps(reference, default=str)  # a URL (or data URL): the text is what is known
 
 
-def fingerprint_of(gold: Mapping[str, str], shown: Mapping[str, str] | None = None) -> dict[str, Any]:
+def fingerprint_of(gold: Mapping[str, str], shown: Mapping[str, str] | None = None) -> DataFingerprint:
     """The data fingerprint of per-id gold hashes (and per-id hashes of what the steps are
     shown): built from them alone, so the shards of one evaluation combine into the fingerprint
     of the whole (`maps merge`)."""
-    fingerprint = {"count": len(gold), "sha256": digest(sorted(gold.items())), "gold": dict(gold)}
-    return fingerprint if shown is None else {**fingerprint, "shown": dict(shown)}
+    fingerprint = DataFingerprint(count=len(gold), sha256=digest(sorted(gold.items())), gold=dict(gold))
+    return fingerprint if shown is None else fingerprint.model_copy(update={"shown": dict(shown)})
 
 
 def verdict_settings(team: Team, *, method: str, without: Collection[str], items: Sequence[EvalItem],
-                     answer_formats: Mapping[str, str], baseline_prompt: Any | None) -> dict[str, Any]:
-    """Everything of this run that can change a verdict, as plain JSON (see the module doc).
-    `answer_formats` are this benchmark's templates; `baseline_prompt` the method's prompt for
-    a single-call baseline (None for maps)."""
+                     answer_formats: Mapping[str, str], baseline_prompt: Any | None) -> VerdictSettings:
+    """Everything of this run that can change a verdict (see the module doc). `answer_formats`
+    are this benchmark's templates; `baseline_prompt` the method's prompt for a single-call
+    baseline (None for maps)."""
     config = team.loaded.config
     team_config = team.loaded.team.config
     prompts = team.prompts
-    steps = []
-    for step in team_config.steps:
-        # A step's model is under `models`; the threshold in force is under `review`.
-        record = step.model_dump(mode="json", exclude={"prompt", "model", "threshold"})
-        record["prompt"] = _content(prompts.roles[step.name])
-        steps.append(record)
+    # A step's model is under `models`; the threshold in force is under `review`.
+    steps = [StepSettings(**step.model_dump(mode="json", exclude={"prompt", "model", "threshold"}),
+                          prompt=_content(prompts.roles[step.name]))
+             for step in team_config.steps]
     models = {}
     for role, model in team.resolution.models.items():
-        # streaming is transport
-        sent = {key: value for key, value in team.backends[role].settings().items() if key != "stream"}
-        # as the manifest's models record it
-        base_url = model.shown_replicas if len(model.base_urls) > 1 else model.shown_base_url  # (userinfo masked)
-        entry = {"kind": model.kind, "base_url": base_url, "json_mode": model.json_mode,
-                 "temperature": None, "max_tokens": None, **sent,
-                 # A text-only model gets a note in place of each image (None: images are sent,
-                 # as in manifests written before the setting).
-                 "vision": None if model.vision else False}
+        sent = team.backends[role].settings()
+        models[role] = ModelSettings(
+            kind=model.kind,
+            # as the manifest's models record it (userinfo masked)
+            base_url=model.shown_replicas if len(model.base_urls) > 1 else model.shown_base_url,
+            json_mode=model.json_mode,
+            temperature=sent.temperature,
+            max_tokens=sent.max_tokens,
+            # every other setting a request carries (streaming is transport)
+            **sent.model_dump(mode="json", exclude_unset=True, exclude={"stream", "temperature", "max_tokens"}),
+            # A text-only model gets a note in place of each image (None: images are sent, as in
+            # manifests written before the setting).
+            vision=None if model.vision else False,
+        )
         if model.local is not None:
-            entry["local"] = model.local.model_dump(
-                mode="json", include={"model_path", "mmproj_path", "n_ctx", "chat_template"}
-            )
-        models[role] = entry
+            local = model.local
+            models[role] = models[role].model_copy(update={"local": LocalSettings(
+                model_path=local.model_path, mmproj_path=local.mmproj_path, n_ctx=local.n_ctx,
+                chat_template=local.chat_template)})
     threshold = config.critic.threshold if config.critic.threshold is not None else team_config.threshold
-    settings = {
-        "team": {
-            "steps": steps,
-            "manager_personality": team_config.manager_personality,
-            "user_proxy_personality": team_config.user_proxy_personality,
-        },
-        "prompts": {
-            "task": _content(prompts.task),
-            "manager": _content(prompts.manager),
-            "user_proxy": _content(prompts.user_proxy),
-            "answer_formats": digest(dict(answer_formats)),
-            "baseline": _content(baseline_prompt) if baseline_prompt is not None else None,
-        },
-        "review": {
-            "threshold": threshold,
-            "max_rollbacks": config.critic.max_rollbacks,
-            "final_review": config.critic.final_review,
-            "max_rounds": config.stop.max_rounds,
+    leaves_out_seeing = any(step.sees_images and (step.name in without or not step.enabled)
+                            for step in team_config.steps)
+    return VerdictSettings(
+        team=TeamSettings(steps=steps, manager_personality=team_config.manager_personality,
+                          user_proxy_personality=team_config.user_proxy_personality),
+        prompts=PromptSettings(
+            task=_content(prompts.task),
+            manager=_content(prompts.manager),
+            user_proxy=_content(prompts.user_proxy),
+            answer_formats=digest(dict(answer_formats)),
+            baseline=_content(baseline_prompt) if baseline_prompt is not None else None,
+        ),
+        review=ReviewSettings(
+            threshold=threshold,
+            max_rollbacks=config.critic.max_rollbacks,
+            final_review=config.critic.final_review,
+            max_rounds=config.stop.max_rounds,
             # None for the default rule, as in manifests written before the setting
-            "ties": None if config.critic.ties == "worst_step" else config.critic.ties,
-        },
-        "models": models,
+            ties=None if config.critic.ties == "worst_step" else config.critic.ties,
+        ),
+        models=models,
         # Where a left-out step's images go matters only when a step that sees them is left out
         # (None otherwise, as in manifests written before the setting).
-        "images": {
-            "max_side": config.images.max_side,
-            "to_next_step": config.images.to_next_step
-            if method == "maps"
-            and any(step.sees_images and (step.name in without or not step.enabled) for step in team_config.steps)
-            else None,
-        },
+        images=ImageSettings(max_side=config.images.max_side,
+                             to_next_step=config.images.to_next_step if method == "maps" and leaves_out_seeing
+                             else None),
         # A reply longer than this is cut before it is read (None: the default, as in manifests
         # written before the setting).
-        "limits": {"reply_bytes": None if config.limits.reply_bytes == _DEFAULT_REPLY_BYTES
-                   else config.limits.reply_bytes},
-        "method": method,
-        "without": sorted(without),
-        "data": data_fingerprint(items),
-    }
-    result: dict[str, Any] = json.loads(json.dumps(settings))  # tuples become lists, as the manifest reads back
-    return result
+        limits=LimitSettings(reply_bytes=None if config.limits.reply_bytes == _DEFAULT_REPLY_BYTES
+                             else config.limits.reply_bytes),
+        method=method,
+        without=sorted(without),
+        data=data_fingerprint(items),
+    )
 
 
-def legacy_settings(manifest: Manifest) -> dict[str, Any]:
+def legacy_settings(manifest: Manifest) -> VerdictSettings:
     """The part of `verdict_settings` a manifest written before them lets us rebuild: method,
     without, the models and their sampling settings, the review settings and the step names
     (not prompts, personalities or data)."""
-    models = {}
-    for role, model in manifest.models.items():
-        models[role] = {
-            "kind": model.kind,
-            "model": model.model,
-            "temperature": model.temperature,
-            "max_tokens": model.max_tokens,
-            "json_mode": model.json_mode,
-            "base_url": model.replicas or model.base_url,
-        }
-    config = manifest.config  # the effective agents.yaml as recorded (config.py's schema, read as an open mapping)
-    critic, stop = _mapping(config.get("critic")), _mapping(config.get("stop"))
-    review = {key: critic[key] for key in ("threshold", "max_rollbacks", "final_review") if critic.get(key) is not None}
-    if "threshold" not in review and (threshold := _inline_threshold(manifest)) is not None:
-        review["threshold"] = threshold
-    if "max_rounds" in stop:
-        review["max_rounds"] = stop["max_rounds"]
-    recorded: dict[str, Any] = {
-        "review": review,
-        "models": models,
-        "method": manifest.method,
-        "without": list(manifest.without),
-    }
+    models = {role: ModelSettings(kind=model.kind, model=model.model, temperature=model.temperature,
+                                  max_tokens=model.max_tokens, json_mode=model.json_mode,
+                                  base_url=model.replicas or model.base_url)
+              for role, model in manifest.models.items()}
+    config = manifest.config  # the effective agents.yaml as recorded
+    review = ReviewSettings()
+    if config is not None:
+        review = ReviewSettings(max_rollbacks=config.critic.max_rollbacks, final_review=config.critic.final_review,
+                                max_rounds=config.stop.max_rounds)
+    threshold = config.critic.threshold if config is not None else None
+    if threshold is None:
+        threshold = _inline_threshold(manifest)
+    if threshold is not None:
+        review = review.model_copy(update={"threshold": threshold})
+    recorded = VerdictSettings(review=review, models=models, method=manifest.method, without=list(manifest.without))
     if manifest.team is not None:
-        recorded["team"] = {"steps": [{"name": name} for name in manifest.team.steps]}
+        recorded = recorded.model_copy(update={"team": TeamSettings(
+            steps=[StepSettings(name=name) for name in manifest.team.steps])})
     return recorded
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    """A recorded value that should be a mapping (a damaged manifest's is read as empty)."""
-    return value if isinstance(value, dict) else {}
 
 
 def _inline_threshold(manifest: Manifest) -> float | None:
     """The reviewer's own threshold, when the team was written in the recorded config."""
-    inline = manifest.config.get("team")
+    inline = manifest.config.team if manifest.config is not None else None
     source = manifest.team.source if manifest.team is not None else None
     if source != manifest.config_path or not isinstance(inline, (dict, list)):
         return None
@@ -267,13 +265,18 @@ def _show(value: Any) -> str:
 _MISSING = object()
 
 
+def _at(mapping: Mapping[str, Any], key: str) -> Any:
+    """The value under `key` in a settings part as recorded, or _MISSING when not recorded."""
+    return mapping[key] if key in mapping else _MISSING
+
+
 def _walk(name: str, before: Any, after: Any, found: list[Difference], known_only: bool) -> None:
     if before is _MISSING and (known_only or after is None):
         return  # not recorded (an older manifest), or a setting added since that is unset
     if isinstance(before, dict) and isinstance(after, dict):
         keys = list(before) + ([] if known_only else [key for key in after if key not in before])
         for key in keys:
-            _walk(f"{name}.{key}", before.get(key, _MISSING), after.get(key, _MISSING), found, known_only)
+            _walk(f"{name}.{key}", _at(before, key), _at(after, key), found, known_only)
         return
     dicts = isinstance(before, list) and isinstance(after, list) and all(isinstance(v, dict) for v in (*before, *after))
     if dicts and len(before) == len(after):
@@ -287,20 +290,8 @@ def _walk(name: str, before: Any, after: Any, found: list[Difference], known_onl
         found.append(Difference(name, None if before is _MISSING else before, None if after is _MISSING else after))
 
 
-def _gold(part: Mapping[str, Any]) -> dict[Any, Any]:
-    """A settings part's gold answers by id ({} when it holds none)."""
-    gold = part.get("gold")
-    return gold if isinstance(gold, dict) else {}
-
-
-def _shown(part: Mapping[str, Any]) -> dict[Any, Any]:
-    """A settings part's hashes of what the steps are shown, by id ({} when it holds none)."""
-    shown = part.get("shown")
-    return shown if isinstance(shown, dict) else {}
-
-
-def _data_differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Difference]:
-    old, new = _gold(before), _gold(after)
+def _data_differences(before: DataFingerprint, after: DataFingerprint) -> list[Difference]:
+    old, new = before.gold, after.gold
     changed = sorted(pid for pid in old.keys() & new.keys() if old[pid] != new[pid])
     gone, added = sorted(old.keys() - new.keys()), sorted(new.keys() - old.keys())
     found = []
@@ -309,7 +300,7 @@ def _data_differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> li
         found.append(Difference(f"data (gold answers or scoring fields of {ids})",
                                 {pid: old[pid] for pid in changed}, {pid: new[pid] for pid in changed}))
     # What the steps are shown (a manifest written before it was recorded has none to compare).
-    old_shown, new_shown = _shown(before), _shown(after)
+    old_shown, new_shown = before.shown or {}, after.shown or {}
     edited = sorted(pid for pid in old_shown.keys() & new_shown.keys() if old_shown[pid] != new_shown[pid])
     if edited:
         ids = f"{len(edited)} id{'s' if len(edited) != 1 else ''}"
@@ -317,25 +308,39 @@ def _data_differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> li
                                 {pid: old_shown[pid] for pid in edited}, {pid: new_shown[pid] for pid in edited}))
     if gone or added:
         found.append(Difference(f"data (ids: {len(gone)} gone, {len(added)} new)", gone, added))
-    if not found and before.get("sha256") != after.get("sha256"):
-        found.append(Difference("data.sha256", before.get("sha256"), after.get("sha256")))
+    if not found and before.sha256 != after.sha256:
+        found.append(Difference("data.sha256", before.sha256, after.sha256))
     return found
 
 
-def differences(before: Mapping[str, Any], after: Mapping[str, Any], *, known_only: bool = False) -> list[Difference]:
+def recorded_json(settings: VerdictSettings, *, exclude: Any = None) -> dict[str, Any]:
+    """The settings' JSON as a manifest records them: the parts and settings that were set
+    (an older manifest's lack some), less `exclude` (pydantic's form)."""
+    return settings.model_dump(mode="json", exclude_unset=True, exclude=exclude)
+
+
+def narrowed(settings: VerdictSettings, exclude: Any) -> VerdictSettings:
+    """The settings less what `exclude` names (pydantic's form), as if it had never been recorded."""
+    return VerdictSettings.model_validate(recorded_json(settings, exclude=exclude))
+
+
+def differences(before: VerdictSettings, after: VerdictSettings, *, known_only: bool = False) -> list[Difference]:
     """What differs between two `verdict_settings`, part by part in the order they are built.
     `known_only`: compare only what `before` records (a manifest written before full settings)."""
     found: list[Difference] = []
-    for part in sorted(after, key=lambda name: _ORDER.index(name) if name in _ORDER else len(_ORDER)):
-        if part == "data":
-            if isinstance(before.get("data"), dict):
-                found += _data_differences(before["data"], after["data"])
+    old, new = recorded_json(before, exclude={"data"}), recorded_json(after, exclude={"data"})
+    parts = [*new, *(["data"] if after.data is not None else [])]
+    for part in sorted(parts, key=lambda name: _ORDER.index(name) if name in _ORDER else len(_ORDER)):
+        if part == "data" and after.data is not None:
+            if before.data is not None:
+                found += _data_differences(before.data, after.data)
             elif not known_only:
-                found.append(Difference("data (not recorded)", None, after["data"].get("sha256")))
+                found.append(Difference("data (not recorded)", None, after.data.sha256))
             continue
         # A part added since (a manifest written before it): each of its settings that is set
         # is a difference, one left unset is not.
-        _walk(part, before.get(part, {} if isinstance(after[part], dict) else _MISSING), after[part], found, known_only)
+        _walk(part, old[part] if part in old else {} if isinstance(new[part], dict) else _MISSING, new[part], found,
+              known_only)
     return found
 
 
@@ -373,20 +378,20 @@ def summary_line(found: Sequence[Difference]) -> str:
     return ", ".join(described[:_SHOWN]) + (f", and {more} more" if more > 0 else "")
 
 
-def change_entry(found: Sequence[Difference], *, at: str, index: int) -> dict[str, Any]:
+def change_entry(found: Sequence[Difference], *, at: str, index: int) -> SettingsChange:
     """A manifest `changes` entry: when, which settings index the problems run after it carry,
     and only the differing values, from and to, by name."""
-    return {"at": at, "settings": index, "differences": [d.name for d in found],
-            "from": {d.name: d.before for d in found}, "to": {d.name: d.after for d in found}, "pids": []}
+    return SettingsChange(at=at, settings=index, differences=[d.name for d in found],
+                          from_={d.name: d.before for d in found}, to={d.name: d.after for d in found}, pids=[])
 
 
-def resume_under(manifest: Manifest, settings: dict[str, Any], described: Mapping[str, Any], *, run: str,
+def resume_under(manifest: Manifest, settings: VerdictSettings, described: Mapping[str, Any], *, run: str,
                  allow_change: bool, now: str) -> tuple[Manifest, list[str]]:
     """Check a resume's `settings` against those `manifest` recorded: any difference is refused
     with one line naming it unless `allow_change`; then the manifest (returned) gets a `changes`
-    entry and `described` (its top-level method, models, team, config) becomes the settings in
-    force. A manifest from before full settings is compared on what it has; the returned notes
-    say so."""
+    entry and `described` (fields of the manifest: its method, models, team, config) becomes the
+    settings in force. A manifest from before full settings is compared on what it has; the
+    returned notes say so."""
     recorded = manifest.settings
     legacy = recorded is None
     found = differences(legacy_settings(manifest) if recorded is None else recorded, settings, known_only=legacy)
@@ -394,17 +399,14 @@ def resume_under(manifest: Manifest, settings: dict[str, Any], described: Mappin
         raise UsageError(f"{run} was run with other settings: {summary_line(found)}",
                          fix="resume with the run's config, team, prompts, models and data, or pass --allow-change "
                              "to switch (the manifest records each change and which problems ran under it)")
-    updated = dumped(manifest)
+    updated = manifest
     if legacy:
-        updated["settings_recorded_at"] = now  # before this resume the run recorded only part of its settings
+        # before this resume the run recorded only part of its settings
+        updated = updated.model_copy(update={"settings_recorded_at": now})
     if found:
-        updated["changes"] = [
-            *map(dumped, manifest.changes),
-            change_entry(found, at=now, index=len(manifest.changes) + 1),
-        ]
-        updated.update(described)
-    updated["settings"] = settings
-    return Manifest.model_validate(updated), [
+        change = change_entry(found, at=now, index=len(manifest.changes) + 1)
+        updated = updated.model_copy(update={"changes": [*manifest.changes, change], **described})
+    return updated.model_copy(update={"settings": settings}), [
         f"{run} was written before runs recorded their settings in full: its models, method, review settings and "
         "step names were compared, not its prompts, personalities or data"
     ] if legacy else []
@@ -425,5 +427,5 @@ def mixed_settings(rows: Iterable[ResultRow]) -> bool:
 
 
 __all__ = ["Difference", "change_entry", "data_fingerprint", "differences", "digest", "legacy_settings",
-           "mixed_settings", "record_pids", "resume_under", "scoring_hash", "shown_hash", "summary_line",
-           "verdict_settings"]
+           "mixed_settings", "narrowed", "record_pids", "recorded_json", "resume_under", "scoring_hash", "shown_hash",
+           "summary_line", "verdict_settings"]

@@ -60,6 +60,7 @@ from maps_autogen.records import PROBLEMS_DIR, Manifest, ResultRow, SelectionRec
 from maps_autogen.run_files import read_manifest, write_manifest
 from maps_autogen.runlock import RunLock
 from maps_autogen.safe_paths import outside_paths_allowed
+from maps_autogen.settings_record import VerdictSettings
 from maps_autogen.solving import Team, assemble_team
 from maps_autogen.tally import Tally
 from maps_autogen.team import plan_chat
@@ -131,7 +132,7 @@ class EvalRun:
                        without=request.without or frozenset(manifest.without), rules=manifest.rules,
                        data=request.data or (Path(manifest.data) if manifest.data else None))
 
-    def _settings(self, team: Team, items: Sequence[EvalItem]) -> dict[str, Any]:
+    def _settings(self, team: Team, items: Sequence[EvalItem]) -> VerdictSettings:
         """This invocation's verdict settings (run_settings.py), read from what it will use."""
         request = self.request
         formats = load_answer_formats(self.loaded.resolve(self.loaded.config.answer_formats))
@@ -144,11 +145,11 @@ class EvalRun:
                                 answer_formats=formats.templates.get(self.task.name, {}), baseline_prompt=baseline)
 
     def _described(self, team: Team) -> dict[str, Any]:
-        """The manifest's description of the settings in force (updated by an allowed change)."""
+        """The manifest's fields that describe the settings in force (updated by an allowed change)."""
         return {"method": self.request.method, "without": sorted(self.request.without), "models": team.models_record(),
                 "images_dropped": self._images_dropped(team),
-                "team": TeamRecord.of(self.loaded.team.config, self.loaded.team.source).model_dump(mode="json"),
-                "config_path": str(self.loaded.path), "config": self.loaded.config.model_dump(mode="json")}
+                "team": TeamRecord.of(self.loaded.team.config, self.loaded.team.source),
+                "config_path": str(self.loaded.path), "config": self.loaded.config}
 
     def _images_dropped(self, team: Team) -> list[str]:
         """The left-out steps whose images reach no step on a problem with images (the paper's
@@ -188,8 +189,7 @@ class EvalRun:
             manifest = self._new_manifest(eval_dir, subsets, selection, team)
         else:
             wanted = set(manifest.ids)
-            selection = Selection([item for item in items if item.pid in wanted],
-                                  {name: sample.model_dump(mode="json") for name, sample in manifest.sampled.items()})
+            selection = Selection([item for item in items if item.pid in wanted], dict(manifest.sampled))
             missing = wanted - {item.pid for item in selection.items}
             if missing:
                 raise DataError(
@@ -282,29 +282,28 @@ class EvalRun:
 
     def _new_manifest(self, eval_dir: Path, subsets: Sequence[Subset], selection: Selection, team: Team) -> Manifest:
         request = self.request
-        return Manifest.model_validate({
-            "kind": "eval",
-            "eval_id": eval_dir.name,
-            "created_at": utc_now(),
-            "benchmark": self.task.name,
-            "hub_id": self.task.hub_id,
-            "data": str(request.data.resolve()) if request.data else None,
-            "subsets": [s.name for s in subsets],
-            "ids": [item.pid for item in selection.items],
-            "subset_of_id": {item.pid: item.subset for item in selection.items},
-            "sampled": selection.sampled,
-            "seed": request.sample_seed,
-            "sample": request.sample,
-            "limit": request.limit,
-            "shard": str(request.shard) if request.shard else None,
-            "selection": selection_record(selection.whole),
-            **self._described(team),
-            "rules": request.rules,
-            "allow_outside_paths": request.allow_outside_paths,
-            "settings": self._settings(team, selection.items),  # what a --resume must match (run_settings.py)
-            "versions": versions(),
-            "git_commit": git_commit(),
-        })
+        return Manifest(
+            kind="eval",
+            eval_id=eval_dir.name,
+            created_at=utc_now(),
+            benchmark=self.task.name,
+            hub_id=self.task.hub_id,
+            data=str(request.data.resolve()) if request.data else None,
+            subsets=[s.name for s in subsets],
+            ids=[item.pid for item in selection.items],
+            subset_of_id={item.pid: item.subset for item in selection.items},
+            sampled=selection.sampled,
+            seed=request.sample_seed,
+            sample=request.sample,
+            limit=request.limit,
+            shard=str(request.shard) if request.shard else None,
+            selection=selection_record(selection.whole),
+            rules=request.rules,
+            allow_outside_paths=request.allow_outside_paths,
+            settings=self._settings(team, selection.items),  # what a --resume must match (run_settings.py)
+            versions=versions(),
+            git_commit=git_commit(),
+        ).model_copy(update=self._described(team))
 
     def _announcement(self, team: Team, todo: Sequence[EvalItem]) -> str:
         method = self.request.method or "maps"
@@ -519,8 +518,8 @@ def _served_models(rows: Iterable[ResultRow]) -> dict[str, list[str]]:
     served: dict[str, set[str]] = {}
     for row in rows:
         for role, sent in row.models.items():
-            if sent.get("served_model"):
-                served.setdefault(role, set()).add(sent["served_model"])
+            if sent.served_model:
+                served.setdefault(role, set()).add(sent.served_model)
     return {role: sorted(names) for role, names in sorted(served.items())}
 
 

@@ -9,12 +9,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from maps_autogen.benchmarks.tasks import EvalItem, Row, Subset, Task, load_answer_formats, spread_limit
 from maps_autogen.config import LoadedConfig
 from maps_autogen.errors import UsageError
 from maps_autogen.images import ImageLimits, image_limits
+from maps_autogen.records import SampleRecord
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Shard:
 @dataclass
 class Selection:
     items: list[EvalItem]
-    sampled: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sampled: dict[str, SampleRecord] = field(default_factory=dict)
     # Every problem of the selection a --shard's share was taken from (its items when unsharded).
     whole: list[EvalItem] = field(default_factory=list)
 
@@ -47,15 +47,14 @@ def select_items(items: Sequence[EvalItem], subsets: Sequence[Subset], *, sample
     """Which problems run, deterministically: seeded samples per subset (the paper's 300 for the
     Zh_CEE subsets unless --sample says otherwise), then --limit, then the shard's share."""
     chosen: set[str] = set()
-    sampled: dict[str, dict[str, Any]] = {}
+    sampled: dict[str, SampleRecord] = {}
     for subset in subsets:
         pids = [item.pid for item in items if item.subset == subset.name]
         size = sample if sample is not None else subset.default_sample
         if size is not None and size < len(pids):
             picked = sorted(random.Random(f"{seed}:{subset.name}").sample(range(len(pids)), size))
-            sampled[subset.name] = {"seed": seed, "n": size, "of": len(pids)}
+            sampled[subset.name] = SampleRecord(seed=seed, n=size, of=len(pids), ids=[pids[n] for n in picked])
             pids = [pids[n] for n in picked]
-            sampled[subset.name]["ids"] = pids
         chosen.update(pids)
     selected = [item for item in items if item.pid in chosen]
     if limit is not None:

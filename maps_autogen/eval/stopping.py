@@ -53,8 +53,8 @@ def costs(row: ResultRow, team: Team) -> tuple[float, bool, list[str]]:
 def unknown_cost_stop(row: ResultRow, roles: list[str]) -> FatalServiceError:
     """Why a --max-cost run stops at a problem whose cost is unknown: the served model has no
     price, so the bound could no longer be kept (the run never goes on unbounded)."""
-    sent = row.models  # step -> the settings its request body carried (an open mapping, as sent)
-    names = {sent[role].get("served_model") or sent[role].get("model") for role in roles if role in sent}
+    sent = row.models  # step -> the settings its request body carried, and the model that answered
+    names = {sent[role].served_model or sent[role].model for role in roles if role in sent}
     served = sorted(str(name) for name in names if name is not None)
     which = f" (served as {', '.join(served)})" if served else ""
     return FatalServiceError(f"--max-cost cannot be kept: the cost of problem {row.pid} is unknown{which}",

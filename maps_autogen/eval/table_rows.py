@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from maps_autogen.eval.run_settings import differences, legacy_settings, mixed_settings
+from maps_autogen.eval.run_settings import differences, legacy_settings, mixed_settings, narrowed, recorded_json
+from maps_autogen.settings_record import VerdictSettings
 from maps_autogen.text import valid_text
 
 if TYPE_CHECKING:
@@ -69,14 +70,12 @@ def served_models(run: Run) -> ServedModels:
     asked: set[str] = set()
     served: dict[str, set[str]] = {}
     for record in run.records:
-        for role, sent in record.models.items():  # the settings sent, an open mapping (problem_run.models_sent)
-            name = sent.get("model") if isinstance(sent.get("model"), str) else None
-            name = name or (run.manifest.models[role].model if role in run.manifest.models else None)
+        for role, sent in record.models.items():  # the settings sent (problem_run.models_sent)
+            name = sent.model or (run.manifest.models[role].model if role in run.manifest.models else None)
             if name is None:
                 continue
             asked.add(_name(name))
-            answered = sent.get("served_model")
-            served.setdefault(role, set()).add(_name(answered if isinstance(answered, str) and answered else name))
+            served.setdefault(role, set()).add(_name(sent.served_model or name))
     if not asked:  # no call recorded (every problem failed before one): what was configured
         configured = tuple(sorted({_name(model.model) for model in run.manifest.models.values()}))
         return ServedModels(configured, configured, False)
@@ -84,29 +83,22 @@ def served_models(run: Run) -> ServedModels:
                         any(len(names) > 1 for names in served.values()))
 
 
-def row_settings(run: Run) -> dict[str, Any]:
+#: What a row's settings leave out: the problems and answer formats (the benchmark's), and where
+#: each step's requests went (the label names the model that answered).
+_NOT_THE_ROWS = {"data": True, "prompts": {"answer_formats"}, "models": {"__all__": {"base_url"}}}
+
+
+def row_settings(run: Run) -> VerdictSettings:
     """What decides a run's verdicts, apart from what belongs to its benchmark (the problems and
     their answer formats): its recorded settings, or what an older manifest lets us rebuild."""
     settings = run.manifest.settings if run.manifest.settings is not None else legacy_settings(run.manifest)
-    kept = {key: value for key, value in settings.items() if key != "data"}
-    prompts = kept.get("prompts")
-    if isinstance(prompts, dict):
-        kept["prompts"] = {key: value for key, value in prompts.items() if key != "answer_formats"}
-    models = kept.get("models")
-    if isinstance(models, dict):  # where the requests went is not what answered them: the label names that
-        kept["models"] = {role: {key: value for key, value in model.items() if key != "base_url"}
-                          if isinstance(model, dict) else model for role, model in models.items()}
-    return kept
+    return narrowed(settings, _NOT_THE_ROWS)
 
 
 def ablation_settings(run: Run) -> dict[str, Any]:
-    """`row_settings` without the steps left out (and where their images went): what an ablation
-    shares with the full run it is compared with in Table 2."""
-    kept = {key: value for key, value in row_settings(run).items() if key != "without"}
-    images = kept.get("images")
-    if isinstance(images, dict):
-        kept["images"] = {key: value for key, value in images.items() if key != "to_next_step"}
-    return kept
+    """`row_settings` without the steps left out (and where their images went), as recorded:
+    what an ablation shares with the full run it is compared with in Table 2."""
+    return recorded_json(row_settings(run), exclude={"without": True, "images": {"to_next_step"}})
 
 
 def base_label(run: Run) -> str:
@@ -129,24 +121,29 @@ class RowGroup:
 
 def _key(run: Run) -> str:
     """What runs of one row share: the verdict settings, and the models that answered (the label)."""
-    return json.dumps([row_settings(run), base_label(run)], sort_keys=True, default=str)
+    return json.dumps([recorded_json(row_settings(run)), base_label(run)], sort_keys=True, default=str)
 
 
-def _value(settings: Any, name: str) -> Any:
+def _value(settings: VerdictSettings, name: str) -> Any:
     """The value of a setting named as `run_settings.differences` names it ("review.threshold",
-    "team.steps[2].prompt", "team.steps (count)"; "models.*.KEY": the first role's, all alike);
-    None where it has none."""
+    "team.steps[2].prompt", "team.steps (count)"; "models.*.KEY": the first role's, all alike),
+    as recorded; None where it has none."""
+    recorded = recorded_json(settings)
     if name.startswith("models.*."):
-        models = settings.get("models") if isinstance(settings, dict) else None
+        models = _walked(recorded, "models")
         key = name.removeprefix("models.*.")
-        return next((_value(model, key) for model in models.values()), None) if isinstance(models, dict) else None
-    value = settings
+        return next((_walked(model, key) for model in models.values()), None) if isinstance(models, dict) else None
+    return _walked(recorded, name)
+
+
+def _walked(value: Any, name: str) -> Any:
+    """The value at a dotted `name` ("team.steps[2].prompt") of a JSON value; None where there is none."""
     for part in name.removesuffix(" (count)").replace("[", ".[").split("."):
         if part.startswith("[") and isinstance(value, list):
             index = int(part[1:-1])
             value = value[index] if index < len(value) else None
         elif isinstance(value, dict):
-            value = value.get(part)
+            value = value[part] if part in value else None
         else:
             return None
     return value
@@ -162,7 +159,7 @@ def _shown(value: Any) -> str:
     return _name(json.dumps(value, ensure_ascii=False, default=str))
 
 
-def _roles_together(names: list[str], family: list[dict[str, Any]]) -> list[str]:
+def _roles_together(names: list[str], family: list[VerdictSettings]) -> list[str]:
     """`models.ROLE.KEY` differences named once as `models.*.KEY` when, in every row, that
     setting has one value across those roles (a temperature set for the whole team)."""
     by_key: dict[str, list[str]] = {}
@@ -178,11 +175,9 @@ def _roles_together(names: list[str], family: list[dict[str, Any]]) -> list[str]
     return list(dict.fromkeys(together.get(name, name) for name in names))
 
 
-def _step_names(settings: dict[str, Any]) -> list[str]:
+def _step_names(settings: VerdictSettings) -> list[str]:
     """The team's step names in order (as the settings record them)."""
-    steps = _value(settings, "team.steps")
-    return [_name(str(step["name"])) for step in steps if isinstance(step, dict) and "name" in step] \
-        if isinstance(steps, list) else []
+    return [_name(step.name) for step in settings.team.steps] if settings.team is not None else []
 
 
 def group_runs(runs: Sequence[Run]) -> list[RowGroup]:

@@ -36,6 +36,7 @@ from inspect_ai.util import JSONSchema, span
 from maps_autogen.client import Completion, ReplyCheck, schema_response_format
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import RunInterrupted, ServiceError
+from maps_autogen.records import SentSettings
 from maps_autogen.service_answers import TokenCallback
 
 T = TypeVar("T")
@@ -116,22 +117,22 @@ def repeatable(config: GenerateConfig) -> bool:
     return config.temperature == 0 or config.seed is not None or bool(config.cache)
 
 
-def sent_settings(inspect_model: Model, config: GenerateConfig) -> dict[str, Any]:
+def sent_settings(inspect_model: Model, config: GenerateConfig) -> SentSettings:
     """What a request carried: the model's name and the settings Inspect sends, merged as its
     `generate` merges them (the model's own, then the eval's `--temperature`, `--max-tokens`...
     when it is the active model, then the step's, which win)."""
     merged = inspect_model._resolve_config(config)  # Inspect's own merge, so the record is what was sent
-    sent: dict[str, Any] = {"model": str(inspect_model)}
+    sent = SentSettings(model=str(inspect_model))
     for key in ("temperature", "max_tokens", "top_p", "seed"):
         if getattr(merged, key) is not None:
-            sent[key] = getattr(merged, key)
+            sent = sent.model_copy(update={key: getattr(merged, key)})
     if merged.response_schema is not None:
-        sent["response_format"] = "json_schema"
+        sent = sent.model_copy(update={"response_format": "json_schema"})
     return sent
 
 
 def completion_of(output: ModelOutput, *, model: str, requested: str, seconds: float, attempts: int,
-                  sent: dict[str, Any], rejected: str | None) -> Completion:
+                  sent: SentSettings, rejected: str | None) -> Completion:
     """Inspect's ModelOutput as our Completion of `model` (Inspect's `provider/name`): text,
     finish reason ("length" when cut short), usage, and the model the service says answered
     when it differs from the one asked for (`requested`: Inspect's model name, whose last part
@@ -147,7 +148,7 @@ def completion_of(output: ModelOutput, *, model: str, requested: str, seconds: f
         cost=usage.total_cost if usage else None,
         seconds=seconds,
         attempts=attempts,
-        json_mode="schema" if "response_format" in sent else "none",
+        json_mode="schema" if sent.response_format is not None else "none",
         finish_reason="length" if output.stop_reason in CUT_SHORT else output.stop_reason,
         served_model=served,
         sent=sent,
@@ -210,7 +211,7 @@ class InspectBackend:
         self._inspect = inspect_model
         self._sample = sample
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> SentSettings:
         """The settings every request of this step carries."""
         return sent_settings(self._inspect, generate_config(self.model, "", None, None))
 

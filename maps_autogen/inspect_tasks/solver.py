@@ -19,16 +19,20 @@ from inspect_ai.log import transcript
 from inspect_ai.model import Model, ModelOutput, get_model
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
+from pydantic import BaseModel, ConfigDict, Field
 
 from maps_autogen.benchmarks._symbolic import HelperStartError
 from maps_autogen.benchmarks.tasks import EvalItem, Task
 from maps_autogen.chat import ChatOutcome, MapsChat
+from maps_autogen.chat_records import ChatRecord, EventRecord, StopEvent
 from maps_autogen.config import LoadedConfig, OpenAIEndpoint
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import ServiceError
 from maps_autogen.eval.baselines import BaselinePrompt, baseline_request
 from maps_autogen.inspect_tasks.backend import InspectBackend, SampleLoop, in_chat_thread
 from maps_autogen.prompts import PromptSet
+from maps_autogen.records import Score as ReviewScore
+from maps_autogen.records import StopReason, dumped
 from maps_autogen.scoring import score_record
 from maps_autogen.solving import configured_chat_settings
 
@@ -69,11 +73,11 @@ class TranscriptObserver:
     def __init__(self, sample: SampleLoop):
         self._sample = sample
 
-    def emit(self, record: dict[str, Any]) -> None:
+    def emit(self, record: ChatRecord) -> None:
         """Record one chat event (messages and tokens are the ModelEvents' to show)."""
-        if record.get("type") != "event" or record.get("event") == "stop":
+        if not isinstance(record, EventRecord) or isinstance(record, StopEvent):
             return
-        data = {key: value for key, value in record.items() if key != "type"}
+        data = {key: value for key, value in dumped(record).items() if key not in ("type", "schema_version")}
         self._sample.run(_info(data))
 
 
@@ -85,18 +89,33 @@ def _backends(loaded: LoadedConfig, model: Model, sample: SampleLoop) -> dict[st
     return {role: InspectBackend(resolved, model, sample) for role, resolved in step_models(loaded, str(model)).items()}
 
 
-def _chat_result(outcome: ChatOutcome, task: Task, item: EvalItem) -> dict[str, Any]:
+class SampleResult(BaseModel):
+    """What the solver leaves the scorer (and the log) of a sample: the response as `maps eval`
+    renders it, the answer, and for a MAPS chat how it went (a baseline's sets what it has)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    response: str
+    final_answer: str
+    stop_reason: StopReason | None = None  # None: a baseline's (one call, no chat)
+    solver_parsed: bool | None = None
+    rollbacks: list[str] = Field(default_factory=list)
+    critic_scores: list[dict[str, ReviewScore] | None] = Field(default_factory=list)
+    max_tokens_reached: list[str] = Field(default_factory=list)
+
+
+def _chat_result(outcome: ChatOutcome, task: Task, item: EvalItem) -> SampleResult:
     """What the scorer and the log keep of a MAPS chat (the response as `maps eval` renders it)."""
     response = task.render_response(outcome.final_answer, item) if outcome.solver_answer else ""
-    return {
-        "response": response,
-        "final_answer": outcome.final_answer,
-        "stop_reason": outcome.stop_reason,
-        "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
-        "rollbacks": [rollback.step for rollback in outcome.rollbacks],
-        "critic_scores": [verdict.scores if verdict else None for verdict in outcome.verdicts],
-        "max_tokens_reached": sorted({c.role for c in outcome.calls if c.completion.finish_reason == "length"}),
-    }
+    return SampleResult(
+        response=response,
+        final_answer=outcome.final_answer,
+        stop_reason=outcome.stop_reason,
+        solver_parsed=outcome.solver_answer.parsed if outcome.solver_answer else None,
+        rollbacks=[rollback.step for rollback in outcome.rollbacks],
+        critic_scores=[dict(verdict.scores) if verdict else None for verdict in outcome.verdicts],
+        max_tokens_reached=sorted({c.role for c in outcome.calls if c.completion.finish_reason == "length"}),
+    )
 
 
 @solver(name="maps")
@@ -112,7 +131,7 @@ def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig,
         sample = SampleLoop(asyncio.get_running_loop())
         backends = _backends(loaded, model, sample)
 
-        def run() -> dict[str, Any]:
+        def run() -> SampleResult:
             problem = item.load_problem()
             if method != "maps":
                 assert baseline is not None
@@ -124,8 +143,8 @@ def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig,
                     completion = backend.complete(messages, role=method)
                 except ServiceError as failure:
                     raise sample.failure or failure from None
-                return {"response": completion.text, "final_answer": completion.text, "stop_reason": None,
-                        "max_tokens_reached": [method] if completion.finish_reason == "length" else []}
+                return SampleResult(response=completion.text, final_answer=completion.text, stop_reason=None,
+                                    max_tokens_reached=[method] if completion.finish_reason == "length" else [])
             settings = configured_chat_settings(problem, loaded, without=without)
             chat = MapsChat(problem, prompts=prompts, backends=backends, settings=settings,
                             observer=TranscriptObserver(sample))
@@ -139,8 +158,8 @@ def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig,
         except asyncio.CancelledError:
             sample.cancel()  # the chat's thread ends at its request in flight
             raise
-        state.store.set(STORE_KEY, result)
-        state.output = ModelOutput.from_content(str(model), result["final_answer"])
+        state.store.set(STORE_KEY, result.model_dump(exclude_unset=True))
+        state.output = ModelOutput.from_content(str(model), result.final_answer)
         state.messages.append(state.output.message)
         return state
 
@@ -153,8 +172,10 @@ def official_scorer(task: Task, items: Mapping[str, EvalItem], rules: str = "cur
 
     async def score(state: TaskState, target: Target) -> Score:
         item = items[str(state.sample_id)]
-        result: dict[str, Any] = state.store.get(STORE_KEY) or {}
-        response = str(result.get("response") or "")
+        stored = state.store.get(STORE_KEY)  # Inspect's store of the sample
+        result = SampleResult.model_validate(stored) if stored else None
+        response = result.response if result is not None else ""
+        kept = result.model_dump(exclude_unset=True, exclude={"response"}) if result is not None else {}
         # In a thread: a symbolic check may wait seconds on its helper process, and the event
         # loop runs every other sample meanwhile. A response past the scorers' bounds is judged
         # wrong, saying why; a scorer that fails on this sample leaves it without a verdict
@@ -177,7 +198,7 @@ def official_scorer(task: Task, items: Mapping[str, EvalItem], rules: str = "cur
                       "extraction_method": verdict.extraction_method,
                       "extractor_version": verdict.extractor_version, "gold": item.gold,
                       "unjudged": verdict.unjudged,
-                      **{key: value for key, value in result.items() if key != "response"}},
+                      **kept},
         )
 
     return score

@@ -249,7 +249,7 @@ def summary_of(manifest: Manifest, rows: list[ResultRow]) -> Summary:
     tally = _finished_tally(rows)
     by_model: dict[str, list[str]] = {}
     for role, described in manifest.models.items():
-        by_model.setdefault(model_name(described, manifest.served_models.get(role)), []).append(role)
+        by_model.setdefault(model_name(described, manifest.served_by(role)), []).append(role)
     subset_rows = []
     for subset in sorted({row.subset for row in rows}):
         part = _finished_tally([row for row in rows if row.subset == subset])

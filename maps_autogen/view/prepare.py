@@ -15,23 +15,31 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from maps_autogen.chat_records import (
+    AnswerParsed,
+    ContentFilteredEvent,
+    EventRecord,
+    MaxTokensReachedEvent,
+    MessageRecord,
+    RollbackEvent,
+    StopEvent,
+    TurnInProgress,
+    VerdictParsed,
+)
 from maps_autogen.flow import FlowSettings, passes, weakest_step
 from maps_autogen.records import (
     USER_PROXY_ROLE,
     CallUsage,
-    EventRecord,
     FlowRecord,
-    MessageRecord,
     ModelRecord,
     RoleUsage,
     RunRecord,
     TeamRecord,
-    TurnInProgress,
 )
 from maps_autogen.records import (
     Usage as UsageRecord,
 )
-from maps_autogen.replies import Lenient, ParsedAnswer, ParsedVerdict, Section, read_as, read_reply
+from maps_autogen.replies import Lenient, Section, read_as, read_reply
 from maps_autogen.roles import CriticVerdict, answer_with_option, shown_answer
 
 # A step name as team.py allows it: safe inside a class name.
@@ -242,7 +250,7 @@ def _meta(record: MessageRecord, turn: int) -> str:
     return " · ".join(meta)
 
 
-def manager_decision(verdict: ParsedVerdict, flow: FlowRecord | None, rollbacks_before: int) -> str | None:
+def manager_decision(verdict: VerdictParsed, flow: FlowRecord | None, rollbacks_before: int) -> str | None:
     """What the Manager did with a review, by the rule it applies (flow.py: `passes`, then
     `weakest_step` while rollbacks are left), from the scores the transcript records and the
     run's flow settings: "passed", "sent back: aligner", or "lowest: aligner; no rollback left".
@@ -250,7 +258,7 @@ def manager_decision(verdict: ParsedVerdict, flow: FlowRecord | None, rollbacks_
     if flow is None or flow.reviewer is None or flow.threshold is None or not verdict.scores:
         return None
     scores = {str(key): value for key, value in verdict.scores.items() if is_number(value)}
-    worst = verdict.worst_step if isinstance(verdict.worst_step, str) else None
+    worst = verdict.worst_step
     try:
         settings = FlowSettings(steps=tuple(flow.steps), reviewer=flow.reviewer, scored=tuple(flow.scored.items()),
                                 threshold=flow.threshold,
@@ -264,7 +272,7 @@ def manager_decision(verdict: ParsedVerdict, flow: FlowRecord | None, rollbacks_
     return f"sent back: {step}" if rollbacks_before < settings.max_rollbacks else f"lowest: {step}; no rollback left"
 
 
-def scores_of(verdict: ParsedVerdict, reviewer: str, threshold: float | None, decision: str | None = None
+def scores_of(verdict: VerdictParsed, reviewer: str, threshold: float | None, decision: str | None = None
               ) -> Scores | None:
     """The reviewer's scores and feedback per dimension, and the Manager's `decision` on them
     (never the reviewer's own `worst_step`, which the Manager may overrule); None without scores."""
@@ -275,7 +283,7 @@ def scores_of(verdict: ParsedVerdict, reviewer: str, threshold: float | None, de
             str(dim),
             value,
             is_number(value) and threshold is not None and value < threshold,
-            verdict.feedback.get(dim, ""),
+            verdict.feedback_on(dim),
         )
         for dim, value in verdict.scores.items()
     ]
@@ -305,8 +313,8 @@ def turn_of(
     shown with the option's text; a review with the Manager's `decision` on it)."""
     reviewing = record.role == team.reviewer
     reading = read_reply(record.content, record.parsed)
-    verdict = read_as(ParsedVerdict, record.parsed) if reviewing else None
-    answer = None if reviewing else read_as(ParsedAnswer, record.parsed)
+    verdict = record.parsed if reviewing and isinstance(record.parsed, VerdictParsed) else None
+    answer = record.parsed if not reviewing and isinstance(record.parsed, AnswerParsed) else None
     return Turn(
         number=turn,
         role=record.role,
@@ -318,7 +326,7 @@ def turn_of(
         content=record.content,
         sections=reading.sections if reading is not None else [],
         scores=scores_of(verdict, record.role, threshold, decision) if verdict is not None else None,
-        answer=answer_with_option(str(answer.final_answer), options) if answer is not None else None,
+        answer=answer_with_option(answer.final_answer, options) if answer is not None else None,
         answer_parsed=answer.parsed if answer is not None else True,
         request=request_parts(record.request) if include_requests else None,
         images=list(record.images or []),
@@ -327,20 +335,21 @@ def turn_of(
 
 def event_of(record: EventRecord, team: TeamRecord, question: Any = None) -> Event:
     """One event record (rollback, stop, a warning or an error)."""
-    if record.event == "rollback":
-        scores = ", ".join(f"{key} {value:g}" for key, value in (record.scores or {}).items())
+    if isinstance(record, RollbackEvent):
+        scores = ", ".join(f"{key} {value:g}" for key, value in record.scores.items())
         return Event(record.event, "rollback", "Rollback", None, number=record.number, step=record.step,
                      dimension=record.dimension, scores=scores, question=question, by=record.by)
-    if record.event == "stop":
+    if isinstance(record, StopEvent):
         return Event(
             record.event, "stop", "Stopped", None, stop_reason=record.stop_reason, final_answer=record.final_answer
         )
+    step = record.role if isinstance(record, (MaxTokensReachedEvent, ContentFilteredEvent)) else None
     labels = {
         "interpreter_skipped": "Image step skipped",
         "solver_unparsed": f"{title(team.final_step or 'answer')} reply not parsed",
         "critic_unparseable": f"{title(team.reviewer or 'reviewer')} reply unparseable",
-        "max_tokens_reached": f"{title(record.role or 'a step')} reached max_tokens",
-        "content_filtered": f"{title(record.role or 'a step')} stopped by a content filter",
+        "max_tokens_reached": f"{title(step or 'a step')} reached max_tokens",
+        "content_filtered": f"{title(step or 'a step')} stopped by a content filter",
         "images_withheld": "Images withheld",
         "error": "Error",
     }
@@ -361,21 +370,21 @@ class TranscriptState:
     team: TeamRecord
     options: tuple[str, ...] = ()  # the problem's options
     turns: int = 0
-    feedback: dict[str, Any] = field(default_factory=dict)
+    last_review: VerdictParsed | None = None  # the reviewer's latest verdict (its feedback)
     used: dict[str, RoleUsage] = field(default_factory=dict)  # each step's calls so far (run.json has them at the end)
     flow: FlowRecord | None = None  # the rules the Manager applied (a review's decision is read by them)
     rollbacks: int = 0  # rollback events so far
 
     def absorb(self, record: MessageRecord | EventRecord) -> None:
         if not isinstance(record, MessageRecord):
-            self.rollbacks += record.event == "rollback"
+            self.rollbacks += isinstance(record, RollbackEvent)
             return
         self.turns += 1
         if record.usage is not None:
             self.used[record.role] = add_call(self.used.get(record.role), record.usage, record.seconds)
-        verdict = read_as(ParsedVerdict, record.parsed) if record.role == self.team.reviewer else None
-        if verdict is not None and verdict.feedback:
-            self.feedback = verdict.feedback
+        verdict = record.parsed if record.role == self.team.reviewer else None
+        if isinstance(verdict, VerdictParsed) and verdict.feedback:
+            self.last_review = verdict
 
 
 def transcript_items(records: Iterable[MessageRecord | EventRecord], threshold: float | None, include_requests: bool,
@@ -386,13 +395,18 @@ def transcript_items(records: Iterable[MessageRecord | EventRecord], threshold: 
         rollbacks_before = state.rollbacks
         state.absorb(record)
         if isinstance(record, MessageRecord):
-            verdict = read_as(ParsedVerdict, record.parsed) if record.role == state.team.reviewer else None
-            decision = manager_decision(verdict, state.flow, rollbacks_before) if verdict is not None else None
+            verdict = record.parsed if record.role == state.team.reviewer else None
+            decision = (manager_decision(verdict, state.flow, rollbacks_before) if isinstance(verdict, VerdictParsed)
+                        else None)
             items.append(turn_of(record, state.team, threshold, include_requests, state.turns, state.options,
                                  decision))
-        else:
+        elif isinstance(record, RollbackEvent):
             # The rollback record carries the question it sent back; older runs only the verdict.
-            items.append(event_of(record, state.team, record.question or state.feedback.get(str(record.dimension))))
+            review = state.last_review
+            items.append(event_of(record, state.team,
+                                  record.question or (review.feedback_on(record.dimension) if review else None)))
+        else:
+            items.append(event_of(record, state.team))
     return items
 
 
@@ -487,10 +501,10 @@ def usage_of(run: RunRecord) -> Usage:
     """The usage table of a run: every role that has a model or made calls."""
     rows = []
     for role in dict.fromkeys([*run.models, *run.usage_by_role]):
-        used = run.usage_by_role.get(role)
-        rows.append(UsageRow(role, model_name(run.models.get(role)), used.calls if used else None,
+        used, model = run.role_usage(role), run.role_model(role)
+        rows.append(UsageRow(role, model_name(model), used.calls if used else None,
                              used.prompt_tokens if used else None, used.completion_tokens if used else None,
-                             cost(usage_cost(used)) + free_note(filter(None, [run.models.get(role)])) if used else "–",
+                             cost(usage_cost(used)) + free_note(filter(None, [model])) if used else "–",
                              used.seconds if used else None))
     settings: list[tuple[str, str]] = []
     flow = run.flow

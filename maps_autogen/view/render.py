@@ -22,6 +22,7 @@ from urllib.parse import quote
 from markupsafe import Markup
 
 from maps_autogen.artifacts import read_json_or_empty
+from maps_autogen.chat_records import EventRecord, MessageRecord, TurnInProgress
 from maps_autogen.errors import DataError
 from maps_autogen.records import (
     IMAGES_DIR,
@@ -29,14 +30,10 @@ from maps_autogen.records import (
     RUN_FILE,
     TRANSCRIPT_FILE,
     TURN_FILE,
-    EventRecord,
-    MessageRecord,
     ProblemRecord,
     RunRecord,
-    TurnInProgress,
-    parsed,
 )
-from maps_autogen.run_files import read_run, read_transcript_from
+from maps_autogen.run_files import parsed, read_run, read_transcript_from
 from maps_autogen.safe_paths import inside, safe_component
 from maps_autogen.view.assets import PageMode, content_security_policy
 from maps_autogen.view.prepare import (

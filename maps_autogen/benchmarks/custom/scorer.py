@@ -37,6 +37,7 @@ from maps_autogen.benchmarks.custom.reading import (
     read_answer,
     read_letter,
 )
+from maps_autogen.records import Evaluation
 
 ANSWER_TYPES = ("choice", "number", "text")
 DEFAULT_CATEGORY = "all"  # rows without a category count under this one
@@ -191,28 +192,18 @@ class CustomScorer:
         return DEFAULT_CATEGORY
 
 
-def gold_evaluation(gold: str, options: Sequence[str], final_answer: str | None) -> dict[str, Any]:
+def gold_evaluation(gold: str, options: Sequence[str], final_answer: str | None) -> Evaluation:
     """A solve's answer scored against its problem file's gold answer by these same rules (the
-    answer type follows from the options and the gold, as for a record without `answer_type`):
-    the run.json fields an eval's run carries (`gold`, `correct`, `evaluation`). A run with no
-    answer (`final_answer` None or empty: it failed, or ended before the answer step replied)
+    answer type follows from the options and the gold, as for a record without `answer_type`),
+    as run.json records an eval's (its `evaluation`; `gold` and `correct` beside it). A run with
+    no answer (`final_answer` None or empty: it failed, or ended before the answer step replied)
     has no verdict: `correct` is None, never False."""
     if not final_answer:
-        return {"gold": gold, "correct": None, "evaluation": {"response": final_answer, "extraction": None,
-                                                              "prediction": None, "correct": None, "gold": gold}}
+        return Evaluation(response=final_answer, extraction=None, prediction=None, correct=None, gold=gold)
     verdict = SCORER.score({"answer": gold, "options": list(options), "response": final_answer})
-    return {
-        "gold": gold,
-        "correct": verdict.correct,
-        "evaluation": {
-            "response": final_answer,
-            "extraction": verdict.extraction,
-            "prediction": verdict.prediction,
-            "correct": verdict.correct,
-            "gold": gold,
-            **({"unjudged": verdict.unjudged} if verdict.unjudged is not None else {}),
-        },
-    }
+    evaluation = Evaluation(response=final_answer, extraction=verdict.extraction, prediction=verdict.prediction,
+                            correct=verdict.correct, gold=gold)
+    return evaluation if verdict.unjudged is None else evaluation.model_copy(update={"unjudged": verdict.unjudged})
 
 
 SCORER = CustomScorer()

@@ -1,0 +1,120 @@
+"""The verdict settings an eval's manifest records (`records.Manifest.settings`): everything of
+a run that can change a verdict, one model per part. eval/run_settings.py builds them from what
+a run will use and compares two of them part by part (`differences`), by their JSON as recorded:
+a part (or a setting) an older manifest lacks is unset, never a default."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Part(BaseModel):
+    """A part of the settings: every field declared, nothing else accepted (unless it says why)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class StepSettings(_Part):
+    """A team step as the verdict settings record it: as the team declares it (team.py's step,
+    less its model and threshold), its prompt's content hashed. Open beyond its name: the step's
+    fields are the team schema's of the day, compared as recorded (a field a later team adds is
+    a difference only when set)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    prompt: str | None = None  # the hash of the step's prompt content
+
+
+class TeamSettings(_Part):
+    """The team part of the verdict settings."""
+
+    steps: list[StepSettings] = Field(default_factory=list)
+    manager_personality: str | None = None
+    user_proxy_personality: str | None = None
+
+
+class PromptSettings(_Part):
+    """The hashes of the prompts that are not a step's (a baseline's: None for maps)."""
+
+    task: str | None = None
+    manager: str | None = None
+    user_proxy: str | None = None
+    answer_formats: str | None = None
+    baseline: str | None = None
+
+
+class ReviewSettings(_Part):
+    """The review loop in force (None: the default, as in manifests written before a setting)."""
+
+    threshold: int | float | None = None  # as the team or config gives it (5 stays 5)
+    max_rollbacks: int | None = None
+    final_review: bool | None = None
+    max_rounds: int | None = None
+    ties: str | None = None
+
+
+class LocalSettings(_Part):
+    """What an embedded model is: its files, context and chat template."""
+
+    model_path: str | None = None
+    mmproj_path: str | None = None
+    n_ctx: int | None = None
+    chat_template: str | None = None
+
+
+class ModelSettings(_Part):
+    """A step's model in the verdict settings: what it is, where its requests go, and every
+    setting they carry (streaming, only how a reply travels, left out). Open beyond the fields
+    named here: the settings a request carries are `records.SentSettings`' (and a server's own
+    extra_body fields), compared as recorded."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str | None = None
+    base_url: str | list[str] | None = None  # the URL, or the replicas' (userinfo masked)
+    json_mode: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    model: str | None = None
+    vision: bool | None = None  # False: text-only (a note for each image); None: images sent
+    local: LocalSettings | None = None
+
+
+class ImageSettings(_Part):
+    max_side: int | None = None
+    to_next_step: bool | None = None  # None: no step that sees images is left out
+
+
+class LimitSettings(_Part):
+    reply_bytes: int | None = None  # None: the default
+
+
+class DataFingerprint(_Part):
+    """The selected problems: their count, one hash of ids and what scoring reads, a short hash
+    of that per id (`gold`) and of what the steps are shown per id (`shown`; None in manifests
+    written before it)."""
+
+    count: int = 0
+    sha256: str | None = None
+    gold: dict[str, str] = Field(default_factory=dict)
+    shown: dict[str, str] | None = None
+
+
+class VerdictSettings(_Part):
+    """What decides an eval run's verdicts (eval/run_settings.py), recorded in its manifest and
+    compared on --resume part by part; a part an older manifest lacks is unset."""
+
+    team: TeamSettings | None = None
+    prompts: PromptSettings | None = None
+    review: ReviewSettings | None = None
+    models: dict[str, ModelSettings] | None = None
+    images: ImageSettings | None = None
+    limits: LimitSettings | None = None
+    method: str | None = None
+    without: list[str] | None = None
+    data: DataFingerprint | None = None
+
+
+__all__ = ["DataFingerprint", "ImageSettings", "LimitSettings", "LocalSettings", "ModelSettings",
+           "PromptSettings", "ReviewSettings", "StepSettings", "TeamSettings", "VerdictSettings"]
