@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -100,6 +101,40 @@ class _RedactingWriter:
         _write(self._fd, data)
 
 
+# This host, as a temporary file's name gives it: a folder may be shared by several machines (a
+# Slurm array's is), and a pid means something only on its own host.
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:64] or "host"
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Remove the temporary files beside `path` (`.<name>.<host>-<pid>.<random>.tmp`) that a
+    writer on this host left when it was killed (SIGKILL, power loss): their pid is gone. A live
+    writer's, another host's and any other file are left alone."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.{re.escape(_HOST)}-(\d+)\.[a-z0-9_]{{8}}\.tmp")
+    try:
+        with os.scandir(path.parent) as entries:
+            stale = [(entry.path, int(match.group(1))) for entry in entries
+                     if (match := pattern.fullmatch(entry.name)) and entry.is_file(follow_symlinks=False)]
+    except OSError:
+        return
+    for temp, pid in stale:
+        if not _process_exists(pid):
+            Path(temp).unlink(missing_ok=True)
+
+
+def _process_exists(pid: int) -> bool:
+    """Whether a process with this pid runs on this host (one of another user's counts)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @contextmanager
 def _written_beside(path: Path, *, fsync: bool, size: Callable[[], int]) -> Iterator[int]:
     """A temporary file's descriptor beside `path` (mode 0644), renamed over `path` when the
@@ -107,7 +142,8 @@ def _written_beside(path: Path, *, fsync: bool, size: Callable[[], int]) -> Iter
     file intact and no temporary one. A full disk is a DiskFullError naming the folder and the
     `size()` the file needed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    _remove_stale_temporaries(path)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=".tmp")
     try:
         try:
             os.fchmod(fd, FILE_MODE)  # mkstemp makes the file private; ours are meant to be read

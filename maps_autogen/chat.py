@@ -447,11 +447,15 @@ class MapsChat:
             check = partial(_critic_check, team=self.settings.team, flow=self.settings.flow,
                             rollbacks=sum(1 for rollback in self.rollbacks if rollback.by == "critic"))
         started_at = utc_now()
+        task = self.prompts.task
         completion = self.backends[role].complete(
             messages, role=role, schema_name=schema_name, schema=schema, check=check,
             on_token=lambda text: self.observer.emit(TokenRecord(role=role, text=text)),
+            retry_note=lambda reason: render(task.unusable_reply_note, {"reason": reason}, source=task.source),
         )
-        record = CallRecord(role, completion, request_for_transcript(messages, self._data_urls), started_at)
+        # What was sent: a retry of an unusable reply carries its note.
+        sent = completion.messages if completion.messages is not None else messages
+        record = CallRecord(role, completion, request_for_transcript(sent, self._data_urls), started_at)
         self.calls.append(record)
         self._pending[role] = record
         return completion

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import httpx
@@ -52,6 +52,9 @@ logger = logging.getLogger(__name__)
 JSON_MODE_FALLBACK = {"schema": "object", "object": "none"}
 # Checks a complete reply's text: None when it is usable, else why not (e.g. "not valid JSON").
 ReplyCheck = Callable[[str], "str | None"]
+# The note a retry of an unusable reply carries, from why the reply was refused: the same request
+# would bring the same reply back (temperature 0, a seed, a deterministic server).
+RetryNote = Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,8 @@ class Completion:
     truncated: bool = False  # the reply was longer than limits.reply_bytes and was cut
     tokens_estimated: bool = False  # the server reported no usable usage: counted by tokens.METHOD
     usage_unusable: str | None = None  # why the usage the server reported could not be used
+    # what was sent when it differs from the messages asked for: a retry of an unusable reply, its note appended
+    messages: list[dict[str, Any]] | None = None
 
     def usage(self) -> CallUsage:
         """This call's usage as its transcript message records it (`truncated` and
@@ -160,6 +165,7 @@ class ModelBackend(Protocol):
         schema: dict[str, Any] | None = None,
         on_token: TokenCallback | None = None,
         check: ReplyCheck | None = None,
+        retry_note: RetryNote | None = None,
     ) -> Completion:
         """One chat completion of OpenAI-style `messages` for step `role` (see ChatBackend.complete)."""
         ...
@@ -316,6 +322,7 @@ class ChatBackend:
         schema: dict[str, Any] | None = None,
         on_token: TokenCallback | None = None,
         check: ReplyCheck | None = None,
+        retry_note: RetryNote | None = None,
     ) -> Completion:
         """One chat completion; retries timeouts, connection errors, 408/409/429, 5xx, malformed
         or incomplete replies, errors the service sends inside a reply (unless their status says
@@ -324,8 +331,12 @@ class ChatBackend:
         raises ServiceError with a one-line message when it gives up (FatalServiceError when
         every request would fail). With a cache, an identical earlier accepted request is
         answered from it (cost 0). When the last allowed attempt still fails `check`, its reply
-        is returned with `rejected` set (and is not cached), so the caller can record it as such."""
+        is returned with `rejected` set (and is not cached), so the caller can record it as such.
+        A retry of a reply failing `check` is never the same request: it carries one more user
+        message, `retry_note(why)` (the latest reason only), and the Completion's `messages` say
+        what was sent."""
         started = time.monotonic()
+        asked = messages
         response_format = self._response_format(schema_name, schema)
         body = self.request_body(messages, response_format)
         key = self._cache_key(body) if self.cache is not None else None
@@ -348,6 +359,10 @@ class ChatBackend:
                 # A reply cut at the token cap (or by a filter) comes back cut from the same request: never re-sent.
                 retry = reply.finish_reason not in CUT_REASONS and attempt <= self.model.max_retries
                 if rejected is not None and retry:
+                    if retry_note is not None:  # sent again changed, saying what was wrong
+                        messages = [*asked, {"role": "user", "content": retry_note(rejected)}]
+                        body = self.request_body(messages, response_format)
+                        key = self._cache_key(body) if key is not None else None
                     raise Retryable(f"the model's reply is unusable: {rejected}")
             except _Cancelled:
                 raise RunInterrupted("the run was interrupted") from None
@@ -370,8 +385,9 @@ class ChatBackend:
                     attempt -= 1
                     continue
                 raise rejection_error(error, self.model) from None
-            return self._completed(reply, text, truncated, rejected, messages, body, key, response_format,
-                                   attempt, started, role)
+            completion = self._completed(reply, text, truncated, rejected, messages, body, key, response_format,
+                                         attempt, started, role)
+            return completion if messages is asked else replace(completion, messages=messages)
 
     def _completed(self, reply: _Reply, text: str, truncated: bool, rejected: str | None,
                    messages: list[dict[str, Any]], body: dict[str, Any], key: str | None,

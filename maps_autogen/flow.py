@@ -129,6 +129,17 @@ class Rollback:
         return dict(self.verdict.scores) if self.verdict is not None else {}
 
 
+def sent_parts(by: RollbackBy | None, question: str | None, score: Score | None = None,
+               evaluation: str | None = None) -> tuple[tuple[str, str], ...]:
+    """What a rolled-back step received, as (part, text) in the order it received them, from a
+    rollback record's fields: the person's question (`by` "user"), or the parts of the review
+    the reviewer sends back (its score, evaluation and feedback; a part not sent is left out)."""
+    if by == "user":
+        return (("question", question),) if question else ()
+    parts = (("score", None if score is None else f"{score:g}"), ("evaluation", evaluation), ("feedback", question))
+    return tuple((part, text) for part, text in parts if text)
+
+
 def rollback_to(number: int, step: str, verdict: CriticVerdict, settings: FlowSettings) -> Rollback:
     """Rollback `number` to `step`, with the parts of `verdict` the reviewer sends back."""
     dimension = settings.dimension_of(step) or step

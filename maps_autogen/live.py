@@ -23,6 +23,7 @@ from maps_autogen.chat_records import (
     VerdictParsed,
 )
 from maps_autogen.errors import DataError
+from maps_autogen.flow import sent_parts
 from maps_autogen.records import USER_PROXY_ROLE, FlowRecord
 from maps_autogen.redact import StreamRedactor, escape_controls, terminal_safe
 from maps_autogen.replies import ReadReply, read_reply
@@ -88,6 +89,7 @@ class LiveConsole:
         self._flow: FlowRecord | None = None
         self._call_seconds: list[float] = []  # measured model calls (replies from the cache are not)
         self._rollbacks = 0
+        self._last_agent = ""  # who spoke last (before a reviewer's rollback: the reviewer)
 
     def watch(self, run_dir: Path) -> None:
         """The run folder of the chat this console shows (its run.json records the chat's flow)."""
@@ -162,6 +164,7 @@ class LiveConsole:
 
     def _message(self, record: MessageRecord) -> None:
         role = record.role
+        self._last_agent = record.agent or role
         streamed = (role, self._turn) in self._streamed
         if not streamed:
             # The header names the step (the agent); record.step is the dimension the step is scored on.
@@ -224,11 +227,14 @@ class LiveConsole:
                     style="bold cyan",
                 )
             )
-            # what the step received of the review (the reviewer's sends_back)
-            sent = (("score", record.score), ("evaluation", record.evaluation), ("feedback", record.question))
+            # What the step was sent, labelled by who sent it: you at a pause, or the reviewer (the
+            # reply just before a rollback is the reviewer's).
+            sent = sent_parts(record.by, record.question, record.score, record.evaluation)
+            if sent:
+                sender = "you" if record.by == "user" else f"the {self._last_agent or 'reviewer'}"
+                self.console.print(Text(terminal_safe(f"  sent to the {record.step} step by {sender}:"), style="cyan"))
             for part, text in sent:
-                if text is not None and text != "":
-                    self.console.print(Text(f"  {part} sent back: ", style="cyan") + _safe(text))
+                self.console.print(Text(f"    {part}: ", style="cyan") + _safe(text))
         elif isinstance(record, StopEvent):
             self.console.print(Text(terminal_safe(f"\n■ stopped: {record.stop_reason}"), style="bold"))
         else:

@@ -18,7 +18,8 @@ from maps_autogen.team import REVIEW_PARTS
 _VARIABLE = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
 
 ROLE_PROMPT_KEYS = {"system", "instruction", "revision"}
-TASK_PROMPT_KEYS = {"preamble", "labels", "image_note", "no_image_note", "step_label", "sent_back"}
+TASK_PROMPT_KEYS = {"preamble", "labels", "image_note", "image_capped_note", "no_image_note", "step_label", "sent_back",
+                    "unusable_reply_note"}
 REQUIRED_LABELS = {"question", "context", "options", "images", "answer_format", "previous_output", "feedback",
                    "user_question", "user_notes"}
 # Why a prompt file may not hold a key: it would never be sent (dead configuration).
@@ -59,8 +60,10 @@ class TaskPrompt:
 
     preamble: str
     labels: dict[str, str]
-    image_note: str
+    image_note: str  # for an image the model cannot see (a text-only model)
+    image_capped_note: str  # for an image left out of a request that carries at most `max_images`
     no_image_note: str
+    unusable_reply_note: str  # appended to a request sent again after an unusable reply ({{reason}})
     step_label: str  # the heading of a step's output when the step declares no label
     source: str
     # how each part of a review a step is sent back with is written (team.REVIEW_PARTS)
@@ -141,7 +144,9 @@ def load_task_prompt(path: Path) -> TaskPrompt:
         preamble=str(data["preamble"]).strip(),
         labels={str(key): str(value) for key, value in labels.items()},
         image_note=str(data["image_note"]).strip(),
+        image_capped_note=str(data["image_capped_note"]).strip(),
         no_image_note=str(data["no_image_note"]).strip(),
+        unusable_reply_note=str(data["unusable_reply_note"]).strip(),
         step_label=str(data["step_label"]).strip(),
         source=str(path),
         sent_back={str(key): str(value).strip() for key, value in sent_back.items()},

@@ -436,12 +436,14 @@ class SettingsChange(_Record):
 class SelectionRecord(_Record):
     """The whole selection a run's problems were taken from (with --shard i/n, every shard's):
     every id in the selection's order and, per id, the hash of its gold answer and scoring
-    fields (run_settings.scoring_hash). Every shard of one evaluation records the same, so
+    fields (run_settings.scoring_hash) and of what its steps are shown (run_settings.shown_hash;
+    empty in a run written before it was recorded). Every shard of one evaluation records the same, so
     `maps merge` knows the data set: which shards and problems are missing, and that the shards
     ran on the same data."""
 
     ids: list[str] = Field(default_factory=list)
     scoring: dict[str, str] = Field(default_factory=dict)
+    shown: dict[str, str] = Field(default_factory=dict)
 
     def scoring_of(self, pid: str) -> str | None:
         """The hash of problem `pid`'s gold answer and scoring fields (None: not in the selection)."""

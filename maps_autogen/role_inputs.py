@@ -148,13 +148,14 @@ def labelled_inputs(step: StepConfig, problem: Problem, outputs: Mapping[str, st
     return shown
 
 
-def image_note(prompts: PromptSet, image: ImageInput, index: int) -> str:
-    """The text that stands in for an image when the model cannot see images."""
-    return render(
-        prompts.task.image_note,
-        {"index": index, "tag": image_tag(index), "name": image.name, "width": image.width, "height": image.height},
-        source=prompts.task.source,
-    )
+def image_note(prompts: PromptSet, image: ImageInput, index: int, max_images: int | None = None) -> str:
+    """The text that stands in for an image, worded by why it was not sent: the model cannot see
+    images, or (`max_images`) the request already carries as many as the endpoint takes."""
+    variables = {"index": index, "tag": image_tag(index), "name": image.name, "width": image.width,
+                 "height": image.height}
+    if max_images is None:
+        return render(prompts.task.image_note, variables, source=prompts.task.source)
+    return render(prompts.task.image_capped_note, {**variables, "max_images": max_images}, source=prompts.task.source)
 
 
 def build_request(
@@ -198,7 +199,9 @@ def build_request(
     if max_images is not None:
         sent = min(sent, max_images)
     if images in ("note", "send") and problem.has_images and sent < len(problem.images):
-        notes = "\n".join(image_note(prompts, image, n) for n, image in enumerate(problem.images, start=1) if n > sent)
+        capped = max_images if images == "send" else None  # else the model cannot see images
+        notes = "\n".join(image_note(prompts, image, n, capped) for n, image in enumerate(problem.images, start=1)
+                          if n > sent)
         sections.append(f"## {labels['images']}\n{notes}")
     blocks = [(section, False) for section in sections if section]
     inputs = labelled_inputs(step, problem, outputs)

@@ -37,6 +37,7 @@ from maps_autogen.endpoints import (
 from maps_autogen.errors import OutputClosedError, RunInterrupted, RunTerminated
 from maps_autogen.human_chat import OnHuman
 from maps_autogen.interrupts import OutputClosed, Terminated, exit_on_second_interrupt, signals_deferred
+from maps_autogen.live import calls_left
 from maps_autogen.pool import ReplicaPool
 from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet, load_prompts
@@ -374,12 +375,15 @@ def expected_time(team: Team) -> str | None:
     models = list(team.resolution.models.values())
     if not models or any(model.model != EMBEDDED_MODEL_LABEL for model in models):
         return None
-    steps = len(models)
+    config = team.loaded.team.config
+    reviewer = config.reviewer.name if config.reviewer is not None else None
     critic = team.loaded.config.critic
-    rollbacks = critic.max_rollbacks
-    # Each rollback re-runs at most every step but the reviewer, then reviews again only when
-    # another rollback or the final review may follow.
-    most = steps + rollbacks * (steps - 1) + (rollbacks if critic.final_review else 0)
+    # The same count as the live view's (live.calls_left): every rollback used, each re-running
+    # every working step and reviewed again, the last one only with the final review.
+    flow = FlowRecord(steps=[name for name in config.names if name != reviewer and name in team.resolution.models],
+                      critic=reviewer is not None, reviewer=reviewer, max_rollbacks=critic.max_rollbacks,
+                      final_review=critic.final_review)
+    steps, most = calls_left(flow)
     low, high = (round(calls * EMBEDDED_SECONDS_PER_CALL / 60, 1) for calls in (steps, most))
     return (
         f"this takes about {low:g}-{high:g} minutes: {steps} to {most} calls to the embedded model, "

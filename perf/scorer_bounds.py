@@ -116,7 +116,7 @@ def symbolic() -> None:
 
     answer = "x+" * (bounds.MAX_SYMBOLIC_CHARS // 2 - 20) + "1"
     measured(f"OlympiadBench symbolic check of a {len(answer) // KILOBYTE} KB answer "
-             f"(time limit {_symbolic.time_limit():g} s)",
+             f"(time limit {_symbolic.time_limit():g} s of CPU time)",
              lambda: OLYMPIADBENCH.score({"final_answer": ["5"], "response": f"So the final answer is ${answer}$"}))
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.real_servers import bound_popen, stop_bound
+
 BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--remote-debugging-pipe", "--window-size=1280,900"]
 
@@ -52,7 +54,8 @@ class Chromium:
             os.dup2(write_end, 4)
 
         self._log = open(profile.parent / "chromium.log", "wb")  # closed in close(); Chromium is chatty on stderr
-        self.process = subprocess.Popen(
+        # Bound to this process (tests/real_servers.py): a killed test run leaves no browser behind.
+        self.process = bound_popen(
             [binary, *BROWSER_FLAGS, f"--user-data-dir={profile}", "about:blank"],
             preexec_fn=wire_pipes, close_fds=False, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
         )
@@ -119,8 +122,7 @@ class Chromium:
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+            stop_bound(self.process)
         os.close(self._to_browser)
         self._log.close()
 

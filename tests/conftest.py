@@ -184,20 +184,3 @@ def build_wheel(tmp_path: Path) -> Path:
                  "-w", str(tmp_path / "dist")])
     [wheel] = (tmp_path / "dist").glob("maps_autogen-*.whl")
     return wheel
-
-
-#: The symbolic checker's per-item limit in the conformance tests: a verdict, not a speed, is under
-#: test there, and a loaded machine must not turn a slow check into "not equal" (the product's
-#: default, 10 s, is what `maps score` and `maps eval` use).
-CONFORMANCE_TIME_LIMIT_S = 120.0
-
-
-@pytest.fixture(scope="module")
-def generous_symbolic_time_limit() -> Any:
-    """The symbolic checker's time limit raised to CONFORMANCE_TIME_LIMIT_S for one test module."""
-    from maps_autogen.benchmarks import _symbolic
-
-    before = _symbolic.time_limit()
-    _symbolic.set_time_limit(max(before, CONFORMANCE_TIME_LIMIT_S))
-    yield
-    _symbolic.set_time_limit(before)

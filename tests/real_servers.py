@@ -5,6 +5,11 @@ no database. Their exact error replies are recorded by `python -m tests.real_ser
 tests/fixtures/servers/, which the scripted server replays (tests.fake_openai.recorded).
 
 In CI (CI=true) a missing server is a failure, never a skip.
+
+Every such server is started with `bound_popen`: under a small keeper process bound to the test
+process (maps_autogen/lifeline.py's parent-death signal), which ends the server and everything it
+started, also what it detached (the keeper is their subreaper), when the test process ends
+however it ends (SIGKILL too). A killed pytest leaves none of them running.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+
+from maps_autogen import lifeline
 
 REPO = Path(__file__).resolve().parents[1]
 LITELLM = REPO / ".venv-litellm" / "bin" / "litellm"
@@ -51,6 +59,103 @@ def model_file() -> Path:
     return embedded_model_path()
 
 
+# The keeper (`python -c KEEPER PARENT-LINK... -- ARGS...`): runs ARGS as its child and ends
+# everything below it (SIGKILL, until it has no child left) when ARGS ends, when it is asked to
+# stop (SIGTERM: passed on to ARGS, then everything is killed after STOP_GRACE_S), and at once
+# when the process that started it is gone (its parent-death signal, SIGUSR1).
+STOP_GRACE_S = 20.0
+KEEPER = f"""
+import ctypes, os, signal, subprocess, sys, time
+from pathlib import Path
+sys.path.insert(0, {str(REPO)!r})
+from maps_autogen.lifeline import ParentLink, bind_to_parent
+
+def children():
+    mine = str(os.getpid())
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] == mine:
+                found.append(int(entry.name))
+        except (OSError, IndexError):
+            pass
+    return found
+
+def end_everything():
+    while True:
+        for pid in children():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            os.waitpid(-1, 0)  # one killed child reaped; its own children are ours by now
+        except ChildProcessError:
+            return
+
+def parent_gone(signum, frame):
+    end_everything()
+    os._exit(1)
+
+stop_by = []
+def stop(signum, frame):
+    if not stop_by and child is not None:
+        stop_by.append(time.monotonic() + {STOP_GRACE_S})
+        child.send_signal(signal.SIGTERM)
+
+child = None
+split = sys.argv.index("--")
+signal.signal(signal.SIGUSR1, parent_gone)
+bind_to_parent(ParentLink.from_argv(sys.argv[1:split]), signal.SIGUSR1)
+if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+    raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+signal.signal(signal.SIGTERM, stop)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {{signal.SIGINT, signal.SIGTERM}})  # as the server expects them
+inherited = [int(fd) for fd in os.listdir("/proc/self/fd") if int(fd) > 2]
+child = subprocess.Popen(sys.argv[split + 1:], close_fds=False)
+for fd in inherited:  # the server's now (a pipe's other end sees its end, not ours)
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+while True:
+    try:
+        code = child.wait(timeout=0.2)
+        break
+    except subprocess.TimeoutExpired:
+        if stop_by and time.monotonic() > stop_by[0]:
+            code = -9
+            break
+end_everything()
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def bound_popen(args: list[str], **options: Any) -> subprocess.Popen[bytes]:
+    """`subprocess.Popen(args, **options)` under a keeper bound to this process (see KEEPER):
+    `args` and everything it starts end with this process, however it ends. The Popen is the
+    keeper's: `terminate()` stops `args` as SIGTERM does, then ends the rest (`stop_bound`).
+    Linux only (a parent-death signal and a subreaper)."""
+    def start() -> subprocess.Popen[bytes]:
+        parent = lifeline.link()
+        if parent.method != "prctl":
+            raise RuntimeError("bound_popen needs Linux's parent-death signal")
+        return subprocess.Popen([sys.executable, "-c", KEEPER, *parent.argv(), "--", *args], **options)
+
+    return lifeline.spawn(start)  # on the thread that lives as long as this process
+
+
+def stop_bound(process: subprocess.Popen[Any]) -> None:
+    """Stop what `bound_popen` started: SIGTERM, and everything killed after STOP_GRACE_S."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(STOP_GRACE_S + 60)
+        except subprocess.TimeoutExpired:  # the keeper itself is stuck: its server dies with it
+            process.kill()
+            process.wait(10)
+
+
 def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, within_s: float) -> None:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
@@ -68,17 +173,13 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, within_s:
 @contextmanager
 def _process(args: list[str], ready_url: str, log: Path, within_s: float, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
     with open(log, "wb") as out:
-        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        process = bound_popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                              start_new_session=True)
     try:
         _wait_ready(ready_url, process, log, within_s)
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop_bound(process)
 
 
 @contextmanager

@@ -23,8 +23,6 @@ from tests.conftest import conformance_file
 
 VERDICTS = conformance_file("emma_verdicts.dev.jsonl.gz")
 SHOW = 10
-# a verdict, not a speed, is under test (tests.conftest.CONFORMANCE_TIME_LIMIT_S)
-pytestmark = pytest.mark.usefixtures("generous_symbolic_time_limit")
 
 
 def rule_versions_of(rule_of_file: str) -> tuple[str, ...]:

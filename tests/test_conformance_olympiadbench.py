@@ -11,8 +11,6 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import pytest
-
 from maps_autogen.benchmarks import _symbolic
 from maps_autogen.benchmarks.olympiadbench import scorer as ob
 from tests.conftest import conformance_file
@@ -20,8 +18,6 @@ from tests.conftest import conformance_file
 EXAMPLES = conformance_file("olympiadbench_official_examples.json")
 JUDGED = conformance_file("olympiadbench_judged.dev.jsonl")
 SHOW = 10  # disagreeing records listed in a failure message
-# a verdict, not a speed, is under test (tests.conftest.CONFORMANCE_TIME_LIMIT_S)
-pytestmark = pytest.mark.usefixtures("generous_symbolic_time_limit")
 
 
 def _parallel(func: Any, items: list[Any]) -> list[Any]:

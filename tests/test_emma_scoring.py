@@ -211,7 +211,7 @@ LATEXISH = st.lists(
 )
 def test_no_input_raises_or_exceeds_the_limit(response: str, answer: str, rules: str) -> None:
     limit = _symbolic.time_limit()
-    started = time.monotonic()
+    started = time.thread_time()  # our own work: the helper's is bounded by its CPU-time limit
     verdict = emma.SCORER.score(_mc(response, answer=answer, type="Open-ended"), rules)
     assert isinstance(verdict.correct, bool)
-    assert time.monotonic() - started < limit + 5
+    assert time.thread_time() - started < limit

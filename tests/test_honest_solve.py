@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
+import threading
 from pathlib import Path
 
 from tests.conftest import MAPS, TEST_KEY, clean_env, critic_json, run_maps, solver_json, write_config
-from tests.fake_openai import FakeOpenAI, Reply, RoleScript
+from tests.fake_openai import FakeOpenAI, Received, Reply, RoleScript
 from tests.test_solve_errors import assert_one_line_error
 
 
@@ -120,18 +120,29 @@ def test_a_service_trickling_its_reply_hits_the_overall_deadline(png: Path, tmp_
 
 
 def test_ctrl_c_in_solve_records_interrupted_and_keeps_finished_turns(png: Path, tmp_path: Path) -> None:
-    script = healthy(scholar=[Reply("KNOW", delay_s=30)])
+    replies = healthy(scholar=["KNOW"])
+    reached, released = threading.Event(), threading.Event()
+
+    def script(request: Received) -> Reply:
+        if request.role == "scholar":  # the Scholar's reply waits until the Ctrl-C is sent
+            reached.set()
+            released.wait(120)
+        return replies(request)
+
     runs = tmp_path / "runs"
     with FakeOpenAI(script) as server:
         env = clean_env(OPENAI_API_KEY=TEST_KEY, OPENAI_BASE_URL=server.base_url)
         process = subprocess.Popen([*MAPS, "solve", str(png), "-q", "x", "--runs-dir", str(runs), "--quiet"], env=env, cwd=tmp_path,
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 120
-        while time.time() < deadline and "scholar" not in server.roles():
-            time.sleep(0.05)
-        assert "scholar" in server.roles(), "the chat never reached the Scholar"
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=60)
+        try:
+            assert reached.wait(120), "the chat never reached the Scholar"
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=60)
+        finally:
+            released.set()
+            if process.poll() is None:
+                process.kill()
+                process.wait()
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted" in stderr
     run_dir = only_run(tmp_path)

@@ -118,7 +118,8 @@ def test_back_sends_the_step_back_with_the_persons_question_and_stop_ends(tmp_pa
     html = page.read_text()
     assert html.count('data-role="user_proxy"') == 3  # the task, then two pauses
     assert "re-running from the framer step (sent back by the user)" in html
-    assert "Question sent back: <span class=\"text\">Is the pivot in the middle?</span>" in html
+    assert ('Sent to the framer step by the user:<div class="sent-part" data-part="question">Question: '
+            '<span class="text">Is the pivot in the middle?</span>') in html
 
 
 def test_every_turn_a_note_reaches_every_later_step_and_the_end_of_input_continues(tmp_path: Path) -> None:

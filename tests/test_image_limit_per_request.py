@@ -1,7 +1,8 @@
 """vLLM started with `--limit-mm-per-prompt` takes at most N images per request: its refusal
 ("At most N image(s) may be provided in one prompt.") stops the run at once with both fixes,
 and `max_images: N` on the endpoint makes the team keep to it: each request carries at most N
-images and a note for each other one, and the run records which steps had images withheld."""
+images and a note for each other one (saying why: the request carries no more, not that the model
+cannot see), and the run records which steps had images withheld."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from tests.conftest import TEST_KEY, clean_env, critic_json, make_png, run_maps,
 from tests.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.fake_openai import FakeOpenAI, Received, Reply, RoleScript, recorded
 
-NOTE = "cannot see images, so this note stands in"
+# The note for an image left out by the cap says so: the model can see images (the first is sent).
+NOTE = "Only 1 image(s) fit in one request to this model, so this note stands in for it."
 
 
 def two_images(tmp_path: Path) -> list[str]:
@@ -54,6 +56,7 @@ def test_max_images_keeps_each_request_within_the_limit_and_the_run_says_so(tmp_
     interpreter = next(request for request in received if request.role == "interpreter")
     assert len(interpreter.image_urls()) == 1
     assert NOTE in interpreter.user_text() and "second.png" in interpreter.user_text()
+    assert "cannot see images" not in interpreter.user_text()
     assert "first.png" not in interpreter.user_text()  # the first is sent, not noted
     run_dir = next((tmp_path / "runs").iterdir())
     run = json.loads((run_dir / "run.json").read_text())

@@ -231,3 +231,29 @@ def test_a_merge_killed_midway_leaves_a_folder_the_next_merge_removes(shards: di
         running.stdin.close()
         running.wait(timeout=30)
     wait_for(lambda: not in_use.exists(), "the live build to remove its folder")
+
+
+def test_a_resume_of_an_incomplete_merge_sees_an_edited_missing_problem(shards: dict[str, Any], tmp_path: Path) -> None:
+    """The selection records what each problem's steps are shown: a merge without shard 3/3 keeps
+    it for p3 and p6, so a resume of the merged folder after p3's question was edited says so."""
+    runs = shards["runs"]
+    written, out = merge(tmp_path, runs["1/3"], runs["2/3"], extra=("--allow-incomplete",))
+    assert written.returncode == 0, written.stderr
+    shown = json.loads((out / "manifest.json").read_text())["settings"]["data"]["shown"]
+    assert sorted(shown) == IDS  # the missing problems' too
+    data: Path = shards["data"]
+    original = data.read_text()
+    rows = [json.loads(line) for line in original.splitlines()]
+    (p3,) = [row for row in rows if row["id"] == "p3"]
+    p3["question"] = str(p3["question"]) + " (edited)"
+    try:
+        data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        with FakeOpenAI(ProblemScript(shards["answers"]), port=shards["port"]) as server:
+            resumed = run_maps(["eval", "custom", "--resume", str(out), "--no-cache", "--quiet"],
+                               env=clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY), cwd=tmp_path)
+    finally:
+        data.write_text(original)
+    # Refused, naming the edit (as for a folder never merged), and nothing ran.
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr, resumed.stderr
+    assert "questions, contexts, options or images of 1 id, e.g. p3" in resumed.stderr, resumed.stderr
+    assert not server.received

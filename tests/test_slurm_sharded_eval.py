@@ -29,7 +29,7 @@ import pytest
 from tests.conftest import REPO, TEST_KEY, clean_env, run_maps
 from tests.eval_fixtures import HoldProblems, ProblemScript, wait_for, write_custom_jsonl
 from tests.fake_openai import FakeOpenAI
-from tests.real_servers import free_port, missing
+from tests.real_servers import bound_popen, free_port, missing, stop_bound
 
 SHARDS = REPO / "examples" / "slurm" / "shards.sbatch"
 MERGE = REPO / "examples" / "slurm" / "merge.sbatch"
@@ -108,23 +108,12 @@ def _config(folder: Path, node: str, ports: tuple[int, int]) -> str:
 
 
 def _daemon(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """A daemon in the foreground, killed by the kernel if this test process dies (setpriv's
-    parent-death signal), its output in `log`."""
-    setpriv = _program("setpriv")
-    prefix = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+    """A daemon in the foreground under a keeper bound to this test process (tests/real_servers.py):
+    it and everything it starts (the jobs' slurmstepd) end with this process, also when it is
+    killed; its output in `log`."""
     with open(log, "ab") as out:
-        return subprocess.Popen([*prefix, *args], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                env=env, start_new_session=True)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        return bound_popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                           start_new_session=True)
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +162,7 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                                                 timeout=30).stdout.strip(), "every job to end", timeout=90)
         finally:
             for daemon in reversed(daemons):
-                _stop(daemon)
+                stop_bound(daemon)
 
 
 def eval_folder(runs: Path, task: int) -> Path:

@@ -130,7 +130,7 @@ def test_live_view_streams_the_conversation(png: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     order = [out.index(marker) for marker in ("── UserProxy", "── Interpreter", "── Aligner", "── Scholar", "── Solver", "── Critic", "rollback 1",
-                                              "feedback sent back: Which quantity must balance on a lever?", "stopped: critic_passed", "Final answer: B")]
+                                              "by the Critic:", "feedback: Which quantity must balance on a lever?", "stopped: critic_passed", "Final answer: B")]
     assert order == sorted(order)
     assert "[images/image-1.png]" in out and "Critic's scores" in out
     assert "using gpt-4o at" in result.stderr

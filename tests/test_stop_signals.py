@@ -7,13 +7,13 @@ judge for `maps score`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import MAPS, TEST_KEY, clean_env, critic_json, run_maps, solver_json
 from tests.eval_fixtures import (
+    HoldLaterProblems,
     HoldProblems,
     ProblemScript,
     alive,
@@ -60,17 +61,6 @@ def rows_in(folder: Path | None) -> int:
     return len(path.read_bytes().splitlines()) if path and path.is_file() else 0
 
 
-def slow(answers: dict[str, str]) -> Any:
-    """The scripted replies, each after a short pause: a run lasts long enough to be killed at any
-    of its problems."""
-    script = ProblemScript(answers)
-
-    def reply(request: Received) -> Reply:
-        time.sleep(0.05)
-        return script(request)
-    return reply
-
-
 def killed_eval(tmp_path: Path, how: signal.Signals, workers: int, *, group: bool) -> tuple[str, int, Path, set[int]]:
     """`maps eval` killed with `how` after a random number of finished problems, then resumed to
     the end. Returns its stderr, exit code, eval folder and the processes it had started."""
@@ -78,21 +68,27 @@ def killed_eval(tmp_path: Path, how: signal.Signals, workers: int, *, group: boo
     after = rng.randrange(PROBLEMS)
     data, answers = write_custom_jsonl(tmp_path / "data", PROBLEMS)
     runs = tmp_path / "runs"
-    with FakeOpenAI(slow(answers)) as server:
+    # The first `after` problems are answered; every request of another problem waits until the
+    # signal is sent: the run cannot end before it, however fast or loaded the machine.
+    gate = HoldLaterProblems(ProblemScript(answers), free=after)
+    with FakeOpenAI(gate) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         args = ["eval", "custom", "--data", str(data), "--runs-dir", str(runs), "--no-cache", "--quiet",
                 "--concurrency", "2", "--workers", str(workers)]
         process = start(args, env, tmp_path)
         try:
-            # The run has started (its folder written) and finished `after` problems.
+            # The run has finished `after` problems (its folder written) and waits on the next.
             wait_for(lambda: eval_folder(runs) is not None and rows_in(eval_folder(runs)) >= after,
                      f"{after} finished problems (seed {SEED})")
+            gate.wait_held(1)
             if workers > 1:
                 wait_for(lambda: len(descendants(process.pid)) >= workers, "the worker processes")
             started = descendants(process.pid)
             (os.killpg if group else os.kill)(process.pid, how)
+            gate.release()
             stderr = finish(process)
         finally:
+            gate.release()
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
         folder = eval_folder(runs)
@@ -233,13 +229,21 @@ def olympiad_lines(path: Path, count: int) -> Path:
 def test_a_score_stopped_by_a_signal_writes_nothing_half_and_leaves_no_helper(tmp_path: Path,
                                                                              how: signal.Signals) -> None:
     rng = random.Random(f"{SEED}:score:{how.name}")
-    outputs = olympiad_lines(tmp_path / "outputs.jsonl", 400)
+    outputs = olympiad_lines(tmp_path / "outputs.jsonl", 2000)
     process = start(["score", "olympiadbench", str(outputs)], clean_env(), tmp_path)
     try:
         wait_for(lambda: bool(descendants(process.pid)), "a helper to judge")
-        time.sleep(rng.uniform(0, 1.5))  # a random point of the judging (what is asserted holds at any)
+        # A random point of the judging (what is asserted holds at any); from there the judging
+        # cannot go on (its helper stopped) until the signal is sent.
+        threading.Event().wait(rng.uniform(0, 1.5))
         started = descendants(process.pid)
+        for pid in started:
+            os.kill(pid, signal.SIGSTOP)
+        assert process.poll() is None and not (tmp_path / "outputs.scored.jsonl").exists(), SEED
         os.kill(process.pid, how)
+        for pid in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
         stderr = finish(process)
     finally:
         if process.poll() is None:

@@ -132,6 +132,6 @@ def test_browser_1000_problem_export(big_eval: tuple[Path, list[dict]], big_expo
     problem = chromium.open(big_export.parent / "problems" / f"{page_key('q10')}.html")
     turns = problem.js("""({roles: Array.from(document.querySelectorAll('article.turn')).map(a => a.dataset.role),
       scores: document.querySelectorAll('table.scores td.score.low').length, image: document.images[0].naturalWidth,
-      question: document.querySelector('.event.rollback .question').textContent})""")
-    assert turns == {"roles": ["user_proxy", *ROLES, "solver"], "scores": 1, "image": 64, "question": "Question sent back: What about the solution?"}
+      question: document.querySelector('.event.rollback [data-part=feedback]').textContent})""")
+    assert turns == {"roles": ["user_proxy", *ROLES, "solver"], "scores": 1, "image": 64, "question": "Feedback: What about the solution?"}
     assert problem.console_errors() == [] and problem.js("window.__violations") == []

@@ -182,7 +182,7 @@ def test_eval_view_serves_the_run_live_while_it_writes(tmp_path: Path) -> None:
             scores = transcript_feed.until("append", 'class="scores"')
             assert 'data-dimension="knowledge">2</td>' in scores
             rollback = scores if 'data-event="rollback"' in scores else transcript_feed.until("append", 'data-event="rollback"')
-            assert "re-running from the scholar step" in rollback and "Question sent back" in rollback and "question about knowledge?" in rollback
+            assert "re-running from the scholar step" in rollback and "Sent to the scholar step by the Critic:" in rollback and "question about knowledge?" in rollback
             assert 'class="pill warn revision"' in transcript_feed.until("append", "revision")
             # The outcome is replaced while the chat goes on (its calls so far) and once it ended:
             # the one that ends it carries the stop reason (on a loaded machine the earlier ones come first).
@@ -281,11 +281,11 @@ def test_browser_page_shows_turns_as_they_are_written(tmp_path: Path, chromium: 
         tab.js("new Promise(done => { const wait = () => document.querySelector('.event.stop') && !document.getElementById('outcome')"
                ".textContent.includes('has not finished') ? done() : setTimeout(wait, 50); wait(); })")
         seen = tab.js("""({roles: %s, scores: document.querySelectorAll('table.scores').length,
-          question: document.querySelector('.event.rollback .question').textContent,
+          question: document.querySelector('.event.rollback [data-part=feedback]').textContent,
           numbers: Array.from(document.querySelectorAll('article.turn .meta')).map(m => m.textContent.split(' · ')[0]),
           images: Array.from(document.images).map(i => i.naturalWidth)})""" % roles)  # noqa: UP031 - braces are JS
         assert seen["roles"] == ["user_proxy", "interpreter", "aligner", "scholar", "solver", "critic", "scholar"]
-        assert seen["scores"] == 1 and seen["question"] == "Question sent back: What about the knowledge?"
+        assert seen["scores"] == 1 and seen["question"] == "Feedback: What about the knowledge?"
         assert seen["numbers"] == [f"turn {n}" for n in range(1, 8)]  # numbering carries on across the live batches
         assert seen["images"] == [64]
         assert tab.console_errors() == []

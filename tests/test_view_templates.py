@@ -52,7 +52,7 @@ def test_every_printed_value_is_masked_on_the_page_and_in_live_fragments(tmp_pat
         assert SECRET not in html
         assert "Bearer ***" in html
     # every field above reached the page (masked), the rollback's question (from the reviewer's feedback) too
-    assert page.count("Bearer ***") >= 12 and "Question sent back" in page
+    assert page.count("Bearer ***") >= 12 and "Feedback: <span class=\"text\">" in page
 
 
 def test_a_value_a_template_needs_but_was_not_given_is_an_error() -> None:

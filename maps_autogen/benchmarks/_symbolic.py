@@ -7,6 +7,14 @@ persistent helper process. On timeout that process is killed and a fresh one is 
 next call; the timed-out item counts as "not equal" and is recorded (a log warning and an entry
 in `incidents()`). The limit covers the computation only, not the wait for a free helper.
 
+The limit is counted in the helper's CPU time (what the check really costs), not on the wall
+clock: a verdict must not depend on how loaded the machine is. The helper arms a profiling timer
+(`setitimer(ITIMER_PROF)`, user plus system time of the helper) for each check, whose signal,
+SIGPROF, left at its default action, ends the helper even inside a long C-level call; the caller
+reads that death as a timeout. A helper that burns no CPU (stopped, starved, stuck in a wait)
+still ends: the caller kills it after `WALL_CLOCK_FACTOR` times the limit on the wall clock.
+Where there is no profiling timer (Windows) the limit is counted on the wall clock.
+
 The pool is thread-safe: each call borrows one idle worker (starting one if needed, at most
 `max_workers` at a time), so scorers may be called from any number of threads.
 
@@ -27,6 +35,7 @@ import functools
 import importlib
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -42,7 +51,15 @@ from maps_autogen import lifeline
 log = logging.getLogger(__name__)
 
 DEFAULT_TIME_LIMIT_S = 10.0
-"""Per-item limit (seconds) for one symbolic verdict; override with MAPS_SCORER_TIME_LIMIT."""
+"""Per-item limit (seconds of the helper's CPU time) for one symbolic verdict; override with
+MAPS_SCORER_TIME_LIMIT."""
+
+WALL_CLOCK_FACTOR = 10.0
+"""A check whose helper has not answered after this many times the limit on the wall clock is
+stopped all the same (a stopped or starved helper uses no CPU time, so its limit never passes)."""
+
+#: Whether the limit can be counted in CPU time here (a POSIX profiling timer).
+COUNTS_CPU_TIME = hasattr(signal, "setitimer")
 
 DEFAULT_MEMORY_LIMIT_BYTES = 3 * 1024**3
 """Address-space cap of a helper process, so `10^{10^{10}}`-like input fails instead of OOM."""
@@ -137,7 +154,12 @@ class HelperStartError(RuntimeError):
 
 
 class WorkerTimeout(WorkerFailed):
-    """The helper did not answer within the time limit (it is killed)."""
+    """The helper did not answer within the time limit (it is killed); `wall_clock` when the
+    wall-clock backstop ended it rather than the CPU time it used."""
+
+    def __init__(self, message: str, *, wall_clock: bool) -> None:
+        super().__init__(message)
+        self.wall_clock = wall_clock
 
 
 class RemoteError(WorkerFailed):
@@ -207,18 +229,32 @@ class _Worker:
         self.ready = True
 
     def call(self, target: tuple[str, str], args: tuple[Any, ...], timeout: float) -> Any:
-        """Run `module.function(*args)` in the helper; WorkerFailed on timeout or death."""
+        """Run `module.function(*args)` in the helper within `timeout` seconds of its CPU time
+        (on the wall clock where CPU time cannot be counted); WorkerFailed on timeout or death."""
         self.wait_ready()
+        wall = timeout * WALL_CLOCK_FACTOR if COUNTS_CPU_TIME else timeout
         try:
-            self.send_conn.send((target, args))
-            if not self.recv_conn.poll(timeout):
-                raise WorkerTimeout(f"no answer within {timeout:g}s")
+            self.send_conn.send((target, args, timeout if COUNTS_CPU_TIME else 0.0))
+            if not self.recv_conn.poll(wall):
+                if COUNTS_CPU_TIME:
+                    raise WorkerTimeout(f"no answer within {wall:g}s on the wall clock", wall_clock=True)
+                raise WorkerTimeout(f"no answer within {timeout:g}s", wall_clock=False)
             status, payload = self.recv_conn.recv()
         except (EOFError, OSError, BrokenPipeError) as exc:
+            if self._ended_by_cpu_limit():
+                raise WorkerTimeout(f"used more than {timeout:g}s of CPU time", wall_clock=False) from exc
             raise WorkerFailed(f"helper process died: {exc!r}") from exc
         if status == "ok":
             return payload
         raise RemoteError(f"helper raised {payload}")
+
+    def _ended_by_cpu_limit(self) -> bool:
+        """Whether the helper was ended by its CPU-time limit (its profiling timer's signal)."""
+        try:
+            code = self.proc.wait(timeout=10)  # its pipe is closed: it is gone or about to be
+        except subprocess.TimeoutExpired:
+            return False
+        return COUNTS_CPU_TIME and code == -signal.SIGPROF
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -360,8 +396,12 @@ NOT_FINISHED = NotFinished("")
 
 
 def _why(kind: str, limit: float, error: WorkerFailed) -> str:
+    if isinstance(error, WorkerTimeout) and error.wall_clock:
+        return (f"its symbolic check's helper did not answer within {limit * WALL_CLOCK_FACTOR:g} s on the wall "
+                f"clock (the backstop of its time limit of {limit:g} s of CPU time)")
     if kind == "timeout":
-        return f"its symbolic check did not finish within the time limit of {limit:g} s"
+        counted = " of CPU time" if COUNTS_CPU_TIME else ""
+        return f"its symbolic check did not finish within the time limit of {limit:g} s{counted}"
     if kind == "crash":
         return (f"its symbolic check's helper process died (its memory limit is "
                 f"{DEFAULT_MEMORY_LIMIT_BYTES / 1024**3:g} GB)")
@@ -374,7 +414,8 @@ def run_bounded(
     fallback: Any,
     timeout: float | None = None,
 ) -> Any:
-    """Run module-level `func(*args)` in a helper process within the time limit.
+    """Run module-level `func(*args)` in a helper process within the time limit (seconds of
+    the helper's CPU time; see the module's docstring for the wall-clock backstop).
 
     `func` must be importable by module and name and its arguments and result picklable. When
     the helper times out, dies, or `func` raises, the incident is recorded and `fallback` is
@@ -421,11 +462,13 @@ def _serve(read_fd: int, write_fd: int, memory_limit: int) -> None:
     except Exception as exc:  # noqa: BLE001 - reported to the caller as a setup problem
         send_conn.send(f"{type(exc).__name__}: {exc} (needs sympy and antlr4-python3-runtime)")
         return
+    if COUNTS_CPU_TIME:
+        signal.signal(signal.SIGPROF, signal.SIG_DFL)  # the timer's signal ends this process
     send_conn.send("ready")
     functions: dict[tuple[str, str], Callable[..., Any]] = {}
     while True:
         try:
-            target, args = recv_conn.recv()
+            target, args, cpu_limit = recv_conn.recv()
         except (EOFError, OSError):
             return
         try:
@@ -433,7 +476,13 @@ def _serve(read_fd: int, write_fd: int, memory_limit: int) -> None:
             if func is None:
                 func = getattr(importlib.import_module(target[0]), target[1])
                 functions[target] = func
-            reply: tuple[str, Any] = ("ok", func(*args))
+            if cpu_limit > 0:
+                signal.setitimer(signal.ITIMER_PROF, cpu_limit)
+            try:
+                reply: tuple[str, Any] = ("ok", func(*args))
+            finally:
+                if cpu_limit > 0:
+                    signal.setitimer(signal.ITIMER_PROF, 0)
         except BaseException as exc:  # noqa: BLE001 - everything must go back to the caller
             reply = ("error", f"{type(exc).__name__}: {exc}"[:500])
         try:
@@ -539,6 +588,7 @@ def parse_latex(text: str) -> Any:
 
 
 __all__ = [
+    "COUNTS_CPU_TIME",
     "DEFAULT_TIME_LIMIT_S",
     "NOT_FINISHED",
     "Incident",
@@ -548,6 +598,7 @@ __all__ = [
     "WorkerFailed",
     "WorkerTimeout",
     "WorkerPool",
+    "WALL_CLOCK_FACTOR",
     "clear_incidents",
     "incidents",
     "parse_latex",

@@ -237,8 +237,9 @@ def _settings_but_data(manifest: Manifest) -> dict[str, Any]:
 
 def _merged_settings(shards: Sequence[_Shard], selection: SelectionRecord) -> dict[str, VerdictSettings]:
     """The merged manifest's settings (the shards' common ones, with the data fingerprint of
-    every problem of the selection: each shard's own, and the selection's hashes for a shard
-    not passed, so a `--resume` of the merged folder compares against the whole and runs what
+    every problem of the selection: each shard's own, and the selection's hashes (gold and
+    scoring, what the steps are shown) for a shard not passed, so a `--resume` of the merged
+    folder compares against the whole, what the missing problems show included, and runs what
     is missing). Empty for shards written before settings were recorded."""
     first = shards[0].manifest.settings
     if first is None:
@@ -257,9 +258,11 @@ def _merged_settings(shards: Sequence[_Shard], selection: SelectionRecord) -> di
         else:
             shown = None  # a shard written before what the steps are shown was recorded
     gold.update({pid: value for pid, value in selection.scoring.items() if pid not in passed})
+    if shown is not None:
+        shown.update({pid: value for pid, value in selection.shown.items() if pid not in passed})
     ordered = {pid: gold[pid] for pid in selection.ids if pid in gold}
     if shown is not None and set(shown) != set(ordered):
-        shown = None  # a shard not passed: what its steps are shown is not known here
+        shown = None  # a shard not passed, from a run that did not record what its steps are shown
     ordered_shown = None if shown is None else {pid: shown[pid] for pid in ordered}
     return {"settings": first.model_copy(update={"data": fingerprint_of(ordered, ordered_shown)})}
 

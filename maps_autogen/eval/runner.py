@@ -48,7 +48,14 @@ from maps_autogen.eval.processes import (
     worker_count,
 )
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, missing_ids, summarize, write_summary
-from maps_autogen.eval.run_settings import mixed_settings, record_pids, resume_under, scoring_hash, verdict_settings
+from maps_autogen.eval.run_settings import (
+    mixed_settings,
+    record_pids,
+    resume_under,
+    scoring_hash,
+    shown_hash,
+    verdict_settings,
+)
 from maps_autogen.eval.selection import Selection, Shard, load_items, load_rows, select_items
 from maps_autogen.eval.stopping import Stop, check_prices, costs, same_failure, unknown_cost_stop
 from maps_autogen.eval.table1 import Run, table1
@@ -500,7 +507,8 @@ def _say_text_only(team: Team, method: str | None) -> None:
 def selection_record(whole: Sequence[EvalItem]) -> SelectionRecord:
     """The selection a run's problems (a shard's share) were taken from, as its manifest records it."""
     return SelectionRecord(ids=[str(item.pid) for item in whole],
-                           scoring={str(item.pid): scoring_hash(item.gold, item.record) for item in whole})
+                           scoring={str(item.pid): scoring_hash(item.gold, item.record) for item in whole},
+                           shown={str(item.pid): shown_hash(item) for item in whole})
 
 
 def _record_replicas(eval_dir: Path, manifest: Manifest, served: dict[str, dict[str, int]]) -> Manifest:

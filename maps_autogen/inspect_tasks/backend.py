@@ -33,7 +33,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.util import JSONSchema, span
 
-from maps_autogen.client import Completion, ReplyCheck, schema_response_format
+from maps_autogen.client import Completion, ReplyCheck, RetryNote, schema_response_format
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import RunInterrupted, ServiceError
 from maps_autogen.records import SentSettings
@@ -242,6 +242,7 @@ class InspectBackend:
         schema: dict[str, Any] | None = None,
         on_token: TokenCallback | None = None,
         check: ReplyCheck | None = None,
+        retry_note: RetryNote | None = None,  # unused: Inspect never re-sends a repeatable request
     ) -> Completion:
         """One reply through Inspect (its retries, limits, cache and log apply). A failure
         Inspect gives up on (or a limit it enforces) ends the chat as a service error; the

@@ -28,6 +28,7 @@ from maps_autogen.records import (
 from maps_autogen.run_files import read_manifest, read_result_rows
 from maps_autogen.safe_paths import belongs_to, problem_folder
 from maps_autogen.tally import Tally, first_decision, tally_rows
+from maps_autogen.team import possessive
 from maps_autogen.view.prepare import compact, cost, free_note, model_name, sum_costs, title, usage_cost
 from maps_autogen.view.render import INDEX_PAGE, Links, page_key, read_run_or_none, run_view
 from maps_autogen.view.templating import fragment, render
@@ -270,7 +271,7 @@ def summary_of(manifest: Manifest, rows: list[ResultRow]) -> Summary:
         + free_note(manifest.models.values()),
         subset_rows=subset_rows,
         role_rows=_role_rows(rows, manifest.models),
-        reviewer=title(team.reviewer) if team and team.reviewer else "reviewer",
+        reviewer=possessive(title(team.reviewer) if team and team.reviewer else "reviewer"),
         targets=feedback_targets([team], (feedback_target(row) for row in rows)),
     )
 

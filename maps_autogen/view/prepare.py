@@ -26,7 +26,7 @@ from maps_autogen.chat_records import (
     TurnInProgress,
     VerdictParsed,
 )
-from maps_autogen.flow import FlowSettings, passes, weakest_step
+from maps_autogen.flow import FlowSettings, passes, sent_parts, weakest_step
 from maps_autogen.records import (
     USER_PROXY_ROLE,
     CallUsage,
@@ -41,6 +41,7 @@ from maps_autogen.records import (
 )
 from maps_autogen.replies import Lenient, Section, read_as, read_reply
 from maps_autogen.roles import CriticVerdict, answer_with_option, shown_answer
+from maps_autogen.team import possessive
 
 # A step name as team.py allows it: safe inside a class name.
 _STEP_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,39}")
@@ -185,7 +186,7 @@ class Score:
 class Scores:
     """The reviewer's verdict as a table, with what the Manager did with it (`decision`)."""
 
-    reviewer: str
+    reviewer: str  # its title with the possessive ending ("Critic's", "Units'")
     decision: str | None
     cells: list[Score]
 
@@ -226,10 +227,11 @@ class Event:
     step: Any = None
     dimension: Any = None
     scores: str = ""
-    question: Any = None
     stop_reason: Any = None
     final_answer: Any = None
     by: Any = None  # a rollback's sender: the reviewer, or the user at a pause
+    sender: str = ""  # who sent a rolled-back step back: "the Critic", "the user"
+    sent: tuple[tuple[str, Any], ...] = ()  # what the step was sent: (label, text), as it received them
 
 
 def _meta(record: MessageRecord, turn: int) -> str:
@@ -287,7 +289,7 @@ def scores_of(verdict: VerdictParsed, reviewer: str, threshold: float | None, de
         )
         for dim, value in verdict.scores.items()
     ]
-    return Scores(reviewer=title(reviewer), decision=decision, cells=cells)
+    return Scores(reviewer=possessive(title(reviewer)), decision=decision, cells=cells)
 
 
 def request_parts(request: list[Any] | None) -> list[RequestPart] | None:
@@ -334,11 +336,16 @@ def turn_of(
 
 
 def event_of(record: EventRecord, team: TeamRecord, question: Any = None) -> Event:
-    """One event record (rollback, stop, a warning or an error)."""
+    """One event record (rollback, stop, a warning or an error); `question` is what an older
+    run's rollback, which recorded none, sent back (the reviewer's feedback)."""
     if isinstance(record, RollbackEvent):
         scores = ", ".join(f"{key} {value:g}" for key, value in record.scores.items())
+        # Labelled by who sent it: the person at a pause, or the team's reviewer.
+        sender = "the user" if record.by == "user" else f"the {title(team.reviewer or 'reviewer')}"
+        sent = tuple((title(part), text) for part, text in sent_parts(record.by, record.question or question,
+                                                                       record.score, record.evaluation))
         return Event(record.event, "rollback", "Rollback", None, number=record.number, step=record.step,
-                     dimension=record.dimension, scores=scores, question=question, by=record.by)
+                     dimension=record.dimension, scores=scores, by=record.by, sender=sender, sent=sent)
     if isinstance(record, StopEvent):
         return Event(
             record.event, "stop", "Stopped", None, stop_reason=record.stop_reason, final_answer=record.final_answer
@@ -401,10 +408,11 @@ def transcript_items(records: Iterable[MessageRecord | EventRecord], threshold: 
             items.append(turn_of(record, state.team, threshold, include_requests, state.turns, state.options,
                                  decision))
         elif isinstance(record, RollbackEvent):
-            # The rollback record carries the question it sent back; older runs only the verdict.
+            # The rollback record carries what it sent back; runs older than its `by` only the verdict.
             review = state.last_review
+            older = record.by is None and not record.question
             items.append(event_of(record, state.team,
-                                  record.question or (review.feedback_on(record.dimension) if review else None)))
+                                  review.feedback_on(record.dimension) if older and review else None))
         else:
             items.append(event_of(record, state.team))
     return items
