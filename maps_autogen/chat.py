@@ -158,6 +158,7 @@ class ChatOutcome:
             "calls": len(completions),
             "cached_calls": sum(1 for c in completions if c.cached),  # answered from the cache, at $0
             "prompt_tokens": sum(c.prompt_tokens or 0 for c in completions),
+            "cached_tokens": sum(c.cached_tokens or 0 for c in completions),
             "completion_tokens": sum(c.completion_tokens or 0 for c in completions),
             "cost": round(sum(known), 8) if len(known) == len(costs) else None,  # no calls cost nothing
             # Some call's server reported no usage: its tokens (and cost) are our own count.
@@ -169,12 +170,13 @@ class ChatOutcome:
         for call in self.calls:
             row = table.setdefault(
                 call.role,
-                {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0,
-                 "seconds": 0.0},
+                {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0,
+                 "cost": 0.0, "seconds": 0.0},
             )
             row["calls"] += 1
             row["cached_calls"] += int(call.completion.cached)
             row["prompt_tokens"] += call.completion.prompt_tokens or 0
+            row["cached_tokens"] += call.completion.cached_tokens or 0
             row["completion_tokens"] += call.completion.completion_tokens or 0
             row["cost"] = (
                 None if row["cost"] is None or call.completion.cost is None else row["cost"] + call.completion.cost

@@ -73,10 +73,14 @@ class Completion:
     truncated: bool = False  # the reply was longer than limits.reply_bytes and was cut
     tokens_estimated: bool = False  # the server reported no usable usage: counted by tokens.METHOD
     usage_unusable: str | None = None  # why the usage the server reported could not be used
+    cached_tokens: int | None = None  # of prompt_tokens, read from the service's prefix cache (when it said)
+    cached_rate: float | None = None  # USD per million the cached tokens were priced at (None: unpriced)
 
     def usage(self) -> dict[str, Any]:
         return {
             "prompt_tokens": self.prompt_tokens,
+            **({"cached_tokens": self.cached_tokens, "cached_rate": self.cached_rate}
+               if self.cached_tokens is not None else {}),
             "completion_tokens": self.completion_tokens,
             "cost": self.cost,
             "seconds": round(self.seconds, 4),
@@ -398,7 +402,9 @@ class ChatBackend:
         if counts is None:
             estimated = estimate_usage(messages, text)
             counts = {"prompt_tokens": estimated["prompt_tokens"], "completion_tokens": estimated["completion_tokens"]}
-        cost = self.model.cost(counts["prompt_tokens"], counts["completion_tokens"], served=reply.model)
+        cached_tokens = counts.get("cached_tokens")
+        cost = self.model.cost(counts["prompt_tokens"], counts["completion_tokens"], served=reply.model,
+                               cached_tokens=cached_tokens or 0)
         return Completion(
             text=text,
             model=self.model.model,
@@ -415,6 +421,8 @@ class ChatBackend:
             truncated=truncated,
             tokens_estimated=tokens_estimated,
             usage_unusable=unusable,
+            cached_tokens=cached_tokens,
+            cached_rate=self.model.cached_rate(reply.model) if cached_tokens else None,
         )
 
     def _wait_to_retry(self, error: Retryable, attempt: int) -> None:

@@ -44,6 +44,12 @@ class PriceConfig(_Strict):
 
     prompt_per_million: float = Field(ge=0)
     completion_per_million: float = Field(ge=0)
+    # Prompt tokens the service read from its cache; unset: they cost prompt_per_million.
+    cached_prompt_per_million: float | None = Field(default=None, ge=0)
+
+    def cached_rate(self) -> float:
+        """USD per million cached prompt tokens: the cached-input price, else the prompt price."""
+        return self.prompt_per_million if self.cached_prompt_per_million is None else self.cached_prompt_per_million
 
 
 # Body fields maps writes itself: an endpoint's extra_body may not set them (each has its own key).

@@ -96,6 +96,7 @@ class Usage(_Record):
     calls: int = 0
     cached_calls: int = 0  # of `calls`, answered from the response cache (at $0)
     prompt_tokens: int = 0
+    cached_tokens: int = 0  # of `prompt_tokens`, read from the services' prefix caches (as they said)
     completion_tokens: int = 0
     cost: float | None = None  # USD; None when some call's price is unknown
     tokens_estimated: bool = False  # some server reported no usage: those tokens are our own count
@@ -112,6 +113,7 @@ class RoleUsage(_Record):
     calls: int = 0
     cached_calls: int = 0  # of `calls`, answered from the response cache (at $0)
     prompt_tokens: int = 0
+    cached_tokens: int = 0  # of `prompt_tokens`, read from the service's prefix cache
     completion_tokens: int = 0
     cost: float | None = None
     seconds: float = 0.0
@@ -121,6 +123,8 @@ class CallUsage(_Record):
     """One model call's usage, as a transcript message records it."""
 
     prompt_tokens: int | None = None
+    cached_tokens: int | None = None  # of `prompt_tokens`, from the service's prefix cache; None: not said
+    cached_rate: float | None = None  # USD per million the cached tokens cost (cached-input or prompt price)
     completion_tokens: int | None = None
     cost: float | None = None
     seconds: float | None = None

@@ -173,7 +173,7 @@ def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
 
 
 UsageRow = dict[str, float | None]
-USAGE_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens")
+USAGE_KEYS = ("calls", "cached_calls", "prompt_tokens", "cached_tokens", "completion_tokens")
 
 
 def usage_by_role(runs: Sequence[Run]) -> dict[str, dict[str, UsageRow]]:
@@ -326,12 +326,13 @@ def feedback_table(shares: dict[str, dict[str, dict[str, float]]]) -> str:
 
 def _usage_table(usage: dict[str, dict[str, UsageRow]]) -> str:
     body = [[label, role, f"{row['calls'] or 0:.2f}", f"{row['cached_calls'] or 0:.2f}",
-             f"{row['prompt_tokens'] or 0:.0f}", f"{row['completion_tokens'] or 0:.0f}",
+             f"{row['prompt_tokens'] or 0:.0f}", f"{row['cached_tokens'] or 0:.0f}",
+             f"{row['completion_tokens'] or 0:.0f}",
              "-" if row["cost"] is None else f"${row['cost']:.5f}"]
             for label, roles in usage.items() for role, row in roles.items()]
     return _markdown(
         ["Run", "Role", "Calls / problem", "From the cache ($0) / problem", "Prompt tokens / problem",
-         "Completion tokens / problem", "Cost / problem"], body
+         "Of them cached by the service / problem", "Completion tokens / problem", "Cost / problem"], body
     )
 
 

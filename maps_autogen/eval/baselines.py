@@ -80,6 +80,7 @@ class BaselineOutcome:
             "calls": 1 if c else 0,
             "cached_calls": 1 if c and c.cached else 0,
             "prompt_tokens": (c.prompt_tokens or 0) if c else 0,
+            "cached_tokens": (c.cached_tokens or 0) if c else 0,
             "completion_tokens": (c.completion_tokens or 0) if c else 0,
             "cost": c.cost if c else 0.0,
         }

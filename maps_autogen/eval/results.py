@@ -146,7 +146,7 @@ def summarize(
     feedback = {target: 0 for target in feedback_targets([team])}
     decided = 0  # the MAPS problems Figure 4 counts: every one, each by its reviewer's first decision
     stop_reasons: dict[str, int] = {}
-    usage = {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    usage = {"calls": 0, "cached_calls": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
     cost: float | None = 0
     seconds: float = 0
     estimated = False  # some call's tokens are our own count (its server reported no usage)
@@ -167,6 +167,7 @@ def summarize(
         usage["calls"] += spent.calls
         usage["cached_calls"] += spent.cached_calls
         usage["prompt_tokens"] += spent.prompt_tokens
+        usage["cached_tokens"] += spent.cached_tokens
         usage["completion_tokens"] += spent.completion_tokens
         if cost is not None:
             problem_cost = spent.spent()
@@ -191,6 +192,7 @@ def summarize(
             calls=usage["calls"],
             cached_calls=usage["cached_calls"],
             prompt_tokens=usage["prompt_tokens"],
+            cached_tokens=usage["cached_tokens"],
             completion_tokens=usage["completion_tokens"],
             cost=None if cost is None else round(cost, 6),
             tokens_estimated=estimated,
