@@ -259,9 +259,9 @@ class MapsChat:
 
     def _shared_prefix(self, role: str) -> bool:
         """Whether `role`'s requests use the shared-prefix layout (`role_inputs.build_request`):
-        on the embedded model, whose llama.cpp server then reuses its prompt cache from one step
-        to the next (reading the prompt is most of each of its calls)."""
-        return self.backends[role].model.kind == "local"
+        its endpoint's `prompt_layout`, so the server reuses its prefix cache from one step to
+        the next."""
+        return self.backends[role].model.prompt_layout == "shared_prefix"
 
     def _opening_message(self) -> str:
         parts = [
@@ -434,7 +434,8 @@ class MapsChat:
             dimensions, cap = self.settings.flow.dimensions, self.backends[role].model.max_tokens
             schema_name, schema = "critic_verdict", critic_schema(  # the embedded model's grammar bounds its texts
                 dimensions, low=scale.low, high=scale.high, whole=scale.whole,
-                text_chars=review_text_chars(cap, len(dimensions)) if self._shared_prefix(role) and cap else None)
+                text_chars=review_text_chars(cap, len(dimensions))
+                if self.backends[role].model.kind == "local" and cap else None)
             check = partial(_critic_check, team=self.settings.team, flow=self.settings.flow,
                             rollbacks=sum(1 for rollback in self.rollbacks if rollback.by == "critic"))
         started_at = utc_now()

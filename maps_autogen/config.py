@@ -58,6 +58,9 @@ RESERVED_BODY_FIELDS = frozenset({
     "temperature", "reasoning_effort",
 })
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# How a step's request is laid out (role_inputs.build_request): as the paper orders it, or with a
+# prefix shared by consecutive steps for the servers' prefix caches (docs/configuration.md).
+PromptLayout = Literal["paper", "shared_prefix"]
 
 
 class OpenAIEndpoint(_Strict):
@@ -94,6 +97,7 @@ class OpenAIEndpoint(_Strict):
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
     requests_per_s: float | None = Field(default=None, gt=0)  # at most this many requests a second (per process)
+    prompt_layout: PromptLayout = "shared_prefix"  # paper: the paper's order (docs/paper.md)
 
     @field_validator("base_url")
     @classmethod
@@ -161,6 +165,7 @@ class LocalEndpoint(_Strict):
     json_mode: Literal["schema", "object", "none"] = "schema"
     stream: bool = False
     vision: bool | None = None  # None: true exactly when mmproj_path is set
+    prompt_layout: PromptLayout = "shared_prefix"  # paper: the paper's order (docs/paper.md)
 
     @model_validator(mode="after")
     def _vision_needs_projector(self) -> LocalEndpoint:

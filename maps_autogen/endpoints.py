@@ -113,6 +113,7 @@ class ResolvedModel:
     max_images: int | None = None  # the most images one request may carry
     top_p: float | None = None  # None: not sent
     seed: int | None = None  # None: not sent
+    prompt_layout: str = "paper"  # "paper" | "shared_prefix" (role_inputs.build_request)
 
     @property
     def shown_base_url(self) -> str | None:
@@ -135,6 +136,7 @@ class ResolvedModel:
             "max_tokens": self.max_tokens,
             "json_mode": self.json_mode,
             "vision": self.vision,
+            "prompt_layout": self.prompt_layout,
         }
         if len(self.base_urls) > 1:
             described["replicas"] = self.shown_replicas
@@ -316,6 +318,7 @@ def _resolve_one(
         max_retries=endpoint.max_retries,
         json_mode=endpoint.json_mode,
         stream=endpoint.stream,
+        prompt_layout=endpoint.prompt_layout,
         temperature=choice.temperature,
         max_tokens=choice.max_tokens,
         top_p=choice.top_p,

@@ -148,6 +148,7 @@ class ModelRecord(_Record):
     max_tokens: int | None = None
     json_mode: str | None = None
     vision: bool | None = None
+    prompt_layout: str | None = None  # None: written before the setting (shared_prefix on kind local, else paper)
     replicas: list[str] | None = None
     sent: dict[str, Any] | None = None
     request_settings: dict[str, Any] | None = None

@@ -56,7 +56,7 @@ def step_models(loaded: LoadedConfig, model_name: str) -> dict[str, ResolvedMode
             endpoint_name="inspect", kind="inspect", model=model_name, base_url=None, timeout_s=endpoint.timeout_s,
             max_retries=endpoint.max_retries, json_mode=endpoint.json_mode, stream=False,
             temperature=choice.temperature, max_tokens=choice.max_tokens, vision=endpoint.vision,
-            max_images=endpoint.max_images,
+            max_images=endpoint.max_images, prompt_layout=endpoint.prompt_layout,
             top_p=choice.top_p, seed=choice.seed,
         )
     return models
