@@ -28,6 +28,8 @@ from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import ServiceError
 from maps_autogen.eval.baselines import BaselinePrompt, baseline_request
 from maps_autogen.inspect_tasks.backend import InspectBackend, SampleLoop, in_chat_thread
+from maps_autogen.inspect_tasks.samples import problem_message
+from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet
 from maps_autogen.scoring import score_record
 from maps_autogen.solving import configured_chat_settings
@@ -112,8 +114,11 @@ def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig,
         sample = SampleLoop(asyncio.get_running_loop())
         backends = _backends(loaded, model, sample)
 
+        read: list[Problem] = []
+
         def run() -> dict[str, Any]:
-            problem = item.load_problem()
+            problem = item.load_problem()  # its images read here, once, when its sample runs
+            read.append(problem)
             if method != "maps":
                 assert baseline is not None
                 backend = backends[loaded.team.config.final_step.name]  # the answering step's model
@@ -139,6 +144,9 @@ def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig,
         except asyncio.CancelledError:
             sample.cancel()  # the chat's thread ends at its request in flight
             raise
+        finally:
+            if read:  # the problem as its steps were shown it, in place of the input naming it
+                state.messages[:1] = [problem_message(read[0], prompts.task.labels)]
         state.store.set(STORE_KEY, result)
         state.output = ModelOutput.from_content(str(model), result["final_answer"])
         state.messages.append(state.output.message)
