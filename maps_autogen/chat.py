@@ -178,6 +178,7 @@ class ChatOutcome:
             calls=len(completions),
             cached_calls=sum(1 for c in completions if c.cached),  # answered from the cache, at $0
             prompt_tokens=sum(c.prompt_tokens or 0 for c in completions),
+            cached_tokens=sum(c.cached_tokens or 0 for c in completions),
             completion_tokens=sum(c.completion_tokens or 0 for c in completions),
             cost=round(sum(known), 8) if len(known) == len(costs) else None,  # no calls cost nothing
             # Some call's server reported no usage: its tokens (and cost) are our own count.
@@ -194,6 +195,7 @@ class ChatOutcome:
                 calls=row.calls + 1,
                 cached_calls=row.cached_calls + int(completion.cached),
                 prompt_tokens=row.prompt_tokens + (completion.prompt_tokens or 0),
+                cached_tokens=row.cached_tokens + (completion.cached_tokens or 0),
                 completion_tokens=row.completion_tokens + (completion.completion_tokens or 0),
                 cost=None if row.cost is None or completion.cost is None else row.cost + completion.cost,
                 seconds=row.seconds + completion.seconds,
@@ -282,9 +284,9 @@ class MapsChat:
 
     def _shared_prefix(self, role: str) -> bool:
         """Whether `role`'s requests use the shared-prefix layout (`role_inputs.build_request`):
-        on the embedded model, whose llama.cpp server then reuses its prompt cache from one step
-        to the next (reading the prompt is most of each of its calls)."""
-        return self.backends[role].model.kind == "local"
+        its endpoint's `prompt_layout`, so the server reuses its prefix cache from one step to
+        the next."""
+        return self.backends[role].model.prompt_layout == "shared_prefix"
 
     def _opening_message(self) -> str:
         parts = [
@@ -443,7 +445,8 @@ class MapsChat:
             dimensions, cap = self.settings.flow.dimensions, self.backends[role].model.max_tokens
             schema_name, schema = "critic_verdict", critic_schema(  # the embedded model's grammar bounds its texts
                 dimensions, low=scale.low, high=scale.high, whole=scale.whole,
-                text_chars=review_text_chars(cap, len(dimensions)) if self._shared_prefix(role) and cap else None)
+                text_chars=review_text_chars(cap, len(dimensions))
+                if self.backends[role].model.kind == "local" and cap else None)
             check = partial(_critic_check, team=self.settings.team, flow=self.settings.flow,
                             rollbacks=sum(1 for rollback in self.rollbacks if rollback.by == "critic"))
         started_at = utc_now()

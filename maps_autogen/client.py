@@ -79,6 +79,8 @@ class Completion:
     usage_unusable: str | None = None  # why the usage the server reported could not be used
     # what was sent when it differs from the messages asked for: a retry of an unusable reply, its note appended
     messages: list[dict[str, Any]] | None = None
+    cached_tokens: int | None = None  # of prompt_tokens, read from the service's prefix cache (when it said)
+    cached_rate: float | None = None  # USD per million the cached tokens were priced at (None: unpriced)
 
     def usage(self) -> CallUsage:
         """This call's usage as its transcript message records it (`truncated` and
@@ -86,6 +88,8 @@ class Completion:
         usage = CallUsage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens, cost=self.cost,
                           seconds=round(self.seconds, 4), attempts=self.attempts, cached=self.cached,
                           tokens_estimated=self.tokens_estimated)
+        if self.cached_tokens is not None:
+            usage = usage.model_copy(update={"cached_tokens": self.cached_tokens, "cached_rate": self.cached_rate})
         if self.truncated:
             usage = usage.model_copy(update={"truncated": True})
         if self.usage_unusable:
@@ -415,7 +419,9 @@ class ChatBackend:
         if counts is None:
             estimated = estimate_usage(messages, text)
             counts = {"prompt_tokens": estimated["prompt_tokens"], "completion_tokens": estimated["completion_tokens"]}
-        cost = self.model.cost(counts["prompt_tokens"], counts["completion_tokens"], served=reply.model)
+        cached_tokens = counts.get("cached_tokens")
+        cost = self.model.cost(counts["prompt_tokens"], counts["completion_tokens"], served=reply.model,
+                               cached_tokens=cached_tokens or 0)
         return Completion(
             text=text,
             model=self.model.model,
@@ -432,6 +438,8 @@ class ChatBackend:
             truncated=truncated,
             tokens_estimated=tokens_estimated,
             usage_unusable=unusable,
+            cached_tokens=cached_tokens,
+            cached_rate=self.model.cached_rate(reply.model) if cached_tokens else None,
         )
 
     def _wait_to_retry(self, error: Retryable, attempt: int) -> None:

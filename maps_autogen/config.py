@@ -43,6 +43,12 @@ class PriceConfig(_Strict):
 
     prompt_per_million: float = Field(ge=0)
     completion_per_million: float = Field(ge=0)
+    # Prompt tokens the service read from its cache; unset: they cost prompt_per_million.
+    cached_prompt_per_million: float | None = Field(default=None, ge=0)
+
+    def cached_rate(self) -> float:
+        """USD per million cached prompt tokens: the cached-input price, else the prompt price."""
+        return self.prompt_per_million if self.cached_prompt_per_million is None else self.cached_prompt_per_million
 
 
 # Body fields maps writes itself: an endpoint's extra_body may not set them (each has its own key).
@@ -51,6 +57,9 @@ RESERVED_BODY_FIELDS = frozenset({
     "temperature", "reasoning_effort",
 })
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# How a step's request is laid out (role_inputs.build_request): as the paper orders it, or with a
+# prefix shared by consecutive steps for the servers' prefix caches (docs/configuration.md).
+PromptLayout = Literal["paper", "shared_prefix"]
 
 
 class OpenAIEndpoint(_Strict):
@@ -87,6 +96,7 @@ class OpenAIEndpoint(_Strict):
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
     requests_per_s: float | None = Field(default=None, gt=0)  # at most this many requests a second (per process)
+    prompt_layout: PromptLayout = "shared_prefix"  # paper: the paper's order (docs/paper.md)
 
     @field_validator("base_url")
     @classmethod
@@ -154,6 +164,7 @@ class LocalEndpoint(_Strict):
     json_mode: Literal["schema", "object", "none"] = "schema"
     stream: bool = False
     vision: bool | None = None  # None: true exactly when mmproj_path is set
+    prompt_layout: PromptLayout = "shared_prefix"  # paper: the paper's order (docs/paper.md)
 
     @model_validator(mode="after")
     def _vision_needs_projector(self) -> LocalEndpoint:

@@ -113,6 +113,7 @@ class ResolvedModel:
     max_images: int | None = None  # the most images one request may carry
     top_p: float | None = None  # None: not sent
     seed: int | None = None  # None: not sent
+    prompt_layout: str = "paper"  # "paper" | "shared_prefix" (role_inputs.build_request)
 
     @property
     def shown_base_url(self) -> str | None:
@@ -184,16 +185,27 @@ class ResolvedModel:
         """The price of the requested model, should the service serve it under that name."""
         return price_of(self.model, self.prices)
 
-    def cost(self, prompt_tokens: int, completion_tokens: int, served: str | None) -> float | None:
+    def cost(self, prompt_tokens: int, completion_tokens: int, served: str | None,
+             cached_tokens: int = 0) -> float | None:
         """USD for a call the service answered as model `served`, when that model's price is
-        known (`price_of`); None otherwise. A model on this machine (an endpoint of kind `local`,
+        known (`price_of`); None otherwise. `cached_tokens` (of `prompt_tokens`) cost the model's
+        cached-input price (`cached_rate`). A model on this machine (an endpoint of kind `local`,
         the embedded model) costs nothing: $0, never an unknown price."""
         if self.kind == "local":
             return 0.0
         price = price_of(served, self.prices)
         if price is None:
             return None
-        return (prompt_tokens * price.prompt_per_million + completion_tokens * price.completion_per_million) / 1e6
+        return ((prompt_tokens - cached_tokens) * price.prompt_per_million + cached_tokens * price.cached_rate()
+                + completion_tokens * price.completion_per_million) / 1e6
+
+    def cached_rate(self, served: str | None) -> float | None:
+        """USD per million cached prompt tokens of a call answered as `served`: its cached-input
+        price, its prompt price when the table has none, 0 on this machine, None when unpriced."""
+        if self.kind == "local":
+            return 0.0
+        price = price_of(served, self.prices)
+        return None if price is None else price.cached_rate()
 
 
 @dataclass(frozen=True)
@@ -289,6 +301,7 @@ def _resolve_one(
         max_retries=endpoint.max_retries,
         json_mode=endpoint.json_mode,
         stream=endpoint.stream,
+        prompt_layout=endpoint.prompt_layout,
         temperature=choice.temperature,
         max_tokens=choice.max_tokens,
         top_p=choice.top_p,

@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import math
 import os
 import stat
 import warnings
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -219,6 +221,55 @@ def image_input(source: ImageSource, *, max_side: int, index: int) -> ImageInput
         return image_from_pil(source, name=name, max_side=max_side)
     raise ProblemError(f"image #{index} is a {type(source).__name__}",
                        fix="give a file path, an http(s) or data URL, the image's bytes or a PIL image")
+
+
+# Enough for a PNG's, GIF's and WebP's header and for a JPEG's markers up to its frame header.
+HEADER_BYTES = 256 * 1024
+
+
+def header_size(head: bytes, *, max_side: int) -> tuple[int, int] | None:
+    """The size an image is sent at (fitted to `max_side`), read from the first bytes of its file
+    (at most `HEADER_BYTES`): PIL reads only the header, no pixel is decoded. None when those
+    bytes do not say (not a supported image, a header past them)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Image.open(io.BytesIO(head[:HEADER_BYTES])) as image:
+                (width, height), fmt = image.size, image.format
+                try:
+                    # A JPEG's EXIF orientation (read with its header; other formats' EXIF needs a decode).
+                    if fmt == "JPEG" and image.getexif().get(0x0112) in (5, 6, 7, 8):
+                        width, height = height, width
+                except (OSError, ValueError, SyntaxError, EOFError):
+                    pass  # no EXIF within the bytes read: sent as it is stored
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError):
+        return None
+    if fmt not in SUPPORTED_FORMATS or width < 1 or height < 1:
+        return None
+    return fitted_size(width, height, max_side)
+
+
+def fitted_size(width: int, height: int, max_side: int) -> tuple[int, int]:
+    """The size PIL's `thumbnail((max_side, max_side))` gives an image of `width` x `height`
+    (as `image_from_bytes` downscales it): the aspect kept, rounded as PIL rounds it."""
+    if width <= max_side and height <= max_side:
+        return width, height
+    aspect = width / height
+
+    def rounded(number: float, key: Callable[[int], float]) -> int:
+        return max(min(math.floor(number), math.ceil(number), key=key), 1)
+
+    if aspect <= 1:  # x / y >= aspect with x = y = max_side
+        return rounded(max_side * aspect, key=lambda n: abs(aspect - n / max_side)), max_side
+    return max_side, rounded(max_side / aspect, key=lambda n: 0 if n == 0 else abs(aspect - max_side / n))
+
+
+def file_head(path: Path) -> bytes:
+    """The first `HEADER_BYTES` of a regular file (a device or FIFO is refused unopened)."""
+    if not stat.S_ISREG(path.stat().st_mode):
+        raise ProblemError(f"image path {path} is not a regular file", fix="pass an image file")
+    with open(path, "rb") as handle:
+        return handle.read(HEADER_BYTES)
 
 
 def fitted_image(image: ImageInput, *, max_side: int) -> ImageInput:

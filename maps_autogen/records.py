@@ -131,6 +131,7 @@ class Usage(_Record):
     calls: int = 0
     cached_calls: int = 0  # of `calls`, answered from the response cache (at $0)
     prompt_tokens: int = 0
+    cached_tokens: int = 0  # of `prompt_tokens`, read from the services' prefix caches (as they said)
     completion_tokens: int = 0
     cost: float | None = None  # USD; None when some call's price is unknown
     tokens_estimated: bool = False  # some server reported no usage: those tokens are our own count
@@ -146,6 +147,7 @@ class Usage(_Record):
         mine, theirs = self.spent(), other.spent()
         return Usage(calls=self.calls + other.calls, cached_calls=self.cached_calls + other.cached_calls,
                      prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                     cached_tokens=self.cached_tokens + other.cached_tokens,
                      completion_tokens=self.completion_tokens + other.completion_tokens,
                      cost=None if mine is None or theirs is None else mine + theirs,
                      tokens_estimated=self.tokens_estimated or other.tokens_estimated)
@@ -157,6 +159,7 @@ class RoleUsage(_Record):
     calls: int = 0
     cached_calls: int = 0  # of `calls`, answered from the response cache (at $0)
     prompt_tokens: int = 0
+    cached_tokens: int = 0  # of `prompt_tokens`, read from the service's prefix cache
     completion_tokens: int = 0
     cost: float | None = None
     seconds: float = 0.0
@@ -166,6 +169,8 @@ class CallUsage(_Record):
     """One model call's usage, as a transcript message records it."""
 
     prompt_tokens: int | None = None
+    cached_tokens: int | None = None  # of `prompt_tokens`, from the service's prefix cache; None: not said
+    cached_rate: float | None = None  # USD per million the cached tokens cost (cached-input or prompt price)
     completion_tokens: int | None = None
     cost: float | None = None
     seconds: float | None = None
@@ -223,6 +228,7 @@ class ModelRecord(_Record):
     max_tokens: int | None = None
     json_mode: str | None = None
     vision: bool | None = None
+    prompt_layout: str | None = None  # None: written before the setting (shared_prefix on kind local, else paper)
     replicas: list[str] | None = None
     sent: SentSettings | None = None
     request_settings: SentSettings | None = None
@@ -234,7 +240,7 @@ class ModelRecord(_Record):
         masked; `replicas` only for an endpoint with several)."""
         record = cls(endpoint=model.endpoint_name, kind=model.kind, model=model.model, base_url=model.shown_base_url,
                      temperature=model.temperature, max_tokens=model.max_tokens, json_mode=model.json_mode,
-                     vision=model.vision)
+                     vision=model.vision, prompt_layout=model.prompt_layout)
         return record.model_copy(update={"replicas": model.shown_replicas}) if len(model.base_urls) > 1 else record
 
 

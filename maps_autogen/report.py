@@ -3,7 +3,7 @@
 from the data, Table 2 (ablation deltas), Figure 4 (where the Critic's first decision went),
 Figure 5 (accuracy per base model and benchmark), Figure 6 (solving time by question type,
 answer type, category and difficulty, from the field each benchmark has; also on the paper's
-scale), and cost and tokens per role.
+scale), cost and tokens per role, and tokens and cost per problem and per correct answer.
 
 Every table and figure has one row (or bar, or line) per group of runs under the same verdict
 settings (eval/table_rows.py), labelled by the models that answered and by what sets it apart;
@@ -22,6 +22,7 @@ from typing import Any
 from maps_autogen.artifacts import write_text_atomic
 from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
 from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.eval.answer_cost import answer_cost_table, answer_costs
 from maps_autogen.eval.table1 import (
     Cell,
     Row,
@@ -173,7 +174,7 @@ def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
 
 
 UsageRow = dict[str, float | None]
-USAGE_KEYS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens")
+USAGE_KEYS = ("calls", "cached_calls", "prompt_tokens", "cached_tokens", "completion_tokens")
 
 
 def usage_by_role(runs: Sequence[Run]) -> dict[str, dict[str, UsageRow]]:
@@ -326,12 +327,13 @@ def feedback_table(shares: dict[str, dict[str, dict[str, float]]]) -> str:
 
 def _usage_table(usage: dict[str, dict[str, UsageRow]]) -> str:
     body = [[label, role, f"{row['calls'] or 0:.2f}", f"{row['cached_calls'] or 0:.2f}",
-             f"{row['prompt_tokens'] or 0:.0f}", f"{row['completion_tokens'] or 0:.0f}",
+             f"{row['prompt_tokens'] or 0:.0f}", f"{row['cached_tokens'] or 0:.0f}",
+             f"{row['completion_tokens'] or 0:.0f}",
              "-" if row["cost"] is None else f"${row['cost']:.5f}"]
             for label, roles in usage.items() for role, row in roles.items()]
     return _markdown(
         ["Run", "Role", "Calls / problem", "From the cache ($0) / problem", "Prompt tokens / problem",
-         "Completion tokens / problem", "Cost / problem"], body
+         "Of them cached by the service / problem", "Completion tokens / problem", "Cost / problem"], body
     )
 
 
@@ -343,8 +345,8 @@ class Report:
 
 def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) -> Report:
     """Read the runs and write table1.md/.csv, table2.md, figure4.png, figure5.png, figure6.png
-    (its data as figure6.json), figure6_paper_scale.png, usage.md and report.md into `out`; with `paper`, also
-    table1_paper.md/.csv (the paper's rows beside ours)."""
+    (its data as figure6.json), figure6_paper_scale.png, usage.md, tokens.md and report.md into `out`;
+    with `paper`, also table1_paper.md/.csv (the paper's rows beside ours)."""
     runs = [load_run(path) for path in run_dirs]
     out.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
@@ -414,6 +416,16 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         files.append(out / "usage.md")
         parts += ["## Cost and tokens per problem, by report row and role (calls served from the cache cost $0)",
                   _usage_table(usage)]
+    per_answer = answer_costs(runs)
+    if per_answer:
+        write_text_atomic(out / "tokens.md", answer_cost_table(per_answer) + "\n")
+        files.append(out / "tokens.md")
+        parts += ["## Tokens and cost per problem and per correct answer, by report row",
+                  "Over every problem each row ran, failed ones included (their calls were paid for); accuracy "
+                  "is correct / scored (a failure has no verdict, never counted wrong). Cached: the prompt tokens "
+                  "the services said they read from their caches (priced at the cached-input price where known). "
+                  "Calls served from our response cache cost $0.",
+                  answer_cost_table(per_answer)]
     markdown = "\n\n".join(parts) + "\n"
     write_text_atomic(out / "report.md", markdown)
     files.append(out / "report.md")
@@ -424,6 +436,7 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
                 "feedback_shares": shares,
                 "solving_times": times,
                 "usage_by_role": usage,
+                "answer_costs": [vars(row) for row in per_answer],
                 "accuracy_by_model": models,
                 "table1": [
                     {"label": r.label, "runs": [str(run.path) for run in r.runs],

@@ -407,22 +407,45 @@ def _described(value: Any) -> str:
     return "not a whole number"
 
 
+def _token_count(value: Any) -> int | None:
+    """`value` as a token count: a whole number from 0 to MAX_USAGE_TOKENS (2.0 is 2), else None."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_USAGE_TOKENS:
+        return None
+    return value
+
+
 def checked_usage(usage: Any) -> tuple[dict[str, int] | None, str | None]:
     """A reply's reported usage checked like every other field: its prompt and completion token
     counts when both are whole numbers from 0 to MAX_USAGE_TOKENS (None, None when it reported
-    none); else (None, why it is unusable), and the caller estimates the tokens instead."""
+    none), with `cached_tokens` when the service said how many prompt tokens it had cached (a
+    whole number from 0 to prompt_tokens); else (None, why it is unusable), and the caller
+    estimates the tokens instead."""
     if usage is None:
         return None, None
     if not isinstance(usage, dict):
         return None, f"usage is {_described(usage)}, not an object"
     counts: dict[str, int] = {}
     for name in USAGE_FIELDS:
-        value = usage.get(name)
-        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            value = int(value)
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_USAGE_TOKENS:
-            return None, f"{name} is {_described(value)}"
+        value = _token_count(usage.get(name))
+        if value is None:
+            return None, f"{name} is {_described(usage.get(name))}"
         counts[name] = value
+    # The prompt tokens the service read from its prefix cache (OpenAI, vLLM, llama.cpp's server
+    # and LiteLLM all say it as prompt_tokens_details.cached_tokens), part of prompt_tokens.
+    details = usage.get("prompt_tokens_details")
+    if details is not None:
+        if not isinstance(details, dict):
+            return None, f"prompt_tokens_details is {_described(details)}, not an object"
+        reported = details.get("cached_tokens")
+        if reported is not None:
+            cached = _token_count(reported)
+            if cached is None:
+                return None, f"cached_tokens is {_described(reported)}"
+            if cached > counts["prompt_tokens"]:
+                return None, "cached_tokens is more than prompt_tokens"
+            counts["cached_tokens"] = cached
     return counts, None
 
 

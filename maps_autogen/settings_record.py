@@ -78,6 +78,9 @@ class ModelSettings(_Part):
     max_tokens: int | None = None
     model: str | None = None
     vision: bool | None = None  # False: text-only (a note for each image); None: images sent
+    # the order of a request's material; None: the layout runs had before the setting
+    # (shared_prefix on the embedded model, paper elsewhere)
+    prompt_layout: str | None = None
     local: LocalSettings | None = None
 
 

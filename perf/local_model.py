@@ -6,7 +6,7 @@
 Prints: server start time (child process, and in-process for comparison), generation speed,
 prompt speed on a real problem's requests (the shipped example's steps, as `maps solve` sends
 them to this model), with and without llama.cpp's prompt cache, beside the same requests in the
-layout other models get (no shared prefix), the JSON-schema parse and validation rate over N
+paper's layout (`prompt_layout: paper`, no shared prefix), the JSON-schema parse and validation rate over N
 constrained replies, the wall time of a full `maps solve` on the shipped example and the share
 of Solver/Critic replies that parsed without repair over those runs, and peak RSS.
 Figures depend on what else the machine is doing: the load average is printed with them.
@@ -157,7 +157,7 @@ _NOTES = ("Taking moments about the pivot: the 3 kg mass at 0.4 m gives 3 x 9.8 
 def real_requests(shared_prefix: bool) -> list[dict[str, Any]]:
     """The request bodies of one `maps solve --model local` of examples/lever, every step's
     reply scripted (a scripted server stands in for the embedded one, so no model runs): in the
-    layout this model gets (`shared_prefix`), or in the one other models get."""
+    shared-prefix layout (`shared_prefix`, every endpoint's default), or in the paper's."""
     import contextlib
     import io
     import tempfile
@@ -223,10 +223,10 @@ def _unrelated(bench: Bench) -> None:
 def measure_prompt(bench: Bench) -> list[Figure]:
     """Prompt speed on a real problem's requests: each step's request once with the cache
     emptied (uncached), then the steps in order as a solve sends them (cached: llama.cpp reuses
-    the prefix the request shares with the one before), in this model's layout and in the layout
-    of other models."""
+    the prefix the request shares with the one before), in the shared-prefix layout and in the
+    paper's."""
     figures = []
-    layouts = [("shared-prefix layout (this model)", True), ("other models' layout", False)]
+    layouts = [("shared-prefix layout", True), ("paper layout", False)]
     for layout, shared in layouts[:1] if bench.short else layouts:
         bodies = real_requests(shared)
         if bench.short:

@@ -95,8 +95,9 @@ def test_inspect_eval_runs_the_team_through_inspect_and_agrees_with_maps_eval(tm
     samples = {str(sample.id): sample for sample in log.samples or []}
     assert sorted(samples) == ["1", "2", "3", "4"]  # the benchmark's own ids
     for pid, sample in samples.items():
-        # the problem as the sample's input: its text and its image as a data URL; the row's metadata
-        content = sample.input[0].content
+        # the problem as the sample's first message (read when it ran): its text and its image as a
+        # data URL; the row's metadata
+        content = sample.messages[0].content
         assert any(part.type == "text" and f"[q:{pid}]" in part.text for part in content)
         assert any(part.type == "image" and part.image.startswith("data:image/png;base64,") for part in content)
         assert sample.metadata["subset"] in ("general", "math") and sample.target == rows[pid]["answer"]

@@ -118,6 +118,7 @@ def test_a_renamed_dimension_brings_its_own_template_to_the_reviewer_on_the_wire
 # where its instruction says the images are -----------------------------------------------------
 
 def test_an_untagged_image_reaches_the_interpreter_under_the_images_heading_not_inside_its_instruction(tmp_path, monkeypatch, capsys) -> None:
+    write_team_config(tmp_path)  # the paper's layout: the instruction closes the Interpreter's request
     with FakeOpenAI(RoleScript({"solver": [solver_json("A")], "critic": [critic_json()]})) as server:
         code, _, err = solve(tmp_path, monkeypatch, capsys, server)  # the question names no <image_1>
     assert code == 0, err

@@ -70,6 +70,13 @@ EXPECTED: dict[str, list[str]] = {
         rf"MathVista nearest option, [\d,]+-character answer and options \(at the bound\): {NUMBER} s, .*judged right",
         rf"maps score, a line with a 100,000-digit integer: {NUMBER} s, .*",
     ],
+    "prompt_layout.py": [
+        rf"load average {NUMBER} on \d+ cores; \d+ requests per solve .*",
+        *(rf"shared prefix of consecutive requests, {layout} layout \(scripted server\): {NUMBER}%"
+          for layout in ("paper", "shared_prefix")),
+        *(rf"llama.cpp server, {layout} layout: \d+ requests, \d+ prompt tokens, \d+ from its cache \(\d+%\), "
+          rf"prompt time {NUMBER} s" for layout in ("paper", "shared_prefix")),
+    ],
     "mathvista_extraction_agreement.py": [
         rf"mathvista_testmini_verdicts.dev.jsonl.gz: \d+ records, scored from `response` in {NUMBER} s",
         rf"agreement with the official verdicts: \d+ / \d+ = {NUMBER}%",

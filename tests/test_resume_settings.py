@@ -80,6 +80,7 @@ CASES = [
     ("gold", ["--data", "GOLD"], {}, False, "data (gold answers or scoring fields of 1 id)"),
     ("seed", ["--seed", "4"], {}, False, "models.*.seed"),  # the sampling settings every step sends
     ("every-step", [], {"every_step.top_p": 0.5}, False, "models.*.top_p"),
+    ("prompt-layout", [], {"endpoints.openai.prompt_layout": "paper"}, False, "models.*.prompt_layout"),
 ]
 
 

@@ -47,7 +47,9 @@ def solve_args(png: Path, tmp_path: Path, *extra: str) -> list[str]:
 
 
 def test_full_chat_with_one_rollback(png: Path, tmp_path: Path) -> None:
-    config = write_config(tmp_path / "agents.yaml", **{"critic.final_review": True})
+    # The paper's layout: each request's order is read below.
+    config = write_config(tmp_path / "agents.yaml", **{"critic.final_review": True,
+                                                        "endpoints.openai.prompt_layout": "paper"})
     with FakeOpenAI(rollback_script()) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         result = run_maps(solve_args(png, tmp_path, "--config", str(config), "--json"), env=env, cwd=tmp_path)

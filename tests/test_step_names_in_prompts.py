@@ -30,9 +30,13 @@ def renamed_steps() -> list[dict[str, Any]]:
     return steps
 
 
+# The requests in the paper's layout, whose order (each step's own system message first) these tests read.
+PAPER_LAYOUT = {"endpoints": {"openai": {"kind": "openai", "prompt_layout": "paper"}}}
+
+
 def solve(folder: Path, script: RoleScript | Any, *args: str) -> tuple[dict[str, Any], list[Received]]:
     folder.mkdir(exist_ok=True)
-    (folder / "agents.yaml").write_text(yaml.safe_dump({"team": {"steps": renamed_steps()}}))
+    (folder / "agents.yaml").write_text(yaml.safe_dump({"team": {"steps": renamed_steps()}, **PAPER_LAYOUT}))
     with FakeOpenAI(script) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         result = run_maps(["solve", str(make_png(folder / "f.png")), "-q", "Which mass?", "--runs-dir",
@@ -95,7 +99,7 @@ def test_a_prompt_path_in_a_config_elsewhere_is_found_beside_it(tmp_path) -> Non
     (elsewhere / "mine" / "scholar.yaml").write_text(yaml.safe_dump(prompt))
     steps = yaml.safe_load((REPO / "agents.yaml").read_text())["team"]["steps"]
     steps[2]["prompt"] = "mine/scholar.yaml"
-    (elsewhere / "agents.yaml").write_text(yaml.safe_dump({"team": {"steps": steps}}))
+    (elsewhere / "agents.yaml").write_text(yaml.safe_dump({"team": {"steps": steps}, **PAPER_LAYOUT}))
     with FakeOpenAI(RoleScript({"solver": [solver_json("A")], "critic": [review(5)]})) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         result = run_maps(["solve", "-q", "Which mass?", "--config", "../elsewhere/agents.yaml", "--runs-dir",
@@ -105,7 +109,7 @@ def test_a_prompt_path_in_a_config_elsewhere_is_found_beside_it(tmp_path) -> Non
     assert scholar.messages[0]["content"].startswith("MARKER of my own Scholar.")
 
     steps[2]["prompt"] = "mine/missing.yaml"
-    (elsewhere / "agents.yaml").write_text(yaml.safe_dump({"team": {"steps": steps}}))
+    (elsewhere / "agents.yaml").write_text(yaml.safe_dump({"team": {"steps": steps}, **PAPER_LAYOUT}))
     result = run_maps(["solve", "-q", "Which mass?", "--config", "../elsewhere/agents.yaml"],
                       env=clean_env(OPENAI_API_KEY=TEST_KEY), cwd=here)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1

@@ -32,8 +32,10 @@ def by_name(team: list[dict[str, Any]], name: str) -> dict[str, Any]:
 
 
 def write_team_config(folder: Path, team: list[dict[str, Any]] | None = None, **top: Any) -> Path:
-    """agents.yaml: the default with `team` steps and top-level changes."""
+    """agents.yaml: the default with `team` steps and top-level changes; requests in the paper's
+    layout (prompt_layout: paper), whose order these tests read."""
     data = json.loads(json.dumps(DEFAULT))
+    data["endpoints"]["openai"]["prompt_layout"] = "paper"
     if team is not None:
         data["team"]["steps"] = team
     data.update(top)
@@ -120,6 +122,7 @@ def test_a_removed_step_and_without_give_the_same_requests(tmp_path, monkeypatch
         code, summary, err = solve(tmp_path / "removed", monkeypatch, capsys, removed)
     assert code == 0, err
     (tmp_path / "ablated").mkdir()
+    write_team_config(tmp_path / "ablated")
     with FakeOpenAI(script()) as ablated:
         code, summary, err = solve(tmp_path / "ablated", monkeypatch, capsys, ablated, "--without", "scholar")
     assert code == 0, err
@@ -229,6 +232,7 @@ def test_the_big_five_team_scores_on_zero_to_one(tmp_path, monkeypatch, capsys) 
                            "feedback": {dim: f"{dim}?" for dim in scores}})
 
     script = RoleScript({"solver": [solver_json("A"), solver_json("B")], "critic": [verdict(0.5), verdict(0.9)]})
+    write_team_config(tmp_path)
     with FakeOpenAI(script) as server:
         code, summary, err = solve(tmp_path, monkeypatch, capsys, server, "--team", "big_five")
     assert code == 0, err

@@ -13,7 +13,16 @@ from typing import Any
 from maps_autogen.benchmarks.hub import check_hub, import_datasets, offline_error, offline_requested
 from maps_autogen.benchmarks.tasks import Row, Subset
 from maps_autogen.errors import DataError
-from maps_autogen.images import ImageInput, image_from_bytes, image_from_pil, load_image
+from maps_autogen.images import (
+    HEADER_BYTES,
+    ImageInput,
+    file_head,
+    fitted_size,
+    header_size,
+    image_from_bytes,
+    image_from_pil,
+    load_image,
+)
 from maps_autogen.problem import Problem
 from maps_autogen.safe_paths import checked_reference
 from maps_autogen.text import MAX_NESTING, NumberTooLong, json_loads, nesting_depth_over
@@ -205,6 +214,33 @@ def image_from_field(value: Any, *, name: str, base_dir: Path | None, max_side: 
     (a JPEG is never stored as `<pid>.png`)."""
     image = _decode_field(value, name=name, base_dir=base_dir, max_side=max_side)
     return None if image is None else replace(image, name=f"{name}.{image.extension}")
+
+
+def image_size_from_field(value: Any, *, name: str, base_dir: Path | None, max_side: int) -> tuple[int, int] | None:
+    """The size the image of a data set field is sent at, from its file's header (no pixel
+    decoded, at most `images.HEADER_BYTES` read); None when the field holds no image. Raises
+    DataError when the header does not say (a URL, an unsupported or damaged file): the caller
+    reads the image instead."""
+    if _is_empty_field(value):
+        return None
+    head: bytes | None = None
+    if hasattr(value, "size") and not isinstance(value, (bytes, bytearray, str, dict)):  # a decoded PIL image
+        width, height = value.size
+        return fitted_size(width, height, max_side) if width > 0 and height > 0 else None
+    if isinstance(value, dict):
+        value = value.get("bytes") or value.get("path")
+    if isinstance(value, (bytes, bytearray)):
+        head = bytes(value[:HEADER_BYTES])
+    elif isinstance(value, str) and not value.startswith(("http://", "https://", "data:")):
+        try:
+            path = Path(checked_reference(value, base_dir, what=f"data set image {name}"))
+            head = file_head(path if path.is_absolute() or base_dir is None else base_dir / path)
+        except OSError as error:
+            raise DataError(f"cannot read data set image {name}: {error.strerror or error}") from None
+    size = header_size(head, max_side=max_side) if head is not None else None
+    if size is None:
+        raise DataError(f"the size of data set image {name} is not in its header")
+    return size
 
 
 def _is_empty_field(value: Any) -> bool:

@@ -58,6 +58,9 @@ def eval_command(quiet: bool, live_view: bool, human: bool, **declared: Any) -> 
     cached = summary.usage.cached_calls
     if cached:
         spent += f" ({cached} of {summary.usage.calls} calls answered from the cache, at $0)"
+    if summary.usage.cached_tokens:
+        usage = summary.usage
+        spent += f"; {usage.cached_tokens} of {usage.prompt_tokens} prompt tokens cached by the services"
     click.echo(
         f"\n{summary.average.scored} scored, {summary.failed} failed; cost {spent}; run saved in {outcome.eval_dir}"
     )

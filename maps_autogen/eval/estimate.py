@@ -6,7 +6,8 @@ problems, and a cost range from our own token accounting (tokens.py) and the pri
 - prompt tokens: per call, the step's prompt (system message, instruction, the task preamble),
   the problem's text and images (images only for a step that sees them) and the outputs of the
   steps it reads; counted on the actual problems (up to `MEASURED` of them, evenly spread, the
-  rest assumed alike);
+  rest assumed alike), each image's size read from its file's header (nothing decoded; an image
+  whose header does not say, a URL, is read);
 - lower bound: one pass through the team, every reply `TYPICAL_SHARE` of its step's max_tokens;
 - upper bound: every reply at its max_tokens, and the pass repeated for every allowed rollback
   (plus the last review), as if every rollback re-ran the whole team.
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from maps_autogen.benchmarks.rows import image_size_from_field
 from maps_autogen.benchmarks.tasks import EvalItem
 from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import MapsError
@@ -45,17 +48,59 @@ class Call:
     reads: tuple[str, ...]
 
 
-def _problem_tokens(problem: Problem, *, with_images: bool) -> int:
-    texts = [problem.question, problem.context, *problem.options, problem.answer_format]
-    total = sum(text_tokens([text for text in texts if text]))
+@dataclass(frozen=True)
+class Shown:
+    """What the estimate counts of a problem: its texts and the size each image is sent at."""
+
+    texts: tuple[str, ...]
+    sizes: tuple[tuple[int, int], ...]
+
+
+def shown_of(problem: Problem) -> Shown:
+    """A loaded problem's texts and image sizes."""
+    texts = (problem.question, problem.context, *problem.options, problem.answer_format)
+    return Shown(tuple(text for text in texts if text), tuple((image.width, image.height) for image in problem.images))
+
+
+def _texts(value: Any) -> list[str]:
+    """The strings in an EvalItem's `shown` (texts, lists of options, nested)."""
+    if isinstance(value, str):
+        return [value] if value else []
+    if isinstance(value, (list, tuple)):
+        return [text for part in value for text in _texts(part)]
+    if isinstance(value, dict):
+        return [text for part in value.values() for text in _texts(part)]
+    return []
+
+
+def unread_shown(item: EvalItem, max_side: int) -> Shown | None:
+    """An item's texts and image sizes without decoding an image: each size from its file's
+    header (rows.image_size_from_field); None when the item records no texts or some header does
+    not say (the problem is then loaded)."""
+    if not item.shown:
+        return None
+    sizes = []
+    for number, ref in enumerate(item.image_refs, start=1):
+        try:
+            size = image_size_from_field(ref, name=f"{item.pid}-{number}", base_dir=item.base_dir, max_side=max_side)
+        except MapsError:
+            return None
+        if size is not None:
+            sizes.append(size)
+    return Shown(tuple(_texts(item.shown)), tuple(sizes))
+
+
+def _problem_tokens(shown: Shown, *, with_images: bool) -> int:
+    total = sum(text_tokens(list(shown.texts)))
     if with_images:
-        total += sum(image_tokens(image.width, image.height) for image in problem.images)
+        total += sum(image_tokens(width, height) for width, height in shown.sizes)
     return total
 
 
-def pass_calls(team: Team, problem: Problem, *, method: str, without: frozenset[str],
+def pass_calls(team: Team, problem: Problem | Shown, *, method: str, without: frozenset[str],
                baseline: BaselinePrompt | None = None) -> list[Call]:
     """The calls of one pass through the team for `problem` (one call for a baseline method)."""
+    problem = shown_of(problem) if isinstance(problem, Problem) else problem
     config = team.loaded.team.config
     models = team.resolution.models
     overhead = TOKENS_PER_REPLY + 2 * TOKENS_PER_MESSAGE
@@ -64,7 +109,7 @@ def pass_calls(team: Team, problem: Problem, *, method: str, without: frozenset[
         prompt = (baseline.system + baseline.instruction) if baseline is not None else ""
         tokens = overhead + sum(text_tokens([prompt])) + _problem_tokens(problem, with_images=True)
         return [Call(final, models[final], tokens, ())]
-    plan = plan_chat(config, has_images=bool(problem.images), without=without,
+    plan = plan_chat(config, has_images=bool(problem.sizes), without=without,
                      images_to_next=team.loaded.config.images.to_next_step)
     preamble = team.prompts.task.preamble
     calls = []
@@ -98,11 +143,14 @@ def cost_range(team: Team, items: Sequence[EvalItem], *, method: str, without: f
     passes = 1 if method != "maps" else 1 + critic.max_rollbacks
     measured = 0
     low = high = 0.0
+    max_side = team.loaded.config.images.max_side
     for item in _measured(items):
-        try:
-            problem = item.load_problem()
-        except MapsError:  # a broken problem fails on its own when it runs; it is not measured
-            continue
+        problem = unread_shown(item, max_side)  # image sizes from the files' headers, nothing decoded
+        if problem is None:
+            try:
+                problem = shown_of(item.load_problem())
+            except MapsError:  # a broken problem fails on its own when it runs; it is not measured
+                continue
         measured += 1
         calls = pass_calls(team, problem, method=method, without=without, baseline=baseline)
         caps = {call.role: call.model.max_tokens or 0 for call in calls}

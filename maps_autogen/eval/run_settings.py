@@ -55,6 +55,8 @@ _DIGEST = "sha256:"
 _SHOWN = 3  # differences named in a refusal before "and N more"
 _ORDER = ("method", "without", "models", "review", "data", "team", "prompts", "images", "limits")  # listing order
 _DEFAULT_REPLY_BYTES = LimitsConfig().reply_bytes
+# The prompt layout of runs recorded before `prompt_layout` existed: by whether the model was the embedded one.
+_LAYOUT_BEFORE = {True: "shared_prefix", False: "paper"}
 
 
 def digest(value: Any) -> str:
@@ -155,6 +157,8 @@ def verdict_settings(team: Team, *, method: str, without: Collection[str], items
             # A text-only model gets a note in place of each image (None: images are sent, as in
             # manifests written before the setting).
             vision=None if model.vision else False,
+            # None: the layout runs had before the setting (shared_prefix on the embedded model)
+            prompt_layout=None if model.prompt_layout == _LAYOUT_BEFORE[model.kind == "local"] else model.prompt_layout,
         )
         if model.local is not None:
             local = model.local

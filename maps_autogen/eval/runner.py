@@ -379,7 +379,7 @@ class EvalRun:
                     log.append(row.model_copy(update={"settings": self._settings_index}))
                     self._charge(row, team, spent, stop, pool)
                     tally.add_row(row)
-                    progress.advance(tally.accuracy, None if spent.unknown else spent.known)
+                    progress.advance(tally.accuracy, None if spent.unknown else spent.known, row.usage)
                     fatal = failure if isinstance(failure, FatalServiceError) else same_failure(suspect, failure)
                     if fatal is not None and stop.fatal is None:
                         # Every other problem would meet it too: stop sending; the problems not

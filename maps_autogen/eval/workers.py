@@ -8,6 +8,8 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
+from maps_autogen.records import Usage
+
 
 class DaemonWorkers:
     """A fixed set of daemon worker threads for the problems in flight.
@@ -43,11 +45,22 @@ class DaemonWorkers:
             self._queue.put(None)
 
 
+def progress_note(accuracy: float | None, cost: float | None, prompt_tokens: int, cached_tokens: int) -> str:
+    """The progress bar's text: accuracy, cost (None: unknown) and the share of prompt tokens
+    the services read from their caches, so far."""
+    acc = "-" if accuracy is None else f"{accuracy:.1f}%"
+    spent = "unknown" if cost is None else f"${cost:.4f}"
+    cached = f" · cached {100 * cached_tokens / prompt_tokens:.0f}% of prompt" if prompt_tokens else ""
+    return f"acc {acc} · cost {spent}{cached}"
+
+
 class Progress:
     """A progress bar on stderr with ETA, accuracy so far and cost so far."""
 
     def __init__(self, total: int, enabled: bool):
         self.enabled = enabled and total > 0
+        self.prompt_tokens = 0
+        self.cached_tokens = 0
         if not self.enabled:
             return
         from rich.console import Console
@@ -58,12 +71,15 @@ class Progress:
         self._task = self._progress.add_task("", total=total)
         self._progress.start()
 
-    def advance(self, accuracy: float | None, cost: float | None) -> None:
-        """One more problem done; `cost` None: some call's cost is unknown (as the summary says)."""
+    def advance(self, accuracy: float | None, cost: float | None, used: Usage | None = None) -> None:
+        """One more problem done, with its usage (its prompt tokens, of them the cached ones);
+        `cost` None: some call's cost is unknown (as the summary says)."""
+        if used is not None:
+            self.prompt_tokens += used.prompt_tokens
+            self.cached_tokens += used.cached_tokens
         if self.enabled:
-            acc = "-" if accuracy is None else f"{accuracy:.1f}%"
-            spent = "unknown" if cost is None else f"${cost:.4f}"
-            self._progress.update(self._task, advance=1, description=f"acc {acc} · cost {spent}")
+            self._progress.update(self._task, advance=1, description=progress_note(
+                accuracy, cost, self.prompt_tokens, self.cached_tokens))
 
     def close(self) -> None:
         if self.enabled:
@@ -71,4 +87,4 @@ class Progress:
 
 
 
-__all__ = ["DaemonWorkers", "Progress"]
+__all__ = ["DaemonWorkers", "Progress", "progress_note"]

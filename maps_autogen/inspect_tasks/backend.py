@@ -143,7 +143,9 @@ def completion_of(output: ModelOutput, *, model: str, requested: str, seconds: f
     return Completion(
         text=output.completion,
         model=model,
-        prompt_tokens=usage.input_tokens if usage else None,
+        # Inspect counts cache reads apart from input_tokens; our prompt_tokens include them.
+        prompt_tokens=usage.input_tokens + (usage.input_tokens_cache_read or 0) if usage else None,
+        cached_tokens=usage.input_tokens_cache_read if usage else None,
         completion_tokens=usage.output_tokens if usage else None,
         cost=usage.total_cost if usage else None,
         seconds=seconds,

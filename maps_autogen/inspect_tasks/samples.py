@@ -1,6 +1,8 @@
 """A benchmark's rows as Inspect samples, read by the same row readers and checks as `maps eval`
 (a local copy with `data`, else the hub); each sample keeps the problem's id, its gold answer
-as the target, the problem shown as a user message with its images, and its metadata."""
+as the target and its metadata. Nothing of a problem is read before its sample runs (Inspect
+applies `--limit` after making every sample): the solver reads it then, once, and shows it as
+the sample's first message, with its images (`problem_message`)."""
 
 from __future__ import annotations
 
@@ -13,12 +15,10 @@ from inspect_ai.model import ChatMessageUser
 
 from maps_autogen.benchmarks.tasks import EvalItem, Task, available_subsets, find_subsets
 from maps_autogen.config import LoadedConfig
-from maps_autogen.errors import MapsError
 from maps_autogen.eval.selection import load_items
 from maps_autogen.eval.validate import validate_rows
 from maps_autogen.inspect_tasks.backend import chat_messages
 from maps_autogen.problem import Problem
-from maps_autogen.prompts import PromptSet
 from maps_autogen.role_inputs import format_options, interleave_images
 
 
@@ -41,23 +41,13 @@ def problem_message(problem: Problem, labels: dict[str, str]) -> ChatMessageUser
     return message
 
 
-def sample_of(item: EvalItem, prompts: PromptSet) -> Sample:
-    """One problem as an Inspect sample (its images read now, as data URLs). A problem whose
-    images cannot be read fails alone, as in `maps eval`: its sample says why, and the solver
-    meets the same error when it loads the problem."""
+def sample_of(item: EvalItem) -> Sample:
+    """One problem as an Inspect sample, nothing of it read: its input names the problem, which
+    the solver reads (its images, once) when the sample runs. A problem whose images cannot be
+    read fails alone there, as in `maps eval`."""
     metadata = {**item.metadata, "subset": item.subset, "gold": item.gold}
-    try:
-        problem = item.load_problem()
-    except MapsError as broken:
-        return Sample(id=item.pid, input=f"problem {item.pid} cannot be loaded: {broken}", target=item.gold,
-                      metadata={**metadata, "load_error": str(broken)})
-    return Sample(
-        id=item.pid,
-        input=[problem_message(problem, prompts.task.labels)],
-        target=item.gold,
-        choices=list(problem.options) or None,
-        metadata=metadata,
-    )
+    return Sample(id=item.pid, input=f"{item.subset} problem {item.pid} (read when its sample runs)",
+                  target=item.gold, metadata=metadata)
 
 
 def benchmark_items(task: Task, loaded: LoadedConfig, data: Path | None,
@@ -69,6 +59,6 @@ def benchmark_items(task: Task, loaded: LoadedConfig, data: Path | None,
     return load_items(task, chosen, data, loaded)
 
 
-def benchmark_dataset(name: str, items: Sequence[EvalItem], prompts: PromptSet) -> MemoryDataset:
-    """The problems as an Inspect dataset, ids preserved."""
-    return MemoryDataset([sample_of(item, prompts) for item in items], name=name)
+def benchmark_dataset(name: str, items: Sequence[EvalItem]) -> MemoryDataset:
+    """The problems as an Inspect dataset, ids preserved, nothing of them read."""
+    return MemoryDataset([sample_of(item) for item in items], name=name)

@@ -30,6 +30,8 @@ from maps_autogen.endpoints import ResolvedModel
 from maps_autogen.errors import ServiceError
 from maps_autogen.eval.baselines import BaselinePrompt, baseline_request
 from maps_autogen.inspect_tasks.backend import InspectBackend, SampleLoop, in_chat_thread
+from maps_autogen.inspect_tasks.samples import problem_message
+from maps_autogen.problem import Problem
 from maps_autogen.prompts import PromptSet
 from maps_autogen.records import Score as ReviewScore
 from maps_autogen.records import StopReason, dumped
@@ -60,7 +62,7 @@ def step_models(loaded: LoadedConfig, model_name: str) -> dict[str, ResolvedMode
             endpoint_name="inspect", kind="inspect", model=model_name, base_url=None, timeout_s=endpoint.timeout_s,
             max_retries=endpoint.max_retries, json_mode=endpoint.json_mode, stream=False,
             temperature=choice.temperature, max_tokens=choice.max_tokens, vision=endpoint.vision,
-            max_images=endpoint.max_images,
+            max_images=endpoint.max_images, prompt_layout=endpoint.prompt_layout,
             top_p=choice.top_p, seed=choice.seed,
         )
     return models
@@ -131,8 +133,11 @@ def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig,
         sample = SampleLoop(asyncio.get_running_loop())
         backends = _backends(loaded, model, sample)
 
+        read: list[Problem] = []
+
         def run() -> SampleResult:
-            problem = item.load_problem()
+            problem = item.load_problem()  # its images read here, once, when its sample runs
+            read.append(problem)
             if method != "maps":
                 assert baseline is not None
                 backend = backends[loaded.team.config.final_step.name]  # the answering step's model
@@ -158,6 +163,9 @@ def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig,
         except asyncio.CancelledError:
             sample.cancel()  # the chat's thread ends at its request in flight
             raise
+        finally:
+            if read:  # the problem as its steps were shown it, in place of the input naming it
+                state.messages[:1] = [problem_message(read[0], prompts.task.labels)]
         state.store.set(STORE_KEY, result.model_dump(exclude_unset=True))
         state.output = ModelOutput.from_content(str(model), result.final_answer)
         state.messages.append(state.output.message)

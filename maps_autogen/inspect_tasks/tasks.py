@@ -59,7 +59,7 @@ def maps_task(benchmark: str, *, data: str | None = None, method: str = "maps", 
                                                                                           "baseline_ending")
     by_id = {item.pid: item for item in items}
     return Task(
-        dataset=benchmark_dataset(bench.name, items, prompts),
+        dataset=benchmark_dataset(bench.name, items),
         solver=maps_solver(bench, by_id, loaded, prompts, method=method, without=left_out, baseline=baseline,
                            ending=ending),
         scorer=official_scorer(bench, by_id, rules),

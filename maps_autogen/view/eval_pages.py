@@ -204,6 +204,7 @@ class RoleRow:
     role: str
     calls: int
     prompt_tokens: int
+    cached_tokens: int
     completion_tokens: int
     cost: str
 
@@ -219,6 +220,7 @@ def _role_rows(rows: Iterable[Row], models: dict[str, ModelRecord]) -> list[Role
             role,
             sum(u.calls for u in used),
             sum(u.prompt_tokens for u in used),
+            sum(u.cached_tokens for u in used),
             sum(u.completion_tokens for u in used),
             cost(sum_costs(usage_cost(u) for u in used)) + free_note([models[role]] if role in models else []),
         )

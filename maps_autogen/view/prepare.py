@@ -242,6 +242,8 @@ def _meta(record: MessageRecord, turn: int) -> str:
     usage: CallUsage | None = record.usage
     if usage is not None:
         meta.append(f"{number(usage.prompt_tokens)} → {number(usage.completion_tokens)} tokens")
+        if usage.cached_tokens:
+            meta.append(f"{number(usage.cached_tokens)} prompt tokens cached")
         meta.append(cost(usage.cost))
         if usage.attempts != 1:
             meta.append(f"{usage.attempts} attempts")
@@ -445,6 +447,7 @@ def outcome_of(run: RunRecord, gold: Any, correct: bool | None, used: dict[str, 
     if usage is None and used:
         usage = UsageRecord(calls=sum(u.calls for u in used.values()),
                             prompt_tokens=sum(u.prompt_tokens for u in used.values()),
+                            cached_tokens=sum(u.cached_tokens for u in used.values()),
                             completion_tokens=sum(u.completion_tokens for u in used.values()),
                             cost=sum_costs(u.cost for u in used.values()))
         so_far = " so far"
@@ -459,7 +462,8 @@ def outcome_of(run: RunRecord, gold: Any, correct: bool | None, used: dict[str, 
         rollbacks=[(r.step, r.dimension) for r in run.rollbacks],
         error=run.error,
         usage="no calls yet" if usage is None else (
-            f"{number(usage.calls)} calls{so_far}, {number(usage.prompt_tokens)} prompt + "
+            f"{number(usage.calls)} calls{so_far}, {number(usage.prompt_tokens)} prompt "
+            f"({number(usage.cached_tokens)} of them cached) + "
             f"{number(usage.completion_tokens)} completion "
             f"tokens, {cost(usage_cost(usage))}, {seconds(run.seconds)}"
         ),
@@ -472,6 +476,7 @@ class UsageRow:
     model: str
     calls: Any
     prompt_tokens: Any
+    cached_tokens: Any
     completion_tokens: Any
     cost: str
     seconds: Any
@@ -491,6 +496,7 @@ def add_call(used: RoleUsage | None, call: CallUsage, seconds: float | None) -> 
     return RoleUsage(
         calls=used.calls + 1,
         prompt_tokens=used.prompt_tokens + (call.prompt_tokens or 0),
+        cached_tokens=used.cached_tokens + (call.cached_tokens or 0),
         completion_tokens=used.completion_tokens + (call.completion_tokens or 0),
         cost=None if used.cost is None or call.cost is None else used.cost + call.cost,
         seconds=used.seconds + (call.seconds or seconds or 0.0),
@@ -511,7 +517,8 @@ def usage_of(run: RunRecord) -> Usage:
     for role in dict.fromkeys([*run.models, *run.usage_by_role]):
         used, model = run.role_usage(role), run.role_model(role)
         rows.append(UsageRow(role, model_name(model), used.calls if used else None,
-                             used.prompt_tokens if used else None, used.completion_tokens if used else None,
+                             used.prompt_tokens if used else None, used.cached_tokens if used else None,
+                             used.completion_tokens if used else None,
                              cost(usage_cost(used)) + free_note(filter(None, [model])) if used else "–",
                              used.seconds if used else None))
     settings: list[tuple[str, str]] = []
