@@ -20,7 +20,7 @@ from tests.helpers.eval_tasks import OB_IMAGES, ob_row, write_jsonl
 from tests.helpers.real_server_config import server_config
 from tests.helpers.real_servers import ALIAS, MASTER_KEY, free_port, litellm_proxy, llama_server
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.real_server]
 
 PROBLEM = {
     "id": "lever-text",

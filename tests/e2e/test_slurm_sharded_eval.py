@@ -31,6 +31,8 @@ from tests.helpers.eval_fixtures import HoldProblems, ProblemScript, wait_for, w
 from tests.helpers.fake_openai import FakeOpenAI
 from tests.helpers.real_servers import bound_popen, free_port, missing, stop_bound
 
+pytestmark = pytest.mark.slurm
+
 SHARDS = REPO / "examples" / "slurm" / "shards.sbatch"
 MERGE = REPO / "examples" / "slurm" / "merge.sbatch"
 PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "scancel", "scontrol", "squeue", "sinfo")

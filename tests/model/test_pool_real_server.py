@@ -23,7 +23,7 @@ from tests.helpers.fake_openai import FakeOpenAI, Reply
 from tests.helpers.real_server_config import server_config
 from tests.helpers.real_servers import ALIAS, free_port, llama_server
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.real_server]
 
 
 @pytest.fixture(scope="module")
