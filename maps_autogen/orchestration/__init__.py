@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ._chat import Observer as Observer
     from ._chat import Observers as Observers
     from ._flow import FlowSettings as FlowSettings
+    from ._flow import calls_left as calls_left
     from ._flow import passes as passes
     from ._flow import sent_parts as sent_parts
     from ._flow import weakest_step as weakest_step
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 # name → the private module that defines it, imported on first use (PEP 562)
 _EXPORTS: dict[str, str] = {
+    'calls_left': '_flow',
     'ChatOutcome': '_chat',
     'FlowSettings': '_flow',
     'HumanDecision': '_human',

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from maps_autogen.orchestration._human import HumanDecision
-from maps_autogen.records import USER_PROXY_ROLE, RollbackBy, Score, StopReason
+from maps_autogen.records import USER_PROXY_ROLE, FlowRecord, RollbackBy, Score, StopReason
 from maps_autogen.settings import REVIEW_PARTS, CriticVerdict, HumanWhen, ReviewPart, TeamConfig
 
 #: Which of the steps tied at the lowest score re-runs: the one the reviewer named as its worst
@@ -320,3 +320,20 @@ def decide_next(turns: Sequence[Turn], settings: FlowSettings) -> Decision:
     next_role = state.pending[0]
     revision = state.rollbacks[-1] if state.revising == next_role else None
     return Decision(next_role, None, state.round, revision)
+
+
+def calls_left(flow: FlowRecord, rollback_step: str | None = None, rollbacks_done: int = 0) -> tuple[int, int]:
+    """The fewest and most model calls a chat under `flow` still makes: from its start, or right
+    after its `rollbacks_done`-th rollback, to `rollback_step`. The fewest: the steps to run and
+    the review after them (none after the last allowed rollback without the final review); the
+    most: every rollback left used, each re-running every working step and reviewed again (the
+    last one only with the final review)."""
+    working = len(flow.steps)
+    review = 1 if flow.reviewer is not None else 0
+    left = max(0, (flow.max_rollbacks or 0) - rollbacks_done) if review else 0
+    if rollback_step is None:
+        least = working + review
+    else:
+        rerun = working - flow.steps.index(rollback_step) if rollback_step in flow.steps else working
+        least = rerun + (review if left or flow.final_review else 0)
+    return least, least + left * working + review * (max(0, left - 1) + (1 if left and flow.final_review else 0))

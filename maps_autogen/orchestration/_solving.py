@@ -34,6 +34,7 @@ from maps_autogen.orchestration._chat import (
     chat_settings,
     images_withheld,
 )
+from maps_autogen.orchestration._flow import calls_left
 from maps_autogen.orchestration._human_chat import OnHuman
 from maps_autogen.orchestration._transcript import RunWriter, new_run_id, utc_now
 from maps_autogen.problem import Problem
@@ -50,7 +51,6 @@ from maps_autogen.records import (
     Usage,
     VerdictRecord,
 )
-from maps_autogen.report import calls_left
 from maps_autogen.settings import (
     EMBEDDED_MODEL_LABEL,
     CriticVerdict,
@@ -385,7 +385,7 @@ def expected_time(team: Team) -> str | None:
     config = team.loaded.team.config
     reviewer = config.reviewer.name if config.reviewer is not None else None
     critic = team.loaded.config.critic
-    # The same count as the live view's (live.calls_left): every rollback used, each re-running
+    # The same count as the live view's (flow.calls_left): every rollback used, each re-running
     # every working step and reviewed again, the last one only with the final review.
     flow = FlowRecord(steps=[name for name in config.names if name != reviewer and name in team.resolution.models],
                       critic=reviewer is not None, reviewer=reviewer, max_rollbacks=critic.max_rollbacks,

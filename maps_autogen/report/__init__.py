@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._live import LiveConsole as LiveConsole
-    from ._live import calls_left as calls_left
     from ._report import Report as Report
     from ._report import write_report as write_report
 
@@ -17,7 +16,6 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     'LiveConsole': '_live',
     'Report': '_report',
-    'calls_left': '_live',
     'write_report': '_report',
 }
 __all__ = sorted(_EXPORTS)

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from maps_autogen._util import DataError, StreamRedactor, escape_controls, terminal_safe
-from maps_autogen.orchestration import sent_parts
+from maps_autogen.orchestration import calls_left, sent_parts
 from maps_autogen.records import (
     USER_PROXY_ROLE,
     AnswerParsed,
@@ -38,23 +38,6 @@ USER_PROXY_STYLE = "bold white"
 def _safe(value: Any) -> Text:
     """Untrusted text as a rich Text: no markup, secrets masked, control characters escaped."""
     return Text(terminal_safe(str(value)))
-
-
-def calls_left(flow: FlowRecord, rollback_step: str | None = None, rollbacks_done: int = 0) -> tuple[int, int]:
-    """The fewest and most model calls a chat under `flow` still makes: from its start, or right
-    after its `rollbacks_done`-th rollback, to `rollback_step`. The fewest: the steps to run and
-    the review after them (none after the last allowed rollback without the final review); the
-    most: every rollback left used, each re-running every working step and reviewed again (the
-    last one only with the final review)."""
-    working = len(flow.steps)
-    review = 1 if flow.reviewer is not None else 0
-    left = max(0, (flow.max_rollbacks or 0) - rollbacks_done) if review else 0
-    if rollback_step is None:
-        least = working + review
-    else:
-        rerun = working - flow.steps.index(rollback_step) if rollback_step in flow.steps else working
-        least = rerun + (review if left or flow.final_review else 0)
-    return least, least + left * working + review * (max(0, left - 1) + (1 if left and flow.final_review else 0))
 
 
 def _minutes(seconds: float) -> str:

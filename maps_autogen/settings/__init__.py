@@ -19,9 +19,6 @@ if TYPE_CHECKING:
     from ._config import configured_secrets as configured_secrets
     from ._config import defaults_dir as defaults_dir
     from ._config import load_config as load_config
-    from ._config import read_yaml as read_yaml
-    from ._config import render_effective as render_effective
-    from ._config import with_overrides as with_overrides
     from ._endpoints import EMBEDDED_MODEL_LABEL as EMBEDDED_MODEL_LABEL
     from ._endpoints import Resolution as Resolution
     from ._endpoints import ResolvedModel as ResolvedModel
@@ -40,6 +37,8 @@ if TYPE_CHECKING:
     from ._options import argument as argument
     from ._options import option as option
     from ._options import takes as takes
+    from ._overrides import render_effective as render_effective
+    from ._overrides import with_overrides as with_overrides
     from ._prompts import PromptSet as PromptSet
     from ._prompts import load_prompts as load_prompts
     from ._prompts import render as render
@@ -64,6 +63,7 @@ if TYPE_CHECKING:
     from ._team import derived_max_rounds as derived_max_rounds
     from ._team import plan_chat as plan_chat
     from ._team import possessive as possessive
+    from ._yaml import read_yaml as read_yaml
 
 # name → the private module that defines it, imported on first use (PEP 562)
 _EXPORTS: dict[str, str] = {
@@ -112,16 +112,16 @@ _EXPORTS: dict[str, str] = {
     'option_letter': '_roles',
     'plan_chat': '_team',
     'possessive': '_team',
-    'read_yaml': '_config',
+    'read_yaml': '_yaml',
     'render': '_prompts',
-    'render_effective': '_config',
+    'render_effective': '_overrides',
     'resolve_models': '_endpoints',
     'review_text_chars': '_roles',
     'shown_answer': '_roles',
     'solver_schema': '_roles',
     'step_lines': '_endpoints',
     'takes': '_options',
-    'with_overrides': '_config',
+    'with_overrides': '_overrides',
 }
 __all__ = sorted(_EXPORTS)
 

@@ -9,18 +9,14 @@ import importlib.resources
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from maps_autogen._util import (
-    MAX_NESTING,
     ConfigError,
-    TooDeep,
     UsageError,
     looks_like_key,
     names_a_credential,
@@ -28,7 +24,6 @@ from maps_autogen._util import (
     register_key_variables,
     register_secret,
     url_userinfo,
-    valid_tree,
 )
 from maps_autogen.settings._team import (
     LoadedTeam,
@@ -38,6 +33,7 @@ from maps_autogen.settings._team import (
     threshold_fix,
     threshold_problem,
 )
+from maps_autogen.settings._yaml import read_yaml
 
 CONFIG_SCHEMA_VERSION = 1
 CONFIG_FILE_NAME = "agents.yaml"
@@ -381,84 +377,6 @@ def parse_config(data: Any, path: Path) -> AppConfig:
         ) from None
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """A safe loader that refuses nesting deeper than MAX_NESTING (composing nodes recurses:
-    a few hundred levels would end in a RecursionError)."""
-
-    _depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self._depth >= MAX_NESTING:
-            event = self.peek_event()  # type: ignore[no-untyped-call]  # (unannotated in types-PyYAML)
-            too_deep = f"nested more than {MAX_NESTING} levels deep"
-            raise yaml.composer.ComposerError(None, None, too_deep, event.start_mark)
-        self._depth += 1
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-
-_MAX_INT_CHARS = 4000  # below Python's 4,300-digit limit; converting longer integers costs quadratic time
-
-
-def _bounded_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
-    """YAML's integer (decimal, hex, octal, binary, base 60), refused past _MAX_INT_CHARS
-    characters: a number-shaped scalar in an untrusted file must not cost seconds or crash."""
-    if len(node.value) > _MAX_INT_CHARS:
-        raise yaml.constructor.ConstructorError(
-            None, None, f"a number of more than {_MAX_INT_CHARS:,} characters", node.start_mark)
-    return loader.construct_yaml_int(node)
-
-
-_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
-
-
-class _NoAliasLoader(_BoundedLoader):
-    """A bounded loader that also refuses aliases (`*name`), so a small untrusted file cannot
-    expand into gigabytes (the "billion laughs" bomb)."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]  # (unannotated in types-PyYAML)
-            raise yaml.composer.ComposerError(
-                None, None, "aliases (*name) are not allowed in this file", event.start_mark
-            )
-        return super().compose_node(parent, index)
-
-
-def read_yaml(path: Path, *, allow_aliases: bool = True, max_bytes: int | None = None, limit_name: str = "") -> Any:
-    """Read a YAML file, turning every failure into a one-line ConfigError. Nesting is bounded
-    (MAX_NESTING) and lone surrogates (a "\\udcff" escape) become U+FFFD. Untrusted files pass
-    `allow_aliases=False` and a `max_bytes` bound (named `limit_name` in the error)."""
-    try:
-        if max_bytes is not None and path.stat().st_size > max_bytes:
-            raise ConfigError(
-                f"{path} is larger than {limit_name or 'the limit'} ({max_bytes:,} bytes)",
-                fix=f"shorten the file or raise {limit_name} in agents.yaml" if limit_name else "shorten the file",
-            )
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path} does not exist", fix="check the path") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(
-            f"cannot read {path}: {error.__class__.__name__}", fix="check the file's permissions and encoding"
-        ) from None
-    try:
-        loader = _BoundedLoader if allow_aliases else _NoAliasLoader  # both are safe loaders
-        data = yaml.load(text, Loader=loader)  # noqa: S506
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or "invalid YAML"
-        fix = f"nest it at most {MAX_NESTING} levels deep" if "nested more than" in problem else "fix the YAML syntax"
-        raise ConfigError(f"{path}: malformed YAML{where}: {problem}", fix=fix) from None
-    try:
-        return valid_tree(data)
-    except TooDeep as error:  # aliases that refer to themselves
-        raise ConfigError(f"{path}: the YAML is {error}", fix=f"nest it at most {MAX_NESTING} levels deep") from None
-
-
 def find_team_file(name: str, base_dir: Path) -> Path:
     """A team file: a path (relative to `base_dir`), else a built-in team by name (big_five)."""
     candidate = Path(name).expanduser()
@@ -636,85 +554,3 @@ def check_threshold(loaded: LoadedConfig) -> None:
     if origin.startswith("--"):
         raise UsageError(f"--threshold {problem}", fix=threshold_fix(scale))
     raise ConfigError(f"{loaded.path}: critic.threshold {problem}", fix=threshold_fix(scale))
-
-
-def with_overrides(
-    loaded: LoadedConfig,
-    *,
-    model: str | None = None,
-    threshold: float | None = None,
-    max_rollbacks: int | None = None,
-    every_step: Mapping[str, Any] | None = None,
-) -> LoadedConfig:
-    """Apply command-line overrides; `model` is NAME or ENDPOINT:NAME and applies to every step;
-    `every_step` the sampling settings given (--temperature, --top-p, --seed, --max-tokens:
-    `EVERY_STEP_FLAGS`' keys), sent with every step's request."""
-    config = loaded.config
-    data = config.model_dump(mode="python")
-    register_written_secrets(model)  # a key pasted as --model is never printed
-    if model is not None:
-        # ENDPOINT:NAME when the prefix is a declared endpoint; otherwise the whole text is the
-        # model name (model names such as "llama3:8b" contain colons).
-        prefix, sep, rest = model.partition(":")
-        endpoint, name = (prefix, rest) if sep and prefix in config.endpoints else ("", model)
-        if model in config.endpoints:  # "--model local": that endpoint with its default model
-            endpoint, name = model, ""
-        choice = {**data["model"], "name": name or None}
-        if endpoint:
-            choice["endpoint"] = endpoint
-        data["model"] = choice
-    if threshold is not None:
-        data["critic"]["threshold"] = threshold
-    if max_rollbacks is not None:
-        data["critic"]["max_rollbacks"] = max_rollbacks
-    sampling = {key: value for key, value in (every_step or {}).items() if value is not None}
-    unknown = sorted(set(sampling) - set(EVERY_STEP_FLAGS))
-    if unknown:
-        raise UsageError(f"unknown sampling setting(s): {', '.join(unknown)}",
-                         fix=f"use: {', '.join(EVERY_STEP_FLAGS)}")
-    data["every_step"] = {**data["every_step"], **sampling}
-    team = loaded.team
-    if model is not None:  # --model applies to every step; a step keeps its own sampling settings
-        steps = tuple(step.model_copy(update={"model": _sampling_only(step.model)}) for step in team.config.steps)
-        team = replace(team, config=team.config.model_copy(update={"steps": steps}))
-    origins = dict(loaded.origins)
-    origins.update(
-        {
-            key: flag
-            for key, flag, given in (
-                ("model", "--model", model),
-                ("critic", "--threshold/--max-rollbacks", threshold if threshold is not None else max_rollbacks),
-                ("every_step", "/".join(EVERY_STEP_FLAGS[key] for key in sampling), sampling or None),
-            )
-            if given is not None
-        }
-    )
-    overridden = loaded.model_copy(update={"config": parse_config(data, loaded.path), "team": team, "origins": origins})
-    check_threshold(overridden)
-    return overridden
-
-
-def _sampling_only(model: StepModel | None) -> StepModel | None:
-    """A step's own model without its endpoint and name (what `--model` replaces): the
-    sampling settings it writes (temperature, max_tokens, top_p, seed), or None when it writes none."""
-    kept = (model.model_fields_set if model is not None else set()) & {"temperature", "max_tokens", "top_p", "seed"}
-    return StepModel(**{key: getattr(model, key) for key in kept}) if model is not None and kept else None
-
-
-def render_effective(loaded: LoadedConfig) -> str:
-    """The effective configuration as YAML (what `maps config` prints): every key, each
-    top-level one under a comment saying where its value came from; the team is the team that
-    runs, as its file (or agents.yaml) writes it, whichever file or built-in team it came from.
-    It holds no secrets: keys are named by their variables, and a config list's inline keys are
-    never part of it."""
-    data = loaded.config.model_dump(mode="json")
-    data["team"] = loaded.team.config.model_dump(mode="json", exclude_unset=True)
-    team_origin = loaded.origins.get("team", "built-in defaults")
-    if not loaded.team.key or loaded.team.source != loaded.path:  # a team file, or the built-in default team
-        team_origin += f" (written in {loaded.team.source})"
-    lines = [f"# The effective configuration: {loaded.path} merged onto the built-in defaults."]
-    for key, value in data.items():
-        origin = team_origin if key == "team" else loaded.origins.get(key, "built-in defaults")
-        lines.append(f"\n# {key}: from {origin}")
-        lines.append(yaml.safe_dump({key: value}, sort_keys=False, allow_unicode=True, width=200).rstrip())
-    return "\n".join(lines)

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import ConfigError
-from maps_autogen.settings._config import LoadedConfig, read_yaml
+from maps_autogen.settings._config import LoadedConfig
 from maps_autogen.settings._team import REVIEW_PARTS
+from maps_autogen.settings._yaml import read_yaml
 
 _VARIABLE = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
 

@@ -8,8 +8,8 @@ import json
 import re
 from pathlib import Path
 
+from maps_autogen.orchestration._flow import calls_left
 from maps_autogen.records._schema import FlowRecord
-from maps_autogen.report._live import calls_left
 from tests.helpers.common import TEST_KEY, clean_env, critic_json, run_maps, solver_json
 from tests.helpers.fake_openai import FakeOpenAI, RoleScript
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maps_autogen.settings._config import load_config, with_overrides
+from maps_autogen.settings._config import load_config
 from maps_autogen.settings._endpoints import embedded_team_setting, resolve_models
+from maps_autogen.settings._overrides import with_overrides
 from tests.helpers.common import MAPS, TEST_KEY, clean_env, critic_json, make_png, run_maps, solver_json, write_config
 from tests.helpers.fake_openai import FakeOpenAI, Received, Reply, RoleScript
 

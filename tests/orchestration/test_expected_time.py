@@ -1,7 +1,7 @@
 """The estimate announced before a solve on the embedded model (solving.expected_time) counts
 the calls the chat can make: the steps and the review, then each rollback re-running every
 working step and reviewed again, the last one only with the final review (the live view's
-count, live.calls_left). With the final review off, every rollback but the last is still
+count, flow.calls_left). With the final review off, every rollback but the last is still
 reviewed."""
 
 from __future__ import annotations

@@ -161,8 +161,8 @@ def test_each_step_sends_its_own_budget_on_the_model_the_config_names(tmp_path, 
 
 
 def test_model_on_the_command_line_keeps_each_steps_budget_and_both_teams_set_them(tmp_path) -> None:
-    from maps_autogen.settings._config import with_overrides
     from maps_autogen.settings._endpoints import resolve_models
+    from maps_autogen.settings._overrides import with_overrides
 
     for team in (None, "big_five"):
         loaded = with_overrides(load_config(cwd=tmp_path, team=Path(team) if team else None), model="gpt-4o-mini")

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from maps_autogen._util._errors import ConfigError
-from maps_autogen.settings._config import defaults_dir, load_config, with_overrides
+from maps_autogen.settings._config import defaults_dir, load_config
 from maps_autogen.settings._endpoints import resolve_models
+from maps_autogen.settings._overrides import with_overrides
 from maps_autogen.settings._prompts import load_prompts, render
 from tests.helpers.common import REPO, write_config
 
