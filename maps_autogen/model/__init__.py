@@ -13,12 +13,12 @@ if TYPE_CHECKING:
     from ._backends import step_backend as step_backend
     from ._cache import ResponseCache as ResponseCache
     from ._client import ChatBackend as ChatBackend
-    from ._client import Completion as Completion
     from ._client import JsonModeMemo as JsonModeMemo
     from ._client import ModelBackend as ModelBackend
     from ._client import ReplyCheck as ReplyCheck
     from ._client import RetryNote as RetryNote
     from ._client import schema_response_format as schema_response_format
+    from ._completion import Completion as Completion
     from ._pool import ReplicaPool as ReplicaPool
     from ._service_answers import CUT_REASONS as CUT_REASONS
     from ._service_answers import TokenCallback as TokenCallback
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     'CUT_REASONS': '_service_answers',
     'ChatBackend': '_client',
-    'Completion': '_client',
+    'Completion': '_completion',
     'JsonModeMemo': '_client',
     'ModelBackend': '_client',
     'ReplicaPool': '_pool',

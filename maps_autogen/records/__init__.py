@@ -59,7 +59,6 @@ if TYPE_CHECKING:
     from ._schema import TURN_FILE as TURN_FILE
     from ._schema import USER_PROXY_ROLE as USER_PROXY_ROLE
     from ._schema import AnswerSource as AnswerSource
-    from ._schema import AverageSummary as AverageSummary
     from ._schema import CallUsage as CallUsage
     from ._schema import DecisionKind as DecisionKind
     from ._schema import Evaluation as Evaluation
@@ -82,8 +81,6 @@ if TYPE_CHECKING:
     from ._schema import SentSettings as SentSettings
     from ._schema import SettingsChange as SettingsChange
     from ._schema import StopReason as StopReason
-    from ._schema import SubsetSummary as SubsetSummary
-    from ._schema import Summary as Summary
     from ._schema import TeamRecord as TeamRecord
     from ._schema import Usage as Usage
     from ._schema import VerdictRecord as VerdictRecord
@@ -99,12 +96,15 @@ if TYPE_CHECKING:
     from ._settings_record import StepSettings as StepSettings
     from ._settings_record import TeamSettings as TeamSettings
     from ._settings_record import VerdictSettings as VerdictSettings
+    from ._summary import AverageSummary as AverageSummary
+    from ._summary import SubsetSummary as SubsetSummary
+    from ._summary import Summary as Summary
 
 # name → the private module that defines it, imported on first use (PEP 562)
 _EXPORTS: dict[str, str] = {
     'AnswerParsed': '_chat_records',
     'AnswerSource': '_schema',
-    'AverageSummary': '_schema',
+    'AverageSummary': '_summary',
     'CallUsage': '_schema',
     'ChatRecord': '_chat_records',
     'ContentFilteredEvent': '_chat_records',
@@ -157,8 +157,8 @@ _EXPORTS: dict[str, str] = {
     'StepSettings': '_settings_record',
     'StopEvent': '_chat_records',
     'StopReason': '_schema',
-    'SubsetSummary': '_schema',
-    'Summary': '_schema',
+    'SubsetSummary': '_summary',
+    'Summary': '_summary',
     'TRANSCRIPT_FILE': '_schema',
     'TURN_FILE': '_schema',
     'TeamRecord': '_schema',

@@ -22,9 +22,9 @@ from maps_autogen.records._schema import (
     Manifest,
     ResultRow,
     RunRecord,
-    Summary,
     dumped,
 )
+from maps_autogen.records._summary import Summary
 
 M = TypeVar("M", bound=BaseModel)
 

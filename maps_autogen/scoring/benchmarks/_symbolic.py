@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import _lifeline as lifeline
+from maps_autogen.scoring.benchmarks._incidents import Incident, clear_incidents, incidents
+from maps_autogen.scoring.benchmarks._incidents import record as _record
 
 log = logging.getLogger(__name__)
 
@@ -98,45 +100,6 @@ def set_time_limit(seconds: float) -> None:
     if not seconds > 0:
         raise ValueError(f"time limit must be positive, got {seconds!r}")
     _time_limit_s = float(seconds)
-
-
-@dataclass(frozen=True)
-class Incident:
-    """One item whose symbolic check did not finish normally (timeout or helper crash)."""
-
-    function: str
-    kind: str  # "timeout" | "crash" (helper died) | "error" (the function raised)
-    seconds: float
-    detail: str
-
-
-_MAX_INCIDENTS = 10_000  # keep the newest ones: a long run must not grow without bound
-_incidents: collections.deque[Incident] = collections.deque(maxlen=_MAX_INCIDENTS)
-_incidents_lock = threading.Lock()
-
-
-def incidents() -> list[Incident]:
-    """Timeouts and helper crashes recorded so far in this process (oldest first)."""
-    with _incidents_lock:
-        return list(_incidents)
-
-
-def clear_incidents() -> None:
-    """Forget recorded incidents (e.g. between runs)."""
-    with _incidents_lock:
-        _incidents.clear()
-
-
-def _record(incident: Incident) -> None:
-    with _incidents_lock:
-        _incidents.append(incident)
-    log.warning(
-        "symbolic check %s after %.1fs in %s (counted as not equal): %s",
-        incident.kind,
-        incident.seconds,
-        incident.function,
-        incident.detail,
-    )
 
 
 # --------------------------------------------------------------------------------------------
