@@ -69,9 +69,9 @@ def test_cached_tokens_are_priced_at_the_cached_input_price_and_the_price_is_rec
         plain = backend(server, NO_CACHED_PRICE, stream=stream).complete([{"role": "user", "content": "hi"}], role="solver")
     assert priced.cached_tokens == 600 and priced.prompt_tokens == 1000 and not priced.tokens_estimated
     assert priced.cost == pytest.approx((400 * 2.5 + 600 * 1.25 + 100 * 10.0) / 1e6)
-    assert priced.usage()["cached_tokens"] == 600 and priced.usage()["cached_rate"] == 1.25
+    assert priced.usage().cached_tokens == 600 and priced.usage().cached_rate == 1.25
     # A price table without a cached-input price: the cached tokens cost the prompt price, said so.
-    assert plain.cost == pytest.approx((1000 * 2.5 + 100 * 10.0) / 1e6) and plain.usage()["cached_rate"] == 2.5
+    assert plain.cost == pytest.approx((1000 * 2.5 + 100 * 10.0) / 1e6) and plain.usage().cached_rate == 2.5
 
 
 def test_records_without_cached_tokens_still_read() -> None:
@@ -132,10 +132,11 @@ def test_inspect_usage_counts_its_cache_reads_as_cached_prompt_tokens() -> None:
     from inspect_ai.model import ModelOutput, ModelUsage
 
     from maps_autogen.inspect_tasks.backend import completion_of
+    from maps_autogen.records import SentSettings
 
     output = ModelOutput.from_content("mockllm/model", "an answer")
     # Inspect counts cache reads apart from input_tokens (OpenAI's 1000 prompt tokens, 600 cached).
     output.usage = ModelUsage(input_tokens=400, output_tokens=100, total_tokens=1100, input_tokens_cache_read=600)
     completion = completion_of(output, model="mockllm/model", requested="mockllm/model", seconds=1.0, attempts=1,
-                               sent={}, rejected=None)
+                               sent=SentSettings(), rejected=None)
     assert completion.prompt_tokens == 1000 and completion.cached_tokens == 600

@@ -62,7 +62,7 @@ def test_index_shows_models_by_name_accuracy_per_subset_and_usage_per_role(big_e
         assert f"<td>{subset}</td><td class=num>{100 * right / len(scored):.2f}% ({right}/{len(scored)})</td><td class=num>{failed}</td>" in index
     # Every problem's usage_by_role has one call per role at $0.0035.
     for role in ROLES:
-        assert f"<td>{role}</td><td class=num>1,000</td><td class=num>900,000</td><td class=num>120,000</td><td class=num>$3.5000</td>" in index
+        assert f"<td>{role}</td><td class=num>1,000</td><td class=num>900,000</td><td class=num>0</td><td class=num>120,000</td><td class=num>$3.5000</td>" in index
 
 
 def test_costs_read_the_same_everywhere(tmp_path: Path) -> None:
