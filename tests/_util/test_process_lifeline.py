@@ -35,7 +35,7 @@ def spin(marker):
 
 PARENT = '''
 import sys
-from maps_autogen import lifeline
+from maps_autogen._util import _lifeline as lifeline
 lifeline.METHOD = sys.argv[2]
 import spinning
 from maps_autogen.scoring.benchmarks._symbolic import run_bounded

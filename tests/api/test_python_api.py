@@ -24,6 +24,7 @@ from maps_autogen.records._run_files import read_run, read_summary, read_transcr
 from tests.helpers.common import REPO, make_png, write_config
 from tests.helpers.fake_openai import FakeOpenAI
 from tests.helpers.private_urls import ImageServer
+from tests.helpers.python_api import service  # noqa: F401 - the scripted server fixture
 
 STEPS = ["interpreter", "aligner", "scholar", "solver", "critic"]
 

@@ -41,6 +41,7 @@ from tests.helpers.eval_tasks import (
     OB_IMAGES,
     REPO,
     emma_row,
+    formats,  # noqa: F401 - the answer formats fixture
     image_widths,
     items,
     ob_row,

@@ -97,11 +97,14 @@ def test_a_missing_shard_is_named_and_never_averaged_away(shards: dict[str, Any]
     assert json.loads((out / "manifest.json").read_text())["ids"] == IDS  # the evaluation's problems, all of them
     # A resume of the merged folder runs what is missing, and only that.
     with FakeOpenAI(ProblemScript(shards["answers"]), port=shards["port"]) as server:  # the run's base_url
+        # In a process of its own, as a user runs it: nothing of this test process's earlier
+        # commands (connection pools to an earlier server on this port) carries over.
         resumed = run_maps(["eval", "custom", "--resume", str(out), "--no-cache", "--quiet"],
-                           env=clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY), cwd=tmp_path)
+                           env=clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY), cwd=tmp_path,
+                           process=True)
         asked = {ProblemScript({})._pid(request) for request in server.received}
     assert resumed.returncode == 0, resumed.stderr
-    assert asked == {"p3", "p6"}
+    assert asked == {"p3", "p6"}, (resumed.stdout, resumed.stderr)
     assert summary_of(out)["complete"] is True and summary_of(out)["missing"] == []
     assert summary_of(out)["average"] == summary_of(runs["whole"])["average"]
 
