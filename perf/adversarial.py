@@ -3,7 +3,7 @@ program reader takes on hostile answer programs (each used to run for seconds to
 one C call), what an append to a 50k-line results.jsonl costs, and the peak memory of loading a
 12000x12000 image.
 
-Prints one line per figure; nothing is asserted (tests/test_hostile.py asserts the results).
+Prints one line per figure; nothing is asserted (tests/e2e/test_hostile.py asserts the results).
 
     .venv/bin/python perf/adversarial.py
     .venv/bin/python perf/adversarial.py --short    # seconds: 16 KB replies, 2,000 lines, 2000x2000 images
@@ -23,12 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from maps_autogen.benchmarks.mathvista.program_output import parse_program, program_reading  # noqa: E402
+from maps_autogen._util._redact import redact, register_secret, terminal_safe  # noqa: E402
 from maps_autogen.eval.results import ResultsLog  # noqa: E402
-from maps_autogen.records import ResultRow  # noqa: E402
-from maps_autogen.redact import redact, register_secret, terminal_safe  # noqa: E402
-from maps_autogen.run_files import parsed  # noqa: E402
-from maps_autogen.verdict import parse_critic_reply, parse_solver_reply  # noqa: E402
+from maps_autogen.orchestration._verdict import parse_critic_reply, parse_solver_reply  # noqa: E402
+from maps_autogen.records._run_files import parsed  # noqa: E402
+from maps_autogen.records._schema import ResultRow  # noqa: E402
+from maps_autogen.scoring.benchmarks.mathvista.program_output import parse_program, program_reading  # noqa: E402
 
 MEGABYTE = 1 << 20
 OLD_FINAL_ANSWER = re.compile(r"final[ _]answer\s*[\"']?\s*[:：=]\s*(.+)", re.IGNORECASE)
@@ -66,8 +66,8 @@ PROGRAMS = {
 
 PEAK = """
 import re, sys, time
-from maps_autogen.errors import ProblemError
-from maps_autogen.images import load_image
+from maps_autogen._util._errors import ProblemError
+from maps_autogen.problem._images import load_image
 started = time.perf_counter()
 try:
     image = load_image(sys.argv[1], max_side=1568)
@@ -116,7 +116,7 @@ def long_answers() -> None:
     symbolic scorers try first (same expression, or the official parse runs)."""
     from sympy.parsing.latex import parse_latex as official
 
-    from maps_autogen.benchmarks import _symbolic
+    from maps_autogen.scoring.benchmarks import _symbolic
 
     prose = ("First we compute the area of the triangle using the formula for the height and the base "
              "then we divide by two and obtain the value that we need for the next step where x is ") * 5

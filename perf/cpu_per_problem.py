@@ -44,9 +44,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import critic_json, make_png, solver_json  # noqa: E402
-from tests.eval_fixtures import write_mathvista_jsonl  # noqa: E402
-from tests.fake_openai import FakeOpenAI, Received, Reply  # noqa: E402
+from tests.helpers.common import critic_json, make_png, solver_json  # noqa: E402
+from tests.helpers.eval_fixtures import write_mathvista_jsonl  # noqa: E402
+from tests.helpers.fake_openai import FakeOpenAI, Received, Reply  # noqa: E402
 
 # Replies of a realistic length (a role's notes are a few hundred tokens); every review passes.
 NOTES = "notes on the problem: " + "the lever balances when the moments are equal. " * 40

@@ -35,10 +35,10 @@ from pydantic import ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from maps_autogen.local.embedded import embedded_model_path
-from maps_autogen.local.server import LocalServer
-from maps_autogen.local.settings import LocalModelSettings
-from tests.local_schema import Answer, json_schema_format
+from maps_autogen.model.local.embedded import embedded_model_path
+from maps_autogen.model.local.server import LocalServer
+from maps_autogen.model.local.settings import LocalModelSettings
+from tests.helpers.local_schema import Answer, json_schema_format
 
 
 @dataclass(frozen=True)
@@ -164,11 +164,11 @@ def real_requests(shared_prefix: bool) -> list[dict[str, Any]]:
     from types import SimpleNamespace
     from unittest import mock
 
-    import maps_autogen.local.server as local_server
-    from maps_autogen.chat import MapsChat
+    import maps_autogen.model.local.server as local_server
     from maps_autogen.cli import main as maps_main
-    from tests.conftest import critic_json, solver_json
-    from tests.fake_openai import FakeOpenAI, RoleScript
+    from maps_autogen.orchestration._chat import MapsChat
+    from tests.helpers.common import critic_json, solver_json
+    from tests.helpers.fake_openai import FakeOpenAI, RoleScript
 
     script = RoleScript({"solver": [solver_json("B")], "critic": [critic_json(5, 5, 3, 5, worst="knowledge"),
                                                                   critic_json()]}, default=_NOTES)

@@ -21,7 +21,7 @@ without imitating the official extractor's mistakes.
     .venv/bin/python perf/mathvista_extraction_agreement.py --short   # the first 500 records
 
 The data live outside the repository (../shared/conformance/); this is a measurement, not a
-test: tests/test_conformance_mathvista.py asserts the floor.
+test: tests/scoring/test_conformance_mathvista.py asserts the floor.
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from maps_autogen.benchmarks.mathvista.extract import extract  # noqa: E402
-from maps_autogen.benchmarks.mathvista.number_answers import is_plain_number, numbers_in  # noqa: E402
-from maps_autogen.benchmarks.mathvista.program_output import parse_program, program_output  # noqa: E402
-from maps_autogen.benchmarks.mathvista.response_text import bound_text, cut_continuation, is_refusal  # noqa: E402
-from maps_autogen.benchmarks.mathvista.scorer import SCORER  # noqa: E402
+from maps_autogen.scoring.benchmarks.mathvista.extract import extract  # noqa: E402
+from maps_autogen.scoring.benchmarks.mathvista.number_answers import is_plain_number, numbers_in  # noqa: E402
+from maps_autogen.scoring.benchmarks.mathvista.program_output import parse_program, program_output  # noqa: E402
+from maps_autogen.scoring.benchmarks.mathvista.response_text import bound_text, cut_continuation, is_refusal  # noqa: E402
+from maps_autogen.scoring.benchmarks.mathvista.scorer import SCORER  # noqa: E402
 
 DATA_NAME = "mathvista_testmini_verdicts.dev.jsonl.gz"
 # ../shared/conformance beside the checkout (or beside the folder holding a git worktree).

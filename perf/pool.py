@@ -122,8 +122,8 @@ def drive(replicas: list[Replica], clients: int, calls: int,
     ChatBackend (a pool when there are several replicas), and how many calls failed after their
     retries; `midway` runs once half the calls are done."""
     sys.path.insert(0, str(ROOT))
-    from maps_autogen.client import ChatBackend
-    from maps_autogen.endpoints import ResolvedModel
+    from maps_autogen.model._client import ChatBackend
+    from maps_autogen.settings._endpoints import ResolvedModel
 
     urls = [f"{r.url}/v1" for r in replicas]
     model = ResolvedModel(endpoint_name="bench", kind="openai", model="m", base_url=urls[0], timeout_s=60,
@@ -179,7 +179,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=800)
     parser.add_argument("--short", action="store_true", help="seconds: few calls, figures not meaningful")
     args = parser.parse_args()
-    client_log = logging.getLogger("maps_autogen.client")
+    client_log = logging.getLogger("maps_autogen.model._client")
     client_log.addHandler(RETRIES)
     client_log.propagate = False
     if args.short:

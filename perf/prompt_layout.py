@@ -11,7 +11,7 @@ bodies), with the Critic sending the Scholar back once, so re-runs are in it. Pr
 - the shared-prefix share of consecutive requests (the characters a request shares at its start
   with the one before, over the shorter one; mean over the solve's consecutive pairs), as the
   scripted server received them: what any prefix cache (OpenAI's, vLLM's, SGLang's) can reuse;
-- on llama.cpp's own server (the xllamacpp wheel, started as tests/llama_server.py starts it),
+- on llama.cpp's own server (the xllamacpp wheel, started as tests/helpers/llama_server.py starts it),
   the same requests sent in order, each answered with one token: prompt tokens, those the server
   took from its cache (usage.prompt_tokens_details.cached_tokens) and its prompt time
   (timings.prompt_ms). Each layout starts after an unrelated request, so nothing of the problem
@@ -36,9 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from maps_autogen.cli import main as maps_main  # noqa: E402
-from tests.conftest import critic_json, solver_json  # noqa: E402
-from tests.fake_openai import FakeOpenAI, RoleScript  # noqa: E402
-from tests.real_servers import ALIAS, llama_server  # noqa: E402
+from tests.helpers.common import critic_json, solver_json  # noqa: E402
+from tests.helpers.fake_openai import FakeOpenAI, RoleScript  # noqa: E402
+from tests.helpers.real_servers import ALIAS, llama_server  # noqa: E402
 
 # A step's notes as long as a small model writes them.
 NOTES = ("Taking moments about the pivot: the 3 kg mass at 0.4 m gives 3 x 9.8 x 0.4 = 11.76 N m anticlockwise; "
@@ -50,7 +50,7 @@ def solve_requests(layout: str) -> list[dict[str, Any]]:
     """The request bodies of one solve of examples/lever in `layout`, as the scripted server got them."""
     script = RoleScript({"solver": [solver_json("B")], "critic": [critic_json(5, 5, 3, 5, worst="knowledge"),
                                                                   critic_json()]}, default=NOTES)
-    defaults = yaml.safe_load((ROOT / "maps_autogen/defaults/agents.yaml").read_text())
+    defaults = yaml.safe_load((ROOT / "maps_autogen/settings/defaults/agents.yaml").read_text())
     defaults["endpoints"]["openai"].update(prompt_layout=layout, vision=False)
     with FakeOpenAI(script) as server, tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "agents.yaml"

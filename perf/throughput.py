@@ -16,7 +16,7 @@ figure is the median (min-max) over `--rounds` interleaved rounds (maps, bare cl
 - time from process start to the first request (the parent notes the spawn, the service the
   first request's arrival);
 - prompt tokens per problem for MAPS against a naive broadcasting group chat, counted by
-  `maps_autogen.tokens.METHOD` from the transcripts (skip: --skip-tokens).
+  `maps_autogen.model._tokens.METHOD` from the transcripts (skip: --skip-tokens).
 
     .venv/bin/python perf/throughput.py                      # 1,000 problems at 32 and 128, 3 rounds
     .venv/bin/python perf/throughput.py --workers 4          # passes --workers 4 to maps eval
@@ -233,7 +233,7 @@ def write_benchmark(folder: Path, problems: int, size: tuple[int, int]) -> Path:
     """A custom benchmark (docs/benchmarks.md) of `problems` rows, each with its own image."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from tests.conftest import make_png  # (imported here: the fake service runs this file too)
+    from tests.helpers.common import make_png  # (imported here: the fake service runs this file too)
 
     (folder / "images").mkdir(parents=True)
     rows = []
@@ -267,11 +267,11 @@ def count_tokens(eval_dir: Path, sample: int) -> tuple[float, float, int]:
     agent sent the whole history), both from the transcripts and counted by tokens.METHOD."""
     from PIL import Image
 
-    from maps_autogen.chat_records import MessageRecord
-    from maps_autogen.config import load_config
-    from maps_autogen.prompts import load_prompts
-    from maps_autogen.run_files import read_result_rows, read_transcript
-    from maps_autogen.tokens import prompt_tokens
+    from maps_autogen.model._tokens import prompt_tokens
+    from maps_autogen.records._chat_records import MessageRecord
+    from maps_autogen.records._run_files import read_result_rows, read_transcript
+    from maps_autogen.settings._config import load_config
+    from maps_autogen.settings._prompts import load_prompts
 
     loaded = load_config(cwd=eval_dir)
     prompts = load_prompts(loaded)
@@ -397,7 +397,7 @@ def main() -> None:
     print(f"peak RSS of one process (maps eval, bare client): "
           f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB")
     if tokens is not None:
-        from maps_autogen.tokens import METHOD
+        from maps_autogen.model._tokens import METHOD
 
         maps_tokens, naive_tokens, sample = tokens
         usd = GPT_4O_PROMPT_USD_PER_MILLION / 1e6

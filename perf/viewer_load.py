@@ -1,6 +1,6 @@
 """How fast the viewer's eval index is served and opens in headless Chromium, at 1,000 and 5,000 problems.
 
-For each size it writes a synthetic eval folder in the run format (tests/view_fixtures.py: a full
+For each size it writes a synthetic eval folder in the run format (tests/helpers/view_fixtures.py: a full
 MAPS transcript and an image per problem), then measures:
 - `maps view RUN --serve` over HTTP: time to the first byte of the index on the first request (it
   renders the page), on a second one (served from its cache), and after results.jsonl grew by a
@@ -39,10 +39,10 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from maps_autogen.view import export_view, write_view  # noqa: E402
-from maps_autogen.view.server import ViewServer  # noqa: E402
-from tests.chromium import Chromium, find_chromium  # noqa: E402
-from tests.view_fixtures import write_synthetic_eval  # noqa: E402
+from maps_autogen.report.view import export_view, write_view  # noqa: E402
+from maps_autogen.report.view.server import ViewServer  # noqa: E402
+from tests.helpers.chromium import Chromium, find_chromium  # noqa: E402
+from tests.helpers.view_fixtures import write_synthetic_eval  # noqa: E402
 
 # Navigation start -> load event end, and -> the moment the script marked the page ready.
 TIMING = """(() => { const nav = performance.getEntriesByType('navigation')[0];

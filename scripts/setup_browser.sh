@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Install a Chromium for the `browser` tests (tests/test_view.py) from the system's packages.
+# Install a Chromium for the `browser` tests (tests/report/test_view.py) from the system's packages.
 # Quick when one is already installed; safe to run repeatedly; used by scripts/setup.sh.
 # The tests drive it over the DevTools protocol on a pipe: no driver and no PyPI package needed.
 set -euo pipefail
 
-# The browser the tests will use (tests/chromium.py looks in the same order), or nothing.
+# The browser the tests will use (tests/helpers/chromium.py looks in the same order), or nothing.
 find_browser() {
   local name
   for name in "${MAPS_CHROMIUM:-}" chromium chromium-browser google-chrome google-chrome-stable; do
@@ -43,7 +43,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
-echo "setup_browser: installing Chromium (${SUDO:+sudo }apt-get install chromium fonts-dejavu-core) for the viewer's browser tests (tests/test_view.py); \`maps\` itself never needs it" >&2
+echo "setup_browser: installing Chromium (${SUDO:+sudo }apt-get install chromium fonts-dejavu-core) for the viewer's browser tests (tests/report/test_view.py); \`maps\` itself never needs it" >&2
 
 # No recommends: they pull in desktop services (avahi, cups, systemd) the headless tests never use.
 # A font package keeps the screenshots readable on minimal images.

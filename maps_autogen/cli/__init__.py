@@ -1,4 +1,4 @@
-"""The `maps` command line: thin commands over the public Python API (`maps_autogen.api`), one
+"""The `maps` command line: thin commands over the public Python API (`maps_autogen.api._api`), one
 module per command, their options made from the declarations in options.py (`shared.py`).
 
 This module holds the group and the entry point, the one place where domain errors become
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from maps_autogen._util import MapsError
 from maps_autogen.cli.config import config_command
 from maps_autogen.cli.eval import eval_command
 from maps_autogen.cli.merge import merge
@@ -20,7 +21,6 @@ from maps_autogen.cli.score import score
 from maps_autogen.cli.shared import say
 from maps_autogen.cli.solve import solve
 from maps_autogen.cli.view import view
-from maps_autogen.errors import MapsError
 
 #: Every option of every command can come from an environment variable named MAPS_<COMMAND>_<OPTION>
 #: (click's auto_envvar_prefix: MAPS_EVAL_CONCURRENCY for `maps eval --concurrency`); the command
@@ -48,8 +48,8 @@ def _register_keys() -> None:
     variables and the api_key_env of every endpoint of the default config (./agents.yaml, else
     the built-in one) are registered, so `maps view`, `--serve` and `maps score` mask a key found
     in the files they read just as solve and eval do (which also register their --config's)."""
-    from maps_autogen.config import configured_secrets
-    from maps_autogen.redact import register_key_variables, register_secret, register_well_known_keys
+    from maps_autogen._util import register_key_variables, register_secret, register_well_known_keys
+    from maps_autogen.settings import configured_secrets
 
     register_well_known_keys()
     key_variables, inline_keys = configured_secrets()  # the config read once
@@ -68,7 +68,7 @@ def _configure_logging() -> None:
     """Warnings to stderr, one line each, with every registered secret masked."""
     import logging
 
-    from maps_autogen.redact import RedactingFilter
+    from maps_autogen._util import RedactingFilter
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     for handler in logging.getLogger().handlers:
@@ -99,7 +99,7 @@ def _from_environment(error: click.BadParameter) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `maps` console script."""
-    from maps_autogen.interrupts import stop_like_ctrl_c, stopped_by
+    from maps_autogen._util import stop_like_ctrl_c, stopped_by
 
     _configure_logging()
     stop_like_ctrl_c()  # SIGTERM stops every command as the first Ctrl-C does
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(said, err=True)
         sys.exit(code)
     except BrokenPipeError:  # the reader of standard output went away (`maps ... | head`): end quietly
-        from maps_autogen.interrupts import OUTPUT_CLOSED_EXIT_CODE, silence_stdout
+        from maps_autogen._util import OUTPUT_CLOSED_EXIT_CODE, silence_stdout
 
         silence_stdout()
         sys.exit(OUTPUT_CLOSED_EXIT_CODE)

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from maps_autogen.cli.shared import options_of, say
-from maps_autogen.options import SettingsOptions
+from maps_autogen.settings import SettingsOptions
 
 
 @click.command(name="config")
@@ -18,7 +18,7 @@ def config_command(**declared: Any) -> None:
     model, endpoint and sampling settings. Secrets are never printed: keys are named by their
     variables."""
     from maps_autogen.api import effective_config
-    from maps_autogen.endpoints import step_lines
+    from maps_autogen.settings import step_lines
 
     effective = effective_config(SettingsOptions.from_cli(declared))
     say(effective.text)

@@ -10,7 +10,7 @@ from maps_autogen.cli.shared import options_of, say, start_viewer, stop_viewers
 from maps_autogen.eval.options import EvalOptions
 
 if TYPE_CHECKING:
-    from maps_autogen.view.server import ViewServer
+    from maps_autogen.report.view.server import ViewServer
 
 
 @click.command(name="eval")
@@ -31,15 +31,15 @@ def eval_command(quiet: bool, live_view: bool, human: bool, **declared: Any) -> 
     a fatal service error stopped the run; 2 bad input; 130 interrupted (Ctrl-C); 143 stopped by SIGTERM
     (a batch system's time limit, scancel, preemption), as by Ctrl-C."""
     if human:
-        from maps_autogen.errors import UsageError
+        from maps_autogen._util import UsageError
 
         raise UsageError("maps eval never waits on a person: --human is for maps solve",
                          fix="drop --human; to steer one problem yourself, run maps solve --human on it")
     chosen = EvalOptions.from_cli(declared)
     if chosen.resume is not None:
         _refuse_selection_on_resume()
+    from maps_autogen._util import RunInterrupted, RunTerminated, ServiceError
     from maps_autogen.api import evaluate
-    from maps_autogen.errors import RunInterrupted, RunTerminated, ServiceError
 
     viewers: list[ViewServer] = []
     try:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from maps_autogen.cli.shared import options_of, say
-from maps_autogen.options import ReportOptions
+from maps_autogen.settings import ReportOptions
 
 
 @click.command()

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from maps_autogen.options import Declared, Options, Spec
+from maps_autogen.settings import Declared, Options, Spec
 
 if TYPE_CHECKING:
-    from maps_autogen.human_desk import HumanDesk
-    from maps_autogen.view.server import ViewServer
+    from maps_autogen.orchestration import HumanDesk
+    from maps_autogen.report.view.server import ViewServer
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,7 +59,7 @@ def _click_type(spec: Spec) -> click.ParamType[Any] | None:
 
 def say(text: str, *, err: bool = False) -> None:
     """Print a line that may hold untrusted text: secrets masked, control characters escaped."""
-    from maps_autogen.redact import terminal_safe
+    from maps_autogen._util import terminal_safe
 
     click.echo(terminal_safe(text), err=err)
 
@@ -80,7 +80,7 @@ def open_in_browser(url: str) -> None:
 def start_viewer(run_dir: Path, human: HumanDesk | None = None) -> ViewServer:
     """`--view`: the live viewer beside a running solve or eval, its URL on stderr (stdout may be --json);
     with `human`, the page answers the chat's pauses too."""
-    from maps_autogen.view.server import ViewServer
+    from maps_autogen.report.view.server import ViewServer
 
     server = ViewServer(run_dir, human=human).start()
     click.echo(f"watch live: {server.url} (until this command ends; then: maps view {run_dir} --serve)", err=True)

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from maps_autogen.cli.shared import options_of, say, start_viewer, stop_viewers
-from maps_autogen.options import SolveOptions
+from maps_autogen.settings import SolveOptions
 
 if TYPE_CHECKING:
-    from maps_autogen.human_desk import HumanDesk
-    from maps_autogen.live import LiveConsole
-    from maps_autogen.view.server import ViewServer
+    from maps_autogen.orchestration import HumanDesk
+    from maps_autogen.report import LiveConsole
+    from maps_autogen.report.view.server import ViewServer
 
 
 @click.command()
@@ -47,13 +47,11 @@ def solve(images: tuple[str, ...], question: str | None, context: str, options: 
     """Solve one problem: IMAGES are diagram files, http(s) URLs or data URLs."""
     import json as json_module
 
-    from maps_autogen.api import _solve, load_problem, load_settings
-    from maps_autogen.errors import ProblemError, ServiceError
-    from maps_autogen.fetch import private_urls_allowed
-    from maps_autogen.images import ImageLimits, image_limits
-    from maps_autogen.interrupts import ClosedOutputGuard
-    from maps_autogen.live import LiveConsole
-    from maps_autogen.problem import build_problem
+    from maps_autogen._util import ClosedOutputGuard, ProblemError, ServiceError
+    from maps_autogen.api import load_problem, load_settings
+    from maps_autogen.api._api import _solve
+    from maps_autogen.problem import ImageLimits, build_problem, image_limits, private_urls_allowed
+    from maps_autogen.report import LiveConsole
 
     if problem_file is not None and (question or images or options or context):
         raise ProblemError(
@@ -72,7 +70,7 @@ def solve(images: tuple[str, ...], question: str | None, context: str, options: 
                                     max_side=loaded.config.images.max_side)
     desk = None
     if human:  # the terminal answers, and the live page with --view: the first answer wins
-        from maps_autogen.human_desk import HumanDesk
+        from maps_autogen.orchestration import HumanDesk
 
         desk = HumanDesk(terminal=sys.stdin, page=live_view)
     live = None if (quiet or as_json) else LiveConsole(options=problem.options)
@@ -87,7 +85,7 @@ def solve(images: tuple[str, ...], question: str | None, context: str, options: 
     finally:
         stop_viewers(viewers)
     if as_json:
-        from maps_autogen.redact import terminal_safe_json
+        from maps_autogen._util import terminal_safe_json
 
         click.echo(terminal_safe_json(json_module.dumps(result.summary(), ensure_ascii=False)))
     elif quiet:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from maps_autogen.eval.table1 import _markdown
 from maps_autogen.eval.table_rows import group_runs
 from maps_autogen.records import Usage
-from maps_autogen.tally import Tally
+from maps_autogen.scoring import Tally
 
 if TYPE_CHECKING:
     from maps_autogen.eval.table1 import Run

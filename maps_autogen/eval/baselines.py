@@ -9,17 +9,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.chat_records import ErrorEvent, ImagesWithheldEvent, MessageRecord
-from maps_autogen.client import Completion
-from maps_autogen.config import read_yaml
-from maps_autogen.errors import ConfigError, MapsError
+from maps_autogen._util import ConfigError, MapsError, redact
 from maps_autogen.eval.options import BASELINES
+from maps_autogen.model import Completion
+from maps_autogen.orchestration import (
+    RunWriter,
+    Team,
+    format_options,
+    interleave_images,
+    request_for_transcript,
+    utc_now,
+)
 from maps_autogen.problem import Problem
-from maps_autogen.records import USER_PROXY_ROLE, ModelRecord, RoleUsage, RunRecord, Usage
-from maps_autogen.redact import redact
-from maps_autogen.role_inputs import format_options, interleave_images
-from maps_autogen.solving import Team
-from maps_autogen.transcript import RunWriter, request_for_transcript, utc_now
+from maps_autogen.records import (
+    USER_PROXY_ROLE,
+    ErrorEvent,
+    ImagesWithheldEvent,
+    MessageRecord,
+    ModelRecord,
+    RoleUsage,
+    RunRecord,
+    Usage,
+)
+from maps_autogen.settings import read_yaml
 
 METHODS = BASELINES  # the methods this module runs
 

@@ -23,15 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from maps_autogen.benchmarks.rows import image_size_from_field
-from maps_autogen.benchmarks.tasks import EvalItem
-from maps_autogen.endpoints import ResolvedModel
-from maps_autogen.errors import MapsError
+from maps_autogen._util import MapsError
 from maps_autogen.eval.baselines import BaselinePrompt
-from maps_autogen.problem import Problem
-from maps_autogen.solving import Team
-from maps_autogen.team import plan_chat
-from maps_autogen.tokens import TOKENS_PER_MESSAGE, TOKENS_PER_REPLY, image_tokens, text_tokens
+from maps_autogen.model import TOKENS_PER_MESSAGE, TOKENS_PER_REPLY, image_tokens, text_tokens
+from maps_autogen.orchestration import Team
+from maps_autogen.problem import EvalItem, Problem, image_size_from_field
+from maps_autogen.settings import ResolvedModel, plan_chat
 
 TYPICAL_SHARE = 0.25  # the lower bound's reply length, as a share of max_tokens
 MEASURED = 20  # problems whose prompts are counted; the others are assumed alike

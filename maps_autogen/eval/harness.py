@@ -26,8 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from maps_autogen.eval.intervals import standard_error, wilson_interval
-from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SUMMARY_FILE, Manifest, ModelRecord, Summary
-from maps_autogen.run_files import write_record
+from maps_autogen.records import MANIFEST_FILE, RESULTS_FILE, SUMMARY_FILE, Manifest, ModelRecord, Summary, write_record
 
 HARNESS_FILE = "results.json"
 METRIC = "acc"

@@ -30,18 +30,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.artifacts import folder_built_beside
-from maps_autogen.benchmarks import RecordError, get_benchmark
-from maps_autogen.errors import DataError, UsageError
+from maps_autogen._util import DataError, RunLock, UsageError, folder_built_beside
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, missing_ids, summarize, write_summary
 from maps_autogen.eval.run_settings import fingerprint_of, recorded_json, scoring_hash
-from maps_autogen.records import PROBLEMS_DIR, Manifest, ResultRow, SelectionRecord
-from maps_autogen.run_files import read_manifest, write_manifest
-from maps_autogen.runlock import RunLock
-from maps_autogen.safe_paths import belongs_to, problem_folder, safe_component
+from maps_autogen.orchestration import utc_now
+from maps_autogen.records import (
+    PROBLEMS_DIR,
+    Manifest,
+    ResultRow,
+    SelectionRecord,
+    VerdictSettings,
+    belongs_to,
+    problem_folder,
+    read_manifest,
+    safe_component,
+    write_manifest,
+)
 from maps_autogen.scoring import score_record
-from maps_autogen.settings_record import VerdictSettings
-from maps_autogen.transcript import utc_now
+from maps_autogen.scoring.benchmarks import RecordError, get_benchmark
 
 __all__ = ["MergeOutcome", "merge_runs"]
 

@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from maps_autogen.benchmarks import NAMES
-from maps_autogen.errors import UsageError
+from maps_autogen._util import UsageError
 from maps_autogen.eval.selection import Shard
-from maps_autogen.options import SettingsOptions, argument, option
 from maps_autogen.scoring import RULES
+from maps_autogen.scoring.benchmarks import NAMES
+from maps_autogen.settings import SettingsOptions, argument, option
 
 BASELINES = ("direct", "cot")  # the paper's single-call baselines (eval/baselines.py)
 METHODS = ("maps", *BASELINES)

@@ -10,13 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.benchmarks.base import Verdict
-from maps_autogen.benchmarks.tasks import EvalItem, Task, load_answer_formats
-from maps_autogen.chat import ChatOutcome
-from maps_autogen.client import Completion
-from maps_autogen.config import LoadedConfig
-from maps_autogen.errors import DataError, MapsError
+from maps_autogen._util import DataError, MapsError
 from maps_autogen.eval.baselines import load_baseline_prompts, run_baseline
+from maps_autogen.model import Completion
+from maps_autogen.orchestration import ChatOutcome, Team, solve_problem
+from maps_autogen.problem import EvalItem, Task, load_answer_formats
 from maps_autogen.records import (
     PROBLEMS_DIR,
     RUN_FILE,
@@ -28,11 +26,15 @@ from maps_autogen.records import (
     Score,
     StopReason,
     Usage,
+    belongs_to,
+    child_folder,
+    read_run,
+    safe_component,
+    write_record,
 )
-from maps_autogen.run_files import read_run, write_record
-from maps_autogen.safe_paths import belongs_to, child_folder, safe_component
 from maps_autogen.scoring import score_record
-from maps_autogen.solving import Team, solve_problem
+from maps_autogen.scoring.benchmarks.base import Verdict
+from maps_autogen.settings import LoadedConfig
 
 
 @dataclass(frozen=True)

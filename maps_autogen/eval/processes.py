@@ -48,22 +48,27 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from maps_autogen import lifeline
-from maps_autogen.benchmarks import get_benchmark
-from maps_autogen.benchmarks.tasks import EvalItem, Row, Task
-from maps_autogen.cache import ResponseCache
-from maps_autogen.config import LoadedConfig
-from maps_autogen.endpoints import Resolution
-from maps_autogen.errors import FatalServiceError, MapsError, RunInterrupted, UsageError
+from maps_autogen._util import (
+    TERMINATED_EXIT_CODE,
+    FatalServiceError,
+    MapsError,
+    RunInterrupted,
+    UsageError,
+    on_exit_now,
+    register_secret,
+    registered_secrets,
+    terminal_safe,
+)
+from maps_autogen._util import _lifeline as lifeline
 from maps_autogen.eval.problem_run import ProblemRunner
 from maps_autogen.eval.selection import items_of
 from maps_autogen.eval.workers import DaemonWorkers
-from maps_autogen.fetch import private_urls_allowed
-from maps_autogen.interrupts import TERMINATED_EXIT_CODE, on_exit_now
-from maps_autogen.records import ResultRow
-from maps_autogen.redact import register_secret, registered_secrets, terminal_safe
-from maps_autogen.safe_paths import outside_paths_allowed
-from maps_autogen.solving import assemble_team
+from maps_autogen.model import ResponseCache
+from maps_autogen.orchestration import assemble_team
+from maps_autogen.problem import EvalItem, Row, Task, private_urls_allowed
+from maps_autogen.records import ResultRow, outside_paths_allowed
+from maps_autogen.scoring.benchmarks import get_benchmark
+from maps_autogen.settings import LoadedConfig, Resolution
 
 logger = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from maps_autogen.artifacts import append_whole, atomic_text_writer, open_append, parse_read_back
-from maps_autogen.benchmarks.tasks import Task
+from maps_autogen._util import append_whole, atomic_text_writer, open_append, parse_read_back, redact
 from maps_autogen.eval.harness import write_harness_results
+from maps_autogen.problem import Task
 from maps_autogen.records import (
     RESULTS_FILE,
     SUMMARY_FILE,
@@ -22,10 +22,11 @@ from maps_autogen.records import (
     Usage,
     dumped,
     feedback_targets,
+    iter_result_rows,
+    read_manifest,
+    write_record,
 )
-from maps_autogen.redact import redact
-from maps_autogen.run_files import iter_result_rows, read_manifest, write_record
-from maps_autogen.tally import Tally, first_decision
+from maps_autogen.scoring import Tally, first_decision
 
 __all__ = ["RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "latest_by_pid", "missing_ids", "summarize", "write_summary"]
 

@@ -29,27 +29,27 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from maps_autogen.config import LimitsConfig
-from maps_autogen.errors import UsageError
-from maps_autogen.records import Manifest, SettingsChange
-from maps_autogen.settings_record import (
+from maps_autogen._util import UsageError
+from maps_autogen.records import (
     DataFingerprint,
     ImageSettings,
     LimitSettings,
     LocalSettings,
+    Manifest,
     ModelSettings,
     PromptSettings,
     ReviewSettings,
+    SettingsChange,
     StepSettings,
     TeamSettings,
     VerdictSettings,
 )
-from maps_autogen.team import TeamConfig
+from maps_autogen.settings import LimitsConfig, TeamConfig
 
 if TYPE_CHECKING:  # annotations only: `maps report` reads rows without loading the engine
-    from maps_autogen.benchmarks.tasks import EvalItem
+    from maps_autogen.orchestration import Team
+    from maps_autogen.problem import EvalItem
     from maps_autogen.records import ResultRow
-    from maps_autogen.solving import Team
 
 _DIGEST = "sha256:"
 _SHOWN = 3  # differences named in a refusal before "and N more"

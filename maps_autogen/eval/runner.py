@@ -22,13 +22,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.artifacts import disk_full
-from maps_autogen.benchmarks import get_benchmark
-from maps_autogen.benchmarks.tasks import EvalItem, Row, Subset, available_subsets, find_subsets, load_answer_formats
-from maps_autogen.cache import ResponseCache
-from maps_autogen.config import LoadedConfig
-from maps_autogen.endpoints import resolve_models
-from maps_autogen.errors import DataError, DiskFullError, FatalServiceError, RunInterrupted, ServiceError, UsageError
+from maps_autogen._util import (
+    DataError,
+    DiskFullError,
+    FatalServiceError,
+    RunInterrupted,
+    RunLock,
+    ServiceError,
+    Terminated,
+    UsageError,
+    disk_full,
+    exit_on_second_interrupt,
+    signals_deferred,
+)
 from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.environment import git_commit, versions
 from maps_autogen.eval.estimate import announcement
@@ -61,17 +67,32 @@ from maps_autogen.eval.stopping import Stop, check_prices, costs, same_failure, 
 from maps_autogen.eval.table1 import Run, table1
 from maps_autogen.eval.validate import validate_rows
 from maps_autogen.eval.workers import Progress
-from maps_autogen.fetch import private_urls_allowed
-from maps_autogen.interrupts import Terminated, exit_on_second_interrupt, signals_deferred
-from maps_autogen.records import PROBLEMS_DIR, Manifest, ResultRow, SelectionRecord, Summary, TeamRecord
-from maps_autogen.run_files import read_manifest, write_manifest
-from maps_autogen.runlock import RunLock
-from maps_autogen.safe_paths import outside_paths_allowed
-from maps_autogen.settings_record import VerdictSettings
-from maps_autogen.solving import Team, assemble_team
-from maps_autogen.tally import Tally
-from maps_autogen.team import plan_chat
-from maps_autogen.transcript import new_run_id, utc_now
+from maps_autogen.model import ResponseCache
+from maps_autogen.orchestration import Team, assemble_team, new_run_id, utc_now
+from maps_autogen.problem import (
+    EvalItem,
+    Row,
+    Subset,
+    available_subsets,
+    find_subsets,
+    load_answer_formats,
+    private_urls_allowed,
+)
+from maps_autogen.records import (
+    PROBLEMS_DIR,
+    Manifest,
+    ResultRow,
+    SelectionRecord,
+    Summary,
+    TeamRecord,
+    VerdictSettings,
+    outside_paths_allowed,
+    read_manifest,
+    write_manifest,
+)
+from maps_autogen.scoring import Tally
+from maps_autogen.scoring.benchmarks import get_benchmark
+from maps_autogen.settings import LoadedConfig, plan_chat, resolve_models
 
 logger = logging.getLogger(__name__)
 

@@ -10,11 +10,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from maps_autogen.benchmarks.tasks import EvalItem, Row, Subset, Task, load_answer_formats, spread_limit
-from maps_autogen.config import LoadedConfig
-from maps_autogen.errors import UsageError
-from maps_autogen.images import ImageLimits, image_limits
+from maps_autogen._util import UsageError
+from maps_autogen.problem import (
+    EvalItem,
+    ImageLimits,
+    Row,
+    Subset,
+    Task,
+    image_limits,
+    load_answer_formats,
+    spread_limit,
+)
 from maps_autogen.records import SampleRecord
+from maps_autogen.settings import LoadedConfig
 
 
 @dataclass(frozen=True)

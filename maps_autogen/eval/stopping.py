@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from maps_autogen.endpoints import Resolution
-from maps_autogen.errors import FatalServiceError, MapsError, ServiceError, UsageError
+from maps_autogen._util import FatalServiceError, MapsError, ServiceError, UsageError
+from maps_autogen.model import refuses_the_content
+from maps_autogen.orchestration import Team
 from maps_autogen.records import ResultRow, Usage
-from maps_autogen.service_answers import refuses_the_content
-from maps_autogen.solving import Team
+from maps_autogen.settings import Resolution
 
 
 @dataclass

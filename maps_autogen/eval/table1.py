@@ -11,15 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
-from maps_autogen.benchmarks import get_benchmark
-from maps_autogen.benchmarks.tasks import Subset
 from maps_autogen.eval.intervals import percent_error, percent_interval
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog
 from maps_autogen.eval.table_rows import ServedModels, base_label, group_runs, served_models
-from maps_autogen.records import Manifest, ResultRow
-from maps_autogen.run_files import read_manifest
-from maps_autogen.tally import tally_rows
+from maps_autogen.problem import Subset
+from maps_autogen.records import Manifest, ResultRow, read_manifest
+from maps_autogen.scoring import tally_rows
+from maps_autogen.scoring.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
+from maps_autogen.scoring.benchmarks import get_benchmark
 
 
 @dataclass

@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from maps_autogen._util import valid_text
 from maps_autogen.eval.run_settings import differences, legacy_settings, mixed_settings, narrowed, recorded_json
-from maps_autogen.settings_record import VerdictSettings
-from maps_autogen.text import valid_text
+from maps_autogen.records import VerdictSettings
 
 if TYPE_CHECKING:
     from maps_autogen.eval.table1 import Run

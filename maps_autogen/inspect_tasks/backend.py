@@ -33,11 +33,10 @@ from inspect_ai.model import (
 )
 from inspect_ai.util import JSONSchema, span
 
-from maps_autogen.client import Completion, ReplyCheck, RetryNote, schema_response_format
-from maps_autogen.endpoints import ResolvedModel
-from maps_autogen.errors import RunInterrupted, ServiceError
+from maps_autogen._util import RunInterrupted, ServiceError
+from maps_autogen.model import Completion, ReplyCheck, RetryNote, TokenCallback, schema_response_format
 from maps_autogen.records import SentSettings
-from maps_autogen.service_answers import TokenCallback
+from maps_autogen.settings import ResolvedModel
 
 T = TypeVar("T")
 

@@ -13,13 +13,12 @@ from typing import Any
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser
 
-from maps_autogen.benchmarks.tasks import EvalItem, Task, available_subsets, find_subsets
-from maps_autogen.config import LoadedConfig
 from maps_autogen.eval.selection import load_items
 from maps_autogen.eval.validate import validate_rows
 from maps_autogen.inspect_tasks.backend import chat_messages
-from maps_autogen.problem import Problem
-from maps_autogen.role_inputs import format_options, interleave_images
+from maps_autogen.orchestration import format_options, interleave_images
+from maps_autogen.problem import EvalItem, Problem, Task, available_subsets, find_subsets
+from maps_autogen.settings import LoadedConfig
 
 
 def problem_message(problem: Problem, labels: dict[str, str]) -> ChatMessageUser:

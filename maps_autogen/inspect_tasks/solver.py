@@ -21,22 +21,17 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accurac
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from pydantic import BaseModel, ConfigDict, Field
 
-from maps_autogen.benchmarks._symbolic import HelperStartError
-from maps_autogen.benchmarks.tasks import EvalItem, Task
-from maps_autogen.chat import ChatOutcome, MapsChat
-from maps_autogen.chat_records import ChatRecord, EventRecord, StopEvent
-from maps_autogen.config import LoadedConfig, OpenAIEndpoint
-from maps_autogen.endpoints import ResolvedModel
-from maps_autogen.errors import ServiceError
+from maps_autogen._util import ServiceError
 from maps_autogen.eval.baselines import BaselinePrompt, baseline_request
 from maps_autogen.inspect_tasks.backend import InspectBackend, SampleLoop, in_chat_thread
 from maps_autogen.inspect_tasks.samples import problem_message
-from maps_autogen.problem import Problem
-from maps_autogen.prompts import PromptSet
+from maps_autogen.orchestration import ChatOutcome, MapsChat, configured_chat_settings
+from maps_autogen.problem import EvalItem, Problem, Task
+from maps_autogen.records import ChatRecord, EventRecord, StopEvent, StopReason, dumped
 from maps_autogen.records import Score as ReviewScore
-from maps_autogen.records import StopReason, dumped
 from maps_autogen.scoring import score_record
-from maps_autogen.solving import configured_chat_settings
+from maps_autogen.scoring.benchmarks._symbolic import HelperStartError
+from maps_autogen.settings import LoadedConfig, OpenAIEndpoint, PromptSet, ResolvedModel
 
 #: Where the solver leaves what the scorer reads (the sample's store).
 STORE_KEY = "maps"

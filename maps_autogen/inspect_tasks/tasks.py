@@ -16,16 +16,14 @@ from pathlib import Path
 
 from inspect_ai import Task, task
 
-from maps_autogen.benchmarks import NAMES, get_benchmark
-from maps_autogen.benchmarks.tasks import load_answer_formats
-from maps_autogen.config import load_config
-from maps_autogen.errors import UsageError
+from maps_autogen._util import UsageError
 from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.options import METHODS
 from maps_autogen.inspect_tasks.samples import benchmark_dataset, benchmark_items
 from maps_autogen.inspect_tasks.solver import maps_solver, official_scorer
-from maps_autogen.prompts import load_prompts
-from maps_autogen.team import check_without
+from maps_autogen.problem import load_answer_formats
+from maps_autogen.scoring.benchmarks import NAMES, get_benchmark
+from maps_autogen.settings import check_without, load_config, load_prompts
 
 
 def _names(value: str | list[str] | None) -> tuple[str, ...]:

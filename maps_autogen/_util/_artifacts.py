@@ -1,0 +1,429 @@
+"""Every file we write and read back: the one atomic writer (secrets masked, one consistent
+mode), the one JSONL reader (one torn-tail rule: a damaged line anywhere else stops the read
+with one line naming it) and guarded readers that turn a missing or damaged file into one line
+naming it and the fix.
+
+Everything we write is 0644 (meant to be read and shared: run folders, results, viewer pages,
+reports), except the response cache, which is 0600 (a machine-local store of every request
+and reply, never meant to leave the machine).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import functools
+import json
+import os
+import re
+import shutil
+import socket
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from maps_autogen._util._errors import DataError, DiskFullError
+from maps_autogen._util._redact import redact
+from maps_autogen._util._text import json_loads, may_hold_surrogates, valid_tree
+
+FILE_MODE = 0o644
+PRIVATE_FILE_MODE = 0o600
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)  # no space on the device, or over the user's quota
+_CHUNK = 1 << 20  # an atomic file is written in pieces of about this size
+
+
+def _write(fd: int, data: bytes) -> None:
+    """Every byte of `data` to `fd`: every file we write goes through here (an OSError, such as
+    a full disk's ENOSPC, may come after part of it is written)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _size_text(size: int) -> str:
+    """A size in bytes as people read it: 512 bytes, 3.5 KB, 1.2 GB."""
+    if size < 1024:
+        return f"{size:,} bytes"
+    scaled = float(size)
+    for unit in ("KB", "MB", "GB"):
+        scaled /= 1024
+        if scaled < 1024:
+            return f"{scaled:,.1f} {unit}"
+    return f"{scaled / 1024:,.1f} TB"
+
+
+def disk_full(path: Path, needed: int, *, then: str = "run it again") -> DiskFullError:
+    """The one line for a write that found no space: the folder, the space needed and free, and
+    what to do once there is room (`then`)."""
+    folder = path if path.is_dir() else path.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        free = 0
+    return DiskFullError(
+        f"no space left to write in {folder}: about {_size_text(needed)} more needed, {_size_text(free)} free",
+        fix=f"free at least {_size_text(needed)} on that disk (or write elsewhere), then {then}; "
+            "nothing already written is damaged",
+    )
+
+
+def is_disk_full(error: OSError) -> bool:
+    """Whether an OSError means the disk (or the user's quota) is full."""
+    return error.errno in _FULL
+
+
+class _RedactingWriter:
+    """A text handle on a file descriptor whose every write is redacted, encoded and written
+    in pieces of about _CHUNK bytes (`attempted` counts the bytes given so far)."""
+
+    def __init__(self, fd: int, errors: str):
+        self._fd = fd
+        self._errors = errors
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self.attempted = 0
+
+    def write(self, text: str) -> int:
+        data = redact(text).encode("utf-8", self._errors)
+        self._pending.append(data)
+        self._pending_size += len(data)
+        self.attempted += len(data)
+        if self._pending_size >= _CHUNK:
+            self.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        data, self._pending, self._pending_size = b"".join(self._pending), [], 0
+        _write(self._fd, data)
+
+
+# This host, as a temporary file's name gives it: a folder may be shared by several machines (a
+# Slurm array's is), and a pid means something only on its own host.
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:64] or "host"
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Remove the temporary files beside `path` (`.<name>.<host>-<pid>.<random>.tmp`) that a
+    writer on this host left when it was killed (SIGKILL, power loss): their pid is gone. A live
+    writer's, another host's and any other file are left alone."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.{re.escape(_HOST)}-(\d+)\.[a-z0-9_]{{8}}\.tmp")
+    try:
+        with os.scandir(path.parent) as entries:
+            stale = [(entry.path, int(match.group(1))) for entry in entries
+                     if (match := pattern.fullmatch(entry.name)) and entry.is_file(follow_symlinks=False)]
+    except OSError:
+        return
+    for temp, pid in stale:
+        if not _process_exists(pid):
+            Path(temp).unlink(missing_ok=True)
+
+
+def _process_exists(pid: int) -> bool:
+    """Whether a process with this pid runs on this host (one of another user's counts)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def _written_beside(path: Path, *, fsync: bool, size: Callable[[], int]) -> Iterator[int]:
+    """A temporary file's descriptor beside `path` (mode 0644), renamed over `path` when the
+    block succeeds: readers never see a half-written file, and a failure leaves any previous
+    file intact and no temporary one. A full disk is a DiskFullError naming the folder and the
+    `size()` the file needed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(path)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=".tmp")
+    try:
+        try:
+            os.fchmod(fd, FILE_MODE)  # mkstemp makes the file private; ours are meant to be read
+            yield fd
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except OSError as error:
+        Path(temp).unlink(missing_ok=True)
+        if is_disk_full(error):
+            raise disk_full(path, size()) from None
+        raise
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def atomic_text_writer(path: Path, *, fsync: bool = False, errors: str = "strict") -> Iterator[_RedactingWriter]:
+    """A redacting text handle on a temporary file beside `path`, renamed over it on success
+    (`_written_beside`: never a half-written file; a full disk is a DiskFullError)."""
+    attempted = [0]
+    with _written_beside(path, fsync=fsync, size=lambda: attempted[0]) as fd:
+        writer = _RedactingWriter(fd, errors)
+        try:
+            yield writer
+            writer.flush()
+        finally:
+            attempted[0] = writer.attempted
+
+
+@contextmanager
+def folder_built_beside(target: Path, *, fix: str, replace: bool = False) -> Iterator[Path]:
+    """A new folder beside `target` to build a whole folder in, renamed to `target` when the
+    block succeeds and removed when it fails, so a failure leaves no half-written `target`.
+    `target` must not exist, or be an empty folder, or (with `replace`, once the caller has
+    checked it may go) be replaced. An OSError is a DataError naming `target` and `fix`.
+
+    The folder being built is locked (`flock`) while its builder lives: one left behind by a
+    builder that was killed (kill -9, power loss) is unlocked, and removed by the next build
+    beside the same `target`."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned_builds(target)
+        building, held = _locked_build_folder(target)
+    except OSError as error:
+        raise DataError(f"cannot write {target}: {error.strerror or error}", fix=fix) from None
+    try:
+        os.chmod(building, 0o755)  # mkdtemp makes the folder private; ours are meant to be read
+        yield building
+        if replace and target.exists():
+            shutil.rmtree(target)
+        os.replace(building, target)
+    except OSError as error:
+        raise DataError(f"cannot write {target}: {error.strerror or error}", fix=fix) from None
+    finally:
+        if building.exists():
+            shutil.rmtree(building, ignore_errors=True)  # our own temporary folder, never `target`
+        os.close(held)  # the lock goes with it
+
+
+def _build_name(target: Path) -> re.Pattern[str]:
+    """The names of the folders built beside `target` (`.<name>.<8 random>.tmp`)."""
+    return re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}\.tmp")
+
+
+def _locked_build_folder(target: Path) -> tuple[Path, int]:
+    """A new folder beside `target`, locked before it takes a name `_remove_abandoned_builds`
+    considers (made as `.new`, then renamed), and the descriptor holding its lock."""
+    fresh = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".new"))
+    held = os.open(fresh, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        building = fresh.with_suffix(".tmp")
+        os.rename(fresh, building)
+    except BaseException:
+        os.close(held)
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+    return building, held
+
+
+def _remove_abandoned_builds(target: Path) -> None:
+    """Remove the folders built beside `target` whose builder is gone (their lock is free)."""
+    pattern = _build_name(target)
+    with os.scandir(target.parent) as entries:
+        abandoned = [Path(entry.path) for entry in entries
+                     if pattern.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False)]
+    for folder in abandoned:
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:  # gone meanwhile, or not a folder
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(folder, ignore_errors=True)
+        except BlockingIOError:  # a live build
+            pass
+        finally:
+            os.close(fd)
+
+
+def write_text_atomic(path: Path, text: str, *, errors: str = "strict") -> None:
+    """Write `text` (redacted) to `path` atomically, mode 0644."""
+    with atomic_text_writer(path, errors=errors) as handle:
+        handle.write(text)
+
+
+def write_bytes_file(path: Path, data: bytes) -> None:
+    """Write binary data (images, figures) with mode 0644, atomically (`_written_beside`: a
+    full disk leaves no partial file, a DiskFullError)."""
+    with _written_beside(path, fsync=False, size=lambda: len(data)) as fd:
+        _write(fd, data)
+
+
+def open_append(path: Path, mode: int = FILE_MODE) -> int:
+    """A file descriptor for appending to `path` (created with `mode`, whatever the umask)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+    os.fchmod(fd, mode)
+    return fd
+
+
+def append_whole(fd: int, path: Path, data: bytes, *, fsync: bool = False) -> None:
+    """Append `data` (whole lines) to the file `fd` has open for appending (`path`), or nothing:
+    a write that fails half-way (a full disk) is cut off again, so no torn line is left behind.
+    A full disk is a DiskFullError naming the folder and the space the lines needed."""
+    size = os.fstat(fd).st_size
+    try:
+        _write(fd, data)
+        if fsync:
+            os.fsync(fd)
+    except OSError as error:
+        try:
+            os.truncate(fd, size)
+        except OSError:
+            pass  # the reader's torn-tail rule still leaves the partial line unread
+        if is_disk_full(error):
+            raise disk_full(path, len(data)) from None
+        raise
+
+
+def json_text(data: Any) -> str:
+    """`data` as the JSON text of our files: an object with one top-level key per line (easy to
+    read and grep), each value compact. Written by the C encoder: `indent` would force the
+    pure-Python one, several times slower on a run's record."""
+    if not isinstance(data, dict) or not data:
+        return json.dumps(data, ensure_ascii=False, default=str) + "\n"
+    lines = (json.dumps({key: value}, ensure_ascii=False, default=str)[1:-1] for key, value in data.items())
+    return "{\n  " + ",\n  ".join(lines) + "\n}\n"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON (`json_text`) so that a reader (or a killed process) never sees a half-written
+    file.
+
+    The rename is atomic; there is no fsync, because surviving `kill -9` needs none and these
+    files are rewritten often (results.jsonl, the record of finished work, is fsync'd)."""
+    write_text_atomic(path, json_text(data))
+
+
+_DAMAGED_FIX = ("the file was edited or damaged: repair or delete that line (a deleted results.jsonl line's "
+                "problem is run again by --resume)")
+
+
+def _json_object(line: bytes, path: Path, line_number: Callable[[], int]) -> dict[str, Any]:
+    """A complete JSONL line as an object; a damaged line or one that is not an object is one
+    DataError naming the file and its line (`line_number()`, counted only then)."""
+    try:
+        record = parse_read_back(line)
+    except (ValueError, RecursionError) as error:  # JSON, UTF-8, nesting, digit limit
+        reason = "nested too deeply" if isinstance(error, RecursionError) else _reason(error)
+        raise DataError(f"{path} line {line_number()} is not a JSON record ({reason})", fix=_DAMAGED_FIX) from None
+    if not isinstance(record, dict):
+        raise DataError(f"{path} line {line_number()} is a JSON {type(record).__name__}, not a record",
+                        fix=_DAMAGED_FIX)
+    return record
+
+
+def _reason(error: ValueError) -> str:
+    """A parse error in a few words (JSON's own message without its position)."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"not valid JSON: {error.msg}"
+    if isinstance(error, UnicodeDecodeError):
+        return "not UTF-8 text"
+    return str(error)
+
+
+def parse_read_back(source: str | bytes) -> Any:
+    """Parsed JSON read back from a file (which may have been edited): a lone surrogate escape
+    becomes U+FFFD, so what is read can be written again. Raises what `text.json_loads` raises
+    (ValueError subclasses) and TooDeep."""
+    data = json_loads(source)
+    return valid_tree(data, limit=10**6) if may_hold_surrogates(source) else data
+
+
+def line_at(path: Path, offset: int) -> int:
+    """The number of the line starting at byte `offset` (the file is read only when an error
+    names a line)."""
+    count = 1
+    with open(path, "rb") as handle:
+        while offset > 0:
+            block = handle.read(min(offset, 1 << 20))
+            if not block:
+                break
+            count += block.count(b"\n")
+            offset -= len(block)
+    return count
+
+
+def read_jsonl_from(path: Path, start: int = 0, stop: int | None = None) -> tuple[list[dict[str, Any]], int]:
+    """The JSON objects on the complete lines of a JSONL file we wrote, from byte `start` (up to
+    byte `stop`), and the offset after the last complete line.
+
+    The one torn-tail rule: every writer ends each record with a newline, so a last line without
+    one is a record still being written (or torn by a kill) and is not read. Any other line that
+    is damaged or not an object stops the read: a DataError naming the file and the line. A
+    missing file reads as empty; an offset past the file's end reads nothing."""
+    start = max(0, start)
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size  # a hostile offset is never sought to or read up to
+            end = size if stop is None else min(stop, size)
+            if start >= end:
+                return [], start
+            handle.seek(start)
+            data = handle.read(end - start)
+    except FileNotFoundError:
+        return [], start
+    complete = data[: data.rfind(b"\n") + 1]
+    records = []
+    position = start
+    for line in complete.split(b"\n")[:-1]:
+        if line.strip():  # a blank line (an edit's) holds no record
+            records.append(_json_object(line, path, functools.partial(line_at, path, position)))
+        position += len(line) + 1
+    return records, start + len(complete)
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(byte offset, object) of each line, one line at a time (for files too big to hold), under
+    the same rules as `read_jsonl_from` (a damaged line stops the read, naming it)."""
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with handle:
+        offset = 0
+        for number, line in enumerate(handle, start=1):
+            start, offset = offset, offset + len(line)
+            if not line.endswith(b"\n"):
+                return  # the torn tail
+            if line.strip():  # a blank line (an edit's) holds no record
+                yield start, _json_object(line, path, functools.partial(int, number))
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a whole JSONL file we wrote (see `read_jsonl_from` for the rules)."""
+    return read_jsonl_from(path)[0]
+
+
+def read_json_object(path: Path, *, missing: str, fix: str) -> dict[str, Any]:
+    """A JSON object file we wrote; DataError(`missing`) when it is absent, and one line naming
+    the file when it cannot be read, is not JSON or is not an object."""
+    if not path.is_file():
+        raise DataError(missing, fix=fix)
+    try:
+        data = parse_read_back(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as error:  # ValueError: JSON, UTF-8, nesting, digit limit
+        raise DataError(f"cannot read {path}: {error}", fix="the run folder may be damaged") from None
+    if not isinstance(data, dict):
+        raise DataError(f"cannot read {path}: not a JSON object", fix="the run folder may be damaged")
+    return data
+
+
+def read_json_or_empty(path: Path) -> dict[str, Any]:
+    """A JSON object file that may be mid-rewrite or not yet written: {} then (live readers)."""
+    try:
+        data = parse_read_back(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}

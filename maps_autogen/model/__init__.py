@@ -1,0 +1,67 @@
+"""Talking to models: the OpenAI-compatible client, the checks on a service's answers, the reply
+cache, replica pools, token accounting, and the embedded local model (local/).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._backends import backend_lock as backend_lock
+    from ._backends import open_backend as open_backend
+    from ._backends import step_backend as step_backend
+    from ._cache import ResponseCache as ResponseCache
+    from ._client import ChatBackend as ChatBackend
+    from ._client import JsonModeMemo as JsonModeMemo
+    from ._client import ModelBackend as ModelBackend
+    from ._client import ReplyCheck as ReplyCheck
+    from ._client import RetryNote as RetryNote
+    from ._client import schema_response_format as schema_response_format
+    from ._completion import Completion as Completion
+    from ._pool import ReplicaPool as ReplicaPool
+    from ._service_answers import CUT_REASONS as CUT_REASONS
+    from ._service_answers import TokenCallback as TokenCallback
+    from ._service_answers import refuses_the_content as refuses_the_content
+    from ._tokens import TOKENS_PER_MESSAGE as TOKENS_PER_MESSAGE
+    from ._tokens import TOKENS_PER_REPLY as TOKENS_PER_REPLY
+    from ._tokens import image_tokens as image_tokens
+    from ._tokens import text_tokens as text_tokens
+
+# name → the private module that defines it, imported on first use (PEP 562)
+_EXPORTS: dict[str, str] = {
+    'CUT_REASONS': '_service_answers',
+    'ChatBackend': '_client',
+    'Completion': '_completion',
+    'JsonModeMemo': '_client',
+    'ModelBackend': '_client',
+    'ReplicaPool': '_pool',
+    'ReplyCheck': '_client',
+    'ResponseCache': '_cache',
+    'RetryNote': '_client',
+    'TOKENS_PER_MESSAGE': '_tokens',
+    'TOKENS_PER_REPLY': '_tokens',
+    'TokenCallback': '_service_answers',
+    'backend_lock': '_backends',
+    'image_tokens': '_tokens',
+    'open_backend': '_backends',
+    'refuses_the_content': '_service_answers',
+    'schema_response_format': '_client',
+    'step_backend': '_backends',
+    'text_tokens': '_tokens',
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """A name of this package, imported from its module on first use."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _EXPORTS[name]
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

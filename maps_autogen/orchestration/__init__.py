@@ -1,0 +1,84 @@
+"""The MAPS chat: AG2 behind one module and its model-client adapter, the Manager's pure flow and
+verdict rules, each step's inputs, the chat and its agents, a person in the chat, the run
+folder's transcript, and one solve.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._chat import ChatOutcome as ChatOutcome
+    from ._chat import MapsChat as MapsChat
+    from ._chat import Observer as Observer
+    from ._chat import Observers as Observers
+    from ._flow import FlowSettings as FlowSettings
+    from ._flow import calls_left as calls_left
+    from ._flow import passes as passes
+    from ._flow import sent_parts as sent_parts
+    from ._flow import weakest_step as weakest_step
+    from ._human import HumanDecision as HumanDecision
+    from ._human import HumanState as HumanState
+    from ._human import OnHumanError as OnHumanError
+    from ._human_desk import HumanDesk as HumanDesk
+    from ._role_inputs import format_options as format_options
+    from ._role_inputs import interleave_images as interleave_images
+    from ._solving import SolveResult as SolveResult
+    from ._solving import Team as Team
+    from ._solving import assemble_team as assemble_team
+    from ._solving import configured_chat_settings as configured_chat_settings
+    from ._solving import expected_time as expected_time
+    from ._solving import solve_problem as solve_problem
+    from ._transcript import RunWriter as RunWriter
+    from ._transcript import new_run_id as new_run_id
+    from ._transcript import request_for_transcript as request_for_transcript
+    from ._transcript import utc_now as utc_now
+    from ._verdict import extract_json_object as extract_json_object
+    from ._verdict import value_text as value_text
+
+# name → the private module that defines it, imported on first use (PEP 562)
+_EXPORTS: dict[str, str] = {
+    'calls_left': '_flow',
+    'ChatOutcome': '_chat',
+    'FlowSettings': '_flow',
+    'HumanDecision': '_human',
+    'HumanDesk': '_human_desk',
+    'HumanState': '_human',
+    'MapsChat': '_chat',
+    'Observer': '_chat',
+    'Observers': '_chat',
+    'OnHumanError': '_human',
+    'RunWriter': '_transcript',
+    'SolveResult': '_solving',
+    'Team': '_solving',
+    'assemble_team': '_solving',
+    'configured_chat_settings': '_solving',
+    'expected_time': '_solving',
+    'extract_json_object': '_verdict',
+    'format_options': '_role_inputs',
+    'interleave_images': '_role_inputs',
+    'new_run_id': '_transcript',
+    'passes': '_flow',
+    'request_for_transcript': '_transcript',
+    'sent_parts': '_flow',
+    'solve_problem': '_solving',
+    'utc_now': '_transcript',
+    'value_text': '_verdict',
+    'weakest_step': '_flow',
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """A name of this package, imported from its module on first use."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _EXPORTS[name]
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

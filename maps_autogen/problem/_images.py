@@ -1,0 +1,326 @@
+"""Load, validate, orient, downscale and encode images (files, http(s) URLs, data URLs)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import math
+import os
+import stat
+import warnings
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeAlias
+
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from maps_autogen._util import ProblemError, scoped, valid_text
+from maps_autogen.problem._fetch import fetch_url
+from maps_autogen.settings import LimitsConfig
+
+SUPPORTED_FORMATS = {
+    "PNG": "image/png",
+    "JPEG": "image/jpeg",
+    "GIF": "image/gif",
+    "WEBP": "image/webp",
+    "BMP": "image/bmp",
+}
+# Formats the chat APIs accept as they are; others (BMP) are re-encoded as PNG.
+_SENDABLE = {"PNG", "JPEG", "GIF", "WEBP"}
+_EXTENSION = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
+
+
+@dataclass(frozen=True)
+class ImageLimits:
+    """How much an image may cost us (agents.yaml `limits:`): bytes read, pixels decoded."""
+
+    file_bytes: int = LimitsConfig().image_file_bytes  # the defaults live in one place: config.py
+    pixels: int = LimitsConfig().image_pixels
+
+    @classmethod
+    def of(cls, limits: LimitsConfig) -> ImageLimits:
+        """The image limits of agents.yaml's `limits:` section."""
+        return cls(file_bytes=limits.image_file_bytes, pixels=limits.image_pixels)
+
+
+_limits: ContextVar[ImageLimits] = ContextVar("image_limits", default=ImageLimits())  # noqa: B039 - frozen
+
+
+def image_limits(limits: ImageLimits) -> AbstractContextManager[None]:
+    """Apply `limits` to every image loaded inside the block (the config's `limits:`)."""
+    return scoped(_limits, limits)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 2**20:.1f} MB"
+
+
+def _too_large(source: str, size: int | None, limit: int) -> ProblemError:
+    what = f"is {_megabytes(size)}" if size is not None else "is larger than that"
+    return ProblemError(f"image {source} {what}, over limits.image_file_bytes ({_megabytes(limit)})",
+                        fix="pass a smaller image or raise limits.image_file_bytes in agents.yaml")
+
+
+def _read_file(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, at most `limit`: devices (/dev/zero) and FIFOs are refused
+    without being opened, so nothing is read whole and nothing blocks."""
+    try:
+        info = path.stat()
+    except OSError as error:
+        raise ProblemError(
+            f"cannot read image file {path}: {error.strerror or error}", fix="check the path and permissions"
+        ) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ProblemError(f"image path {path} is not a regular file", fix="pass an image file")
+    if info.st_size > limit:
+        raise _too_large(str(path), info.st_size, limit)
+    try:
+        # O_NONBLOCK: should the path be swapped for a FIFO after the check, open does not wait.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise ProblemError(f"image path {path} is not a regular file", fix="pass an image file")
+            data = handle.read(limit + 1)
+    except OSError as error:
+        raise ProblemError(
+            f"cannot read image file {path}: {error.strerror or error}", fix="check the file's permissions"
+        ) from None
+    if len(data) > limit:
+        raise _too_large(str(path), None, limit)
+    return data
+
+
+@dataclass(frozen=True)
+class ImageInput:
+    """An image ready to send: encoded bytes, MIME type, size, and where it came from."""
+
+    name: str  # a short display name (file name, or "image-N" for data URLs)
+    source: str  # the path or URL given (data URLs are abbreviated)
+    data: bytes
+    mime: str
+    width: int
+    height: int
+    # The data URL, encoded once: every request that sends the image, and the transcript's
+    # lookup of it, use this one string (not part of equality; `replace` makes a new one).
+    _data_url: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def extension(self) -> str:
+        return _EXTENSION[self.mime]
+
+    def data_url(self) -> str:
+        """The base64 data URL the chat API receives (encoded on first use, then kept)."""
+        url = self._data_url
+        if url is None:
+            url = f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+            object.__setattr__(self, "_data_url", url)  # a cache: the image itself is unchanged
+        return url
+
+
+def _read_source(source: str, base_dir: Path | None) -> tuple[bytes, str]:
+    limit = _limits.get().file_bytes
+    if source.startswith("data:"):
+        header, _, payload = source.partition(",")
+        if ";base64" not in header or not payload:
+            raise ProblemError("a data URL image is not base64-encoded", fix="use data:image/png;base64,...")
+        if len(payload) * 3 // 4 > limit:
+            raise _too_large("(data URL)", len(payload) * 3 // 4, limit)
+        try:
+            return base64.b64decode(payload, validate=False), "image"
+        except (binascii.Error, ValueError):
+            raise ProblemError("a data URL image has invalid base64", fix="re-encode the image") from None
+    if source.startswith(("http://", "https://")):
+        # Only public addresses unless the URL is the user's own (fetch.private_urls_allowed).
+        data = fetch_url(source, limit=limit)
+        if data is None:
+            raise _too_large(source, None, limit)
+        return data, source.rstrip("/").rsplit("/", 1)[-1] or "image"
+    path = Path(source).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    if not path.exists():
+        raise ProblemError(f"image file {path} does not exist", fix="check the path")
+    if path.is_dir():
+        raise ProblemError(f"image path {path} is a folder, not a file", fix="pass an image file")
+    return _read_file(path, limit), path.name
+
+
+def load_image(source: str, *, max_side: int, base_dir: Path | None = None, index: int = 1) -> ImageInput:
+    """Load and validate one image; apply EXIF orientation; downscale so neither side exceeds
+    `max_side`; re-encode only when something changed or the format is not sendable."""
+    raw, name = _read_source(source, base_dir)
+    # A path from the command line may hold bytes that are not UTF-8 (lone surrogates here).
+    display, name = (valid_text(source) if not source.startswith("data:") else f"data URL #{index}"), valid_text(name)
+    if name == "image":
+        name = f"image-{index}"
+    return image_from_bytes(raw, name=name, source=display, max_side=max_side)
+
+
+def image_from_bytes(raw: bytes, *, name: str, source: str, max_side: int) -> ImageInput:
+    """Validate, orient, downscale and encode image bytes (from a file, a URL or a data set).
+
+    A big JPEG is decoded at a reduced scale (Pillow's draft mode) when it will be downscaled
+    anyway; an image whose decoded size is over limits.image_pixels is refused before decoding."""
+    limit = _limits.get().pixels
+    try:
+        with warnings.catch_warnings():
+            # Our own pixel limit decides; Pillow's multi-line warning about big images is noise.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = _open_within_limit(raw, source, max_side, limit)
+    except Image.DecompressionBombError:
+        raise _too_many_pixels(source, None, limit) from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
+        raise ProblemError(f"{source} is not a readable image", fix="use a PNG, JPEG, GIF, WebP or BMP file") from None
+    fmt = image.format or ""
+    rotated = _has_orientation(image)
+    oriented = ImageOps.exif_transpose(image) if rotated else image  # (it copies even when nothing turns)
+    too_big = max(oriented.size) > max_side
+    if too_big:
+        oriented = oriented.copy()
+        oriented.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
+    if not (too_big or rotated) and fmt in _SENDABLE:
+        return ImageInput(name, source, raw, SUPPORTED_FORMATS[fmt], image.width, image.height)
+    out = io.BytesIO()
+    if fmt == "JPEG":
+        oriented.convert("RGB").save(out, format="JPEG", quality=90)
+        mime = "image/jpeg"
+    else:
+        if oriented.mode not in ("RGB", "RGBA", "L", "LA"):
+            oriented = oriented.convert("RGBA")
+        oriented.save(out, format="PNG")
+        mime = "image/png"
+    return ImageInput(name, source, out.getvalue(), mime, oriented.width, oriented.height)
+
+
+#: What a Problem's `images` may hold: a ready image, a path, an http(s) or data URL, the
+#: image file's bytes, or a PIL image (the Python API's forms; a problem file gives paths and URLs).
+ImageSource: TypeAlias = ImageInput | str | os.PathLike[str] | bytes | bytearray | Image.Image
+
+
+def image_input(source: ImageSource, *, max_side: int, index: int) -> ImageInput:
+    """Any `ImageSource` as an image ready to send, checked as a problem file's images are (the
+    limits in force, private URLs refused unless allowed); a ready `ImageInput` is kept as it is.
+    `index` numbers the images of one problem (the name of one that has none)."""
+    if isinstance(source, ImageInput):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        return load_image(os.fspath(source), max_side=max_side, index=index)  # relative: to the working folder
+    name = f"image-{index}"
+    if isinstance(source, (bytes, bytearray)):
+        limit = _limits.get().file_bytes
+        if len(source) > limit:
+            raise _too_large(f"#{index} (bytes)", len(source), limit)
+        return image_from_bytes(bytes(source), name=name, source=f"bytes #{index}", max_side=max_side)
+    if isinstance(source, Image.Image):
+        return image_from_pil(source, name=name, max_side=max_side)
+    raise ProblemError(f"image #{index} is a {type(source).__name__}",
+                       fix="give a file path, an http(s) or data URL, the image's bytes or a PIL image")
+
+
+# Enough for a PNG's, GIF's and WebP's header and for a JPEG's markers up to its frame header.
+HEADER_BYTES = 256 * 1024
+
+
+def header_size(head: bytes, *, max_side: int) -> tuple[int, int] | None:
+    """The size an image is sent at (fitted to `max_side`), read from the first bytes of its file
+    (at most `HEADER_BYTES`): PIL reads only the header, no pixel is decoded. None when those
+    bytes do not say (not a supported image, a header past them)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Image.open(io.BytesIO(head[:HEADER_BYTES])) as image:
+                (width, height), fmt = image.size, image.format
+                try:
+                    # A JPEG's EXIF orientation (read with its header; other formats' EXIF needs a decode).
+                    if fmt == "JPEG" and image.getexif().get(0x0112) in (5, 6, 7, 8):
+                        width, height = height, width
+                except (OSError, ValueError, SyntaxError, EOFError):
+                    pass  # no EXIF within the bytes read: sent as it is stored
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError):
+        return None
+    if fmt not in SUPPORTED_FORMATS or width < 1 or height < 1:
+        return None
+    return fitted_size(width, height, max_side)
+
+
+def fitted_size(width: int, height: int, max_side: int) -> tuple[int, int]:
+    """The size PIL's `thumbnail((max_side, max_side))` gives an image of `width` x `height`
+    (as `image_from_bytes` downscales it): the aspect kept, rounded as PIL rounds it."""
+    if width <= max_side and height <= max_side:
+        return width, height
+    aspect = width / height
+
+    def rounded(number: float, key: Callable[[int], float]) -> int:
+        return max(min(math.floor(number), math.ceil(number), key=key), 1)
+
+    if aspect <= 1:  # x / y >= aspect with x = y = max_side
+        return rounded(max_side * aspect, key=lambda n: abs(aspect - n / max_side)), max_side
+    return max_side, rounded(max_side / aspect, key=lambda n: 0 if n == 0 else abs(aspect - max_side / n))
+
+
+def file_head(path: Path) -> bytes:
+    """The first `HEADER_BYTES` of a regular file (a device or FIFO is refused unopened)."""
+    if not stat.S_ISREG(path.stat().st_mode):
+        raise ProblemError(f"image path {path} is not a regular file", fix="pass an image file")
+    with open(path, "rb") as handle:
+        return handle.read(HEADER_BYTES)
+
+
+def fitted_image(image: ImageInput, *, max_side: int) -> ImageInput:
+    """`image` downscaled so neither side exceeds `max_side` and checked against the pixel limit
+    in force (a run's config may be stricter than the one it was loaded under); unchanged when
+    it already fits."""
+    if max(image.width, image.height) <= max_side and image.width * image.height <= _limits.get().pixels:
+        return image
+    return image_from_bytes(image.data, name=image.name, source=image.source, max_side=max_side)
+
+
+def image_from_pil(image: Image.Image, *, name: str, max_side: int) -> ImageInput:
+    """An image a data set decoded (PIL) made ready to send."""
+    _check_pixels(name, image.size, _limits.get().pixels)
+    out = io.BytesIO()
+    fmt = image.format if image.format in _SENDABLE else "PNG"
+    frame = image if fmt != "JPEG" else image.convert("RGB")
+    if fmt == "PNG" and frame.mode not in ("RGB", "RGBA", "L", "LA", "P"):
+        frame = frame.convert("RGBA")
+    frame.save(out, format=fmt)
+    return image_from_bytes(out.getvalue(), name=name, source=name, max_side=max_side)
+
+
+def _open_within_limit(raw: bytes, source: str, max_side: int, limit: int) -> Image.Image:
+    """Verify the image, reduce a big JPEG while decoding, refuse too many pixels, decode."""
+    with Image.open(io.BytesIO(raw)) as probe:
+        probe.verify()  # checks structure and checksums without decoding the pixels
+    image = Image.open(io.BytesIO(raw))
+    fmt = image.format or ""
+    if fmt not in SUPPORTED_FORMATS:
+        raise ProblemError(
+            f"{source} is a {fmt or 'unknown'} image, which is not supported", fix="convert it to PNG or JPEG"
+        )
+    if fmt == "JPEG" and max(image.size) > max_side:
+        image.draft(None, (max_side, max_side))  # decode at 1/2, 1/4 or 1/8 scale
+    _check_pixels(source, image.size, limit)
+    image.load()
+    return image
+
+
+def _too_many_pixels(source: str, size: tuple[int, int] | None, limit: int) -> ProblemError:
+    what = f"{size[0]}x{size[1]} = {size[0] * size[1]:,} pixels" if size else "more pixels than Pillow decodes"
+    return ProblemError(f"image {source} has {what}, over limits.image_pixels ({limit:,})",
+                        fix="pass a smaller image or raise limits.image_pixels in agents.yaml")
+
+
+def _check_pixels(source: str, size: tuple[int, int], limit: int) -> None:
+    if size[0] * size[1] > limit:
+        raise _too_many_pixels(source, size, limit)
+
+
+def _has_orientation(image: Image.Image) -> bool:
+    try:
+        return bool(image.getexif().get(0x0112, 1) != 1)
+    except Exception:  # noqa: BLE001 - a broken EXIF block is not worth failing the image for
+        return False

@@ -1,0 +1,223 @@
+"""The live view of a chat in the terminal: who speaks, what they said, scores, rollbacks, and
+after the first reply an estimate of the time left, from the measured speed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from maps_autogen._util import DataError, StreamRedactor, escape_controls, terminal_safe
+from maps_autogen.orchestration import calls_left, sent_parts
+from maps_autogen.records import (
+    USER_PROXY_ROLE,
+    AnswerParsed,
+    ChatRecord,
+    EventRecord,
+    FlowRecord,
+    MessageRecord,
+    RollbackEvent,
+    StopEvent,
+    TokenRecord,
+    TurnStartRecord,
+    VerdictParsed,
+    read_run,
+)
+from maps_autogen.report._replies import ReadReply, read_reply
+from maps_autogen.settings import answer_with_option, possessive
+
+# Each speaker gets the next style as it first appears (step names come from the team).
+ROLE_STYLES = ("bold magenta", "bold blue", "bold green", "bold yellow", "bold red", "bold cyan")
+USER_PROXY_STYLE = "bold white"
+
+
+def _safe(value: Any) -> Text:
+    """Untrusted text as a rich Text: no markup, secrets masked, control characters escaped."""
+    return Text(terminal_safe(str(value)))
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+class _PipeConsole(Console):
+    """A rich Console that leaves a closed standard output to the command: rich's own answer is
+    to exit at once (code 1, the run left unfinished); this raises BrokenPipeError instead, which
+    `interrupts.ClosedOutputGuard` turns into a clean stop."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError("standard output was closed")
+
+
+class LiveConsole:
+    """Prints chat records as they arrive. Model output is printed as plain text (no markup),
+    with secrets masked and terminal control sequences shown escaped; our own styling is
+    applied around it."""
+
+    def __init__(self, file: TextIO | None = None, *, max_chars: int | None = None, options: Sequence[str] = ()):
+        self.console = _PipeConsole(file=file, highlight=False, soft_wrap=True, emoji=False)
+        self.max_chars = max_chars
+        self.options = tuple(options)  # the problem's options: an answer letter is shown with its text
+        self._streamed: set[tuple[str, int]] = set()
+        self._stream_redactor = StreamRedactor()
+        self._turn = 0
+        self._styles: dict[str, str] = {}
+        self.run_dir: Path | None = None  # set once the run folder exists (`watch`): its flow plans the estimate
+        self._flow: FlowRecord | None = None
+        self._call_seconds: list[float] = []  # measured model calls (replies from the cache are not)
+        self._rollbacks = 0
+        self._last_agent = ""  # who spoke last (before a reviewer's rollback: the reviewer)
+
+    def watch(self, run_dir: Path) -> None:
+        """The run folder of the chat this console shows (its run.json records the chat's flow)."""
+        self.run_dir = run_dir
+
+    def _style(self, role: str) -> str:
+        if role == USER_PROXY_ROLE:
+            return USER_PROXY_STYLE
+        if role not in self._styles:
+            self._styles[role] = ROLE_STYLES[len(self._styles) % len(ROLE_STYLES)]
+        return self._styles[role]
+
+    def _header(self, agent: str, role: str, detail: str) -> None:
+        self.console.print(
+            Text(f"\n── {terminal_safe(agent)} ", style=self._style(role)) + Text(terminal_safe(detail), style="dim")
+        )
+
+    def emit(self, record: ChatRecord) -> None:
+        if isinstance(record, TurnStartRecord):
+            leftover = self._stream_redactor.flush()  # the tail of a stream that ended without a message
+            if leftover:
+                self.console.print(Text(escape_controls(leftover)))
+            self._turn += 1
+            return
+        if isinstance(record, TokenRecord):
+            if (record.role, self._turn) not in self._streamed:
+                self._streamed.add((record.role, self._turn))
+                self._header(record.role.capitalize(), record.role, "(streaming)")
+            self.console.print(Text(escape_controls(self._stream_redactor.feed(record.text))), end="")
+            return
+        if isinstance(record, MessageRecord):
+            self._message(record)
+            self._measure(record)
+        else:
+            self._event(record)
+            if isinstance(record, RollbackEvent):
+                self._rollbacks += 1
+                self._estimate(record.step)
+
+    def _plan(self) -> FlowRecord | None:
+        """The chat's flow, read once from its run.json (None before the folder is known)."""
+        if self._flow is None and self.run_dir is not None:
+            try:
+                self._flow = read_run(self.run_dir).flow
+            except DataError:
+                return None
+        return self._flow
+
+    def _measure(self, record: MessageRecord) -> None:
+        """Time a model reply; after the first, say how long the rest may take."""
+        usage = record.usage
+        took = usage.seconds if usage is not None and usage.seconds is not None else record.seconds
+        if record.role == USER_PROXY_ROLE or took is None or (usage is not None and usage.cached):
+            return
+        self._call_seconds.append(took)
+        if len(self._call_seconds) == 1:
+            self._estimate(None, made=1)
+
+    def _estimate(self, rollback_step: str | None, made: int = 0) -> None:
+        """One dim line: the calls left (fewest to most, by the flow's plan) times the mean measured call."""
+        flow = self._plan()
+        if flow is None or not self._call_seconds:
+            return
+        least, most = calls_left(flow, rollback_step, self._rollbacks)
+        least, most = max(0, least - made), max(0, most - made)
+        mean = sum(self._call_seconds) / len(self._call_seconds)
+        span = f"{least}" if least == most else f"{least}-{most}"
+        self.console.print(Text(
+            f"≈ {span} more model call{'s' if most != 1 else ''} at ~{mean:.1f} s each (measured so far): about "
+            f"{_minutes(least * mean)}" + ("" if least == most else f" to {_minutes(most * mean)}") + " left",
+            style="dim"))
+
+    def _message(self, record: MessageRecord) -> None:
+        role = record.role
+        self._last_agent = record.agent or role
+        streamed = (role, self._turn) in self._streamed
+        if not streamed:
+            # The header names the step (the agent); record.step is the dimension the step is scored on.
+            detail = f"round {record.round}" + (" (revision)" if record.revision else "")
+            usage = record.usage
+            if usage is not None and usage.seconds is not None:
+                detail += f", {usage.seconds:.1f}s"
+            if usage is not None and usage.truncated:
+                detail += ", reply truncated at limits.reply_bytes"
+            self._header(record.agent, role, detail)
+            reading = read_reply(record.content, record.parsed)
+            if reading is not None:
+                self._reading(reading)
+            else:
+                content = record.content
+                if self.max_chars and len(content) > self.max_chars:
+                    content = content[: self.max_chars] + " …"
+                self.console.print(_safe(content))
+        else:
+            self.console.print(Text(escape_controls(self._stream_redactor.flush())))
+        # What the reply parsed into says what it is (a verdict or an answer), whatever the step's name.
+        verdict = record.parsed
+        if isinstance(verdict, VerdictParsed):
+            scores = verdict.scores
+            whose = possessive(terminal_safe(record.agent))
+            table = Table(title=f"{whose} scores", show_header=True, header_style="bold")
+            table.add_column("")
+            for dimension in scores:
+                table.add_column(_safe(dimension))
+            table.add_row("score", *(_safe(score) for score in scores.values()))
+            if verdict.feedback:
+                table.add_row("feedback", *(_safe(verdict.feedback_on(dimension)) for dimension in scores))
+            self.console.print(table)
+        elif isinstance(read := record.parsed, AnswerParsed):
+            answer = self.answer_text(read.final_answer)
+            whose = possessive(terminal_safe(record.agent))
+            self.console.print(Text(f"{whose} answer: ", style="bold") + _safe(answer))
+
+    def answer_text(self, answer: str) -> str:
+        """An answer as shown: an option's letter with the option's text ("C. 3 kg")."""
+        return answer_with_option(answer, self.options)
+
+    def _reading(self, reading: ReadReply) -> None:
+        """A structured reply as headed paragraphs (the raw reply stays in the run's transcript)."""
+        for section in reading.sections:
+            text = section.text
+            if self.max_chars and len(text) > self.max_chars:
+                text = text[: self.max_chars] + " …"
+            self.console.print(Text(terminal_safe(section.heading), style="bold underline"))
+            self.console.print(_safe(text))
+
+    def _event(self, record: EventRecord) -> None:
+        event = record.event
+        if isinstance(record, RollbackEvent):
+            scores = ", ".join(f"{k} {v}" for k, v in record.scores.items())
+            why = "sent back by you" if record.by == "user" else scores
+            self.console.print(
+                Text(
+                    terminal_safe(f"\n↺ rollback {record.number}: re-running from the {record.step} step ({why})"),
+                    style="bold cyan",
+                )
+            )
+            # What the step was sent, labelled by who sent it: you at a pause, or the reviewer (the
+            # reply just before a rollback is the reviewer's).
+            sent = sent_parts(record.by, record.question, record.score, record.evaluation)
+            if sent:
+                sender = "you" if record.by == "user" else f"the {self._last_agent or 'reviewer'}"
+                self.console.print(Text(terminal_safe(f"  sent to the {record.step} step by {sender}:"), style="cyan"))
+            for part, text in sent:
+                self.console.print(Text(f"    {part}: ", style="cyan") + _safe(text))
+        elif isinstance(record, StopEvent):
+            self.console.print(Text(terminal_safe(f"\n■ stopped: {record.stop_reason}"), style="bold"))
+        else:
+            self.console.print(Text(terminal_safe(f"\n! {record.detail or event}"), style="yellow"))

@@ -1,0 +1,17 @@
+"""`maps view`: read a solve or eval run in a browser, as one self-contained page, as a folder
+of pages that scales to thousands of problems, or live from a small local server while the run
+is still going (server.py)."""
+
+from maps_autogen.report.view.assets import CSS, SCRIPT, PageMode, content_security_policy
+from maps_autogen.report.view.pages import export_view, render_view, write_pages, write_view
+
+__all__ = [
+    "CSS",
+    "SCRIPT",
+    "PageMode",
+    "content_security_policy",
+    "export_view",
+    "render_view",
+    "write_pages",
+    "write_view",
+]
