@@ -89,7 +89,7 @@ from maps_autogen.report.view.render import (
 
 logger = logging.getLogger(__name__)
 POLL_S = 0.2  # how often a live feed looks at the files (new turns show within a second)
-UNFINISHED_EVERY = 5  # polls between looks for problems that started (reads the problems/ folder)
+UNFINISHED_EVERY = 5  # at most this often (in polls) a folder waiting for its run.json is looked at again
 KEEPALIVE_S = 15.0  # an SSE comment now and then keeps proxies and browsers from timing out
 CLOSE_WAIT_S = 2.0  # how long closing waits for the live feeds' last words
 _KEY = re.compile(r"[A-Za-z0-9._-]{1,100}")  # what safe_paths.safe_component gives
@@ -493,6 +493,12 @@ class ViewServer:
             raise _NotFound("not an eval run")
         return self._results_events(_parse_offset(last_event or query.get("offset", "0")))
 
+    def _waiting(self, rows: Sequence[Any], announced: set[str]) -> bool:
+        """Whether a problem folder no result names is not on the page yet (its run.json not
+        written yet, or damaged)."""
+        finished = [row for row in rows if isinstance(row, ResultRow)]
+        return any(page_key(folder.name) not in announced for folder in unnamed_folders(self.run_dir, finished))
+
     def _results_events(self, offset: int) -> Iterator[bytes]:
         """Rows of problems that finished since the page's offset (and of problems that started,
         until their result replaces them), and the recomputed summary; a reload when
@@ -503,6 +509,8 @@ class ViewServer:
         rows, _ = load_results(self.run_dir)
         latest = latest_by_pid(rows)  # kept up to date from the new rows, not read again whole
         announced = {page_key(row.pid) for row in unfinished_rows(self.run_dir, rows)}  # on the page already
+        problems = self.run_dir / PROBLEMS_DIR
+        listed, waiting = _stamp(problems), self._waiting(rows, announced)
         for tick, keepalive in enumerate(self._ticks()):
             stamp = _stamp(path)
             if stamp is not None and ((first is not None and stamp[0] != first[0]) or stamp[1] < offset):
@@ -517,8 +525,14 @@ class ViewServer:
                 latest.update(latest_by_pid(records))
                 rows = list(latest.values())
                 yield _sse("replace", {"html": render_eval_summary(read_manifest(self.run_dir), rows)})
-            if tick % UNFINISHED_EVERY == 0:
+            # problems/ is listed only when a problem may have started: its folder changed (a new
+            # problem folder), a result came in, or a folder waits for its run.json (looked at
+            # again every few polls); an eval that is not running costs one stat per poll.
+            now = _stamp(problems)
+            if now != listed or records or (waiting and tick % UNFINISHED_EVERY == 0):
+                listed = now
                 started = [row for row in unfinished_rows(self.run_dir, rows) if page_key(row.pid) not in announced]
+                waiting = self._waiting(rows, announced | {page_key(row.pid) for row in started})
                 if started:
                     announced.update(page_key(row.pid) for row in started)
                     yield _sse(
