@@ -77,6 +77,11 @@ EXPECTED: dict[str, list[str]] = {
         *(rf"llama.cpp server, {layout} layout: \d+ requests, \d+ prompt tokens, \d+ from its cache \(\d+%\), "
           rf"prompt time {NUMBER} s" for layout in ("paper", "shared_prefix")),
     ],
+    "inspect_task_creation.py": [
+        rf"50 rows, task made with lazy samples: {NUMBER} s, 0 images read",
+        rf"50 rows, baseline \(every sample read when the task is made\): {NUMBER} s, 50 images read",
+        r"--limit 20: 20 images read when the samples run \(each once\)",
+    ],
     "mathvista_extraction_agreement.py": [
         rf"mathvista_testmini_verdicts.dev.jsonl.gz: \d+ records, scored from `response` in {NUMBER} s",
         rf"agreement with the official verdicts: \d+ / \d+ = {NUMBER}%",
