@@ -77,6 +77,12 @@ EXPECTED: dict[str, list[str]] = {
         *(rf"llama.cpp server, {layout} layout: \d+ requests, \d+ prompt tokens, \d+ from its cache \(\d+%\), "
           rf"prompt time {NUMBER} s" for layout in ("paper", "shared_prefix")),
     ],
+    "answer_cost.py": [
+        r"examples/bench.jsonl, the scripted server:",
+        *(rf"{method} \(gpt-4o\): accuracy 100% \(2/2\); per {per}: prompt tokens {NUMBER} \(cached {NUMBER}\), "
+          rf"completion tokens {NUMBER}, calls {NUMBER}, cost {NUMBER}"
+          for method in ("maps", "cot") for per in ("problem", "correct answer")),
+    ],
     "inspect_task_creation.py": [
         rf"50 rows, task made with lazy samples: {NUMBER} s, 0 images read",
         rf"50 rows, baseline \(every sample read when the task is made\): {NUMBER} s, 50 images read",
