@@ -83,9 +83,10 @@ def main() -> int:
         per_problem, per_correct = row.per(row.problems), row.per(row.correct)
         accuracy = "–" if row.accuracy is None else f"{row.accuracy:.0f}%"  # accuracy is in percent
         for name, shares in (("per problem", per_problem), ("per correct answer", per_correct)):
+            shown = {key: "–" if value is None else value for key, value in shares.items()}  # no correct answer
             print(f"{row.label}: accuracy {accuracy} ({row.correct}/{row.scored}); {name}: "
-                  f"prompt tokens {shares['prompt_tokens']} (cached {shares['cached_tokens']}), "
-                  f"completion tokens {shares['completion_tokens']}, calls {shares['calls']}, cost {shares['cost']}")
+                  f"prompt tokens {shown['prompt_tokens']} (cached {shown['cached_tokens']}), "
+                  f"completion tokens {shown['completion_tokens']}, calls {shown['calls']}, cost {shown['cost']}")
     return 0
 
 
