@@ -172,6 +172,20 @@ def test_reasoning_model_settings_reach_llama_cpp(tmp_path: Path, llama: str) ->
     assert sent["headers"] == {"X-Title": "maps"}
 
 
+def test_llama_cpps_cached_prompt_tokens_are_read_from_its_usage(tmp_path: Path, llama: str) -> None:
+    # The same request twice: llama.cpp's prompt cache serves the second one's prompt and says so
+    # in usage.prompt_tokens_details.cached_tokens, which our client reads (never more than the
+    # prompt) and records with the call.
+    endpoint = {"kind": "openai", "base_url": llama, "api_key_env": None, "default_model": ALIAS, "max_tokens": 2}
+    config = {"endpoints": {"llama": endpoint}, "model": {"endpoint": "llama"}}
+    one_call(tmp_path, config)
+    again = one_call(tmp_path, config)
+    assert not again.tokens_estimated and again.usage_unusable is None
+    assert again.prompt_tokens is not None and again.cached_tokens is not None
+    assert 0 < again.cached_tokens <= again.prompt_tokens
+    assert again.usage().cached_tokens == again.cached_tokens
+
+
 def test_an_azure_config_list_entry_through_litellms_azure_route(tmp_path: Path, proxy: str) -> None:
     # LiteLLM's proxy serves Azure's deployment route (/openai/deployments/NAME/chat/completions)
     # and takes the key in an `api-key` header, as Azure does: an AG2 Azure entry talks to it unchanged.
