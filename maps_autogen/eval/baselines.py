@@ -19,6 +19,7 @@ from maps_autogen.orchestration import (
     interleave_images,
     request_for_transcript,
     utc_now,
+    withheld_image_notes,
 )
 from maps_autogen.problem import Problem
 from maps_autogen.records import (
@@ -31,7 +32,7 @@ from maps_autogen.records import (
     RunRecord,
     Usage,
 )
-from maps_autogen.settings import read_yaml
+from maps_autogen.settings import PromptSet, read_yaml
 
 METHODS = BASELINES  # the methods this module runs
 
@@ -58,13 +59,15 @@ def load_baseline_prompts(path: Path) -> dict[str, BaselinePrompt]:
 
 
 def baseline_request(
-    problem: Problem, prompt: BaselinePrompt, labels: dict[str, str], ending: str, *, send_images: bool,
+    problem: Problem, prompt: BaselinePrompt, prompts: PromptSet, ending: str, *, send_images: bool,
     max_images: int | None = None,
 ) -> list[dict[str, Any]]:
     """The one request of a baseline: instruction, question, context, options, answer format;
     each image right after its `<image_k>` placeholder, as the benchmarks' own evaluation code
     places them (an image the text never names follows it, after its tag); at most `max_images`
-    of them (an endpoint's limit per request)."""
+    of them (an endpoint's limit per request). An image not sent (a text-only model, or beyond
+    `max_images`) has the same note under the images heading as a MAPS step's request."""
+    labels = prompts.task.labels
     sections = [prompt.instruction, f"## {labels['question']}\n{problem.question}"]
     if problem.context:
         sections.append(f"## {labels['context']}\n{problem.context}")
@@ -74,10 +77,14 @@ def baseline_request(
         sections.append(
             f"## {labels['answer_format']}\n" + " ".join(part for part in (problem.answer_format, ending) if part)
         )
+    sent = (len(problem.images) if max_images is None else min(max_images, len(problem.images))) if send_images else 0
+    if sent < len(problem.images):
+        capped = max_images if send_images else None  # else the model cannot see images
+        sections.append(f"## {labels['images']}\n" + withheld_image_notes(prompts, problem.images, sent, capped))
     text = "\n\n".join(sections)
     content: str | list[dict[str, Any]] = text
-    if send_images and problem.images and max_images != 0:
-        content = interleave_images(text, problem.images[:max_images], problem.options)
+    if sent:
+        content = interleave_images(text, problem.images[:sent], problem.options)
     return [{"role": "system", "content": prompt.system}, {"role": "user", "content": content}]
 
 
@@ -123,7 +130,7 @@ def run_baseline(
     try:
         image_files = writer.save_images(problem)
         messages = baseline_request(
-            problem, prompt, team.prompts.task.labels, ending, send_images=backend.supports_images,
+            problem, prompt, team.prompts, ending, send_images=backend.supports_images,
             max_images=backend.model.max_images,
         )
         content = messages[1]["content"]

@@ -136,7 +136,7 @@ def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig,
             if method != "maps":
                 assert baseline is not None
                 backend = backends[loaded.team.config.final_step.name]  # the answering step's model
-                messages = baseline_request(problem, baseline, prompts.task.labels, ending,
+                messages = baseline_request(problem, baseline, prompts, ending,
                                             send_images=backend.supports_images,
                                             max_images=backend.model.max_images)
                 try:

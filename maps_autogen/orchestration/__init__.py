@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._human_desk import HumanDesk as HumanDesk
     from ._role_inputs import format_options as format_options
     from ._role_inputs import interleave_images as interleave_images
+    from ._role_inputs import withheld_image_notes as withheld_image_notes
     from ._solving import SolveResult as SolveResult
     from ._solving import Team as Team
     from ._solving import assemble_team as assemble_team
@@ -67,6 +68,7 @@ _EXPORTS: dict[str, str] = {
     'utc_now': '_transcript',
     'value_text': '_verdict',
     'weakest_step': '_flow',
+    'withheld_image_notes': '_role_inputs',
 }
 __all__ = sorted(_EXPORTS)
 

@@ -155,6 +155,12 @@ def image_note(prompts: PromptSet, image: ImageInput, index: int, max_images: in
     return render(prompts.task.image_capped_note, {**variables, "max_images": max_images}, source=prompts.task.source)
 
 
+def withheld_image_notes(prompts: PromptSet, images: Sequence[ImageInput], sent: int, max_images: int | None) -> str:
+    """One note per image after the first `sent` (the ones a request does not carry), a line each,
+    worded by why (`image_note`)."""
+    return "\n".join(image_note(prompts, image, n, max_images) for n, image in enumerate(images, start=1) if n > sent)
+
+
 def build_request(
     step: StepConfig,
     problem: Problem,
@@ -197,9 +203,7 @@ def build_request(
         sent = min(sent, max_images)
     if images in ("note", "send") and problem.has_images and sent < len(problem.images):
         capped = max_images if images == "send" else None  # else the model cannot see images
-        notes = "\n".join(image_note(prompts, image, n, capped) for n, image in enumerate(problem.images, start=1)
-                          if n > sent)
-        sections.append(f"## {labels['images']}\n{notes}")
+        sections.append(f"## {labels['images']}\n" + withheld_image_notes(prompts, problem.images, sent, capped))
     blocks = [(section, False) for section in sections if section]
     inputs = labelled_inputs(step, problem, outputs)
     if shared_prefix:  # earlier steps' outputs (shared by the steps after them) before the problem's fields

@@ -18,6 +18,7 @@ from maps_autogen.settings._config import load_config
 from tests.helpers.common import REPO, TEST_KEY, clean_env, critic_json, run_maps, solver_json
 from tests.helpers.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.helpers.fake_openai import FakeOpenAI, Received, Reply
+from tests.helpers.image_notes import assert_notes_once_under_images, note_for
 
 if os.environ.get("CI") == "true":  # CI installs the inspect extra (scripts/setup.sh): missing is a failure
     from inspect_ai.log import read_eval_log
@@ -243,7 +244,10 @@ def test_a_text_only_server_with_its_config_and_an_unusable_review_sent_once(tmp
         log = inspect_eval("mathvista", ["-T", f"data={data}", "-T", f"config={config}"], server, tmp_path)
     samples = {str(sample.id): sample for sample in log.samples or []}
     assert all(not request.image_urls() for request in server.received)  # a note stands in for each image
-    assert all("image" in request.user_text().lower() for request in server.received if request.role == STEPS[0])
+    for request in server.received:  # each step that is shown the images is told of each one once
+        if request.role == STEPS[0]:
+            pid = script._pid(request)
+            assert_notes_once_under_images(request.user_text(), [note_for("<image_1>", f"{pid}.png", 320, 200)])
     assert {(request.body["top_p"], request.body["seed"]) for request in server.received} == {(0.9, 7)}
     critic_requests = [request for request in server.received if request.role == STEPS[-1]]
     assert all(request.body["response_format"]["json_schema"]["schema"]["properties"]["scores"]["properties"]
