@@ -348,15 +348,17 @@ class MapsChat:
         verdict: CriticVerdict | None = None
         step = self.settings.team.step(role)
         if step.output == "answer":
-            answer = parse_solver_reply(content)
+            fallback = step.answer_fallback or "text"
+            answer = parse_solver_reply(content, fallback=fallback)
             parsed = AnswerParsed(final_answer=answer.final_answer, parsed=answer.parsed, repaired=answer.repaired)
             if role == self.settings.plan.final_step:
                 self.solver_answer = answer
             if not answer.parsed:
                 self.observer.emit(SolverUnparsedEvent(
                     at=utc_now(),
-                    detail=f"the {step.possessive} reply was not valid JSON; its final answer falls back to the "
-                    "reply's text",
+                    detail=f"the {step.possessive} reply was not valid JSON; " + (
+                        "its final answer falls back to the reply's text" if fallback == "text"
+                        else "it gives no final answer (answer_fallback: none)"),
                 ))
         elif role == self.settings.plan.final_step:
             self.solver_answer = SolverAnswer(final_answer=content.strip())
