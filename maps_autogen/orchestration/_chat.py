@@ -323,10 +323,12 @@ class MapsChat:
         if decision.revision is not None and decision.revision.number > len(self.rollbacks):
             self.rollbacks.append(decision.revision)
             rollback = decision.revision
+            sender = USER_PROXY_NAME if rollback.by == "user" else self.settings.team.step(
+                self.settings.flow.reviewer or "").title  # who sent it, named as the transcript names agents
             self.observer.emit(RollbackEvent(
                 number=rollback.number, step=rollback.step, dimension=rollback.dimension, scores=rollback.scores,
                 question=rollback.sent_question, score=rollback.sent.score, evaluation=rollback.sent.evaluation or None,
-                by=rollback.by, at=utc_now(),
+                by=rollback.by, sender=sender, at=utc_now(),
             ))
         if decision.next_role is None:
             self._stop_reason = decision.stop_reason

@@ -114,7 +114,8 @@ def feedback_shares(runs: Sequence[Run]) -> dict[str, dict[str, dict[str, float]
     """Figure 4 data: per benchmark and report row (full MAPS runs whose team has a reviewer),
     the share of the run's problems (failed ones included) by the reviewer's first decision
     (`tally.first_decision`): each step the recorded team's reviewer scores (in team order),
-    "none" (no regeneration) and "no usable review" (never counted as a pass)."""
+    "none" (no regeneration), a failed review with no rollback allowed, and "no usable review"
+    (never counted as a pass)."""
     shares: dict[str, dict[str, dict[str, float]]] = {}
     group_runs(runs)
     for benchmark in BENCHMARK_ORDER:
@@ -386,8 +387,9 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
             "![](figure4.png)",
             "Every problem of a full MAPS run is counted once (failed ones included), by its reviewer's first "
             "decision: the step its first rollback re-ran, no regeneration (the first review passed the work), "
-            "or no usable review (the first review was unreadable, or the problem failed before a review "
-            "decided), which is never counted as a pass.",
+            "review failed, no rollback allowed (the first review did not pass and `critic.max_rollbacks` was 0, "
+            "so the chat stopped there), or no usable review (the first review was unreadable, or the problem "
+            "failed before a review decided), which is never counted as a pass.",
             feedback_table(shares),
         ]
     models = accuracy_by_model(runs)
