@@ -78,8 +78,8 @@ RollbackBy = Literal["critic", "user"]
 #: What a person in the chat decided at a pause.
 DecisionKind = Literal["continue", "back", "stop", "note"]
 #: Where a person's answer came from: the terminal, the live page, the API's `on_human`, or nobody
-#: (the terminal's input ended and no page can answer: the chat continues).
-AnswerSource = Literal["terminal", "page", "api", "end_of_input"]
+#: (the terminal's input ended and no page can answer, or `human.wait_s` passed: the chat continues).
+AnswerSource = Literal["terminal", "page", "api", "end_of_input", "timeout"]
 
 #: Fields written whenever a record is: a file's schema version and the kind a line is read by,
 #: also when left at their default.
