@@ -44,7 +44,8 @@ from maps_autogen.report._figures import (
     plot_times,
     target_label,
 )
-from maps_autogen.report.paper import OVERALL, PaperRow, paper_row_for, reference_notes
+from maps_autogen.report._paper_table2 import FLAG, paper_table2
+from maps_autogen.report.paper import OVERALL, PaperRow, human_margin, paper_row_for, reference_notes
 from maps_autogen.report.paper import table1_rows as paper_table1_rows
 from maps_autogen.scoring import first_decision
 from maps_autogen.scoring.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
@@ -284,8 +285,15 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
                 delta,
             ]
         )
+    margin = human_margin()
+    margin_note = [] if margin is None else [
+        f"the paper's \"MAPS ... exceeds human experts by {margin.printed:.2f}%\" is MAPS's Avg. {margin.maps:.2f} "
+        f"minus the Human Expert's printed {margin.human_printed:.2f}, itself the mean of the uncorrected EMMA "
+        f"average; from the corrected one the Human Expert's Avg. is {margin.human_corrected:.2f}, and MAPS leads "
+        f"by {margin.corrected:.2f} points"]
     markdown = _markdown(header, body) + failed_note(rows) + "\n\nWhere the rows come from:\n\n" + "\n".join(
-        f"- {note}" for note in [*reference_notes(), "random choice (expected, from the data): computed here from "
+        f"- {note}" for note in [*reference_notes(), *margin_note,
+                                 "random choice (expected, from the data): computed here from "
                                  "the problems the runs cover: 1/k for a problem with k choices, 0 for an open answer",
                                  "this report: the runs listed under 'Rows and the runs in them'"])
     if differences:
@@ -347,7 +355,8 @@ class Report:
 def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) -> Report:
     """Read the runs and write table1.md/.csv, table2.md, figure4.png, figure5.png, figure6.png
     (its data as figure6.json), figure6_paper_scale.png, usage.md, tokens.md and report.md into `out`;
-    with `paper`, also table1_paper.md/.csv (the paper's rows beside ours)."""
+    with `paper`, also table1_paper.md/.csv and table2_paper.md/.csv (the paper's rows beside ours,
+    its cells that do not follow from its own numbers flagged)."""
     runs = [load_run(path) for path in run_dirs]
     out.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
@@ -370,9 +379,16 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         write_text_atomic(out / "table1_paper.md", markdown_paper + "\n")
         write_text_atomic(out / "table1_paper.csv", csv_paper)
         files += [out / "table1_paper.md", out / "table1_paper.csv"]
+        markdown_table2, csv_table2 = paper_table2(runs)
+        write_text_atomic(out / "table2_paper.md", markdown_table2 + "\n")
+        write_text_atomic(out / "table2_paper.csv", csv_table2)
+        files += [out / "table2_paper.md", out / "table2_paper.csv"]
         parts += [
             "## Table 1 beside the paper (the paper's cells as printed; random choice expected from the data)",
             markdown_paper,
+            "## Table 2 beside the paper (OlympiadBench ablations; the paper's cells as printed, "
+            f"{FLAG} where its own numbers contradict a cell)",
+            markdown_table2,
         ]
     ablation = table2(runs)
     if ablation:
