@@ -1,4 +1,6 @@
-"""`maps report`: compare eval runs as the paper does: Table 1 (with Wilson intervals), with
+"""`maps report`: compare eval runs as the paper does: Table 1 (with Wilson intervals), MAPS
+against each baseline and ablation on the same problems (paired: the difference with its 95%
+interval and an exact McNemar p-value), with
 `--paper` the paper's own rows beside ours with the difference and a random-choice row computed
 from the data, Table 2 (ablation deltas), Figure 4 (where the Critic's first decision went),
 Figure 5 (accuracy per base model and benchmark), Figure 6 (solving time by question type,
@@ -44,6 +46,7 @@ from maps_autogen.report._figures import (
     plot_times,
     target_label,
 )
+from maps_autogen.report._paired import paired_comparisons, paired_table
 from maps_autogen.report._paper_table2 import FLAG, paper_table2
 from maps_autogen.report.paper import OVERALL, PaperRow, human_margin, paper_row_for, reference_notes
 from maps_autogen.report.paper import table1_rows as paper_table1_rows
@@ -395,6 +398,9 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         write_text_atomic(out / "table2.md", ablation + "\n")
         files.append(out / "table2.md")
         parts += ["## Table 2: ablations (delta against full MAPS)", ablation]
+    pairs, unpaired = paired_comparisons(runs)
+    if pairs or unpaired:
+        parts += ["## MAPS against each baseline and ablation on the same problems", paired_table(pairs, unpaired)]
     shares = feedback_shares(runs)
     if shares:
         files.append(plot_feedback(shares, out / "figure4.png"))
@@ -452,6 +458,8 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         json.dumps(
             {
                 "feedback_shares": shares,
+                "paired": [pair.as_json() for pair in pairs],
+                "not_paired": [item.as_json() for item in unpaired],
                 "solving_times": times,
                 "usage_by_role": usage,
                 "answer_costs": [vars(row) for row in per_answer],
