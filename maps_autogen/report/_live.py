@@ -72,6 +72,7 @@ class LiveConsole:
         self._flow: FlowRecord | None = None
         self._call_seconds: list[float] = []  # measured model calls (replies from the cache are not)
         self._rollbacks = 0
+        self._reviewer_rollbacks = 0  # the rollbacks that spent the reviewer's budget (the person's do not)
 
     def watch(self, run_dir: Path) -> None:
         """The run folder of the chat this console shows (its run.json records the chat's flow)."""
@@ -109,6 +110,7 @@ class LiveConsole:
             self._event(record)
             if isinstance(record, RollbackEvent):
                 self._rollbacks += 1
+                self._reviewer_rollbacks += record.by != "user"
                 self._estimate(record.step)
 
     def _reviewer(self) -> str | None:
@@ -220,7 +222,8 @@ class LiveConsole:
             flow = self._plan()
             reviewer = self._reviewer()
             words = stop_words(record.stop_reason, reviewer=title(reviewer) if reviewer else None,
-                               rollbacks=self._rollbacks, max_rollbacks=flow.max_rollbacks if flow else None)
+                               rollbacks=self._reviewer_rollbacks,
+                               max_rollbacks=flow.max_rollbacks if flow else None)
             self.console.print(Text(terminal_safe(f"\n■ stopped: {record.stop_reason}: {words}"), style="bold"))
         else:
             self.console.print(Text(terminal_safe(f"\n! {record.detail or event}"), style="yellow"))
