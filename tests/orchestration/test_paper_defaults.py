@@ -10,7 +10,7 @@ server); every remaining difference has its switch (docs/paper.md):
 - the preamble's "Do not invent measurements" is ours: `team: {grounding: false}` leaves it out;
 - a Solver reply that is not JSON gives its text as the answer; `answer_fallback: none` gives none.
 
-Inspect's path shares these prompts: tests/inspect_tasks/test_inspect_paper_prompts.py."""
+Inspect's path shares these prompts: tests/inspect_tasks/test_inspect_tasks.py (the custom benchmark)."""
 
 from __future__ import annotations
 
