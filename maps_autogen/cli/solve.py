@@ -72,7 +72,7 @@ def solve(images: tuple[str, ...], question: str | None, context: str, options: 
     if human:  # the terminal answers, and the live page with --view: the first answer wins
         from maps_autogen.orchestration import HumanDesk
 
-        desk = HumanDesk(terminal=sys.stdin, page=live_view)
+        desk = HumanDesk(terminal=sys.stdin, page=live_view, wait_s=loaded.config.human.wait_s)
     live = None if (quiet or as_json) else LiveConsole(options=problem.options)
     viewers: list[ViewServer] = []
     try:

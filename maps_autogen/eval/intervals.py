@@ -10,11 +10,19 @@ The standard error is the one lm-evaluation-harness reports for `acc` (`acc_stde
 `stderr()` metric computes: the sample standard deviation of the per-problem outcomes (n - 1 in
 its denominator) over the square root of n, i.e. sqrt(p (1 - p) / (n - 1)); undefined below two
 problems (lm-evaluation-harness writes "N/A" there).
+
+Two rows that ran the same problems are compared problem by problem (`PairedComparison`): the
+difference of their accuracies with the Bonett-Price adjusted Wald interval for paired
+proportions (Bonett and Price 2012: each discordant count plus 1 over n plus 2; it never
+collapses, not even with no discordant problem), and the exact McNemar test, a two-sided binomial
+test at 1/2 on the problems only one of the two got right (McNemar 1947; exact as in
+statsmodels' `mcnemar(exact=True)`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 #: The normal quantile of a two-sided 95% interval.
 Z_95 = 1.959963984540054
@@ -56,4 +64,53 @@ def percent_error(correct: int, n: int) -> float | None:
     return None if error is None else round(100 * error, 2)
 
 
-__all__ = ["Z_95", "percent_error", "percent_interval", "standard_error", "wilson_interval"]
+def mcnemar_exact(first_only: int, second_only: int) -> float:
+    """The two-sided exact McNemar p-value: of the discordant problems (`first_only` right only in
+    the first row, `second_only` only in the second), the chance under a fair coin of a split at
+    least this uneven, 2 P(X <= min) for X ~ Binomial(first_only + second_only, 1/2), at most 1;
+    1 when no problem is discordant."""
+    if first_only < 0 or second_only < 0:
+        raise ValueError("counts of problems are never negative")
+    n = first_only + second_only
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(first_only, second_only) + 1))
+    return min(1.0, float(2 * tail / 2**n))
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Two rows on the same problems, each problem's verdict in both: right in both, right only in
+    the first, right only in the second, wrong in both."""
+
+    both: int
+    first_only: int
+    second_only: int
+    neither: int
+
+    @property
+    def n(self) -> int:
+        return self.both + self.first_only + self.second_only + self.neither
+
+    @property
+    def difference(self) -> float | None:
+        """The first row's accuracy minus the second's, as a fraction (None without problems)."""
+        return (self.first_only - self.second_only) / self.n if self.n else None
+
+    def interval(self, *, z: float = Z_95) -> tuple[float, float] | None:
+        """The Bonett-Price adjusted Wald interval of the difference, as fractions in [-1, 1]."""
+        if not self.n:
+            return None
+        first, second = (self.first_only + 1) / (self.n + 2), (self.second_only + 1) / (self.n + 2)
+        centre = first - second
+        half = z * math.sqrt((first + second - centre * centre) / (self.n + 2))
+        return max(-1.0, centre - half), min(1.0, centre + half)
+
+    @property
+    def p_value(self) -> float:
+        """The exact McNemar p-value of the discordant problems."""
+        return mcnemar_exact(self.first_only, self.second_only)
+
+
+__all__ = ["Z_95", "PairedComparison", "mcnemar_exact", "percent_error", "percent_interval", "standard_error",
+           "wilson_interval"]

@@ -323,10 +323,12 @@ class MapsChat:
         if decision.revision is not None and decision.revision.number > len(self.rollbacks):
             self.rollbacks.append(decision.revision)
             rollback = decision.revision
+            sender = USER_PROXY_NAME if rollback.by == "user" else self.settings.team.step(
+                self.settings.flow.reviewer or "").title  # who sent it, named as the transcript names agents
             self.observer.emit(RollbackEvent(
                 number=rollback.number, step=rollback.step, dimension=rollback.dimension, scores=rollback.scores,
                 question=rollback.sent_question, score=rollback.sent.score, evaluation=rollback.sent.evaluation or None,
-                by=rollback.by, at=utc_now(),
+                by=rollback.by, sender=sender, at=utc_now(),
             ))
         if decision.next_role is None:
             self._stop_reason = decision.stop_reason
@@ -348,15 +350,17 @@ class MapsChat:
         verdict: CriticVerdict | None = None
         step = self.settings.team.step(role)
         if step.output == "answer":
-            answer = parse_solver_reply(content)
+            fallback = step.answer_fallback or "text"
+            answer = parse_solver_reply(content, fallback=fallback)
             parsed = AnswerParsed(final_answer=answer.final_answer, parsed=answer.parsed, repaired=answer.repaired)
             if role == self.settings.plan.final_step:
                 self.solver_answer = answer
             if not answer.parsed:
                 self.observer.emit(SolverUnparsedEvent(
                     at=utc_now(),
-                    detail=f"the {step.possessive} reply was not valid JSON; its final answer falls back to the "
-                    "reply's text",
+                    detail=f"the {step.possessive} reply was not valid JSON; " + (
+                        "its final answer falls back to the reply's text" if fallback == "text"
+                        else "it gives no final answer (answer_fallback: none)"),
                 ))
         elif role == self.settings.plan.final_step:
             self.solver_answer = SolverAnswer(final_answer=content.strip())

@@ -248,11 +248,12 @@ def _after_review(state: FlowState, verdict: CriticVerdict | None, settings: Flo
     return FlowState(rerun, (*state.rollbacks, rollback), None, state.round_of_turn, revising=rollback.step)
 
 
-def _ran_out(state: FlowState) -> FlowState:
-    """The plan ran out without a passing review: the rollback budget (zero without a reviewer)
-    was spent."""
+def _ran_out(state: FlowState, settings: FlowSettings) -> FlowState:
+    """The plan ran out without a passing review: the rollback budget was spent (after the last
+    allowed rollback without a final review), or no reviewer runs in this chat."""
     if state.stop_reason is None and not state.pending:
-        return FlowState((), state.rollbacks, "rollback_limit", state.round_of_turn)
+        return FlowState((), state.rollbacks, "rollback_limit" if settings.reviewer else "no_reviewer",
+                         state.round_of_turn)
     return state
 
 
@@ -304,8 +305,8 @@ def replay(turns: Sequence[Turn], settings: FlowSettings) -> FlowState:
             state = _after_review(state, turn.verdict, settings)
         if _pause_due(turn.role, state, settings):
             # What the plan does next waits for the person (a rollback it would start included).
-            state = FlowState((PERSON,), before, None, rounds, planned=_ran_out(state))
-    state = _ran_out(state)
+            state = FlowState((PERSON,), before, None, rounds, planned=_ran_out(state, settings))
+    state = _ran_out(state, settings)
     # The round limit counts the agents' turns, not the person's.
     if state.stop_reason is None and sum(1 for turn in turns if turn.role != PERSON) >= settings.max_rounds:
         state = FlowState((), state.rollbacks, "max_rounds", state.round_of_turn)

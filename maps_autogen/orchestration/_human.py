@@ -134,6 +134,8 @@ class HumanState:
         if self.scores:
             lines.append("   scores: " + ", ".join(f"{dimension} {score:g}" for dimension, score in
                                                  self.scores.items()))
+            lines += [f"   feedback on {dimension}: {self.questions[dimension]}" for dimension in self.scores
+                      if self.questions.get(dimension)]
         if self.notes:
             lines.append(f"   your notes so far: {len(self.notes)}")
         lines.append(f"   if you continue: {self.next}")

@@ -14,7 +14,7 @@ from maps_autogen.orchestration._flow import PERSON, FlowSettings, FlowState, Tu
 from maps_autogen.orchestration._human import HumanAnswerError, HumanDecision, HumanState, OnHumanError, accepted
 from maps_autogen.orchestration._transcript import utc_now
 from maps_autogen.records import MessageRecord
-from maps_autogen.settings import USER_PROXY_NAME, CriticVerdict, TeamConfig, answer_with_option
+from maps_autogen.settings import USER_PROXY_NAME, CriticVerdict, TeamConfig, answer_with_option, possessive
 
 #: How often one pause asks `on_human` again after an answer it cannot take.
 MAX_TRIES = 3
@@ -70,16 +70,25 @@ class PersonTurns:
         if planned.stop_reason == "critic_passed":
             return f"the {reviewer} passed every step: {ends}"
         if planned.stop_reason == "rollback_limit":
-            return f"no rollback is left: {ends}" if self.flow.reviewer else ends
+            return f"no rollback is left: {ends}"
+        if planned.stop_reason == "no_reviewer":
+            return f"no reviewer runs in this chat: {ends}"
         if planned.stop_reason == "critic_unparseable":
-            return f"the {reviewer}'s reply has no usable scores: {ends}"
+            return f"the {possessive(reviewer)} reply has no usable scores: {ends}"
         if planned.stop_reason is not None:
             return f"{ends} ({planned.stop_reason})"
         if len(planned.rollbacks) > len(now.rollbacks):
             rollback = planned.rollbacks[-1]
-            return (f"rollback {rollback.number}: the {self._title(rollback.step)} re-runs with the {reviewer}'s "
-                    f"question on {rollback.dimension}, then every step after it")
+            return (f"rollback {rollback.number}: the {reviewer} sends the {self._title(rollback.step)} back; it "
+                    f"re-runs with {self._sent(reviewer)} on {rollback.dimension}, then every step after it")
         return f"the {self._title(planned.pending[0])} speaks next"
+
+    def _sent(self, reviewer: str) -> str:
+        """What a step the reviewer sends back receives (the team's `sends_back`), in words: "its
+        score and the Critic's evaluation and feedback"."""
+        review = [part for part in self.flow.sends_back if part != "score"]
+        said = f"the {possessive(reviewer)} {' and '.join(review)}" if review else ""
+        return " and ".join(filter(None, ["its score" if "score" in self.flow.sends_back else "", said]))
 
     def ask(self, turns: Sequence[Turn], answer: str | None, verdict: CriticVerdict | None) -> str:
         """Ask the person at this pause; returns their decision as the UserProxy's line. Raises

@@ -7,7 +7,8 @@ other side is told. Standard input is read on a daemon thread only while a pause
 line typed ahead waits in the terminal), from the file descriptor itself (a thread blocked in a
 buffered read would hold the buffer's lock when the interpreter exits), at most
 `MAX_ANSWER_CHARS` characters per line. When standard input ends, the page answers alone; with no
-page, every later pause continues (said once).
+page, every later pause continues (said once). With `wait_s` (`human.wait_s`), a pause nobody
+answers within that many seconds continues on its own (said on the terminal and the page).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import io
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -155,9 +157,13 @@ class TerminalLines:
 class HumanDesk:
     """The pause a chat waits at, answered from the terminal (`terminal`: standard input) and, with
     `page`, from the live page; prompts and notices go to `out` (standard error). `ask` is the
-    chat's `on_human`; the page follows `snapshot` and answers through `answer`."""
+    chat's `on_human`; the page follows `snapshot` and answers through `answer`. With `wait_s`,
+    a pause nobody answers in that many seconds (on `clock`) continues as planned."""
 
-    def __init__(self, *, terminal: TextIO | None = None, page: bool = False, out: TextIO | None = None):
+    def __init__(self, *, terminal: TextIO | None = None, page: bool = False, out: TextIO | None = None,
+                 wait_s: float | None = None, clock: Callable[[], float] = time.monotonic):
+        self._wait_s = wait_s
+        self._clock = clock
         self._out = out if out is not None else sys.stderr
         self._terminal = TerminalLines.of(terminal) if terminal is not None else None
         self._page = page
@@ -175,17 +181,22 @@ class HumanDesk:
             self._state, self._decision = state, None
             self.version += 1
             self._changed.notify_all()
-        self._say(*state.prompt_lines())
+        deadline = None if self._wait_s is None else self._clock() + self._wait_s
+        self._say(*state.prompt_lines(), *([] if self._wait_s is None else [
+            f"   nobody answering: the chat continues on its own after {self._wait_s:g} s (human.wait_s)"]))
         try:
             if self._terminal is not None:
                 self._terminal.want(self._from_terminal)
                 self._prompt()
             with self._changed:
                 while (decision := self._taken()) is None:
+                    left = None if deadline is None else deadline - self._clock()
                     if self._nobody_can_answer():
                         self._take(state, HumanDecision(source="end_of_input"))
+                    elif left is not None and left <= 0:
+                        self._take(state, HumanDecision(source="timeout"))
                     else:
-                        self._changed.wait(_WAIT_S)
+                        self._changed.wait(_WAIT_S if left is None else min(_WAIT_S, left))
         finally:
             if self._terminal is not None:
                 self._terminal.withdraw(self._from_terminal)
@@ -196,6 +207,10 @@ class HumanDesk:
                     self._changed.notify_all()
         if decision.source == "page":
             self._say(f"UserProxy: answered on the page: {decision.said or decision.line}")
+        elif decision.source == "timeout":
+            if self._terminal is not None and self._terminal.interactive:
+                self._out.write("\n")  # after the prompt nobody answered
+            self._say(f"UserProxy: no answer in {self._wait_s:g} s: the chat continues as planned")
         return decision
 
     def _taken(self) -> HumanDecision | None:
@@ -260,9 +275,10 @@ class HumanDesk:
 
     # ----- what the page shows ----------------------------------------------------------
     def snapshot(self) -> tuple[int, dict[str, Any]]:
-        """(version, the open pause as JSON or None, the last pause's answer)."""
+        """(version, the open pause as JSON or None (with `wait_s`: how long it waits before it
+        continues on its own, None for ever), the last pause's answer)."""
         with self._changed:
-            state = self._state.as_dict() if self._state is not None else None
+            state = {**self._state.as_dict(), "wait_s": self._wait_s} if self._state is not None else None
             return self.version, {"waiting": state is not None, "state": state, "last": self._last}
 
     # ----- the terminal -----------------------------------------------------------------

@@ -187,7 +187,7 @@ class SolveResult:
 
     @property
     def stop_reason(self) -> StopReason | None:
-        """Why the chat stopped: critic_passed, rollback_limit, critic_unparseable, max_rounds or error."""
+        """Why the chat stopped (records.StopReason: critic_passed, rollback_limit, no_reviewer, ...)."""
         return self.run.stop_reason
 
     @property

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from maps_autogen.settings import CriticVerdict, SolverAnswer
+from maps_autogen.settings import AnswerFallback, CriticVerdict, SolverAnswer
 
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _SMART_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
@@ -144,8 +144,9 @@ def value_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
 
 
-def parse_solver_reply(text: str | None) -> SolverAnswer:
-    """Parse the Solver's JSON; when that fails, fall back to the reply's own text."""
+def parse_solver_reply(text: str | None, *, fallback: AnswerFallback = "text") -> SolverAnswer:
+    """Parse the Solver's JSON; when that fails, fall back to the reply's own text (its last
+    "final answer:" line, else all of it), or with `fallback` "none" to no answer."""
     found, repaired = extract_json_object(text)
     if found is not None:
         keys = {key.lower().replace(" ", "_"): key for key in found}
@@ -156,10 +157,12 @@ def parse_solver_reply(text: str | None) -> SolverAnswer:
                 parsed=True,
                 repaired=repaired,
             )
+    if fallback == "none":
+        return SolverAnswer(final_answer="", process=None, parsed=False, repaired=True)
     body = (text or "").strip()
     lines = _FINAL_ANSWER_LINE.findall(body)
-    fallback = lines[-1].strip().strip('"').strip() if lines else body
-    return SolverAnswer(final_answer=fallback, process=None, parsed=False, repaired=True)
+    answer = lines[-1].strip().strip('"').strip() if lines else body
+    return SolverAnswer(final_answer=answer, process=None, parsed=False, repaired=True)
 
 
 def _score(value: Any, low: float, high: float) -> int | float | None:

@@ -51,7 +51,10 @@ if TYPE_CHECKING:
     from ._schema import IMAGES_DIR as IMAGES_DIR
     from ._schema import MANIFEST_FILE as MANIFEST_FILE
     from ._schema import NO_REGENERATION as NO_REGENERATION
+    from ._schema import NO_REVIEWER as NO_REVIEWER
+    from ._schema import NO_ROLLBACK_ALLOWED as NO_ROLLBACK_ALLOWED
     from ._schema import NO_USABLE_REVIEW as NO_USABLE_REVIEW
+    from ._schema import NOT_A_STEP as NOT_A_STEP
     from ._schema import PROBLEMS_DIR as PROBLEMS_DIR
     from ._schema import RESULTS_FILE as RESULTS_FILE
     from ._schema import RUN_FILE as RUN_FILE
@@ -133,7 +136,10 @@ _EXPORTS: dict[str, str] = {
     'ModelSent': '_schema',
     'ModelSettings': '_settings_record',
     'NO_REGENERATION': '_schema',
+    'NO_REVIEWER': '_schema',
+    'NO_ROLLBACK_ALLOWED': '_schema',
     'NO_USABLE_REVIEW': '_schema',
+    'NOT_A_STEP': '_schema',
     'PROBLEMS_DIR': '_schema',
     'ProblemRecord': '_schema',
     'PromptSettings': '_settings_record',

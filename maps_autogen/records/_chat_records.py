@@ -121,6 +121,9 @@ class RollbackEvent(EventRecord):
     score: Score | None = None  # the step's score, when sent to it
     evaluation: str | None = None  # the evaluation of the step, when sent to it
     by: RollbackBy | None = None
+    # who sent it back, as the transcript names agents: the reviewer's title, or the UserProxy's
+    # (the person at a pause); older runs lack it
+    sender: str | None = None
 
 
 class StopEvent(EventRecord):

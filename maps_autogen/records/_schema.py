@@ -55,10 +55,12 @@ USER_PROXY_ROLE = "user_proxy"  # a message record's role for the task (no team 
 
 # ----- vocabularies -------------------------------------------------------------------------
 
-#: Why a chat stopped: the reviewer passed the work, rollbacks ran out, the reviewer's reply could
-#: not be read, the round limit, an error, the user's Ctrl-C, or the person's `stop` at a pause.
+#: Why a chat stopped: the reviewer passed the work, rollbacks ran out (none allowed, with
+#: max_rollbacks 0), the reviewer's reply could not be read, the round limit, an error, the user's
+#: Ctrl-C, the person's `stop` at a pause, or the steps ran with no reviewer (the team has none, or
+#: --without left it out): nothing was reviewed.
 StopReason = Literal["critic_passed", "rollback_limit", "critic_unparseable", "max_rounds", "error", "interrupted",
-                     "user_stopped"]
+                     "user_stopped", "no_reviewer"]
 STOP_REASONS: tuple[str, ...] = get_args(StopReason)
 
 #: A run.json's state: written when the chat starts, rewritten when it ends.
@@ -76,8 +78,8 @@ RollbackBy = Literal["critic", "user"]
 #: What a person in the chat decided at a pause.
 DecisionKind = Literal["continue", "back", "stop", "note"]
 #: Where a person's answer came from: the terminal, the live page, the API's `on_human`, or nobody
-#: (the terminal's input ended and no page can answer: the chat continues).
-AnswerSource = Literal["terminal", "page", "api", "end_of_input"]
+#: (the terminal's input ended and no page can answer, or `human.wait_s` passed: the chat continues).
+AnswerSource = Literal["terminal", "page", "api", "end_of_input", "timeout"]
 
 #: Fields written whenever a record is: a file's schema version and the kind a line is read by,
 #: also when left at their default.
@@ -343,25 +345,30 @@ class Evaluation(_Record):
     unjudged: str | None = None  # why the answer could not be judged within the scorers' bounds (judged wrong)
 
 
-#: Figure 4's bars besides the steps: the first review passed the work (no regeneration), and the
-#: first review was unreadable or the problem failed before it decided (never counted as a pass).
-#: Neither can be a step's name (team.py's names have no spaces).
+#: Figure 4's bars besides the steps: the first review passed the work (no regeneration); it failed
+#: and no rollback was allowed (max_rollbacks 0: the chat stopped, nothing re-ran); it was
+#: unreadable, or the problem failed before it decided (never counted as a pass); no reviewer ran.
+#: None can be a step's name (team.py's names have no spaces).
 NO_REGENERATION = "none"
+NO_ROLLBACK_ALLOWED = "no rollback allowed"
 NO_USABLE_REVIEW = "no usable review"
+NO_REVIEWER = "no reviewer"
+#: The bars that are no step, in the order they follow the steps.
+NOT_A_STEP = (NO_REGENERATION, NO_ROLLBACK_ALLOWED, NO_USABLE_REVIEW, NO_REVIEWER)
 
 
 def feedback_targets(teams: Iterable[TeamRecord | None], seen: Iterable[str | None] = ()) -> list[str]:
     """Where a reviewer's first decision can go (Figure 4): the scored steps of the recorded
     teams in team order, any other step `seen` as a row's decision (a team recorded before
-    `scored` was), then "none" (no regeneration), then NO_USABLE_REVIEW when `seen` holds it."""
+    `scored` was), then "none" (no regeneration), then each other bar of NOT_A_STEP that `seen`
+    holds."""
     targets: list[str] = []
     for team in teams:
         if team is not None:
             targets += [step for step in team.steps if step in team.scored and step not in targets]
     seen = set(seen)
-    targets += sorted({step for step in seen if step and step not in (NO_REGENERATION, NO_USABLE_REVIEW)
-                       and step not in targets})
-    return [*targets, NO_REGENERATION, *([NO_USABLE_REVIEW] if NO_USABLE_REVIEW in seen else [])]
+    targets += sorted({step for step in seen if step and step not in NOT_A_STEP and step not in targets})
+    return [*targets, NO_REGENERATION, *(bar for bar in NOT_A_STEP[1:] if bar in seen)]
 
 
 # ----- run.json -----------------------------------------------------------------------------

@@ -12,17 +12,23 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import FILE_MODE, missing_extra
-from maps_autogen.records import NO_REGENERATION, NO_USABLE_REVIEW
+from maps_autogen.records import NO_REGENERATION, NO_REVIEWER, NO_ROLLBACK_ALLOWED, NO_USABLE_REVIEW, NOT_A_STEP
 from maps_autogen.scoring.benchmarks import get_benchmark
 
 PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 100 s
 # One colour per series (Figures 5 and 6), so a figure can be checked by colour.
 SERIES_COLOURS = ("#3a86ff", "#e76f51", "#2a9d8f", "#b5179e", "#e9c46a", "#6a4c93", "#8ac926", "#ff595e")
-# Figure 4: the n-th feedback target of the team (in team order), "none" (no regeneration) and
-# "no usable review" (the first review unreadable, or the problem failed before it).
+# Figure 4: the n-th feedback target of the team (in team order), "none" (no regeneration), a
+# failed first review with no rollback allowed, "no usable review" (the first review unreadable,
+# or the problem failed before it) and no reviewer.
 FEEDBACK_COLOURS = ("#b5179e", "#3a86ff", "#2a9d8f", "#e9c46a", "#6a4c93", "#e76f51", "#8ac926", "#ff595e")
 NO_FEEDBACK_COLOUR = "#adb5bd"
+NO_ROLLBACK_COLOUR = "#868e96"
 NO_REVIEW_COLOUR = "#495057"
+NO_REVIEWER_COLOUR = "#212529"
+_BAR_COLOURS = {NO_REGENERATION: NO_FEEDBACK_COLOUR, NO_ROLLBACK_ALLOWED: NO_ROLLBACK_COLOUR,
+                NO_USABLE_REVIEW: NO_REVIEW_COLOUR, NO_REVIEWER: NO_REVIEWER_COLOUR}
+_DARK = (NO_REVIEW_COLOUR, NO_REVIEWER_COLOUR)  # their numbers in white
 LABEL_WIDTH = 48  # characters per line of a wrapped legend or axis label
 
 
@@ -57,17 +63,16 @@ def _wrapped(label: str) -> str:
 
 def target_label(target: str) -> str:
     """A Figure 4 bar's name."""
-    if target == NO_REGENERATION:
-        return "no regeneration"
-    if target == NO_USABLE_REVIEW:
-        return "no usable review (unreadable, or failed before one)"
-    return target.capitalize()
+    labels = {NO_REGENERATION: "no regeneration", NO_ROLLBACK_ALLOWED: "review failed, no rollback allowed",
+              NO_USABLE_REVIEW: "no usable review (unreadable, or failed before one)", NO_REVIEWER: "no reviewer"}
+    return labels[target] if target in labels else target.capitalize()
 
 
 def all_targets(shares: dict[str, dict[str, dict[str, float]]]) -> list[str]:
-    """The feedback targets of every bar, each once, in order: steps, then "none", then "no usable review"."""
+    """The feedback targets of every bar, each once, in order: steps, then "none", then the other
+    bars that are no step (records.NOT_A_STEP's order)."""
     targets = list(dict.fromkeys(t for per_row in shares.values() for row in per_row.values() for t in row))
-    return sorted(targets, key=lambda target: (target == NO_REGENERATION) + 2 * (target == NO_USABLE_REVIEW))
+    return sorted(targets, key=lambda target: NOT_A_STEP.index(target) + 1 if target in NOT_A_STEP else 0)
 
 
 def bar_names(shares: dict[str, dict[str, dict[str, float]]]) -> list[tuple[str, str, str]]:
@@ -89,14 +94,13 @@ def plot_feedback(shares: dict[str, dict[str, dict[str, float]]], path: Path) ->
     left = [0.0] * len(bars)
     for number, target in enumerate(all_targets(shares)):
         values = [100 * shares[benchmark][label].get(target, 0.0) for benchmark, label, _ in bars]
-        colour = {NO_REGENERATION: NO_FEEDBACK_COLOUR, NO_USABLE_REVIEW: NO_REVIEW_COLOUR}.get(
-            target, FEEDBACK_COLOURS[number % len(FEEDBACK_COLOURS)])
+        colour = _BAR_COLOURS.get(target, FEEDBACK_COLOURS[number % len(FEEDBACK_COLOURS)])
         drawn = ax.barh(names, values, left=left, color=colour, label=target_label(target))
         for bar, value in zip(drawn, values):
             if value >= 6:
                 ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2, f"{value:.0f}%",
                         ha="center", va="center", fontsize=8,
-                        color="white" if colour == NO_REVIEW_COLOUR else "black")
+                        color="white" if colour in _DARK else "black")
         left = [start + v for start, v in zip(left, values)]
     ax.set_xlim(0, 100)
     ax.invert_yaxis()  # the first benchmark on top, as listed
@@ -184,5 +188,6 @@ def plot_models(data: dict[str, dict[str, dict[str, float]]], path: Path) -> Pat
     return path
 
 
-__all__ = ["FEEDBACK_COLOURS", "NO_FEEDBACK_COLOUR", "NO_REVIEW_COLOUR", "PAPER_TIME_SCALE_S", "SERIES_COLOURS",
-           "all_targets", "bar_names", "plot_feedback", "plot_models", "plot_times", "target_label"]
+__all__ = ["FEEDBACK_COLOURS", "NO_FEEDBACK_COLOUR", "NO_REVIEWER_COLOUR", "NO_REVIEW_COLOUR", "NO_ROLLBACK_COLOUR",
+           "PAPER_TIME_SCALE_S", "SERIES_COLOURS", "all_targets", "bar_names", "plot_feedback", "plot_models",
+           "plot_times", "target_label"]

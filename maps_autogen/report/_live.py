@@ -27,6 +27,7 @@ from maps_autogen.records import (
     VerdictParsed,
     read_run,
 )
+from maps_autogen.report._labels import sender, stop_words, title
 from maps_autogen.report._replies import ReadReply, read_reply
 from maps_autogen.settings import answer_with_option, possessive
 
@@ -71,7 +72,7 @@ class LiveConsole:
         self._flow: FlowRecord | None = None
         self._call_seconds: list[float] = []  # measured model calls (replies from the cache are not)
         self._rollbacks = 0
-        self._last_agent = ""  # who spoke last (before a reviewer's rollback: the reviewer)
+        self._reviewer_rollbacks = 0  # the rollbacks that spent the reviewer's budget (the person's do not)
 
     def watch(self, run_dir: Path) -> None:
         """The run folder of the chat this console shows (its run.json records the chat's flow)."""
@@ -109,7 +110,13 @@ class LiveConsole:
             self._event(record)
             if isinstance(record, RollbackEvent):
                 self._rollbacks += 1
+                self._reviewer_rollbacks += record.by != "user"
                 self._estimate(record.step)
+
+    def _reviewer(self) -> str | None:
+        """The reviewer's step name, as the run's flow records it (None: not known, or none ran)."""
+        flow = self._plan()
+        return flow.reviewer if flow is not None else None
 
     def _plan(self) -> FlowRecord | None:
         """The chat's flow, read once from its run.json (None before the folder is known)."""
@@ -146,7 +153,6 @@ class LiveConsole:
 
     def _message(self, record: MessageRecord) -> None:
         role = record.role
-        self._last_agent = record.agent or role
         streamed = (role, self._turn) in self._streamed
         if not streamed:
             # The header names the step (the agent); record.step is the dimension the step is scored on.
@@ -201,23 +207,23 @@ class LiveConsole:
     def _event(self, record: EventRecord) -> None:
         event = record.event
         if isinstance(record, RollbackEvent):
-            scores = ", ".join(f"{k} {v}" for k, v in record.scores.items())
-            why = "sent back by you" if record.by == "user" else scores
-            self.console.print(
-                Text(
-                    terminal_safe(f"\n↺ rollback {record.number}: re-running from the {record.step} step ({why})"),
-                    style="bold cyan",
-                )
-            )
-            # What the step was sent, labelled by who sent it: you at a pause, or the reviewer (the
-            # reply just before a rollback is the reviewer's).
+            # Who sent it and which step re-runs, as the record says (the person at a pause: you).
+            who = "you" if record.by == "user" else sender(record, self._reviewer())
+            why = "" if record.by == "user" else " (" + ", ".join(f"{k} {v}" for k, v in record.scores.items()) + ")"
+            self.console.print(Text(terminal_safe(
+                f"\n↺ rollback {record.number}: {who} sent the {record.step} step back; it re-runs, then every step "
+                f"after it{why}"), style="bold cyan"))
             sent = sent_parts(record.by, record.question, record.score, record.evaluation)
             if sent:
-                sender = "you" if record.by == "user" else f"the {self._last_agent or 'reviewer'}"
-                self.console.print(Text(terminal_safe(f"  sent to the {record.step} step by {sender}:"), style="cyan"))
+                self.console.print(Text(terminal_safe(f"  sent to the {record.step} step by {who}:"), style="cyan"))
             for part, text in sent:
                 self.console.print(Text(f"    {part}: ", style="cyan") + _safe(text))
         elif isinstance(record, StopEvent):
-            self.console.print(Text(terminal_safe(f"\n■ stopped: {record.stop_reason}"), style="bold"))
+            flow = self._plan()
+            reviewer = self._reviewer()
+            words = stop_words(record.stop_reason, reviewer=title(reviewer) if reviewer else None,
+                               rollbacks=self._reviewer_rollbacks,
+                               max_rollbacks=flow.max_rollbacks if flow else None)
+            self.console.print(Text(terminal_safe(f"\n■ stopped: {record.stop_reason}: {words}"), style="bold"))
         else:
             self.console.print(Text(terminal_safe(f"\n! {record.detail or event}"), style="yellow"))

@@ -1,4 +1,6 @@
-"""`maps report`: compare eval runs as the paper does: Table 1 (with Wilson intervals), with
+"""`maps report`: compare eval runs as the paper does: Table 1 (with Wilson intervals), MAPS
+against each baseline and ablation on the same problems (paired: the difference with its 95%
+interval and an exact McNemar p-value), with
 `--paper` the paper's own rows beside ours with the difference and a random-choice row computed
 from the data, Table 2 (ablation deltas), Figure 4 (where the Critic's first decision went),
 Figure 5 (accuracy per base model and benchmark), Figure 6 (solving time by question type,
@@ -44,7 +46,9 @@ from maps_autogen.report._figures import (
     plot_times,
     target_label,
 )
-from maps_autogen.report.paper import OVERALL, PaperRow, paper_row_for, reference_notes
+from maps_autogen.report._paired import paired_comparisons, paired_table
+from maps_autogen.report._paper_table2 import FLAG, paper_table2
+from maps_autogen.report.paper import OVERALL, PaperRow, human_margin, paper_row_for, reference_notes
 from maps_autogen.report.paper import table1_rows as paper_table1_rows
 from maps_autogen.scoring import first_decision
 from maps_autogen.scoring.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
@@ -114,7 +118,8 @@ def feedback_shares(runs: Sequence[Run]) -> dict[str, dict[str, dict[str, float]
     """Figure 4 data: per benchmark and report row (full MAPS runs whose team has a reviewer),
     the share of the run's problems (failed ones included) by the reviewer's first decision
     (`tally.first_decision`): each step the recorded team's reviewer scores (in team order),
-    "none" (no regeneration) and "no usable review" (never counted as a pass)."""
+    "none" (no regeneration), a failed review with no rollback allowed, and "no usable review"
+    (never counted as a pass)."""
     shares: dict[str, dict[str, dict[str, float]]] = {}
     group_runs(runs)
     for benchmark in BENCHMARK_ORDER:
@@ -283,8 +288,15 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
                 delta,
             ]
         )
+    margin = human_margin()
+    margin_note = [] if margin is None else [
+        f"the paper's \"MAPS ... exceeds human experts by {margin.printed:.2f}%\" is MAPS's Avg. {margin.maps:.2f} "
+        f"minus the Human Expert's printed {margin.human_printed:.2f}, itself the mean of the uncorrected EMMA "
+        f"average; from the corrected one the Human Expert's Avg. is {margin.human_corrected:.2f}, and MAPS leads "
+        f"by {margin.corrected:.2f} points"]
     markdown = _markdown(header, body) + failed_note(rows) + "\n\nWhere the rows come from:\n\n" + "\n".join(
-        f"- {note}" for note in [*reference_notes(), "random choice (expected, from the data): computed here from "
+        f"- {note}" for note in [*reference_notes(), *margin_note,
+                                 "random choice (expected, from the data): computed here from "
                                  "the problems the runs cover: 1/k for a problem with k choices, 0 for an open answer",
                                  "this report: the runs listed under 'Rows and the runs in them'"])
     if differences:
@@ -346,7 +358,8 @@ class Report:
 def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) -> Report:
     """Read the runs and write table1.md/.csv, table2.md, figure4.png, figure5.png, figure6.png
     (its data as figure6.json), figure6_paper_scale.png, usage.md, tokens.md and report.md into `out`;
-    with `paper`, also table1_paper.md/.csv (the paper's rows beside ours)."""
+    with `paper`, also table1_paper.md/.csv and table2_paper.md/.csv (the paper's rows beside ours,
+    its cells that do not follow from its own numbers flagged)."""
     runs = [load_run(path) for path in run_dirs]
     out.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
@@ -369,15 +382,25 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         write_text_atomic(out / "table1_paper.md", markdown_paper + "\n")
         write_text_atomic(out / "table1_paper.csv", csv_paper)
         files += [out / "table1_paper.md", out / "table1_paper.csv"]
+        markdown_table2, csv_table2 = paper_table2(runs)
+        write_text_atomic(out / "table2_paper.md", markdown_table2 + "\n")
+        write_text_atomic(out / "table2_paper.csv", csv_table2)
+        files += [out / "table2_paper.md", out / "table2_paper.csv"]
         parts += [
             "## Table 1 beside the paper (the paper's cells as printed; random choice expected from the data)",
             markdown_paper,
+            "## Table 2 beside the paper (OlympiadBench ablations; the paper's cells as printed, "
+            f"{FLAG} where its own numbers contradict a cell)",
+            markdown_table2,
         ]
     ablation = table2(runs)
     if ablation:
         write_text_atomic(out / "table2.md", ablation + "\n")
         files.append(out / "table2.md")
         parts += ["## Table 2: ablations (delta against full MAPS)", ablation]
+    pairs, unpaired = paired_comparisons(runs)
+    if pairs or unpaired:
+        parts += ["## MAPS against each baseline and ablation on the same problems", paired_table(pairs, unpaired)]
     shares = feedback_shares(runs)
     if shares:
         files.append(plot_feedback(shares, out / "figure4.png"))
@@ -386,8 +409,9 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
             "![](figure4.png)",
             "Every problem of a full MAPS run is counted once (failed ones included), by its reviewer's first "
             "decision: the step its first rollback re-ran, no regeneration (the first review passed the work), "
-            "or no usable review (the first review was unreadable, or the problem failed before a review "
-            "decided), which is never counted as a pass.",
+            "review failed, no rollback allowed (the first review did not pass and `critic.max_rollbacks` was 0, "
+            "so the chat stopped there), or no usable review (the first review was unreadable, or the problem "
+            "failed before a review decided), which is never counted as a pass.",
             feedback_table(shares),
         ]
     models = accuracy_by_model(runs)
@@ -434,6 +458,8 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         json.dumps(
             {
                 "feedback_shares": shares,
+                "paired": [pair.as_json() for pair in pairs],
+                "not_paired": [item.as_json() for item in unpaired],
                 "solving_times": times,
                 "usage_by_role": usage,
                 "answer_costs": [vars(row) for row in per_answer],

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from maps_autogen.records import NO_REGENERATION, NO_USABLE_REVIEW
+from maps_autogen.records import NO_REGENERATION, NO_REVIEWER, NO_ROLLBACK_ALLOWED, NO_USABLE_REVIEW
 
 if TYPE_CHECKING:
     from maps_autogen.records import ResultRow
@@ -60,16 +60,22 @@ class Tally:
 
 
 def first_decision(row: ResultRow) -> str:
-    """Where a problem's first review sent the work (Figure 4): the step its first rollback
-    re-ran, "none" when the first review passed it (no regeneration), or NO_USABLE_REVIEW when
-    that review was unreadable or the problem failed before a review decided, never a pass."""
+    """Where a problem's first review sent the work (Figure 4), as its row records it: the step
+    its first rollback re-ran; "none" when the first review passed it (no regeneration);
+    NO_ROLLBACK_ALLOWED when it failed and no rollback was allowed (the chat stopped at it,
+    `rollback_limit` before any rollback); NO_USABLE_REVIEW when that review was unreadable or
+    the problem failed before a review decided, never a pass; NO_REVIEWER when none ran."""
     first_review = row.critic_scores[0] if row.critic_scores else None
+    if row.stop_reason == "no_reviewer":
+        return NO_REVIEWER
     if row.critic_scores and first_review is None:
         return NO_USABLE_REVIEW
     if row.feedback_step or row.rollbacks:
         return row.feedback_step or row.rollbacks[0]
     if row.status != "ok":
         return NO_USABLE_REVIEW if first_review is None else NO_REGENERATION
+    if first_review is not None and row.stop_reason == "rollback_limit":
+        return NO_ROLLBACK_ALLOWED
     return NO_REGENERATION
 
 

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from ._roles import solver_schema as solver_schema
     from ._team import PROBLEM_FIELDS as PROBLEM_FIELDS
     from ._team import REVIEW_PARTS as REVIEW_PARTS
+    from ._team import AnswerFallback as AnswerFallback
     from ._team import ChatPlan as ChatPlan
     from ._team import ReviewPart as ReviewPart
     from ._team import StepConfig as StepConfig
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
 
 # name → the private module that defines it, imported on first use (PEP 562)
 _EXPORTS: dict[str, str] = {
+    'AnswerFallback': '_team',
     'AppConfig': '_config',
     'ChatPlan': '_team',
     'CriticVerdict': '_roles',

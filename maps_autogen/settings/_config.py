@@ -231,11 +231,13 @@ HumanWhen = Literal["review", "every_turn"]
 
 
 class HumanConfig(_Strict):
-    """A person in the chat (`maps solve --human`): when the UserProxy asks them, and how many
-    steps they may send back in one chat. `maps eval` never asks a person."""
+    """A person in the chat (`maps solve --human`): when the UserProxy asks them, how many steps
+    they may send back in one chat, and how long a pause waits for them before the chat goes
+    on as planned (None: for ever). `maps eval` never asks a person."""
 
     when: HumanWhen = "review"  # after each review, or after every turn
     max_backs: int = Field(default=10, ge=0, le=100)
+    wait_s: float | None = Field(default=None, ge=0)  # None: a pause waits until someone answers
 
 
 class ImagesConfig(_Strict):

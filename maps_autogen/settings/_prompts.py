@@ -19,8 +19,8 @@ from maps_autogen.settings._yaml import read_yaml
 _VARIABLE = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
 
 ROLE_PROMPT_KEYS = {"system", "instruction", "revision"}
-TASK_PROMPT_KEYS = {"preamble", "labels", "image_note", "image_capped_note", "no_image_note", "step_label", "sent_back",
-                    "unusable_reply_note"}
+TASK_PROMPT_KEYS = {"preamble", "grounding", "labels", "image_note", "image_capped_note", "no_image_note", "step_label",
+                    "sent_back", "unusable_reply_note", "preliminary_result"}
 REQUIRED_LABELS = {"question", "context", "options", "images", "answer_format", "previous_output", "feedback",
                    "user_question", "user_notes"}
 # Why a prompt file may not hold a key: it would never be sent (dead configuration).
@@ -57,7 +57,9 @@ class RolePrompt:
 
 @dataclass(frozen=True)
 class TaskPrompt:
-    """The UserProxy's task preamble, the input labels and the image notes."""
+    """The UserProxy's task preamble, the input labels and the image notes. `preamble` is what
+    every step is sent: the file's preamble, then its `grounding` when the team keeps it
+    (`load_prompts`)."""
 
     preamble: str
     labels: dict[str, str]
@@ -67,6 +69,9 @@ class TaskPrompt:
     unusable_reply_note: str  # appended to a request sent again after an unusable reply ({{reason}})
     step_label: str  # the heading of a step's output when the step declares no label
     source: str
+    grounding: str = ""  # the sentence the team's `grounding` adds to the preamble
+    # after the instruction of a step with `preliminary_result: true` ({{answer_step}})
+    preliminary_result: str = ""
     # how each part of a review a step is sent back with is written (team.REVIEW_PARTS)
     sent_back: dict[str, str] = field(default_factory=dict)
 
@@ -150,6 +155,8 @@ def load_task_prompt(path: Path) -> TaskPrompt:
         unusable_reply_note=str(data["unusable_reply_note"]).strip(),
         step_label=str(data["step_label"]).strip(),
         source=str(path),
+        grounding=str(data["grounding"]).strip(),
+        preliminary_result=str(data["preliminary_result"]).strip(),
         sent_back={str(key): str(value).strip() for key, value in sent_back.items()},
     )
 
@@ -195,7 +202,8 @@ def load_prompts(loaded: LoadedConfig) -> PromptSet:
     task = load_task_prompt(configured("task_prompt"))
     team_names = team.variables()
     task = replace(task, labels={key: render(label, team_names, source=task.source)
-                                 for key, label in task.labels.items()})
+                                 for key, label in task.labels.items()},
+                   preamble=" ".join(filter(None, [task.preamble, task.grounding if team.grounding else ""])))
     personalities = {step.name: (step.personality or "").strip() for step in team.steps}
     personalities["manager"] = (team.manager_personality or "").strip()
     personalities["user_proxy"] = (team.user_proxy_personality or "").strip()
@@ -206,10 +214,15 @@ def load_prompts(loaded: LoadedConfig) -> PromptSet:
         for step in team.steps
     }
     kinds = _role_kinds(loaded)
+    roles = {step.name: load_role_prompt(of_step(index, step.name), kind=kinds[step.name])
+             for index, step in enumerate(team.steps)}
+    for step in team.steps:  # a step invited to state a preliminary result is told so after its instruction
+        if step.preliminary_result:
+            role = roles[step.name]
+            roles[step.name] = replace(role, instruction="\n".join([role.instruction, task.preliminary_result]))
     return PromptSet(
         task=task,
-        roles={step.name: load_role_prompt(of_step(index, step.name), kind=kinds[step.name])
-               for index, step in enumerate(team.steps)},
+        roles=roles,
         manager=load_role_prompt(configured("manager_prompt"), kind="manager"),
         user_proxy=load_role_prompt(configured("user_proxy_prompt"), kind="user_proxy"),
         personalities=personalities,

@@ -35,6 +35,8 @@ REVIEW_PARTS: tuple[ReviewPart, ...] = ("score", "evaluation", "feedback")  # se
 #: How a team's steps read their inputs: each step's `inputs` as declared, or only those of its
 #: equation in the paper (its `equation_inputs`, where it declares them).
 InputsRule = Literal["declared", "equations"]
+#: What an answer step's reply that is not JSON gives: its text as the final answer, or none.
+AnswerFallback = Literal["text", "none"]
 
 
 def possessive(name: str) -> str:
@@ -83,6 +85,13 @@ class StepConfig(_Strict):
     critic_dimension: str | None = None  # the reviewer's name for this step (default: its name)
     feedback_template: str | None = None  # what the reviewer's question about this dimension looks for
     final_answer: bool = False
+    # A step before the answer may state a preliminary result for the answer step to verify (the
+    # task prompt's `preliminary_result`, after its instruction); None/False: it is not invited to
+    # solve, as the papers' Tables 4-5 ask (docs/paper.md).
+    preliminary_result: bool | None = None
+    # An answer step's reply that is not JSON: its text stands as the final answer ("text", the
+    # default), or it gives no answer ("none": only the JSON's final_answer counts).
+    answer_fallback: AnswerFallback | None = None
     enabled: bool = True
     reviews: tuple[str, ...] | None = None  # makes this step the reviewer of these steps
     scale: ScoreScale | None = None  # reviewer only (default 1-5)
@@ -113,6 +122,9 @@ class TeamConfig(_Strict):
     # declared: each step reads its `inputs`; equations: its `equation_inputs` where it has them
     # (the paper's Eqs. 2-6; applied when the team is loaded, so the steps record what they read)
     inputs: InputsRule = "declared"
+    # The task preamble's `grounding` sentence ("do not invent measurements ...") in every step's
+    # request; false: the preamble without it (docs/paper.md)
+    grounding: bool = True
     steps: Annotated[tuple[StepConfig, ...], Field(min_length=1)]
 
     def step(self, name: str) -> StepConfig:
@@ -240,6 +252,7 @@ def validate_team(team: LoadedTeam) -> None:
     _check_final_step(team, names)
     _check_reviewer(team, names)
     _check_scales(team)
+    _check_answer_settings(team)
 
 
 def _check_step(team: LoadedTeam, index: int, names: list[str]) -> None:
@@ -397,6 +410,19 @@ def _check_scales(team: LoadedTeam) -> None:
             if value is not None:
                 raise _fail(team, index, field, f"only the reviewer has a {field.replace('_', ' ')}",
                             "move it to the step with reviews:")
+
+
+def _check_answer_settings(team: LoadedTeam) -> None:
+    """`answer_fallback` is an answer step's; `preliminary_result` a working step's before the
+    answer (the final-answer step gives the answer itself, the reviewer gives none)."""
+    for index, step in enumerate(team.config.steps):
+        if step.answer_fallback is not None and step.output != "answer":
+            raise _fail(team, index, "answer_fallback", "only a step with output: answer has a JSON reply to fall "
+                        "back from", "move it to the answer step")
+        if step.preliminary_result and (step.final_answer or step.reviews is not None):
+            what = ("the final-answer step gives the answer itself" if step.final_answer
+                    else "the reviewer gives no result")
+            raise _fail(team, index, "preliminary_result", what, "set it on a working step before the answer")
 
 
 def load_team_file(path: Path, *, read_yaml: Any) -> LoadedTeam:

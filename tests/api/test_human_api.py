@@ -55,7 +55,8 @@ def test_the_callback_gets_each_pause_and_steers_the_chat(service: FakeOpenAI, t
     assert (first.pause, first.after, first.review, first.answer) == (1, "critic", True, "A. 2 kg")
     assert first.scores == {"caption": 5, "alignment": 5, "knowledge": 2, "solution": 5}
     assert first.questions["knowledge"] == "Which law applies?"
-    assert first.next == "rollback 1: the Scholar re-runs with the Critic's question on knowledge, then every step after it"
+    assert first.next == ("rollback 1: the Critic sends the Scholar back; it re-runs with its score and the Critic's "
+                          "evaluation and feedback on knowledge, then every step after it")
     assert first.steps == ("interpreter", "aligner", "scholar", "solver") and first.backs_left == 10
     assert first.problem is None and again.problem == "give the Aligner a question to act on: back aligner QUESTION"
     assert (last.pause, last.answer, last.ends, last.backs_left) == (2, "B. 4 kg", True, 9)

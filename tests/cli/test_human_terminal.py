@@ -87,7 +87,8 @@ def test_back_sends_the_step_back_with_the_persons_question_and_stop_ends(tmp_pa
     assert summary["rollbacks"] == ["framer"]
     # The pause as the terminal showed it, with the refusal and the re-ask.
     assert "── UserProxy: your turn (pause 1, after the Judge's review, round 0)" in result.stderr
-    assert "if you continue: rollback 1: the Sage re-runs with the Judge's question on lore" in result.stderr
+    assert ("if you continue: rollback 1: the Judge sends the Sage back; it re-runs with its score and the Judge's "
+            "evaluation and feedback on lore") in result.stderr
     assert "back STEP QUESTION (STEP: seer, framer, sage, answerer)" in result.stderr
     assert "not taken: the Judge cannot be sent back here" in result.stderr
     # The framer re-ran with its previous output and the person's question; the steps after it re-ran, plainly.
@@ -117,8 +118,9 @@ def test_back_sends_the_step_back_with_the_persons_question_and_stop_ends(tmp_pa
     assert shown.returncode == 0, shown.stderr
     html = page.read_text()
     assert html.count('data-role="user_proxy"') == 3  # the task, then two pauses
-    assert "re-running from the framer step (sent back by the user)" in html
-    assert ('Sent to the framer step by the user:<div class="sent-part" data-part="question">Question: '
+    assert ('data-by="user" data-step="framer">↺ Rollback 1: <span class="sender">the person (UserProxy)</span> sent '
+            'the <span class="step">framer</span> step back') in html
+    assert ('Sent to the framer step by the person (UserProxy):<div class="sent-part" data-part="question">Question: '
             '<span class="text">Is the pivot in the middle?</span>') in html
 
 

@@ -34,7 +34,7 @@ LABELS = {
 DECLARED = {
     "interpreter": {"question", "context", "options"},  # only to know what each image is
     "aligner": {"question", "context", "options", "caption"},
-    "scholar": {"question", "context", "caption", "alignment"},
+    "scholar": {"question", "context", "options", "caption", "alignment"},  # q with its options (Eq. 4)
     "solver": {"question", "options", "caption", "alignment", "knowledge"},
     "critic": {"caption", "alignment", "knowledge", "solution"},
 }

@@ -65,7 +65,7 @@ def test_a_renamed_step_runs_under_its_new_name_with_its_declared_inputs(tmp_pat
     assert server.roles() == ["interpreter", "aligner", "researcher", "solver", "critic"]
     labels = {**LABELS, "researcher": "Findings of the Researcher"}
     expected = {"interpreter": {"question", "context", "options"}, "aligner": {"question", "context", "options", "interpreter"},
-                "researcher": {"question", "context", "interpreter", "aligner"},
+                "researcher": {"question", "context", "options", "interpreter", "aligner"},
                 "solver": {"question", "options", "interpreter", "aligner", "researcher"},
                 "critic": {"interpreter", "aligner", "researcher", "solver"}}
     for request in server.received:

@@ -163,6 +163,13 @@ def test_inspect_eval_custom_benchmark_from_the_examples(tmp_path: Path) -> None
     assert {pid: s.scores["official"].value for pid, s in samples.items()} == {"lever": "C", "circuit": "I"}
     assert all(model_roles(sample) == [step for step in STEPS if step != STEPS[2]] for sample in samples.values())
     assert samples["lever"].metadata["subset"] == "mechanics"
+    # Inspect's steps are told what maps solve's are (tests/orchestration/test_paper_defaults.py): the Critic asks
+    # a Socratic question per dimension, no step before the Solver is asked for a result, every preamble grounds.
+    texts = {request.role: " ".join((str(request.messages[0]["content"]) + request.user_text()).split())
+             for request in server.received}  # its system message (the preamble) and its user message
+    assert "ask the single Socratic question that would lead its author to re-examine the work" in texts[STEPS[-1]]
+    assert all("preliminary" not in texts[step].lower() for step in STEPS[:2])
+    assert all("Do not invent measurements that are not given." in text for text in texts.values())
 
 
 def test_a_failed_request_or_a_broken_image_fails_its_own_sample_never_scored(tmp_path: Path) -> None:

@@ -38,3 +38,20 @@ def test_a_retry_of_an_unusable_reply_goes_out_changed_and_says_why(tmp_path: Pa
     (answer,) = [record for record in records if record.get("role") == "solver"]
     assert answer["usage"]["attempts"] == 2
     assert answer["request"][-1] == note  # the transcript keeps what was sent
+
+
+def test_the_switch_back_max_retries_zero_sends_an_unusable_reply_s_request_once(tmp_path: Path) -> None:
+    """docs/paper.md's switch back (`endpoints: {openai: {max_retries: 0}}`): no retry, so no note;
+    the unusable reply stands (the Solver's text as its answer)."""
+    (tmp_path / "agents.yaml").write_text("endpoints: {openai: {max_retries: 0}}\n")
+    script = RoleScript({"interpreter": ["CAPTION"], "solver": ["I think it is B.", solver_json("B")],
+                         "critic": [critic_json()]})
+    figure = make_png(tmp_path / "figure.png")
+    with FakeOpenAI(script) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        result = run_maps(["solve", str(figure), "-q", "Which is heavier?", "--runs-dir", str(tmp_path / "runs"),
+                           "--json"], env=env, cwd=tmp_path)
+        solver = [request for request in server.received if request.method == "POST" and request.role == "solver"]
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["final_answer"] == "I think it is B." and len(solver) == 1
+    assert "could not be used" not in json.dumps(solver[0].messages)

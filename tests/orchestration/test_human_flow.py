@@ -129,7 +129,7 @@ def test_a_team_without_reviewer_pauses_where_the_plan_ends() -> None:
     settings = FlowSettings(steps=STEPS, human="review")
     turns = [*map(Turn, STEPS)]
     assert decide_next(turns, settings).next_role == PERSON
-    assert decide_next([*turns, person()], settings).stop_reason == "rollback_limit"
+    assert decide_next([*turns, person()], settings).stop_reason == "no_reviewer"
     back = decide_next([*turns, person("back recall And friction?")], settings)
     assert back.next_role == "recall" and back.revision is not None and back.revision.question == "And friction?"
 

@@ -1,6 +1,6 @@
 """What a step sent back by the reviewer is told, read from the request it received on the wire:
 each team follows its own paper version (seed 000, the default team: the step's score, the
-Critic's evaluation of it and the adjustment it suggests; seed 001, Big Five: the score and the
+Critic's evaluation of it and its Socratic question; seed 001, Big Five: the score and the
 heuristic question), as the reviewer's `sends_back` says; the transcript and run.json record the
 same. A review that would send a step back with nothing to act on is never acted on: it is
 retried, then ends the chat as an unusable review."""
@@ -58,7 +58,7 @@ def rollback_event(records: list[dict[str, Any]]) -> dict[str, Any]:
     return next(record for record in records if record.get("event") == "rollback")
 
 
-def test_the_big_seven_team_tells_a_rerun_step_its_score_the_evaluation_and_the_suggested_adjustment(tmp_path) -> None:
+def test_the_big_seven_team_tells_a_rerun_step_its_score_the_evaluation_and_the_question(tmp_path) -> None:
     summary, requests, records = solve(tmp_path, [review(2), review(5)])
     assert summary["rollbacks"] == ["scholar"] and summary["stop_reason"] == "critic_passed"
     assert rerun_review(requests) == f"Score: 2 on a scale from 1 to 5\nEvaluation: {EVALUATION}\nFeedback: {FEEDBACK}"
@@ -101,7 +101,7 @@ def test_a_review_that_sends_a_step_back_with_nothing_to_act_on_is_retried_then_
     assert run["critic_verdicts"] == [None]  # counted as a review that failed, never as a pass
 
 
-def test_an_evaluation_without_a_suggestion_is_still_something_to_act_on(tmp_path) -> None:
+def test_an_evaluation_without_a_question_is_still_something_to_act_on(tmp_path) -> None:
     summary, requests, _ = solve(tmp_path, [review(2, feedback=""), review(5)])
     assert summary["rollbacks"] == ["scholar"]
     assert rerun_review(requests) == f"Score: 2 on a scale from 1 to 5\nEvaluation: {EVALUATION}"

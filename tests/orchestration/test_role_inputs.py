@@ -17,7 +17,7 @@ OUTPUTS = {"interpreter": "P-caption", "aligner": "L-aligned", "scholar": "S-kno
 EXPECTED = {
     "interpreter": {"Q-question", "C-context", "A. O-one"},  # only to know what each image is
     "aligner": {"Q-question", "C-context", "A. O-one", "P-caption"},
-    "scholar": {"Q-question", "C-context", "P-caption", "L-aligned"},
+    "scholar": {"Q-question", "C-context", "A. O-one", "P-caption", "L-aligned"},  # q with its options (Eq. 4)
     "solver": {"Q-question", "A. O-one", "P-caption", "L-aligned", "S-knowledge", "F-format"},
     "critic": {"P-caption", "L-aligned", "S-knowledge", "A-solution"},
 }

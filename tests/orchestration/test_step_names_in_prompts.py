@@ -20,13 +20,15 @@ RENAMED = {"scholar": "units", "solver": "answers", "critic": "judge"}
 
 def renamed_steps() -> list[dict[str, Any]]:
     """The default team with the Scholar, Solver and Critic renamed (references follow); labels
-    and prompts are left as shipped, as a user who only renames would leave them."""
+    and prompts are left as shipped, as a user who only renames would leave them. The Aligner
+    may state a preliminary result (task.yaml's text names the answer step)."""
     steps = yaml.safe_load((REPO / "agents.yaml").read_text())["team"]["steps"]
     for step in steps:
         step["name"] = RENAMED.get(step["name"], step["name"])
         for key in ("inputs", "reviews", "equation_inputs"):
             if key in step:
                 step[key] = [RENAMED.get(name, name) for name in step[key]]
+    steps[1]["preliminary_result"] = True
     return steps
 
 

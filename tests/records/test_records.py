@@ -72,6 +72,6 @@ def test_the_vocabularies_are_defined_once() -> None:
 
     assert not hasattr(roles, "STOP_REASONS")
     assert records.STOP_REASONS == ("critic_passed", "rollback_limit", "critic_unparseable", "max_rounds", "error", "interrupted",
-                                    "user_stopped")
+                                    "user_stopped", "no_reviewer")
     with pytest.raises(DataError, match="does not match any of the expected tags"):
         parsed(TranscriptLineModel, {"type": "event", "event": "no_such_event"}, source="a line")

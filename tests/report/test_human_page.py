@@ -264,7 +264,8 @@ def test_a_person_steers_maps_solve_from_the_live_page(tmp_path: Path, chromium:
                     " p && !p.hidden && p.textContent.includes(%s) ? done(true) : setTimeout(look, 50); }; look(); })")
             tab.js(wait % json.dumps("Pause 1"))
             shown = tab.js("document.getElementById('human-turn').textContent")
-            assert "If you continue: rollback 1: the Scholar re-runs" in shown and "Answer so far: A. 2 kg" in shown
+            assert "If you continue: rollback 1: the Critic sends the Scholar back" in shown
+            assert "Answer so far: A. 2 kg" in shown and "Feedback on knowledge: question about knowledge?" in shown
             tab.js("document.querySelector('[data-human=step]').value = 'aligner';"
                    "document.querySelector('[data-human=question]').value = 'Is the pivot <b>in</b> the middle?';"
                    "document.querySelector('[data-human=back]').click()")

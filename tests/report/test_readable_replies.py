@@ -104,13 +104,17 @@ def assert_readable(dom: Node) -> None:
         assert len(raw) == 1 and '"process"' in raw[0].text()
     judges = dom.find_all("article", data_role="judge")
     assert len(judges) == 2
-    for judge, low in zip(judges, ["lore", None], strict=True):
+    for judge in judges:
         assert [node.text() for node in judge.find_all("h4", cls="phase-heading")] == ["Reasoning"]
         assert REASONING in judge.find_all("section", cls="phase")[0].text()
         caption = judge.find_all("table", cls="scores")[0].find_all("caption")[0].text()
-        # What the Manager did with the review: the step it sent back (the one scored on lore), or passed.
-        assert caption == ("Judge's scores (sent back: sage)" if low else "Judge's scores (passed)")
+        assert caption == "Judge's scores"  # what came of it is the event after it, as recorded
         assert len(judge.find_all("details", cls="raw-reply")) == 1
+    # What the Manager did with each review: the step it sent back (the one scored on lore), then passed.
+    (rollback,) = dom.find_all(cls="rollback")
+    assert rollback.attrs["data-by"] == "critic" and rollback.attrs["data-step"] == "sage"
+    assert rollback.find_all(cls="sender")[0].text() == "the Judge"
+    assert dom.find_all(cls="stop")[0].find_all(cls="why")[0].text() == "the Judge passed every step"
     # the view's turn header names the step, not its dimension
     seer = dom.find_all("article", data_role="seer")[0]
     assert "step sight" not in seer.text()

@@ -181,8 +181,12 @@ def test_critic_scores_table_per_round(runs: Runs) -> None:
     # Below the threshold (5) is marked.
     assert {dim for dim, cell in first.items() if "low" in cell.classes} == {"alignment", "knowledge", "solution"}
     assert all("pass" in cell.classes and cell.text() == "5" for cell in second.values())
-    assert HOSTILE_FEEDBACK in tables[0].text() and "(sent back: scholar)" in tables[0].text()
-    assert "(passed)" in tables[1].text()
+    assert HOSTILE_FEEDBACK in tables[0].text()
+    # what came of each review is the rollback and the stop recorded after it
+    (rollback,) = dom.find_all(cls="rollback")
+    assert (rollback.attrs["data-by"], rollback.attrs["data-step"]) == ("critic", "scholar")
+    assert rollback.find_all(cls="sender")[0].text() == "the Critic"
+    assert dom.find_all(cls="stop")[0].find_all(cls="why")[0].text() == "the Critic passed every step"
 
 
 def test_rollback_is_marked_between_the_review_and_the_revision(runs: Runs) -> None:

@@ -1,5 +1,5 @@
-"""Every figure on a page comes from the records the Manager and the summary used: a review's
-score table names the step the Manager sent back (not the reviewer's own pick), a live run's
+"""Every figure on a page comes from the records the Manager and the summary used: the rollback
+after a review names the step the Manager sent back (not the reviewer's own pick), a live run's
 outcome counts the calls its usage table shows, the live page says who is thinking during a
 call, an eval index never shows "unknown" for a problem still in flight under a summary that
 counts only finished ones, and the embedded model costs $0, said as free."""
@@ -39,7 +39,7 @@ def page_of(url: str) -> str:
         raise
 
 
-def test_the_score_table_names_the_step_the_manager_sent_back(tmp_path: Path) -> None:
+def test_the_rollback_names_the_step_the_manager_sent_back(tmp_path: Path) -> None:
     # The reviewer names `caption` as worst while scoring it 5; alignment scored 2: the Manager
     # sends the Aligner back (the lowest score), and the page must say so.
     review = json.dumps({"scores": {"caption": 5, "alignment": 2, "knowledge": 5, "solution": 5}, "need_feedback": True,
@@ -54,9 +54,10 @@ def test_the_score_table_names_the_step_the_manager_sent_back(tmp_path: Path) ->
     assert json.loads((Path(run_dir) / "run.json").read_text())["rollbacks"][0]["step"] == "aligner"
     html = Path(run_maps(["view", run_dir], env=clean_env(), cwd=tmp_path).stdout.strip()).read_text()
     captions = re.findall(r"<caption>Critic(?:'|&#39;)s scores(.*?)</caption>", html)  # the possessive, escaped
-    assert len(captions) == 2 and "(sent back: aligner)" in captions[0] and "caption" not in captions[0]
-    assert "(passed)" in captions[1]
-    assert "re-running from the aligner step" in html
+    assert captions == ["", ""]  # what came of a review is the record after it, never recomputed from its scores
+    (rollback,) = re.findall(r'<div class="event rollback"[^>]*>.*?</div>', html)
+    assert 'data-by="critic" data-step="aligner"' in rollback and "caption" not in rollback.split("step back")[0]
+    assert '<span class="sender">the Critic</span> sent the <span class="step">aligner</span> step back' in rollback
 
 
 def test_a_live_solve_says_who_is_thinking_and_counts_the_calls_its_table_shows(tmp_path: Path) -> None:

@@ -55,8 +55,9 @@ def assert_judged_with_one_rollback(dom: Node) -> None:
     for answerer in dom.find_all("article", data_role="answerer"):
         assert answerer.find_all(cls="answer")[0].text() == "2"
     rollback = dom.find_all(cls="rollback")[0].text()
-    assert "re-running from the sage step (lore scored low)" in rollback and "what about the lore?" in rollback
-    assert "sage (lore)" in dom.find_all(cls="outcome")[0].text()
+    assert "the Judge sent the sage step back; it re-runs, then every step after it (lore scored low)" in rollback
+    assert "what about the lore?" in rollback
+    assert "sage (lore; sent back by the Judge)" in dom.find_all(cls="outcome")[0].text()
     assert dom.find_all(cls="final-answer")[0].text() == "2"
     assert dom.find_all(cls="final-step")[0].text() == "from the answerer step"  # the recorded final-answer step
     assert not DEFAULT_NAMES & {node.attrs.get("data-role") for node in dom.walk()}

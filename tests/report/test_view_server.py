@@ -101,7 +101,8 @@ def test_eval_view_serves_the_run_live_while_it_writes(tmp_path: Path) -> None:
             scores = transcript_feed.until("append", 'class="scores"')
             assert 'data-dimension="knowledge">2</td>' in scores
             rollback = scores if 'data-event="rollback"' in scores else transcript_feed.until("append", 'data-event="rollback"')
-            assert "re-running from the scholar step" in rollback and "Sent to the scholar step by the Critic:" in rollback and "question about knowledge?" in rollback
+            assert '<span class="sender">the Critic</span> sent the <span class="step">scholar</span> step back' in rollback
+            assert "Sent to the scholar step by the Critic:" in rollback and "question about knowledge?" in rollback
             assert 'class="pill warn revision"' in transcript_feed.until("append", "revision")
             # The outcome is replaced while the chat goes on (its calls so far) and once it ended:
             # the one that ends it carries the stop reason (on a loaded machine the earlier ones come first).

@@ -29,7 +29,8 @@ from maps_autogen.records import (
     read_manifest,
     read_result_rows,
 )
-from maps_autogen.report.view.prepare import compact, cost, free_note, model_name, sum_costs, title, usage_cost
+from maps_autogen.report._labels import title
+from maps_autogen.report.view.prepare import compact, cost, free_note, model_name, sum_costs, usage_cost
 from maps_autogen.report.view.render import INDEX_PAGE, Links, page_key, read_run_or_none, run_view
 from maps_autogen.report.view.templating import fragment, render
 from maps_autogen.scoring import Tally, first_decision, tally_rows

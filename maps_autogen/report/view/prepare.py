@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from maps_autogen.orchestration import FlowSettings, passes, sent_parts, weakest_step
+from maps_autogen.orchestration import sent_parts
 from maps_autogen.records import (
     USER_PROXY_ROLE,
     AnswerParsed,
@@ -35,8 +35,9 @@ from maps_autogen.records import (
     VerdictParsed,
 )
 from maps_autogen.records import Usage as UsageRecord
+from maps_autogen.report._labels import sender, stop_words, title
 from maps_autogen.report._replies import Lenient, Section, read_as, read_reply
-from maps_autogen.settings import CriticVerdict, answer_with_option, possessive, shown_answer
+from maps_autogen.settings import answer_with_option, possessive, shown_answer
 
 # A step name as team.py allows it: safe inside a class name.
 _STEP_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,39}")
@@ -118,11 +119,6 @@ def model_name(described: ModelRecord | None, served: Iterable[str] | None = Non
     return served_as(name, described.model, [described.served_model or "", *(served or ())])
 
 
-def title(step: str) -> str:
-    """A step's display name (team.py's rule): the name with a capital."""
-    return step[:1].upper() + step[1:]
-
-
 # ----- the team the run recorded --------------------------------------------------------------
 
 
@@ -179,10 +175,10 @@ class Score:
 
 @dataclass(frozen=True)
 class Scores:
-    """The reviewer's verdict as a table, with what the Manager did with it (`decision`)."""
+    """The reviewer's verdict as a table (what came of it is the rollback or stop that follows,
+    as the transcript records it)."""
 
     reviewer: str  # its title with the possessive ending ("Critic's", "Units'")
-    decision: str | None
     cells: list[Score]
 
 
@@ -225,8 +221,9 @@ class Event:
     stop_reason: Any = None
     final_answer: Any = None
     by: Any = None  # a rollback's sender: the reviewer, or the user at a pause
-    sender: str = ""  # who sent a rolled-back step back: "the Critic", "the user"
+    sender: str = ""  # who sent a rolled-back step back: "the Critic", "the person (UserProxy)"
     sent: tuple[tuple[str, Any], ...] = ()  # what the step was sent: (label, text), as it received them
+    words: str = ""  # a stop: why, in words (from the stop reason and the rollbacks recorded)
 
 
 def _meta(record: MessageRecord, turn: int) -> str:
@@ -249,32 +246,9 @@ def _meta(record: MessageRecord, turn: int) -> str:
     return " · ".join(meta)
 
 
-def manager_decision(verdict: VerdictParsed, flow: FlowRecord | None, rollbacks_before: int) -> str | None:
-    """What the Manager did with a review, by the rule it applies (flow.py: `passes`, then
-    `weakest_step` while rollbacks are left), from the scores the transcript records and the
-    run's flow settings: "passed", "sent back: aligner", or "lowest: aligner; no rollback left".
-    None when the run recorded no flow settings or the scores are not the scored dimensions'."""
-    if flow is None or flow.reviewer is None or flow.threshold is None or not verdict.scores:
-        return None
-    scores = {str(key): value for key, value in verdict.scores.items() if is_number(value)}
-    worst = verdict.worst_step
-    try:
-        settings = FlowSettings(steps=tuple(flow.steps), reviewer=flow.reviewer, scored=tuple(flow.scored.items()),
-                                threshold=flow.threshold,
-                                max_rollbacks=flow.max_rollbacks if flow.max_rollbacks is not None else 0)
-        review = CriticVerdict(scores=scores, need_feedback=False, worst_step=worst)
-        if passes(review, settings):
-            return "passed"
-        step = weakest_step(review, settings)
-    except (ValueError, KeyError):  # a tampered or partial record: no decision shown rather than a wrong one
-        return None
-    return f"sent back: {step}" if rollbacks_before < settings.max_rollbacks else f"lowest: {step}; no rollback left"
-
-
-def scores_of(verdict: VerdictParsed, reviewer: str, threshold: float | None, decision: str | None = None
-              ) -> Scores | None:
-    """The reviewer's scores and feedback per dimension, and the Manager's `decision` on them
-    (never the reviewer's own `worst_step`, which the Manager may overrule); None without scores."""
+def scores_of(verdict: VerdictParsed, reviewer: str, threshold: float | None) -> Scores | None:
+    """The reviewer's scores and feedback per dimension (a score below the run's threshold marked
+    low); None without scores. What came of the review is the rollback or stop event after it."""
     if not verdict.scores:
         return None
     cells = [
@@ -286,7 +260,7 @@ def scores_of(verdict: VerdictParsed, reviewer: str, threshold: float | None, de
         )
         for dim, value in verdict.scores.items()
     ]
-    return Scores(reviewer=possessive(title(reviewer)), decision=decision, cells=cells)
+    return Scores(reviewer=possessive(title(reviewer)), cells=cells)
 
 
 def request_parts(request: list[Any] | None) -> list[RequestPart] | None:
@@ -306,10 +280,10 @@ def request_parts(request: list[Any] | None) -> list[RequestPart] | None:
 
 def turn_of(
     record: MessageRecord, team: TeamRecord, threshold: float | None, include_requests: bool, turn: int,
-    options: tuple[str, ...] = (), decision: str | None = None,
+    options: tuple[str, ...] = (),
 ) -> Turn:
     """One message record as a turn card (an answer naming one of `options` by its letter is
-    shown with the option's text; a review with the Manager's `decision` on it)."""
+    shown with the option's text)."""
     reviewing = record.role == team.reviewer
     reading = read_reply(record.content, record.parsed)
     verdict = record.parsed if reviewing and isinstance(record.parsed, VerdictParsed) else None
@@ -324,7 +298,7 @@ def turn_of(
         revision=record.revision,
         content=record.content,
         sections=reading.sections if reading is not None else [],
-        scores=scores_of(verdict, record.role, threshold, decision) if verdict is not None else None,
+        scores=scores_of(verdict, record.role, threshold) if verdict is not None else None,
         answer=answer_with_option(answer.final_answer, options) if answer is not None else None,
         answer_parsed=answer.parsed if answer is not None else True,
         request=request_parts(record.request) if include_requests else None,
@@ -332,21 +306,24 @@ def turn_of(
     )
 
 
-def event_of(record: EventRecord, team: TeamRecord, question: Any = None) -> Event:
-    """One event record (rollback, stop, a warning or an error); `question` is what an older
-    run's rollback, which recorded none, sent back (the reviewer's feedback)."""
+def event_of(record: EventRecord, team: TeamRecord, question: Any = None, *, rollbacks: int = 0,
+             flow: FlowRecord | None = None) -> Event:
+    """One event record (rollback, stop, a warning or an error), labelled by what it records:
+    a rollback by who sent the step back (the person at a pause, or the reviewer, as the record
+    names it); a stop by its reason, the `rollbacks` before it and the `flow`'s rollback budget.
+    `question` is what an older run's rollback, which recorded none, sent back."""
     if isinstance(record, RollbackEvent):
         scores = ", ".join(f"{key} {value:g}" for key, value in record.scores.items())
-        # Labelled by who sent it: the person at a pause, or the team's reviewer.
-        sender = "the user" if record.by == "user" else f"the {title(team.reviewer or 'reviewer')}"
         sent = tuple((title(part), text) for part, text in sent_parts(record.by, record.question or question,
                                                                        record.score, record.evaluation))
         return Event(record.event, "rollback", "Rollback", None, number=record.number, step=record.step,
-                     dimension=record.dimension, scores=scores, by=record.by, sender=sender, sent=sent)
+                     dimension=record.dimension, scores=scores, by=record.by, sender=sender(record, team.reviewer),
+                     sent=sent)
     if isinstance(record, StopEvent):
-        return Event(
-            record.event, "stop", "Stopped", None, stop_reason=record.stop_reason, final_answer=record.final_answer
-        )
+        words = stop_words(record.stop_reason, reviewer=title(team.reviewer) if team.reviewer else None,
+                           rollbacks=rollbacks, max_rollbacks=flow.max_rollbacks if flow is not None else None)
+        return Event(record.event, "stop", "Stopped", None, stop_reason=record.stop_reason,
+                     final_answer=record.final_answer, words=words)
     step = record.role if isinstance(record, (MaxTokensReachedEvent, ContentFilteredEvent)) else None
     labels = {
         "interpreter_skipped": "Image step skipped",
@@ -377,11 +354,11 @@ class TranscriptState:
     last_review: VerdictParsed | None = None  # the reviewer's latest verdict (its feedback)
     used: dict[str, RoleUsage] = field(default_factory=dict)  # each step's calls so far (run.json has them at the end)
     flow: FlowRecord | None = None  # the rules the Manager applied (a review's decision is read by them)
-    rollbacks: int = 0  # rollback events so far
+    rollbacks: int = 0  # the reviewer's rollbacks so far (the person's spend none of its budget)
 
     def absorb(self, record: MessageRecord | EventRecord) -> None:
         if not isinstance(record, MessageRecord):
-            self.rollbacks += isinstance(record, RollbackEvent)
+            self.rollbacks += isinstance(record, RollbackEvent) and record.by != "user"
             return
         self.turns += 1
         if record.usage is not None:
@@ -396,14 +373,9 @@ def transcript_items(records: Iterable[MessageRecord | EventRecord], threshold: 
     """The turns and events of transcript records, continuing from `state` (which it updates)."""
     items: list[Turn | Event] = []
     for record in records:
-        rollbacks_before = state.rollbacks
         state.absorb(record)
         if isinstance(record, MessageRecord):
-            verdict = record.parsed if record.role == state.team.reviewer else None
-            decision = (manager_decision(verdict, state.flow, rollbacks_before) if isinstance(verdict, VerdictParsed)
-                        else None)
-            items.append(turn_of(record, state.team, threshold, include_requests, state.turns, state.options,
-                                 decision))
+            items.append(turn_of(record, state.team, threshold, include_requests, state.turns, state.options))
         elif isinstance(record, RollbackEvent):
             # The rollback record carries what it sent back; runs older than its `by` only the verdict.
             review = state.last_review
@@ -411,7 +383,7 @@ def transcript_items(records: Iterable[MessageRecord | EventRecord], threshold: 
             items.append(event_of(record, state.team,
                                   review.feedback_on(record.dimension) if older and review else None))
         else:
-            items.append(event_of(record, state.team))
+            items.append(event_of(record, state.team, rollbacks=state.rollbacks, flow=state.flow))
     return items
 
 
@@ -428,9 +400,10 @@ class Outcome:
     gold: Any
     correct: bool | None
     stop_reason: Any
-    rollbacks: list[tuple[str, str]]
+    rollbacks: list[tuple[str, str, str]]  # (step, dimension, who sent it back)
     error: Any
     usage: str
+    stop_words: str = ""  # why it stopped, in words
 
 
 def outcome_of(run: RunRecord, gold: Any, correct: bool | None, used: dict[str, RoleUsage] | None = None) -> Outcome:
@@ -438,6 +411,7 @@ def outcome_of(run: RunRecord, gold: Any, correct: bool | None, used: dict[str, 
     on (run.json has its usage only at the end), the usage is the calls the transcript has so far
     (`used`, per step: what the usage table shows), never "0 calls" beside them."""
     usage = run.usage
+    reviewer = team_of(run).reviewer
     so_far = ""
     if usage is None and used:
         usage = UsageRecord(calls=sum(u.calls for u in used.values()),
@@ -454,7 +428,12 @@ def outcome_of(run: RunRecord, gold: Any, correct: bool | None, used: dict[str, 
         gold=gold,
         correct=correct,
         stop_reason=run.stop_reason,
-        rollbacks=[(r.step, r.dimension) for r in run.rollbacks],
+        rollbacks=[(r.step, r.dimension, "the person" if r.by == "user" else f"the {title(reviewer or 'reviewer')}")
+                   for r in run.rollbacks],
+        stop_words=stop_words(run.stop_reason, reviewer=title(reviewer) if reviewer else None,
+                              rollbacks=sum(1 for r in run.rollbacks if r.by == "critic"),
+                              max_rollbacks=run.flow.max_rollbacks if run.flow is not None else None)
+        if run.stop_reason else "",
         error=run.error,
         usage="no calls yet" if usage is None else (
             f"{number(usage.calls)} calls{so_far}, {number(usage.prompt_tokens)} prompt "

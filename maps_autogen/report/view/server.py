@@ -14,7 +14,9 @@ symlinks pointing out). Only pages it renders, images and two live feeds are ser
   every POLL_S seconds;
 - beside `maps solve --human --view` (`human`: the chat's `HumanDesk`), the solve's transcript feed
   also carries `human` events (the pause the chat waits at, as JSON, or none), and a POST of
-  `{"pause": N, "answer": "..."}` (JSON, at most HUMAN_BODY_BYTES) to `TOKEN/human` answers it.
+  `{"pause": N, "answer": "..."}` (JSON, at most HUMAN_BODY_BYTES) to `TOKEN/human` answers it
+  (refused unless its Host names this server and, when it carries an Origin, that is this
+  server's own page).
 
 Pages are rendered once per change (`PageCache`): the index of a 5,000-problem eval takes most of
 a second to render, so a page is kept with the stamps (inode, size, mtime) of the files and folders
@@ -285,11 +287,32 @@ class ViewServer:
         except ValueError:
             return name == "localhost" or name.endswith(".localhost") or name in self._own_names
 
+    def _origin_allowed(self, origin: str | None, host: str | None) -> bool:
+        """Whether a POST's Origin header is this server's own page (defence in depth beside the
+        URL's token and the Host check): a browser sends the page's origin with every POST, so
+        one from another site's page, a sandboxed page or a file ("null") is refused. A request
+        without one (no browser: a script holding the token) is judged by the token alone."""
+        if origin is None:
+            return True
+        parts = urlsplit(origin.strip())
+        try:
+            port = parts.port or 80
+        except ValueError:
+            return False
+        if parts.scheme != "http" or not parts.netloc or parts.path not in ("", "/") or parts.query:
+            return False
+        same_host = host is None or parts.netloc.lower() == host.strip().lower()
+        return same_host and port == self._httpd.server_address[1] and self._host_allowed(parts.netloc)
+
     def _answer_post(self, request: Any) -> None:
         """POST TOKEN/human: the person's answer to the pause the chat waits at, from the page."""
         segments = urlsplit(request.path).path.split("/")
         if not self._host_allowed(request.headers.get("Host")):
             _json_reply(request, 403, {"error": "the Host header names another site; open the URL maps printed"})
+            return
+        if not self._origin_allowed(request.headers.get("Origin"), request.headers.get("Host")):
+            _json_reply(request, 403, {"error": "the answer comes from another site's page (its Origin); answer on the "
+                                                "page maps printed"})
             return
         if len(segments) < 2 or not hmac.compare_digest(segments[1].encode(), self.token.encode()):
             request._send(403, "text/plain; charset=utf-8", b"forbidden: the URL's token is missing or wrong\n")

@@ -195,7 +195,9 @@
     if (!data.waiting || !state) {
       panel.hidden = !data.last;
       if (data.last) {
-        panel.appendChild(element("p", "Pause " + data.last.pause + " answered from the " + data.last.source + ": " +
+        panel.appendChild(element("p", data.last.source === "timeout" ?
+          "Pause " + data.last.pause + ": nobody answered in time, so the chat went on as planned." :
+          "Pause " + data.last.pause + " answered from the " + data.last.source + ": " +
           (data.last.line || "continue") + ". The chat goes on.", "muted human-status"));
       }
       return;
@@ -210,8 +212,21 @@
     var dimensions = Object.keys(state.scores);
     if (dimensions.length) {
       panel.appendChild(element("p", "Scores: " + dimensions.map(function (d) { return d + " " + state.scores[d]; }).join(", "), null));
+      var feedback = element("ul", null, "human-feedback");
+      dimensions.forEach(function (d) {
+        if (state.questions[d]) {
+          var item = element("li", "Feedback on " + d + ": " + state.questions[d], null);
+          item.setAttribute("data-dimension", d);
+          feedback.appendChild(item);
+        }
+      });
+      if (feedback.firstChild) { panel.appendChild(feedback); }
     }
     panel.appendChild(element("p", "If you continue: " + state.next, null));
+    if (state.wait_s !== null && state.wait_s !== undefined) {
+      panel.appendChild(element("p", "If nobody answers, the chat continues on its own " + state.wait_s +
+        " s after this pause opened (human.wait_s).", "muted human-wait"));
+    }
     var row = element("div", null, "human-row");
     var go = control("button", "continue", state.ends ? "End with this answer" : "Continue");
     go.addEventListener("click", function () { send(""); });
