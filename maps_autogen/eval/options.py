@@ -53,6 +53,10 @@ class EvalOptions(SettingsOptions):
         "current", "--rules", "Official scoring rule version.", kind="choice", choices=RULES, fixed_on_resume=True)
     cache: bool = option(True, "--no-cache", "Do not reuse cached model replies.", kind="flag", negate=True,
                          dest="no_cache")
+    batch: bool = option(
+        False, "--batch", "Send every model call through the service's batch API at its batch prices (about half): "
+        "the problems advance one call per round, each round minutes to hours; resumable (docs/batch.md).",
+        kind="flag")
     max_cost: float | None = option(
         None, "--max-cost", "Stop cleanly once this many USD are spent (resume carries on).", kind="number", low=0,
         unit="USD", example="5")
