@@ -77,6 +77,7 @@ class Ledger:
         self.answers: dict[str, tuple[BatchAnswer, int]] = {}  # custom id -> (answer, record number)
         self._sent: dict[str, list[str]] = {}  # key -> its custom ids, in the order they were made
         self._carried_by: dict[str, int] = {}  # custom id -> the record carrying it
+        self._made: set[str] = set()  # every custom id of `_sent`
         self._claimed: set[str] = set()  # taken by an ask of this invocation
         self.replayed = 0  # asks of this invocation answered from earlier invocations' batches
         if self.folder.is_dir():
@@ -92,8 +93,9 @@ class Ledger:
         self.records[record.number] = record
         for custom_id in record.custom_ids:
             key = key_of(custom_id)
-            if key is not None and custom_id not in self._carried_by:
+            if key is not None and custom_id not in self._made:
                 self._sent.setdefault(key, []).append(custom_id)
+                self._made.add(custom_id)
             self._carried_by[custom_id] = record.number
 
     def _read_answers(self, number: int) -> None:
@@ -132,6 +134,7 @@ class Ledger:
         ids = self._sent.setdefault(key, [])
         custom_id = make_custom_id(role, key, len(ids))
         ids.append(custom_id)
+        self._made.add(custom_id)
         self._claimed.add(custom_id)
         return custom_id
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,176 @@ def test_a_batch_eval_gives_what_the_live_eval_gives_at_half_the_price(tmp_path:
     assert first["status"] == "completed" and first["counts"] == {"total": 6, "completed": 6, "failed": 0}
     # The announcement gives the batch prices and the rounds.
     assert "estimated cost at batch prices" in batched.stderr and "rounds, each waiting for its batch" in batched.stderr
+
+
+def _ids(batches: FakeBatches, number: int) -> list[str]:
+    return [line["custom_id"] for line in batches.batches[batches.order[number]].lines]
+
+
+@pytest.mark.parametrize("ran", [0, 4])
+def test_an_expired_batch_has_what_it_did_not_run_sent_again(tmp_path: Path, mathvista, ran: int) -> None:
+    data, rows = mathvista
+    with FakeOpenAI(ProblemScript(scripted_answers(rows))) as server:
+        _, live_dir = run_eval(tmp_path / "live", server, data, batch=False)
+    # The first batch expires: nothing of it answered, or its first four lines.
+    batches = FakeBatches([BatchPlan(states=["validating", "in_progress"], end="expired", ran=ran), BatchPlan()])
+    with FakeOpenAI(ProblemScript(scripted_answers(rows)), batches=batches) as server:
+        result, batch_dir = run_eval(tmp_path / "batch", server, data, batch=True)
+    assert result.returncode == 0, result.stderr
+    assert live_dir and batch_dir and outcome(batch_dir) == outcome(live_dir)
+    first, again = _ids(batches, 0), _ids(batches, 1)
+    # What the first batch did not run goes again in the next round, under a new custom id (with
+    # the next calls of the problems it did run).
+    assert [cid for cid in again if cid.startswith("interpreter")] == [cid.removesuffix("-0") + "-1"
+                                                                        for cid in first[ran:]]
+    assert len(batches.lines_run) == 6 * 5  # every call ran once at the service
+    summary = json.loads((batch_dir / "summary.json").read_text())["batches"]
+    assert summary["resent"] == 6 - ran and summary["unanswered"] == {"expired": 1} and summary["rounds"] == 6
+    record = json.loads((batch_dir / "batches" / "batch-0001.json").read_text())
+    assert record["status"] == "expired" and record["answers_read"] is True
+    assert json.loads((batch_dir / "batches" / "batch-0002.json").read_text())["resent"] == 6 - ran
+
+
+class _Failing:
+    """The problem script, except: pid 3's solver gets a 400 (a request the model refuses), pid
+    4's aligner a 503 the first time (then its answer), each live as in a batch's error file."""
+
+    def __init__(self, script: ProblemScript):
+        self.script = script
+        self.seen: set[str] = set()
+
+    def __call__(self, request: Received) -> Reply:
+        pid = self.script._pid(request)
+        if (pid, request.role) == ("3", "solver"):
+            return Reply("This model's maximum context length is 128000 tokens", status=400)
+        if (pid, request.role) == ("4", "aligner") and "4" not in self.seen:
+            self.seen.add("4")
+            return Reply("The server is overloaded", status=503)
+        return self.script(request)
+
+
+def test_error_lines_are_the_same_errors_as_live(tmp_path: Path, mathvista) -> None:
+    data, rows = mathvista
+    with FakeOpenAI(_Failing(ProblemScript(scripted_answers(rows)))) as server:
+        live, live_dir = run_eval(tmp_path / "live", server, data, batch=False)
+    batches = FakeBatches()
+    with FakeOpenAI(_Failing(ProblemScript(scripted_answers(rows))), batches=batches) as server:
+        batched, batch_dir = run_eval(tmp_path / "batch", server, data, batch=True)
+    assert live.returncode == batched.returncode == 1  # a problem failed
+    assert live_dir and batch_dir and outcome(batch_dir) == outcome(live_dir)
+    failed = next(row for row in map(json.loads, (batch_dir / "results.jsonl").read_text().splitlines())
+                  if row["pid"] == "3")
+    assert failed["status"] == "failed" and "rejected the request: HTTP 400: This model's maximum context" in \
+        failed["error"]
+    errors = [json.loads(line) for batch in batches.batches.values() if batch.error_file_id
+              for line in batches.files[batch.error_file_id].decode().splitlines()]
+    assert sorted(line["response"]["status_code"] for line in errors) == [400, 503]
+    # The 503 was tried again in the next round (as live, after its backoff), and answered.
+    aligner = [c for c in calls(batch_dir) if c.get("attempts") == 2]
+    assert len(aligner) == 1
+
+
+def test_a_refused_key_in_the_error_file_stops_the_eval_as_live(tmp_path: Path, mathvista) -> None:
+    data, _ = mathvista
+    refuse = lambda request: Reply("Incorrect API key provided: sk-test...", status=401)  # noqa: E731
+    with FakeOpenAI(refuse) as server:
+        live, _ = run_eval(tmp_path / "live", server, data, batch=False)
+    with FakeOpenAI(refuse, batches=FakeBatches()) as server:
+        batched, batch_dir = run_eval(tmp_path / "batch", server, data, batch=True)
+    assert live.returncode == batched.returncode == 1
+    said = "the model service refused the API key: HTTP 401: Incorrect API key provided"
+    assert said in live.stderr and said in batched.stderr and "stopped early" in batched.stderr
+    assert batch_dir and json.loads((batch_dir / "summary.json").read_text())["batches"]["rounds"] == 1
+
+
+def test_a_batch_cancelled_by_someone_else_has_what_it_did_not_run_sent_again(tmp_path: Path, mathvista) -> None:
+    data, rows = mathvista
+    with FakeOpenAI(ProblemScript(scripted_answers(rows))) as server:
+        _, live_dir = run_eval(tmp_path / "live", server, data, batch=False)
+    never = threading.Event()  # the first batch runs until someone cancels it (two of its lines done)
+    batches = FakeBatches([BatchPlan(states=["validating", "in_progress"], ran=2, hold=never), BatchPlan()])
+
+    def someone_cancels() -> None:
+        batches.wait_for(lambda: bool(batches.order) and batches.batches[batches.order[0]].looks >= 2)
+        batches.cancel(batches.order[0])
+
+    canceller = threading.Thread(target=someone_cancels, daemon=True)
+    canceller.start()
+    with FakeOpenAI(ProblemScript(scripted_answers(rows)), batches=batches) as server:
+        result, batch_dir = run_eval(tmp_path / "batch", server, data, batch=True)
+    canceller.join(10)
+    assert result.returncode == 0, result.stderr
+    assert live_dir and batch_dir and outcome(batch_dir) == outcome(live_dir)
+    # The two answered problems' next calls go in the same round as the four sent again.
+    again = [cid.removesuffix("-0") + "-1" for cid in _ids(batches, 0)[2:]]
+    assert sorted(cid for cid in _ids(batches, 1) if cid.startswith("interpreter")) == sorted(again)
+    summary = json.loads((batch_dir / "summary.json").read_text())["batches"]
+    assert summary["unanswered"] == {"cancelled": 1} and summary["resent"] == 4
+
+
+def test_a_failed_batch_is_answered_as_its_error_received_live(tmp_path: Path, mathvista) -> None:
+    data, rows = mathvista
+    # The service refuses the first batch as a whole for a limit: its calls are tried again, as a
+    # 429 received live is; the second refuses a model: every call fails, the run stops.
+    limit = {"code": "token_limit_exceeded", "message": "Enqueued token limit reached for gpt-4o", "line": None}
+    batches = FakeBatches([BatchPlan(states=["validating"], end="failed", errors=[limit]), BatchPlan()])
+    with FakeOpenAI(ProblemScript(scripted_answers(rows)), batches=batches) as server:
+        result, batch_dir = run_eval(tmp_path / "retried", server, data, batch=True)
+    assert result.returncode == 0, result.stderr
+    assert batch_dir and all(c["attempts"] == 2 for c in calls(batch_dir) if c["batch"] == batches.order[1])
+    summary = json.loads((batch_dir / "summary.json").read_text())["batches"]
+    assert summary["unanswered"] == {"failed": 1} and summary["rounds"] == 6
+    record = json.loads((batch_dir / "batches" / "batch-0001.json").read_text())
+    assert record["errors"] == ["token_limit_exceeded: Enqueued token limit reached for gpt-4o"]
+    unknown = {"code": "model_not_found", "message": "The model gpt-4o does not exist for batch", "line": None}
+    with FakeOpenAI(ProblemScript(scripted_answers(rows)),
+                    batches=FakeBatches([BatchPlan(states=[], end="failed", errors=[unknown])])) as server:
+        stopped, _ = run_eval(tmp_path / "stopped", server, data, batch=True)
+    assert stopped.returncode == 1 and "no such model or URL: HTTP 404: The model gpt-4o does not exist" in \
+        stopped.stderr
+
+
+def test_a_round_over_the_file_limits_is_split(tmp_path: Path, mathvista) -> None:
+    data, rows = mathvista
+    batches = FakeBatches()
+    with FakeOpenAI(ProblemScript(scripted_answers(rows)), batches=batches) as server:
+        folder = tmp_path / "split"
+        folder.mkdir()
+        config = batch_config(folder, **{"endpoints.openai.batch_max_requests": 4})
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(folder / "runs"), "--config",
+                           str(config), "--batch"], env=env, cwd=folder, timeout=300)
+    assert result.returncode == 0, result.stderr
+    sizes = [len(batch.lines) for batch in (batches.batches[batch_id] for batch_id in batches.order)]
+    assert sizes == [4, 2] * 5  # each round's six requests in two files
+    records = [json.loads(path.read_text()) for path in
+               sorted(next((folder / "runs").glob("eval-*")).glob("batches/batch-*[0-9].json"))]
+    assert [record["round"] for record in records] == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+
+
+def test_an_endpoint_without_a_batch_api_is_named_before_any_call(tmp_path: Path, mathvista) -> None:
+    data, _ = mathvista
+    with FakeOpenAI() as server:  # answers 404 to /v1/batches, as a server without a batch API does
+        result, eval_dir = run_eval(tmp_path, server, data, batch=True)
+        chats = [r for r in server.received if r.path.endswith("/chat/completions")]
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"endpoint 'openai' ({server.base_url}) has no batch API: GET /batches answered HTTP 404" in result.stderr
+    assert "drop --batch" in result.stderr
+    assert eval_dir is None and not chats  # nothing written, nothing called
+
+
+@pytest.mark.parametrize("args", [["solve", "-q", "What is 2+2?", "--batch"],
+                                  ["eval", "mathvista", "--batch", "--workers", "2"],
+                                  ["eval", "mathvista", "--batch", "--model", "local"],
+                                  ["eval", "mathvista", "--batch", "--human"]])
+def test_what_batch_refuses_is_one_line(tmp_path: Path, mathvista, args: list[str]) -> None:
+    data, _ = mathvista
+    with FakeOpenAI(batches=FakeBatches()) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        extra = ["--data", str(data), "--runs-dir", str(tmp_path / "runs")] if args[0] == "eval" else []
+        result = run_maps([*args, *extra], env=env, cwd=tmp_path)
+        sent = list(server.received)
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
+    assert not sent and not (tmp_path / "runs").exists()

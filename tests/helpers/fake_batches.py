@@ -88,9 +88,12 @@ class FakeBatches:
     `plans` gives each new batch its plan (a list: in order, the last repeating)."""
 
     def __init__(self, plans: list[BatchPlan] | Callable[[int], BatchPlan] | None = None, *,
-                 require_key: str | None = None):
+                 require_key: str | None = None, hold_create: threading.Event | None = None):
         self.plans = plans or [BatchPlan()]
         self.require_key = require_key
+        # Set: each batch creation waits for it (a run killed while its batch is being created).
+        self.hold_create = hold_create
+        self.creating = 0  # creations waiting on hold_create
         self.files: dict[str, bytes] = {}
         self.purposes: dict[str, str] = {}
         self.batches: dict[str, FakeBatch] = {}
@@ -141,6 +144,11 @@ class FakeBatches:
         query = dict(parse_qsl(urlsplit(handler.path).query))
         length = int(handler.headers.get("content-length") or 0)
         raw = handler.rfile.read(length) if method == "POST" else b""
+        if self.hold_create is not None and method == "POST" and path.endswith("/batches"):
+            with self.changed:
+                self.creating += 1
+                self.changed.notify_all()
+            self.hold_create.wait(120)
         with self.changed:
             status, payload = self._answer(method, path, query, raw, handler)
             self.changed.notify_all()
