@@ -14,7 +14,7 @@ from maps_autogen._util import UsageError
 from maps_autogen.eval.options import EvalOptions
 from maps_autogen.model import BatchBackend, BatchBroker, ChatBackend, read_batch_records
 from maps_autogen.orchestration import Team
-from maps_autogen.records import BatchTally, tally
+from maps_autogen.records import ENDED, BatchTally, tally
 from maps_autogen.settings import Resolution
 
 #: What --concurrency is when not given (with --batch: every problem of the run is in flight).
@@ -76,10 +76,23 @@ class EvalBatches:
         self._status = status
 
 
+def left_running(eval_dir: Path) -> str | None:
+    """What a --resume without --batch should know when the eval's batches still run at the
+    service: their calls would be sent again live (and paid twice). None when none runs."""
+    running = [record for record in read_batch_records(eval_dir) if record.batch_id is not None
+               and (record.status not in ENDED or not record.answers_read)]
+    if not running:
+        return None
+    requests = sum(len(record.custom_ids) for record in running)
+    return (f"{len(running)} batch(es) of this eval still run at the service ({requests} requests): without --batch "
+            "their calls are sent again live and paid twice; resume with --batch to use them")
+
+
 def batch_tally(eval_dir: Path) -> BatchTally | None:
     """The summary's account of an eval's batches (None: it sent none)."""
     records = read_batch_records(eval_dir)
     return tally(records) if records else None
 
 
-__all__ = ["DEFAULT_CONCURRENCY", "EvalBatches", "batch_tally", "check_batch", "expected_rounds", "problems_in_flight"]
+__all__ = ["DEFAULT_CONCURRENCY", "EvalBatches", "batch_tally", "check_batch", "expected_rounds", "left_running",
+           "problems_in_flight"]

@@ -36,7 +36,7 @@ from maps_autogen._util import (
     signals_deferred,
 )
 from maps_autogen.eval.baselines import load_baseline_prompts
-from maps_autogen.eval.batching import EvalBatches, batch_tally, check_batch, problems_in_flight
+from maps_autogen.eval.batching import EvalBatches, batch_tally, check_batch, left_running, problems_in_flight
 from maps_autogen.eval.environment import git_commit, versions
 from maps_autogen.eval.estimate import announcement
 from maps_autogen.eval.options import EvalOptions, check_request
@@ -216,6 +216,9 @@ class EvalRun:
         batches = EvalBatches(team, eval_dir) if request.batch else None
         if batches is not None:
             batches.broker.probe()  # an endpoint without a batch API: one line, before anything is written
+        elif manifest is not None and (running := left_running(eval_dir)) is not None:
+            logger.warning("%s", running)
+            self.notes.append(running)
         if manifest is None:
             selection = select_items(items, subsets, sample=request.sample, seed=request.sample_seed,
                                      limit=request.limit, shard=request.shard)

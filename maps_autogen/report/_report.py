@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import write_text_atomic
-from maps_autogen.eval.answer_cost import answer_cost_table, answer_costs
+from maps_autogen.eval.answer_cost import answer_cost_table, answer_costs, by_batch
 from maps_autogen.eval.table1 import (
     Cell,
     Row,
@@ -174,7 +174,7 @@ def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
 
 
 UsageRow = dict[str, float | None]
-USAGE_KEYS = ("calls", "cached_calls", "prompt_tokens", "cached_tokens", "completion_tokens")
+USAGE_KEYS = ("calls", "cached_calls", "prompt_tokens", "cached_tokens", "completion_tokens", "batch_calls")
 
 
 def usage_by_role(runs: Sequence[Run]) -> dict[str, dict[str, UsageRow]]:
@@ -326,7 +326,8 @@ def feedback_table(shares: dict[str, dict[str, dict[str, float]]]) -> str:
 
 
 def _usage_table(usage: dict[str, dict[str, UsageRow]]) -> str:
-    body = [[label, role, f"{row['calls'] or 0:.2f}", f"{row['cached_calls'] or 0:.2f}",
+    body = [[label + by_batch(row["batch_calls"] or 0, row["calls"] or 0), role,
+             f"{row['calls'] or 0:.2f}", f"{row['cached_calls'] or 0:.2f}",
              f"{row['prompt_tokens'] or 0:.0f}", f"{row['cached_tokens'] or 0:.0f}",
              f"{row['completion_tokens'] or 0:.0f}",
              "-" if row["cost"] is None else f"${row['cost']:.5f}"]

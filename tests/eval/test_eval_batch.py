@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 import threading
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.batch_eval import batch_config, calls, outcome, run_eval
-from tests.helpers.common import TEST_KEY, clean_env, run_maps
+from tests.helpers.common import TEST_KEY, api_service, clean_env, run_maps
 from tests.helpers.eval_cli import scripted_answers
 from tests.helpers.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.helpers.fake_batches import BatchPlan, FakeBatches
@@ -204,10 +206,12 @@ def test_a_round_over_the_file_limits_is_split(tmp_path: Path, mathvista) -> Non
                            str(config), "--batch"], env=env, cwd=folder, timeout=300)
     assert result.returncode == 0, result.stderr
     sizes = [len(batch.lines) for batch in (batches.batches[batch_id] for batch_id in batches.order)]
-    assert sizes == [4, 2] * 5  # each round's six requests in two files
+    assert sizes[:2] == [4, 2] and max(sizes) == 4 and sum(sizes) == 6 * 5  # the first round's six in two files
     records = [json.loads(path.read_text()) for path in
                sorted(next((folder / "runs").glob("eval-*")).glob("batches/batch-*[0-9].json"))]
-    assert [record["round"] for record in records] == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    # (A problem goes on as soon as its own batch has ended: the next round need not wait for the
+    # other file of the round before.)
+    assert [record["round"] for record in records][:2] == [1, 1] and records[-1]["round"] >= 5
 
 
 def test_an_endpoint_without_a_batch_api_is_named_before_any_call(tmp_path: Path, mathvista) -> None:
@@ -236,3 +240,65 @@ def test_what_batch_refuses_is_one_line(tmp_path: Path, mathvista, args: list[st
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
     assert not sent and not (tmp_path / "runs").exists()
+
+
+def test_batch_from_the_python_api_and_the_environment(tmp_path: Path, mathvista, monkeypatch) -> None:
+    import maps_autogen
+
+    data, rows = mathvista
+    folder = tmp_path / "api"
+    folder.mkdir()
+    config = batch_config(folder)
+    batches = FakeBatches()
+    with api_service(monkeypatch, folder, ProblemScript(scripted_answers(rows)), batches=batches) as server:
+        outcome_api = maps_autogen.evaluate("mathvista", data=data, config=config, runs_dir=folder / "runs",
+                                            batch=True)
+        chats = [r for r in server.received if r.path.endswith("/chat/completions")]
+    assert outcome_api.summary.batches is not None and outcome_api.summary.batches.rounds == 5 and not chats
+    batches = FakeBatches()
+    with FakeOpenAI(ProblemScript(scripted_answers(rows)), batches=batches) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY, MAPS_EVAL_BATCH="1")
+        result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / "env"), "--config",
+                           str(config), "--limit", "2"], env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert len(batches.lines_run) == 2 * 5  # MAPS_EVAL_BATCH=1 is --batch
+
+
+def test_the_report_says_which_calls_went_by_batch(tmp_path: Path, mathvista) -> None:
+    data, rows = mathvista
+    with FakeOpenAI(ProblemScript(scripted_answers(rows)), batches=FakeBatches()) as server:
+        _, batch_dir = run_eval(tmp_path / "batch", server, data, batch=True)
+        _, live_dir = run_eval(tmp_path / "live", server, data, batch=False)
+    assert batch_dir and live_dir
+    result = run_maps(["report", str(batch_dir), str(live_dir), "--out", str(tmp_path / "report")], env=clean_env(),
+                      cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    tokens = (tmp_path / "report" / "tokens.md").read_text().splitlines()
+    batched = [line for line in tokens if "(all calls by batch, at batch prices)" in line]
+    assert len(batched) == 1 and len([line for line in tokens if line.startswith("| maps")]) == 2
+    usage = (tmp_path / "report" / "usage.md").read_text()
+    assert usage.count("(all calls by batch, at batch prices)") == 5  # each step's row of the batch run
+
+
+def test_a_resume_without_batch_says_its_batches_still_run(tmp_path: Path, mathvista) -> None:
+    data, rows = mathvista
+    never = threading.Event()
+    batches = FakeBatches([BatchPlan(states=["validating"], hold=never)])
+    with FakeOpenAI(ProblemScript(scripted_answers(rows)), batches=batches) as server:
+        folder = tmp_path / "run"
+        folder.mkdir()
+        config = batch_config(folder)
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        stopper = threading.Thread(target=lambda: (batches.wait_for(lambda: bool(batches.order)),
+                                                   os.kill(os.getpid(), signal.SIGINT)), daemon=True)
+        stopper.start()
+        stopped = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(folder / "runs"), "--config",
+                            str(config), "--batch"], env=env, cwd=folder, timeout=300)
+        assert stopped.returncode == 130, stopped.stderr
+        eval_dir = next((folder / "runs").glob("eval-*"))
+        live = run_maps(["eval", "mathvista", "--resume", str(eval_dir), "--config", str(config)], env=env,
+                        cwd=folder, timeout=300)
+    assert live.returncode == 0, live.stderr
+    said = "1 batch(es) of this eval still run at the service (6 requests): without --batch their calls are sent " \
+           "again live and paid twice; resume with --batch to use them"
+    assert said in live.stderr

@@ -124,8 +124,9 @@ class FakeBatches:
 
     # ----- the endpoints ------------------------------------------------------------------
     def _next_id(self, prefix: str) -> str:
+        """An id shaped as OpenAI's are (file-..., batch_...)."""
         self._ids += 1
-        return f"{prefix}-{self._ids:05d}"
+        return f"{prefix}{'_' if prefix == 'batch' else '-'}{self._ids:05d}"
 
     def _plan(self, number: int) -> BatchPlan:
         if callable(self.plans):
