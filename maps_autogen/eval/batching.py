@@ -19,6 +19,9 @@ from maps_autogen.settings import Resolution
 
 #: What --concurrency is when not given (with --batch: every problem of the run is in flight).
 DEFAULT_CONCURRENCY: int = next(one.default for one in EvalOptions.declared() if one.name == "concurrency")
+#: The most problems in flight by batch unless --concurrency says more: a thread each, waiting on
+#: the round (about 0.2 MB each, more with images; perf/batch_cost.py); a larger run goes in waves.
+MAX_BATCH_IN_FLIGHT = 10_000
 
 
 def check_batch(request: EvalOptions, resolution: Resolution) -> None:
@@ -43,7 +46,7 @@ def problems_in_flight(request: EvalOptions, problems: int) -> int:
         return request.concurrency
     if request.concurrency != DEFAULT_CONCURRENCY:
         return max(1, min(request.concurrency, problems))
-    return max(1, problems)
+    return max(1, min(problems, MAX_BATCH_IN_FLIGHT))
 
 
 def expected_rounds(calls_per_pass: int, passes: int, problems: int, at_once: int) -> tuple[int, int]:
@@ -94,5 +97,5 @@ def batch_tally(eval_dir: Path) -> BatchTally | None:
     return tally(records) if records else None
 
 
-__all__ = ["DEFAULT_CONCURRENCY", "EvalBatches", "batch_tally", "check_batch", "expected_rounds", "left_running",
-           "problems_in_flight"]
+__all__ = ["DEFAULT_CONCURRENCY", "MAX_BATCH_IN_FLIGHT", "EvalBatches", "batch_tally", "check_batch", "expected_rounds",
+           "left_running", "problems_in_flight"]

@@ -202,8 +202,10 @@ def batch_line(team: Team, items: Sequence[EvalItem], *, method: str, without: f
                passes: int) -> str:
     """What a --batch run will wait for: its rounds (each call of a chat waits for the round
     before), a round's requests, and how long a round takes."""
-    problem = unread_shown(items[0], team.loaded.config.images.max_side) or Shown((), ((1, 1),))
-    calls = len(pass_calls(team, problem, method=method, without=without))
+    max_side = team.loaded.config.images.max_side
+    # A pass's calls follow one another: the longest pass of the problems the estimate measures.
+    calls = max(len(pass_calls(team, unread_shown(item, max_side) or Shown((), ((1, 1),)), method=method,
+                               without=without)) for item in _measured(items))
     fewest, most = expected_rounds(calls, passes if method == "maps" else 1, len(items), at_once)
     return (f"by batch: {at_once} problem(s) in flight, one call each per round; {fewest} to {most} rounds, each "
             "waiting for its batch (minutes to hours, at most the 24 h window; docs/batch.md)")

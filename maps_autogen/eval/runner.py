@@ -258,7 +258,11 @@ class EvalRun:
             if self.announce is not None:
                 self.announce(self._announcement(team, todo))
             if batches is not None:
-                self.notes += batches.broker.start()  # the batches an earlier invocation left, picked up
+                picked = batches.broker.start()  # the batches an earlier invocation left, picked up
+                self.notes += picked
+                if self.announce is not None:
+                    for line in picked:
+                        self.announce(line)
             by_workers: dict[str, dict[str, int]] = {}  # requests per replica in worker processes (eval/processes.py)
             try:
                 stop = self._run_items(todo, team, eval_dir, log, rows_by_pid, by_workers, batches)

@@ -58,6 +58,11 @@ LIST_PAGES = 20  # pages of the batch list looked through for a batch of a given
 ERRORS_KEPT = 20  # of a failed batch's errors
 
 
+class Unreachable(FatalServiceError):
+    """The batch API could not be reached (after the retries): fatal to a call about to be sent,
+    not to a batch already at the service (it runs on; it is looked at again later)."""
+
+
 @dataclass(frozen=True)
 class BatchState:
     """A batch as the service last described it (read from untrusted JSON)."""
@@ -256,7 +261,7 @@ class BatchService:
             except (httpx.TimeoutException, httpx.TransportError) as error:
                 failure = f"cannot reach the batch API at {self.shown} to {what} ({error.__class__.__name__})"
                 if attempt > self.model.max_retries:
-                    raise FatalServiceError(failure, fix="check that the service is up; --resume carries on") from None
+                    raise Unreachable(failure, fix="check that the service is up; --resume carries on") from None
             else:
                 if response.status_code < 300:
                     return response

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import FatalServiceError, MapsError, RunInterrupted, ServiceError, body_limit
-from maps_autogen.model._batch_api import BatchService, BatchState
+from maps_autogen.model._batch_api import BatchService, BatchState, Unreachable
 from maps_autogen.model._batch_ledger import Ledger, request_key
 from maps_autogen.model._client import shared_http_client
 from maps_autogen.records import BatchAnswer, BatchRecord
@@ -336,8 +336,10 @@ class BatchBroker:
                                                    "maps_batch": str(record.number)})
         except MapsError as error:
             with self._cond:
-                if record.status == "uploading" or not isinstance(error, RunInterrupted):
-                    # Never created (or its creation failed): its requests were not sent.
+                # Its creation may have reached the service when no answer came back (or the run was
+                # stopped meanwhile): left `uploaded`, a resume looks for it in the service's list.
+                # Otherwise it was never created: its requests were not sent.
+                if not (record.status == "uploaded" and isinstance(error, (Unreachable, RunInterrupted))):
                     self._ledger.write(record.model_copy(update={"status": "abandoned"}))
                 for ticket in tickets:
                     self._deliver(ticket, error=error)
@@ -373,6 +375,10 @@ class BatchBroker:
                 state = flight.group.service.retrieve(record.batch_id)
             except RunInterrupted:
                 return
+            except Unreachable as error:  # the batch runs on at the service: look again later
+                logger.warning("could not look at batch %s: %s", record.batch_id, error)
+                flight.next_poll = time.monotonic() + flight.group.model.batch_poll_s
+                continue
             except FatalServiceError as error:
                 with self._cond:
                     for ticket in flight.tickets.values():

@@ -153,8 +153,8 @@ def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
                 continue
             for record in run.scored:
                 value = record.metadata.get(field)  # the data set's own fields, as the row carries them
-                if value in (None, ""):
-                    continue
+                if value in (None, "") or (record.usage is not None and record.usage.batch_calls):
+                    continue  # (a problem answered by batch took the batch queue's time, not its own)
                 key = (order.get(run.benchmark, len(order)), run.benchmark, str(value))
                 panels[panel].setdefault(run.label, {}).setdefault(key, []).append(float(record.seconds))
                 used[panel][run.benchmark] = field
@@ -403,7 +403,8 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         files.append(plot_times(times, out / "figure6_paper_scale.png", paper_scale=True))
         parts += [
             "## Figure 6: solving time",
-            "Mean seconds per scored problem, by the field each benchmark has for each property: "
+            "Mean seconds per scored problem (problems answered by batch left out: their time is the batch "
+            "queue's), by the field each benchmark has for each property: "
             + "; ".join(f"{panel}: " + ", ".join(f"{get_benchmark(b).task.title} `{field}`"
                                                   for b, field in data["fields"].items())
                         for panel, data in times.items()) + ".",

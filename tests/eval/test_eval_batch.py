@@ -302,3 +302,48 @@ def test_a_resume_without_batch_says_its_batches_still_run(tmp_path: Path, mathv
     said = "1 batch(es) of this eval still run at the service (6 requests): without --batch their calls are sent " \
            "again live and paid twice; resume with --batch to use them"
     assert said in live.stderr
+
+
+def test_a_batch_api_down_for_a_while_is_looked_at_again(tmp_path: Path, mathvista) -> None:
+    data, rows = mathvista
+    batches = FakeBatches()
+    batches.fail_looks = 3  # the first three looks at a batch answer 503
+    with FakeOpenAI(ProblemScript(scripted_answers(rows)), batches=batches) as server:
+        folder = tmp_path / "run"
+        folder.mkdir()
+        config = batch_config(folder, **{"endpoints.openai.max_retries": 1})
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(folder / "runs"), "--config",
+                           str(config), "--batch", "--limit", "2"], env=env, cwd=folder, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "could not look at batch" in result.stderr and batches.fail_looks == 0
+    assert len(batches.lines_run) == 2 * 5 and len(batches.order) == 5  # nothing sent again for it
+
+
+def test_azure_batch_deployments_are_addressed_as_azure_documents(tmp_path: Path, mathvista) -> None:
+    data, rows = mathvista
+    batches = FakeBatches()
+    with FakeOpenAI(ProblemScript(scripted_answers(rows)), batches=batches) as server:
+        folder = tmp_path / "azure"
+        folder.mkdir()
+        resource = server.base_url.removesuffix("/v1")  # https://RESOURCE.openai.azure.com, as Azure's endpoint
+        config = batch_config(folder, **{"endpoints.openai.api_type": "azure", "endpoints.openai.base_url": resource,
+                                         "endpoints.openai.api_version": "2024-10-21",
+                                         "endpoints.openai.azure_deployment": "gpt-4o-global-batch"})
+        env = clean_env(OPENAI_API_KEY=TEST_KEY)
+        result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(folder / "runs"), "--config",
+                           str(config), "--batch", "--limit", "2"], env=env, cwd=folder, timeout=300)
+    assert result.returncode == 0, result.stderr
+    paths = {(method, path.split("?")[0].rsplit("/", 1)[0] if "/batches/" in path else path.split("?")[0])
+             for method, path, _ in batches.requests}
+    assert ("POST", "/openai/files") in paths and ("POST", "/openai/batches") in paths
+    assert ("GET", "/openai/batches") in paths  # each look at a batch
+    assert all("api-version=2024-10-21" in path and headers.get("api-key") == TEST_KEY
+               and "authorization" not in headers for _, path, headers in batches.requests)
+    lines = [line for batch_id in batches.order for line in batches.batches[batch_id].lines]
+    # Azure's batch input: the chat path without /v1, the batch deployment named in each body.
+    assert {line["url"] for line in lines} == {"/chat/completions"}
+    assert {line["body"]["model"] for line in lines} == {"gpt-4o-global-batch"}
+    assert {batch.endpoint for batch in batches.batches.values()} == {"/chat/completions"}
+    sent = calls(next((folder / "runs").glob("eval-*")))
+    assert len(sent) == 2 * 5 and all(call["batch"] for call in sent)

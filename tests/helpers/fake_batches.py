@@ -94,6 +94,8 @@ class FakeBatches:
         # Set: each batch creation waits for it (a run killed while its batch is being created).
         self.hold_create = hold_create
         self.creating = 0  # creations waiting on hold_create
+        self.fail_looks = 0  # this many of the next looks at a batch answer 503 (the batch API down a while)
+        self.requests: list[tuple[str, str, dict[str, str]]] = []  # (method, path and query, headers) of each
         self.files: dict[str, bytes] = {}
         self.purposes: dict[str, str] = {}
         self.batches: dict[str, FakeBatch] = {}
@@ -138,6 +140,8 @@ class FakeBatches:
         path = urlsplit(handler.path).path.rstrip("/")
         if not re.search(r"/(files|batches)(/|$)", path):
             return False
+        with self.changed:
+            self.requests.append((method, handler.path, {k.lower(): v for k, v in handler.headers.items()}))
         if self.require_key and handler.headers.get("authorization") != f"Bearer {self.require_key}":
             _send(handler, 401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
                                            "code": "invalid_api_key"}})
@@ -192,6 +196,9 @@ class FakeBatches:
         if match and match.group(2) and method == "POST":
             self.cancel(match.group(1))
             return 200, self.batches[match.group(1)].object()
+        if match and method == "GET" and self.fail_looks > 0:
+            self.fail_looks -= 1
+            return 503, {"error": {"message": "The batch API is temporarily unavailable"}}
         if match and method == "GET":
             batch = self.batches.get(match.group(1))
             if batch is None:
