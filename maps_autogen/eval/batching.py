@@ -6,6 +6,7 @@ condition kept (`set_running`: a round goes when every problem in flight waits o
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,8 @@ from maps_autogen.model import BatchBackend, BatchBroker, ChatBackend, read_batc
 from maps_autogen.orchestration import Team
 from maps_autogen.records import ENDED, BatchTally, tally
 from maps_autogen.settings import Resolution
+
+logger = logging.getLogger(__name__)
 
 #: What --concurrency is when not given (with --batch: every problem of the run is in flight).
 DEFAULT_CONCURRENCY: int = next(one.default for one in EvalOptions.declared() if one.name == "concurrency")
@@ -70,6 +73,15 @@ class EvalBatches:
                 turned[id(backend)] = BatchBackend(backend, self.broker)
             team.backends[role] = turned[id(backend)]
 
+    def start(self, announce: Callable[[str], None] | None) -> list[str]:
+        """Pick up the batches an earlier invocation left and start the broker: the lines saying
+        what was picked up (said now, and kept for after the table)."""
+        lines = self.broker.start()
+        if announce is not None:
+            for line in lines:
+                announce(line)
+        return lines
+
     def _say(self, text: str) -> None:
         if self._status is not None:
             self._status(text)
@@ -77,6 +89,21 @@ class EvalBatches:
     def show_on(self, status: Callable[[str], None] | None) -> None:
         """Where the progress line of the rounds goes (the progress bar's)."""
         self._status = status
+
+
+def open_batches(team: Team, eval_dir: Path, *, batch: bool, resumed: bool, notes: list[str]) -> EvalBatches | None:
+    """With --batch, the team's backends turned to a broker and the service's batch API checked
+    (an endpoint without one: one line, before anything is written); without it, a resume whose
+    batches still run at the service is warned (in the log and in `notes`)."""
+    if batch:
+        batches = EvalBatches(team, eval_dir)
+        batches.broker.probe()
+        return batches
+    running = left_running(eval_dir) if resumed else None
+    if running is not None:
+        logger.warning("%s", running)
+        notes.append(running)
+    return None
 
 
 def left_running(eval_dir: Path) -> str | None:
@@ -98,4 +125,4 @@ def batch_tally(eval_dir: Path) -> BatchTally | None:
 
 
 __all__ = ["DEFAULT_CONCURRENCY", "MAX_BATCH_IN_FLIGHT", "EvalBatches", "batch_tally", "check_batch", "expected_rounds",
-           "left_running", "problems_in_flight"]
+           "left_running", "open_batches", "problems_in_flight"]

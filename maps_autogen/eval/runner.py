@@ -36,7 +36,7 @@ from maps_autogen._util import (
     signals_deferred,
 )
 from maps_autogen.eval.baselines import load_baseline_prompts
-from maps_autogen.eval.batching import EvalBatches, batch_tally, check_batch, left_running, problems_in_flight
+from maps_autogen.eval.batching import EvalBatches, batch_tally, check_batch, open_batches, problems_in_flight
 from maps_autogen.eval.environment import git_commit, versions
 from maps_autogen.eval.estimate import announcement
 from maps_autogen.eval.options import EvalOptions, check_request
@@ -213,12 +213,8 @@ class EvalRun:
             self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency)
         )
         _say_text_only(team, request.method)
-        batches = EvalBatches(team, eval_dir) if request.batch else None
-        if batches is not None:
-            batches.broker.probe()  # an endpoint without a batch API: one line, before anything is written
-        elif manifest is not None and (running := left_running(eval_dir)) is not None:
-            logger.warning("%s", running)
-            self.notes.append(running)
+        # --batch: the backends turned to a broker, the batch API checked before anything is written
+        batches = open_batches(team, eval_dir, batch=request.batch, resumed=manifest is not None, notes=self.notes)
         if manifest is None:
             selection = select_items(items, subsets, sample=request.sample, seed=request.sample_seed,
                                      limit=request.limit, shard=request.shard)
@@ -258,11 +254,7 @@ class EvalRun:
             if self.announce is not None:
                 self.announce(self._announcement(team, todo))
             if batches is not None:
-                picked = batches.broker.start()  # the batches an earlier invocation left, picked up
-                self.notes += picked
-                if self.announce is not None:
-                    for line in picked:
-                        self.announce(line)
+                self.notes += batches.start(self.announce)  # the batches an earlier invocation left, picked up
             by_workers: dict[str, dict[str, int]] = {}  # requests per replica in worker processes (eval/processes.py)
             try:
                 stop = self._run_items(todo, team, eval_dir, log, rows_by_pid, by_workers, batches)
