@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from maps_autogen._util import UsageError
-from maps_autogen.eval.options import EvalOptions
+from maps_autogen.eval.options import CONCURRENCY, EvalOptions
 from maps_autogen.model import BatchBackend, BatchBroker, ChatBackend, read_batch_records
 from maps_autogen.orchestration import Team
 from maps_autogen.records import ENDED, BatchTally, tally
@@ -20,8 +20,6 @@ from maps_autogen.settings import Resolution
 
 logger = logging.getLogger(__name__)
 
-#: What --concurrency is when not given (with --batch: every problem of the run is in flight).
-DEFAULT_CONCURRENCY: int = next(one.default for one in EvalOptions.declared() if one.name == "concurrency")
 #: The most problems in flight by batch unless --concurrency says more: a thread each, waiting on
 #: the round (about 0.2 MB each, more with images; perf/batch_cost.py); a larger run goes in waves.
 MAX_BATCH_IN_FLIGHT = 10_000
@@ -42,13 +40,13 @@ def check_batch(request: EvalOptions, resolution: Resolution) -> None:
                          f"(--workers {request.workers})", fix="drop --workers")
 
 
-def problems_in_flight(request: EvalOptions, problems: int) -> int:
-    """Problems in flight: with --batch every problem of the run (each round carries the next
-    call of each), unless --concurrency names fewer; else --concurrency."""
-    if not request.batch:
+def problems_in_flight(request: EvalOptions, problems: int | None = None) -> int:
+    """Problems in flight: --concurrency when given; else with --batch every problem of the run
+    (each round carries the next call of each; at most MAX_BATCH_IN_FLIGHT), without it CONCURRENCY."""
+    if request.concurrency is not None:
         return request.concurrency
-    if request.concurrency != DEFAULT_CONCURRENCY:
-        return max(1, min(request.concurrency, problems))
+    if not request.batch or problems is None:
+        return CONCURRENCY
     return max(1, min(problems, MAX_BATCH_IN_FLIGHT))
 
 
@@ -124,5 +122,5 @@ def batch_tally(eval_dir: Path) -> BatchTally | None:
     return tally(records) if records else None
 
 
-__all__ = ["DEFAULT_CONCURRENCY", "MAX_BATCH_IN_FLIGHT", "EvalBatches", "batch_tally", "check_batch", "expected_rounds",
+__all__ = ["MAX_BATCH_IN_FLIGHT", "EvalBatches", "batch_tally", "check_batch", "expected_rounds",
            "left_running", "open_batches", "problems_in_flight"]

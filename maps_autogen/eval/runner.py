@@ -210,7 +210,7 @@ class EvalRun:
         rows_by_pid = {str(item.pid): row for row, item in loaded_rows}  # handed to worker processes
         cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
         team = assemble_team(
-            self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency)
+            self.loaded, resolution=resolution, cache=cache, max_connections=max(64, problems_in_flight(request))
         )
         _say_text_only(team, request.method)
         # --batch: the backends turned to a broker, the batch API checked before anything is written
@@ -365,15 +365,15 @@ class EvalRun:
         if count == 1:
             return InProcess(runner, min(concurrency, len(todo)))
         if self.announce is not None:
-            each = ", ".join(map(str, shares(request.concurrency, count)))
+            each = ", ".join(map(str, shares(concurrency, count)))
             self.announce(f"running in {count} worker processes ({each} problems in flight each)")
         cache = request.runs_dir / ".cache" / "responses.sqlite" if request.cache else None
         setup = WorkerSetup(
             benchmark=request.benchmark, allow_outside_paths=request.allow_outside_paths,
             allow_private_urls=request.allow_private_urls, loaded=self.loaded, resolution=team.resolution,
             method=request.method or "maps", without=request.without, rules=request.rules, eval_dir=eval_dir,
-            cache_path=cache, max_connections=max(64, request.concurrency))
-        return ProcessWorkers(setup, count, request.concurrency, rows)
+            cache_path=cache, max_connections=max(64, concurrency))
+        return ProcessWorkers(setup, count, concurrency, rows)
 
     def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog,
                    rows: Mapping[str, Row], served: dict[str, dict[str, int]], batches: EvalBatches | None) -> Stop:

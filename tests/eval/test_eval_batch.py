@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import threading
 from pathlib import Path
@@ -63,8 +64,11 @@ def test_a_batch_eval_gives_what_the_live_eval_gives_at_half_the_price(tmp_path:
     first = json.loads((batch_dir / "batches" / "batch-0001.json").read_text())
     assert [cid.split("-")[0] for cid in first["custom_ids"]] == ["interpreter"] * 6
     assert first["status"] == "completed" and first["counts"] == {"total": 6, "completed": 6, "failed": 0}
-    # The announcement gives the batch prices and the rounds.
-    assert "estimated cost at batch prices" in batched.stderr and "rounds, each waiting for its batch" in batched.stderr
+    # The announcement gives the batch prices and the rounds; the progress bar the round, its batches'
+    # own counts and the wait.
+    assert "estimated cost at batch prices" in batched.stderr and "5 to 20 rounds, each waiting" in batched.stderr
+    assert re.search(r"acc 83\.3% · cost \$[\d.]+ · cached 0% of prompt · round 6: 1 batch\(es\) completed, 1/1 "
+                     r"done, 0 failed, waited \d+s", batched.stderr), batched.stderr
 
 
 def _ids(batches: FakeBatches, number: int) -> list[str]:

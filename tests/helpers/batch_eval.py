@@ -27,7 +27,8 @@ def run_eval(folder: Path, server: FakeOpenAI, data: Path, *extra: str, batch: b
     """`maps eval` on `data` into folder/runs (its own response cache); the result and the eval folder."""
     folder.mkdir(parents=True, exist_ok=True)
     config = batch_config(folder)
-    env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+    # A wide console: the progress bar's line (accuracy, cost, the round) is read whole.
+    env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY, COLUMNS="300")
     args = ["eval", benchmark, "--data", str(data), "--runs-dir", str(folder / "runs"), "--config", str(config),
             *extra, *(["--batch"] if batch else [])]
     result = run_maps(args, env=env, cwd=folder, timeout=timeout)
