@@ -102,5 +102,5 @@ def refuse_fixed_on_resume(given: Iterable[str]) -> None:
 #: each option's name and flag.
 FIXED_ON_RESUME = {one.name: one.spec.label(one.name) for one in EvalOptions.declared() if one.spec.fixed_on_resume}
 
-__all__ = ["CONCURRENCY", "FIXED_ON_RESUME", "MAX_CONCURRENCY", "MAX_WORKERS", "METHODS", "EvalOptions", "check_request",
-           "refuse_fixed_on_resume"]
+__all__ = ["CONCURRENCY", "FIXED_ON_RESUME", "MAX_CONCURRENCY", "MAX_WORKERS", "METHODS", "EvalOptions",
+           "check_request", "refuse_fixed_on_resume"]
