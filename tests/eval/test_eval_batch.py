@@ -351,3 +351,36 @@ def test_azure_batch_deployments_are_addressed_as_azure_documents(tmp_path: Path
     assert {batch.endpoint for batch in batches.batches.values()} == {"/chat/completions"}
     sent = calls(next((folder / "runs").glob("eval-*")))
     assert len(sent) == 2 * 5 and all(call["batch"] for call in sent)
+
+
+def test_a_renamed_team_goes_by_batch_under_its_own_names(tmp_path: Path, mathvista) -> None:
+    import yaml
+
+    from tests.helpers.renamed_team import NEW_NAMES, write_renamed_team
+
+    data, rows = mathvista
+    old_names = {new: old for old, new in NEW_NAMES.items()}
+    script = ProblemScript(scripted_answers(rows))
+
+    def renamed(request: Received) -> Reply:  # the script answers each renamed step as its original
+        request.headers["x-maps-role"] = old_names.get(request.role or "", request.role or "")
+        return script(request)
+
+    config = write_renamed_team(tmp_path)
+    settings = yaml.safe_load(config.read_text())
+    settings["endpoints"]["openai"]["batch_poll_s"] = 0.05
+    config.write_text(yaml.safe_dump(settings, sort_keys=False))
+    batches = FakeBatches()
+    with FakeOpenAI(renamed, batches=batches) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / "runs"), "--config",
+                           str(config), "--batch"], env=env, cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr
+    rounds = [{cid.split("-")[0] for cid in _ids(batches, number)} for number in range(len(batches.order))]
+    assert rounds == [{"describer"}, {"fuser"}, {"expert"}, {"reasoner"}, {"judge"}]
+    eval_dir = next((tmp_path / "runs").glob("eval-*"))
+    summary = json.loads((eval_dir / "summary.json").read_text())
+    assert summary["average"]["accuracy"] == round(100 * 5 / 6, 2) and summary["usage"]["batch_calls"] == 30
+    report = run_maps(["report", str(eval_dir), "--out", str(tmp_path / "report")], env=clean_env(), cwd=tmp_path)
+    assert report.returncode == 0 and "reasoner" in (tmp_path / "report" / "usage.md").read_text()
+    assert "(all calls by batch, at batch prices)" in (tmp_path / "report" / "usage.md").read_text()
