@@ -107,7 +107,7 @@ def open_batches(team: Team, eval_dir: Path, *, batch: bool, resumed: bool, note
 def left_running(eval_dir: Path) -> str | None:
     """What a --resume without --batch should know when the eval's batches still run at the
     service: their calls would be sent again live (and paid twice). None when none runs."""
-    running = [record for record in read_batch_records(eval_dir) if record.batch_id is not None
+    running = [record for record in read_batch_records(eval_dir)[0] if record.batch_id is not None
                and (record.status not in ENDED or not record.answers_read)]
     if not running:
         return None
@@ -118,8 +118,8 @@ def left_running(eval_dir: Path) -> str | None:
 
 def batch_tally(eval_dir: Path) -> BatchTally | None:
     """The summary's account of an eval's batches (None: it sent none)."""
-    records = read_batch_records(eval_dir)
-    return tally(records) if records else None
+    records, answered = read_batch_records(eval_dir)
+    return tally(records, answered) if records else None
 
 
 __all__ = ["MAX_BATCH_IN_FLIGHT", "EvalBatches", "batch_tally", "check_batch", "expected_rounds",

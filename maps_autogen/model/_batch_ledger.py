@@ -167,6 +167,11 @@ class Ledger:
             self.answers[answer.custom_id] = (answer, number)
 
 
-def read_batch_records(eval_dir: Path) -> list[BatchRecord]:
-    """An eval folder's batch records, in order (none for an eval that sent none)."""
-    return list(Ledger(eval_dir).records.values()) if (eval_dir / BATCHES_DIR).is_dir() else []
+def read_batch_records(eval_dir: Path) -> tuple[list[BatchRecord], int]:
+    """An eval folder's batch records, in order (none for an eval that sent none), and how many
+    requests their output and error files answered with a response."""
+    if not (eval_dir / BATCHES_DIR).is_dir():
+        return [], 0
+    ledger = Ledger(eval_dir)
+    return list(ledger.records.values()), sum(1 for answer, _ in ledger.answers.values()
+                                              if answer.status_code is not None)

@@ -84,7 +84,7 @@ class BatchTally(_Record):
     rounds: int = 0
     batches: int = 0
     requests: int = 0  # requests sent (a request sent again counts again)
-    answered: int = 0  # of them, answered (a reply, or an error the service sent for that request)
+    answered: int = 0  # of them, answered with a response (a reply, or an error status for that request)
     resent: int = 0  # requests sent again because their batch ended without answering them
     unanswered: dict[str, int] = Field(default_factory=dict)  # batches that ended early, by status
     waiting: int = 0  # batches still running at the service when the run stopped (--resume picks them up)
@@ -101,8 +101,9 @@ def answers_path(folder: Path, number: int) -> Path:
     return folder / f"batch-{number:04d}.answers.jsonl"
 
 
-def tally(records: list[BatchRecord]) -> BatchTally:
-    """What the summary says of an eval's batches."""
+def tally(records: list[BatchRecord], answered: int) -> BatchTally:
+    """What the summary says of an eval's batches (`answered`: the requests their output and
+    error files answered with a response)."""
     unanswered: dict[str, int] = {}
     for record in records:
         if record.status in ("expired", "cancelled", "failed"):
@@ -112,7 +113,7 @@ def tally(records: list[BatchRecord]) -> BatchTally:
         rounds=len({record.round for record in sent}),
         batches=len(sent),
         requests=sum(len(record.custom_ids) for record in sent),
-        answered=sum(record.counts.completed + record.counts.failed for record in sent if record.counts),
+        answered=answered,
         resent=sum(record.resent for record in sent),
         unanswered=unanswered,
         waiting=sum(1 for record in sent if record.status not in ENDED),

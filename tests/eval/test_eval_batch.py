@@ -94,6 +94,7 @@ def test_an_expired_batch_has_what_it_did_not_run_sent_again(tmp_path: Path, mat
     assert len(batches.lines_run) == 6 * 5  # every call ran once at the service
     summary = json.loads((batch_dir / "summary.json").read_text())["batches"]
     assert summary["resent"] == 6 - ran and summary["unanswered"] == {"expired": 1} and summary["rounds"] == 6
+    assert summary["requests"] == 30 + 6 - ran and summary["answered"] == 30
     record = json.loads((batch_dir / "batches" / "batch-0001.json").read_text())
     assert record["status"] == "expired" and record["answers_read"] is True
     assert json.loads((batch_dir / "batches" / "batch-0002.json").read_text())["resent"] == 6 - ran
