@@ -402,6 +402,7 @@ class EvalRun:
 
         try:
             pool.start()
+            running(min(concurrency, len(todo)))  # before the first problem can ask: no round of one
             for _ in range(concurrency):
                 if not submit_next():
                     break

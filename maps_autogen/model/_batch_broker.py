@@ -115,7 +115,6 @@ class BatchBroker:
         self._ended: BaseException | None = None  # set once the broker's thread has ended
         self._shown: list[_Flight] = []  # the batches the progress line describes when none runs
         self._thread = threading.Thread(target=self._work, name="maps-batch", daemon=True)
-        self.started_rounds = 0  # rounds this invocation sent
 
     # ----- set-up -------------------------------------------------------------------------
     def group_for(self, model: ResolvedModel) -> Group:
@@ -287,7 +286,6 @@ class BatchBroker:
         """One round: each group's tickets in as few batches as its limits allow."""
         with self._cond:
             number = self._ledger.next_round()
-        self.started_rounds += 1
         by_group: dict[int, list[_Ticket]] = {}
         for ticket in tickets:
             by_group.setdefault(id(ticket.group), []).append(ticket)
