@@ -294,8 +294,10 @@ def test_a_resume_without_batch_says_its_batches_still_run(tmp_path: Path, mathv
         folder.mkdir()
         config = batch_config(folder)
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
-        stopper = threading.Thread(target=lambda: (batches.wait_for(lambda: bool(batches.order)),
-                                                   os.kill(os.getpid(), signal.SIGINT)), daemon=True)
+        # Ctrl-C once the batch was looked at (its id is written down before the first look).
+        stopper = threading.Thread(target=lambda: (batches.wait_for(
+            lambda: bool(batches.order) and batches.batches[batches.order[0]].looks >= 1),
+            os.kill(os.getpid(), signal.SIGINT)), daemon=True)
         stopper.start()
         stopped = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(folder / "runs"), "--config",
                             str(config), "--batch"], env=env, cwd=folder, timeout=300)
