@@ -41,13 +41,20 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Watch the run in a browser: serve it live on 127.0.0.1 and print the URL.",
 )
+@click.option("--batch", is_flag=True, help="Refused: a batch API answers in hours, and maps solve answers one "
+              "problem now (--batch is maps eval's; docs/batch.md).")
 def solve(images: tuple[str, ...], question: str | None, context: str, options: tuple[str, ...],
-          problem_file: Path | None, quiet: bool, as_json: bool, human: bool, live_view: bool,
+          problem_file: Path | None, quiet: bool, as_json: bool, human: bool, live_view: bool, batch: bool,
           **declared: Any) -> None:
     """Solve one problem: IMAGES are diagram files, http(s) URLs or data URLs."""
     import json as json_module
 
-    from maps_autogen._util import ClosedOutputGuard, ProblemError, ServiceError
+    from maps_autogen._util import ClosedOutputGuard, ProblemError, ServiceError, UsageError
+
+    if batch:
+        raise UsageError("maps solve answers one problem now, and a batch API answers in minutes to hours: "
+                         "--batch is for maps eval", fix="drop --batch; to send problems by batch, run them as "
+                         "a benchmark: maps eval custom --data FILE --batch (docs/batch.md)")
     from maps_autogen.api import load_problem, load_settings
     from maps_autogen.api._api import _solve
     from maps_autogen.problem import ImageLimits, build_problem, image_limits, private_urls_allowed

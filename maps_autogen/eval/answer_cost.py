@@ -37,6 +37,7 @@ class AnswerCost:
     totals: dict[str, int]
     cost: float | None
     tokens_estimated: bool  # some of the tokens are our own count (a server reported none)
+    batch_calls: int = 0  # of the calls, answered through a batch API (maps eval --batch), at its prices
 
     def per(self, count: int) -> dict[str, float | None]:
         """Every total (and the cost) divided by `count`; None for all when `count` is 0."""
@@ -55,6 +56,7 @@ def answer_costs(runs: Sequence[Run]) -> list[AnswerCost]:
         totals = dict.fromkeys(COUNTED, 0)
         cost: float | None = 0.0
         estimated = False
+        batched = 0
         for run in group.runs:
             for record in run.records:
                 tally.add_row(record)
@@ -64,8 +66,9 @@ def answer_costs(runs: Sequence[Run]) -> list[AnswerCost]:
                 spent = used.spent()
                 cost = None if cost is None or spent is None else cost + spent
                 estimated = estimated or used.tokens_estimated
+                batched += used.batch_calls
         table.append(AnswerCost(group.label, tally.n, tally.scored, tally.correct, tally.failed, tally.accuracy,
-                                totals, cost, estimated))
+                                totals, cost, estimated, batched))
     return table
 
 
@@ -73,6 +76,20 @@ def _shown(value: float | None, cost: bool = False) -> str:
     if value is None:
         return "–"
     return f"${value:.5f}" if cost else f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
+
+
+def by_batch(batch_calls: float, calls: float) -> str:
+    """What a report row says of its calls that went through a batch API (nothing when none
+    did): all of them, how many of how many, or (means per problem) what share."""
+    if not batch_calls:
+        return ""
+    if batch_calls >= calls:
+        share = "all"
+    elif float(batch_calls).is_integer() and float(calls).is_integer():
+        share = f"{int(batch_calls):,} of {int(calls):,}"
+    else:
+        share = f"{100 * batch_calls / calls:.0f}% of the"
+    return f" ({share} calls by batch, at batch prices)"
 
 
 def answer_cost_table(costs: Sequence[AnswerCost]) -> str:
@@ -85,11 +102,12 @@ def answer_cost_table(costs: Sequence[AnswerCost]) -> str:
     body = []
     for row in costs:
         accuracy = "–" if row.accuracy is None else f"{row.accuracy:.2f}% ({row.correct} / {row.scored})"
-        cells = [row.label + (" (tokens partly estimated)" if row.tokens_estimated else ""), accuracy, str(row.failed)]
+        cells = [row.label + (" (tokens partly estimated)" if row.tokens_estimated else "") + by_batch(
+            row.batch_calls, row.totals["calls"]), accuracy, str(row.failed)]
         for shares in (row.per(row.problems), row.per(row.correct)):
             cells += [_shown(shares[name]) for name in COUNTED] + [_shown(shares["cost"], cost=True)]
         body.append(cells)
     return _markdown(header, body)
 
 
-__all__ = ["COUNTED", "AnswerCost", "answer_cost_table", "answer_costs"]
+__all__ = ["COUNTED", "AnswerCost", "answer_cost_table", "answer_costs", "by_batch"]

@@ -99,16 +99,18 @@ class BaselineOutcome:
     def usage(self) -> Usage:
         """The one call's usage (none when it failed)."""
         c = self.completion
-        return Usage(calls=1 if c else 0, cached_calls=1 if c and c.cached else 0,
-                     prompt_tokens=(c.prompt_tokens or 0) if c else 0,
-                     cached_tokens=(c.cached_tokens or 0) if c else 0,
-                     completion_tokens=(c.completion_tokens or 0) if c else 0, cost=c.cost if c else 0.0)
+        usage = Usage(calls=1 if c else 0, cached_calls=1 if c and c.cached else 0,
+                      prompt_tokens=(c.prompt_tokens or 0) if c else 0,
+                      cached_tokens=(c.cached_tokens or 0) if c else 0,
+                      completion_tokens=(c.completion_tokens or 0) if c else 0, cost=c.cost if c else 0.0)
+        return usage.model_copy(update={"batch_calls": 1}) if c and c.batch is not None else usage
 
     def role_usage(self) -> RoleUsage:
         """The same, as the method's share (a results row's usage by role)."""
         usage = self.usage()
-        return RoleUsage(calls=usage.calls, cached_calls=usage.cached_calls, prompt_tokens=usage.prompt_tokens,
+        role = RoleUsage(calls=usage.calls, cached_calls=usage.cached_calls, prompt_tokens=usage.prompt_tokens,
                          cached_tokens=usage.cached_tokens, completion_tokens=usage.completion_tokens, cost=usage.cost)
+        return role.model_copy(update={"batch_calls": usage.batch_calls}) if usage.batch_calls else role
 
 
 def run_baseline(

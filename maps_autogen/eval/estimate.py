@@ -25,6 +25,7 @@ from typing import Any
 
 from maps_autogen._util import MapsError
 from maps_autogen.eval.baselines import BaselinePrompt
+from maps_autogen.eval.batching import expected_rounds
 from maps_autogen.model import TOKENS_PER_MESSAGE, TOKENS_PER_REPLY, image_tokens, text_tokens
 from maps_autogen.orchestration import Team
 from maps_autogen.problem import EvalItem, Problem, image_size_from_field
@@ -128,11 +129,12 @@ def _measured(items: Sequence[EvalItem]) -> list[EvalItem]:
 
 
 def cost_range(team: Team, items: Sequence[EvalItem], *, method: str, without: frozenset[str],
-               baseline: BaselinePrompt | None = None) -> tuple[float, float] | str:
-    """(lower, upper) USD for `items`, or why the cost is unknown."""
-    unpriced = sorted({model.model for model in team.resolution.models.values() if model.price is None})
+               baseline: BaselinePrompt | None = None, batch: bool = False) -> tuple[float, float] | str:
+    """(lower, upper) USD for `items` (`batch`: at the models' batch prices), or why the cost is unknown."""
+    unpriced = sorted({model.model for model in team.resolution.models.values()
+                       if model.prices_of(model.model, batch=batch) is None})
     if unpriced:
-        return f"no price for {', '.join(unpriced)}"
+        return f"no {'batch ' if batch else ''}price for {', '.join(unpriced)}"
     uncapped = sorted({role for role, model in team.resolution.models.items() if model.max_tokens is None})
     if uncapped:
         return f"no max_tokens for {', '.join(uncapped)}"
@@ -152,7 +154,7 @@ def cost_range(team: Team, items: Sequence[EvalItem], *, method: str, without: f
         calls = pass_calls(team, problem, method=method, without=without, baseline=baseline)
         caps = {call.role: call.model.max_tokens or 0 for call in calls}
         for call in calls:
-            price = call.model.price
+            price = call.model.prices_of(call.model.model, batch=batch)
             assert price is not None and call.model.max_tokens is not None  # checked above
             for share, bound in ((TYPICAL_SHARE, "low"), (1.0, "high")):
                 completion = int(call.model.max_tokens * share)
@@ -167,8 +169,9 @@ def cost_range(team: Team, items: Sequence[EvalItem], *, method: str, without: f
 
 
 def announcement(team: Team, items: Sequence[EvalItem], *, method: str, without: frozenset[str],
-                 baseline: BaselinePrompt | None = None) -> str:
-    """The lines `maps eval` prints before its first model call."""
+                 baseline: BaselinePrompt | None = None, batch: int | None = None) -> str:
+    """The lines `maps eval` prints before its first model call; `batch`: the problems in flight
+    of a --batch run (its cost at batch prices, and the rounds it takes)."""
     config = team.loaded.team.config
     if method == "maps":
         roles = [step.name for step in config.steps if step.enabled and step.name not in without]
@@ -180,17 +183,32 @@ def announcement(team: Team, items: Sequence[EvalItem], *, method: str, without:
         where = ", ".join(model.base_urls) or model.base_url or "the embedded local server"
         cap = "no cap" if model.max_tokens is None else str(model.max_tokens)
         lines.append(f"  {role}: {model.model} at {where} (endpoint {model.endpoint_name}, max_tokens {cap})")
-    estimate = cost_range(team, items, method=method, without=without, baseline=baseline)
+    estimate = cost_range(team, items, method=method, without=without, baseline=baseline, batch=batch is not None)
+    rollbacks = team.loaded.config.critic.max_rollbacks if method == "maps" else 0
     if isinstance(estimate, str):
         lines.append(f"cost: unknown ({estimate})")
     else:
-        rollbacks = team.loaded.config.critic.max_rollbacks if method == "maps" else 0
         lines.append(
-            f"estimated cost: ${estimate[0]:.4f} to ${estimate[1]:.4f} (low: one pass, replies at "
-            f"{TYPICAL_SHARE:.0%} of max_tokens; high: replies at max_tokens and {rollbacks} rollback(s) "
-            "re-running every step; cached replies cost nothing)"
+            f"estimated cost{' at batch prices' if batch is not None else ''}: ${estimate[0]:.4f} to "
+            f"${estimate[1]:.4f} (low: one pass, replies at {TYPICAL_SHARE:.0%} of max_tokens; high: replies at "
+            f"max_tokens and {rollbacks} rollback(s) re-running every step; cached replies cost nothing)"
         )
+    if batch is not None and items:
+        lines.append(batch_line(team, items, method=method, without=without, at_once=batch, passes=1 + rollbacks))
     return "\n".join(lines)
+
+
+def batch_line(team: Team, items: Sequence[EvalItem], *, method: str, without: frozenset[str], at_once: int,
+               passes: int) -> str:
+    """What a --batch run will wait for: its rounds (each call of a chat waits for the round
+    before), a round's requests, and how long a round takes."""
+    max_side = team.loaded.config.images.max_side
+    # A pass's calls follow one another: the longest pass of the problems the estimate measures.
+    calls = max(len(pass_calls(team, unread_shown(item, max_side) or Shown((), ((1, 1),)), method=method,
+                               without=without)) for item in _measured(items))
+    fewest, most = expected_rounds(calls, passes if method == "maps" else 1, len(items), at_once)
+    return (f"by batch: {at_once} problem(s) in flight, one call each per round; {fewest} to {most} rounds, each "
+            "waiting for its batch (minutes to hours, at most the 24 h window; docs/batch.md)")
 
 
 __all__ = ["Call", "announcement", "cost_range", "pass_calls"]

@@ -16,6 +16,7 @@ from maps_autogen.settings import SettingsOptions, argument, option
 BASELINES = ("direct", "cot")  # the paper's single-call baselines (eval/baselines.py)
 METHODS = ("maps", *BASELINES)
 MAX_CONCURRENCY = 512  # problems in flight at once (--concurrency)
+CONCURRENCY = 8  # problems in flight when --concurrency is not given (and not --batch)
 MAX_WORKERS = 256  # worker processes (--workers)
 
 
@@ -44,8 +45,9 @@ class EvalOptions(SettingsOptions):
     without: frozenset[str] = option(
         frozenset(), "--without", "Ablate a step of the team (repeatable), e.g. scholar; README: Changing the team.",
         kind="names", metavar="STEP", distinct=True)
-    concurrency: int = option(
-        8, "--concurrency", "Problems in flight at once.", kind="whole", low=1, high=MAX_CONCURRENCY)
+    concurrency: int | None = option(  # None: CONCURRENCY, or with --batch every problem (eval/batching.py)
+        None, "--concurrency", f"Problems in flight at once (default {CONCURRENCY}; with --batch, every problem of "
+        "the run).", kind="whole", low=1, high=MAX_CONCURRENCY)
     workers: int | None = option(
         None, "--workers", "Worker processes sharing the problems in flight (default: chosen from the cores and "
         "--concurrency; docs/benchmarks.md: Worker processes).", kind="whole", low=1, high=MAX_WORKERS)
@@ -53,6 +55,10 @@ class EvalOptions(SettingsOptions):
         "current", "--rules", "Official scoring rule version.", kind="choice", choices=RULES, fixed_on_resume=True)
     cache: bool = option(True, "--no-cache", "Do not reuse cached model replies.", kind="flag", negate=True,
                          dest="no_cache")
+    batch: bool = option(
+        False, "--batch", "Send every model call through the service's batch API at its batch prices (about half): "
+        "the problems advance one call per round, each round minutes to hours; resumable (docs/batch.md).",
+        kind="flag")
     max_cost: float | None = option(
         None, "--max-cost", "Stop cleanly once this many USD are spent (resume carries on).", kind="number", low=0,
         unit="USD", example="5")
@@ -96,5 +102,5 @@ def refuse_fixed_on_resume(given: Iterable[str]) -> None:
 #: each option's name and flag.
 FIXED_ON_RESUME = {one.name: one.spec.label(one.name) for one in EvalOptions.declared() if one.spec.fixed_on_resume}
 
-__all__ = ["FIXED_ON_RESUME", "MAX_CONCURRENCY", "MAX_WORKERS", "METHODS", "EvalOptions", "check_request",
-           "refuse_fixed_on_resume"]
+__all__ = ["CONCURRENCY", "FIXED_ON_RESUME", "MAX_CONCURRENCY", "MAX_WORKERS", "METHODS", "EvalOptions",
+           "check_request", "refuse_fixed_on_resume"]

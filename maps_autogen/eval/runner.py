@@ -36,6 +36,7 @@ from maps_autogen._util import (
     signals_deferred,
 )
 from maps_autogen.eval.baselines import load_baseline_prompts
+from maps_autogen.eval.batching import EvalBatches, batch_tally, check_batch, open_batches, problems_in_flight
 from maps_autogen.eval.environment import git_commit, versions
 from maps_autogen.eval.estimate import announcement
 from maps_autogen.eval.options import EvalOptions, check_request
@@ -197,8 +198,9 @@ class EvalRun:
             request = self.request = replace(request, method=request.method or "maps")
         # Resolved once, before anything is written: a missing key or price fails the run cleanly.
         resolution = resolve_models(self.loaded, self.env if self.env is not None else os.environ)
+        check_batch(request, resolution)
         if request.max_cost is not None:
-            check_prices(resolution)
+            check_prices(resolution, batch=request.batch)
         check_workers(request.workers, local=resolution.uses_local)
         subsets = find_subsets(self.task, request.subsets, available_subsets(self.task, request.data))
         validate_rows(self.task, subsets, request.data)
@@ -208,9 +210,11 @@ class EvalRun:
         rows_by_pid = {str(item.pid): row for row, item in loaded_rows}  # handed to worker processes
         cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
         team = assemble_team(
-            self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency)
+            self.loaded, resolution=resolution, cache=cache, max_connections=max(64, problems_in_flight(request))
         )
         _say_text_only(team, request.method)
+        # --batch: the backends turned to a broker, the batch API checked before anything is written
+        batches = open_batches(team, eval_dir, batch=request.batch, resumed=manifest is not None, notes=self.notes)
         if manifest is None:
             selection = select_items(items, subsets, sample=request.sample, seed=request.sample_seed,
                                      limit=request.limit, shard=request.shard)
@@ -249,10 +253,15 @@ class EvalRun:
             todo = [item for item in selection.items if item.pid not in done]
             if self.announce is not None:
                 self.announce(self._announcement(team, todo))
+            if batches is not None:
+                self.notes += batches.start(self.announce)  # the batches an earlier invocation left, picked up
             by_workers: dict[str, dict[str, int]] = {}  # requests per replica in worker processes (eval/processes.py)
             try:
-                stop = self._run_items(todo, team, eval_dir, log, rows_by_pid, by_workers)
+                stop = self._run_items(todo, team, eval_dir, log, rows_by_pid, by_workers, batches)
             finally:
+                if batches is not None:
+                    batches.broker.close()  # the batches still running run on at the service
+                    self.notes += batches.broker.notes()
                 with signals_deferred():  # a Ctrl-C or SIGTERM now is handled once these are written
                     manifest = _record_replicas(eval_dir, manifest, added_counts(team.replicas_served(), by_workers))
             with _uncut(stop):
@@ -305,6 +314,9 @@ class EvalRun:
                 "workers_replaced": manifest.workers_replaced,
             }
         )
+        batched = batch_tally(eval_dir)
+        if batched is not None:
+            summary = summary.model_copy(update={"batches": batched})
         write_summary(eval_dir, summary)
         return manifest, summary, rows
 
@@ -338,33 +350,39 @@ class EvalRun:
         baseline = None
         if method != "maps":
             baseline = load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts))[method]
-        return announcement(team, todo, method=method, without=self.request.without, baseline=baseline)
+        return announcement(team, todo, method=method, without=self.request.without, baseline=baseline,
+                            batch=problems_in_flight(self.request, len(todo)) if self.request.batch else None)
 
     # ----- running ----------------------------------------------------------------------
     def _pool(self, todo: list[EvalItem], team: Team, eval_dir: Path, rows: Mapping[str, Row],
-              runner: ProblemRunner) -> InProcess | ProcessWorkers:
+              runner: ProblemRunner, concurrency: int) -> InProcess | ProcessWorkers:
         """Where the problems are solved: this process's threads, or worker processes when one
-        core cannot keep up (eval/processes.py)."""
+        core cannot keep up (eval/processes.py; never with --batch, whose calls wait on rounds)."""
         request = self.request
-        count = worker_count(request.workers, concurrency=request.concurrency, problems=len(todo),
-                             cores=available_cores(), local=team.resolution.uses_local)
+        count = 1 if request.batch else worker_count(
+            request.workers, concurrency=concurrency, problems=len(todo), cores=available_cores(),
+            local=team.resolution.uses_local)
         if count == 1:
-            return InProcess(runner, min(request.concurrency, len(todo)))
+            return InProcess(runner, min(concurrency, len(todo)))
         if self.announce is not None:
-            each = ", ".join(map(str, shares(request.concurrency, count)))
+            each = ", ".join(map(str, shares(concurrency, count)))
             self.announce(f"running in {count} worker processes ({each} problems in flight each)")
         cache = request.runs_dir / ".cache" / "responses.sqlite" if request.cache else None
         setup = WorkerSetup(
             benchmark=request.benchmark, allow_outside_paths=request.allow_outside_paths,
             allow_private_urls=request.allow_private_urls, loaded=self.loaded, resolution=team.resolution,
             method=request.method or "maps", without=request.without, rules=request.rules, eval_dir=eval_dir,
-            cache_path=cache, max_connections=max(64, request.concurrency))
-        return ProcessWorkers(setup, count, request.concurrency, rows)
+            cache_path=cache, max_connections=max(64, concurrency))
+        return ProcessWorkers(setup, count, concurrency, rows)
 
     def _run_items(self, todo: list[EvalItem], team: Team, eval_dir: Path, log: ResultsLog,
-                   rows: Mapping[str, Row], served: dict[str, dict[str, int]]) -> Stop:
+                   rows: Mapping[str, Row], served: dict[str, dict[str, int]], batches: EvalBatches | None) -> Stop:
         request = self.request
+        concurrency = problems_in_flight(request, len(todo))  # with --batch: every problem, one call each per round
         progress = Progress(len(todo), self.progress)
+        running = batches.broker.set_running if batches is not None else (lambda count: None)
+        if batches is not None:
+            batches.show_on(progress.status)
         spent = _Spent()
         tally = Tally()  # the problems run now, for the progress bar
         stop = Stop()
@@ -373,7 +391,7 @@ class EvalRun:
         in_flight: dict[Future[Solved], EvalItem] = {}
         runner = ProblemRunner.of(self.task, self.loaded, team, eval_dir, method=request.method or "maps",
                                   without=request.without, rules=request.rules)
-        pool = self._pool(todo, team, eval_dir, rows, runner)
+        pool = self._pool(todo, team, eval_dir, rows, runner, concurrency)
 
         def submit_next() -> bool:
             item = next(pending, None) if pool.room() else None
@@ -384,9 +402,11 @@ class EvalRun:
 
         try:
             pool.start()
-            for _ in range(request.concurrency):
+            running(min(concurrency, len(todo)))  # before the first problem can ask: no round of one
+            for _ in range(concurrency):
                 if not submit_next():
                     break
+            running(len(in_flight))
             while in_flight:
                 watched: list[Future[Any]] = [*in_flight, pool.signalled]
                 finished, _ = wait(watched, return_when=FIRST_COMPLETED)
@@ -413,10 +433,11 @@ class EvalRun:
                         # it is the service's (the same again) before starting more.
                         while (
                             (suspect is None or not in_flight)
-                            and len(in_flight) < request.concurrency
+                            and len(in_flight) < concurrency
                             and submit_next()
                         ):
                             pass
+                running(len(in_flight))  # a round goes once every problem in flight waits on a call
             stop.fatal = stop.fatal or _workers_gone(stop, pending, pool)
         except DiskFullError:
             pool.cancel()  # the problems in flight stop at their next model call

@@ -23,14 +23,17 @@ class Stop:
     workers_replaced: int = 0  # worker processes that died and were replaced
 
 
-def check_prices(resolution: Resolution) -> None:
-    """--max-cost can only be enforced when every paid model's price is known. This checks the
-    requested names before anything runs; a reply from a model served under a name without a
-    price stops the run (`unknown_cost_stop`)."""
-    unpriced = sorted({m.model for m in resolution.models.values() if m.price is None and m.kind != "local"})
+def check_prices(resolution: Resolution, *, batch: bool = False) -> None:
+    """--max-cost can only be enforced when every paid model's price is known (with --batch, its
+    batch prices). This checks the requested names before anything runs; a reply from a model
+    served under a name without a price stops the run (`unknown_cost_stop`)."""
+    unpriced = sorted({m.model for m in resolution.models.values()
+                       if m.prices_of(m.model, batch=batch) is None and m.kind != "local"})
     if unpriced:
+        what = "batch price" if batch else "price"
+        where = "prices: (its batch: prices)" if batch else "prices:"
         raise UsageError(
-            f"--max-cost needs the price of {', '.join(unpriced)}", fix="add it under prices: in agents.yaml"
+            f"--max-cost needs the {what} of {', '.join(unpriced)}", fix=f"add it under {where} in agents.yaml"
         )
 
 

@@ -61,6 +61,8 @@ class Progress:
         self.enabled = enabled and total > 0
         self.prompt_tokens = 0
         self.cached_tokens = 0
+        self._note = ""  # progress_note's text
+        self._rounds = ""  # with --batch: the round, its batches' own counts and the wait
         if not self.enabled:
             return
         from rich.console import Console
@@ -77,9 +79,19 @@ class Progress:
         if used is not None:
             self.prompt_tokens += used.prompt_tokens
             self.cached_tokens += used.cached_tokens
+        self._note = progress_note(accuracy, cost, self.prompt_tokens, self.cached_tokens)
         if self.enabled:
-            self._progress.update(self._task, advance=1, description=progress_note(
-                accuracy, cost, self.prompt_tokens, self.cached_tokens))
+            self._progress.update(self._task, advance=1, description=self._shown())
+
+    def status(self, text: str) -> None:
+        """With --batch: the round, its batches' own counts and how long it has waited, shown
+        beside the accuracy and cost."""
+        self._rounds = text
+        if self.enabled:
+            self._progress.update(self._task, description=self._shown())
+
+    def _shown(self) -> str:
+        return " · ".join(part for part in (self._note, self._rounds) if part)
 
     def close(self) -> None:
         if self.enabled:

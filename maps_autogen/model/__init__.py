@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from ._backends import backend_lock as backend_lock
     from ._backends import open_backend as open_backend
     from ._backends import step_backend as step_backend
+    from ._batch_backend import BatchBackend as BatchBackend
+    from ._batch_broker import BatchBroker as BatchBroker
+    from ._batch_ledger import read_batch_records as read_batch_records
     from ._cache import ResponseCache as ResponseCache
     from ._client import ChatBackend as ChatBackend
     from ._client import JsonModeMemo as JsonModeMemo
@@ -31,6 +34,8 @@ if TYPE_CHECKING:
 
 # name → the private module that defines it, imported on first use (PEP 562)
 _EXPORTS: dict[str, str] = {
+    'BatchBackend': '_batch_backend',
+    'BatchBroker': '_batch_broker',
     'CUT_REASONS': '_service_answers',
     'ChatBackend': '_client',
     'Completion': '_completion',
@@ -46,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     'backend_lock': '_backends',
     'image_tokens': '_tokens',
     'open_backend': '_backends',
+    'read_batch_records': '_batch_ledger',
     'refuses_the_content': '_service_answers',
     'schema_response_format': '_client',
     'step_backend': '_backends',

@@ -33,6 +33,9 @@ class Completion:
     messages: list[dict[str, Any]] | None = None
     cached_tokens: int | None = None  # of prompt_tokens, read from the service's prefix cache (when it said)
     cached_rate: float | None = None  # USD per million the cached tokens were priced at (None: unpriced)
+    batch: str | None = None  # the batch that answered it (maps eval --batch); None: a live call
+    prompt_rate: float | None = None  # a batch call's USD per million prompt tokens (None: unpriced)
+    completion_rate: float | None = None  # a batch call's USD per million completion tokens
 
     def usage(self) -> CallUsage:
         """This call's usage as its transcript message records it (`truncated` and
@@ -46,4 +49,7 @@ class Completion:
             usage = usage.model_copy(update={"truncated": True})
         if self.usage_unusable:
             usage = usage.model_copy(update={"usage_unusable": self.usage_unusable})
+        if self.batch is not None:
+            usage = usage.model_copy(update={"batch": self.batch, "prompt_rate": self.prompt_rate,
+                                             "completion_rate": self.completion_rate})
         return usage

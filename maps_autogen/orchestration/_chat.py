@@ -180,7 +180,7 @@ class ChatOutcome:
         completions = [call.completion for call in self.calls]
         costs = [c.cost for c in completions]
         known = [cost for cost in costs if cost is not None]
-        return Usage(
+        usage = Usage(
             calls=len(completions),
             cached_calls=sum(1 for c in completions if c.cached),  # answered from the cache, at $0
             prompt_tokens=sum(c.prompt_tokens or 0 for c in completions),
@@ -190,6 +190,8 @@ class ChatOutcome:
             # Some call's server reported no usage: its tokens (and cost) are our own count.
             tokens_estimated=any(c.tokens_estimated for c in completions),
         )
+        by_batch = sum(1 for c in completions if c.batch is not None)  # written only where some call was
+        return usage.model_copy(update={"batch_calls": by_batch}) if by_batch else usage
 
     def usage_by_role(self) -> dict[str, RoleUsage]:
         """Each step's calls, tokens, cost (None once a call's price is unknown) and seconds."""
@@ -206,6 +208,9 @@ class ChatOutcome:
                 cost=None if row.cost is None or completion.cost is None else row.cost + completion.cost,
                 seconds=row.seconds + completion.seconds,
             )
+            if completion.batch is not None or row.batch_calls:
+                table[call.role] = table[call.role].model_copy(
+                    update={"batch_calls": row.batch_calls + (completion.batch is not None)})
         return table
 
 

@@ -12,6 +12,18 @@ from typing import TYPE_CHECKING
 from maps_autogen._util._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from ._batch_records import BATCHES_DIR as BATCHES_DIR
+    from ._batch_records import ENDED as ENDED
+    from ._batch_records import SERVICE_STATUSES as SERVICE_STATUSES
+    from ._batch_records import BatchAnswer as BatchAnswer
+    from ._batch_records import BatchCounts as BatchCounts
+    from ._batch_records import BatchRecord as BatchRecord
+    from ._batch_records import BatchStatus as BatchStatus
+    from ._batch_records import BatchTally as BatchTally
+    from ._batch_records import ServiceStatus as ServiceStatus
+    from ._batch_records import answers_path as answers_path
+    from ._batch_records import record_path as record_path
+    from ._batch_records import tally as tally
     from ._chat_records import AnswerParsed as AnswerParsed
     from ._chat_records import ChatRecord as ChatRecord
     from ._chat_records import ContentFilteredEvent as ContentFilteredEvent
@@ -109,6 +121,12 @@ _EXPORTS: dict[str, str] = {
     'AnswerParsed': '_chat_records',
     'AnswerSource': '_schema',
     'AverageSummary': '_summary',
+    'BATCHES_DIR': '_batch_records',
+    'BatchAnswer': '_batch_records',
+    'BatchCounts': '_batch_records',
+    'BatchRecord': '_batch_records',
+    'BatchStatus': '_batch_records',
+    'BatchTally': '_batch_records',
     'CallUsage': '_schema',
     'ChatRecord': '_chat_records',
     'ContentFilteredEvent': '_chat_records',
@@ -116,6 +134,7 @@ _EXPORTS: dict[str, str] = {
     'DataFingerprint': '_settings_record',
     'DecisionKind': '_schema',
     'DecisionParsed': '_chat_records',
+    'ENDED': '_batch_records',
     'ErrorEvent': '_chat_records',
     'Evaluation': '_schema',
     'EventRecord': '_chat_records',
@@ -154,11 +173,13 @@ _EXPORTS: dict[str, str] = {
     'RollbackRecord': '_schema',
     'RunRecord': '_schema',
     'RunStatus': '_schema',
+    'SERVICE_STATUSES': '_batch_records',
     'SUMMARY_FILE': '_schema',
     'SampleRecord': '_schema',
     'Score': '_schema',
     'SelectionRecord': '_schema',
     'SentSettings': '_schema',
+    'ServiceStatus': '_batch_records',
     'SettingsChange': '_schema',
     'SolverUnparsedEvent': '_chat_records',
     'StepSettings': '_settings_record',
@@ -178,6 +199,7 @@ _EXPORTS: dict[str, str] = {
     'VerdictParsed': '_chat_records',
     'VerdictRecord': '_schema',
     'VerdictSettings': '_settings_record',
+    'answers_path': '_batch_records',
     'belongs_to': '_safe_paths',
     'checked_reference': '_safe_paths',
     'child_folder': '_safe_paths',
@@ -194,7 +216,9 @@ _EXPORTS: dict[str, str] = {
     'read_summary': '_run_files',
     'read_transcript': '_run_files',
     'read_transcript_from': '_run_files',
+    'record_path': '_batch_records',
     'safe_component': '_safe_paths',
+    'tally': '_batch_records',
     'write_manifest': '_run_files',
     'write_record': '_run_files',
 }

@@ -136,6 +136,7 @@ class Usage(_Record):
     completion_tokens: int = 0
     cost: float | None = None  # USD; None when some call's price is unknown
     tokens_estimated: bool = False  # some server reported no usage: those tokens are our own count
+    batch_calls: int = 0  # of `calls`, answered through the service's batch API (maps eval --batch)
 
     def spent(self) -> float | None:
         """The USD this usage cost: 0 when no call was made (nothing spent), None when some
@@ -146,12 +147,14 @@ class Usage(_Record):
         """This usage and `other` together: what each `spent` added up (unknown once either's
         is), the estimate flag of either."""
         mine, theirs = self.spent(), other.spent()
-        return Usage(calls=self.calls + other.calls, cached_calls=self.cached_calls + other.cached_calls,
-                     prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-                     cached_tokens=self.cached_tokens + other.cached_tokens,
-                     completion_tokens=self.completion_tokens + other.completion_tokens,
-                     cost=None if mine is None or theirs is None else mine + theirs,
-                     tokens_estimated=self.tokens_estimated or other.tokens_estimated)
+        total = Usage(calls=self.calls + other.calls, cached_calls=self.cached_calls + other.cached_calls,
+                      prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                      cached_tokens=self.cached_tokens + other.cached_tokens,
+                      completion_tokens=self.completion_tokens + other.completion_tokens,
+                      cost=None if mine is None or theirs is None else mine + theirs,
+                      tokens_estimated=self.tokens_estimated or other.tokens_estimated)
+        batch_calls = self.batch_calls + other.batch_calls  # written only where some call went by batch
+        return total.model_copy(update={"batch_calls": batch_calls}) if batch_calls else total
 
 
 class RoleUsage(_Record):
@@ -164,6 +167,7 @@ class RoleUsage(_Record):
     completion_tokens: int = 0
     cost: float | None = None
     seconds: float = 0.0
+    batch_calls: int = 0  # of `calls`, answered through the service's batch API (maps eval --batch)
 
 
 class CallUsage(_Record):
@@ -180,6 +184,9 @@ class CallUsage(_Record):
     truncated: bool = False  # the reply was longer than limits.reply_bytes and was cut
     tokens_estimated: bool = False
     usage_unusable: str | None = None  # why the usage the service reported was not used (tokens estimated)
+    batch: str | None = None  # the id of the batch that answered it (maps eval --batch); None: a live call
+    prompt_rate: float | None = None  # a batch call's USD per million prompt tokens (the batch price)
+    completion_rate: float | None = None  # a batch call's USD per million completion tokens
 
 
 class SentSettings(_Record):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from maps_autogen.records._batch_records import BatchTally
 from maps_autogen.records._schema import Usage, _File, _Record
 
 
@@ -47,3 +48,4 @@ class Summary(_File):
     mixed_settings: bool | None = None
     missing: list[str] | None = None  # the manifest's problems without a result (not run, or pending)
     workers_replaced: int | None = None  # worker processes that died and were replaced (eval/processes.py)
+    batches: BatchTally | None = None  # maps eval --batch: the rounds and batches (records/_batch_records.py)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import write_text_atomic
-from maps_autogen.eval.answer_cost import answer_cost_table, answer_costs
+from maps_autogen.eval.answer_cost import answer_cost_table, answer_costs, by_batch
 from maps_autogen.eval.table1 import (
     Cell,
     Row,
@@ -158,8 +158,8 @@ def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
                 continue
             for record in run.scored:
                 value = record.metadata.get(field)  # the data set's own fields, as the row carries them
-                if value in (None, ""):
-                    continue
+                if value in (None, "") or (record.usage is not None and record.usage.batch_calls):
+                    continue  # (a problem answered by batch took the batch queue's time, not its own)
                 key = (order.get(run.benchmark, len(order)), run.benchmark, str(value))
                 panels[panel].setdefault(run.label, {}).setdefault(key, []).append(float(record.seconds))
                 used[panel][run.benchmark] = field
@@ -179,7 +179,7 @@ def solving_times(runs: Sequence[Run]) -> dict[str, dict[str, Any]]:
 
 
 UsageRow = dict[str, float | None]
-USAGE_KEYS = ("calls", "cached_calls", "prompt_tokens", "cached_tokens", "completion_tokens")
+USAGE_KEYS = ("calls", "cached_calls", "prompt_tokens", "cached_tokens", "completion_tokens", "batch_calls")
 
 
 def usage_by_role(runs: Sequence[Run]) -> dict[str, dict[str, UsageRow]]:
@@ -338,7 +338,8 @@ def feedback_table(shares: dict[str, dict[str, dict[str, float]]]) -> str:
 
 
 def _usage_table(usage: dict[str, dict[str, UsageRow]]) -> str:
-    body = [[label, role, f"{row['calls'] or 0:.2f}", f"{row['cached_calls'] or 0:.2f}",
+    body = [[label + by_batch(row["batch_calls"] or 0, row["calls"] or 0), role,
+             f"{row['calls'] or 0:.2f}", f"{row['cached_calls'] or 0:.2f}",
              f"{row['prompt_tokens'] or 0:.0f}", f"{row['cached_tokens'] or 0:.0f}",
              f"{row['completion_tokens'] or 0:.0f}",
              "-" if row["cost"] is None else f"${row['cost']:.5f}"]
@@ -426,7 +427,8 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         files.append(plot_times(times, out / "figure6_paper_scale.png", paper_scale=True))
         parts += [
             "## Figure 6: solving time",
-            "Mean seconds per scored problem, by the field each benchmark has for each property: "
+            "Mean seconds per scored problem (problems answered by batch left out: their time is the batch "
+            "queue's), by the field each benchmark has for each property: "
             + "; ".join(f"{panel}: " + ", ".join(f"{get_benchmark(b).task.title} `{field}`"
                                                   for b, field in data["fields"].items())
                         for panel, data in times.items()) + ".",

@@ -44,7 +44,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class PriceConfig(_Strict):
+class TokenPrices(_Strict):
     """USD per million tokens."""
 
     prompt_per_million: float = Field(ge=0)
@@ -55,6 +55,13 @@ class PriceConfig(_Strict):
     def cached_rate(self) -> float:
         """USD per million cached prompt tokens: the cached-input price, else the prompt price."""
         return self.prompt_per_million if self.cached_prompt_per_million is None else self.cached_prompt_per_million
+
+
+class PriceConfig(TokenPrices):
+    """A model's prices: live calls', and `batch`, those of calls answered through the service's
+    batch API (`maps eval --batch`; unset: such a call's cost is unknown, never the live price)."""
+
+    batch: TokenPrices | None = None
 
 
 # Body fields maps writes itself: an endpoint's extra_body may not set them (each has its own key).
@@ -103,6 +110,11 @@ class OpenAIEndpoint(_Strict):
     max_tokens: int | None = Field(default=None, ge=1)
     requests_per_s: float | None = Field(default=None, gt=0)  # at most this many requests a second (per process)
     prompt_layout: PromptLayout = "shared_prefix"  # paper: the paper's order (docs/paper.md)
+    # maps eval --batch (docs/batch.md): the longest wait between two looks at a running batch
+    # (the first after a second, then doubling), and the service's limits on one batch's input file.
+    batch_poll_s: float = Field(default=60, gt=0)
+    batch_max_requests: int = Field(default=50_000, ge=1)
+    batch_max_bytes: int = Field(default=200_000_000, ge=1024)
 
     @field_validator("base_url")
     @classmethod

@@ -20,6 +20,7 @@ from maps_autogen.settings._config import (
     ModelChoice,
     OpenAIEndpoint,
     PriceConfig,
+    TokenPrices,
     defaults_dir,
 )
 from maps_autogen.settings._config_list import ENDPOINT_PREFIX
@@ -113,6 +114,9 @@ class ResolvedModel:
     top_p: float | None = None  # None: not sent
     seed: int | None = None  # None: not sent
     prompt_layout: str = "paper"  # "paper" | "shared_prefix" (role_inputs.build_request)
+    batch_poll_s: float = 60.0  # maps eval --batch: the longest wait between two looks at a batch
+    batch_max_requests: int = 50_000  # requests one batch input file may carry
+    batch_max_bytes: int = 200_000_000  # bytes one batch input file may have
 
     @property
     def shown_base_url(self) -> str | None:
@@ -184,26 +188,33 @@ class ResolvedModel:
         """The price of the requested model, should the service serve it under that name."""
         return price_of(self.model, self.prices)
 
+    def prices_of(self, served: str | None, *, batch: bool = False) -> TokenPrices | None:
+        """The prices of a call answered as model `served` (`price_of`): its live prices, or
+        with `batch` its batch API's (None when the table gives none: never the live price)."""
+        price = price_of(served, self.prices)
+        return price.batch if batch and price is not None else price
+
     def cost(self, prompt_tokens: int, completion_tokens: int, served: str | None,
-             cached_tokens: int = 0) -> float | None:
+             cached_tokens: int = 0, *, batch: bool = False) -> float | None:
         """USD for a call the service answered as model `served`, when that model's price is
-        known (`price_of`); None otherwise. `cached_tokens` (of `prompt_tokens`) cost the model's
-        cached-input price (`cached_rate`). A model on this machine (an endpoint of kind `local`,
-        the embedded model) costs nothing: $0, never an unknown price."""
+        known (`prices_of`; `batch`: a call answered through the batch API, at its prices); None
+        otherwise. `cached_tokens` (of `prompt_tokens`) cost the model's cached-input price
+        (`cached_rate`). A model on this machine (an endpoint of kind `local`, the embedded
+        model) costs nothing: $0, never an unknown price."""
         if self.kind == "local":
             return 0.0
-        price = price_of(served, self.prices)
+        price = self.prices_of(served, batch=batch)
         if price is None:
             return None
         return ((prompt_tokens - cached_tokens) * price.prompt_per_million + cached_tokens * price.cached_rate()
                 + completion_tokens * price.completion_per_million) / 1e6
 
-    def cached_rate(self, served: str | None) -> float | None:
+    def cached_rate(self, served: str | None, *, batch: bool = False) -> float | None:
         """USD per million cached prompt tokens of a call answered as `served`: its cached-input
         price, its prompt price when the table has none, 0 on this machine, None when unpriced."""
         if self.kind == "local":
             return 0.0
-        price = price_of(served, self.prices)
+        price = self.prices_of(served, batch=batch)
         return None if price is None else price.cached_rate()
 
 
@@ -362,6 +373,9 @@ def _resolve_one(
         reasoning_effort=endpoint.reasoning_effort,
         requests_per_s=endpoint.requests_per_s,
         max_images=endpoint.max_images,
+        batch_poll_s=endpoint.batch_poll_s,
+        batch_max_requests=endpoint.batch_max_requests,
+        batch_max_bytes=endpoint.batch_max_bytes,
         **common,
     ), why
 

@@ -72,15 +72,17 @@ def run_maps_process(args: list[str], *, env: dict[str, str], cwd: Path, timeout
 
 
 @contextlib.contextmanager
-def api_service(monkeypatch: pytest.MonkeyPatch, folder: Path, script: Script) -> Iterator[FakeOpenAI]:
+def api_service(monkeypatch: pytest.MonkeyPatch, folder: Path, script: Script,
+                batches: Any = None) -> Iterator[FakeOpenAI]:
     """The scripted server as the model service of the Python API called in this process, from
     the empty working folder `folder` (no ./agents.yaml); what a solve leaves in this process
-    (registered keys, connection pools) is undone after."""
+    (registered keys, connection pools) is undone after. `batches`: its Batch API
+    (tests/helpers/fake_batches.py)."""
     for name in list(os.environ):
         if name.startswith(("OPENAI_", "MAPS_")):
             monkeypatch.delenv(name)
     monkeypatch.chdir(folder)
-    with _process_state(), FakeOpenAI(script) as server:
+    with _process_state(), FakeOpenAI(script, batches=batches) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
         yield server

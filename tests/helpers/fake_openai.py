@@ -142,8 +142,13 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAI:
     """Start with `with FakeOpenAI(script) as server:`; `server.base_url` ends in /v1."""
 
-    def __init__(self, script: Script | None = None, port: int = 0):
+    def __init__(self, script: Script | None = None, port: int = 0, batches: Any = None):
         self.script: Script = script or (lambda request: Reply("ok"))
+        # The Files and Batches endpoints (tests/helpers/fake_batches.py's FakeBatches); None: 404, as a
+        # server without a batch API answers.
+        self.batches = batches
+        if batches is not None:
+            batches.server = self
         self.received: list[Received] = []
         self.stopping = threading.Event()  # set on exit: endless replies end
         self._lock = threading.Lock()
@@ -159,6 +164,8 @@ class FakeOpenAI:
                 return None
 
             def do_GET(self) -> None:
+                if outer.batches is not None and outer.batches.handles(self, "GET"):
+                    return
                 # GET /models answers as OpenAI-compatible servers do (a replica pool's health probe).
                 with outer._lock:
                     outer.received.append(Received({k.lower(): v for k, v in self.headers.items()}, {}, time.time(), "GET"))
@@ -168,6 +175,8 @@ class FakeOpenAI:
                     self._send(404, b'{"error": {"message": "not found"}}', {})
 
             def do_POST(self) -> None:
+                if outer.batches is not None and outer.batches.handles(self, "POST"):
+                    return
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
                 try:

@@ -83,6 +83,14 @@ EXPECTED: dict[str, list[str]] = {
           rf"completion tokens {NUMBER}, calls {NUMBER}, cost {NUMBER}"
           for method in ("maps", "cot") for per in ("problem", "correct answer")),
     ],
+    "batch_cost.py": [
+        r"custom benchmark, 6 text problems, the scripted server \(gpt-4o prices; by batch: its batch prices\):",
+        *(rf"{label}: accuracy {NUMBER}% \(\d+/\d+\); calls \d+; cost per problem \${NUMBER}, per correct answer "
+          rf"\${NUMBER}; wall {NUMBER} s, CPU {NUMBER} s, peak RSS \d+ MB"
+          for label in (r"live \(--concurrency 32\)", "by batch")),
+        rf"by batch: \d+ rounds, \d+ batches, requests per round median \d+ \(\d+-\d+\), first rounds \[[\d, ]+\]; "
+        rf"cost {NUMBER}% below live",
+    ],
     "inspect_task_creation.py": [
         rf"50 rows, task made with lazy samples: {NUMBER} s, 0 images read",
         rf"50 rows, baseline \(every sample read when the task is made\): {NUMBER} s, 50 images read",

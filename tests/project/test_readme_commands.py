@@ -4,7 +4,7 @@ Which commands are run: every line of a fenced ```bash block in README.md and do
 starts with `maps `, exactly as written (split as the shell splits it, the trailing comment
 dropped), from a folder laid out as the repository's root (a copy of `examples/`, `agents.yaml`
 and `prompts/`), with `source .venv/bin/activate` done (the test's own `maps`) and the scripted
-OpenAI-compatible server as the model service (`OPENAI_BASE_URL`, `OPENAI_API_KEY`: the README's
+OpenAI-compatible server (its Batch API too) as the model service (`OPENAI_BASE_URL`, `OPENAI_API_KEY`: the README's
 `export OPENAI_API_KEY=...` line). The placeholders resolved are `runs/<run-id>` (the run folder the
 latest `maps solve` above it wrote) and `runs/<eval-id>` (the latest `maps eval`'s). Every other line is left out only by a rule of EXCLUDED
 below, each with its reason, and the test prints every command with what became of it: a new
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.helpers.common import REPO, TEST_KEY, clean_env, run_maps
+from tests.helpers.fake_batches import BatchPlan, FakeBatches
 from tests.helpers.fake_openai import FakeOpenAI
 from tests.helpers.readme_commands import fake_service
 
@@ -92,7 +93,9 @@ def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
     root = repository_root_copy(tmp_path)
     ran: list[str] = []
     report: list[str] = []
-    with FakeOpenAI(fake_service()) as server:
+    # The scripted server speaks the Batch API too (docs/batch.md's `maps eval ... --batch`): each batch
+    # ends at its first look.
+    with FakeOpenAI(fake_service(), batches=FakeBatches([BatchPlan(states=[])])) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
         for command in commands:
             reason = command.excluded()
