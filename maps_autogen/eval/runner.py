@@ -305,7 +305,7 @@ class EvalRun:
                 "workers_replaced": manifest.workers_replaced,
             }
         )
-        write_summary(eval_dir, summary)
+        write_summary(eval_dir, summary, rows)
         return manifest, summary, rows
 
     def _new_manifest(self, eval_dir: Path, subsets: Sequence[Subset], selection: Selection, team: Team) -> Manifest:
