@@ -358,8 +358,8 @@ def stream_chunk(data: str, event: str = "") -> Any:
     return chunk
 
 
-# Where reasoning models stream their thinking before the reply (vLLM, llama.cpp, DeepSeek:
-# reasoning_content; OpenRouter, Ollama: reasoning): not part of the reply, but progress.
+# Where reasoning models stream their thinking before the reply (vLLM since late 2025, OpenRouter,
+# Ollama: reasoning; older vLLM, llama.cpp, DeepSeek: reasoning_content): not part of the reply, but progress.
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
