@@ -29,14 +29,26 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from maps_autogen._util import atomic_text_writer
-from maps_autogen.eval.harness import FILTER, METRIC, HarnessResults
-from maps_autogen.records import Manifest, ResultRow, problem_folder, read_run, safe_component, write_record
+from maps_autogen.eval.harness import FILTER, HARNESS_FILE, METRIC, HarnessResults
+from maps_autogen.records import (
+    MANIFEST_FILE,
+    PROBLEMS_DIR,
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    Manifest,
+    ResultRow,
+    problem_folder,
+    read_run,
+    safe_component,
+    write_record,
+)
 
 MODEL_SOURCE = "maps-autogen"
 # lm-eval's sanitize_model_name: these characters become "__"
 _MODEL_UNSAFE = re.compile(r"[\"<>:/|\\?*\[\]]+")
 _TASK_UNSAFE = re.compile(r"\W")  # lm-eval's sanitize_task_name
 _PLAIN_NAME = re.compile(r"[\w.,+=@ -]{1,100}")
+_OURS = {PROBLEMS_DIR, HARNESS_FILE, SUMMARY_FILE, RESULTS_FILE, MANIFEST_FILE}  # an eval folder's own names
 
 
 class HarnessSample(BaseModel):
@@ -68,7 +80,8 @@ def model_folder_name(model: str) -> str:
     a name that would still not be one plain folder name (dots first, control characters, very long)
     is made one (records/_safe_paths.py)."""
     name = _MODEL_UNSAFE.sub("__", model)
-    return name if _PLAIN_NAME.fullmatch(name) and not name.startswith((".", " ")) else safe_component(model)
+    name = name if _PLAIN_NAME.fullmatch(name) and not name.startswith((".", " ")) else safe_component(model)
+    return f"model-{name}" if name in _OURS else name
 
 
 def file_task_name(task: str) -> str:

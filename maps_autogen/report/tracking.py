@@ -127,7 +127,7 @@ def tracked(eval_dir: Path) -> Tracked:
     files = [eval_dir / name for name in (HARNESS_FILE, SUMMARY_FILE, MANIFEST_FILE, RESULTS_FILE)]
     return Tracked(name=manifest.eval_id or eval_dir.name, config=_masked(config),
                    metrics={key: float(value) for key, value in metrics.items()}, rollbacks=rollbacks,
-                   artifacts=[path for path in [*files, *sorted(lm_eval)] if path.is_file()])
+                   artifacts=[path for path in [*files, *sorted(lm_eval)] if path.is_file() and not path.is_symlink()])
 
 
 def _report(eval_dir: Path, out: Path) -> list[Path]:

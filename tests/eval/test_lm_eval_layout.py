@@ -125,3 +125,17 @@ def test_lm_evals_wandb_logger_logs_our_results_and_samples_offline(eval_dir: Pa
         wandb.teardown()
     (run_file,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
     assert run_file.stat().st_size > 0
+
+
+def test_the_model_folder_is_one_plain_name_inside_the_eval_folder() -> None:
+    """A model name is a setting or a gateway's name: whatever it holds, its folder is lm-eval's
+    sanitized name when that is one plain folder name, never a path out, a hidden name or one of ours."""
+    from lm_eval.utils import sanitize_model_name
+
+    from maps_autogen.eval.lm_eval_files import model_folder_name
+
+    assert model_folder_name("openai/gpt-4o") == sanitize_model_name("openai/gpt-4o")
+    for hostile in ("..", ".", "../../etc", "a/../../b", "x\nnewline", "problems", "results.json", "m" * 300, ""):
+        name = model_folder_name(hostile)
+        assert name and "/" not in name and not name.startswith(".") and len(name) <= 120, (hostile, name)
+        assert name not in ("problems", "results.json", "results.jsonl", "summary.json", "manifest.json"), hostile
