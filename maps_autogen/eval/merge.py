@@ -374,12 +374,13 @@ def _write_merged(building: Path, eval_id: str, rows: dict[str, _Row], manifest:
     log = ResultsLog(building / RESULTS_FILE)
     ids = [str(pid) for pid in manifest.ids]
     # One line per problem in the selection's order (every row's problem is one of `ids`), written once.
-    log.write_all(rows[pid].record.model_copy(update={"run_dir": f"{PROBLEMS_DIR}/{safe_component(pid)}"})
-                  for pid in ids if pid in rows)
+    written = [rows[pid].record.model_copy(update={"run_dir": f"{PROBLEMS_DIR}/{safe_component(pid)}"})
+               for pid in ids if pid in rows]
+    log.write_all(written)
     records = [rows[pid].record for pid in ids if pid in rows]
     summary = summarize(records, task, manifest.subsets, manifest.team)
     missing = missing_ids(ids, records)
     summary = summary.model_copy(update={"eval_id": eval_id, "method": manifest.method, "without": manifest.without,
                                          "complete": not missing and summary.average.scored == len(ids),
                                          "missing": missing, "workers_replaced": manifest.workers_replaced})
-    write_summary(building, summary)
+    write_summary(building, summary, written)

@@ -15,6 +15,7 @@ from maps_autogen.settings import SettingsOptions, argument, option
 
 BASELINES = ("direct", "cot")  # the paper's single-call baselines (eval/baselines.py)
 METHODS = ("maps", *BASELINES)
+TRACKERS = ("wandb", "mlflow")  # --track (report/tracking.py)
 MAX_CONCURRENCY = 512  # problems in flight at once (--concurrency)
 CONCURRENCY = 8  # problems in flight when --concurrency is not given (and not --batch)
 MAX_WORKERS = 256  # worker processes (--workers)
@@ -77,6 +78,10 @@ class EvalOptions(SettingsOptions):
     allow_private_urls: bool = option(
         False, "--allow-private-urls", "Let data set rows' image URLs point at private addresses (trusted data "
         "only).", kind="flag")
+    track: str | None = option(
+        None, "--track", "Log the run to an experiment tracker when it ends: settings, accuracy per subset, "
+        "rollbacks, review scores, tokens, cost, results and report (the track extra; docs/tracking.md).",
+        kind="choice", choices=TRACKERS)
 
 
 def check_request(request: EvalOptions) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from maps_autogen._util import append_whole, atomic_text_writer, open_append, parse_read_back, redact
 from maps_autogen.eval.harness import write_harness_results
+from maps_autogen.eval.lm_eval_files import write_lm_eval_files
 from maps_autogen.problem import Task
 from maps_autogen.records import (
     RESULTS_FILE,
@@ -184,13 +185,14 @@ def summarize(
     )
 
 
-def write_summary(eval_dir: Path, summary: Summary) -> Path:
+def write_summary(eval_dir: Path, summary: Summary, rows: Sequence[ResultRow]) -> Path:
     """Write an eval folder's summary.json from its record, and beside it results.json, the same
     figures in lm-evaluation-harness's and lmms-eval's layout (eval/harness.py), from the
-    folder's manifest."""
+    folder's manifest, and lm-eval's own files from its result rows (eval/lm_eval_files.py)."""
     path = eval_dir / SUMMARY_FILE
     write_record(path, summary)
-    write_harness_results(eval_dir, read_manifest(eval_dir), summary)
+    manifest = read_manifest(eval_dir)
+    write_lm_eval_files(eval_dir, manifest, write_harness_results(eval_dir, manifest, summary), rows)
     return path
 
 

@@ -317,7 +317,7 @@ class EvalRun:
         batched = batch_tally(eval_dir)
         if batched is not None:
             summary = summary.model_copy(update={"batches": batched})
-        write_summary(eval_dir, summary)
+        write_summary(eval_dir, summary, rows)
         return manifest, summary, rows
 
     def _new_manifest(self, eval_dir: Path, subsets: Sequence[Subset], selection: Selection, team: Team) -> Manifest:

@@ -1,8 +1,8 @@
 """A benchmark's rows as Inspect samples, read by the same row readers and checks as `maps eval`
 (a local copy with `data`, else the hub); each sample keeps the problem's id, its gold answer
-as the target and its metadata. Nothing of a problem is read before its sample runs (Inspect
-applies `--limit` after making every sample): the solver reads it then, once, and shows it as
-the sample's first message, with its images (`problem_message`)."""
+as the target and its metadata, and its question as the input. No image of a problem is read
+before its sample runs (Inspect applies `--limit` after making every sample): the solver reads the
+problem then, once, and shows it as the sample's first message, with its images (`problem_message`)."""
 
 from __future__ import annotations
 
@@ -41,11 +41,13 @@ def problem_message(problem: Problem, labels: dict[str, str]) -> ChatMessageUser
 
 
 def sample_of(item: EvalItem) -> Sample:
-    """One problem as an Inspect sample, nothing of it read: its input names the problem, which
-    the solver reads (its images, once) when the sample runs. A problem whose images cannot be
-    read fails alone there, as in `maps eval`."""
+    """One problem as an Inspect sample, its images not read: its input is the problem's question
+    (text, already in the row), so a log can be browsed and searched by question; the solver reads
+    the whole problem (its images, once) when the sample runs and shows it as the first message. A
+    problem whose images cannot be read fails alone there, as in `maps eval`."""
     metadata = {**item.metadata, "subset": item.subset, "gold": item.gold}
-    return Sample(id=item.pid, input=f"{item.subset} problem {item.pid} (read when its sample runs)",
+    question = item.shown[0] if item.shown and isinstance(item.shown[0], str) and item.shown[0].strip() else None
+    return Sample(id=item.pid, input=question or f"{item.subset} problem {item.pid} (read when its sample runs)",
                   target=item.gold, metadata=metadata)
 
 

@@ -17,7 +17,19 @@ from typing import Any
 
 from inspect_ai.log import transcript
 from inspect_ai.model import Model, ModelOutput, get_model
-from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accuracy, scorer, stderr
+from inspect_ai.scorer import (
+    CORRECT,
+    INCORRECT,
+    Metric,
+    SampleScore,
+    Score,
+    Scorer,
+    Target,
+    accuracy,
+    metric,
+    scorer,
+    stderr,
+)
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -167,6 +179,24 @@ def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig,
         return state
 
     return solve
+
+
+@metric
+def rollback_rate() -> Metric:
+    """The share of the scored MAPS samples whose Critic rolled back at least once (the scorer
+    keeps each sample's rollbacks; a baseline's samples have none to count, nor a failed sample)."""
+
+    def rate(scores: list[SampleScore]) -> float:
+        counted = [score.score.metadata["rollbacks"] for score in scores
+                   if score.score.metadata and isinstance(score.score.metadata.get("rollbacks"), list)]
+        return sum(1 for rollbacks in counted if rollbacks) / len(counted) if counted else 0.0
+
+    return rate
+
+
+def maps_metrics() -> list[Metric | dict[str, list[Metric]]]:
+    """A MAPS task's metrics: the official accuracy and its standard error, and how often the Critic rolled back."""
+    return [accuracy(), stderr(), rollback_rate()]
 
 
 @scorer(metrics=[accuracy(), stderr()], name="official")

@@ -20,7 +20,7 @@ from maps_autogen._util import UsageError
 from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.options import METHODS
 from maps_autogen.inspect_tasks.samples import benchmark_dataset, benchmark_items
-from maps_autogen.inspect_tasks.solver import maps_solver, official_scorer
+from maps_autogen.inspect_tasks.solver import maps_metrics, maps_solver, official_scorer
 from maps_autogen.problem import load_answer_formats
 from maps_autogen.scoring.benchmarks import NAMES, get_benchmark
 from maps_autogen.settings import check_without, load_config, load_prompts
@@ -61,6 +61,7 @@ def maps_task(benchmark: str, *, data: str | None = None, method: str = "maps", 
         solver=maps_solver(bench, by_id, loaded, prompts, method=method, without=left_out, baseline=baseline,
                            ending=ending),
         scorer=official_scorer(bench, by_id, rules),
+        metrics=maps_metrics() if method == "maps" else None,  # beside accuracy, the rollback rate
         metadata={"benchmark": bench.name, "method": method, "without": sorted(left_out),
                   "team": loaded.team.config.names, "config": str(loaded.path), "data": data},
     )

@@ -74,6 +74,24 @@ TOO_MANY_IMAGES = re.compile(r"\bat most (\d{1,6}) images?(?:\(s\))? (?:may|can)
                              re.IGNORECASE)
 
 
+# How services refuse a request field the model does not take: OpenAI's reasoning models answer
+# HTTP 400 {"error": {"message": "Unsupported parameter: 'temperature' is not supported with this
+# model.", "param": "temperature", "code": "unsupported_parameter"}} (or "Unsupported value:
+# 'temperature' does not support 0 with this model. Only the default (1) value is supported.",
+# code unsupported_value); LiteLLM: "... does not support parameters: ['temperature'], for model=...".
+UNSUPPORTED_PARAMETER = re.compile(
+    r"\bunsupported (?:parameter|value)s?\s*:?\s*['\"`]([A-Za-z_][\w.]{0,63})['\"`]"
+    r"|\bdoes not support (?:the )?parameters?\s*:?\s*\[?\s*['\"`]([A-Za-z_][\w.]{0,63})['\"`]",
+    re.IGNORECASE,
+)
+
+
+def unsupported_parameter(detail: str) -> str | None:
+    """The request field a service's error says the model does not take, if it says so."""
+    match = UNSUPPORTED_PARAMETER.search(detail)
+    return (match.group(1) or match.group(2)) if match else None
+
+
 def image_limit(detail: str) -> int | None:
     """The most images per request a service's error says it takes (vLLM's wording), if it says so."""
     match = TOO_MANY_IMAGES.search(detail)
@@ -273,6 +291,9 @@ def rejection_error(error: Rejected, model: ResolvedModel) -> ServiceError:
             cause=cause,
             fix=f"declare vision: false on {where} in agents.yaml to withhold its images, or use a vision model",
         )
+    refused = unsupported_parameter(error.detail) if 400 <= error.status < 500 else None
+    if refused is not None:
+        return _refused_parameter(refused, cause, model, where)
     if error.status in (401, 403):
         return FatalServiceError(f"the model service refused the API key: {cause}", cause=cause,
                                  fix=f"check the key in the api_key_env variable of {where} and its permissions")
@@ -284,6 +305,30 @@ def rejection_error(error: Rejected, model: ResolvedModel) -> ServiceError:
         cause=cause,
         fix=f"check the model name '{model.model}', the API key and the settings of {where} in agents.yaml",
     )
+
+
+def _refused_parameter(name: str, cause: str, model: ResolvedModel, where: str) -> ServiceError:
+    """A field the model does not take (every request of this step would carry it): named with
+    the setting that sends it and how to leave it out, never blamed on the model name or key."""
+    def said(by: str = "") -> str:
+        return f"the model service does not take '{name}'{by} in {model.model}'s requests: {cause}"
+
+    if name == model.max_tokens_field:
+        other = "max_tokens" if name == "max_completion_tokens" else "max_completion_tokens"
+        return FatalServiceError(said(), cause=cause, fix=f"set max_tokens_field: {other} on {where} in agents.yaml "
+                                                          "(reasoning models take max_completion_tokens)")
+    setting = model.sent_by.get(name)
+    if setting is None:
+        return FatalServiceError(said(), cause=cause,
+                                 fix=f"leave '{name}' out of the settings of {where} in agents.yaml")
+    key, _, place = setting.partition(" in ")
+    if key.startswith("--"):
+        fix = f"drop {key}: no request then carries {name}"
+    elif place:
+        fix = f"set {key}: null in {place}: no request then carries {name}"
+    else:
+        fix = f"leave out {setting}: no request then carries {name}"
+    return FatalServiceError(said(f" (sent by {key})"), cause=cause, fix=fix)
 
 
 IN_STREAM = "in its streamed reply"
@@ -313,8 +358,8 @@ def stream_chunk(data: str, event: str = "") -> Any:
     return chunk
 
 
-# Where reasoning models stream their thinking before the reply (vLLM, llama.cpp, DeepSeek:
-# reasoning_content; OpenRouter, Ollama: reasoning): not part of the reply, but progress.
+# Where reasoning models stream their thinking before the reply (vLLM since late 2025, OpenRouter,
+# Ollama: reasoning; older vLLM, llama.cpp, DeepSeek: reasoning_content): not part of the reply, but progress.
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 

@@ -102,6 +102,9 @@ class ResolvedModel:
     stream_idle_s: float = 60.0  # a streamed reply's longest wait for more of its reply
     stream_total_s: float = 3600.0  # a streamed reply, whole
     max_tokens_key: str = "model.max_tokens"  # the config key (and file) that sets max_tokens, for messages
+    # The setting (config key and file, or flag) that puts each other request field it sends into the
+    # request (temperature, top_p, seed, reasoning_effort, extra_body's), for messages naming it.
+    sent_by: Mapping[str, str] = field(default_factory=dict)
     api_type: str = "openai"  # "azure": an api-key header, and Azure's deployment URL unless base_url is its v1 API
     api_version: str | None = None
     azure_deployment: str | None = None
@@ -387,7 +390,8 @@ def resolve_models(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -
     reasons: dict[str, str] = {}
     for role in loaded.team.config.names:
         resolved, why = _resolve_one(loaded, loaded.model_for(role), env, role)
-        models[role] = replace(resolved, max_tokens_key=_max_tokens_key(loaded, role, resolved))
+        models[role] = replace(resolved, max_tokens_key=_max_tokens_key(loaded, role, resolved),
+                               sent_by=_sent_by(loaded, role, resolved))
         reasons[resolved.endpoint_name] = why
     return Resolution(models=models, announcement=_announce(models, reasons))
 
@@ -414,6 +418,43 @@ def _max_tokens_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> st
     if own is not None and "max_tokens" in own.model_fields_set:
         return f"{team.where(f'steps[{index}].model.max_tokens')} in {_editable(team.source)}"
     return f"model.max_tokens in {_editable(loaded.path)}"
+
+
+def _sent_by(loaded: LoadedConfig, role: str, model: ResolvedModel) -> dict[str, str]:
+    """Where each request field `role`'s requests carry besides the messages and the token cap is
+    set: the sampling settings (every_step: or its flag, the endpoint's own, the step's own model,
+    the top-level model), the endpoint's reasoning_effort and extra_body fields."""
+    endpoint = loaded.config.endpoints.get(model.endpoint_name)
+    if not isinstance(endpoint, OpenAIEndpoint):
+        return {}
+    config_list = model.endpoint_name in loaded.endpoint_keys or model.endpoint_name.startswith(ENDPOINT_PREFIX)
+
+    def on_endpoint(key: str) -> str:
+        return (f"{key} of the config list's entry for {model.model}" if config_list
+                else f"endpoints.{model.endpoint_name}.{key} in {_editable(loaded.path)}")
+
+    index = loaded.team.config.names.index(role)
+    own = loaded.team.config.steps[index].model
+    every = loaded.config.every_step.given()
+    found: dict[str, str] = {}
+    for name in ("temperature", "top_p", "seed"):
+        if getattr(model, name) is None:
+            continue
+        flag = EVERY_STEP_FLAGS[name]
+        if name in every:
+            given = flag in loaded.origins.get("every_step", "").split("/")
+            found[name] = flag if given else f"every_step.{name} in {_editable(loaded.path)}"
+        elif name == "temperature" and endpoint.temperature is not None:
+            found[name] = on_endpoint(name)
+        elif own is not None and name in own.model_fields_set:
+            found[name] = f"{loaded.team.where(f'steps[{index}].model.{name}')} in {_editable(loaded.team.source)}"
+        else:
+            found[name] = f"model.{name} in {_editable(loaded.path)}"
+    if model.reasoning_effort is not None:
+        found["reasoning_effort"] = on_endpoint("reasoning_effort")
+    for key in model.extra_body:
+        found[key] = on_endpoint(f"extra_body.{key}")
+    return found
 
 
 def _editable(path: Path) -> str:

@@ -294,3 +294,60 @@ def test_a_resumed_task_leaves_out_exactly_the_options_a_resume_refuses() -> Non
     line = next(line for line in SHARDS.read_text().splitlines() if line.strip().startswith("--subset|"))
     dropped = set(line.strip().split(")")[0].split("|"))
     assert dropped == {*FIXED_ON_RESUME.values(), "--runs-dir"}
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_an_array_from_zero_serves_its_model_in_each_task_and_merges_as_one_machine(slurm: Cluster,
+                                                                                    tmp_path: Path) -> None:
+    """--array=0-3 with MAPS_SERVE: each task starts its stand-in model server (the scripted server in
+    a process of its own) and waits for its /health before maps eval starts; the shards are 1/4..4/4
+    whatever the array's first id, and their merge equals one machine's run."""
+    data, answers = write_custom_jsonl(tmp_path / "data", 8)
+    (tmp_path / "answers.json").write_text(json.dumps(answers))
+    gate, started = tmp_path / "healthy", tmp_path / "started"
+    runs = tmp_path / "runs" / "served"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    serve = (f"{sys.executable} -m tests.helpers.standin_server $MAPS_SERVE_PORT {tmp_path / 'answers.json'} "
+             f"{gate} {started}")
+    port = free_port()  # every task's server on one port (as 8000 on every node): one address for the merge
+    env = {**slurm.env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{slurm.env.get('PATH', '')}",
+           "PYTHONPATH": str(REPO), "MAPS_SERVE": serve, "MAPS_SERVE_PORT": str(port), "MAPS_SERVE_WAIT": "600",
+           "OPENAI_API_KEY": TEST_KEY}
+    # %1: one task at a time on this one node (a cluster gives each its own node and GPU)
+    array = slurm.run("sbatch", "--parsable", f"--output={logs}/slurm-%A_%a.out", "--array=0-3%1", str(SHARDS),
+                      str(runs), "custom", "--data", str(data), "--concurrency", "1", "--no-cache", "--quiet", env=env,
+                      cwd=tmp_path)
+
+    def ports() -> list[int]:
+        return [int(line) for line in started.read_text().split()] if started.exists() else []
+
+    # The first task's server is up and not healthy yet: its maps eval has not started.
+    wait_for(lambda: len(ports()) == 1 and listening(port), "the first task's model server to start", timeout=120)
+    assert not runs.exists(), "maps eval started before its server's /health answered"
+    gate.touch()
+    for task in range(4):
+        wait_for(lambda task=task: slurm.state(f"{array}_{task}") in ("COMPLETED", "FAILED"), f"task {task}",
+                 timeout=300)
+        assert slurm.state(f"{array}_{task}") == "COMPLETED", (logs / f"slurm-{array}_{task}.out").read_text()
+    assert ports() == [port] * 4  # each task started its own, after the one before had stopped
+    wait_for(lambda: not listening(port), "the last task's server to stop with its task")
+    shards = [eval_folder(runs, shard) for shard in range(1, 5)]
+    assert [json.loads((folder / "manifest.json").read_text())["shard"] for folder in shards] == [
+        f"{shard}/4" for shard in range(1, 5)]
+
+    merged = tmp_path / "merged"
+    done = run_maps(["merge", *map(str, shards), "--out", str(merged)], env=clean_env(), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    with FakeOpenAI(ProblemScript(answers)) as server:
+        whole = run_maps(["eval", "custom", "--data", str(data), "--runs-dir", str(tmp_path / "whole"), "--concurrency",
+                          "1", "--no-cache", "--quiet"],
+                         env=clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY), cwd=tmp_path)
+    assert whole.returncode == 0, whole.stderr
+    one = next((tmp_path / "whole").glob("eval-*"))
+    assert comparable(rows_of(merged)) == comparable(rows_of(one))
+    assert [row["pid"] for row in rows_of(merged)] == [f"p{n}" for n in range(1, 9)]

@@ -151,6 +151,7 @@ class FakeOpenAI:
             batches.server = self
         self.received: list[Received] = []
         self.stopping = threading.Event()  # set on exit: endless replies end
+        self.healthy: Callable[[], bool] = lambda: True  # what GET /health answers (200, or 503 while False)
         self._lock = threading.Lock()
         outer = self
 
@@ -169,7 +170,9 @@ class FakeOpenAI:
                 # GET /models answers as OpenAI-compatible servers do (a replica pool's health probe).
                 with outer._lock:
                     outer.received.append(Received({k.lower(): v for k, v in self.headers.items()}, {}, time.time(), "GET"))
-                if self.path.rstrip("/").endswith("/models"):
+                if self.path.split("?", 1)[0].rstrip("/") == "/health":  # vLLM's health check, at the root
+                    self._send(200 if outer.healthy() else 503, b"", {})
+                elif self.path.rstrip("/").endswith("/models"):
                     self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode(), {})
                 else:
                     self._send(404, b'{"error": {"message": "not found"}}', {})

@@ -32,6 +32,10 @@ EXPECTED: dict[str, list[str]] = {
         rf"time to the first request: maps {FIGURE} s, bare client {FIGURE} s .*",
         r"prompt tokens per problem over \d+ problems: MAPS \d+ vs naive broadcasting group chat \d+ .*",
     ],
+    "client_vs_sdk.py": [
+        rf"{name} \(\d+ KB\): CPU per call, ours {FIGURE} ms, openai SDK {FIGURE} ms = {NUMBER}x .*"
+        for name in ("text request", "200 KB image", "Aligner request")
+    ],
     "pool.py": [
         rf"replica at \d+ ms x \d+ slots alone: {NUMBER} requests/s \(nominal capacity {NUMBER}\)",
         rf"saturated pool of both .*: {NUMBER} requests/s = {NUMBER}% of the sum of their measured capacities .*"

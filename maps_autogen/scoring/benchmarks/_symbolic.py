@@ -496,8 +496,8 @@ def _parse_fast(text: str) -> Any:
     case, like any syntax error, raises _NotSettled and the caller runs the official parse.
     The tree is converted by sympy's own converter, as in the official parse.
     """
-    import antlr4  # type: ignore[import-untyped]  # (antlr4-python3-runtime ships no types)
-    from antlr4.atn.PredictionMode import PredictionMode  # type: ignore[import-untyped]
+    import antlr4
+    from antlr4.atn.PredictionMode import PredictionMode
 
     # The module binds its parser classes to None until antlr4 imports: untyped here.
     latex_antlr: Any = importlib.import_module("sympy.parsing.latex._parse_latex_antlr")

@@ -157,7 +157,7 @@ def _as_latex2sympy_would(text: str) -> Any:
         # sympy would silently stop at the comma; latex2sympy2 returns a list
         raise ValueError("a list, not a number")
     expr = parse_latex(text)
-    return expr.subs({sympy.Symbol("e"): sympy.E, sympy.Symbol("pi"): sympy.pi})  # type: ignore[no-untyped-call]  # (unannotated in sympy)
+    return expr.subs({sympy.Symbol("e"): sympy.E, sympy.Symbol("pi"): sympy.pi})
 
 
 def answers_equal(model_answer: str, target: str, rules: str = "current") -> bool:
@@ -180,7 +180,7 @@ def answers_equal(model_answer: str, target: str, rules: str = "current") -> boo
         right = _as_latex2sympy_would(target)
         if left_value == round(float(right.evalf()), 2):
             return True
-        if sympy.simplify(left - right) == 0:  # type: ignore[no-untyped-call]  # (unannotated in sympy)
+        if sympy.simplify(left - right) == 0:
             return True
     except Exception:  # noqa: BLE001 - upstream: any parse/evaluation failure means unequal
         pass

@@ -264,8 +264,8 @@ def expression_equal(first: str, second: str, precision: float) -> Any:
     """
     import sympy
 
-    left = sympy.sympify(_symbolic.parse_latex(_right_of_equals(first)))  # type: ignore[no-untyped-call]  # (unannotated in sympy)
-    right = sympy.sympify(_symbolic.parse_latex(_right_of_equals(second)))  # type: ignore[no-untyped-call]  # (unannotated in sympy)
+    left = sympy.sympify(_symbolic.parse_latex(_right_of_equals(first)))
+    right = sympy.sympify(_symbolic.parse_latex(_right_of_equals(second)))
     if left == right:
         return True
     pi = _symbolic.parse_latex("\\pi")
@@ -281,7 +281,7 @@ def expression_equal(first: str, second: str, precision: float) -> Any:
         except Exception:  # noqa: BLE001 - upstream: any evaluation failure means unequal
             return False
     try:
-        difference = sympy.simplify(left - right).evalf()  # type: ignore[no-untyped-call]  # (unannotated in sympy)
+        difference = sympy.simplify(left - right).evalf()
         # May be a relation when symbols remain: its truth value is then undecidable.
         return abs(difference) < SYMBOLIC_TOLERANCE
     except Exception:  # noqa: BLE001
@@ -292,9 +292,9 @@ def _moved_to_left(equation: str) -> Any:
     import sympy
 
     lhs_text, rhs_text = equation.split("=")  # exactly one "=" or ValueError
-    relation = sympy.Eq(_symbolic.parse_latex(lhs_text), _symbolic.parse_latex(rhs_text))  # type: ignore[no-untyped-call]  # (unannotated in sympy)
+    relation = sympy.Eq(_symbolic.parse_latex(lhs_text), _symbolic.parse_latex(rhs_text))
     # For two numbers Eq evaluates to true/false, which has no sides: upstream fails there.
-    return sympy.simplify(relation.lhs - relation.rhs)  # type: ignore[no-untyped-call]  # (unannotated in sympy)
+    return sympy.simplify(relation.lhs - relation.rhs)
 
 
 def equation_equal(first: str, second: str) -> bool:
@@ -306,7 +306,7 @@ def equation_equal(first: str, second: str) -> bool:
         # the same ("unequal"), found without the (sometimes seconds-long) simplification.
         return False
     left, right = _moved_to_left(first), _moved_to_left(second)
-    ratios = (sympy.simplify(left / right), sympy.simplify(right / left))  # type: ignore[no-untyped-call]  # (unannotated in sympy)
+    ratios = (sympy.simplify(left / right), sympy.simplify(right / left))
     return any(bool(r.is_Integer) and r != 0 for r in ratios)
 
 
