@@ -1,6 +1,7 @@
 """Helpers below every layer, with no domain of their own: the error types, text made safe (valid
 UTF-8, bounded nesting), secrets masked, size limits, interrupts (SIGINT/SIGTERM), the lifeline
-that ends our helper processes, the run lock, and the one atomic writer.
+that ends our helper processes, the run lock, the one atomic writer, its temporary files and
+the output folders built whole.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ if TYPE_CHECKING:
     from ._artifacts import PRIVATE_FILE_MODE as PRIVATE_FILE_MODE
     from ._artifacts import append_whole as append_whole
     from ._artifacts import atomic_text_writer as atomic_text_writer
+    from ._artifacts import copy_file as copy_file
     from ._artifacts import disk_full as disk_full
-    from ._artifacts import folder_built_beside as folder_built_beside
     from ._artifacts import iter_jsonl as iter_jsonl
     from ._artifacts import line_at as line_at
     from ._artifacts import open_append as open_append
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from ._errors import ServiceError as ServiceError
     from ._errors import UsageError as UsageError
     from ._errors import missing_extra as missing_extra
+    from ._folders import check_replaceable as check_replaceable
+    from ._folders import folder_built_beside as folder_built_beside
     from ._interrupts import OUTPUT_CLOSED_EXIT_CODE as OUTPUT_CLOSED_EXIT_CODE
     from ._interrupts import TERMINATED_EXIT_CODE as TERMINATED_EXIT_CODE
     from ._interrupts import ClosedOutputGuard as ClosedOutputGuard
@@ -128,10 +131,12 @@ _EXPORTS: dict[str, str] = {
     'body_limit': '_limits',
     'cap_reply': '_limits',
     'capped_lines': '_limits',
+    'check_replaceable': '_folders',
+    'copy_file': '_artifacts',
     'disk_full': '_artifacts',
     'escape_controls': '_redact',
     'exit_on_second_interrupt': '_interrupts',
-    'folder_built_beside': '_artifacts',
+    'folder_built_beside': '_folders',
     'iter_jsonl': '_artifacts',
     'json_loads': '_text',
     'line_at': '_artifacts',

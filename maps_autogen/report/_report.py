@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from maps_autogen._util import write_text_atomic
+from maps_autogen._util import folder_built_beside, write_text_atomic
 from maps_autogen.eval.answer_cost import answer_cost_table, answer_costs
 from maps_autogen.eval.table1 import (
     Cell,
@@ -343,12 +343,25 @@ class Report:
     files: list[Path]
 
 
+#: Marks a folder as written by `maps report` and lists its files (_util/_folders.py).
+REPORT_MARKER = ".maps-report"
+
+
 def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) -> Report:
     """Read the runs and write table1.md/.csv, table2.md, figure4.png, figure5.png, figure6.png
     (its data as figure6.json), figure6_paper_scale.png, usage.md, tokens.md and report.md into `out`;
-    with `paper`, also table1_paper.md/.csv (the paper's rows beside ours)."""
+    with `paper`, also table1_paper.md/.csv (the paper's rows beside ours). The folder is built
+    beside `out` and moved in whole; an `out` holding files of anyone else is refused, never
+    emptied (an earlier report's is replaced)."""
     runs = [load_run(path) for path in run_dirs]
-    out.mkdir(parents=True, exist_ok=True)
+    with folder_built_beside(out, fix="choose a new or empty --out folder", marker=REPORT_MARKER,
+                             written_by="maps report (a later report may replace this folder)") as building:
+        markdown, files = _write_files(runs, building, paper=paper)
+    return Report(markdown, [out / path.relative_to(building) for path in files])
+
+
+def _write_files(runs: Sequence[Run], out: Path, *, paper: bool) -> tuple[str, list[Path]]:
+    """Write the report's files into `out` (the folder being built); its markdown and files."""
     files: list[Path] = []
     parts = [
         "# MAPS report",
@@ -449,7 +462,7 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         ),
     )
     files.append(out / "report.json")
-    return Report(markdown, files)
+    return markdown, files
 
 
 __all__ = ["TIME_FIELDS", "Report", "accuracy_by_model", "feedback_shares", "feedback_table", "paper_table",

@@ -86,13 +86,17 @@ def test_export_replaces_only_its_own_folder_and_keeps_single_files_for_solves(t
     eval_dir = tmp_path / "eval-small"
     write_synthetic_eval(eval_dir, 2)
     assert write_pages(eval_dir) == eval_dir / "view" / "index.html"  # an eval's default: a folder
-    (eval_dir / "view" / "problems" / "stale.html").write_text("old")
+    (eval_dir / "view" / "index.html").write_text("edited")  # a file of ours, edited: replaced
     write_pages(eval_dir)
-    assert not (eval_dir / "view" / "problems" / "stale.html").exists()  # replaced whole
+    assert (eval_dir / "view" / "index.html").read_text() != "edited"  # replaced whole
+    (eval_dir / "view" / "problems" / "notes.html").write_text("mine")  # a file the user added: never deleted
+    with pytest.raises(DataError, match=r"holds files this command did not write \(e.g. problems/notes.html\)"):
+        write_pages(eval_dir)
+    assert (eval_dir / "view" / "problems" / "notes.html").read_text() == "mine"
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep me")
-    with pytest.raises(DataError, match="not an earlier maps view export"):
+    with pytest.raises(DataError, match="already exists and is not empty"):
         export_view(eval_dir, mine)
     assert (mine / "notes.txt").read_text() == "keep me" and len(list(mine.iterdir())) == 1
     solve_dir = eval_dir / "problems" / "q1"  # a problem's folder is a solve run
