@@ -40,6 +40,10 @@ if TYPE_CHECKING:
     from ._errors import ServiceError as ServiceError
     from ._errors import UsageError as UsageError
     from ._errors import missing_extra as missing_extra
+    from ._escaping import csv_text as csv_text
+    from ._escaping import csv_value as csv_value
+    from ._escaping import markdown_table as markdown_table
+    from ._escaping import markdown_text as markdown_text
     from ._folders import check_replaceable as check_replaceable
     from ._folders import folder_built_beside as folder_built_beside
     from ._interrupts import OUTPUT_CLOSED_EXIT_CODE as OUTPUT_CLOSED_EXIT_CODE
@@ -133,6 +137,8 @@ _EXPORTS: dict[str, str] = {
     'capped_lines': '_limits',
     'check_replaceable': '_folders',
     'copy_file': '_artifacts',
+    'csv_text': '_escaping',
+    'csv_value': '_escaping',
     'disk_full': '_artifacts',
     'escape_controls': '_redact',
     'exit_on_second_interrupt': '_interrupts',
@@ -141,6 +147,8 @@ _EXPORTS: dict[str, str] = {
     'json_loads': '_text',
     'line_at': '_artifacts',
     'looks_like_key': '_redact',
+    'markdown_table': '_escaping',
+    'markdown_text': '_escaping',
     'mask_url_userinfo': '_redact',
     'may_hold_surrogates': '_text',
     'missing_extra': '_errors',
