@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from ._redact import StreamRedactor as StreamRedactor
     from ._redact import escape_controls as escape_controls
     from ._redact import looks_like_key as looks_like_key
+    from ._redact import mask_credential_fields as mask_credential_fields
     from ._redact import mask_url_userinfo as mask_url_userinfo
     from ._redact import names_a_credential as names_a_credential
     from ._redact import pasted_keys as pasted_keys
@@ -80,9 +81,11 @@ if TYPE_CHECKING:
     from ._redact import register_url_secrets as register_url_secrets
     from ._redact import register_well_known_keys as register_well_known_keys
     from ._redact import registered_secrets as registered_secrets
+    from ._redact import secrets_written_in as secrets_written_in
     from ._redact import shown_value as shown_value
     from ._redact import terminal_safe as terminal_safe
     from ._redact import terminal_safe_json as terminal_safe_json
+    from ._redact import url_secrets as url_secrets
     from ._redact import url_userinfo as url_userinfo
     from ._runlock import RunLock as RunLock
     from ._text import MAX_NESTING as MAX_NESTING
@@ -149,6 +152,7 @@ _EXPORTS: dict[str, str] = {
     'looks_like_key': '_redact',
     'markdown_table': '_escaping',
     'markdown_text': '_escaping',
+    'mask_credential_fields': '_redact',
     'mask_url_userinfo': '_redact',
     'may_hold_surrogates': '_text',
     'missing_extra': '_errors',
@@ -170,6 +174,7 @@ _EXPORTS: dict[str, str] = {
     'register_well_known_keys': '_redact',
     'registered_secrets': '_redact',
     'scoped': '_limits',
+    'secrets_written_in': '_redact',
     'shown_value': '_redact',
     'signals_deferred': '_interrupts',
     'silence_stdout': '_interrupts',
@@ -177,6 +182,7 @@ _EXPORTS: dict[str, str] = {
     'stopped_by': '_interrupts',
     'terminal_safe': '_redact',
     'terminal_safe_json': '_redact',
+    'url_secrets': '_redact',
     'url_userinfo': '_redact',
     'utf8_chunks': '_text',
     'valid_text': '_text',

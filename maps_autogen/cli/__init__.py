@@ -97,10 +97,36 @@ def _from_environment(error: click.BadParameter) -> None:
     error.param_hint = f"{param.get_error_hint(ctx)} (from the environment variable {variable})"
 
 
+def _register_pasted_keys(argv: list[str]) -> None:
+    """Before anything can echo it (an error naming a value, click's own messages): every part
+    of the command line and of the MAPS_* variables shaped like an API key is a secret, whatever
+    option it was given to (a key pasted into --team, --without or --concurrency)."""
+    import os
+
+    from maps_autogen._util import pasted_keys, register_secret
+
+    for value in [*argv, *(value for name, value in os.environ.items() if name.startswith(f"{ENV_PREFIX}_"))]:
+        for key in pasted_keys(value):
+            register_secret(key)
+
+
+def _show(error: click.ClickException) -> None:
+    """click's own error message (a bad value, an unknown option), as click writes it, with
+    secrets masked and control characters escaped."""
+    import io
+
+    from maps_autogen._util import terminal_safe
+
+    written = io.StringIO()
+    error.show(file=written)
+    click.echo(terminal_safe(written.getvalue()), err=True, nl=False)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `maps` console script."""
     from maps_autogen._util import stop_like_ctrl_c, stopped_by
 
+    _register_pasted_keys(sys.argv[1:] if argv is None else argv)
     _configure_logging()
     stop_like_ctrl_c()  # SIGTERM stops every command as the first Ctrl-C does
     try:
@@ -122,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as error:
         if isinstance(error, click.BadParameter):
             _from_environment(error)
-        error.show()
+        _show(error)
         sys.exit(error.exit_code)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)

@@ -320,8 +320,8 @@ def _resolve_one(
     first = endpoint.base_url[0] if isinstance(endpoint.base_url, list) else named
     written = first or (from_env and from_env[0]) or OPENAI_URL
     base_url = replicas[0] if replicas else service_url(written)
-    for url in (base_url, *replicas):
-        register_url_secrets(url)  # http://user:password@host: the password is masked wherever it shows
+    for url in (written, base_url, *replicas):
+        register_url_secrets(url)  # user:password@host, ?api-key=...: masked wherever, however encoded
     # Query parameters written into the base URL go on every request, with the endpoint's own.
     query = {**url_query(written), **endpoint.query}
     # A server named by OPENAI_BASE_URL (or OPENAI_API_BASE) without a key (a local vLLM) is used without one.

@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from maps_autogen._util import UsageError
+from maps_autogen._util import UsageError, pasted_keys, register_secret
 from maps_autogen.settings._config import EVERY_STEP_FLAGS, CriticConfig, EveryStepConfig, LoadedConfig
 
 #: What an option holds: text (`parse` may read it into a value), a whole number, a number, a
@@ -143,7 +143,9 @@ class Options:
 
     def __post_init__(self) -> None:
         for declared in self.declared():
-            value = declared.spec.checked(declared.name, getattr(self, declared.name), declared.default)
+            given = getattr(self, declared.name)
+            register_pasted_keys(given)  # a key pasted where a name or a path goes is never echoed
+            value = declared.spec.checked(declared.name, given, declared.default)
             object.__setattr__(self, declared.name, value)
 
     @classmethod
@@ -193,6 +195,14 @@ class Options:
             value = params[one.dest]
             values[one.name] = (not value) if one.spec.negate else value
         return cls(**values)
+
+
+def register_pasted_keys(value: Any) -> None:
+    """Register every part of an option's value shaped like an API key (text, a path, names)."""
+    for item in value if isinstance(value, (tuple, list, set, frozenset)) else (value,):
+        if isinstance(item, (str, os.PathLike)):
+            for key in pasted_keys(str(item)):
+                register_secret(key)
 
 
 def _default(field: dataclasses.Field[Any]) -> Any:
