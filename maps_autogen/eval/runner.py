@@ -38,7 +38,7 @@ from maps_autogen._util import (
 from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.environment import git_commit, versions
 from maps_autogen.eval.estimate import announcement
-from maps_autogen.eval.options import EvalOptions, check_request
+from maps_autogen.eval.options import EvalOptions, check_request, compared_options
 from maps_autogen.eval.problem_run import ProblemRunner
 from maps_autogen.eval.processes import (
     InProcess,
@@ -170,7 +170,8 @@ class EvalRun:
                 request.method or ""
             ]
         return verdict_settings(team, method=request.method or "maps", without=request.without, items=items,
-                                answer_formats=formats.templates.get(self.task.name, {}), baseline_prompt=baseline)
+                                answer_formats=formats.templates.get(self.task.name, {}), baseline_prompt=baseline,
+                                options=compared_options(request))
 
     def _described(self, team: Team) -> dict[str, Any]:
         """The manifest's fields that describe the settings in force (updated by an allowed change)."""

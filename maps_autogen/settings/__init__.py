@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING
 from maps_autogen._util._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from ._compared import FIELD_NOT_COMPARED as FIELD_NOT_COMPARED
+    from ._compared import endpoint_compared as endpoint_compared
+    from ._compared import sections_compared as sections_compared
+    from ._compared import unrecorded_fields as unrecorded_fields
     from ._config import AppConfig as AppConfig
     from ._config import HumanWhen as HumanWhen
     from ._config import ImagesConfig as ImagesConfig
@@ -73,6 +77,7 @@ _EXPORTS: dict[str, str] = {
     'CriticVerdict': '_roles',
     'Declared': '_options',
     'EMBEDDED_MODEL_LABEL': '_endpoints',
+    'FIELD_NOT_COMPARED': '_compared',
     'HumanWhen': '_config',
     'ImagesConfig': '_config',
     'LimitsConfig': '_config',
@@ -106,6 +111,7 @@ _EXPORTS: dict[str, str] = {
     'defaults_dir': '_config',
     'derived_max_rounds': '_team',
     'embedded_team_setting': '_endpoints',
+    'endpoint_compared': '_compared',
     'lettered_option': '_roles',
     'load_config': '_config',
     'load_prompts': '_prompts',
@@ -118,10 +124,12 @@ _EXPORTS: dict[str, str] = {
     'render_effective': '_overrides',
     'resolve_models': '_endpoints',
     'review_text_chars': '_roles',
+    'sections_compared': '_compared',
     'shown_answer': '_roles',
     'solver_schema': '_roles',
     'step_lines': '_endpoints',
     'takes': '_options',
+    'unrecorded_fields': '_compared',
     'with_overrides': '_overrides',
 }
 __all__ = sorted(_EXPORTS)
