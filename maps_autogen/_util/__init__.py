@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from ._limits import read_capped as read_capped
     from ._limits import scoped as scoped
     from ._redact import MASK as MASK
+    from ._redact import WELL_KNOWN_KEY_VARIABLES as WELL_KNOWN_KEY_VARIABLES
     from ._redact import RedactingFilter as RedactingFilter
     from ._redact import StreamRedactor as StreamRedactor
     from ._redact import escape_controls as escape_controls
@@ -132,6 +133,7 @@ _EXPORTS: dict[str, str] = {
     'Terminated': '_interrupts',
     'TooDeep': '_text',
     'UsageError': '_errors',
+    'WELL_KNOWN_KEY_VARIABLES': '_redact',
     'append_whole': '_artifacts',
     'atomic_text_writer': '_artifacts',
     'bind_to_parent': '_lifeline',

@@ -68,10 +68,10 @@ class EvalOptions(SettingsOptions):
     runs_dir: Path = option(Path("runs"), "--runs-dir", "Where run folders go.", kind="path", example="runs")
     allow_outside_paths: bool = option(
         False, "--allow-outside-paths", "Let data set rows refer to files outside the data folder (trusted data "
-        "only).", kind="flag")
+        "only).", kind="flag", safety=True)
     allow_private_urls: bool = option(
         False, "--allow-private-urls", "Let data set rows' image URLs point at private addresses (trusted data "
-        "only).", kind="flag")
+        "only).", kind="flag", safety=True)
 
 
 def check_request(request: EvalOptions) -> None:

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from ._config import configured_secrets as configured_secrets
     from ._config import defaults_dir as defaults_dir
     from ._config import load_config as load_config
+    from ._dotenv import apply_dotenv as apply_dotenv
+    from ._dotenv import forget_dotenv as forget_dotenv
+    from ._dotenv import load_dotenv as load_dotenv
     from ._endpoints import EMBEDDED_MODEL_LABEL as EMBEDDED_MODEL_LABEL
     from ._endpoints import Resolution as Resolution
     from ._endpoints import ResolvedModel as ResolvedModel
@@ -104,6 +107,7 @@ _EXPORTS: dict[str, str] = {
     'USER_PROXY_NAME': '_roles',
     'ViewOptions': '_options',
     'answer_with_option': '_roles',
+    'apply_dotenv': '_dotenv',
     'argument': '_options',
     'check_without': '_team',
     'configured_secrets': '_config',
@@ -112,8 +116,10 @@ _EXPORTS: dict[str, str] = {
     'derived_max_rounds': '_team',
     'embedded_team_setting': '_endpoints',
     'endpoint_compared': '_compared',
+    'forget_dotenv': '_dotenv',
     'lettered_option': '_roles',
     'load_config': '_config',
+    'load_dotenv': '_dotenv',
     'load_prompts': '_prompts',
     'option': '_options',
     'option_letter': '_roles',

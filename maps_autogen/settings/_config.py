@@ -23,6 +23,7 @@ from maps_autogen._util import (
     register_secret,
     secrets_written_in,
 )
+from maps_autogen.settings._dotenv import apply_dotenv
 from maps_autogen.settings._team import (
     LoadedTeam,
     StepModel,
@@ -501,10 +502,14 @@ def load_config(
     register_written_secrets(data)  # before anything can print them (a validation error included)
     keys: dict[str, str] = {}
     source = config_list or data.get("config_list")
+    if env is os.environ:
+        apply_dotenv([source if isinstance(source, str) else None])  # a config list's variable, from ./.env
     if source:
         data, keys = add_config_list(data, source, base_dir=path.parent if not config_list else Path.cwd(), env=env)
         origins["endpoints"] = f"{origins['endpoints']} + config list {source}"
     config = parse_config(data, path)
+    if env is os.environ:  # each endpoint's key variable, from ./.env (dotenv.py: keys and endpoints only)
+        apply_dotenv(e.api_key_env for e in config.endpoints.values() if isinstance(e, OpenAIEndpoint))
     # Every configured key is masked in all output, whether or not this run uses its endpoint;
     # so is a credential in an endpoint's headers or query (by its name: Authorization, X-Api-Key...).
     register_key_variables((e.api_key_env for e in config.endpoints.values() if isinstance(e, OpenAIEndpoint)), env)

@@ -61,6 +61,7 @@ class Spec:
     form: str = ""  # the form `parse` reads ("i/n"), for messages
     example: str = ""  # a good value, for messages
     fixed_on_resume: bool = False  # chooses problems or rules: a resumed run's manifest fixes it
+    safety: bool = False  # lifts a safety bound: from the command line (or the API) only, never a variable
 
     def label(self, name: str) -> str:
         """How the command line names it: its flag, or the argument's name."""
@@ -421,10 +422,10 @@ class SolveOptions(SettingsOptions):
     runs_dir: Path = option(Path("runs"), "--runs-dir", "Where run folders go.", kind="path", example="runs")
     allow_private_urls: bool = option(
         False, "--allow-private-urls", "Let the problem file's image URLs point at private addresses (loopback, "
-        "LAN); trusted files only.", kind="flag")
+        "LAN); trusted files only.", kind="flag", safety=True)
     allow_outside_paths: bool = option(
         False, "--allow-outside-paths", "Let the problem file's images be files outside its folder; trusted files "
-        "only.", kind="flag")
+        "only.", kind="flag", safety=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -469,7 +470,8 @@ class ServeOptions(_RunFolder):
     """Where `maps view --serve` serves a run from."""
 
     port: int = option(0, "--port", "Port for --serve (0: any free port).", kind="whole", low=0, high=65535)
-    host: str = option("127.0.0.1", "--host", "Address for --serve (the URL's token still guards it).", kind="text")
+    host: str = option("127.0.0.1", "--host", "Address for --serve (the URL's token still guards it).", kind="text",
+                       safety=True)
 
 
 __all__ = ["REQUIRED", "Declared", "Kind", "MergeOptions", "Options", "ReportOptions", "ServeOptions",
