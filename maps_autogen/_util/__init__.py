@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from ._interrupts import OutputClosed as OutputClosed
     from ._interrupts import Terminated as Terminated
     from ._interrupts import exit_on_second_interrupt as exit_on_second_interrupt
+    from ._interrupts import finished as finished
     from ._interrupts import on_exit_now as on_exit_now
     from ._interrupts import signals_deferred as signals_deferred
     from ._interrupts import silence_stdout as silence_stdout
@@ -147,6 +148,7 @@ _EXPORTS: dict[str, str] = {
     'disk_full': '_artifacts',
     'escape_controls': '_redact',
     'exit_on_second_interrupt': '_interrupts',
+    'finished': '_interrupts',
     'folder_built_beside': '_folders',
     'iter_jsonl': '_artifacts',
     'json_loads': '_text',

@@ -171,36 +171,52 @@ def _show(error: click.ClickException) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the `maps` console script."""
-    from maps_autogen._util import stop_like_ctrl_c, stopped_by
+    """Entry point of the `maps` console script. Once the command's exit code is decided, a
+    SIGTERM changes nothing (`finished`): the process exits with that code, never by the raw
+    signal; one that arrives before is the documented stop (143)."""
+    from maps_autogen._util import finished, stop_like_ctrl_c, stopped_by
 
     _register_pasted_keys(sys.argv[1:] if argv is None else argv)
     _configure_logging()
     stop_like_ctrl_c()  # SIGTERM stops every command as the first Ctrl-C does
+    try:
+        code = _run(argv)
+        finished()
+    except (click.exceptions.Abort, KeyboardInterrupt) as stop:  # a signal on the way out of _run
+        said, code = stopped_by(stop)
+        click.echo(said, err=True)
+        finished()
+    sys.exit(code)
+
+
+def _run(argv: list[str] | None) -> int:
+    """Run the command; its exit code, its errors turned into one-line messages."""
+    from maps_autogen._util import stopped_by
+
     try:
         cli.main(args=argv, prog_name="maps", standalone_mode=False)
     except MapsError as error:
         # One line per problem (a data check may report several bad rows).
         for line in str(error).splitlines():
             say(f"error: {_by_variable(line)}", err=True)
-        sys.exit(error.exit_code)
+        return error.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt) as stop:  # click raises Abort for a KeyboardInterrupt
         said, code = stopped_by(stop)
         click.echo(said, err=True)
-        sys.exit(code)
+        return code
     except BrokenPipeError:  # the reader of standard output went away (`maps ... | head`): end quietly
         from maps_autogen._util import OUTPUT_CLOSED_EXIT_CODE, silence_stdout
 
         silence_stdout()
-        sys.exit(OUTPUT_CLOSED_EXIT_CODE)
+        return OUTPUT_CLOSED_EXIT_CODE
     except click.ClickException as error:
         if isinstance(error, click.BadParameter):
             _from_environment(error)
         _show(error)
-        sys.exit(error.exit_code)
+        return error.exit_code
     except click.exceptions.Exit as done:
-        sys.exit(done.exit_code)
-    sys.exit(0)
+        return done.exit_code
+    return 0
 
 
 _show_env_variables(cli)
