@@ -1,6 +1,7 @@
 """Helpers below every layer, with no domain of their own: the error types, text made safe (valid
 UTF-8, bounded nesting), secrets masked, size limits, interrupts (SIGINT/SIGTERM), the lifeline
-that ends our helper processes, the run lock, and the one atomic writer.
+that ends our helper processes, the run lock, the one atomic writer, its temporary files and
+the output folders built whole.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ if TYPE_CHECKING:
     from ._artifacts import PRIVATE_FILE_MODE as PRIVATE_FILE_MODE
     from ._artifacts import append_whole as append_whole
     from ._artifacts import atomic_text_writer as atomic_text_writer
+    from ._artifacts import copy_file as copy_file
     from ._artifacts import disk_full as disk_full
-    from ._artifacts import folder_built_beside as folder_built_beside
     from ._artifacts import iter_jsonl as iter_jsonl
     from ._artifacts import line_at as line_at
     from ._artifacts import open_append as open_append
@@ -39,12 +40,19 @@ if TYPE_CHECKING:
     from ._errors import ServiceError as ServiceError
     from ._errors import UsageError as UsageError
     from ._errors import missing_extra as missing_extra
+    from ._escaping import csv_text as csv_text
+    from ._escaping import csv_value as csv_value
+    from ._escaping import markdown_table as markdown_table
+    from ._escaping import markdown_text as markdown_text
+    from ._folders import check_replaceable as check_replaceable
+    from ._folders import folder_built_beside as folder_built_beside
     from ._interrupts import OUTPUT_CLOSED_EXIT_CODE as OUTPUT_CLOSED_EXIT_CODE
     from ._interrupts import TERMINATED_EXIT_CODE as TERMINATED_EXIT_CODE
     from ._interrupts import ClosedOutputGuard as ClosedOutputGuard
     from ._interrupts import OutputClosed as OutputClosed
     from ._interrupts import Terminated as Terminated
     from ._interrupts import exit_on_second_interrupt as exit_on_second_interrupt
+    from ._interrupts import finished as finished
     from ._interrupts import on_exit_now as on_exit_now
     from ._interrupts import signals_deferred as signals_deferred
     from ._interrupts import silence_stdout as silence_stdout
@@ -60,10 +68,12 @@ if TYPE_CHECKING:
     from ._limits import read_capped as read_capped
     from ._limits import scoped as scoped
     from ._redact import MASK as MASK
+    from ._redact import WELL_KNOWN_KEY_VARIABLES as WELL_KNOWN_KEY_VARIABLES
     from ._redact import RedactingFilter as RedactingFilter
     from ._redact import StreamRedactor as StreamRedactor
     from ._redact import escape_controls as escape_controls
     from ._redact import looks_like_key as looks_like_key
+    from ._redact import mask_credential_fields as mask_credential_fields
     from ._redact import mask_url_userinfo as mask_url_userinfo
     from ._redact import names_a_credential as names_a_credential
     from ._redact import pasted_keys as pasted_keys
@@ -73,9 +83,11 @@ if TYPE_CHECKING:
     from ._redact import register_url_secrets as register_url_secrets
     from ._redact import register_well_known_keys as register_well_known_keys
     from ._redact import registered_secrets as registered_secrets
+    from ._redact import secrets_written_in as secrets_written_in
     from ._redact import shown_value as shown_value
     from ._redact import terminal_safe as terminal_safe
     from ._redact import terminal_safe_json as terminal_safe_json
+    from ._redact import url_secrets as url_secrets
     from ._redact import url_userinfo as url_userinfo
     from ._runlock import RunLock as RunLock
     from ._text import MAX_NESTING as MAX_NESTING
@@ -122,20 +134,29 @@ _EXPORTS: dict[str, str] = {
     'Terminated': '_interrupts',
     'TooDeep': '_text',
     'UsageError': '_errors',
+    'WELL_KNOWN_KEY_VARIABLES': '_redact',
     'append_whole': '_artifacts',
     'atomic_text_writer': '_artifacts',
     'bind_to_parent': '_lifeline',
     'body_limit': '_limits',
     'cap_reply': '_limits',
     'capped_lines': '_limits',
+    'check_replaceable': '_folders',
+    'copy_file': '_artifacts',
+    'csv_text': '_escaping',
+    'csv_value': '_escaping',
     'disk_full': '_artifacts',
     'escape_controls': '_redact',
     'exit_on_second_interrupt': '_interrupts',
-    'folder_built_beside': '_artifacts',
+    'finished': '_interrupts',
+    'folder_built_beside': '_folders',
     'iter_jsonl': '_artifacts',
     'json_loads': '_text',
     'line_at': '_artifacts',
     'looks_like_key': '_redact',
+    'markdown_table': '_escaping',
+    'markdown_text': '_escaping',
+    'mask_credential_fields': '_redact',
     'mask_url_userinfo': '_redact',
     'may_hold_surrogates': '_text',
     'missing_extra': '_errors',
@@ -157,6 +178,7 @@ _EXPORTS: dict[str, str] = {
     'register_well_known_keys': '_redact',
     'registered_secrets': '_redact',
     'scoped': '_limits',
+    'secrets_written_in': '_redact',
     'shown_value': '_redact',
     'signals_deferred': '_interrupts',
     'silence_stdout': '_interrupts',
@@ -164,6 +186,7 @@ _EXPORTS: dict[str, str] = {
     'stopped_by': '_interrupts',
     'terminal_safe': '_redact',
     'terminal_safe_json': '_redact',
+    'url_secrets': '_redact',
     'url_userinfo': '_redact',
     'utf8_chunks': '_text',
     'valid_text': '_text',

@@ -11,13 +11,10 @@ and reply, never meant to leave the machine).
 from __future__ import annotations
 
 import errno
-import fcntl
 import functools
 import json
 import os
-import re
 import shutil
-import socket
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,6 +23,7 @@ from typing import Any
 
 from maps_autogen._util._errors import DataError, DiskFullError
 from maps_autogen._util._redact import redact
+from maps_autogen._util._temporaries import lock_held, remove_stale, temporary_prefix
 from maps_autogen._util._text import json_loads, may_hold_surrogates, valid_tree
 
 FILE_MODE = 0o644
@@ -56,14 +54,18 @@ def _size_text(size: int) -> str:
     return f"{scaled / 1024:,.1f} TB"
 
 
-def disk_full(path: Path, needed: int, *, then: str = "run it again") -> DiskFullError:
-    """The one line for a write that found no space: the folder, the space needed and free, and
-    what to do once there is room (`then`)."""
+def disk_full(path: Path, needed: int | None, *, then: str = "run it again") -> DiskFullError:
+    """The one line for a write that found no space: the folder, the space needed (when known)
+    and free, and what to do once there is room (`then`)."""
     folder = path if path.is_dir() else path.parent
     try:
         free = shutil.disk_usage(folder).free
     except OSError:
         free = 0
+    if needed is None:
+        return DiskFullError(f"no space left to write in {folder}: {_size_text(free)} free",
+                             fix=f"free space on that disk (or write elsewhere), then {then}; "
+                                 "nothing already written is damaged")
     return DiskFullError(
         f"no space left to write in {folder}: about {_size_text(needed)} more needed, {_size_text(free)} free",
         fix=f"free at least {_size_text(needed)} on that disk (or write elsewhere), then {then}; "
@@ -101,58 +103,24 @@ class _RedactingWriter:
         _write(self._fd, data)
 
 
-# This host, as a temporary file's name gives it: a folder may be shared by several machines (a
-# Slurm array's is), and a pid means something only on its own host.
-_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:64] or "host"
-
-
-def _remove_stale_temporaries(path: Path) -> None:
-    """Remove the temporary files beside `path` (`.<name>.<host>-<pid>.<random>.tmp`) that a
-    writer on this host left when it was killed (SIGKILL, power loss): their pid is gone. A live
-    writer's, another host's and any other file are left alone."""
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.{re.escape(_HOST)}-(\d+)\.[a-z0-9_]{{8}}\.tmp")
-    try:
-        with os.scandir(path.parent) as entries:
-            stale = [(entry.path, int(match.group(1))) for entry in entries
-                     if (match := pattern.fullmatch(entry.name)) and entry.is_file(follow_symlinks=False)]
-    except OSError:
-        return
-    for temp, pid in stale:
-        if not _process_exists(pid):
-            Path(temp).unlink(missing_ok=True)
-
-
-def _process_exists(pid: int) -> bool:
-    """Whether a process with this pid runs on this host (one of another user's counts)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @contextmanager
 def _written_beside(path: Path, *, fsync: bool, size: Callable[[], int]) -> Iterator[int]:
     """A temporary file's descriptor beside `path` (mode 0644), renamed over `path` when the
     block succeeds: readers never see a half-written file, and a failure leaves any previous
     file intact and no temporary one. A full disk is a DiskFullError naming the folder and the
-    `size()` the file needed."""
+    `size()` the file needed. The temporary is named and locked as _temporaries.py says (its
+    writer's lock is held until it is renamed into place, so no sweep takes it meanwhile), and
+    the provably stale temporaries of the same target are removed first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temporaries(path)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=".tmp")
+    remove_stale(path)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path.name), suffix=".tmp")
     try:
-        try:
-            os.fchmod(fd, FILE_MODE)  # mkstemp makes the file private; ours are meant to be read
-            yield fd
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
+        lock_held(fd)
+        os.fchmod(fd, FILE_MODE)  # mkstemp makes the file private; ours are meant to be read
+        yield fd
+        if fsync:
+            os.fsync(fd)
+        os.replace(temp, path)  # before the descriptor (and its lock) goes
     except OSError as error:
         Path(temp).unlink(missing_ok=True)
         if is_disk_full(error):
@@ -161,6 +129,8 @@ def _written_beside(path: Path, *, fsync: bool, size: Callable[[], int]) -> Iter
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    finally:
+        os.close(fd)
 
 
 @contextmanager
@@ -177,77 +147,6 @@ def atomic_text_writer(path: Path, *, fsync: bool = False, errors: str = "strict
             attempted[0] = writer.attempted
 
 
-@contextmanager
-def folder_built_beside(target: Path, *, fix: str, replace: bool = False) -> Iterator[Path]:
-    """A new folder beside `target` to build a whole folder in, renamed to `target` when the
-    block succeeds and removed when it fails, so a failure leaves no half-written `target`.
-    `target` must not exist, or be an empty folder, or (with `replace`, once the caller has
-    checked it may go) be replaced. An OSError is a DataError naming `target` and `fix`.
-
-    The folder being built is locked (`flock`) while its builder lives: one left behind by a
-    builder that was killed (kill -9, power loss) is unlocked, and removed by the next build
-    beside the same `target`."""
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _remove_abandoned_builds(target)
-        building, held = _locked_build_folder(target)
-    except OSError as error:
-        raise DataError(f"cannot write {target}: {error.strerror or error}", fix=fix) from None
-    try:
-        os.chmod(building, 0o755)  # mkdtemp makes the folder private; ours are meant to be read
-        yield building
-        if replace and target.exists():
-            shutil.rmtree(target)
-        os.replace(building, target)
-    except OSError as error:
-        raise DataError(f"cannot write {target}: {error.strerror or error}", fix=fix) from None
-    finally:
-        if building.exists():
-            shutil.rmtree(building, ignore_errors=True)  # our own temporary folder, never `target`
-        os.close(held)  # the lock goes with it
-
-
-def _build_name(target: Path) -> re.Pattern[str]:
-    """The names of the folders built beside `target` (`.<name>.<8 random>.tmp`)."""
-    return re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}\.tmp")
-
-
-def _locked_build_folder(target: Path) -> tuple[Path, int]:
-    """A new folder beside `target`, locked before it takes a name `_remove_abandoned_builds`
-    considers (made as `.new`, then renamed), and the descriptor holding its lock."""
-    fresh = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".new"))
-    held = os.open(fresh, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        building = fresh.with_suffix(".tmp")
-        os.rename(fresh, building)
-    except BaseException:
-        os.close(held)
-        shutil.rmtree(fresh, ignore_errors=True)
-        raise
-    return building, held
-
-
-def _remove_abandoned_builds(target: Path) -> None:
-    """Remove the folders built beside `target` whose builder is gone (their lock is free)."""
-    pattern = _build_name(target)
-    with os.scandir(target.parent) as entries:
-        abandoned = [Path(entry.path) for entry in entries
-                     if pattern.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False)]
-    for folder in abandoned:
-        try:
-            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        except OSError:  # gone meanwhile, or not a folder
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            shutil.rmtree(folder, ignore_errors=True)
-        except BlockingIOError:  # a live build
-            pass
-        finally:
-            os.close(fd)
-
-
 def write_text_atomic(path: Path, text: str, *, errors: str = "strict") -> None:
     """Write `text` (redacted) to `path` atomically, mode 0644."""
     with atomic_text_writer(path, errors=errors) as handle:
@@ -259,6 +158,18 @@ def write_bytes_file(path: Path, data: bytes) -> None:
     full disk leaves no partial file, a DiskFullError)."""
     with _written_beside(path, fsync=False, size=lambda: len(data)) as fd:
         _write(fd, data)
+
+
+def copy_file(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """Copy a file's bytes to `target` (mode 0644) through the one writer, in pieces: atomic,
+    and a full disk is a DiskFullError naming the space the copy needed (shutil.copytree's
+    `copy_function`)."""
+    target = Path(target)
+    with open(source, "rb") as reader:
+        needed = os.fstat(reader.fileno()).st_size
+        with _written_beside(target, fsync=False, size=lambda: needed) as fd:
+            while block := reader.read(_CHUNK):
+                _write(fd, block)
 
 
 def open_append(path: Path, mode: int = FILE_MODE) -> int:

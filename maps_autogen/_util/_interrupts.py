@@ -8,7 +8,8 @@ and systemd send) takes the same path as the first Ctrl-C: it is raised as `Term
 KeyboardInterrupt, and the command exits with 143 (128 + 15) once it has saved. A SIGTERM
 while the command stops (after either) changes nothing: a batch system often sends it to
 every process of a job, and more than once. `stop_like_ctrl_c()` installs both handlers (the
-`maps` command does, first thing).
+`maps` command does, first thing). Once a command has decided its exit code, `finished()`
+makes a SIGTERM change nothing: the process exits with that code, never by the raw signal.
 """
 
 from __future__ import annotations
@@ -79,6 +80,16 @@ def stop_like_ctrl_c() -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _first_interrupt)
         signal.signal(signal.SIGTERM, _first_interrupt)
+
+
+def finished() -> None:
+    """The command is done and its exit code decided: from now on a SIGTERM changes nothing (it
+    is ignored, so it can neither be raised in the interpreter's exit path, where an uncaught one
+    would end the process by the raw signal, nor end it so once Python's own handlers are gone),
+    and a Ctrl-C ends the process at once (main thread only)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, _exit_now)
 
 
 def stopped_by(stop: BaseException) -> tuple[str, int]:

@@ -1,23 +1,33 @@
 """What leaves the process: secrets masked (`redact`) and untrusted text made safe to print
 (`terminal_safe`).
 
-Every path out of the process goes through `redact`: the terminal (live view, --json, --quiet,
-error lines, log warnings), every file under runs/, the response cache, the viewer pages and the
-reports. It masks the value of every configured API-key variable (registered when the config is
-loaded or a model is resolved), any run of 12 or more consecutive characters of one (a near-copy:
-the key minus a character, without its prefix, split by a zero-width character), and any
-`Authorization:`/`Bearer` credential.
+One registry of secrets (`register_secret`), fed from every place a credential can live: the
+value of every configured API-key variable, a config list's keys, an endpoint's headers, query
+parameters and extra_body fields named like credentials, the user information and the
+credential query parameters of every base URL (`register_url_secrets`), a key pasted where a
+name or a path goes. Every path out of the process goes through `redact`: the terminal (live
+view, --json, --quiet, error lines, log warnings), every file under runs/, the response cache,
+the viewer pages, the reports, and Inspect's log (inspect_tasks/). It masks every registered
+secret in every encoding it travels in (itself; URL-encoded, as a query string carries it;
+base64, as `Authorization: Basic` carries a URL's `user:password`, at any alignment inside a
+longer encoded text), any run of 12 or more consecutive characters of one (a near-copy: the key
+minus a character, without its prefix, split by a zero-width character), and any
+`Authorization:`/`Bearer`/`Basic` credential.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import logging
 import os
 import re
 import threading
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 MASK = "***"
 _MIN_SECRET_LENGTH = 4
@@ -62,22 +72,42 @@ class _Secrets:
 
 
 _lock = threading.Lock()
-_secrets: set[str] = set()
+_secrets: set[str] = set()  # as registered (its encodings are derived when the tables are built)
 _state = _Secrets()
 
 # A bearer token or an Authorization header value: 8+ token characters including a digit (so
 # prose such as "Authorization: required" is left alone). Each quantifier is followed by a
 # character class it cannot match, so matching is linear in the text's length.
 _CREDENTIALS = re.compile(
-    r"(?P<lead>\bBearer[ \t]+|\bAuthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?!Bearer\b))"
+    r"(?P<lead>\bBearer[ \t]+|\bAuthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:Basic[ \t]+)?(?!Bearer\b|Basic\b))"
     r"(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}",
     re.IGNORECASE,
 )
 _TOKEN_CHARACTERS = re.compile(r"[A-Za-z0-9._~+/=-]*")  # the characters a credential goes on with
 
 
-def _compile(secrets: Iterable[str]) -> _Secrets:
-    """The lookup tables for a set of secrets (built once per registration, not per call)."""
+def encodings(secret: str) -> set[str]:
+    """The forms `secret` travels in besides itself: URL-encoded (a query string, a path, as
+    `quote` and `urlencode` write it) and base64 (standard and URL-safe alphabets) at each of
+    the three alignments it can have inside a longer encoded text (`Authorization: Basic` of
+    `user:` + the secret): of those, the characters that depend on the secret alone, when there
+    are enough of them (NEAR_COPY_CHARACTERS) to tell it."""
+    forms = {urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)}
+    data = secret.encode("utf-8", errors="surrogatepass")
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        for offset in range(3):
+            encoded = encode(b"\0" * offset + data).decode("ascii")
+            inside = encoded[-(-8 * offset // 6):(offset + len(data)) // 3 * 4]  # whole 6-bit groups of the secret
+            if len(inside) >= NEAR_COPY_CHARACTERS:
+                forms.add(inside)
+    forms.discard(secret)
+    return {form for form in forms if len(form) >= _MIN_SECRET_LENGTH}
+
+
+def _compile(given: Iterable[str]) -> _Secrets:
+    """The lookup tables for a set of secrets and their encodings (built once per registration,
+    not per call)."""
+    secrets = {form for secret in given for form in (secret, *encodings(secret))}
     exact = tuple(sorted((s for s in secrets if len(s) < NEAR_COPY_CHARACTERS), key=len, reverse=True))
     long = [s for s in secrets if len(s) >= NEAR_COPY_CHARACTERS]
     runs = frozenset(s[i : i + NEAR_COPY_CHARACTERS] for s in long for i in range(len(s) - NEAR_COPY_CHARACTERS + 1))
@@ -86,8 +116,8 @@ def _compile(secrets: Iterable[str]) -> _Secrets:
 
 
 def register_secret(value: str | None) -> None:
-    """Remember a secret so `redact` masks it, and any 12 consecutive characters of it,
-    wherever they show up."""
+    """Remember a secret so `redact` masks it, and any 12 consecutive characters of it, in each
+    of its `encodings`, wherever they show up."""
     global _state
     if value and len(value) >= _MIN_SECRET_LENGTH:
         with _lock:
@@ -97,21 +127,30 @@ def register_secret(value: str | None) -> None:
 
 
 def registered_secrets() -> frozenset[str]:
-    """Every secret registered so far (an eval's worker processes register the same)."""
+    """Every secret registered so far, as registered (an eval's worker processes register the
+    same, and derive the same encodings)."""
     with _lock:
         return frozenset(_secrets)
 
 
 # Variables that hold keys whatever the config says: registered by every command.
 WELL_KNOWN_KEY_VARIABLES = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+# Variables that name a service by its URL (OpenAI's SDK's, the older name, gateways' own): their
+# user information and credential query parameters are secrets.
+_URL_VARIABLE = re.compile(r"_(?:BASE_URL|API_BASE|ENDPOINT|BASE)$", re.IGNORECASE)
 
 
 def register_well_known_keys(env: Mapping[str, str] | None = None) -> None:
-    """Register the well-known key variables and every variable whose name ends in _API_KEY."""
+    """Register the well-known key variables, every variable whose name ends in _API_KEY, and
+    the credentials written into every variable that names a service by its URL
+    (OPENAI_BASE_URL: `http://user:password@host/v1?api-key=...`)."""
     env = os.environ if env is None else env
     register_key_variables(
         [*WELL_KNOWN_KEY_VARIABLES, *(name for name in env if name.upper().endswith("_API_KEY"))], env
     )
+    for name, value in env.items():
+        if _URL_VARIABLE.search(name):
+            register_url_secrets(value)
 
 
 def register_key_variables(names: Iterable[str | None], env: Mapping[str, str] | None = None) -> None:
@@ -228,13 +267,96 @@ def url_userinfo(url: str) -> str:
     return url[start:at] if at > start else ""
 
 
-def register_url_secrets(url: str | None) -> None:
-    """Register the user information of `url` (the whole `user:password`, and the password
-    alone) as secrets, so a copy of the password anywhere is masked too."""
-    userinfo = url_userinfo(url or "")
+def url_secrets(url: str) -> list[str]:
+    """The credentials written into a URL: its user information (`user:password` and the
+    password, as written and percent-decoded), the `Authorization: Basic` value an HTTP client
+    makes of it (base64 of the decoded `user:password`), and the value of every query parameter
+    named like a credential (`?api-key=...`, `?sig=...`)."""
+    found: list[str] = []
+    userinfo = url_userinfo(url)
     if userinfo:
-        register_secret(userinfo)
-        register_secret(userinfo.partition(":")[2])
+        user, _, password = userinfo.partition(":")
+        decoded = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+        found += [userinfo, password, decoded, urllib.parse.unquote(password),
+                  base64.b64encode(decoded.encode("utf-8", errors="surrogatepass")).decode("ascii")]
+    query = url.split("#", 1)[0].partition("?")[2]
+    if query:
+        for name, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
+            if names_a_credential(name):
+                found += credential_forms(value)
+    return [secret for secret in dict.fromkeys(found) if secret]
+
+
+def register_url_secrets(url: str | None) -> None:
+    """Register every credential written into `url` (`url_secrets`), so a copy anywhere, in any
+    encoding, is masked."""
+    for secret in url_secrets(url or ""):
+        register_secret(secret)
+
+
+# An Authorization-style value: a scheme, then the credential.
+_SCHEME = re.compile(r"(?P<scheme>Bearer|Basic|Token|Bot|ApiKey|Key|SharedKey|Digest)[ \t]+(?P<credential>\S+)",
+                     re.IGNORECASE)
+
+
+def credential_forms(value: str) -> list[str]:
+    """A credential's value as it may be seen: whole; the credential after its scheme (`Bearer
+    X`, `Basic X`); and for `Basic`, the decoded `user:password` and the password."""
+    found = [value]
+    match = _SCHEME.fullmatch(value.strip())
+    if match:
+        found.append(match.group("credential"))
+        if match.group("scheme").lower() == "basic":
+            try:
+                decoded = base64.b64decode(match.group("credential"), validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                decoded = ""
+            if ":" in decoded:
+                found += [decoded, decoded.partition(":")[2]]
+    return [secret for secret in found if secret]
+
+
+# Where config data holds what is sent as it is written (an endpoint's headers, query parameters
+# and extra body fields; a config list entry's headers and query): a value under a name that
+# says credential is one.
+CREDENTIAL_HOLDERS = frozenset({"headers", "query", "extra_body", "default_headers", "extra_headers",
+                                "default_query"})
+
+
+def secrets_written_in(data: Any) -> list[str]:
+    """Secrets written into config data: anything shaped like an API key (`pasted_keys`) where a
+    name or a URL goes, every URL's credentials (`url_secrets`), and the text value of every
+    name that says credential inside a `CREDENTIAL_HOLDERS` part, at any depth (`credential_forms`).
+    Walked iteratively: config data is bounded in depth and size already."""
+    found: list[str] = []
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        item, held = stack.pop()
+        if isinstance(item, dict):
+            for name, value in item.items():
+                stack.append((name, False))
+                if held and isinstance(name, str) and isinstance(value, str) and names_a_credential(name):
+                    found += credential_forms(value)
+                stack.append((value, held or (isinstance(name, str) and name in CREDENTIAL_HOLDERS)))
+        elif isinstance(item, list):
+            stack.extend((value, held) for value in item)
+        elif isinstance(item, str):
+            found += pasted_keys(item)
+            if "://" in item:
+                found += url_secrets(item)
+    return [secret for secret in found if secret]
+
+
+def mask_credential_fields(data: Any) -> Any:
+    """`data` (a request body's settings, as a run records them) with the text value of every
+    field named like a credential masked, at any depth (a number or a list under such a name,
+    `max_tokens` or `stop_token_ids`, is a setting, not a credential)."""
+    if isinstance(data, dict):
+        return {name: MASK if isinstance(value, str) and isinstance(name, str) and names_a_credential(name)
+                else mask_credential_fields(value) for name, value in data.items()}
+    if isinstance(data, list):
+        return [mask_credential_fields(value) for value in data]
+    return data
 
 
 # Header and query parameter names whose values are credentials, whatever they hold.

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from maps_autogen.settings import Declared, Options, Spec
 
@@ -18,6 +20,20 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: The options of the command running that took their value from an environment variable: each
+#: flag (and alias) and the variable, so an error naming the flag names the variable the user set.
+FROM_ENVIRONMENT: dict[str, str] = {}
+
+
+class SafetySwitch(click.Option):
+    """An option that lifts a safety bound (`Spec.safety`: --allow-outside-paths,
+    --allow-private-urls, --host): set on the command line only, never by a variable (an exported
+    one is named as ignored, cli/__init__.py; a `.env` sets no MAPS_* variable at all)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "allow_from_autoenv": False})
+
+
 def options_of(declaration: type[Options], *, inherited: bool = True) -> Callable[[F], F]:
     """The click arguments and options of what `declaration` declares (its own only, without
     `inherited`), in its order: each one's flags, click name, type, bounds, default and help as
@@ -25,11 +41,30 @@ def options_of(declaration: type[Options], *, inherited: bool = True) -> Callabl
     params = [_click_param(one) for one in declaration.declared(inherited=inherited)]
 
     def decorate(command: F) -> F:
+        command = _noting_variables(command)
         for param in reversed(params):
             command = param(command)
         return command
 
     return decorate
+
+
+def _noting_variables(command: F) -> F:
+    """`command`, noting first which of its options took their value from a variable
+    (`FROM_ENVIRONMENT`)."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        context = click.get_current_context()
+        for param in context.command.params:
+            if (isinstance(param, click.Option) and param.name
+                    and context.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT):
+                variable = param.envvar if isinstance(param.envvar, str) else \
+                    f"{context.auto_envvar_prefix}_{param.name.upper()}"
+                FROM_ENVIRONMENT.update(dict.fromkeys(param.opts, variable))
+        return command(*args, **kwargs)
+
+    return run  # type: ignore[return-value]
 
 
 def _click_param(one: Declared) -> Callable[[F], F]:
@@ -40,7 +75,10 @@ def _click_param(one: Declared) -> Callable[[F], F]:
     extra: dict[str, Any] = {}
     if spec.kind not in ("flag", "names") and one.default is not None:
         extra.update(default=one.default, show_default=True)
-    return click.option(spec.flag, *spec.aliases, one.dest, type=_click_type(spec), help=spec.help,
+    if spec.safety:
+        extra.update(cls=SafetySwitch)
+    text = f"{spec.help} Command line only: no variable sets it." if spec.safety else spec.help
+    return click.option(spec.flag, *spec.aliases, one.dest, type=_click_type(spec), help=text,
                         metavar=spec.metavar, is_flag=spec.kind == "flag", multiple=spec.kind == "names", **extra)
 
 

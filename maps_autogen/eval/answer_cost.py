@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from maps_autogen.eval.table1 import _markdown
+from maps_autogen._util import markdown_table
 from maps_autogen.eval.table_rows import group_runs
 from maps_autogen.records import Usage
 from maps_autogen.scoring import Tally
@@ -107,7 +107,7 @@ def answer_cost_table(costs: Sequence[AnswerCost]) -> str:
         for shares in (row.per(row.problems), row.per(row.correct)):
             cells += [_shown(shares[name]) for name in COUNTED] + [_shown(shares["cost"], cost=True)]
         body.append(cells)
-    return _markdown(header, body)
+    return markdown_table(header, body)
 
 
 __all__ = ["COUNTED", "AnswerCost", "answer_cost_table", "answer_costs", "by_batch"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from maps_autogen._util import DataError, RunLock, UsageError, folder_built_beside
+from maps_autogen._util import DataError, RunLock, UsageError, check_replaceable, copy_file, folder_built_beside
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog, missing_ids, summarize, write_summary
 from maps_autogen.eval.run_settings import fingerprint_of, recorded_json, scoring_hash
 from maps_autogen.orchestration import utc_now
@@ -93,8 +93,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path, *, allow_incomplete: bool = 
     doc). Missing shards or problems are a UsageError naming them, unless `allow_incomplete`."""
     run_dirs = [Path(run_dir) for run_dir in run_dirs]
     _check_distinct(run_dirs)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UsageError(f"{out} already exists and is not empty", fix="choose another --out")
+    check_replaceable(out, fix="choose another --out")  # before anything is read
     with _read_locks(run_dirs):  # no shard is written while the merge reads it
         manifests = [read_manifest(run_dir, fix="pass folders written by maps eval") for run_dir in run_dirs]
         _check_one_evaluation(run_dirs, manifests)
@@ -369,7 +368,7 @@ def _write_merged(building: Path, eval_id: str, rows: dict[str, _Row], manifest:
     problems.mkdir()
     for pid, row in rows.items():
         if row.folder is not None:
-            shutil.copytree(row.folder, problems / safe_component(pid))
+            shutil.copytree(row.folder, problems / safe_component(pid), copy_function=copy_file)
     write_manifest(building, manifest.model_copy(update={"eval_id": eval_id}))
     log = ResultsLog(building / RESULTS_FILE)
     ids = [str(pid) for pid in manifest.ids]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from maps_autogen._util import UsageError
 from maps_autogen.eval.selection import Shard
@@ -74,10 +75,10 @@ class EvalOptions(SettingsOptions):
     runs_dir: Path = option(Path("runs"), "--runs-dir", "Where run folders go.", kind="path", example="runs")
     allow_outside_paths: bool = option(
         False, "--allow-outside-paths", "Let data set rows refer to files outside the data folder (trusted data "
-        "only).", kind="flag")
+        "only).", kind="flag", safety=True)
     allow_private_urls: bool = option(
         False, "--allow-private-urls", "Let data set rows' image URLs point at private addresses (trusted data "
-        "only).", kind="flag")
+        "only).", kind="flag", safety=True)
     track: str | None = option(
         None, "--track", "Log the run to an experiment tracker when it ends: settings, accuracy per subset, "
         "rollbacks, review scores, tokens, cost, results and report (the track extra; docs/tracking.md).",
@@ -107,5 +108,51 @@ def refuse_fixed_on_resume(given: Iterable[str]) -> None:
 #: each option's name and flag.
 FIXED_ON_RESUME = {one.name: one.spec.label(one.name) for one in EvalOptions.declared() if one.spec.fixed_on_resume}
 
-__all__ = ["CONCURRENCY", "FIXED_ON_RESUME", "MAX_CONCURRENCY", "MAX_WORKERS", "METHODS", "EvalOptions",
-           "check_request", "refuse_fixed_on_resume"]
+#: maps eval's options compared elsewhere, or that change nothing sent nor any verdict: a
+#: --resume may give them anew. Every other option (but the settings of agents.yaml, compared as
+#: the config they set, and those FIXED_ON_RESUME) is compared with the manifest as given
+#: (`compared_options`): an option added to EvalOptions joins the comparison by itself.
+NOT_COMPARED_OPTIONS: dict[str, str] = {
+    "benchmark": "a --resume checks its manifest's benchmark",
+    "data": "the problems read are compared by the data's fingerprint",
+    "method": "compared as the method",
+    "without": "compared as the steps left out",
+    "concurrency": "how many problems are in flight at once",
+    "workers": "how many processes share them",
+    "cache": "a cached reply is the reply the same request got",
+    "max_cost": "when the run stops, never what a problem is sent",
+    "resume": "the folder resumed",
+    "allow_change": "whether a change of settings is let through (and recorded)",
+    "runs_dir": "where new run folders go",
+    "allow_outside_paths": "which files may be read (what was read is compared by the data's fingerprint)",
+    "allow_private_urls": "which addresses images may come from (what was read is compared by the data's fingerprint)",
+    "batch": "how the requests travel (the Batch API or one by one), never what they carry",
+    "track": "where the finished run is logged, never what a problem is sent",
+}
+
+
+def compared_options(request: EvalOptions) -> dict[str, Any]:
+    """The options of `request` compared with a resumed run's manifest, those not at their
+    default, as JSON (see NOT_COMPARED_OPTIONS)."""
+    settings = {one.name for one in SettingsOptions.declared()}
+    compared: dict[str, Any] = {}
+    for one in type(request).declared():
+        if one.name in FIXED_ON_RESUME or one.name in NOT_COMPARED_OPTIONS or one.name in settings:
+            continue
+        value = getattr(request, one.name)
+        if value != one.default:
+            compared[one.name] = _jsonable(value)
+    return compared
+
+
+def _jsonable(value: Any) -> Any:
+    """An option's value as the manifest records it: a path or another object as text, a set sorted."""
+    if isinstance(value, (frozenset, set)):
+        return sorted(_jsonable(item) for item in value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
+
+
+__all__ = ["CONCURRENCY", "FIXED_ON_RESUME", "MAX_CONCURRENCY", "MAX_WORKERS", "METHODS", "NOT_COMPARED_OPTIONS",
+           "EvalOptions", "check_request", "compared_options", "refuse_fixed_on_resume"]

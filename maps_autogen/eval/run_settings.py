@@ -44,7 +44,14 @@ from maps_autogen.records import (
     TeamSettings,
     VerdictSettings,
 )
-from maps_autogen.settings import LimitsConfig, TeamConfig
+from maps_autogen.settings import (
+    FIELD_NOT_COMPARED,
+    LimitsConfig,
+    TeamConfig,
+    endpoint_compared,
+    sections_compared,
+    unrecorded_fields,
+)
 
 if TYPE_CHECKING:  # annotations only: `maps report` reads rows without loading the engine
     from maps_autogen.orchestration import Team
@@ -53,7 +60,8 @@ if TYPE_CHECKING:  # annotations only: `maps report` reads rows without loading 
 
 _DIGEST = "sha256:"
 _SHOWN = 3  # differences named in a refusal before "and N more"
-_ORDER = ("method", "without", "models", "review", "data", "team", "prompts", "images", "limits")  # listing order
+_ORDER = ("method", "without", "options", "models", "review", "data", "team", "prompts", "images", "limits",
+          "config")  # listing order
 _DEFAULT_REPLY_BYTES = LimitsConfig().reply_bytes
 # The prompt layout of runs recorded before `prompt_layout` existed: by whether the model was the embedded one.
 _LAYOUT_BEFORE = {True: "shared_prefix", False: "paper"}
@@ -131,10 +139,14 @@ def fingerprint_of(gold: Mapping[str, str], shown: Mapping[str, str] | None = No
 
 
 def verdict_settings(team: Team, *, method: str, without: Collection[str], items: Sequence[EvalItem],
-                     answer_formats: Mapping[str, str], baseline_prompt: Any | None) -> VerdictSettings:
+                     answer_formats: Mapping[str, str], baseline_prompt: Any | None,
+                     options: Mapping[str, Any] | None = None) -> VerdictSettings:
     """Everything of this run that can change a verdict (see the module doc). `answer_formats`
     are this benchmark's templates; `baseline_prompt` the method's prompt for a single-call
-    baseline (None for maps)."""
+    baseline (None for maps); `options` the command's options compared as given
+    (eval/options.py's compared_options). Every field of the settings models is compared, as
+    settings/_compared.py derives it: what the parts below name, and every other field not at its
+    default as written."""
     config = team.loaded.config
     team_config = team.loaded.team.config
     prompts = team.prompts
@@ -159,6 +171,8 @@ def verdict_settings(team: Team, *, method: str, without: Collection[str], items
             vision=None if model.vision else False,
             # None: the layout runs had before the setting (shared_prefix on the embedded model)
             prompt_layout=None if model.prompt_layout == _LAYOUT_BEFORE[model.kind == "local"] else model.prompt_layout,
+            # the endpoint's other settings (max_images, max_retries...), as written when not at their default
+            endpoint=_endpoint_settings(team, model.endpoint_name),
         )
         if model.local is not None:
             local = model.local
@@ -170,7 +184,8 @@ def verdict_settings(team: Team, *, method: str, without: Collection[str], items
                             for step in team_config.steps)
     return VerdictSettings(
         team=TeamSettings(steps=steps, manager_personality=team_config.manager_personality,
-                          user_proxy_personality=team_config.user_proxy_personality),
+                          user_proxy_personality=team_config.user_proxy_personality,
+                          **unrecorded_fields(team_config, _TEAM_RECORDED)),
         prompts=PromptSettings(
             task=_content(prompts.task),
             manager=_content(prompts.manager),
@@ -185,21 +200,41 @@ def verdict_settings(team: Team, *, method: str, without: Collection[str], items
             max_rounds=config.stop.max_rounds,
             # None for the default rule, as in manifests written before the setting
             ties=None if config.critic.ties == "worst_step" else config.critic.ties,
+            **unrecorded_fields(config.critic, _CRITIC_RECORDED),
+            **unrecorded_fields(config.stop, _STOP_RECORDED),
         ),
         models=models,
         # Where a left-out step's images go matters only when a step that sees them is left out
         # (None otherwise, as in manifests written before the setting).
         images=ImageSettings(max_side=config.images.max_side,
                              to_next_step=config.images.to_next_step if method == "maps" and leaves_out_seeing
-                             else None),
+                             else None,
+                             **unrecorded_fields(config.images, _IMAGES_RECORDED)),
         # A reply longer than this is cut before it is read (None: the default, as in manifests
         # written before the setting).
         limits=LimitSettings(reply_bytes=None if config.limits.reply_bytes == _DEFAULT_REPLY_BYTES
-                             else config.limits.reply_bytes),
+                             else config.limits.reply_bytes,
+                             **unrecorded_fields(config.limits, _LIMITS_RECORDED, FIELD_NOT_COMPARED["limits"])),
         method=method,
         without=sorted(without),
         data=data_fingerprint(items),
+        config=sections_compared(config) or None,
+        options=dict(options) if options else None,
     )
+
+
+# What each part above records by name (every other field of its section: `unrecorded_fields`).
+_TEAM_RECORDED = ("steps", "manager_personality", "user_proxy_personality")
+_CRITIC_RECORDED = ("threshold", "max_rollbacks", "final_review", "ties")
+_STOP_RECORDED = ("max_rounds",)
+_IMAGES_RECORDED = ("max_side", "to_next_step")
+_LIMITS_RECORDED = ("reply_bytes",)
+
+
+def _endpoint_settings(team: Team, name: str) -> dict[str, Any] | None:
+    """The settings of the endpoint `name` compared as written (settings/_compared.py), or None."""
+    endpoint = team.loaded.config.endpoints.get(name)
+    return (endpoint_compared(endpoint) or None) if endpoint is not None else None
 
 
 def legacy_settings(manifest: Manifest) -> VerdictSettings:
@@ -277,6 +312,9 @@ def _at(mapping: Mapping[str, Any], key: str) -> Any:
 def _walk(name: str, before: Any, after: Any, found: list[Difference], known_only: bool) -> None:
     if before is _MISSING and (known_only or after is None):
         return  # not recorded (an older manifest), or a setting added since that is unset
+    if isinstance(before, dict) and after is None or before is None and isinstance(after, dict):
+        # settings recorded as written, all at their default on one side: each is named
+        before, after = before or {}, after or {}
     if isinstance(before, dict) and isinstance(after, dict):
         keys = list(before) + ([] if known_only else [key for key in after if key not in before])
         for key in keys:
@@ -349,11 +387,12 @@ def differences(before: VerdictSettings, after: VerdictSettings, *, known_only: 
 
 
 def _role_setting(difference: Difference) -> tuple[str, str, str] | None:
-    """(setting, from, to) of a difference in one role's model setting (models.ROLE.KEY)."""
+    """(setting, from, to) of a difference in one role's model setting (models.ROLE.KEY, or a
+    setting inside one: models.ROLE.endpoint.KEY)."""
     parts = difference.name.split(".")
-    if parts[0] != "models" or len(parts) != 3:
+    if parts[0] != "models" or len(parts) < 3:
         return None
-    return parts[2], json.dumps(difference.before, default=str), json.dumps(difference.after, default=str)
+    return ".".join(parts[2:]), json.dumps(difference.before, default=str), json.dumps(difference.after, default=str)
 
 
 def _grouped(found: Sequence[Difference]) -> list[str]:

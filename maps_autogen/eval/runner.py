@@ -39,7 +39,7 @@ from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.batching import EvalBatches, batch_tally, check_batch, open_batches, problems_in_flight
 from maps_autogen.eval.environment import git_commit, versions
 from maps_autogen.eval.estimate import announcement
-from maps_autogen.eval.options import EvalOptions, check_request
+from maps_autogen.eval.options import EvalOptions, check_request, compared_options
 from maps_autogen.eval.problem_run import ProblemRunner
 from maps_autogen.eval.processes import (
     InProcess,
@@ -171,7 +171,8 @@ class EvalRun:
                 request.method or ""
             ]
         return verdict_settings(team, method=request.method or "maps", without=request.without, items=items,
-                                answer_formats=formats.templates.get(self.task.name, {}), baseline_prompt=baseline)
+                                answer_formats=formats.templates.get(self.task.name, {}), baseline_prompt=baseline,
+                                options=compared_options(request))
 
     def _described(self, team: Team) -> dict[str, Any]:
         """The manifest's fields that describe the settings in force (updated by an allowed change)."""

@@ -4,13 +4,12 @@ one Table 1 writer: `maps eval` prints it for its folder, `maps report` writes i
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from maps_autogen._util import csv_text, markdown_table, markdown_text
 from maps_autogen.eval.intervals import percent_error, percent_interval
 from maps_autogen.eval.results import RESULTS_FILE, ResultsLog
 from maps_autogen.eval.table_rows import ServedModels, base_label, group_runs, served_models
@@ -150,12 +149,6 @@ def table1_rows(runs: Sequence[Run]) -> list[Row]:
     return rows
 
 
-def _markdown(header: list[str], body: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in body]
-    return "\n".join(lines)
-
-
 def table1(runs: Sequence[Run]) -> tuple[str, str]:
     """Table 1 as Markdown (accuracy with its 95% interval, and a line naming the problems that
     failed without a verdict) and CSV (separate columns, with each cell's standard error and
@@ -165,15 +158,13 @@ def table1(runs: Sequence[Run]) -> tuple[str, str]:
     multi = len({b for b, _, _ in columns}) > 1
     header = ["Method", *(h for _, _, h in columns)] + (["Avg."] if multi else [])
     body = []
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(
+    rows_csv: list[list[object]] = [
         [
             "method",
             *(f"{h} {part}" for _, _, h in columns for part in ("acc", "lo", "hi", "se", "n", "failed")),
             *(["avg"] if multi else []),
         ]
-    )
+    ]
     for row in rows:
         cells = [row.cells.get((b, s), Cell(None, None, 0)) for b, s, _ in columns]
         overall = round(sum(row.benchmark_avgs.values()) / len(row.benchmark_avgs), 2) if row.benchmark_avgs else None
@@ -181,18 +172,18 @@ def table1(runs: Sequence[Run]) -> tuple[str, str]:
             [row.label, *(c.text() for c in cells)]
             + ([f"{overall:.2f}" if overall is not None else "-"] if multi else [])
         )
-        writer.writerow([row.label,
+        rows_csv.append([row.label,
                          *(v for c in cells for v in (c.accuracy, *(c.interval or (None, None)), c.stderr, c.n,
                                                       c.failed)),
                          *([overall] if multi else [])])
-    return _markdown(header, body) + failed_note(rows), out.getvalue()
+    return markdown_table(header, body) + failed_note(rows), csv_text(rows_csv)
 
 
 def failed_note(rows: Sequence[Row]) -> str:
     """A line under a table naming the problems that failed without a verdict, per row ("" when
     none did): they are left out of the accuracy (correct / scored), never counted wrong."""
     failed = [(row.label, sum(run.failed for run in row.runs)) for row in rows]
-    named = [f"{label}: {count}" for label, count in failed if count]
+    named = [f"{markdown_text(label)}: {count}" for label, count in failed if count]
     if not named:
         return ""
     return ("\n\nFailed without a verdict (an error before an answer could be scored; left out of the accuracy, "

@@ -33,7 +33,7 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from pydantic import BaseModel, ConfigDict, Field
 
-from maps_autogen._util import ServiceError
+from maps_autogen._util import ServiceError, redact
 from maps_autogen.eval.baselines import BaselinePrompt, baseline_request
 from maps_autogen.inspect_tasks.backend import InspectBackend, SampleLoop, in_chat_thread
 from maps_autogen.inspect_tasks.samples import problem_message
@@ -127,12 +127,26 @@ def _chat_result(outcome: ChatOutcome, task: Task, item: EvalItem) -> SampleResu
     )
 
 
-@solver(name="maps")
+def _recorded(solve: Solver, *, benchmark: str, method: str, without: list[str], config: str,
+              team: list[str]) -> Solver:
+    """`solve` as Inspect's `maps` solver, registered with only these parameters: Inspect records a
+    solver's arguments in its log (the plan), so it is handed what it needs to record (masked),
+    never the loaded configuration (headers, query credentials, extra_body), the prompts or the
+    data."""
+
+    @solver(name="maps")
+    def maps(benchmark: str, method: str, without: list[str], config: str, team: list[str]) -> Solver:
+        return solve
+
+    return maps(benchmark=benchmark, method=method, without=without, config=config, team=team)
+
+
 def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig, prompts: PromptSet, *,
                 method: str = "maps", without: frozenset[str] = frozenset(),
                 baseline: BaselinePrompt | None = None, ending: str = "") -> Solver:
     """Solve each sample with the MAPS team (`method` maps) or one baseline call (direct, cot:
-    `baseline` and `ending` give its prompt), every request through Inspect's active model."""
+    `baseline` and `ending` give its prompt), every request through Inspect's active model; the
+    log records the benchmark, method, steps left out, config path and team (`_recorded`)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         item = items[str(state.sample_id)]
@@ -178,7 +192,19 @@ def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig,
         state.messages.append(state.output.message)
         return state
 
-    return solve
+    return _recorded(solve, benchmark=task.name, method=method, without=sorted(without),
+                     config=redact(str(loaded.path)), team=list(loaded.team.config.names))
+
+
+def _recorded_scorer(score: Scorer, *, benchmark: str, rules: str) -> Scorer:
+    """`score` as Inspect's `official` scorer, registered with only the benchmark and the rules
+    as its parameters (Inspect records them in its log: never the data set's rows)."""
+
+    @scorer(metrics=[accuracy(), stderr()], name="official")
+    def official(benchmark: str, rules: str) -> Scorer:
+        return score
+
+    return official(benchmark=benchmark, rules=rules)
 
 
 @metric
@@ -199,7 +225,6 @@ def maps_metrics() -> list[Metric | dict[str, list[Metric]]]:
     return [accuracy(), stderr(), rollback_rate()]
 
 
-@scorer(metrics=[accuracy(), stderr()], name="official")
 def official_scorer(task: Task, items: Mapping[str, EvalItem], rules: str = "current") -> Scorer:
     """The benchmark's official-conformant verdict on the solver's response (`maps score`'s rules)."""
 
@@ -234,4 +259,4 @@ def official_scorer(task: Task, items: Mapping[str, EvalItem], rules: str = "cur
                       **kept},
         )
 
-    return score
+    return _recorded_scorer(score, benchmark=task.name, rules=rules)

@@ -29,6 +29,7 @@ from maps_autogen._util import (
     body_limit,
     cap_reply,
     capped_lines,
+    mask_credential_fields,
     mask_url_userinfo,
     may_hold_surrogates,
     read_capped,
@@ -254,8 +255,9 @@ class ChatBackend:
         }
         if "response_format" in body:
             settings["response_format"] = body["response_format"]["type"]
-        # Read back from the body as it goes on the wire: what was sent, never what was configured.
-        return SentSettings.model_validate({**settings, **self._sent_extra})
+        # Read back from the body as it goes on the wire: what was sent, never what was configured
+        # (an extra_body field named like a credential masked).
+        return SentSettings.model_validate({**mask_credential_fields(settings), **self._sent_extra})
 
     def settings(self) -> SentSettings:
         """The settings this backend sends with every request (model, sampling, format)."""

@@ -5,6 +5,8 @@ a part (or a setting) an older manifest lacks is unset, never a default."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -12,6 +14,14 @@ class _Part(BaseModel):
     """A part of the settings: every field declared, nothing else accepted (unless it says why)."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class _SectionPart(_Part):
+    """A part made from a section of agents.yaml: open beyond the fields named here, since every
+    other field of its section is compared as written when not at its default
+    (settings/_compared.py: a setting added to the section joins the comparison by itself)."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class StepSettings(_Part):
@@ -26,8 +36,9 @@ class StepSettings(_Part):
     prompt: str | None = None  # the hash of the step's prompt content
 
 
-class TeamSettings(_Part):
-    """The team part of the verdict settings."""
+class TeamSettings(_SectionPart):
+    """The team part of the verdict settings (beyond these, the team's other settings not at
+    their default: its `inputs` rule...)."""
 
     steps: list[StepSettings] = Field(default_factory=list)
     manager_personality: str | None = None
@@ -44,8 +55,9 @@ class PromptSettings(_Part):
     baseline: str | None = None
 
 
-class ReviewSettings(_Part):
-    """The review loop in force (None: the default, as in manifests written before a setting)."""
+class ReviewSettings(_SectionPart):
+    """The review loop in force (None: the default, as in manifests written before a setting;
+    beyond these, the other settings of `critic` and `stop` not at their default)."""
 
     threshold: int | float | None = None  # as the team or config gives it (5 stays 5)
     max_rollbacks: int | None = None
@@ -82,14 +94,22 @@ class ModelSettings(_Part):
     # (shared_prefix on the embedded model, paper elsewhere)
     prompt_layout: str | None = None
     local: LocalSettings | None = None
+    # The endpoint's settings not recorded as sent nor above, not at their default, as written
+    # (max_images, max_retries...: settings/_compared.py's endpoint_compared)
+    endpoint: dict[str, Any] | None = None
 
 
-class ImageSettings(_Part):
+class ImageSettings(_SectionPart):
+    """`images` (beyond these, its other settings not at their default)."""
+
     max_side: int | None = None
     to_next_step: bool | None = None  # None: no step that sees images is left out
 
 
-class LimitSettings(_Part):
+class LimitSettings(_SectionPart):
+    """`limits` that change what is read of a reply (beyond reply_bytes, those of its other
+    settings not at their default that settings/_compared.py does not leave out)."""
+
     reply_bytes: int | None = None  # None: the default
 
 
@@ -117,6 +137,11 @@ class VerdictSettings(_Part):
     method: str | None = None
     without: list[str] | None = None
     data: DataFingerprint | None = None
+    # agents.yaml's sections no part above names, each as written when not at its default
+    config: dict[str, Any] | None = None
+    # maps eval's options that are neither settings of agents.yaml nor fixed by the manifest nor
+    # left out as changing nothing sent (eval/options.py), as given when not at their default
+    options: dict[str, Any] | None = None
 
 
 __all__ = ["DataFingerprint", "ImageSettings", "LimitSettings", "LocalSettings", "ModelSettings",

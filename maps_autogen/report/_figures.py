@@ -6,12 +6,12 @@ every value has a mark, a zero included."""
 
 from __future__ import annotations
 
-import os
+import io
 import textwrap
 from pathlib import Path
 from typing import Any
 
-from maps_autogen._util import FILE_MODE, missing_extra
+from maps_autogen._util import missing_extra, write_bytes_file
 from maps_autogen.records import NO_REGENERATION, NO_REVIEWER, NO_ROLLBACK_ALLOWED, NO_USABLE_REVIEW, NOT_A_STEP
 from maps_autogen.scoring.benchmarks import get_benchmark
 
@@ -52,9 +52,12 @@ def _save_figure(fig: Any, path: Path) -> None:
     grown to hold everything drawn (legends outside the axes, long labels)."""
     import matplotlib.pyplot as plt
 
-    fig.savefig(path, dpi=120, bbox_inches="tight", pad_inches=0.15)
-    os.chmod(path, FILE_MODE)
-    plt.close(fig)
+    picture = io.BytesIO()
+    try:
+        fig.savefig(picture, format="png", dpi=120, bbox_inches="tight", pad_inches=0.15)
+    finally:
+        plt.close(fig)
+    write_bytes_file(path, picture.getvalue())  # the one writer: atomic, a full disk one line
 
 
 def _wrapped(label: str) -> str:

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from maps_autogen._util import markdown_table, markdown_text
 from maps_autogen.eval.intervals import PairedComparison
-from maps_autogen.eval.table1 import Run, _markdown
+from maps_autogen.eval.table1 import Run
 from maps_autogen.eval.table_rows import group_runs
 from maps_autogen.scoring.benchmarks import NAMES as BENCHMARK_ORDER
 from maps_autogen.scoring.benchmarks import get_benchmark
@@ -108,13 +109,15 @@ def paired_table(pairs: Sequence[Pair], unpaired: Sequence[Unpaired]) -> str:
                      f"{pair.counts.p_value:.4g}", str(pair.left_out)])
     parts = []
     if body:
-        parts.append(_markdown(["Benchmark", "MAPS row", "Against", "Problems", "Only MAPS right", "Only it right",
-                                "Difference (points) [95% CI]", "McNemar exact p", "Left out (failed)"], body))
+        parts.append(markdown_table(["Benchmark", "MAPS row", "Against", "Problems", "Only MAPS right",
+                                     "Only it right", "Difference (points) [95% CI]", "McNemar exact p",
+                                     "Left out (failed)"], body))
         parts.append(f"On the problems both rows ran and scored: {METHOD}. A problem either run failed on has no "
                      "verdict and is left out of the pair (never counted wrong).")
     if unpaired:
         parts.append("Not compared problem by problem (runs on different problems): " + "; ".join(
-            f"{item.maps} against {item.other} on {get_benchmark(item.benchmark).task.title}: {item.why}"
+            f"{markdown_text(item.maps)} against {markdown_text(item.other)} on "
+            f"{get_benchmark(item.benchmark).task.title}: {markdown_text(item.why)}"
             for item in unpaired) + ".")
     return "\n\n".join(parts)
 

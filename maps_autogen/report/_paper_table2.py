@@ -5,11 +5,10 @@ difference from the paper's row that leaves out the same agent."""
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 
-from maps_autogen.eval.table1 import Run, _cell, _markdown
+from maps_autogen._util import csv_text, markdown_table
+from maps_autogen.eval.table1 import Run, _cell
 from maps_autogen.eval.table_rows import group_runs
 from maps_autogen.problem import Task
 from maps_autogen.report.paper import TABLE2_BENCHMARK, AblationRow, Flag, paper_row_for, table2_checks, table2_rows
@@ -61,10 +60,8 @@ def paper_table2(runs: Sequence[Run]) -> tuple[str, str]:
                  "pools the problems.")
     if not ours:
         notes.append(f"This report has no MAPS run on {task.title}: only the paper's rows are shown.")
-    markdown = _markdown(header, body) + "\n\n" + "\n".join(f"- {note}" for note in notes)
-    out = io.StringIO()
-    csv.writer(out).writerows([header, *body])
-    return markdown, out.getvalue()
+    markdown = markdown_table(header, body) + "\n\n" + "\n".join(f"- {note}" for note in notes)
+    return markdown, csv_text([header, *body])
 
 
 def _column_name(column: str, task: Task) -> str:

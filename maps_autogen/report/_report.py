@@ -13,22 +13,19 @@ the report lists which runs went into which row. Nothing is averaged across rows
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from maps_autogen._util import write_text_atomic
+from maps_autogen._util import csv_text, folder_built_beside, markdown_table, markdown_text, write_text_atomic
 from maps_autogen.eval.answer_cost import answer_cost_table, answer_costs, by_batch
 from maps_autogen.eval.table1 import (
     Cell,
     Row,
     Run,
     _cell,
-    _markdown,
     _subsets,
     failed_note,
     load_run,
@@ -89,7 +86,7 @@ def table2(runs: Sequence[Run]) -> str | None:
             key = ablation_settings(run)
             base = next((candidate for candidate in full if ablation_settings(candidate) == key), None)
             if base is None:
-                alone.append(f"{run.label} on {task.title} (`{run.path}`)")
+                alone.append(f"{markdown_text(run.label)} on {task.title} ({markdown_text(run.path)})")
                 continue
             group = next((same for known, same in bases if known is base), None)
             if group is None:
@@ -106,8 +103,8 @@ def table2(runs: Sequence[Run]) -> str | None:
                 body.append([f"w/o {'+'.join(run.without)}", *(
                     "-" if v is None or r is None else f"{v:.2f} ({v - r:+.2f})" for v, r in zip(values, reference)
                 )])
-            title = task.title if len(bases) == 1 else f"{task.title}: {base.label}"
-            sections.append(f"{title}\n\n" + _markdown(header, body))
+            title = task.title if len(bases) == 1 else f"{task.title}: {markdown_text(base.label)}"
+            sections.append(f"{title}\n\n" + markdown_table(header, body))
     if alone:
         sections.append("Ablations without a full MAPS run under the same settings (not compared): "
                         + "; ".join(alone) + ".")
@@ -294,18 +291,16 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
         f"minus the Human Expert's printed {margin.human_printed:.2f}, itself the mean of the uncorrected EMMA "
         f"average; from the corrected one the Human Expert's Avg. is {margin.human_corrected:.2f}, and MAPS leads "
         f"by {margin.corrected:.2f} points"]
-    markdown = _markdown(header, body) + failed_note(rows) + "\n\nWhere the rows come from:\n\n" + "\n".join(
+    markdown = markdown_table(header, body) + failed_note(rows) + "\n\nWhere the rows come from:\n\n" + "\n".join(
         f"- {note}" for note in [*reference_notes(), *margin_note,
                                  "random choice (expected, from the data): computed here from "
                                  "the problems the runs cover: 1/k for a problem with k choices, 0 for an open answer",
                                  "this report: the runs listed under 'Rows and the runs in them'"])
     if differences:
-        markdown += "\n\nDifference against the paper (points, ours − paper):\n\n" + _markdown(
+        markdown += "\n\nDifference against the paper (points, ours − paper):\n\n" + markdown_table(
             ["Run", *(h for _, _, h in columns)], differences
         )
-    out = io.StringIO()
-    csv.writer(out).writerows([header, *body])
-    return markdown, out.getvalue()
+    return markdown, csv_text([header, *body])
 
 
 def accuracy_by_model(runs: Sequence[Run]) -> dict[str, dict[str, dict[str, float]]]:
@@ -323,16 +318,16 @@ def accuracy_by_model(runs: Sequence[Run]) -> dict[str, dict[str, dict[str, floa
 
 def rows_and_runs(runs: Sequence[Run]) -> str:
     """Which runs went into which report row, and what sets a row apart."""
-    body = [[group.label, f"`{run.path}`", get_benchmark(run.benchmark).task.title, str(len(run.scored)),
+    body = [[group.label, str(run.path), get_benchmark(run.benchmark).task.title, str(len(run.scored)),
              str(run.failed), "; ".join(group.differs) or "-"]
             for group in group_runs(runs) for run in group.runs]
-    return _markdown(["Row", "Run folder", "Benchmark", "Scored", "Failed", "What sets the row apart"], body)
+    return markdown_table(["Row", "Run folder", "Benchmark", "Scored", "Failed", "What sets the row apart"], body)
 
 
 def feedback_table(shares: dict[str, dict[str, dict[str, float]]]) -> str:
     """Figure 4's numbers: one line per bar."""
     targets = all_targets(shares)
-    return _markdown(["Bar", *(target_label(t) for t in targets)],
+    return markdown_table(["Bar", *(target_label(t) for t in targets)],
                      [[name, *(f"{100 * shares[b][label].get(t, 0.0):.1f}%" for t in targets)]
                       for b, label, name in bar_names(shares)])
 
@@ -344,7 +339,7 @@ def _usage_table(usage: dict[str, dict[str, UsageRow]]) -> str:
              f"{row['completion_tokens'] or 0:.0f}",
              "-" if row["cost"] is None else f"${row['cost']:.5f}"]
             for label, roles in usage.items() for role, row in roles.items()]
-    return _markdown(
+    return markdown_table(
         ["Run", "Role", "Calls / problem", "From the cache ($0) / problem", "Prompt tokens / problem",
          "Of them cached by the service / problem", "Completion tokens / problem", "Cost / problem"], body
     )
@@ -356,13 +351,26 @@ class Report:
     files: list[Path]
 
 
+#: Marks a folder as written by `maps report` and lists its files (_util/_folders.py).
+REPORT_MARKER = ".maps-report"
+
+
 def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) -> Report:
     """Read the runs and write table1.md/.csv, table2.md, figure4.png, figure5.png, figure6.png
     (its data as figure6.json), figure6_paper_scale.png, usage.md, tokens.md and report.md into `out`;
     with `paper`, also table1_paper.md/.csv and table2_paper.md/.csv (the paper's rows beside ours,
-    its cells that do not follow from its own numbers flagged)."""
+    its cells that do not follow from its own numbers flagged). The folder is built beside `out`
+    and moved in whole; an `out` holding files of anyone else is refused, never emptied (an
+    earlier report's is replaced)."""
     runs = [load_run(path) for path in run_dirs]
-    out.mkdir(parents=True, exist_ok=True)
+    with folder_built_beside(out, fix="choose a new or empty --out folder", marker=REPORT_MARKER,
+                             written_by="maps report (a later report may replace this folder)") as building:
+        markdown, files = _write_files(runs, building, paper=paper)
+    return Report(markdown, [out / path.relative_to(building) for path in files])
+
+
+def _write_files(runs: Sequence[Run], out: Path, *, paper: bool) -> tuple[str, list[Path]]:
+    """Write the report's files into `out` (the folder being built); its markdown and files."""
     files: list[Path] = []
     parts = [
         "# MAPS report",
@@ -477,7 +485,7 @@ def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) ->
         ),
     )
     files.append(out / "report.json")
-    return Report(markdown, files)
+    return markdown, files
 
 
 __all__ = ["TIME_FIELDS", "Report", "accuracy_by_model", "feedback_shares", "feedback_table", "paper_table",

@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING
 from maps_autogen._util._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from ._compared import FIELD_NOT_COMPARED as FIELD_NOT_COMPARED
+    from ._compared import endpoint_compared as endpoint_compared
+    from ._compared import sections_compared as sections_compared
+    from ._compared import unrecorded_fields as unrecorded_fields
     from ._config import AppConfig as AppConfig
     from ._config import HumanWhen as HumanWhen
     from ._config import ImagesConfig as ImagesConfig
@@ -20,6 +24,9 @@ if TYPE_CHECKING:
     from ._config import configured_secrets as configured_secrets
     from ._config import defaults_dir as defaults_dir
     from ._config import load_config as load_config
+    from ._dotenv import apply_dotenv as apply_dotenv
+    from ._dotenv import forget_dotenv as forget_dotenv
+    from ._dotenv import load_dotenv as load_dotenv
     from ._endpoints import EMBEDDED_MODEL_LABEL as EMBEDDED_MODEL_LABEL
     from ._endpoints import Resolution as Resolution
     from ._endpoints import ResolvedModel as ResolvedModel
@@ -75,6 +82,7 @@ _EXPORTS: dict[str, str] = {
     'CriticVerdict': '_roles',
     'Declared': '_options',
     'EMBEDDED_MODEL_LABEL': '_endpoints',
+    'FIELD_NOT_COMPARED': '_compared',
     'HumanWhen': '_config',
     'ImagesConfig': '_config',
     'LimitsConfig': '_config',
@@ -101,6 +109,7 @@ _EXPORTS: dict[str, str] = {
     'USER_PROXY_NAME': '_roles',
     'ViewOptions': '_options',
     'answer_with_option': '_roles',
+    'apply_dotenv': '_dotenv',
     'argument': '_options',
     'check_without': '_team',
     'configured_secrets': '_config',
@@ -108,8 +117,11 @@ _EXPORTS: dict[str, str] = {
     'defaults_dir': '_config',
     'derived_max_rounds': '_team',
     'embedded_team_setting': '_endpoints',
+    'endpoint_compared': '_compared',
+    'forget_dotenv': '_dotenv',
     'lettered_option': '_roles',
     'load_config': '_config',
+    'load_dotenv': '_dotenv',
     'load_prompts': '_prompts',
     'option': '_options',
     'option_letter': '_roles',
@@ -120,10 +132,12 @@ _EXPORTS: dict[str, str] = {
     'render_effective': '_overrides',
     'resolve_models': '_endpoints',
     'review_text_chars': '_roles',
+    'sections_compared': '_compared',
     'shown_answer': '_roles',
     'solver_schema': '_roles',
     'step_lines': '_endpoints',
     'takes': '_options',
+    'unrecorded_fields': '_compared',
     'with_overrides': '_overrides',
 }
 __all__ = sorted(_EXPORTS)

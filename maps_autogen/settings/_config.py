@@ -19,12 +19,11 @@ from maps_autogen._util import (
     ConfigError,
     UsageError,
     looks_like_key,
-    names_a_credential,
-    pasted_keys,
     register_key_variables,
     register_secret,
-    url_userinfo,
+    secrets_written_in,
 )
+from maps_autogen.settings._dotenv import apply_dotenv
 from maps_autogen.settings._team import (
     LoadedTeam,
     StepModel,
@@ -439,29 +438,9 @@ def configured_secrets(
 
 def written_secrets(data: Any) -> list[str]:
     """Secrets written into config data where a name or a URL goes: anything shaped like an API
-    key (`redact.pasted_keys`), a header or query parameter named like a credential, and the
-    user information of a URL (`user:password`, and the
-    password alone). Walked iteratively: config data is bounded in depth and size already."""
-    found: list[str] = []
-    stack = [data]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-            for holder in ("headers", "query"):  # an endpoint's credential headers and parameters
-                named = item.get(holder)
-                if isinstance(named, dict):
-                    found += [value for name, value in named.items()
-                              if isinstance(name, str) and isinstance(value, str) and names_a_credential(name)]
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str):
-            found += pasted_keys(item)
-            userinfo = url_userinfo(item)
-            if userinfo:
-                found += [userinfo, userinfo.partition(":")[2]]
-    return [secret for secret in found if secret]
+    key, a URL's user information and credential query parameters, and a header, query
+    parameter or extra_body field named like a credential (`redact.secrets_written_in`)."""
+    return secrets_written_in(data)
 
 
 def register_written_secrets(data: Any) -> None:
@@ -537,10 +516,14 @@ def load_config(
     register_written_secrets(data)  # before anything can print them (a validation error included)
     keys: dict[str, str] = {}
     source = config_list or data.get("config_list")
+    if env is os.environ:
+        apply_dotenv([source if isinstance(source, str) else None])  # a config list's variable, from ./.env
     if source:
         data, keys = add_config_list(data, source, base_dir=path.parent if not config_list else Path.cwd(), env=env)
         origins["endpoints"] = f"{origins['endpoints']} + config list {source}"
     config = parse_config(data, path)
+    if env is os.environ:  # each endpoint's key variable, from ./.env (dotenv.py: keys and endpoints only)
+        apply_dotenv(e.api_key_env for e in config.endpoints.values() if isinstance(e, OpenAIEndpoint))
     # Every configured key is masked in all output, whether or not this run uses its endpoint;
     # so is a credential in an endpoint's headers or query (by its name: Authorization, X-Api-Key...).
     register_key_variables((e.api_key_env for e in config.endpoints.values() if isinstance(e, OpenAIEndpoint)), env)

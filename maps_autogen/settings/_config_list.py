@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from maps_autogen._util import ConfigError, looks_like_key, pasted_keys, register_secret, register_url_secrets
+from maps_autogen._util import ConfigError, looks_like_key, names_a_credential, register_secret, secrets_written_in
 
 logger = logging.getLogger(__name__)
 
@@ -169,22 +169,18 @@ def _read_file(path: Path, what: str) -> str:
 
 
 def _register_secrets_in(data: Any) -> None:
-    """Every api_key, every key-shaped string and every URL's user information in the parsed
-    list, registered with the redactor (walked iteratively: json.loads bounded the depth)."""
-    stack = [data]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            key = item.get("api_key")
-            if isinstance(key, str):
-                register_secret(key)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str):
-            for found in pasted_keys(item):
-                register_secret(found)
-            register_url_secrets(item)
+    """Every secret in the parsed list, registered with the redactor: each entry's api_key and
+    every other text value of an entry key named like a credential (azure_ad_token), and what
+    `redact.secrets_written_in` finds (key-shaped strings, every URL's user information and
+    credential query parameters, credential headers, query parameters and extra_body fields)."""
+    entries = data if isinstance(data, list) else [data]
+    for entry in entries:
+        if isinstance(entry, dict):
+            for name, value in entry.items():
+                if isinstance(name, str) and isinstance(value, str) and (name == "api_key" or names_a_credential(name)):
+                    register_secret(value)
+    for found in secrets_written_in(data):
+        register_secret(found)
 
 
 def _check_entry(entry: Any, number: int, where: str) -> None:

@@ -24,11 +24,9 @@ from maps_autogen.settings._config import (
     defaults_dir,
 )
 from maps_autogen.settings._config_list import ENDPOINT_PREFIX
+from maps_autogen.settings._dotenv import BASE_URL_VARIABLES, dotenv_path, from_dotenv
 
 OPENAI_URL = "https://api.openai.com/v1"
-# The variables naming an OpenAI-compatible server: the OpenAI SDK's, and the older one that
-# VLMEvalKit and lmms-eval users keep in their .env. Both are honoured; differing values are an error.
-BASE_URL_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_BASE")
 CHAT_PATH = "/chat/completions"
 # A dated snapshot of a priced model: gpt-4o-2024-08-06 (OpenAI's usual), gpt-4-0613 (older).
 _SNAPSHOT_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{4})$")
@@ -291,6 +289,24 @@ def _endpoint_key(loaded: LoadedConfig, role: str) -> str:
     return f"{loaded.path}: model.endpoint"
 
 
+def _variables_read(loaded: LoadedConfig, model: ResolvedModel, env: Mapping[str, str]) -> list[str]:
+    """The environment variables `model` was resolved from: its base URL's, its key's, and the
+    config list's that declared its endpoint."""
+    endpoint = loaded.config.endpoints.get(model.endpoint_name)
+    if not isinstance(endpoint, OpenAIEndpoint):
+        return []
+    read = []
+    if endpoint.base_url is None:
+        named = env_base_url(env)
+        read += [named[1]] if named else []
+    if endpoint.api_key_env and model.api_key and model.endpoint_name not in loaded.endpoint_keys:
+        read.append(endpoint.api_key_env)
+    source = loaded.config.config_list
+    if model.endpoint_name.startswith(ENDPOINT_PREFIX) and source:
+        read.append(source)
+    return read
+
+
 def _resolve_one(
     loaded: LoadedConfig, choice: ModelChoice, env: Mapping[str, str], role: str
 ) -> tuple[ResolvedModel, str]:
@@ -334,8 +350,8 @@ def _resolve_one(
     first = endpoint.base_url[0] if isinstance(endpoint.base_url, list) else named
     written = first or (from_env and from_env[0]) or OPENAI_URL
     base_url = replicas[0] if replicas else service_url(written)
-    for url in (base_url, *replicas):
-        register_url_secrets(url)  # http://user:password@host: the password is masked wherever it shows
+    for url in (written, base_url, *replicas):
+        register_url_secrets(url)  # user:password@host, ?api-key=...: masked wherever, however encoded
     # Query parameters written into the base URL go on every request, with the endpoint's own.
     query = {**url_query(written), **endpoint.query}
     # A server named by OPENAI_BASE_URL (or OPENAI_API_BASE) without a key (a local vLLM) is used without one.
@@ -388,12 +404,24 @@ def resolve_models(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -
     env = os.environ if env is None else env
     models: dict[str, ResolvedModel] = {}
     reasons: dict[str, str] = {}
+    read: list[str] = []
     for role in loaded.team.config.names:
         resolved, why = _resolve_one(loaded, loaded.model_for(role), env, role)
         models[role] = replace(resolved, max_tokens_key=_max_tokens_key(loaded, role, resolved),
                                sent_by=_sent_by(loaded, role, resolved))
         reasons[resolved.endpoint_name] = why
-    return Resolution(models=models, announcement=_announce(models, reasons))
+        read += _variables_read(loaded, resolved, env)
+    return Resolution(models=models, announcement=_announce(models, reasons) + _from_dotenv(read, env))
+
+
+def _from_dotenv(read: list[str], env: Mapping[str, str]) -> str:
+    """What the announcement says of the variables a `.env` gave (dotenv.py): which, and that
+    a `.env` gives keys and endpoints only."""
+    given = from_dotenv(read, env)
+    path = dotenv_path()
+    if not given or path is None:
+        return ""
+    return f"; {', '.join(given)} from {path} (a .env gives keys and endpoints only)"
 
 
 def _max_tokens_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> str:

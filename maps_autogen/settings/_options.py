@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from maps_autogen._util import UsageError
+from maps_autogen._util import UsageError, pasted_keys, register_secret
 from maps_autogen.settings._config import EVERY_STEP_FLAGS, CriticConfig, EveryStepConfig, LoadedConfig
 
 #: What an option holds: text (`parse` may read it into a value), a whole number, a number, a
@@ -61,6 +61,7 @@ class Spec:
     form: str = ""  # the form `parse` reads ("i/n"), for messages
     example: str = ""  # a good value, for messages
     fixed_on_resume: bool = False  # chooses problems or rules: a resumed run's manifest fixes it
+    safety: bool = False  # lifts a safety bound: from the command line (or the API) only, never a variable
 
     def label(self, name: str) -> str:
         """How the command line names it: its flag, or the argument's name."""
@@ -143,7 +144,9 @@ class Options:
 
     def __post_init__(self) -> None:
         for declared in self.declared():
-            value = declared.spec.checked(declared.name, getattr(self, declared.name), declared.default)
+            given = getattr(self, declared.name)
+            register_pasted_keys(given)  # a key pasted where a name or a path goes is never echoed
+            value = declared.spec.checked(declared.name, given, declared.default)
             object.__setattr__(self, declared.name, value)
 
     @classmethod
@@ -193,6 +196,14 @@ class Options:
             value = params[one.dest]
             values[one.name] = (not value) if one.spec.negate else value
         return cls(**values)
+
+
+def register_pasted_keys(value: Any) -> None:
+    """Register every part of an option's value shaped like an API key (text, a path, names)."""
+    for item in value if isinstance(value, (tuple, list, set, frozenset)) else (value,):
+        if isinstance(item, (str, os.PathLike)):
+            for key in pasted_keys(str(item)):
+                register_secret(key)
 
 
 def _default(field: dataclasses.Field[Any]) -> Any:
@@ -411,10 +422,10 @@ class SolveOptions(SettingsOptions):
     runs_dir: Path = option(Path("runs"), "--runs-dir", "Where run folders go.", kind="path", example="runs")
     allow_private_urls: bool = option(
         False, "--allow-private-urls", "Let the problem file's image URLs point at private addresses (loopback, "
-        "LAN); trusted files only.", kind="flag")
+        "LAN); trusted files only.", kind="flag", safety=True)
     allow_outside_paths: bool = option(
         False, "--allow-outside-paths", "Let the problem file's images be files outside its folder; trusted files "
-        "only.", kind="flag")
+        "only.", kind="flag", safety=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -459,7 +470,8 @@ class ServeOptions(_RunFolder):
     """Where `maps view --serve` serves a run from."""
 
     port: int = option(0, "--port", "Port for --serve (0: any free port).", kind="whole", low=0, high=65535)
-    host: str = option("127.0.0.1", "--host", "Address for --serve (the URL's token still guards it).", kind="text")
+    host: str = option("127.0.0.1", "--host", "Address for --serve (the URL's token still guards it).", kind="text",
+                       safety=True)
 
 
 __all__ = ["REQUIRED", "Declared", "Kind", "MergeOptions", "Options", "ReportOptions", "ServeOptions",

@@ -1,7 +1,8 @@
 """Every option of every `maps` command can come from an environment variable MAPS_<COMMAND>_<OPTION>
-(or a `.env` file): the command line wins over it, it wins over the default, each command's
---help names it, and a bad value is one line naming the variable. A stray MAPS_VERSION or
-MAPS_HELP does nothing."""
+(never from a `.env` file, which gives keys and endpoints only; never a safety switch, which is
+given on the command line only): the command line wins over it, it wins over the default, each
+command's --help names it, and a bad value is one line naming the variable. A stray MAPS_VERSION
+or MAPS_HELP does nothing."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import click
 
 from maps_autogen.cli import ENV_PREFIX, cli
+from maps_autogen.cli.shared import SafetySwitch
 from tests.helpers.common import TEST_KEY, clean_env, run_maps
 from tests.helpers.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.helpers.fake_openai import FakeOpenAI
@@ -29,6 +31,9 @@ def test_every_option_of_every_command_names_its_variable_in_help() -> None:
         for option in command.params:
             if getattr(option, "hidden", False):  # not offered (maps eval --human exists only to be refused in one line)
                 continue
+            if isinstance(option, SafetySwitch):  # command line only: its help says so, and names no variable
+                assert "Command line only" in text and variable(name, option) not in text
+                continue
             if isinstance(option, click.Option) and option.name != "help" and variable(name, option) not in text:
                 missing.append(f"maps {name} {option.opts[0]}: {variable(name, option)}")
     assert not missing, missing
@@ -44,11 +49,13 @@ def test_variables_set_options_below_the_command_line(tmp_path: Path) -> None:
         assert from_variables.returncode == 0, from_variables.stderr
         assert {r.body["max_tokens"] for r in server.received} == {300}
         server.received.clear()
-        # .env in the working folder is read as the environment is, and the command line wins over both
+        # the command line wins over the variables; a .env sets no MAPS_* setting (it gives keys
+        # and endpoints only), and says so
         (tmp_path / ".env").write_text("MAPS_EVAL_TEMPERATURE=0.5\n")
         overridden = run_maps(["eval", "mathvista", "--max-tokens", "200", "--limit", "2"], env=env, cwd=tmp_path)
         assert overridden.returncode == 0, overridden.stderr
-        assert {(r.body["max_tokens"], r.body["temperature"]) for r in server.received} == {(200, 0.5)}
+        assert {(r.body["max_tokens"], r.body["temperature"]) for r in server.received} == {(200, 0.0)}
+        assert f"note: {tmp_path / '.env'} sets MAPS_EVAL_TEMPERATURE: ignored" in overridden.stderr
     manifests = [json.loads(path.read_text()) for path in (tmp_path / "runs").glob("eval-*/manifest.json")]
     assert [len(manifest["ids"]) for manifest in sorted(manifests, key=lambda m: m["created_at"])] == [1, 2]
 

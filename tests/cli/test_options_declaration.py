@@ -109,8 +109,12 @@ def test_each_declared_option_is_on_the_command_line_and_in_the_api(
         if spec.argument:
             assert isinstance(param, click.Argument) and param.required
         else:
-            assert isinstance(param, click.Option) and spec.flag in param.opts and param.help == spec.help
-            assert words(spec.help) in help_text and f"{ENV_PREFIX}_{name.upper()}_{one.dest.upper()}" in help_text
+            variable = f"{ENV_PREFIX}_{name.upper()}_{one.dest.upper()}"
+            assert isinstance(param, click.Option) and spec.flag in param.opts and words(spec.help) in help_text
+            if spec.safety:  # a safety switch: the command line only, said so, and no variable named
+                assert param.help == f"{spec.help} Command line only: no variable sets it." and variable not in help_text
+            else:
+                assert param.help == spec.help and variable in help_text
             if spec.kind not in ("flag", "names") and one.default is not None:
                 assert param.get_default(context) == one.default, one.name
             if spec.low is not None or spec.high is not None:

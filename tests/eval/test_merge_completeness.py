@@ -203,12 +203,12 @@ def test_a_shard_being_written_is_refused_and_none_is_written_while_merging(shar
 
 
 def test_a_merge_killed_midway_leaves_a_folder_the_next_merge_removes(shards: dict[str, Any], tmp_path: Path) -> None:
-    """kill -9 while the merged folder is being built (inside the one builder, artifacts.folder_built_beside);
+    """kill -9 while the merged folder is being built (inside the one builder, _folders.folder_built_beside);
     a build still running beside the same --out is left alone."""
     runs = shards["runs"]
     out = tmp_path / "merged"
     build = ("import os, signal, sys, pathlib\n"
-             "from maps_autogen._util._artifacts import folder_built_beside\n"
+             "from maps_autogen._util._folders import folder_built_beside\n"
              "with folder_built_beside(pathlib.Path(sys.argv[1]), fix='') as building:\n"
              "    (building / 'half-written').write_text('x')\n"
              "    print(building, flush=True)\n"

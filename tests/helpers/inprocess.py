@@ -180,6 +180,9 @@ def _process_state() -> Iterator[None]:
                     if server not in saved_servers:
                         server.stop()
             hub.hub_reachable.cache_clear()
+            dotenv = sys.modules.get("maps_autogen.settings._dotenv")
+            if dotenv is not None:
+                dotenv.forget_dotenv()  # the .env a command read is its own
 
 
 @contextlib.contextmanager

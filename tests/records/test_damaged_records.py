@@ -121,3 +121,22 @@ def test_a_problem_file_with_a_number_past_the_digit_limit_is_one_line(tmp_path:
     result = run_maps(["solve", "--problem", str(problem)], env=clean_env(OPENAI_API_KEY=TEST_KEY), cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "line 2" in result.stderr and "a number of more than 4,000 characters" in result.stderr
+
+
+@pytest.mark.parametrize("out", ["site", "page.html"])
+def test_maps_view_of_an_eval_with_a_damaged_problem_transcript_is_one_line_exit_2(
+        finished_eval: tuple[Path, Path, FakeOpenAI], tmp_path: Path, out: str) -> None:
+    """docs/untrusted-content.md: a damaged transcript stops `maps view` as a damaged results line
+    does (the served pages show the other problems, and the damaged one's error, instead)."""
+    finished, _, _ = finished_eval
+    run = tmp_path / "eval-damaged"
+    shutil.copytree(finished, run)
+    (transcript,) = sorted(run.glob("problems/*/transcript.jsonl"))[:1]
+    lines = transcript.read_text().splitlines()
+    lines[1] = lines[1][: len(lines[1]) // 2]
+    transcript.write_text("\n".join(lines) + "\n")
+    result = run_maps(["view", str(run), "--out", str(tmp_path / out)], env=clean_env(), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert f"{transcript} line 2 is not a JSON record" in result.stderr, result.stderr
+    assert not (tmp_path / out).exists()

@@ -210,7 +210,7 @@ def test_maps_report_on_two_teams_and_a_served_model(tmp_path: Path) -> None:
     # Which runs went into which row.
     report = (out / "report.md").read_text()
     for label, folder in zip((default_row, renamed_row, mini_row), folders):
-        assert f"| {label} | `{folder}` | MathVista | 4 | 0 |" in report
+        assert f"| {label} | {folder} | MathVista | 4 | 0 |" in report
     data_out = json.loads((out / "report.json").read_text())
     assert [row["label"] for row in data_out["table1"]] == [default_row, renamed_row, mini_row]
     assert set(data_out["feedback_shares"]["mathvista"]) == {default_row, renamed_row, mini_row}

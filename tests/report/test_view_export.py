@@ -86,13 +86,17 @@ def test_export_replaces_only_its_own_folder_and_keeps_single_files_for_solves(t
     eval_dir = tmp_path / "eval-small"
     write_synthetic_eval(eval_dir, 2)
     assert write_pages(eval_dir) == eval_dir / "view" / "index.html"  # an eval's default: a folder
-    (eval_dir / "view" / "problems" / "stale.html").write_text("old")
+    (eval_dir / "view" / "index.html").write_text("edited")  # a file of ours, edited: replaced
     write_pages(eval_dir)
-    assert not (eval_dir / "view" / "problems" / "stale.html").exists()  # replaced whole
+    assert (eval_dir / "view" / "index.html").read_text() != "edited"  # replaced whole
+    (eval_dir / "view" / "problems" / "notes.html").write_text("mine")  # a file the user added: never deleted
+    with pytest.raises(DataError, match=r"holds files this command did not write \(e.g. problems/notes.html\)"):
+        write_pages(eval_dir)
+    assert (eval_dir / "view" / "problems" / "notes.html").read_text() == "mine"
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep me")
-    with pytest.raises(DataError, match="not an earlier maps view export"):
+    with pytest.raises(DataError, match="already exists and is not empty"):
         export_view(eval_dir, mine)
     assert (mine / "notes.txt").read_text() == "keep me" and len(list(mine.iterdir())) == 1
     solve_dir = eval_dir / "problems" / "q1"  # a problem's folder is a solve run
@@ -135,3 +139,23 @@ def test_browser_1000_problem_export(big_eval: tuple[Path, list[dict]], big_expo
       question: document.querySelector('.event.rollback [data-part=feedback]').textContent})""")
     assert turns == {"roles": ["user_proxy", *ROLES, "solver"], "scores": 1, "image": 64, "question": "Feedback: What about the solution?"}
     assert problem.console_errors() == [] and problem.js("window.__violations") == []
+
+
+def test_an_export_written_before_markers_listed_files_is_replaced_only_when_it_holds_nothing_else(
+        tmp_path: Path) -> None:
+    """An older version's `.maps-view` names no files: what an export writes (the index, problem
+    pages, files/) is taken as its own; anything else keeps the folder from being emptied."""
+    eval_dir = tmp_path / "eval-small"
+    write_synthetic_eval(eval_dir, 2)
+    old = eval_dir / "view"
+    (old / "problems").mkdir(parents=True)
+    (old / "files" / "images").mkdir(parents=True)
+    (old / ".maps-view").write_text("written by maps view; a later export may replace this folder\n")
+    for name in ("index.html", "problems/old.html", "files/images/image-1.png"):
+        (old / name).write_text("old")
+    (old / "notes.txt").write_text("mine")
+    with pytest.raises(DataError, match=r"\(e.g. notes.txt\)"):
+        write_pages(eval_dir)
+    (old / "notes.txt").unlink()
+    assert write_pages(eval_dir) == old / "index.html"
+    assert not (old / "problems" / "old.html").exists() and (old / "index.html").read_text() != "old"

@@ -347,8 +347,10 @@ def _problem(
         try:
             run = run_view(run_dir, links, gold=row.gold, correct=row.correct, include_requests=include_requests,
                            live_key=page_key(row.pid))
-        except DataError as failure:  # one damaged problem folder must not hide the other problems
-            error = str(failure)
+        except DataError as failure:
+            if not links.live:
+                raise  # written pages: one line naming the file and its line, exit 2, nothing written
+            error = str(failure)  # served: one damaged problem folder must not hide the other problems
     return render(
         "problem.html", section=section, nav=nav, result=_result_card(row), run=run, run_error=error, live=links.live
     )

@@ -3,12 +3,11 @@ problems (an index, one page per problem, the images as files)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from markupsafe import Markup
 
-from maps_autogen._util import DataError, folder_built_beside, write_text_atomic
+from maps_autogen._util import DataError, copy_file, folder_built_beside, write_text_atomic
 from maps_autogen.report.view.assets import PageMode
 from maps_autogen.report.view.eval_pages import (
     Row,
@@ -31,9 +30,16 @@ from maps_autogen.report.view.render import (
 
 VIEW_FILE = "view.html"
 VIEW_DIR = "view"
-# Marks a folder as written by `maps view --out DIR`, so a later export may replace it (and
-# nothing else is ever deleted).
+# Marks a folder as written by `maps view --out DIR` and lists its files, so a later export may
+# replace it; a folder holding anything else is never emptied (_util/_folders.py).
 EXPORT_MARKER = ".maps-view"
+
+
+def _earlier_export_file(relative: str) -> bool:
+    """Whether a file of an export written before markers listed their files is one an export
+    writes: the index, a problem page, an image under files/."""
+    return relative == INDEX_PAGE or relative.startswith(f"{FILES_PREFIX}/") or (
+        relative.startswith(f"{PROBLEMS_PAGES}/") and relative.count("/") == 1 and relative.endswith(".html"))
 
 
 def render_view(run_dir: Path) -> str:
@@ -102,7 +108,7 @@ def _export_pages(run_dir: Path, folder: Path) -> None:
     for relative in sorted(linked):
         target = folder / FILES_PREFIX / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(root / relative, target)
+        copy_file(root / relative, target)
 
 
 def export_view(run_dir: Path, out: Path | None = None) -> Path:
@@ -114,12 +120,9 @@ def export_view(run_dir: Path, out: Path | None = None) -> Path:
     run_dir = Path(run_dir)
     kind_of(run_dir)  # not a run folder: said before anything is written
     target = Path(out) if out is not None else run_dir / VIEW_DIR
-    if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not (target / EXPORT_MARKER).is_file())):
-        raise DataError(
-            f"{target} already exists and is not an earlier maps view export", fix="choose a new or empty --out folder"
-        )
-    with folder_built_beside(target, fix="choose another --out folder", replace=True) as building:
-        write_text_atomic(building / EXPORT_MARKER, "written by maps view; a later export may replace this folder\n")
+    with folder_built_beside(target, fix="choose a new or empty --out folder", marker=EXPORT_MARKER,
+                             written_by="maps view (a later export may replace this folder)",
+                             legacy=_earlier_export_file) as building:
         _export_pages(run_dir, building)
     return target / INDEX_PAGE
 
