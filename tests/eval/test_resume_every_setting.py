@@ -179,17 +179,18 @@ def test_a_setting_added_later_joins_the_comparison_by_itself() -> None:
 
     @dataclass(frozen=True, kw_only=True)
     class LaterOptions(EvalOptions):
-        batch: bool = option(False, "--batch", "Send through the Batch API.", kind="flag")
+        service_tier: str | None = option(None, "--service-tier", "The service tier requested.", kind="text")
 
     assert endpoint_compared(LaterEndpoint(wait_s=2.5, max_images=1)) == {"wait_s": 2.5, "max_images": 1}
     assert endpoint_compared(LaterEndpoint()) == {}
     assert unrecorded_fields(LaterCritic(socratic=True), _CRITIC_RECORDED) == {"socratic": True}
     assert sections_compared(LaterConfig(team="maps", tracking={"wandb": "p"})) == {"tracking": {"wandb": "p"}}
-    assert compared_options(LaterOptions(benchmark="mathvista", batch=True, concurrency=3)) == {"batch": True}
-    before = VerdictSettings(review=ReviewSettings(max_rollbacks=3), options={"batch": True})
+    assert compared_options(LaterOptions(benchmark="mathvista", service_tier="flex", concurrency=3)) == {
+        "service_tier": "flex"}
+    before = VerdictSettings(review=ReviewSettings(max_rollbacks=3), options={"service_tier": "flex"})
     after = VerdictSettings(review=ReviewSettings(max_rollbacks=3, **unrecorded_fields(LaterCritic(socratic=True),
                                                                                          _CRITIC_RECORDED)), options=None)
-    assert [d.describe() for d in differences(before, after)] == ["options.batch true → null",
+    assert [d.describe() for d in differences(before, after)] == ["options.service_tier flex → null",
                                                                   "review.socratic null → true"]
 
 

@@ -26,7 +26,7 @@ def test_a_requeued_task_resumes_with_selection_given_by_the_environment(tmp_pat
     runs = tmp_path / "shards"
     with FakeOpenAI(ProblemScript(answers)) as server:
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY, SLURM_ARRAY_JOB_ID="7",
-                        SLURM_ARRAY_TASK_ID="1", SLURM_ARRAY_TASK_COUNT="2",
+                        SLURM_ARRAY_TASK_ID="1", SLURM_ARRAY_TASK_MIN="1", SLURM_ARRAY_TASK_COUNT="2",
                         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
                         # the selection, exported before sbatch (as the flags they stand for)
                         MAPS_EVAL_LIMIT="1", MAPS_EVAL_SAMPLE_SEED="5")

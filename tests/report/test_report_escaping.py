@@ -50,6 +50,9 @@ def test_a_hostile_served_model_name_is_escaped_in_every_markdown_and_csv_file(t
     for name, text in markdown.items():
         for raw in ("<img", "](http", "|`x`"):
             assert raw not in text, (name, raw)
+        if name == "table2_paper.md":  # OlympiadBench's ablations: these MathVista runs are not among its rows
+            assert "no MAPS run on OlympiadBench" in text
+            continue
         assert "&lt;img src=x onerror=alert(1)&gt;![]\\(http://evil.example/p.png)" in text, name
     for name in ("table1.csv", "table1_paper.csv"):
         for row in csv.reader(io.StringIO((out / name).read_text())):
