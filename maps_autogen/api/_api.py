@@ -262,12 +262,14 @@ def _solve(problem: Problem, loaded: LoadedConfig, options: SolveOptions, *,
     with image_limits(ImageLimits.of(loaded.config.limits)):
         problem = problem.fitted(loaded.config.images.max_side)
     evaluate_answer = gold_scorer(problem, where="the problem")
-    assembled = assemble_team(loaded)
+    from maps_autogen.eval.context_fit import fit_team
+    from maps_autogen.eval.estimate import shown_of
+
+    # Reply budgets every request fits in, on a server that says its context: before the first call.
+    assembled = fit_team(assemble_team(loaded), loaded, [shown_of(problem)], method="maps", without=options.without)
     if announce is not None:
         announce(assembled.announcement)
-        estimate = expected_time(assembled)
-        if estimate:
-            announce(estimate)
+        announce(expected_time(assembled, has_images=bool(problem.images), without=options.without))
     run_id = new_run_id("solve")
     if on_ready is not None:
         on_ready(options.runs_dir / run_id)

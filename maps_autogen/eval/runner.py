@@ -35,9 +35,10 @@ from maps_autogen._util import (
     exit_on_second_interrupt,
     signals_deferred,
 )
-from maps_autogen.eval.baselines import load_baseline_prompts
+from maps_autogen.eval.baselines import BaselinePrompt, load_baseline_prompts
+from maps_autogen.eval.context_fit import fit_team
 from maps_autogen.eval.environment import git_commit, versions
-from maps_autogen.eval.estimate import announcement
+from maps_autogen.eval.estimate import announcement, measured
 from maps_autogen.eval.options import EvalOptions, check_request
 from maps_autogen.eval.problem_run import ProblemRunner
 from maps_autogen.eval.processes import (
@@ -95,6 +96,9 @@ from maps_autogen.scoring.benchmarks import get_benchmark
 from maps_autogen.settings import LoadedConfig, plan_chat, resolve_models
 
 logger = logging.getLogger(__name__)
+
+#: The problems whose prompts the reply budgets are fitted to (evenly spread; eval/context_fit.py).
+FITTED = 200
 
 
 @dataclass
@@ -214,7 +218,6 @@ class EvalRun:
         if manifest is None:
             selection = select_items(items, subsets, sample=request.sample, seed=request.sample_seed,
                                      limit=request.limit, shard=request.shard)
-            manifest = self._new_manifest(eval_dir, subsets, selection, team)
         else:
             wanted = set(manifest.ids)
             selection = Selection([item for item in items if item.pid in wanted], dict(manifest.sampled))
@@ -224,6 +227,14 @@ class EvalRun:
                     f"the data no longer has {len(missing)} problem(s) of this run, e.g. {sorted(missing, key=str)[0]}",
                     fix="resume with the same --data",
                 )
+        # Reply budgets every request fits in, on a server that says its context (before the manifest records them).
+        max_side = self.loaded.config.images.max_side
+        team = fit_team(team, self.loaded, lambda: measured(selection.items, max_side, FITTED),
+                        method=request.method or "maps", without=request.without, baseline=self._baseline(),
+                        cache=cache, max_connections=max(64, request.concurrency))
+        if manifest is None:
+            manifest = self._new_manifest(eval_dir, subsets, selection, team)
+        else:
             # a refused change is refused here: before any model call
             manifest, notes = resume_under(
                 manifest,
@@ -333,12 +344,16 @@ class EvalRun:
             git_commit=git_commit(),
         ).model_copy(update=self._described(team))
 
-    def _announcement(self, team: Team, todo: Sequence[EvalItem]) -> str:
+    def _baseline(self) -> BaselinePrompt | None:
+        """The baseline method's prompt (None for maps)."""
         method = self.request.method or "maps"
-        baseline = None
-        if method != "maps":
-            baseline = load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts))[method]
-        return announcement(team, todo, method=method, without=self.request.without, baseline=baseline)
+        if method == "maps":
+            return None
+        return load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts))[method]
+
+    def _announcement(self, team: Team, todo: Sequence[EvalItem]) -> str:
+        return announcement(team, todo, method=self.request.method or "maps", without=self.request.without,
+                            baseline=self._baseline(), concurrency=self.request.concurrency)
 
     # ----- running ----------------------------------------------------------------------
     def _pool(self, todo: list[EvalItem], team: Team, eval_dir: Path, rows: Mapping[str, Row],

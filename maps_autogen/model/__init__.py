@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from ._client import RetryNote as RetryNote
     from ._client import schema_response_format as schema_response_format
     from ._completion import Completion as Completion
+    from ._context import FITTED_KEY as FITTED_KEY
+    from ._context import ServerContext as ServerContext
+    from ._context import context_in_error as context_in_error
+    from ._context import cut_off_detail as cut_off_detail
+    from ._context import exceeds_context as exceeds_context
     from ._pool import ReplicaPool as ReplicaPool
     from ._service_answers import CUT_REASONS as CUT_REASONS
     from ._service_answers import TokenCallback as TokenCallback
@@ -32,18 +37,23 @@ if TYPE_CHECKING:
 # name → the private module that defines it, imported on first use (PEP 562)
 _EXPORTS: dict[str, str] = {
     'CUT_REASONS': '_service_answers',
+    'FITTED_KEY': '_context',
     'ChatBackend': '_client',
     'Completion': '_completion',
     'JsonModeMemo': '_client',
     'ModelBackend': '_client',
     'ReplicaPool': '_pool',
     'ReplyCheck': '_client',
+    'ServerContext': '_context',
     'ResponseCache': '_cache',
     'RetryNote': '_client',
     'TOKENS_PER_MESSAGE': '_tokens',
     'TOKENS_PER_REPLY': '_tokens',
     'TokenCallback': '_service_answers',
     'backend_lock': '_backends',
+    'context_in_error': '_context',
+    'cut_off_detail': '_context',
+    'exceeds_context': '_context',
     'image_tokens': '_tokens',
     'open_backend': '_backends',
     'refuses_the_content': '_service_answers',

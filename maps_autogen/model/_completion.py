@@ -33,6 +33,8 @@ class Completion:
     messages: list[dict[str, Any]] | None = None
     cached_tokens: int | None = None  # of prompt_tokens, read from the service's prefix cache (when it said)
     cached_rate: float | None = None  # USD per million the cached tokens were priced at (None: unpriced)
+    # seconds spent waiting for a server that answers one request at a time (maps' local one), not in `seconds`
+    waited_s: float = 0.0
 
     def usage(self) -> CallUsage:
         """This call's usage as its transcript message records it (`truncated` and

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ._endpoints import Resolution as Resolution
     from ._endpoints import ResolvedModel as ResolvedModel
     from ._endpoints import embedded_team_setting as embedded_team_setting
+    from ._endpoints import max_tokens_key as max_tokens_key
     from ._endpoints import resolve_models as resolve_models
     from ._endpoints import step_lines as step_lines
     from ._options import Declared as Declared
@@ -106,6 +107,7 @@ _EXPORTS: dict[str, str] = {
     'defaults_dir': '_config',
     'derived_max_rounds': '_team',
     'embedded_team_setting': '_endpoints',
+    'max_tokens_key': '_endpoints',
     'lettered_option': '_roles',
     'load_config': '_config',
     'load_prompts': '_prompts',

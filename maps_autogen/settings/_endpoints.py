@@ -113,6 +113,10 @@ class ResolvedModel:
     top_p: float | None = None  # None: not sent
     seed: int | None = None  # None: not sent
     prompt_layout: str = "paper"  # "paper" | "shared_prefix" (role_inputs.build_request)
+    # What the server said of its context (the most tokens one request holds) and how it is raised:
+    # learnt before the first call (eval/context_fit.py), None when the server says nothing.
+    context_tokens: int | None = None
+    context_raise: str | None = None
 
     @property
     def shown_base_url(self) -> str | None:
@@ -373,14 +377,15 @@ def resolve_models(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -
     reasons: dict[str, str] = {}
     for role in loaded.team.config.names:
         resolved, why = _resolve_one(loaded, loaded.model_for(role), env, role)
-        models[role] = replace(resolved, max_tokens_key=_max_tokens_key(loaded, role, resolved))
+        models[role] = replace(resolved, max_tokens_key=max_tokens_key(loaded, role, resolved))
         reasons[resolved.endpoint_name] = why
     return Resolution(models=models, announcement=_announce(models, reasons))
 
 
-def _max_tokens_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> str:
+def max_tokens_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> str:
     """Where the `max_tokens` of `role`'s requests is set: its step's own model, the top-level
-    model, or (when it caps them) the local endpoint; with the file, for messages."""
+    model, or (when it caps them) the local endpoint (`model`'s endpoint); with the file, for
+    messages (a reply cut at its cap names it)."""
     team = loaded.team
     endpoint = loaded.config.endpoints.get(model.endpoint_name)
     choice = loaded.model_for(role)
