@@ -19,6 +19,7 @@ from inspect_ai import Task, task
 from maps_autogen._util import UsageError
 from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.options import METHODS
+from maps_autogen.inspect_tasks.local_model import check_model_given  # also registers --model maps/local
 from maps_autogen.inspect_tasks.samples import benchmark_dataset, benchmark_items
 from maps_autogen.inspect_tasks.solver import maps_solver, official_scorer
 from maps_autogen.problem import load_answer_formats
@@ -39,6 +40,7 @@ def maps_task(benchmark: str, *, data: str | None = None, method: str = "maps", 
               subsets: str | list[str] | None = None, rules: str = "current") -> Task:
     """One benchmark as an Inspect task: its rows as samples, the MAPS team (or a baseline) as
     the solver, its official-conformant scorer."""
+    check_model_given(f"maps_autogen/{benchmark}")
     if method not in METHODS:
         raise UsageError(f"unknown method '{method}'", fix=f"use one of: {', '.join(METHODS)}")
     loaded = load_config(Path(config) if config else None, team=Path(team) if team else None)
