@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ._endpoints import step_lines as step_lines
     from ._options import Declared as Declared
     from ._options import MergeOptions as MergeOptions
+    from ._options import ModelServerOptions as ModelServerOptions
     from ._options import Options as Options
     from ._options import ReportOptions as ReportOptions
     from ._options import ServeOptions as ServeOptions
@@ -81,6 +82,7 @@ _EXPORTS: dict[str, str] = {
     'LocalEndpoint': '_config',
     'MANAGER_NAME': '_roles',
     'MergeOptions': '_options',
+    'ModelServerOptions': '_options',
     'OpenAIEndpoint': '_config',
     'Options': '_options',
     'PROBLEM_FIELDS': '_team',
