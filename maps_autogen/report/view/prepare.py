@@ -332,9 +332,10 @@ def turn_of(
     )
 
 
-def event_of(record: EventRecord, team: TeamRecord, question: Any = None) -> Event:
+def event_of(record: EventRecord, team: TeamRecord, question: Any = None, options: tuple[str, ...] = ()) -> Event:
     """One event record (rollback, stop, a warning or an error); `question` is what an older
-    run's rollback, which recorded none, sent back (the reviewer's feedback)."""
+    run's rollback, which recorded none, sent back (the reviewer's feedback); a stop's final
+    answer naming one of the problem's `options` by its letter is shown with its text."""
     if isinstance(record, RollbackEvent):
         scores = ", ".join(f"{key} {value:g}" for key, value in record.scores.items())
         # Labelled by who sent it: the person at a pause, or the team's reviewer.
@@ -344,9 +345,8 @@ def event_of(record: EventRecord, team: TeamRecord, question: Any = None) -> Eve
         return Event(record.event, "rollback", "Rollback", None, number=record.number, step=record.step,
                      dimension=record.dimension, scores=scores, by=record.by, sender=sender, sent=sent)
     if isinstance(record, StopEvent):
-        return Event(
-            record.event, "stop", "Stopped", None, stop_reason=record.stop_reason, final_answer=record.final_answer
-        )
+        answer = answer_with_option(record.final_answer, options) if record.final_answer else record.final_answer
+        return Event(record.event, "stop", "Stopped", None, stop_reason=record.stop_reason, final_answer=answer)
     step = record.role if isinstance(record, (MaxTokensReachedEvent, ContentFilteredEvent)) else None
     labels = {
         "interpreter_skipped": "Image step skipped",
@@ -411,7 +411,7 @@ def transcript_items(records: Iterable[MessageRecord | EventRecord], threshold: 
             items.append(event_of(record, state.team,
                                   review.feedback_on(record.dimension) if older and review else None))
         else:
-            items.append(event_of(record, state.team))
+            items.append(event_of(record, state.team, options=state.options))
     return items
 
 
