@@ -181,12 +181,15 @@ def bounds(team: Team, items: Sequence[EvalItem], *, method: str, without: froze
     unpriced = sorted({model.model for model in team.resolution.models.values()
                        if model.price is None and model.kind != "local"})  # a model on this machine costs nothing
     critic = team.loaded.config.critic
-    passes = 1 if method != "maps" else 1 + critic.max_rollbacks
+    reviewer = team.loaded.team.config.reviewer
     totals = {name: [0.0, 0.0] for name in ("calls", "prompt", "completion", "seconds", "usd")}
     shown = measured(items, team.loaded.config.images.max_side)  # image sizes from the files' headers
     for problem in shown:
         calls = pass_calls(team, problem, method=method, without=without, baseline=baseline)
         caps = {call.role: call.model.max_tokens or 0 for call in calls}
+        # Rollbacks only where a review runs (not for a baseline, nor with the reviewer left out).
+        reviewed = reviewer is not None and any(call.role == reviewer.name for call in calls)
+        passes = 1 + critic.max_rollbacks if reviewed else 1
         for call in calls:
             price = call.model.price
             for index, (share, repeat) in enumerate(((TYPICAL_SHARE, 1), (1.0, passes))):
@@ -261,7 +264,9 @@ def announcement(team: Team, items: Sequence[EvalItem], *, method: str, without:
     if isinstance(found, str):
         lines.append(f"cost: unknown ({found}); time: unknown ({found})")
         return "\n".join(lines)
-    rollbacks = team.loaded.config.critic.max_rollbacks if method == "maps" else 0
+    reviewer = team.loaded.team.config.reviewer
+    reviewed = method == "maps" and reviewer is not None and reviewer.name not in without
+    rollbacks = team.loaded.config.critic.max_rollbacks if reviewed else 0
     how = (f"low: one pass, replies at {TYPICAL_SHARE:.0%} of max_tokens; high: replies at max_tokens and "
            f"{rollbacks} rollback(s) re-running every step")
     lines.append(

@@ -59,6 +59,9 @@ class EvalOptions(SettingsOptions):
     shard: Shard | None = option(
         None, "--shard", "Run shard i of n (1-based, e.g. 2/4); combine shards with maps merge.", kind="text",
         parse=Shard.parse, parsed=Shard, form="i/n", example="1/4", fixed_on_resume=True)
+    dry_run: bool = option(
+        False, "--dry-run", "Say what the run would call, cost and take (models, problems, calls and tokens per "
+        "problem, cost, time), then stop before the first call; nothing is written.", kind="flag")
     resume: Path | None = option(
         None, "--resume", "Continue an eval run folder: skip finished problems, retry failed ones.", kind="path")
     allow_change: bool = option(  # the manifest records each change

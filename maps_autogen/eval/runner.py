@@ -114,6 +114,7 @@ class EvalOutcome:
     interrupted: bool = False  # Ctrl-C or SIGTERM: the problems in flight were dropped, the rest is pending
     terminated: bool = False  # the interruption was a SIGTERM (exit code 143)
     notes: list[str] = field(default_factory=list)  # printed after the table (a mixed run, an old manifest)
+    dry_run: bool = False  # --dry-run: said what it would do, called nothing, wrote nothing
 
 
 class EvalRun:
@@ -210,7 +211,8 @@ class EvalRun:
             loaded_rows = load_rows(self.task, subsets, request.data, self.loaded)
         items = [item for _, item in loaded_rows]
         rows_by_pid = {str(item.pid): row for row, item in loaded_rows}  # handed to worker processes
-        cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
+        cache = (ResponseCache(request.runs_dir / ".cache" / "responses.sqlite")
+                 if request.cache and not request.dry_run else None)
         team = assemble_team(
             self.loaded, resolution=resolution, cache=cache, max_connections=max(64, request.concurrency)
         )
@@ -232,6 +234,12 @@ class EvalRun:
         team = fit_team(team, self.loaded, lambda: measured(selection.items, max_side, FITTED),
                         method=request.method or "maps", without=request.without, baseline=self._baseline(),
                         cache=cache, max_connections=max(64, request.concurrency))
+        if request.dry_run:  # what the run would call, cost and take; nothing called, nothing written
+            done = ResultsLog(eval_dir / RESULTS_FILE).finished_ids() if manifest is not None else set()
+            todo = [item for item in selection.items if item.pid not in done]
+            if self.announce is not None:
+                self.announce(self._announcement(team, todo))
+            return EvalOutcome(eval_dir, Summary(benchmark=self.task.name), "", False, len(todo), dry_run=True)
         if manifest is None:
             manifest = self._new_manifest(eval_dir, subsets, selection, team)
         else:

@@ -172,3 +172,36 @@ def test_the_time_and_the_calls_follow_their_stated_formula(tmp_path: Path) -> N
     said = announcement(team, items, method="maps", without=frozenset(), concurrency=4)
     longest = 10 * found.seconds[1] / 4  # ten problems, four in flight
     assert f"to {longest / 60:.1f} min (4 problems in flight, replies at 50 tokens/s per request: an assumed speed" in said
+
+
+def test_a_dry_run_says_what_the_run_would_do_and_calls_and_writes_nothing(tmp_path: Path) -> None:
+    data, _ = write_mathvista_jsonl(tmp_path / "mathvista", 3)
+    with FakeOpenAI() as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / "runs"), "--dry-run"],
+                          env=env, cwd=tmp_path)
+        assert server.received == []  # not one call
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "dry run: 3 problem(s) would run; nothing was called or written\n"
+    for said in ("maps eval: 3 problem(s), method maps", "per problem: ", "estimated cost: $", "estimated time: "):
+        assert said in result.stderr
+    assert not (tmp_path / "runs").exists()
+    quiet = run_maps(["eval", "mathvista", "--data", str(data), "--dry-run", "--quiet"], env=clean_env(), cwd=tmp_path)
+    assert quiet.returncode == 2 and "drop --quiet" in quiet.stderr
+
+
+def test_without_the_reviewer_no_rollback_is_counted(tmp_path: Path) -> None:
+    from maps_autogen.eval.estimate import announcement, bounds
+    from maps_autogen.orchestration._solving import assemble_team
+    from maps_autogen.problem._problem import Problem
+    from maps_autogen.problem._tasks import EvalItem
+    from maps_autogen.settings._config import load_config
+
+    problem = Problem(question="Which mass balances the lever?", options=("2 kg", "4 kg"))
+    items = [EvalItem(pid="1", subset="s", load_problem=lambda: problem, record={}, gold="A")]
+    env = {"OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    team = assemble_team(load_config(None, tmp_path), env)
+    found = bounds(team, items, method="maps", without=frozenset({"critic"}))
+    assert not isinstance(found, str) and found.calls == (3, 3)  # aligner, scholar, solver: once each
+    said = announcement(team, items, method="maps", without=frozenset({"critic"}))
+    assert "per problem: 3 to 3 calls" in said and "0 rollback(s)" in said
