@@ -34,9 +34,8 @@ def serve_command(**declared: Any) -> None:
         if server.supports_images:
             say(f"  maps solve --problem examples/lever/problem.yaml --model {server.model_name}")
         else:  # a text-only model: a note stands in for each image (docs/own-server.md)
-            say("  printf 'endpoints:\\n  openai: {vision: false}\\n' > text-only.yaml")
             say(f"  maps solve --problem examples/lever/problem.yaml --model {server.model_name} "
-                "--config text-only.yaml")
+                "--config examples/text-only.yaml")
         stopped = threading.Event()
         while server.is_alive():
             stopped.wait(1.0)

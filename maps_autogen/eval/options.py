@@ -42,7 +42,7 @@ class EvalOptions(SettingsOptions):
     method: str | None = option(  # None: maps for a new run, the manifest's on --resume
         None, "--method", "maps (default), or a single-call baseline.", kind="choice", choices=METHODS)
     without: frozenset[str] = option(
-        frozenset(), "--without", "Ablate a step of the team (repeatable), e.g. scholar; README: Changing the team.",
+        frozenset(), "--without", "Ablate a step of the team (repeatable), e.g. scholar; docs/team.md.",
         kind="names", metavar="STEP", distinct=True)
     concurrency: int = option(
         8, "--concurrency", "Problems in flight at once.", kind="whole", low=1, high=MAX_CONCURRENCY)

@@ -412,7 +412,7 @@ class SolveOptions(SettingsOptions):
     """What `maps solve` (and `maps_autogen.solve`) runs a problem with."""
 
     without: frozenset[str] = option(
-        frozenset(), "--without", "Leave a step out (repeatable); README: Changing the team.", kind="names",
+        frozenset(), "--without", "Leave a step out (repeatable); docs/team.md.", kind="names",
         metavar="STEP", distinct=True)
     runs_dir: Path = option(Path("runs"), "--runs-dir", "Where run folders go.", kind="path", example="runs")
     allow_private_urls: bool = option(

@@ -38,14 +38,14 @@ def test_maps_serve_says_the_context_and_the_lines_that_use_it(tmp_path: Path) -
                          r"GET /props, default_generation_settings\.n_ctx\); Ctrl-C stops it", first)
         assert found, first + server.stderr.read() if server.poll() is not None else first
         url = found.group(1)
-        lines = [server.stdout.readline().strip() for _ in range(4)]
+        lines = [server.stdout.readline().strip() for _ in range(3)]
         assert lines[1] == f"export OPENAI_BASE_URL={url}"
-        assert lines[3] == "maps solve --problem examples/lever/problem.yaml --model smol --config text-only.yaml"
-        # the printed lines, as written, reach it: its context is read before the first call, and a
-        # team whose requests cannot fit 1,024 tokens is refused with the fix, nothing sent
-        subprocess.run(["bash", "-c", lines[2]], cwd=tmp_path, check=True)
+        assert lines[2] == "maps solve --problem examples/lever/problem.yaml --model smol --config examples/text-only.yaml"
+        # the printed lines, as written from the repository's root, reach it: its context is read
+        # before the first call, and a team whose requests cannot fit 1,024 tokens is refused with
+        # the fix, nothing sent
         (tmp_path / "examples").symlink_to(REPO / "examples")
-        solve = run_maps(lines[3].split()[1:], env=clean_env(OPENAI_BASE_URL=url), cwd=tmp_path)
+        solve = run_maps(lines[2].split()[1:], env=clean_env(OPENAI_BASE_URL=url), cwd=tmp_path)
         assert solve.returncode == 2, solve.stderr
         (error,) = solve.stderr.splitlines()
         assert "serves smol with a 1,024-token context (said by llama.cpp's GET /props" in error

@@ -1,6 +1,7 @@
 """Set-up that says what it does: every phase of scripts/setup*.sh that installs something first
-says what, where and how big (pip and apt-get are quiet meanwhile), and every test file the
-scripts, the docs and the README name exists."""
+says what, where and how big (pip and apt-get are quiet meanwhile), the README says what `make
+test` installs, system packages included, and how long it takes, and every test file the scripts,
+the docs and the README name exists."""
 
 from __future__ import annotations
 
@@ -39,6 +40,13 @@ def test_every_install_is_announced_with_its_size_before_it_runs() -> None:
             elif INSTALLS.search(statement) and "--upgrade pip" not in statement and not SIZE.search(said):
                 unannounced.append(f"{script.name}:{number}: {statement}")
     assert not unannounced, "\n".join(unannounced)
+
+
+def test_the_readme_says_what_make_test_installs_and_how_long_it_takes() -> None:
+    readme = (REPO / "README.md").read_text()
+    head = readme[: readme.index("\n## ", readme.index("make test"))]  # the part before the first section
+    for said in ("Chromium", "Slurm", "MUNGE", "LiteLLM", "740 MB", "minutes"):
+        assert said in head, said
 
 
 def named_test_paths(text: str) -> set[str]:
