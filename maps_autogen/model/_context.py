@@ -10,7 +10,8 @@ Where servers say it (their documented shapes, read from their source):
   the server's `--ctx-size` divided among its `--parallel` slots), and `meta.n_ctx` on the
   model's entry of `GET /v1/models` (the same figure, per slot).
 Other services (OpenAI, gateways) say nothing there: the context is then unknown, and nothing is
-fitted to it. Every answer is untrusted: bounded in size, shape-checked, a whole number in range.
+fitted to it (OpenAI's own API is not asked at all, and a server that does not answer is asked
+once: its first call says why). Every answer is untrusted: bounded in size, shape-checked, a whole number in range.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ FITTED_KEY = "--max-tokens (maps fitted every step's max_tokens to the server's 
 #: round in a loop (ordinary text compresses to a third or more; a loop to a few percent).
 REPEAT_TAIL = 2000
 REPEAT_RATIO = 0.08
+#: Services whose answers say no context window (OpenAI's models list has none): not asked.
+SILENT = frozenset({"https://api.openai.com/v1"})
 #: A request header naming what a probe is for (gateways and our tests can tell it from a call).
 PROBE_HEADER = "X-Maps-Probe"
 
@@ -195,15 +198,22 @@ def context_in_props(body: Any) -> ServerContext | None:
     return None
 
 
+class _Unreachable(Exception):
+    """The server did not answer at all (no connection, no answer in time)."""
+
+
 def _get_json(http: httpx.Client, url: str, headers: dict[str, str]) -> Any:
     """A GET's JSON answer (bounded), or None for anything else: an error status, a redirect (never
-    followed: the key would go elsewhere), no answer in time, a body that is not JSON."""
+    followed: the key would go elsewhere), a body that is not JSON; _Unreachable when the server
+    did not answer at all."""
     try:
         with http.stream("GET", url, headers=headers, timeout=PROBE_TIMEOUT_S) as response:
             if response.status_code != 200:
                 return None
             raw = read_capped(response.iter_bytes(), PROBE_BYTES)
-    except httpx.HTTPError:
+    except httpx.HTTPError as error:
+        if isinstance(error, (httpx.TransportError, httpx.TimeoutException)):
+            raise _Unreachable() from None
         return None
     if raw is None:
         return None
@@ -220,12 +230,17 @@ def read_server_context(http: httpx.Client, base_url: str, model: str,
     `GET <root>/props` (root: `base_url` without its /v1); None when neither says. Asked anew for
     every run (a server restarted with another context is read as it is), each answer bounded,
     none followed elsewhere."""
+    if base_url.rstrip("/") in SILENT:
+        return None
     asked = {**headers, PROBE_HEADER: "context"}
     base = base_url.rstrip("/")
-    found = context_in_models(_get_json(http, f"{base}/models", asked), model)
-    if found is None or found.server != "vllm":
-        root = base[: -len("/v1")] if base.endswith("/v1") else base
-        found = context_in_props(_get_json(http, f"{root}/props", asked)) or found
+    try:
+        found = context_in_models(_get_json(http, f"{base}/models", asked), model)
+        if found is None or found.server != "vllm":
+            root = base[: -len("/v1")] if base.endswith("/v1") else base
+            found = context_in_props(_get_json(http, f"{root}/props", asked)) or found
+    except _Unreachable:  # nothing answers (or not in time): the first call says why, not this
+        return None
     return found
 
 

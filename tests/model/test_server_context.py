@@ -140,3 +140,17 @@ def test_a_reply_going_round_in_a_loop_is_not_told_to_raise_max_tokens() -> None
     assert repeating(loop)
     prose = " ".join(f"Step {n}: the torque about the pivot is {n * 0.37:.3f} N m at {n * 11 % 97} cm." for n in range(80))
     assert not repeating(prose) and not repeating("short")
+
+
+def test_openais_api_is_not_asked_and_a_silent_server_is_asked_once() -> None:
+    asked: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(str(request.url))
+        raise httpx.ConnectTimeout("no answer", request=request)
+
+    http = httpx.Client(transport=httpx.MockTransport(handler))
+    assert read_server_context(http, "https://api.openai.com/v1", "gpt-4o", {}) is None
+    assert asked == []  # OpenAI's models list says no context: not asked at all
+    assert read_server_context(http, "http://10.0.0.9:8000/v1", "m", {}) is None
+    assert asked == ["http://10.0.0.9:8000/v1/models"]  # no answer: /props is not asked too
