@@ -77,8 +77,8 @@ class ServerContext:
         return RAISE_CONTEXT.get(self.server, "give the server a larger context")
 
     def describe(self) -> str:
-        """"a 4,096-token context (said by llama.cpp's GET /props, ...)"."""
-        return f"a {self.tokens:,}-token context (said by {self.source})"
+        """"a context of 4,096 tokens per request (said by llama.cpp's GET /props, ...)"."""
+        return f"a context of {self.tokens:,} tokens per request (said by {self.source})"
 
 
 def exceeds_context(detail: str) -> bool:

@@ -48,7 +48,7 @@ def test_maps_serve_says_the_context_and_the_lines_that_use_it(tmp_path: Path) -
         solve = run_maps(lines[2].split()[1:], env=clean_env(OPENAI_BASE_URL=url), cwd=tmp_path)
         assert solve.returncode == 2, solve.stderr
         (error,) = solve.stderr.splitlines()
-        assert "serves smol with a 1,024-token context (said by llama.cpp's GET /props" in error
+        assert "serves smol with a context of 1,024 tokens per request (said by llama.cpp's GET /props" in error
         assert "--ctx-size" in error and not (tmp_path / "runs").exists()
     finally:
         server.send_signal(signal.SIGTERM)

@@ -221,7 +221,7 @@ def test_a_small_context_on_llama_cpp_is_read_and_the_budgets_fit_it(tmp_path: P
     assert result.returncode == 0, result.stderr
     # read from the server itself before the first call, and said with the cap and how to raise it
     said = next(line for line in result.stderr.splitlines() if "max_tokens capped at" in line)
-    assert "with a 2,048-token context (said by llama.cpp's GET /props, default_generation_settings.n_ctx)" in said
+    assert "with a context of 2,048 tokens per request (said by llama.cpp's GET /props, default_generation_settings.n_ctx)" in said
     assert "--ctx-size" in said
     cap = int(said.split("max_tokens capped at ")[1].split()[0])
     turns = [r for r in transcript(runs) if r.get("usage")]
@@ -238,7 +238,7 @@ def test_budgets_chosen_that_cannot_fit_stop_before_the_first_call(tmp_path: Pat
                        "--max-tokens", "1500"], env=clean_env(), cwd=tmp_path, timeout=300)
     assert result.returncode == 2
     line = one_error(result)
-    assert "2,048-token context" in line and "max_tokens 1500 for every step does not fit" in line
+    assert "a context of 2,048 tokens per request" in line and "max_tokens 1500 for every step does not fit" in line
     assert "pass --max-tokens " in line
     assert not runs.exists()  # no run started: no call made
 

@@ -51,7 +51,7 @@ def test_a_4096_token_slot_gets_budgets_every_request_fits_in(tmp_path: Path) ->
     with FakeOpenAI(answered(), props=llama_props(4096)) as server:
         result = solve(server, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "with a 4,096-token context (said by llama.cpp's GET /props, default_generation_settings.n_ctx)" in result.stderr
+    assert "with a context of 4,096 tokens per request (said by llama.cpp's GET /props, default_generation_settings.n_ctx)" in result.stderr
     line = next(line for line in result.stderr.splitlines() if "max_tokens capped at" in line)
     cap = int(line.split("max_tokens capped at ")[1].split()[0])
     assert 256 <= cap < 2048 and "was: interpreter 3072, aligner 3072, scholar 4096, solver 8192" in line
@@ -78,7 +78,7 @@ def test_a_context_too_small_for_any_reply_stops_before_the_first_call(tmp_path:
         assert server.received == []  # not one call
     assert result.returncode == 2
     error = one_error(result)
-    assert "1,024-token context" in error and "--ctx-size" in error and "--without STEP" in error
+    assert "a context of 1,024 tokens per request" in error and "--ctx-size" in error and "--without STEP" in error
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
@@ -103,7 +103,7 @@ def test_vllms_max_model_len_fits_an_eval_and_its_manifest_records_what_is_sent(
         result = run_maps(["eval", "custom", "--data", str(REPO / "examples" / "bench.jsonl"), "--runs-dir",
                            str(tmp_path / "runs")], env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "4,096-token context (said by vLLM's max_model_len in GET /v1/models)" in result.stderr
+    assert "a context of 4,096 tokens per request (said by vLLM's max_model_len in GET /v1/models)" in result.stderr
     assert "--max-model-len" in result.stderr
     caps = {request.body["max_tokens"] for request in server.received}
     assert len(caps) == 1 and next(iter(caps)) < 2048
