@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         MapsError,
         MergeOptions,
         MergeOutcome,
+        ModelServerOptions,
         Problem,
         Report,
         ReportOptions,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         read_summary,
         read_transcript,
         score,
+        serve_model,
         serve_view,
         solve,
         write_report,
@@ -51,10 +53,10 @@ if TYPE_CHECKING:
     __version__: str
 
 __all__ = ["ChatRecord", "EffectiveConfig", "EvalOptions", "EvalOutcome", "HumanDecision", "HumanState", "MapsError",
-           "MergeOptions", "MergeOutcome", "Problem", "Report", "ReportOptions", "ScoreOptions", "ScoreReport",
-           "ServeOptions", "SettingsOptions", "SolveOptions", "SolveResult", "ViewOptions", "ViewServer",
+           "MergeOptions", "MergeOutcome", "ModelServerOptions", "Problem", "Report", "ReportOptions", "ScoreOptions",
+           "ScoreReport", "ServeOptions", "SettingsOptions", "SolveOptions", "SolveResult", "ViewOptions", "ViewServer",
            "__version__", "effective_config", "evaluate", "load_problem", "load_settings", "merge", "read_manifest",
-           "read_results", "read_run", "read_summary", "read_transcript", "score", "serve_view", "solve",
+           "read_results", "read_run", "read_summary", "read_transcript", "score", "serve_model", "serve_view", "solve",
            "write_report", "write_view"]
 
 

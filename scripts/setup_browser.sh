@@ -43,7 +43,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
-echo "setup_browser: installing Chromium (${SUDO:+sudo }apt-get install chromium fonts-dejavu-core) for the viewer's browser tests (tests/report/test_view.py); \`maps\` itself never needs it" >&2
+echo "setup_browser: installing Chromium system-wide (${SUDO:+sudo }apt-get install chromium fonts-dejavu-core: about 300 MB with its libraries, a minute or two) for the viewer's browser tests (tests/report/test_view.py); \`maps\` itself never needs it" >&2
 
 # No recommends: they pull in desktop services (avahi, cups, systemd) the headless tests never use.
 # A font package keeps the screenshots readable on minimal images.

@@ -8,10 +8,14 @@ cd "$(dirname "$0")/.."
 
 LITELLM_VERSION="1.106.12"
 PYTHON="${PYTHON:-python3}"
+if .venv-litellm/bin/python -c "import importlib.metadata as m, sys; sys.exit(m.version('litellm') != '$LITELLM_VERSION')" 2>/dev/null; then
+  exit 0  # installed: nothing to say
+fi
+echo "setup_litellm: installing LiteLLM $LITELLM_VERSION with its proxy into .venv-litellm (its own environment," \
+     "about 740 MB on disk, about 45 s) for the gateway tests (tests/e2e/test_real_servers.py); \`maps\` itself never" \
+     "needs it" >&2
 if [ ! -x .venv-litellm/bin/python ]; then
   "$PYTHON" -m venv .venv-litellm
 fi
-if ! .venv-litellm/bin/python -c "import importlib.metadata as m, sys; sys.exit(m.version('litellm') != '$LITELLM_VERSION')" 2>/dev/null; then
-  .venv-litellm/bin/python -m pip install --quiet --upgrade pip
-  .venv-litellm/bin/python -m pip install --quiet "litellm[proxy]==$LITELLM_VERSION"
-fi
+.venv-litellm/bin/python -m pip install --quiet --upgrade pip
+.venv-litellm/bin/python -m pip install --quiet "litellm[proxy]==$LITELLM_VERSION"

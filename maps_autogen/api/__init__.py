@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ._api import MapsError as MapsError
     from ._api import MergeOptions as MergeOptions
     from ._api import MergeOutcome as MergeOutcome
+    from ._api import ModelServerOptions as ModelServerOptions
     from ._api import Problem as Problem
     from ._api import Report as Report
     from ._api import ReportOptions as ReportOptions
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from ._api import read_summary as read_summary
     from ._api import read_transcript as read_transcript
     from ._api import score as score
+    from ._api import serve_model as serve_model
     from ._api import serve_view as serve_view
     from ._api import solve as solve
     from ._api import write_report as write_report
@@ -60,6 +62,7 @@ _EXPORTS: dict[str, str] = {
     'ReportOptions': '_api',
     'ScoreOptions': '_api',
     'ScoreReport': '_api',
+    'ModelServerOptions': '_api',
     'ServeOptions': '_api',
     'SettingsOptions': '_api',
     'SolveOptions': '_api',
@@ -77,6 +80,7 @@ _EXPORTS: dict[str, str] = {
     'read_summary': '_api',
     'read_transcript': '_api',
     'score': '_api',
+    'serve_model': '_api',
     'serve_view': '_api',
     'solve': '_api',
     'write_report': '_api',

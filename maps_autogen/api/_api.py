@@ -49,6 +49,7 @@ from maps_autogen.scoring import ScoreOptions, ScoreReport
 from maps_autogen.settings import (
     LoadedConfig,
     MergeOptions,
+    ModelServerOptions,
     ReportOptions,
     ServeOptions,
     SettingsOptions,
@@ -61,6 +62,7 @@ from maps_autogen.settings import (
 if TYPE_CHECKING:
     from maps_autogen.eval.merge import MergeOutcome
     from maps_autogen.eval.runner import EvalOutcome
+    from maps_autogen.model.local.server import LocalServer
     from maps_autogen.orchestration import ChatOutcome, Observer, SolveResult
     from maps_autogen.records import Evaluation
     from maps_autogen.report import Report
@@ -69,11 +71,11 @@ if TYPE_CHECKING:
 
 # MapsError: the base of every error these functions raise (`except maps_autogen.MapsError`).
 __all__ = ["ChatRecord", "EffectiveConfig", "EvalOptions", "EvalOutcome", "HumanDecision", "HumanState", "MapsError",
-           "MergeOptions", "MergeOutcome", "Problem", "Report", "ReportOptions", "ScoreOptions", "ScoreReport",
-           "ServeOptions", "SettingsOptions", "SolveOptions", "SolveResult", "ViewOptions", "ViewServer",
+           "MergeOptions", "MergeOutcome", "ModelServerOptions", "Problem", "Report", "ReportOptions", "ScoreOptions",
+           "ScoreReport", "ServeOptions", "SettingsOptions", "SolveOptions", "SolveResult", "ViewOptions", "ViewServer",
            "effective_config", "evaluate", "load_problem", "load_settings", "merge", "read_manifest", "read_results",
-           "read_run", "read_summary", "read_transcript", "score", "serve_view", "solve", "write_report",
-           "write_view"]
+           "read_run", "read_summary", "read_transcript", "score", "serve_model", "serve_view", "solve",
+           "write_report", "write_view"]
 
 # ChatRecord: what a chat hands its observers as it goes, typed (chat_records.py): each finished
 # turn (`MessageRecord`, the opening task message included), each event between turns (an
@@ -262,12 +264,14 @@ def _solve(problem: Problem, loaded: LoadedConfig, options: SolveOptions, *,
     with image_limits(ImageLimits.of(loaded.config.limits)):
         problem = problem.fitted(loaded.config.images.max_side)
     evaluate_answer = gold_scorer(problem, where="the problem")
-    assembled = assemble_team(loaded)
+    from maps_autogen.eval.context_fit import fit_team
+    from maps_autogen.eval.estimate import shown_of
+
+    # Reply budgets every request fits in, on a server that says its context: before the first call.
+    assembled = fit_team(assemble_team(loaded), loaded, [shown_of(problem)], method="maps", without=options.without)
     if announce is not None:
         announce(assembled.announcement)
-        estimate = expected_time(assembled)
-        if estimate:
-            announce(estimate)
+        announce(expected_time(assembled, has_images=bool(problem.images), without=options.without))
     run_id = new_run_id("solve")
     if on_ready is not None:
         on_ready(options.runs_dir / run_id)
@@ -420,6 +424,33 @@ def serve_view(*, options: ServeOptions) -> ViewServer:
 
     kind_of(options.run)
     return ViewServer(options.run, host=options.host, port=options.port)
+
+
+@takes(ModelServerOptions)
+def serve_model(*, options: ModelServerOptions) -> LocalServer:
+    """llama.cpp's OpenAI-compatible server on a GGUF model file, as `maps serve` starts it, from
+    the xllamacpp wheel maps installs (nothing to build): on 127.0.0.1 at `port`, with `ctx_size`
+    tokens of context shared by `parallel` slots. Returns the running server (its `base_url`,
+    `model_name`, `log_path`; `stop()` ends it), in a child process that never outlives this one.
+    A missing or broken model file is a UsageError; a server that cannot start, a LocalModelError
+    naming its log."""
+    from maps_autogen.model.local.gguf import GGUFFormatError, read_gguf_info
+    from maps_autogen.model.local.server import LocalServer
+    from maps_autogen.model.local.settings import LocalModelSettings
+
+    for path, what in ((options.model, "model"), (options.mmproj, "--mmproj")):
+        if path is None:
+            continue
+        if not path.is_file():
+            raise UsageError(f"{what} file {path} does not exist", fix="give the path of a GGUF file")
+        try:
+            read_gguf_info(path)
+        except (GGUFFormatError, OSError) as error:
+            raise UsageError(f"{what} file {path} is not a readable GGUF model: {error}",
+                             fix="give the path of a GGUF file, llama.cpp's format") from None
+    return LocalServer(LocalModelSettings(
+        model_path=options.model, mmproj_path=options.mmproj, n_ctx=options.ctx_size, n_threads=options.threads,
+        port=options.port or None, model_name=options.alias, n_parallel=options.parallel))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from maps_autogen.cli.eval import eval_command
 from maps_autogen.cli.merge import merge
 from maps_autogen.cli.report import report
 from maps_autogen.cli.score import score
+from maps_autogen.cli.serve import serve_command
 from maps_autogen.cli.shared import FROM_ENVIRONMENT, SafetySwitch, say
 from maps_autogen.cli.solve import solve
 from maps_autogen.cli.view import view
@@ -44,7 +45,7 @@ def cli() -> None:
     _ignored_safety_variables()
 
 
-for _command in (solve, score, eval_command, config_command, merge, report, view):
+for _command in (solve, score, eval_command, config_command, merge, report, view, serve_command):
     cli.add_command(_command)
 
 

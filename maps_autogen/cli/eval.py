@@ -36,6 +36,10 @@ def eval_command(quiet: bool, live_view: bool, human: bool, **declared: Any) -> 
         raise UsageError("maps eval never waits on a person: --human is for maps solve",
                          fix="drop --human; to steer one problem yourself, run maps solve --human on it")
     chosen = EvalOptions.from_cli(declared)
+    if chosen.dry_run and quiet:
+        from maps_autogen._util import UsageError
+
+        raise UsageError("--dry-run prints what the run would do, which --quiet silences", fix="drop --quiet")
     if chosen.resume is not None:
         _refuse_selection_on_resume()
     from maps_autogen._util import RunInterrupted, RunTerminated, ServiceError
@@ -49,6 +53,9 @@ def eval_command(quiet: bool, live_view: bool, human: bool, **declared: Any) -> 
         )
     finally:
         stop_viewers(viewers)
+    if outcome.dry_run:
+        click.echo(f"dry run: {outcome.ran} problem(s) would run; nothing was called or written")
+        return
     say(outcome.table)
     for note in outcome.notes:
         say(f"note: {note}")

@@ -13,7 +13,7 @@ from maps_autogen.settings import SolveOptions
 
 if TYPE_CHECKING:
     from maps_autogen.orchestration import HumanDesk
-    from maps_autogen.report import LiveConsole
+    from maps_autogen.report import LiveConsole, ProgressLines
     from maps_autogen.report.view.server import ViewServer
 
 
@@ -58,7 +58,7 @@ def solve(images: tuple[str, ...], question: str | None, context: str, options: 
     from maps_autogen.api import load_problem, load_settings
     from maps_autogen.api._api import _solve
     from maps_autogen.problem import ImageLimits, build_problem, image_limits, private_urls_allowed
-    from maps_autogen.report import LiveConsole
+    from maps_autogen.report import LiveConsole, ProgressLines
 
     if problem_file is not None and (question or images or options or context):
         raise ProblemError(
@@ -80,7 +80,11 @@ def solve(images: tuple[str, ...], question: str | None, context: str, options: 
         from maps_autogen.orchestration import HumanDesk
 
         desk = HumanDesk(terminal=sys.stdin, page=live_view, wait_s=loaded.config.human.wait_s)
-    live = None if (quiet or as_json) else LiveConsole(options=problem.options)
+    live: LiveConsole | ProgressLines | None = None
+    if as_json:  # standard output holds the JSON alone; standard error says how the run goes
+        live = ProgressLines(sys.stderr)
+    elif not quiet:
+        live = LiveConsole(options=problem.options)
     viewers: list[ViewServer] = []
     try:
         result = _solve(
@@ -112,7 +116,7 @@ def solve(images: tuple[str, ...], question: str | None, context: str, options: 
         )
 
 
-def _ready(run_dir: Path, live: LiveConsole | None, viewers: list[ViewServer] | None,
+def _ready(run_dir: Path, live: LiveConsole | ProgressLines | None, viewers: list[ViewServer] | None,
            human: HumanDesk | None) -> None:
     """A solve's run folder exists: the terminal's live view plans its estimate from it, and
     `--view` serves it (with `human`, the page answers the chat's pauses too)."""

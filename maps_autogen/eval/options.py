@@ -45,7 +45,7 @@ class EvalOptions(SettingsOptions):
     method: str | None = option(  # None: maps for a new run, the manifest's on --resume
         None, "--method", "maps (default), or a single-call baseline.", kind="choice", choices=METHODS)
     without: frozenset[str] = option(
-        frozenset(), "--without", "Ablate a step of the team (repeatable), e.g. scholar; README: Changing the team.",
+        frozenset(), "--without", "Ablate a step of the team (repeatable), e.g. scholar; docs/team.md.",
         kind="names", metavar="STEP", distinct=True)
     concurrency: int | None = option(  # None: CONCURRENCY, or with --batch every problem (eval/batching.py)
         None, "--concurrency", f"Problems in flight at once (default {CONCURRENCY}; with --batch, every problem of "
@@ -67,6 +67,9 @@ class EvalOptions(SettingsOptions):
     shard: Shard | None = option(
         None, "--shard", "Run shard i of n (1-based, e.g. 2/4); combine shards with maps merge.", kind="text",
         parse=Shard.parse, parsed=Shard, form="i/n", example="1/4", fixed_on_resume=True)
+    dry_run: bool = option(
+        False, "--dry-run", "Say what the run would call, cost and take (models, problems, calls and tokens per "
+        "problem, cost, time), then stop before the first call; nothing is written.", kind="flag")
     resume: Path | None = option(
         None, "--resume", "Continue an eval run folder: skip finished problems, retry failed ones.", kind="path")
     allow_change: bool = option(  # the manifest records each change

@@ -129,6 +129,7 @@ class ProblemRunner:
                 max_tokens_reached=sorted(
                     {call.role for call in outcome.calls if call.completion.finish_reason == "length"}
                 ),
+                waited=sum(call.completion.waited_s for call in outcome.calls),
                 # False: the answer step's last allowed reply never parsed and its text was scored.
                 solver_parsed=outcome.solver_answer.parsed if outcome.solver_answer else None,
                 chat=True,
@@ -151,9 +152,11 @@ class ProblemRunner:
                 usage_by_role={self.method: baseline.role_usage()},
                 models=models_sent([(self.method, completion)] if completion else []),
                 max_tokens_reached=[self.method] if completion and completion.finish_reason == "length" else [],
+                waited=completion.waited_s if completion else 0.0,
             )
             run_json = problem_dir
-        seconds = round(time.monotonic() - started, 3)
+        # The problem's own time: the waits for a one-slot server, while other problems' calls ran, left out.
+        seconds = round(max(0.0, time.monotonic() - started - ran.waited), 3)
         if error:
             return self._row(item, ran, status="failed", response=None, verdict=None, seconds=seconds,
                              error=error), failure
@@ -193,6 +196,8 @@ class ProblemRunner:
             run_dir=f"{PROBLEMS_DIR}/{safe_component(item.pid)}",
             scoring=item.record,
         )
+        if ran.waited:
+            row = row.model_copy(update={"waited_seconds": round(ran.waited, 3)})
         if ran.chat:  # a baseline has no answer step whose reply is parsed
             row = row.model_copy(update={"solver_parsed": ran.solver_parsed})
         if verdict is not None:
@@ -216,6 +221,7 @@ class _Ran:
     max_tokens_reached: list[str]
     solver_parsed: bool | None = None  # whether the answer step's reply parsed (None: it gave none)
     chat: bool = False  # a MAPS chat's (False: a baseline call's)
+    waited: float = 0.0  # seconds its calls waited for a one-slot server (not the problem's own time)
 
 
 def annotate_run(run_dir: Path, evaluation: Evaluation) -> None:

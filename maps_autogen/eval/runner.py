@@ -35,10 +35,11 @@ from maps_autogen._util import (
     exit_on_second_interrupt,
     signals_deferred,
 )
-from maps_autogen.eval.baselines import load_baseline_prompts
+from maps_autogen.eval.baselines import BaselinePrompt, load_baseline_prompts
 from maps_autogen.eval.batching import EvalBatches, batch_tally, check_batch, open_batches, problems_in_flight
+from maps_autogen.eval.context_fit import fit_team
 from maps_autogen.eval.environment import git_commit, versions
-from maps_autogen.eval.estimate import announcement
+from maps_autogen.eval.estimate import announcement, measured
 from maps_autogen.eval.options import EvalOptions, check_request, compared_options
 from maps_autogen.eval.problem_run import ProblemRunner
 from maps_autogen.eval.processes import (
@@ -97,6 +98,9 @@ from maps_autogen.settings import LoadedConfig, plan_chat, resolve_models
 
 logger = logging.getLogger(__name__)
 
+#: The problems whose prompts the reply budgets are fitted to (evenly spread; eval/context_fit.py).
+FITTED = 200
+
 
 @dataclass
 class EvalOutcome:
@@ -111,6 +115,7 @@ class EvalOutcome:
     interrupted: bool = False  # Ctrl-C or SIGTERM: the problems in flight were dropped, the rest is pending
     terminated: bool = False  # the interruption was a SIGTERM (exit code 143)
     notes: list[str] = field(default_factory=list)  # printed after the table (a mixed run, an old manifest)
+    dry_run: bool = False  # --dry-run: said what it would do, called nothing, wrote nothing
 
 
 class EvalRun:
@@ -209,7 +214,8 @@ class EvalRun:
             loaded_rows = load_rows(self.task, subsets, request.data, self.loaded)
         items = [item for _, item in loaded_rows]
         rows_by_pid = {str(item.pid): row for row, item in loaded_rows}  # handed to worker processes
-        cache = ResponseCache(request.runs_dir / ".cache" / "responses.sqlite") if request.cache else None
+        cache = (ResponseCache(request.runs_dir / ".cache" / "responses.sqlite")
+                 if request.cache and not request.dry_run else None)
         team = assemble_team(
             self.loaded, resolution=resolution, cache=cache, max_connections=max(64, problems_in_flight(request))
         )
@@ -219,7 +225,6 @@ class EvalRun:
         if manifest is None:
             selection = select_items(items, subsets, sample=request.sample, seed=request.sample_seed,
                                      limit=request.limit, shard=request.shard)
-            manifest = self._new_manifest(eval_dir, subsets, selection, team)
         else:
             wanted = set(manifest.ids)
             selection = Selection([item for item in items if item.pid in wanted], dict(manifest.sampled))
@@ -229,6 +234,20 @@ class EvalRun:
                     f"the data no longer has {len(missing)} problem(s) of this run, e.g. {sorted(missing, key=str)[0]}",
                     fix="resume with the same --data",
                 )
+        # Reply budgets every request fits in, on a server that says its context (before the manifest records them).
+        max_side = self.loaded.config.images.max_side
+        team = fit_team(team, self.loaded, lambda: measured(selection.items, max_side, FITTED),
+                        method=request.method or "maps", without=request.without, baseline=self._baseline(),
+                        cache=cache, max_connections=max(64, problems_in_flight(request, len(selection.items))))
+        if request.dry_run:  # what the run would call, cost and take; nothing called, nothing written
+            done = ResultsLog(eval_dir / RESULTS_FILE).finished_ids() if manifest is not None else set()
+            todo = [item for item in selection.items if item.pid not in done]
+            if self.announce is not None:
+                self.announce(self._announcement(team, todo))
+            return EvalOutcome(eval_dir, Summary(benchmark=self.task.name), "", False, len(todo), dry_run=True)
+        if manifest is None:
+            manifest = self._new_manifest(eval_dir, subsets, selection, team)
+        else:
             # a refused change is refused here: before any model call
             manifest, notes = resume_under(
                 manifest,
@@ -346,13 +365,18 @@ class EvalRun:
             git_commit=git_commit(),
         ).model_copy(update=self._described(team))
 
-    def _announcement(self, team: Team, todo: Sequence[EvalItem]) -> str:
+    def _baseline(self) -> BaselinePrompt | None:
+        """The baseline method's prompt (None for maps)."""
         method = self.request.method or "maps"
-        baseline = None
-        if method != "maps":
-            baseline = load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts))[method]
-        return announcement(team, todo, method=method, without=self.request.without, baseline=baseline,
-                            batch=problems_in_flight(self.request, len(todo)) if self.request.batch else None)
+        if method == "maps":
+            return None
+        return load_baseline_prompts(self.loaded.resolve(self.loaded.config.baseline_prompts))[method]
+
+    def _announcement(self, team: Team, todo: Sequence[EvalItem]) -> str:
+        request = self.request
+        return announcement(team, todo, method=request.method or "maps", without=request.without,
+                            baseline=self._baseline(), concurrency=problems_in_flight(request, len(todo)),
+                            batch=problems_in_flight(request, len(todo)) if request.batch else None)
 
     # ----- running ----------------------------------------------------------------------
     def _pool(self, todo: list[EvalItem], team: Team, eval_dir: Path, rows: Mapping[str, Row],

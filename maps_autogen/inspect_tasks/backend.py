@@ -82,13 +82,15 @@ def _content(content: Any) -> str | list[Content]:
 def generate_config(model: ResolvedModel, role: str, schema_name: str | None,
                     schema: dict[str, Any] | None) -> GenerateConfig:
     """The step's sampling settings from the team config, its JSON reply schema (JSON mode
-    `schema`) and the X-Maps-Role header our own client sends too."""
+    `schema`), the X-Maps-Role header our own client sends too, and the server's own settings
+    (`extra_body`: the local model's repeat penalty)."""
     response_schema = None
     if schema is not None and model.json_mode == "schema":
         response_schema = ResponseSchema(name=schema_name or "reply", json_schema=JSONSchema.model_validate(schema),
                                          strict=True)
     return GenerateConfig(max_tokens=model.max_tokens, temperature=model.temperature, top_p=model.top_p,
-                          seed=model.seed, response_schema=response_schema, extra_headers={"X-Maps-Role": role})
+                          seed=model.seed, response_schema=response_schema, extra_headers={"X-Maps-Role": role},
+                          extra_body=dict(model.extra_body) or None)
 
 
 def with_whole_schema(inspect_model: Model, config: GenerateConfig, schema_name: str | None,

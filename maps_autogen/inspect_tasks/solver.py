@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from inspect_ai.log import transcript
@@ -36,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from maps_autogen._util import ServiceError, redact
 from maps_autogen.eval.baselines import BaselinePrompt, baseline_request
 from maps_autogen.inspect_tasks.backend import InspectBackend, SampleLoop, in_chat_thread
+from maps_autogen.inspect_tasks.local_model import LOCAL, runs_on_local
 from maps_autogen.inspect_tasks.samples import problem_message
 from maps_autogen.orchestration import ChatOutcome, MapsChat, configured_chat_settings
 from maps_autogen.problem import EvalItem, Problem, Task
@@ -43,7 +45,16 @@ from maps_autogen.records import ChatRecord, EventRecord, StopEvent, StopReason,
 from maps_autogen.records import Score as ReviewScore
 from maps_autogen.scoring import score_record
 from maps_autogen.scoring.benchmarks._symbolic import HelperStartError
-from maps_autogen.settings import LoadedConfig, OpenAIEndpoint, PromptSet, ResolvedModel
+from maps_autogen.settings import (
+    LoadedConfig,
+    LocalEndpoint,
+    OpenAIEndpoint,
+    PromptSet,
+    Resolution,
+    ResolvedModel,
+    embedded_team_setting,
+    max_tokens_key,
+)
 
 #: Where the solver leaves what the scorer reads (the sample's store).
 STORE_KEY = "maps"
@@ -56,7 +67,11 @@ def step_models(loaded: LoadedConfig, model_name: str) -> dict[str, ResolvedMode
     (temperature, max_tokens, top_p, seed; `every_step:` over the step's own) from the team
     config, and the JSON mode, retries for unusable
     replies and vision of the endpoint the step names (the first declared service when it names
-    `auto` or a local one)."""
+    `auto` or a local one); on maps' own local model (`--model maps/local`), the local endpoint's,
+    as `maps solve` applies them (its reply cap, its repeat penalty, a note for each image on a
+    text-only model). A reply cut at its cap names the key that sets the step's max_tokens."""
+    if runs_on_local(model_name):
+        return _local_step_models(loaded, model_name)
     endpoints = loaded.config.endpoints
     fallback = next((ep for ep in endpoints.values() if isinstance(ep, OpenAIEndpoint)), OpenAIEndpoint())
     models = {}
@@ -65,14 +80,50 @@ def step_models(loaded: LoadedConfig, model_name: str) -> dict[str, ResolvedMode
         endpoint = endpoints.get(choice.endpoint)
         if not isinstance(endpoint, OpenAIEndpoint):
             endpoint = fallback
-        models[role] = ResolvedModel(
+        resolved = ResolvedModel(
             endpoint_name="inspect", kind="inspect", model=model_name, base_url=None, timeout_s=endpoint.timeout_s,
             max_retries=endpoint.max_retries, json_mode=endpoint.json_mode, stream=False,
             temperature=choice.temperature, max_tokens=choice.max_tokens, vision=endpoint.vision,
             max_images=endpoint.max_images, prompt_layout=endpoint.prompt_layout,
             top_p=choice.top_p, seed=choice.seed,
         )
+        models[role] = replace(resolved, max_tokens_key=_inspect_key(loaded, role, resolved))
     return models
+
+
+def _inspect_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> str:
+    """The key that sets a step's max_tokens on Inspect: the team config's, or, for a step that
+    sets none, Inspect's own --max-tokens."""
+    return max_tokens_key(loaded, role, model) if model.max_tokens is not None else "Inspect's --max-tokens"
+
+
+def _local_step_models(loaded: LoadedConfig, model_name: str) -> dict[str, ResolvedModel]:
+    """The steps' models on maps' own local server (`maps/local`): the local endpoint's settings."""
+    endpoint = loaded.config.endpoints.get(LOCAL)
+    if not isinstance(endpoint, LocalEndpoint):
+        endpoint = LocalEndpoint()
+    models = {}
+    for role in loaded.team.config.names:
+        choice = loaded.model_for(role)
+        resolved = ResolvedModel(
+            endpoint_name=LOCAL, kind="inspect", model=model_name, base_url=None, timeout_s=endpoint.timeout_s,
+            max_retries=endpoint.max_retries, json_mode=endpoint.json_mode, stream=False,
+            temperature=choice.temperature, max_tokens=min(choice.max_tokens or endpoint.max_tokens,
+                                                           endpoint.max_tokens),
+            vision=endpoint.sees_images, prompt_layout=endpoint.prompt_layout, top_p=choice.top_p, seed=choice.seed,
+            extra_body={"repeat_penalty": endpoint.repeat_penalty},
+        )
+        models[role] = replace(resolved, max_tokens_key=max_tokens_key(loaded, role, resolved))
+    return models
+
+
+def run_settings(loaded: LoadedConfig, model_name: str) -> LoadedConfig:
+    """The settings a sample runs under: on maps' own local model, with the review loop its
+    endpoint brings when nothing else sets one (as `maps solve` applies it)."""
+    if not runs_on_local(model_name):
+        return loaded
+    models = step_models(loaded, model_name)
+    return embedded_team_setting(loaded, Resolution(models=models, announcement=""))[0]
 
 
 class TranscriptObserver:
@@ -171,7 +222,7 @@ def maps_solver(task: Task, items: Mapping[str, EvalItem], loaded: LoadedConfig,
                     raise sample.failure or failure from None
                 return SampleResult(response=completion.text, final_answer=completion.text, stop_reason=None,
                                     max_tokens_reached=[method] if completion.finish_reason == "length" else [])
-            settings = configured_chat_settings(problem, loaded, without=without)
+            settings = configured_chat_settings(problem, run_settings(loaded, str(model)), without=without)
             chat = MapsChat(problem, prompts=prompts, backends=backends, settings=settings,
                             observer=TranscriptObserver(sample))
             outcome = chat.run()

@@ -20,6 +20,7 @@ from maps_autogen._util import UsageError, register_well_known_keys
 from maps_autogen.eval.baselines import load_baseline_prompts
 from maps_autogen.eval.options import METHODS
 from maps_autogen.inspect_tasks import log_secrets  # noqa: F401 - registers the hook that masks our tasks' logs
+from maps_autogen.inspect_tasks.local_model import check_model_given  # also registers --model maps/local
 from maps_autogen.inspect_tasks.samples import benchmark_dataset, benchmark_items
 from maps_autogen.inspect_tasks.solver import maps_metrics, maps_solver, official_scorer
 from maps_autogen.problem import load_answer_formats
@@ -40,6 +41,7 @@ def maps_task(benchmark: str, *, data: str | None = None, method: str = "maps", 
               subsets: str | list[str] | None = None, rules: str = "current") -> Task:
     """One benchmark as an Inspect task: its rows as samples, the MAPS team (or a baseline) as
     the solver, its official-conformant scorer."""
+    check_model_given(f"maps_autogen/{benchmark}")
     if method not in METHODS:
         raise UsageError(f"unknown method '{method}'", fix=f"use one of: {', '.join(METHODS)}")
     register_well_known_keys()  # the provider's key (and base URL) variables: masked in the log (log_secrets.py)

@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from ._client import RetryNote as RetryNote
     from ._client import schema_response_format as schema_response_format
     from ._completion import Completion as Completion
+    from ._context import FITTED_KEY as FITTED_KEY
+    from ._context import ServerContext as ServerContext
+    from ._context import context_in_error as context_in_error
+    from ._context import cut_off_detail as cut_off_detail
+    from ._context import exceeds_context as exceeds_context
     from ._pool import ReplicaPool as ReplicaPool
     from ._service_answers import CUT_REASONS as CUT_REASONS
     from ._service_answers import TokenCallback as TokenCallback
@@ -37,18 +42,23 @@ _EXPORTS: dict[str, str] = {
     'BatchBackend': '_batch_backend',
     'BatchBroker': '_batch_broker',
     'CUT_REASONS': '_service_answers',
+    'FITTED_KEY': '_context',
     'ChatBackend': '_client',
     'Completion': '_completion',
     'JsonModeMemo': '_client',
     'ModelBackend': '_client',
     'ReplicaPool': '_pool',
     'ReplyCheck': '_client',
+    'ServerContext': '_context',
     'ResponseCache': '_cache',
     'RetryNote': '_client',
     'TOKENS_PER_MESSAGE': '_tokens',
     'TOKENS_PER_REPLY': '_tokens',
     'TokenCallback': '_service_answers',
     'backend_lock': '_backends',
+    'context_in_error': '_context',
+    'cut_off_detail': '_context',
+    'exceeds_context': '_context',
     'image_tokens': '_tokens',
     'open_backend': '_backends',
     'read_batch_records': '_batch_ledger',

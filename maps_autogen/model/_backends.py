@@ -18,12 +18,15 @@ from maps_autogen.settings import LoadedConfig, ResolvedModel, resolve_models
 
 #: Held while backends are opened: the embedded model's server starts once per process.
 backend_lock = threading.Lock()
+#: maps' local server answers one request at a time (one slot): its requests pass one gate, by URL.
+_gates: dict[str, threading.Semaphore] = {}
 
 
 def open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: ResponseCache | None, max_connections: int,
                  cancel: threading.Event, json_mode: JsonModeMemo, pool: ReplicaPool | None) -> ChatBackend:
     """The backend of one resolved model (call it holding `backend_lock`)."""
     health_check: Callable[[], None] | None = None
+    gate: threading.Semaphore | None = None
     if model.kind == "local":
         from maps_autogen.model.local.server import shared_local_server
         from maps_autogen.model.local.settings import settings_from_endpoint
@@ -36,6 +39,7 @@ def open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: ResponseC
         register_secret(server.api_key)
         model = replace(model, base_url=server.base_url, api_key=server.api_key)
         health_check, pool = server.ensure_alive, None
+        gate = _gates.setdefault(server.base_url, threading.Semaphore(1))
     return ChatBackend(
         model,
         cache=cache,
@@ -45,6 +49,7 @@ def open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: ResponseC
         max_reply_bytes=loaded.config.limits.reply_bytes,
         json_mode=json_mode,
         pool=pool,
+        gate=gate,
     )
 
 

@@ -40,6 +40,7 @@ from maps_autogen._util import (
 )
 from maps_autogen.model._cache import ResponseCache, cache_key
 from maps_autogen.model._completion import Completion
+from maps_autogen.model._context import ServerContext, cut_off_detail, read_server_context
 from maps_autogen.model._pool import ReplicaPool, pooled_http_client, request_pacer
 from maps_autogen.model._service_answers import (
     CUT_REASONS,
@@ -177,8 +178,12 @@ class ChatBackend:
         max_reply_bytes: int = DEFAULT_REPLY_BYTES,
         json_mode: JsonModeMemo | None = None,
         pool: ReplicaPool | None = None,
+        gate: threading.Semaphore | None = None,
     ):
         self.model = model
+        # A server that answers one request at a time (maps' local one): requests pass it one by
+        # one, and the wait for it is counted apart from the call's time (Completion.waited_s).
+        self._gate = gate
         self.cache = cache
         self.max_reply_bytes = max_reply_bytes
         # Called when the service cannot be reached: the embedded server raises its own clear
@@ -263,6 +268,13 @@ class ChatBackend:
         """The settings this backend sends with every request (model, sampling, format)."""
         return self.sent_settings(self.request_body([]))
 
+    def server_context(self) -> ServerContext | None:
+        """What the server says of this model's context window (model/_context.py: vLLM's and
+        llama.cpp's own answers), asked now; None when it says nothing."""
+        assert self.base_url is not None  # checked when the backend was made
+        return read_server_context(shared_http_client(self.model.timeout_s), self.base_url, self.model.model,
+                                   self._headers)
+
     def _cache_key(self, body: dict[str, Any]) -> str:
         # Everything that shapes the reply: the URL and the whole body (model, every sampling
         # setting, the response format with its schema, the messages with their images).
@@ -316,6 +328,7 @@ class ChatBackend:
         message, `retry_note(why)` (the latest reason only), and the Completion's `messages` say
         what was sent."""
         started = time.monotonic()
+        waited = 0.0
         asked = messages
         response_format = self._response_format(schema_name, schema)
         body = self.request_body(messages, response_format)
@@ -332,7 +345,12 @@ class ChatBackend:
             if self._pacer is not None:
                 self._pacer.wait(self._cancel)
             try:
-                reply = self._once(body, role, on_token)
+                waited += self._pass_gate()
+                try:
+                    reply = self._once(body, role, on_token)
+                finally:
+                    if self._gate is not None:
+                        self._gate.release()
                 text, truncated = cap_reply(reply.text, self.max_reply_bytes)
                 truncated = truncated or reply.truncated
                 rejected = check(text) if check is not None else None
@@ -366,7 +384,9 @@ class ChatBackend:
                     continue
                 raise rejection_error(error, self.model) from None
             completion = self._completed(reply, text, truncated, rejected, messages, body, key, response_format,
-                                         attempt, started, role)
+                                         attempt, started + waited, role)
+            if waited:
+                completion = replace(completion, waited_s=round(waited, 4))
             return completion if messages is asked else replace(completion, messages=messages)
 
     def _completed(self, reply: _Reply, text: str, truncated: bool, rejected: str | None,
@@ -380,8 +400,9 @@ class ChatBackend:
             logger.warning("the model service at %s reported unusable usage (%s): its tokens are estimated",
                            self._shown_url, unusable)
         if reply.finish_reason == "length":
-            logger.info("the %s reply was cut off at %s (%s): raise %s", role, self.model.max_tokens_field,
-                        self.model.max_tokens, self.model.max_tokens_key)
+            logger.info("%s", cut_off_detail(f"the {role}'s", self.model, self.model.max_tokens,
+                                             counts["prompt_tokens"] if counts else None,
+                                             counts["completion_tokens"] if counts else None, text))
         # A truncated or rejected reply is never cached; one cut at the cap (or by a filter) is, with
         # its finish reason (the same request meets the same cut); with the tokens the server
         # reported, never our estimate.
@@ -417,6 +438,16 @@ class ChatBackend:
             cached_tokens=cached_tokens,
             cached_rate=self.model.cached_rate(reply.model) if cached_tokens else None,
         )
+
+    def _pass_gate(self) -> float:
+        """Wait for the server's one slot (when it has one), checking for Ctrl-C: the seconds waited."""
+        if self._gate is None:
+            return 0.0
+        began = time.monotonic()
+        while not self._gate.acquire(timeout=0.2):
+            if self._cancel.is_set():
+                raise RunInterrupted("the run was interrupted")
+        return time.monotonic() - began
 
     def _wait_to_retry(self, error: Retryable, attempt: int) -> None:
         """Wait before the attempt after `attempt`; raise ServiceError (FatalServiceError when the

@@ -36,6 +36,8 @@ class Completion:
     batch: str | None = None  # the batch that answered it (maps eval --batch); None: a live call
     prompt_rate: float | None = None  # a batch call's USD per million prompt tokens (None: unpriced)
     completion_rate: float | None = None  # a batch call's USD per million completion tokens
+    # seconds spent waiting for a server that answers one request at a time (maps' local one), not in `seconds`
+    waited_s: float = 0.0
 
     def usage(self) -> CallUsage:
         """This call's usage as its transcript message records it (`truncated` and

@@ -27,6 +27,7 @@ from maps_autogen._util import (
     valid_text,
     valid_tree,
 )
+from maps_autogen.model._context import context_error, exceeds_context
 from maps_autogen.settings import ResolvedModel
 
 TokenCallback = Callable[[str], None]
@@ -294,6 +295,8 @@ def rejection_error(error: Rejected, model: ResolvedModel) -> ServiceError:
     refused = unsupported_parameter(error.detail) if 400 <= error.status < 500 else None
     if refused is not None:
         return _refused_parameter(refused, cause, model, where)
+    if exceeds_context(error.detail):  # not the name or the key: the request outgrew the model's context
+        return context_error(cause, error.detail, model)
     if error.status in (401, 403):
         return FatalServiceError(f"the model service refused the API key: {cause}", cause=cause,
                                  fix=f"check the key in the api_key_env variable of {where} and its permissions")

@@ -30,8 +30,14 @@ if TYPE_CHECKING:
     from ._solving import Team as Team
     from ._solving import assemble_team as assemble_team
     from ._solving import configured_chat_settings as configured_chat_settings
-    from ._solving import expected_time as expected_time
     from ._solving import solve_problem as solve_problem
+    from ._time import ASSUMED_TOKENS_PER_S as ASSUMED_TOKENS_PER_S
+    from ._time import EMBEDDED_SECONDS_PER_CALL as EMBEDDED_SECONDS_PER_CALL
+    from ._time import call_seconds as call_seconds
+    from ._time import duration as duration
+    from ._time import embedded as embedded
+    from ._time import expected_time as expected_time
+    from ._time import one_at_a_time as one_at_a_time
     from ._transcript import RunWriter as RunWriter
     from ._transcript import new_run_id as new_run_id
     from ._transcript import request_for_transcript as request_for_transcript
@@ -56,7 +62,13 @@ _EXPORTS: dict[str, str] = {
     'Team': '_solving',
     'assemble_team': '_solving',
     'configured_chat_settings': '_solving',
-    'expected_time': '_solving',
+    'expected_time': '_time',
+    'call_seconds': '_time',
+    'duration': '_time',
+    'embedded': '_time',
+    'one_at_a_time': '_time',
+    'ASSUMED_TOKENS_PER_S': '_time',
+    'EMBEDDED_SECONDS_PER_CALL': '_time',
     'extract_json_object': '_verdict',
     'format_options': '_role_inputs',
     'interleave_images': '_role_inputs',

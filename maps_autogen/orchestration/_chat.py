@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from maps_autogen._util import MapsError, RunInterrupted, redact
-from maps_autogen.model import CUT_REASONS, Completion, ModelBackend
+from maps_autogen.model import CUT_REASONS, Completion, ModelBackend, cut_off_detail
 from maps_autogen.orchestration._ag2 import AssistantAgent, IOStream
 from maps_autogen.orchestration._chat_agents import AgentShape, ChatAgents, _SilentStream, agents_for
 from maps_autogen.orchestration._flow import PERSON, FlowSettings, Rollback, TieRule, Turn, decide_next, unusable_review
@@ -409,11 +409,9 @@ class MapsChat:
             # Told once, after the turn it concerns (the turn's record carries finish_reason too).
             model = self.backends[role].model
             if completion.finish_reason == "length":
-                self.observer.emit(MaxTokensReachedEvent(
-                    role=role, at=utc_now(),
-                    detail=f"the {step.possessive} reply was cut off at {model.max_tokens_field} "
-                    f"({completion.sent.token_cap()}); raise {model.max_tokens_key} for longer replies",
-                ))
+                self.observer.emit(MaxTokensReachedEvent(role=role, at=utc_now(), detail=cut_off_detail(
+                    f"the {step.possessive}", model, completion.sent.token_cap(), completion.prompt_tokens,
+                    None if completion.tokens_estimated else completion.completion_tokens, completion.text)))
             else:
                 self.observer.emit(ContentFilteredEvent(
                     role=role, at=utc_now(),

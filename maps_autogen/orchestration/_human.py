@@ -116,9 +116,10 @@ class HumanState:
         return self.titles.get(step, step)
 
     def choices(self) -> str:
-        """The answers this pause takes, in one line."""
-        ending = "Enter: end the chat with this answer"
-        parts = [ending if self.ends else "Enter: continue · stop: end with this answer"]
+        """The answers this pause takes, in one line (before the final-answer step has answered,
+        ending the chat ends it without an answer, and says so)."""
+        with_answer = "with this answer" if self.answer is not None else "without an answer (none yet)"
+        parts = [f"Enter: end the chat {with_answer}" if self.ends else f"Enter: continue · stop: end {with_answer}"]
         if self.backs_left > 0 and self.steps:
             parts.append(f"back STEP QUESTION (STEP: {', '.join(self.steps)})")
         if not self.ends:

@@ -34,7 +34,6 @@ from maps_autogen.orchestration._chat import (
     chat_settings,
     images_withheld,
 )
-from maps_autogen.orchestration._flow import calls_left
 from maps_autogen.orchestration._human_chat import OnHuman
 from maps_autogen.orchestration._transcript import RunWriter, new_run_id, utc_now
 from maps_autogen.problem import Problem
@@ -52,7 +51,6 @@ from maps_autogen.records import (
     VerdictRecord,
 )
 from maps_autogen.settings import (
-    EMBEDDED_MODEL_LABEL,
     CriticVerdict,
     HumanWhen,
     LoadedConfig,
@@ -75,11 +73,14 @@ class Team:
     backends: dict[str, ChatBackend]  # by step name
     cancelled: threading.Event = field(default_factory=threading.Event)  # set: no new model request starts
     setting_note: str | None = None  # a team setting the serving model brought (endpoints.py: embedded_team_setting)
+    context_note: str | None = None  # what the servers said of their contexts, the budgets fitted (eval/context_fit.py)
 
     @property
     def announcement(self) -> str:
-        """How each step's model was chosen, and any team setting that model brought."""
-        return "; ".join(part for part in (self.resolution.announcement, self.setting_note) if part)
+        """How each step's model was chosen, any team setting that model brought, and what the
+        servers said of their contexts (on a line of its own)."""
+        chosen = "; ".join(part for part in (self.resolution.announcement, self.setting_note) if part)
+        return f"{chosen}\n{self.context_note}" if self.context_note else chosen
 
     def replicas_served(self) -> dict[str, dict[str, int]]:
         """Requests served by each replica, per endpoint with several (for the manifest)."""
@@ -369,30 +370,3 @@ def _verdict_record(verdict: CriticVerdict) -> VerdictRecord:
     return VerdictRecord(evaluation=dict(verdict.evaluation), scores=dict(verdict.scores),
                          need_feedback=verdict.need_feedback, worst_step=verdict.worst_step,
                          feedback=dict(verdict.feedback))
-
-
-#: One call to the embedded model at its default reply cap (384 tokens), prompt included: ~13 s
-#: on 2 cores shared with other work (measured with `make demo`, 9 calls in 120 s); less when idle.
-EMBEDDED_SECONDS_PER_CALL = 12.0
-
-
-def expected_time(team: Team) -> str | None:
-    """A line saying how long a solve on the embedded model will take (its calls times its
-    measured speed), printed before it starts; None for any other model (its speed is unknown)."""
-    models = list(team.resolution.models.values())
-    if not models or any(model.model != EMBEDDED_MODEL_LABEL for model in models):
-        return None
-    config = team.loaded.team.config
-    reviewer = config.reviewer.name if config.reviewer is not None else None
-    critic = team.loaded.config.critic
-    # The same count as the live view's (flow.calls_left): every rollback used, each re-running
-    # every working step and reviewed again, the last one only with the final review.
-    flow = FlowRecord(steps=[name for name in config.names if name != reviewer and name in team.resolution.models],
-                      critic=reviewer is not None, reviewer=reviewer, max_rollbacks=critic.max_rollbacks,
-                      final_review=critic.final_review)
-    steps, most = calls_left(flow)
-    low, high = (round(calls * EMBEDDED_SECONDS_PER_CALL / 60, 1) for calls in (steps, most))
-    return (
-        f"this takes about {low:g}-{high:g} minutes: {steps} to {most} calls to the embedded model, "
-        f"~{EMBEDDED_SECONDS_PER_CALL:g} s each on 2 cores"
-    )

@@ -241,6 +241,7 @@ class ModelRecord(_Record):
     sent: SentSettings | None = None
     request_settings: SentSettings | None = None
     served_model: str | None = None
+    server_context: int | None = None  # the most tokens per request, as the server said (max_tokens fitted to it)
 
     @classmethod
     def of(cls, model: ResolvedModel) -> ModelRecord:
@@ -249,6 +250,8 @@ class ModelRecord(_Record):
         record = cls(endpoint=model.endpoint_name, kind=model.kind, model=model.model, base_url=model.shown_base_url,
                      temperature=model.temperature, max_tokens=model.max_tokens, json_mode=model.json_mode,
                      vision=model.vision, prompt_layout=model.prompt_layout)
+        if model.context_tokens is not None:
+            record = record.model_copy(update={"server_context": model.context_tokens})
         return record.model_copy(update={"replicas": model.shown_replicas}) if len(model.base_urls) > 1 else record
 
 
@@ -555,7 +558,10 @@ class ResultRow(_File):
     usage_by_role: dict[str, RoleUsage] = Field(default_factory=dict)
     models: dict[str, ModelSent] = Field(default_factory=dict)  # step -> the settings its last request sent
     max_tokens_reached: list[str] = Field(default_factory=list)
+    # The problem's own time: from its start to its verdict, less `waited_seconds`, the time its calls
+    # waited for a server that answers one request at a time (maps' local one) while other problems' ran.
     seconds: float = 0.0
+    waited_seconds: float | None = None
     error: str | None = None
     run_dir: str | None = None  # problems/<safe_paths.safe_component(pid)>
     settings: int = 0  # the manifest settings it ran under: 0 the run's first, k after its k-th change

@@ -45,6 +45,76 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
+def time_left(flow: FlowRecord, rollback_step: str | None, rollbacks: int, call_seconds: Sequence[float],
+              made: int = 0) -> str:
+    """The calls left (fewest to most, by the flow's plan: flow.calls_left) times the mean measured
+    call, as one line."""
+    least, most = calls_left(flow, rollback_step, rollbacks)
+    least, most = max(0, least - made), max(0, most - made)
+    mean = sum(call_seconds) / len(call_seconds)
+    span = f"{least}" if least == most else f"{least}-{most}"
+    return (f"≈ {span} more model call{'s' if most != 1 else ''} at ~{mean:.1f} s each (measured so far): about "
+            f"{_minutes(least * mean)}" + ("" if least == most else f" to {_minutes(most * mean)}") + " left")
+
+
+class ProgressLines:
+    """`maps solve --json`'s progress on standard error, where the JSON on standard output stays
+    alone: one plain line per finished reply, rollback, event and stop, and after the first reply
+    the time left from the measured speed (as the live view says it). Untrusted text is made safe
+    for a terminal; replies themselves are not shown (they are in the transcript)."""
+
+    def __init__(self, file: TextIO) -> None:
+        self.file = file
+        self.run_dir: Path | None = None
+        self._flow: FlowRecord | None = None
+        self._call_seconds: list[float] = []
+        self._rollbacks = 0
+
+    def watch(self, run_dir: Path) -> None:
+        """The run folder of the chat (its run.json records the chat's flow)."""
+        self.run_dir = run_dir
+
+    def _say(self, text: str) -> None:
+        self.file.write(terminal_safe(text) + "\n")
+        self.file.flush()
+
+    def _plan(self) -> FlowRecord | None:
+        if self._flow is None and self.run_dir is not None:
+            try:
+                self._flow = read_run(self.run_dir).flow
+            except DataError:
+                return None
+        return self._flow
+
+    def _left(self, rollback_step: str | None, made: int = 0) -> None:
+        flow = self._plan()
+        if flow is not None and self._call_seconds:
+            self._say(time_left(flow, rollback_step, self._rollbacks, self._call_seconds, made))
+
+    def emit(self, record: ChatRecord) -> None:
+        """Say one record, if it is one said (turn starts and streamed text are not)."""
+        if isinstance(record, MessageRecord):
+            if record.role == USER_PROXY_ROLE:
+                return
+            usage = record.usage
+            took = usage.seconds if usage is not None and usage.seconds is not None else record.seconds
+            cached = usage is not None and usage.cached
+            self._say(f"{record.agent} replied" + (f" in {took:.1f} s" if took is not None else "")
+                      + (" (from the cache)" if cached else ""))
+            if took is not None and not cached:
+                self._call_seconds.append(took)
+                if len(self._call_seconds) == 1:
+                    self._left(None, made=1)
+        elif isinstance(record, RollbackEvent):
+            self._rollbacks += 1
+            self._say(f"rollback {record.number}: re-running from the {record.step} step")
+            self._left(record.step)
+        elif isinstance(record, StopEvent):
+            self._say(f"stopped: {record.stop_reason}")
+        elif isinstance(record, EventRecord):
+            self._say(f"! {record.detail or record.event}")
+
+
 class _PipeConsole(Console):
     """A rich Console that leaves a closed standard output to the command: rich's own answer is
     to exit at once (code 1, the run left unfinished); this raises BrokenPipeError instead, which
@@ -142,14 +212,7 @@ class LiveConsole:
         flow = self._plan()
         if flow is None or not self._call_seconds:
             return
-        least, most = calls_left(flow, rollback_step, self._rollbacks)
-        least, most = max(0, least - made), max(0, most - made)
-        mean = sum(self._call_seconds) / len(self._call_seconds)
-        span = f"{least}" if least == most else f"{least}-{most}"
-        self.console.print(Text(
-            f"≈ {span} more model call{'s' if most != 1 else ''} at ~{mean:.1f} s each (measured so far): about "
-            f"{_minutes(least * mean)}" + ("" if least == most else f" to {_minutes(most * mean)}") + " left",
-            style="dim"))
+        self.console.print(Text(time_left(flow, rollback_step, self._rollbacks, self._call_seconds, made), style="dim"))
 
     def _message(self, record: MessageRecord) -> None:
         role = record.role

@@ -256,7 +256,9 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
     header = ["Source", "Method", *(h for _, _, h in columns), "Avg.", "Δ vs paper"]
     body: list[list[str]] = []
     every_benchmark = len(benchmarks) == len(BENCHMARK_ORDER)
-    for paper in paper_table1_rows():
+    # Only the paper's rows with a cell in these columns (the paper reports no custom benchmark).
+    papers = [paper for paper in paper_table1_rows() if any(f"{b}/{s}" in paper.cells for b, s, _ in columns)]
+    for paper in papers:
         average = _paper_average(paper, benchmarks)
         overall = paper.cells[OVERALL] if every_benchmark else ("-" if average is None else f"{average:.2f}")
         body.append([f"paper ({paper.source})", paper.label, *(paper.cells.get(f"{b}/{s}", "-") for b, s, _ in columns),
@@ -274,8 +276,9 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
         if match is not None and our_overall is not None:
             reference = _paper_average(match, list(row.benchmark_avgs))
             delta = "-" if reference is None else f"{our_overall - reference:+.2f} ({match.label})"
-            differences.append([f"{row.label} − {match.label}",
-                                *(_difference(row.cells.get((b, s)), match.value(f"{b}/{s}")) for b, s, _ in columns)])
+            cells = [_difference(row.cells.get((b, s)), match.value(f"{b}/{s}")) for b, s, _ in columns]
+            if any(cell != "-" for cell in cells):
+                differences.append([f"{row.label} − {match.label}", *cells])
         body.append(
             [
                 "this report",
@@ -291,9 +294,11 @@ def paper_table(runs: Sequence[Run]) -> tuple[str, str]:
         f"minus the Human Expert's printed {margin.human_printed:.2f}, itself the mean of the uncorrected EMMA "
         f"average; from the corrected one the Human Expert's Avg. is {margin.human_corrected:.2f}, and MAPS leads "
         f"by {margin.corrected:.2f} points"]
+    titles = ", ".join(get_benchmark(b).task.title for b in benchmarks)
+    sources = ([*reference_notes(), *margin_note] if papers
+               else [f"the paper: none of its rows reports {titles}, so none is shown"])
     markdown = markdown_table(header, body) + failed_note(rows) + "\n\nWhere the rows come from:\n\n" + "\n".join(
-        f"- {note}" for note in [*reference_notes(), *margin_note,
-                                 "random choice (expected, from the data): computed here from "
+        f"- {note}" for note in [*sources, "random choice (expected, from the data): computed here from "
                                  "the problems the runs cover: 1/k for a problem with k choices, 0 for an open answer",
                                  "this report: the runs listed under 'Rows and the runs in them'"])
     if differences:
@@ -345,8 +350,25 @@ def _usage_table(usage: dict[str, dict[str, UsageRow]]) -> str:
     )
 
 
+#: What each file `write_report` may write holds (`maps report` lists every file it wrote with it).
+WHAT_EACH_FILE = {
+    "table1.md": "Table 1, accuracy with 95% intervals", "table1.csv": "Table 1 with each cell's standard error",
+    "table1_paper.md": "the paper's Table 1 beside ours (--paper)", "table1_paper.csv": "the same, as CSV",
+    "table2_paper.md": "the paper's Table 2 beside ours, its contradicted cells flagged (--paper)",
+    "table2_paper.csv": "the same, as CSV",
+    "table2.md": "Table 2, ablations against full MAPS", "figure4.png": "Figure 4, where the first review went",
+    "figure5.png": "Figure 5, accuracy per subset and base model", "figure6.png": "Figure 6, solving time",
+    "figure6_paper_scale.png": "Figure 6 relative to 100 s, as the paper shows it",
+    "figure6.json": "Figure 6's data", "usage.md": "cost and tokens per problem, by row and role",
+    "tokens.md": "tokens and cost per problem and per correct answer", "report.md": "all of the above, with the rows",
+    "report.json": "the figures as data",
+}
+
+
 @dataclass
 class Report:
+    """What `write_report` wrote: the report's Markdown and every file, in the order written."""
+
     markdown: str
     files: list[Path]
 
@@ -356,12 +378,13 @@ REPORT_MARKER = ".maps-report"
 
 
 def write_report(run_dirs: Sequence[Path], out: Path, *, paper: bool = False) -> Report:
-    """Read the runs and write table1.md/.csv, table2.md, figure4.png, figure5.png, figure6.png
-    (its data as figure6.json), figure6_paper_scale.png, usage.md, tokens.md and report.md into `out`;
-    with `paper`, also table1_paper.md/.csv and table2_paper.md/.csv (the paper's rows beside ours,
-    its cells that do not follow from its own numbers flagged). The folder is built beside `out`
-    and moved in whole; an `out` holding files of anyone else is refused, never emptied (an
-    earlier report's is replaced)."""
+    """Read the runs and write table1.md/.csv, table2.md (with an ablation), figure4.png, figure5.png,
+    figure6.png (its data as figure6.json), figure6_paper_scale.png, usage.md, tokens.md, report.md
+    and report.json into `out` (each only when the runs hold what it shows: WHAT_EACH_FILE); with
+    `paper`, also table1_paper.md/.csv and table2_paper.md/.csv (the paper's rows beside ours, its
+    cells that do not follow from its own numbers flagged). `files` lists every one. The folder is
+    built beside `out` and moved in whole; an `out` holding files of anyone else is refused, never
+    emptied (an earlier report's is replaced)."""
     runs = [load_run(path) for path in run_dirs]
     with folder_built_beside(out, fix="choose a new or empty --out folder", marker=REPORT_MARKER,
                              written_by="maps report (a later report may replace this folder)") as building:
@@ -488,5 +511,6 @@ def _write_files(runs: Sequence[Run], out: Path, *, paper: bool) -> tuple[str, l
     return markdown, files
 
 
-__all__ = ["TIME_FIELDS", "Report", "accuracy_by_model", "feedback_shares", "feedback_table", "paper_table",
-           "random_choice_row", "rows_and_runs", "solving_times", "table2", "usage_by_role", "write_report"]
+__all__ = ["TIME_FIELDS", "WHAT_EACH_FILE", "Report", "accuracy_by_model", "feedback_shares", "feedback_table",
+           "paper_table", "random_choice_row", "rows_and_runs", "solving_times", "table2", "usage_by_role",
+           "write_report"]

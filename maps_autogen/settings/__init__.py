@@ -31,10 +31,12 @@ if TYPE_CHECKING:
     from ._endpoints import Resolution as Resolution
     from ._endpoints import ResolvedModel as ResolvedModel
     from ._endpoints import embedded_team_setting as embedded_team_setting
+    from ._endpoints import max_tokens_key as max_tokens_key
     from ._endpoints import resolve_models as resolve_models
     from ._endpoints import step_lines as step_lines
     from ._options import Declared as Declared
     from ._options import MergeOptions as MergeOptions
+    from ._options import ModelServerOptions as ModelServerOptions
     from ._options import Options as Options
     from ._options import ReportOptions as ReportOptions
     from ._options import ServeOptions as ServeOptions
@@ -90,6 +92,7 @@ _EXPORTS: dict[str, str] = {
     'LocalEndpoint': '_config',
     'MANAGER_NAME': '_roles',
     'MergeOptions': '_options',
+    'ModelServerOptions': '_options',
     'OpenAIEndpoint': '_config',
     'Options': '_options',
     'PROBLEM_FIELDS': '_team',
@@ -119,6 +122,7 @@ _EXPORTS: dict[str, str] = {
     'embedded_team_setting': '_endpoints',
     'endpoint_compared': '_compared',
     'forget_dotenv': '_dotenv',
+    'max_tokens_key': '_endpoints',
     'lettered_option': '_roles',
     'load_config': '_config',
     'load_dotenv': '_dotenv',

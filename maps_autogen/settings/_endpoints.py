@@ -118,6 +118,10 @@ class ResolvedModel:
     batch_poll_s: float = 60.0  # maps eval --batch: the longest wait between two looks at a batch
     batch_max_requests: int = 50_000  # requests one batch input file may carry
     batch_max_bytes: int = 200_000_000  # bytes one batch input file may have
+    # What the server said of its context (the most tokens one request holds) and how it is raised:
+    # learnt before the first call (eval/context_fit.py), None when the server says nothing.
+    context_tokens: int | None = None
+    context_raise: str | None = None
 
     @property
     def shown_base_url(self) -> str | None:
@@ -407,7 +411,7 @@ def resolve_models(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -
     read: list[str] = []
     for role in loaded.team.config.names:
         resolved, why = _resolve_one(loaded, loaded.model_for(role), env, role)
-        models[role] = replace(resolved, max_tokens_key=_max_tokens_key(loaded, role, resolved),
+        models[role] = replace(resolved, max_tokens_key=max_tokens_key(loaded, role, resolved),
                                sent_by=_sent_by(loaded, role, resolved))
         reasons[resolved.endpoint_name] = why
         read += _variables_read(loaded, resolved, env)
@@ -424,9 +428,10 @@ def _from_dotenv(read: list[str], env: Mapping[str, str]) -> str:
     return f"; {', '.join(given)} from {path} (a .env gives keys and endpoints only)"
 
 
-def _max_tokens_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> str:
+def max_tokens_key(loaded: LoadedConfig, role: str, model: ResolvedModel) -> str:
     """Where the `max_tokens` of `role`'s requests is set: its step's own model, the top-level
-    model, or (when it caps them) the local endpoint; with the file, for messages."""
+    model, or (when it caps them) the local endpoint (`model`'s endpoint); with the file, for
+    messages (a reply cut at its cap names it)."""
     team = loaded.team
     endpoint = loaded.config.endpoints.get(model.endpoint_name)
     choice = loaded.model_for(role)

@@ -27,7 +27,13 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from maps_autogen._util import UsageError, pasted_keys, register_secret
-from maps_autogen.settings._config import EVERY_STEP_FLAGS, CriticConfig, EveryStepConfig, LoadedConfig
+from maps_autogen.settings._config import (
+    EVERY_STEP_FLAGS,
+    CriticConfig,
+    EveryStepConfig,
+    LoadedConfig,
+    LocalEndpoint,
+)
 
 #: What an option holds: text (`parse` may read it into a value), a whole number, a number, a
 #: flag, one of `choices`, a file or folder, several of them, or a list of names.
@@ -417,7 +423,7 @@ class SolveOptions(SettingsOptions):
     """What `maps solve` (and `maps_autogen.solve`) runs a problem with."""
 
     without: frozenset[str] = option(
-        frozenset(), "--without", "Leave a step out (repeatable); README: Changing the team.", kind="names",
+        frozenset(), "--without", "Leave a step out (repeatable); docs/team.md.", kind="names",
         metavar="STEP", distinct=True)
     runs_dir: Path = option(Path("runs"), "--runs-dir", "Where run folders go.", kind="path", example="runs")
     allow_private_urls: bool = option(
@@ -474,6 +480,28 @@ class ServeOptions(_RunFolder):
                        safety=True)
 
 
-__all__ = ["REQUIRED", "Declared", "Kind", "MergeOptions", "Options", "ReportOptions", "ServeOptions",
-           "SettingsOptions", "SolveOptions", "Spec", "ViewOptions", "argument", "args_doc", "bounds", "option",
-           "takes"]
+@dataclass(frozen=True, kw_only=True)
+class ModelServerOptions(Options):
+    """What `maps serve` starts: llama.cpp's OpenAI-compatible server, from the xllamacpp wheel maps
+    installs (no build needed), on a GGUF model file of your own, on 127.0.0.1."""
+
+    model: Path = argument("A GGUF model file.", kind="path")
+    port: int = option(8080, "--port", "Port on 127.0.0.1 (0: any free port).", kind="whole", low=0, high=65535)
+    ctx_size: int = option(
+        8192, "--ctx-size", "Context in tokens, shared by the --parallel slots: each request holds ctx-size / "
+        "parallel (prompt and reply; at most what the model was trained with).", kind="whole",
+        **bounds(LocalEndpoint, "n_ctx"))
+    parallel: int = option(1, "--parallel", "Requests served at once (slots).", kind="whole", low=1, high=64)
+    alias: str | None = option(
+        None, "--alias", "The model name requests use (default: the file's name without .gguf).", kind="text")
+    mmproj: Path | None = option(
+        None, "--mmproj", "The model's image projector (mmproj-*.gguf): requests may then carry images.",
+        kind="path")
+    threads: int | None = option(
+        None, "--threads", "CPU threads (default: the usable cores minus one, at most 8).", kind="whole",
+        **bounds(LocalEndpoint, "n_threads"))
+
+
+__all__ = ["REQUIRED", "Declared", "Kind", "MergeOptions", "ModelServerOptions", "Options", "ReportOptions",
+           "ServeOptions", "SettingsOptions", "SolveOptions", "Spec", "ViewOptions", "argument", "args_doc", "bounds",
+           "option", "takes"]

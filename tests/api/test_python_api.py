@@ -223,17 +223,17 @@ def test_bad_input_to_evaluate_is_the_domain_error(service: FakeOpenAI, tmp_path
 
 
 def readme_python_blocks() -> list[str]:
-    """The README's fenced ```python blocks."""
-    return re.findall(r"^```python\n(.*?)^```", (REPO / "README.md").read_text(), flags=re.S | re.M)
+    """The fenced ```python blocks of the Python API's page (docs/python-api.md), which the README links."""
+    return re.findall(r"^```python\n(.*?)^```", (REPO / "docs" / "python-api.md").read_text(), flags=re.S | re.M)
 
 
 def test_the_readme_python_example_runs_as_written(service: FakeOpenAI, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """The README's ```python blocks, run one after the other (as a notebook's cells) in a folder
+    """The Python API page's ```python blocks, run one after the other (as a notebook's cells) in a folder
     laid out as the repository's root (its examples/), against the scripted server."""
     blocks = readme_python_blocks()
-    assert len(blocks) >= 2, "the README shows the Python API in ```python blocks"
+    assert len(blocks) >= 2, "docs/python-api.md shows the Python API in ```python blocks"
     root = tmp_path / "repo"
     shutil.copytree(REPO / "examples", root / "examples")
     monkeypatch.chdir(root)

@@ -29,6 +29,7 @@ from maps_autogen.settings._options import (
     REQUIRED,
     Declared,
     MergeOptions,
+    ModelServerOptions,
     Options,
     ReportOptions,
     ServeOptions,
@@ -49,6 +50,7 @@ COMMANDS: list[tuple[str, type[Options], Callable[..., Any], dict[str, Any]]] = 
     ("view", ViewOptions, maps_autogen.write_view, {"run": "runs/a"}),
     ("view", ServeOptions, maps_autogen.serve_view, {"run": "runs/a"}),
     ("config", SettingsOptions, maps_autogen.effective_config, {}),
+    ("serve", ModelServerOptions, maps_autogen.serve_model, {"model": "model.gguf"}),
 ]
 IDS = [f"{command}-{declaration.__name__}" for command, declaration, _, _ in COMMANDS]
 

@@ -47,3 +47,38 @@ def test_calls_left_follows_the_flow() -> None:
     assert calls_left(flow, "c", 1) == (3, 3 + 4)  # c, d, review; then one more rollback, unreviewed
     assert calls_left(flow, "b", 2) == (3, 3)  # the last allowed rollback: b, c, d and no review
     assert calls_left(FlowRecord(steps=["a", "b"], reviewer=None, max_rollbacks=3)) == (2, 2)  # no review: no rollback
+
+
+def test_before_the_first_call_every_endpoint_gets_an_estimate(tmp_path: Path) -> None:
+    """Not only the embedded model: on any service the calls and the reply budgets, and the time
+    at a speed said to be assumed (the first reply measures it)."""
+    with FakeOpenAI(RoleScript({"solver": [solver_json("12")], "critic": [critic_json(None, 5, 5, 5)]})) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        shown = run_maps(["solve", "-q", "What is 3 times 4?", "--runs-dir", str(tmp_path / "runs")], env=env, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    # no image: aligner, scholar, solver and the review; up to 3 rollbacks each re-running them and reviewed again
+    line = next(line for line in shown.stderr.splitlines() if line.startswith("this takes"))
+    budgets = 3072 + 4096 + 8192 + 2048  # the default team's aligner, scholar, solver and critic
+    assert line == (f"this takes 4 to 16 calls with replies of up to 8,192 tokens ({budgets * 4:,} reply tokens at "
+                    f"most): up to {budgets * 4 / 50 / 60:.1f} min at 50 tokens/s (an assumed speed, not measured: the "
+                    "estimate follows the measured speed from the first reply on)")
+    assert shown.stderr.index("this takes") < shown.stdout.index("── Aligner")  # (stdout and stderr apart: said first)
+
+
+def test_solve_json_says_how_the_run_goes_on_standard_error(tmp_path: Path) -> None:
+    script = RoleScript({"solver": [solver_json("12")],
+                         "critic": [critic_json(None, 5, 2, 5, worst="knowledge"), critic_json(None, 5, 5, 5)]})
+    with FakeOpenAI(script) as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        shown = run_maps(["solve", "-q", "What is 3 times 4?", "--json", "--runs-dir", str(tmp_path / "runs")],
+                         env=env, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    summary = json.loads(shown.stdout)  # standard output: the JSON alone
+    assert summary["rollbacks"] == ["scholar"]
+    err = shown.stderr.splitlines()
+    assert err[0].startswith("using gpt-4o at ") and err[1].startswith("this takes 4 to 16 calls")
+    replied = [line for line in err if " replied in " in line]
+    assert [line.split(" replied")[0] for line in replied] == ["Aligner", "Scholar", "Solver", "Critic", "Scholar",
+                                                               "Solver", "Critic"]
+    assert any(ESTIMATE.search(line) for line in err)  # the time left, from the first measured reply
+    assert "rollback 1: re-running from the scholar step" in err and err[-1] == "stopped: critic_passed"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.common import clean_env, make_png, run_maps
+from tests.helpers.common import clean_env, make_png, run_maps, write_config
 from tests.helpers.eval_tasks import OB_IMAGES, ob_row, write_jsonl
 from tests.helpers.real_server_config import server_config
 from tests.helpers.real_servers import ALIAS, MASTER_KEY, free_port, litellm_proxy, llama_server
@@ -40,6 +40,14 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def proxy(llama: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # "dead": an alias whose backend port has nothing listening.
     with litellm_proxy(llama, f"http://127.0.0.1:{free_port()}/v1", tmp_path_factory.mktemp("litellm")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def small_llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama.cpp's server with a 2,048-token context and one slot: the steps' own budgets (3,072 to
+    8,192 tokens) cannot fit it."""
+    with llama_server(tmp_path_factory.mktemp("small") / "llama.log", ctx_size=2048, parallel=1) as url:
         yield url
 
 
@@ -196,3 +204,53 @@ def test_an_azure_config_list_entry_through_litellms_azure_route(tmp_path: Path,
     sent = completion.sent
     assert sent.url is not None and sent.url.endswith(f"/openai/deployments/{ALIAS}/chat/completions")
     assert sent.query == {"api-version": "2024-10-21"} and sent.headers == {"api-key": "***"}
+
+
+def own_server_config(folder: Path, base_url: str) -> Path:
+    """agents.yaml for one's own server, the team's own reply budgets kept (3,072 to 8,192 tokens)."""
+    return write_config(folder / "agents.yaml", **{
+        "endpoints.openai.base_url": base_url, "endpoints.openai.api_key_env": None,
+        "endpoints.openai.default_model": ALIAS, "endpoints.openai.max_retries": 1, "critic.max_rollbacks": 0})
+
+
+def test_a_small_context_on_llama_cpp_is_read_and_the_budgets_fit_it(tmp_path: Path, small_llama: str) -> None:
+    own_server_config(tmp_path, small_llama)
+    runs = tmp_path / "runs"
+    result = run_maps(["solve", "--problem", str(write_problem(tmp_path)), "--runs-dir", str(runs), *SHORT_TEAM],
+                      env=clean_env(), cwd=tmp_path, timeout=900)
+    assert result.returncode == 0, result.stderr
+    # read from the server itself before the first call, and said with the cap and how to raise it
+    said = next(line for line in result.stderr.splitlines() if "max_tokens capped at" in line)
+    assert "with a context of 2,048 tokens per request (said by llama.cpp's GET /props, default_generation_settings.n_ctx)" in said
+    assert "--ctx-size" in said
+    cap = int(said.split("max_tokens capped at ")[1].split()[0])
+    turns = [r for r in transcript(runs) if r.get("usage")]
+    assert turns and {turn["sent"]["max_tokens"] for turn in turns} == {cap}
+    # every request fitted: the server's own prompt count and the cap stay inside its context
+    assert all(turn["usage"]["prompt_tokens"] + cap <= 2048 for turn in turns)
+    assert "longer than the model's context" not in result.stdout + result.stderr
+
+
+def test_budgets_chosen_that_cannot_fit_stop_before_the_first_call(tmp_path: Path, small_llama: str) -> None:
+    own_server_config(tmp_path, small_llama)
+    runs = tmp_path / "runs"
+    result = run_maps(["solve", "--problem", str(write_problem(tmp_path)), "--runs-dir", str(runs), *SHORT_TEAM,
+                       "--max-tokens", "1500"], env=clean_env(), cwd=tmp_path, timeout=300)
+    assert result.returncode == 2
+    line = one_error(result)
+    assert "a context of 2,048 tokens per request" in line and "max_tokens 1500 for every step does not fit" in line
+    assert "pass --max-tokens " in line
+    assert not runs.exists()  # no run started: no call made
+
+
+def test_a_context_error_through_litellm_names_max_tokens_and_the_context(tmp_path: Path, proxy: str) -> None:
+    # The proxy says nothing of its backend's context, so nothing is fitted: llama.cpp refuses the
+    # request (its 4,096-token slot) and the proxy passes the refusal on.
+    server_config(tmp_path, proxy, key_env="GATEWAY_KEY")
+    problem = write_problem(tmp_path, question="word " * 6000 + PROBLEM["question"])
+    result = run_maps(["solve", "--problem", str(problem), "--runs-dir", str(tmp_path / "runs"), *SHORT_TEAM],
+                      env=clean_env(GATEWAY_KEY=MASTER_KEY), cwd=tmp_path, timeout=600)
+    assert result.returncode == 1
+    line = one_error(result)
+    assert "the request is longer than the model's context (4,096 tokens)" in line and "--max-tokens N" in line
+    assert "check the model name" not in line and "the API key" not in line

@@ -123,3 +123,85 @@ def test_the_cost_range_follows_its_stated_formula(tmp_path: Path) -> None:
     low0, high0 = cost_range(team, items, method="maps", without=frozenset())  # type: ignore[misc]
     low3, high3 = cost_range(team_with(3), items, method="maps", without=frozenset())  # type: ignore[misc]
     assert low0 == low3 and round(high3, 9) == round(4 * high0, 9) and low0 < high0
+
+
+def test_on_the_embedded_model_the_cost_is_free_and_the_time_is_said_before_the_first_call(tmp_path: Path) -> None:
+    """What `maps eval` prints on the embedded model (no key): not "cost: unknown", and a time from
+    its measured speed, one call at a time (its server has one slot, whatever --concurrency says)."""
+    from maps_autogen.eval.estimate import announcement
+    from maps_autogen.orchestration._solving import Team
+    from maps_autogen.orchestration._time import EMBEDDED_SECONDS_PER_CALL
+    from maps_autogen.problem._problem import Problem
+    from maps_autogen.problem._tasks import EvalItem
+    from maps_autogen.settings import embedded_team_setting, load_prompts, resolve_models
+    from maps_autogen.settings._config import load_config
+
+    loaded = load_config(None, tmp_path)
+    resolution = resolve_models(loaded, {})  # no key: every step on the embedded model
+    loaded, _ = embedded_team_setting(loaded, resolution)  # its loop: one rollback, no final review
+    team = Team(loaded=loaded, prompts=load_prompts(loaded), resolution=resolution, backends={})  # no server started
+    problem = Problem(question="Which mass balances the lever?", options=("2 kg", "4 kg"))
+    items = [EvalItem(pid=str(n), subset="s", load_problem=lambda: problem, record={}, gold="A") for n in range(4)]
+    said = announcement(team, items, method="maps", without=frozenset(), concurrency=8).splitlines()
+    assert "cost: free (the model runs on this machine)" in said and not any("unknown" in line for line in said)
+    # no image: aligner, scholar, solver, critic; then one rollback re-running the three
+    assert "per problem: 4 to 8 calls" in "\n".join(said)
+    low, high = 4 * 4 * EMBEDDED_SECONDS_PER_CALL / 60, 4 * 8 * EMBEDDED_SECONDS_PER_CALL / 60
+    assert (f"estimated time: {low:.1f} min to {high:.1f} min (~12 s per call on 2 cores, measured; one call at a "
+            "time: the embedded server answers one request at a time)") in said
+
+
+def test_the_time_and_the_calls_follow_their_stated_formula(tmp_path: Path) -> None:
+    from maps_autogen.eval.estimate import TYPICAL_SHARE, announcement, bounds, pass_calls
+    from maps_autogen.orchestration._solving import assemble_team
+    from maps_autogen.problem._problem import Problem
+    from maps_autogen.problem._tasks import EvalItem
+    from maps_autogen.settings._config import load_config
+
+    problem = Problem(question="Which mass balances the lever?", options=("2 kg", "4 kg"))
+    items = [EvalItem(pid=str(n), subset="s", load_problem=lambda: problem, record={}, gold="A") for n in range(10)]
+    env = {"OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    team = assemble_team(load_config(write_config(tmp_path / "agents.yaml", **{"critic.max_rollbacks": 2})), env)
+    calls = pass_calls(team, problem, method="maps", without=frozenset())
+    caps = [call.model.max_tokens or 0 for call in calls]
+    found = bounds(team, items, method="maps", without=frozenset())
+    assert not isinstance(found, str)
+    assert found.calls == (len(calls), 3 * len(calls))  # one pass; three passes (two rollbacks)
+    assert found.completion_tokens == (sum(int(cap * TYPICAL_SHARE) for cap in caps), 3 * sum(caps))
+    assert [round(s, 6) for s in found.seconds] == [round(t / 50, 6) for t in found.completion_tokens]  # 50 tokens/s
+    said = announcement(team, items, method="maps", without=frozenset(), concurrency=4)
+    longest = 10 * found.seconds[1] / 4  # ten problems, four in flight
+    assert f"to {longest / 60:.1f} min (4 problems in flight, replies at 50 tokens/s per request: an assumed speed" in said
+
+
+def test_a_dry_run_says_what_the_run_would_do_and_calls_and_writes_nothing(tmp_path: Path) -> None:
+    data, _ = write_mathvista_jsonl(tmp_path / "mathvista", 3)
+    with FakeOpenAI() as server:
+        env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
+        result = run_maps(["eval", "mathvista", "--data", str(data), "--runs-dir", str(tmp_path / "runs"), "--dry-run"],
+                          env=env, cwd=tmp_path)
+        assert server.received == []  # not one call
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "dry run: 3 problem(s) would run; nothing was called or written\n"
+    for said in ("maps eval: 3 problem(s), method maps", "per problem: ", "estimated cost: $", "estimated time: "):
+        assert said in result.stderr
+    assert not (tmp_path / "runs").exists()
+    quiet = run_maps(["eval", "mathvista", "--data", str(data), "--dry-run", "--quiet"], env=clean_env(), cwd=tmp_path)
+    assert quiet.returncode == 2 and "drop --quiet" in quiet.stderr
+
+
+def test_without_the_reviewer_no_rollback_is_counted(tmp_path: Path) -> None:
+    from maps_autogen.eval.estimate import announcement, bounds
+    from maps_autogen.orchestration._solving import assemble_team
+    from maps_autogen.problem._problem import Problem
+    from maps_autogen.problem._tasks import EvalItem
+    from maps_autogen.settings._config import load_config
+
+    problem = Problem(question="Which mass balances the lever?", options=("2 kg", "4 kg"))
+    items = [EvalItem(pid="1", subset="s", load_problem=lambda: problem, record={}, gold="A")]
+    env = {"OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    team = assemble_team(load_config(None, tmp_path), env)
+    found = bounds(team, items, method="maps", without=frozenset({"critic"}))
+    assert not isinstance(found, str) and found.calls == (3, 3)  # aligner, scholar, solver: once each
+    said = announcement(team, items, method="maps", without=frozenset({"critic"}))
+    assert "per problem: 3 to 3 calls" in said and "0 rollback(s)" in said

@@ -104,6 +104,9 @@ class RoleScript:
 def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     prompt_tokens = len(json.dumps(body.get("messages", []))) // 4
     completion_tokens = max(1, len(reply.content) // 4)
+    cap = body.get("max_completion_tokens") or body.get("max_tokens")
+    if reply.finish_reason == "length" and isinstance(cap, int):
+        completion_tokens = cap  # a reply cut at its cap wrote exactly that many tokens, as real servers report
     result: dict[str, Any] = {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -142,7 +145,8 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAI:
     """Start with `with FakeOpenAI(script) as server:`; `server.base_url` ends in /v1."""
 
-    def __init__(self, script: Script | None = None, port: int = 0, batches: Any = None):
+    def __init__(self, script: Script | None = None, port: int = 0, batches: Any = None, *,
+                 models: list[dict[str, Any]] | None = None, props: dict[str, Any] | None = None):
         self.script: Script = script or (lambda request: Reply("ok"))
         # The Files and Batches endpoints (tests/helpers/fake_batches.py's FakeBatches); None: 404, as a
         # server without a batch API answers.
@@ -150,6 +154,11 @@ class FakeOpenAI:
         if batches is not None:
             batches.server = self
         self.received: list[Received] = []
+        # What `maps` asks before its first call (an X-Maps-Probe header: a server's context) is
+        # kept apart from `received`, which holds the calls. `models`: the entries GET /models
+        # lists (vLLM's and llama.cpp's shapes tell the context); `props`: llama.cpp's GET /props.
+        self.probes: list[Received] = []
+        models_body = {"object": "list", "data": models if models is not None else [{"id": "fake-model", "object": "model"}]}
         self.stopping = threading.Event()  # set on exit: endless replies end
         self.healthy: Callable[[], bool] = lambda: True  # what GET /health answers (200, or 503 while False)
         self._lock = threading.Lock()
@@ -168,12 +177,15 @@ class FakeOpenAI:
                 if outer.batches is not None and outer.batches.handles(self, "GET"):
                     return
                 # GET /models answers as OpenAI-compatible servers do (a replica pool's health probe).
+                request = Received({k.lower(): v for k, v in self.headers.items()}, {}, time.time(), "GET", self.path)
                 with outer._lock:
-                    outer.received.append(Received({k.lower(): v for k, v in self.headers.items()}, {}, time.time(), "GET"))
+                    (outer.probes if "x-maps-probe" in request.headers else outer.received).append(request)
                 if self.path.split("?", 1)[0].rstrip("/") == "/health":  # vLLM's health check, at the root
                     self._send(200 if outer.healthy() else 503, b"", {})
                 elif self.path.rstrip("/").endswith("/models"):
-                    self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode(), {})
+                    self._send(200, json.dumps(models_body).encode(), {})
+                elif self.path.rstrip("/").endswith("/props") and props is not None:
+                    self._send(200, json.dumps(props).encode(), {})
                 else:
                     self._send(404, b'{"error": {"message": "not found"}}', {})
 

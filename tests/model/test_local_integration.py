@@ -26,6 +26,9 @@ def test_full_chat_on_the_embedded_model(tmp_path: Path) -> None:
                        "--config", str(config), "--runs-dir", str(tmp_path / "runs")], env=clean_env(), cwd=tmp_path, timeout=900)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
+    # --json keeps standard output for the JSON; standard error says how the run goes, from before the first call
+    assert "using the embedded model" in result.stderr and "this takes about" in result.stderr
+    assert "Interpreter replied in " in result.stderr and "stopped: " in result.stderr
     # Four top scores would pass the threshold (5 is the top of the scale; a threshold above it
     # is refused): then no rollback ran. Either way the run is checked, never left to chance.
     rolled_back = summary["stop_reason"] == "rollback_limit"
@@ -61,3 +64,21 @@ def test_full_chat_on_the_embedded_model(tmp_path: Path) -> None:
     interpreter = messages[1]["request"][1]["content"]
     assert isinstance(interpreter, str)
     assert_notes_once_under_images(interpreter, [note_for("<image_1>", "lever.png", *LEVER_SIZE)])
+
+
+def test_an_eval_on_the_embedded_model_is_free_timed_and_counts_each_problems_own_seconds(tmp_path: Path) -> None:
+    # The direct baseline (one call per problem), two problems in flight: the embedded server has
+    # one slot, so one problem's call waits for the other's, and that wait is not its own time.
+    runs = tmp_path / "runs"
+    result = run_maps(["eval", "custom", "--data", str(REPO / "examples/bench.jsonl"), "--method", "direct",
+                       "--concurrency", "2", "--runs-dir", str(runs)], env=clean_env(), cwd=tmp_path, timeout=900)
+    assert result.returncode == 0, result.stderr
+    err = result.stderr
+    assert "cost: free (the model runs on this machine)" in err and "cost: unknown" not in err
+    assert "estimated time: " in err and "one call at a time" in err
+    (eval_dir,) = runs.glob("eval-*")
+    rows = [json.loads(line) for line in (eval_dir / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(row["status"] == "ok" for row in rows)
+    # the second problem's call waited for the first's, and that wait is recorded apart from its
+    # own seconds (tests/model/test_one_slot_gate.py shows the call's own time leaves it out)
+    assert max(row.get("waited_seconds") or 0.0 for row in rows) > 0

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from maps_autogen.orchestration._solving import expected_time
+from maps_autogen.orchestration._time import expected_time
 from maps_autogen.settings._config import load_config
 from maps_autogen.settings._endpoints import EMBEDDED_MODEL_LABEL
 

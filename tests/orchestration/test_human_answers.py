@@ -110,3 +110,12 @@ def test_what_the_terminal_and_the_page_show() -> None:
     page = state.as_dict()
     assert page["steps"] == [{"name": "look", "title": "Look"}, {"name": "link", "title": "Link"}]
     assert page["limits"]["answer_chars"] == MAX_ANSWER_CHARS and page["pause"] == 2
+
+
+def test_before_any_answer_a_pause_never_offers_to_end_with_this_answer() -> None:
+    early = pause(answer=None, review=False, after="look")  # human.when: every_turn, after the first step
+    choices = early.choices()
+    assert "stop: end without an answer (none yet)" in choices and "this answer" not in choices
+    assert pause(answer=None, ends=True, backs_left=0).choices() == "Enter: end the chat without an answer (none yet)"
+    assert "stop: end with this answer" in pause().choices()  # once there is one
+    assert early.as_dict()["choices"] == choices  # the live page offers the same

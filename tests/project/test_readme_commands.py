@@ -39,6 +39,8 @@ EXCLUDED: list[tuple[str, str]] = [
     (r"^maps merge ", "needs the shards of an eval run"),
     (r"^maps score \w+ outputs\.jsonl", "scores the reader's own outputs.jsonl"),
     (r"--serve", "serves pages until stopped (tests/report/test_view_server.py runs --serve)"),
+    (r"^maps serve ", "serves the reader's own model file until stopped (tests/cli/test_serve_command.py runs maps serve "
+                      "and the lines it prints)"),
 ]
 
 
@@ -175,3 +177,17 @@ def test_setup_and_demo_print_the_line_that_puts_maps_on_the_path() -> None:
     assert "source .venv/bin/activate" in readme
     for name in ("setup", "demo"):
         assert "source .venv/bin/activate" in recipes[name][-1], (name, recipes[name])
+
+
+def test_the_readme_is_a_short_path_that_starts_with_the_two_commands() -> None:
+    """The README leads: the two commands first (as CI runs them), then a path of at most 300
+    lines; reference material lives in docs/, each page linked from it."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 300
+    first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0]
+    assert [line.split()[:2] for line in first_block.splitlines() if line.startswith("make ")] == [
+        ["make", "demo"], ["make", "test"]]
+    assert readme.index("```bash") < readme.index("\n## ")  # before anything else is said
+    for page in ("setup", "own-server", "embedded-model", "solving", "viewer", "team", "evaluating", "reproduce",
+                 "reporting", "inspect", "python-api"):
+        assert f"](docs/{page}.md)" in readme, page

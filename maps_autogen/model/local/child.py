@@ -29,7 +29,9 @@ def _build_params(xllamacpp: Any, plan: dict[str, Any]) -> Any:
         params.mmproj.path = plan["mmproj_path"]
     params.n_ctx = plan["n_ctx"]
     params.n_predict = plan["n_predict"]
-    params.n_parallel = 1  # the whole context for one conversation; requests queue
+    # One slot by default: the whole context for one conversation, requests queue (`maps serve
+    # --parallel N`: N slots share it, each request holding n_ctx / N).
+    params.n_parallel = plan.get("n_parallel", 1)
     params.cpuparams.n_threads = plan["n_threads"]
     params.cpuparams_batch.n_threads = plan["n_threads"]
     # Waiting threads sleep instead of spinning (poll 50 by default): on a busy machine spinning

@@ -49,6 +49,7 @@ class LocalModelSettings:
     log_path: where llama.cpp's log goes; None = a temporary file, deleted after a clean stop.
     model_name: the one name of the model: the server registers it and requests send it (the
         run records it); None = the model file's name without .gguf.
+    n_parallel: requests served at once (slots), each holding n_ctx / n_parallel tokens.
     """
 
     model_path: Path | None = None
@@ -61,6 +62,7 @@ class LocalModelSettings:
     default_max_tokens: int = 1024
     log_path: Path | None = None
     model_name: str | None = None
+    n_parallel: int = 1
 
     def __post_init__(self) -> None:
         # Accept plain strings for paths: settings often come from YAML or the command line.
@@ -73,6 +75,8 @@ class LocalModelSettings:
             raise ConfigError(f"local model port must be between 1 and 65535, got {self.port}")
         if self.startup_timeout_s <= 0:
             raise ConfigError(f"local model startup_timeout_s must be positive, got {self.startup_timeout_s}")
+        if not 1 <= self.n_parallel <= 64:
+            raise ConfigError(f"local model n_parallel must be between 1 and 64, got {self.n_parallel}")
         if self.default_max_tokens < 1:
             raise ConfigError(f"local model default_max_tokens must be at least 1, got {self.default_max_tokens}")
 
@@ -136,6 +140,7 @@ class LaunchPlan:
     port: int  # 0 = let the server pick a free port
     n_predict: int
     delete_log: str | None = None  # a temporary log the child removes after a clean stop
+    n_parallel: int = 1  # slots sharing n_ctx
 
     def to_json(self) -> str:
         return json.dumps({
@@ -148,6 +153,7 @@ class LaunchPlan:
             "port": self.port,
             "n_predict": self.n_predict,
             "delete_log": self.delete_log,
+            "n_parallel": self.n_parallel,
         })
 
 
@@ -256,5 +262,6 @@ def plan_launch(settings: LocalModelSettings) -> LaunchPlan:
         chat_template=_resolve_chat_template(settings.chat_template, info),
         port=settings.port or 0,
         n_predict=settings.default_max_tokens,
+        n_parallel=settings.n_parallel,
     )
 

@@ -29,6 +29,7 @@ from maps_autogen.records import (
     read_manifest,
     read_result_rows,
 )
+from maps_autogen.report._figures import target_label
 from maps_autogen.report._labels import title
 from maps_autogen.report.view.prepare import compact, cost, free_note, model_name, sum_costs, usage_cost
 from maps_autogen.report.view.render import INDEX_PAGE, Links, page_key, read_run_or_none, run_view
@@ -245,7 +246,7 @@ class Summary:
     subset_rows: list[tuple[str, str, int]]
     role_rows: list[RoleRow]
     reviewer: str
-    targets: list[str]
+    targets: list[tuple[str, str]]  # each Figure 4 bar: its value on the rows, and its name as Figure 4 names it
 
 
 def summary_of(manifest: Manifest, rows: list[ResultRow]) -> Summary:
@@ -277,7 +278,8 @@ def summary_of(manifest: Manifest, rows: list[ResultRow]) -> Summary:
         subset_rows=subset_rows,
         role_rows=_role_rows(rows, manifest.models),
         reviewer=possessive(title(team.reviewer) if team and team.reviewer else "reviewer"),
-        targets=feedback_targets([team], (feedback_target(row) for row in rows)),
+        targets=[(target, target_label(target))
+                 for target in feedback_targets([team], (feedback_target(row) for row in rows))],
     )
 
 

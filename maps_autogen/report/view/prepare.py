@@ -307,10 +307,11 @@ def turn_of(
 
 
 def event_of(record: EventRecord, team: TeamRecord, question: Any = None, *, rollbacks: int = 0,
-             flow: FlowRecord | None = None) -> Event:
+             flow: FlowRecord | None = None, options: tuple[str, ...] = ()) -> Event:
     """One event record (rollback, stop, a warning or an error), labelled by what it records:
     a rollback by who sent the step back (the person at a pause, or the reviewer, as the record
-    names it); a stop by its reason, the `rollbacks` before it and the `flow`'s rollback budget.
+    names it); a stop by its reason, the `rollbacks` before it and the `flow`'s rollback budget,
+    its final answer naming one of the problem's `options` by its letter shown with its text.
     `question` is what an older run's rollback, which recorded none, sent back."""
     if isinstance(record, RollbackEvent):
         scores = ", ".join(f"{key} {value:g}" for key, value in record.scores.items())
@@ -322,8 +323,9 @@ def event_of(record: EventRecord, team: TeamRecord, question: Any = None, *, rol
     if isinstance(record, StopEvent):
         words = stop_words(record.stop_reason, reviewer=title(team.reviewer) if team.reviewer else None,
                            rollbacks=rollbacks, max_rollbacks=flow.max_rollbacks if flow is not None else None)
+        answer = answer_with_option(record.final_answer, options) if record.final_answer else record.final_answer
         return Event(record.event, "stop", "Stopped", None, stop_reason=record.stop_reason,
-                     final_answer=record.final_answer, words=words)
+                     final_answer=answer, words=words)
     step = record.role if isinstance(record, (MaxTokensReachedEvent, ContentFilteredEvent)) else None
     labels = {
         "interpreter_skipped": "Image step skipped",
@@ -383,7 +385,8 @@ def transcript_items(records: Iterable[MessageRecord | EventRecord], threshold: 
             items.append(event_of(record, state.team,
                                   review.feedback_on(record.dimension) if older and review else None))
         else:
-            items.append(event_of(record, state.team, rollbacks=state.rollbacks, flow=state.flow))
+            items.append(event_of(record, state.team, rollbacks=state.rollbacks, flow=state.flow,
+                                  options=state.options))
     return items
 
 

@@ -228,11 +228,13 @@
         " s after this pause opened (human.wait_s).", "muted human-wait"));
     }
     var row = element("div", null, "human-row");
-    var go = control("button", "continue", state.ends ? "End with this answer" : "Continue");
+    // Before the final-answer step has answered, ending the chat ends it without an answer: said so.
+    var withAnswer = state.answer !== null ? "with this answer" : "without an answer (none yet)";
+    var go = control("button", "continue", state.ends ? "End " + withAnswer : "Continue");
     go.addEventListener("click", function () { send(""); });
     row.appendChild(go);
     if (!state.ends) {
-      var stop = control("button", "stop", "Stop with this answer");
+      var stop = control("button", "stop", "Stop " + withAnswer);
       stop.addEventListener("click", function () { send("stop"); });
       row.appendChild(stop);
     }
