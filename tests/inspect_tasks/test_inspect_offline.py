@@ -35,7 +35,9 @@ def test_without_a_model_one_line_names_maps_local(tmp_path: Path) -> None:
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "Traceback" not in output and "╭" not in output, output  # no traceback panel either
-    (line,) = [line for line in output.splitlines() if line.strip()]
+    # Inspect's own banner (its version and the hooks it enabled: ours masks secrets in its logs) aside, one line
+    banner = ("inspect_ai v", "- hooks enabled:", "  maps_autogen/maps_secrets:")
+    (line,) = [line for line in output.splitlines() if line.strip() and not line.startswith(banner)]
     assert line == ("error: maps_autogen/custom needs a model: pass --model maps/local (the embedded offline model, "
                     "no key), or a service's, e.g. --model openai/gpt-4o (docs/inspect.md)")
     assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").iterdir())  # nothing half-written

@@ -37,7 +37,8 @@ def test_an_output_line_is_the_reply_received_live() -> None:
 @pytest.mark.parametrize(("status", "message", "live"), [
     (401, "Incorrect API key provided", "the model service refused the API key: HTTP 401"),
     (404, "The model gpt-5 does not exist", "the model service has no such model or URL: HTTP 404"),
-    (400, "This model's maximum context length is 128000 tokens", "the model service rejected the request: HTTP 400"),
+    (400, "This model's maximum context length is 128000 tokens", "the request is longer than the model's context"),
+    (400, "Invalid value for 'response_format'", "the model service rejected the request: HTTP 400"),
     (500, "image input is not supported", "the model gpt-4o does not accept images"),  # llama.cpp's, as a 500
 ])
 def test_an_error_line_is_the_error_received_live(status: int, message: str, live: str) -> None:
