@@ -13,12 +13,13 @@ Each function is what a command runs (the command line only reads its options an
 (`errors.py`, each a one-line message naming the fix). Each takes its command's options as
 keywords, or as one options object (`SolveOptions`, `EvalOptions`, ...: options.py, where each
 option is declared once, with the bounds and help text `maps` shows); each function's `Args:`
-are made from that declaration. The typed readers (`read_run`, `read_manifest`,
-`read_summary`, `read_transcript`, `read_results`) read back what runs wrote. Settings come as
-`maps` takes them: `config` is an agents.yaml (None: ./agents.yaml when there is one, else the
-built-in one), `model` overrides every step's model as `--model` does, and keys are read from
-the environment (a `.env` file is the command line's; load it yourself with python-dotenv if you
-keep keys there).
+are made from that declaration, and so is the signature mypy checks its calls against
+(`@typed`: api/_signatures.py, written by scripts/api_signatures.py). The typed readers
+(`read_run`, `read_manifest`, `read_summary`, `read_transcript`, `read_results`) read back what
+runs wrote. Settings come as `maps` takes them: `config` is an agents.yaml (None:
+./agents.yaml when there is one, else the built-in one), `model` overrides every step's model
+as `--model` does, and keys are read from the environment (a `.env` file is the command
+line's; load it yourself with python-dotenv if you keep keys there).
 
 This module imports the heavy machinery (AG2, the HTTP client) only when a function runs, so
 `import maps_autogen` and `maps_autogen.Problem` stay quick.
@@ -30,9 +31,21 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
 
 from maps_autogen._util import MapsError, ProblemError, UsageError
+from maps_autogen.api._signatures import (
+    EffectiveConfigFunction,
+    EvaluateFunction,
+    LoadSettingsFunction,
+    MergeFunction,
+    ScoreFunction,
+    ServeModelFunction,
+    ServeViewFunction,
+    SolveFunction,
+    WriteReportFunction,
+    WriteViewFunction,
+)
 from maps_autogen.eval.options import EvalOptions
 from maps_autogen.orchestration import HumanDecision, HumanState, OnHumanError
 from maps_autogen.problem import ImageLimits, Problem, image_limits
@@ -93,6 +106,20 @@ _LAZY_TYPES = {"SolveResult": "maps_autogen.orchestration._solving", "EvalOutcom
                "ViewServer": "maps_autogen.report.view.server"}
 
 
+F = TypeVar("F")
+
+
+def typed(signature: Callable[..., F]) -> Callable[[Callable[..., Any]], F]:
+    """The API function `takes` made, as mypy sees it: `signature`, its Protocol in
+    api/_signatures.py (generated from the declaration `takes` reads), which checks each call's
+    keywords and their types. The function itself is unchanged."""
+
+    def apply(function: Callable[..., Any]) -> F:
+        return cast(F, function)
+
+    return apply
+
+
 def __getattr__(name: str) -> Any:
     """The result types, imported with the machinery that makes them (PEP 562)."""
     if name in _LAZY_TYPES:
@@ -105,6 +132,7 @@ def __getattr__(name: str) -> Any:
 # ----- settings and problems --------------------------------------------------------------------
 
 
+@typed(LoadSettingsFunction)
 @takes(SettingsOptions, positional=("config",))
 def load_settings(*, options: SettingsOptions, without: Iterable[str] = ()) -> LoadedConfig:
     """The settings a run uses, as `maps solve` and `maps eval` read them: `config` (an
@@ -206,6 +234,7 @@ class _Callbacks:
             self.cancel()
 
 
+@typed(SolveFunction)
 @takes(SolveOptions)
 def solve(
     problem: Problem | PathLike,
@@ -289,6 +318,7 @@ def _solve(problem: Problem, loaded: LoadedConfig, options: SolveOptions, *,
 # ----- maps eval --------------------------------------------------------------------------------
 
 
+@typed(EvaluateFunction)
 @takes(EvalOptions)
 def evaluate(
     *,
@@ -347,6 +377,7 @@ def evaluate(
 # ----- maps score, merge, report, view, config ---------------------------------------------------
 
 
+@typed(ScoreFunction)
 @takes(ScoreOptions)
 def score(*, options: ScoreOptions) -> ScoreReport:
     """Score every line of a JSONL file of recorded model outputs with a benchmark's official
@@ -382,6 +413,7 @@ def _llm_extractor(options: ScoreOptions) -> Callable[[Any], Any]:
     return lambda record: with_llm_extraction(record, complete)
 
 
+@typed(MergeFunction)
 @takes(MergeOptions)
 def merge(*, options: MergeOptions) -> MergeOutcome:
     """Combine the shard runs of one evaluation into one eval folder, as `maps merge` does
@@ -394,6 +426,7 @@ def merge(*, options: MergeOptions) -> MergeOutcome:
     return merge_runs(list(options.runs), out, allow_incomplete=options.allow_incomplete)
 
 
+@typed(WriteReportFunction)
 @takes(ReportOptions)
 def write_report(*, options: ReportOptions) -> Report:
     """The tables and figures comparing eval runs, as `maps report` writes them (Table 1 and 2,
@@ -404,6 +437,7 @@ def write_report(*, options: ReportOptions) -> Report:
     return write(list(options.runs), options.out or Path("runs") / new_run_id("report"), paper=options.paper)
 
 
+@typed(WriteViewFunction)
 @takes(ViewOptions)
 def write_view(*, options: ViewOptions) -> Path:
     """A solve run's or an eval run's pages, as `maps view` writes them; returns the page to
@@ -413,6 +447,7 @@ def write_view(*, options: ViewOptions) -> Path:
     return write_pages(options.run, options.out)
 
 
+@typed(ServeViewFunction)
 @takes(ServeOptions)
 def serve_view(*, options: ServeOptions) -> ViewServer:
     """The viewer's web server over a run, as `maps view --serve` runs it (bound, not yet
@@ -426,6 +461,7 @@ def serve_view(*, options: ServeOptions) -> ViewServer:
     return ViewServer(options.run, host=options.host, port=options.port)
 
 
+@typed(ServeModelFunction)
 @takes(ModelServerOptions)
 def serve_model(*, options: ModelServerOptions) -> LocalServer:
     """llama.cpp's OpenAI-compatible server on a GGUF model file, as `maps serve` starts it, from
@@ -463,6 +499,7 @@ class EffectiveConfig:
     not_runnable: str | None  # why the settings cannot run as they are (a missing key, an unknown endpoint)
 
 
+@typed(EffectiveConfigFunction)
 @takes(SettingsOptions, positional=("config",))
 def effective_config(*, options: SettingsOptions) -> EffectiveConfig:
     """The effective configuration, as `maps config` prints it: the config file merged onto the

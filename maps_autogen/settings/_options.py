@@ -4,7 +4,8 @@ An options class is a frozen dataclass whose fields are declared with `option()`
 `argument()`): the name a Python caller passes, the command-line flag, the kind of value, the
 default, the bounds and the help text. Everything else is made from that one declaration: the
 command's click parameters (`maps_autogen.cli`), the API function's keyword arguments, signature
-and `Args:` documentation (`takes`), and the check every value passes whichever way it came
+and `Args:` documentation (`takes`), its static types (api/_signatures.py, which
+scripts/api_signatures.py writes from these declarations), and the check every value passes whichever way it came
 (`Options.__post_init__`: a bad value is one UsageError naming the argument, its option and the
 fix). The settings every model-calling command shares are `SettingsOptions` (bounded as
 agents.yaml bounds the same keys); `maps eval`'s options, which are also the request its runner
@@ -344,6 +345,8 @@ def _api_type(spec: Spec, default: Any) -> Any:
                  "names": Iterable[str]}[spec.kind]
     if spec.loaded:
         base = base | LoadedConfig
+    if spec.parsed is not None:  # the text, or the value it is read into
+        base = base | spec.parsed
     return base | None if default is None else base
 
 

@@ -1,7 +1,8 @@
 """The wheel installs and works anywhere: built from the package's own files, installed into a
 fresh virtual environment (no system site-packages, nothing of the checkout on its path), its
 `maps solve` and the Python API's `solve()` run from empty folders against the scripted server
-with only what the wheel carries (the built-in agents.yaml, teams, prompts).
+with only what the wheel carries (the built-in agents.yaml, teams, prompts), and a user's mypy
+reads its types (py.typed: the API's signatures check each call).
 
 The dependencies are not downloaded: the fresh environment sees this environment's
 site-packages through a .pth file (a path only: the .pth files there, such as the editable
@@ -18,6 +19,7 @@ from pathlib import Path
 from tests.helpers.common import REPO, TEST_KEY, build_wheel, clean_env, make_png, run_checked
 from tests.helpers.fake_openai import FakeOpenAI
 from tests.helpers.readme_commands import fake_service  # every step answers; the Critic passes at once
+from tests.helpers.typed_calls import check_calls
 
 
 def fresh_environment(tmp_path: Path, wheel: Path) -> Path:
@@ -79,3 +81,11 @@ def test_the_wheel_solves_from_an_empty_folder_in_a_fresh_environment(tmp_path: 
     assert answer["answer"] == "A. 2 kg" and Path(answer["config"]).is_relative_to(installed)
     assert answer["turns"] == ["user_proxy", "interpreter", "aligner", "scholar", "solver", "critic"]
     assert (empty_too / answer["run_dir"] / "run.json").is_file()
+
+
+def test_a_users_mypy_reads_the_installed_wheels_types(tmp_path: Path) -> None:
+    """mypy, given the fresh environment's python as a user's project gives it, finds the
+    installed package typed (py.typed) and flags a misspelt keyword of solve and evaluate."""
+    python = fresh_environment(tmp_path, build_wheel(tmp_path))
+    (tmp_path / "project").mkdir()
+    check_calls(tmp_path / "project", python=python)
