@@ -8,7 +8,8 @@ EMMA's). Only the three ranged packages are installed there; everything else (py
 seen from this environment through a .pth file listed after the fresh environment's own
 site-packages, so the newest versions win. The checkout is on the path only for `tests` (the
 conformance tests and their helpers): `maps_autogen` is imported from the wheel first.
-Without the conformance data the test skips saying how to get it (fails in CI)."""
+They run on the subset that ships with the project, and on the developers' full sets where they are
+found (tests.helpers.conformance; CI fails without them)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from zipfile import ZipFile
 
 from packaging.requirements import Requirement
 
-from tests.helpers.common import CONFORMANCE_VARIABLE, REPO, build_wheel, clean_env, conformance_file, run_checked
+from tests.helpers.common import REPO, build_wheel, clean_env, run_checked
+from tests.helpers.conformance import CONFORMANCE_VARIABLE, OLYMPIADBENCH_JUDGED, shared_file
 
 RANGED = ("sympy", "mpmath", "antlr4-python3-runtime")
 # The conformance tests whose scorers run on that stack (sympy's LaTeX parser, through
@@ -55,7 +57,7 @@ def wheel_requirements(wheel: Path) -> dict[str, Requirement]:
 
 
 def test_the_conformance_tests_pass_beside_the_newest_scoring_stack_the_ranges_allow(tmp_path: Path) -> None:
-    data = conformance_file("olympiadbench_judged.dev.jsonl").parent
+    full = shared_file(OLYMPIADBENCH_JUDGED[0])  # the full sets where found; the bundled subset always
     wheel = build_wheel(tmp_path)
     wanted = wheel_requirements(wheel)
     assert sorted(wanted) == sorted(RANGED)
@@ -74,7 +76,7 @@ def test_the_conformance_tests_pass_beside_the_newest_scoring_stack_the_ranges_a
     ours = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     (site / "zz-dependencies.pth").write_text("\n".join([*ours, str(REPO)]) + "\n")
 
-    env = clean_env(**{CONFORMANCE_VARIABLE: str(data)})
+    env = clean_env(**({CONFORMANCE_VARIABLE: str(full.parent)} if full else {}))
     env.pop("PYTHONPATH", None)
     report = json.loads(run_checked([str(python), "-c", VERSIONS, *RANGED], cwd=tmp_path, env=env).stdout)
     assert Path(report["maps_autogen"]).is_relative_to(site), report  # the wheel's, not the checkout's
