@@ -144,6 +144,9 @@ def test_latex2sympy_readings_of_assignments() -> None:
     ("3)", "3", "3", True),
     ("\\frac{1}{2} & ", "0.5", "0.5", True),
     ("+49,988\\,", "B", "49,988", True),
+    ("2 3", "6", "6", True),  # numbers side by side are multiplied (sympy's grammar reads 23)
+    ("t=69.805 2", "69.805", "69.805", False),
+    ("1 000", "1000", "1000", False),
 ])
 def test_a_parse_is_a_value_only_where_latex2sympy2_reads_it_to_its_end(extraction: str, answer: str,
                                                                          gt_content: str, official: bool) -> None:

@@ -88,7 +88,7 @@ class Reading:
 class _Parser:
     """A recursive-descent reader of one number at a time over the tokens. It decides whether
     to go on with one token of look-ahead; once it has gone on, a failure makes the number
-    unreadable (`Unreadable`), so no token is read twice."""
+    unreadable (`Unreadable`) and is skipped whole, so no token is read twice by one number."""
 
     def __init__(self, tokens: list[Token]) -> None:
         self.tokens = tokens

@@ -133,6 +133,8 @@ _LATEX2SYMPY_REWRITES = (("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"), ("\\mathr
                          ("\\,", " "), ("$", " "))
 # Its lexer reads the dots after a number's digits as the number's ("35." is 35, "2..." is 2).
 _NUMBER_DOTS = re.compile(r"(\d)\.+(?![\d.])")
+# Digits apart are numbers side by side, which it multiplies ("2 3" is 6; sympy's grammar reads 23).
+_DIGITS_APART = re.compile(r"(\d)\s+(?=\d)")
 
 
 def _latex2sympy_end(text: str) -> int:
@@ -166,15 +168,16 @@ def _as_latex2sympy_would(text: str) -> Any:
 
     latex2sympy2 has its own grammar; where it reads answers differently from sympy's parser we
     adapt: its rewrites first (`\\dfrac`, `\\quad`, `~`, `\\,`, `$`, ...); a number's trailing
-    dots are the number's ("35." is 35); it stops silently at a closing bracket with none open,
-    a line break `\\\\`, `&` or a lone "." and reads nothing after. The rest must be read whole:
+    dots are the number's ("35." is 35), digits apart are multiplied ("2 3" is 6); it stops
+    silently at a closing bracket with none open, a line break `\\\\`, `&` or a lone "." and
+    reads nothing after. The rest must be read whole:
     sympy's parser also stops at the first token it cannot use and returns what it read ("35."
     as 3, "7^{4}.5" as 7^4), where latex2sympy2 reads on (7^4 times .5) or fails (a ":" at the
     end), so a parse that ends before the text is not a value. "1,000" is a number but "1,2" a
     list (not a number), "50\\%" is 1/2, `e` and `\\pi` are the constants (sympy 1.12 leaves both
     as plain symbols), and "x = value" is the value. Raises when parsing fails.
     Not emulated: latex2sympy2 keeps state across calls, so an official run's verdicts can
-    depend on the answers it read before (docs/benchmarks.md, "EMMA": after an answer that
+    depend on the answers it read before (docs/benchmarks.md, "EMMA and OlympiadBench": after an answer that
     parses as a differential such as "dx", every later "x = value" fails); this is the verdict
     of a fresh run.
     """
@@ -184,7 +187,7 @@ def _as_latex2sympy_would(text: str) -> Any:
 
     for old, new in _LATEX2SYMPY_REWRITES:
         text = text.replace(old, new)
-    text = _NUMBER_DOTS.sub(r"\1", text)
+    text = _DIGITS_APART.sub(r"\1 \\cdot ", _NUMBER_DOTS.sub(r"\1", text))
     text = text[: _latex2sympy_end(text)]
     if "=" in text:
         # latex2sympy2 reads "symbol = value" as an assignment worth its value; any other
