@@ -20,8 +20,9 @@ without imitating the official extractor's mistakes.
     .venv/bin/python perf/mathvista_extraction_agreement.py [--data FILE] [--examples 3]
     .venv/bin/python perf/mathvista_extraction_agreement.py --short   # the first 500 records
 
-The data live outside the repository (../shared/conformance/); this is a measurement, not a
-test: tests/scoring/test_conformance_mathvista.py asserts the floor.
+The full set lives outside the repository (../shared/conformance/); without it the script reads
+the subset that ships with the project (tests/fixtures/conformance/). This is a measurement, not a
+test: tests/scoring/test_conformance_mathvista.py asserts the floors.
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ from maps_autogen.scoring.benchmarks.mathvista.scorer import SCORER  # noqa: E40
 
 DATA_NAME = "mathvista_testmini_verdicts.dev.jsonl.gz"
 # ../shared/conformance beside the checkout (or beside the folder holding a git worktree).
+# (else the subset that ships with the project, tests/fixtures/conformance/).
 DEFAULT_DATA = next((folder / "shared" / "conformance" / DATA_NAME for folder in ROOT.parents
                      if (folder / "shared" / "conformance" / DATA_NAME).exists()),
-                    ROOT.parent / "shared" / "conformance" / DATA_NAME)
+                    ROOT / "tests" / "fixtures" / "conformance" / "mathvista_testmini_verdicts.subset.jsonl.gz")
 _CODE = re.compile(r"^\s{0,8}(?:print\(|def |import |from \w+ import |return )", re.MULTILINE)
 _LIBRARY = re.compile(r"^\s{0,8}(?:import|from)\s+(?:numpy|sympy|scipy|pandas|datetime|statistics|fractions|decimal)\b",
                       re.MULTILINE)

@@ -66,6 +66,13 @@ def numbers() -> None:
     measured("number 3.5e-10000 against 3.5e-10000", lambda: CUSTOM.score({"answer": "3.5e-10000",
                                                                            "response": "3.5e-10000"}))
     measured("number 2e123456789", lambda: CUSTOM.score({"answer": "7", "response": "2e123456789"}))
+    measured("LaTeX number 7^{100000}", lambda: CUSTOM.score({"answer": "7", "response": "7^{100000}"}))
+    nested = "\\frac{1}{2}" * 900
+    measured(f"LaTeX number of 900 fractions side by side ({len(nested) // KILOBYTE} KB)",
+             lambda: CUSTOM.score({"answer": "7", "response": nested}))
+    brackets = "(1+" * 3300
+    measured(f"LaTeX number in brackets never closed ({len(brackets) // KILOBYTE} KB)",
+             lambda: CUSTOM.score({"answer": "7", "response": brackets}))
 
 
 def olympiadbench(size: int) -> None:

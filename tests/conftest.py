@@ -7,6 +7,12 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.common import make_png
+from tests.helpers.conformance import report_line
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which conformance data the run reads: the bundled subset always, the full sets where found."""
+    return report_line()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -126,31 +126,6 @@ def all_text_in(folder: Path) -> str:
     return "\n".join(p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl"))
 
 
-CONFORMANCE_VARIABLE = "MAPS_CONFORMANCE_DIR"
-
-
-def conformance_folders() -> list[Path]:
-    """Where the conformance data is looked for, in order: $MAPS_CONFORMANCE_DIR, then
-    shared/conformance/ beside the checkout or beside any folder above it (a git worktree's)."""
-    named = [Path(os.environ[CONFORMANCE_VARIABLE]).expanduser()] if os.environ.get(CONFORMANCE_VARIABLE) else []
-    return named + [folder / "shared" / "conformance" for folder in REPO.parents]
-
-
-def conformance_file(name: str) -> Path:
-    """A file of the conformance data (docs/development.md: Conformance data). Missing, the test
-    (or a module, at import) skips with how to get it; in CI (CI=true) it fails."""
-    for folder in conformance_folders():
-        if (folder / name).is_file():
-            return folder / name
-    message = (f"conformance data {name} not found (looked in {CONFORMANCE_VARIABLE}, then shared/conformance/ beside "
-               f"the checkout and the folders above it): it is the developers' set of official verdicts, see "
-               f"docs/development.md#conformance-data for what it holds and where it comes from; put the folder at "
-               f"{REPO.parent / 'shared' / 'conformance'} or set {CONFORMANCE_VARIABLE}=/path/to/conformance")
-    if os.environ.get("CI"):
-        pytest.fail(message + "; CI must have it", pytrace=False)
-    pytest.skip(message, allow_module_level=True)
-
-
 BUILD_INPUTS = ("pyproject.toml", "README.md")
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.common import clean_env, conformance_file
-from tests.helpers.conformance_mathvista import DATA_NAME
+from tests.helpers.common import clean_env
+from tests.helpers.conformance import MATHVISTA, full_or_bundled
 
 PERF = Path(__file__).resolve().parents[2] / "perf"
 TESTED_ELSEWHERE = {"local_model.py", "cpu_per_problem.py"}
@@ -101,7 +101,7 @@ EXPECTED: dict[str, list[str]] = {
         r"--limit 20: 20 images read when the samples run \(each once\)",
     ],
     "mathvista_extraction_agreement.py": [
-        rf"mathvista_testmini_verdicts.dev.jsonl.gz: \d+ records, scored from `response` in {NUMBER} s",
+        rf"mathvista_testmini_verdicts\.(?:dev|subset)\.jsonl\.gz: \d+ records, scored from `response` in {NUMBER} s",
         rf"agreement with the official verdicts: \d+ / \d+ = {NUMBER}%",
         r"adversarial responses of 1 MB .*",
     ],
@@ -115,7 +115,7 @@ def test_every_perf_script_is_run_here() -> None:
 
 @pytest.mark.parametrize("script", sorted(EXPECTED))
 def test_perf_script_runs_short(script: str, tmp_path: Path) -> None:
-    extra = ["--data", str(conformance_file(DATA_NAME))] if script == "mathvista_extraction_agreement.py" else []
+    extra = ["--data", str(full_or_bundled(MATHVISTA))] if script == "mathvista_extraction_agreement.py" else []
     done = subprocess.run([sys.executable, str(PERF / script), "--short", *extra], env=clean_env(), cwd=tmp_path,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{script} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"

@@ -1,10 +1,12 @@
-"""Conformance: our EMMA fast-eval scorer reproduces every rule-scored official verdict.
+"""Conformance: our EMMA fast-eval scorer reproduces every rule-scored official verdict, on the
+subset that ships with the project (tests/fixtures/conformance/: generated responses scored by
+EMMA's own evaluation code, current and first release, with records where the two differ) and on
+the developers' full set where it is found (tests.helpers.conformance: where; a clone without it
+runs the subset, CI fails without it).
 
 Each record carries the rule its source file was scored with: `fast_eval_new…` (current code),
 `fast_eval_old…` (first release), `fast_eval(both versions agree)` (must pass under both), or
-`gpt_eval` (an LLM judge: counted and reported, not asserted). Reads the shared data in place
-(tests.helpers.common.conformance_file: where it is looked for; without it the module skips saying how
-to get it, and fails in CI).
+`gpt_eval` (an LLM judge: counted and reported, not asserted).
 """
 
 from __future__ import annotations
@@ -19,9 +21,8 @@ import pytest
 
 from maps_autogen.scoring.benchmarks import _symbolic
 from maps_autogen.scoring.benchmarks.emma import scorer as emma
-from tests.helpers.common import conformance_file
+from tests.helpers.conformance import EMMA, ConformanceData, conformance_data
 
-VERDICTS = conformance_file("emma_verdicts.dev.jsonl.gz")
 SHOW = 10
 
 
@@ -36,10 +37,24 @@ def rule_versions_of(rule_of_file: str) -> tuple[str, ...]:
     return ()
 
 
-@pytest.fixture(scope="module")
-def records() -> list[dict[str, Any]]:
-    with gzip.open(VERDICTS, "rt", encoding="utf-8") as stream:
+@pytest.fixture(scope="module", params=conformance_data(EMMA), ids=str)
+def records(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
+    data: ConformanceData = request.param
+    with gzip.open(data.path, "rt", encoding="utf-8") as stream:
         return [json.loads(line) for line in stream if line.strip()]
+
+
+def test_the_bundled_set_pins_both_versions_where_they_differ() -> None:
+    """The full set holds no record that only the current rules decide; the bundled one holds
+    inputs scored by each version where their verdicts differ, once per version."""
+    [bundled] = [data for data in conformance_data(EMMA) if data.kind == "bundled"]
+    with gzip.open(bundled.path, "rt", encoding="utf-8") as stream:
+        records = [json.loads(line) for line in stream if line.strip()]
+    current = {r["pid"] for r in records if rule_versions_of(r["scoring_rule_of_file"]) == ("current",)}
+    legacy = {r["pid"] for r in records if rule_versions_of(r["scoring_rule_of_file"]) == ("legacy",)}
+    assert current and current == legacy
+    for pid in current:
+        assert {r["true_false"] for r in records if r["pid"] == pid} == {True, False}, pid
 
 
 def test_every_record_has_a_known_rule(records: list[dict[str, Any]]) -> None:

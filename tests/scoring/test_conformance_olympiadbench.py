@@ -1,8 +1,7 @@
-"""Conformance: our OlympiadBench judge reproduces every verdict of the official pipeline.
-
-Reads the shared conformance data in place (never copied into the repository;
-tests.helpers.common.conformance_file: where it is looked for); without it, e.g. on a user's clone,
-the module skips saying how to get it, and fails in CI.
+"""Conformance: our OlympiadBench judge reproduces every verdict of the official pipeline, on the
+subset that ships with the project (tests/fixtures/conformance/: the judge's own examples and
+generated cases it judged) and on the developers' full set where it is found
+(tests.helpers.conformance: where; a clone without it runs the subset, CI fails without it).
 """
 
 from __future__ import annotations
@@ -11,13 +10,14 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
+
 from maps_autogen.scoring.benchmarks import _symbolic
 from maps_autogen.scoring.benchmarks.olympiadbench import scorer as ob
-from tests.helpers.common import conformance_file
+from tests.helpers.conformance import OLYMPIADBENCH_EXAMPLES, OLYMPIADBENCH_JUDGED, ConformanceData, conformance_data
 
-EXAMPLES = conformance_file("olympiadbench_official_examples.json")
-JUDGED = conformance_file("olympiadbench_judged.dev.jsonl")
 SHOW = 10  # disagreeing records listed in a failure message
+EXPECTED = {"bundled": 107, "shared": 1003}  # judged cases in each set
 
 
 def _parallel(func: Any, items: list[Any]) -> list[Any]:
@@ -29,12 +29,18 @@ def _parallel(func: Any, items: list[Any]) -> list[Any]:
 def _precision(value: Any) -> float | list[float]:
     if value is None:
         return ob.DEFAULT_PRECISION
-    return float(value) if isinstance(value, str) else value
+    return float(value) if isinstance(value, str) else list(value) if isinstance(value, list) else value
 
 
-def test_official_examples_in_pipeline_argument_order() -> None:
-    examples = json.loads(EXAMPLES.read_text(encoding="utf-8"))
-    assert len(examples) == 36
+@pytest.fixture(scope="module", params=conformance_data(OLYMPIADBENCH_EXAMPLES), ids=str)
+def examples(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
+    data: ConformanceData = request.param
+    loaded: list[dict[str, Any]] = json.loads(data.path.read_text(encoding="utf-8"))
+    assert len(loaded) == 36
+    return loaded
+
+
+def test_official_examples_in_pipeline_argument_order(examples: list[dict[str, Any]]) -> None:
     ours = _parallel(
         lambda e: ob.judge_bounded(e["answer"], e["gt"], _precision(e["precision"])), examples
     )
@@ -47,9 +53,8 @@ def test_official_examples_in_pipeline_argument_order() -> None:
     assert not wrong, f"{len(wrong)}/{len(examples)} disagree:\n" + "\n".join(wrong[:SHOW])
 
 
-def test_official_examples_in_the_other_argument_order() -> None:
+def test_official_examples_in_the_other_argument_order(examples: list[dict[str, Any]]) -> None:
     # Not how the pipeline calls it, but the recorded verdicts pin the judge's asymmetries.
-    examples = json.loads(EXAMPLES.read_text(encoding="utf-8"))
     ours = _parallel(
         lambda e: ob.judge_bounded(e["gt"], e["answer"], _precision(e["precision"])), examples
     )
@@ -61,9 +66,10 @@ def test_official_examples_in_the_other_argument_order() -> None:
     assert not wrong, f"{len(wrong)}/{len(examples)} disagree:\n" + "\n".join(wrong[:SHOW])
 
 
-def test_judged_cases_scored_from_response() -> None:
-    records = [json.loads(line) for line in JUDGED.read_text(encoding="utf-8").splitlines() if line]
-    assert len(records) == 1003
+@pytest.mark.parametrize("data", conformance_data(OLYMPIADBENCH_JUDGED), ids=str)
+def test_judged_cases_scored_from_response(data: ConformanceData) -> None:
+    records = [json.loads(line) for line in data.path.read_text(encoding="utf-8").splitlines() if line]
+    assert len(records) == EXPECTED[data.kind]
     _symbolic.clear_incidents()
     verdicts = _parallel(ob.SCORER.score, records)
     wrong = [

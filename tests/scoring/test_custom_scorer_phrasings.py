@@ -130,3 +130,122 @@ def test_numbers_after_the_same_phrasings(reply: str, gold: str, right: bool) ->
 ])
 def test_texts_after_the_same_phrasings(reply: str, right: bool) -> None:
     assert SCORER.score({"answer": "a virtual image", "answer_type": "text", "response": reply}).correct is right
+
+
+# ----- numbers ---------------------------------------------------------------------------------
+# Replies as chat models write a number (LaTeX fractions, roots, powers of ten, signs, thousands
+# separators, mixed numbers, percent, units, \boxed{}), each with a gold answer it states.
+NUMBER_READS = [
+    ("The answer is 12.5 m", "12.5"),
+    ("\\boxed{\\frac{1}{4}}", "0.25"),
+    ("$\\boxed{\\dfrac{3}{4}}$", "0.75"),
+    ("Final answer: \\tfrac{1}{2}", "0.5"),
+    ("The answer is $-\\frac{3}{2}$.", "-1.5"),
+    ("\\boxed{\\frac{-3}{2}}", "-1.5"),
+    ("The answer is −\\frac{1}{2}", "-0.5"),
+    ("The answer is 2\\sqrt{3}", "3.4641016151"),
+    ("\\boxed{\\sqrt{2}}", "1.41421356237"),
+    ("\\boxed{\\sqrt{16}}", "4"),
+    ("The answer is \\sqrt[3]{27}", "3"),
+    ("The answer is \\frac{\\sqrt{3}}{2}", "0.8660254038"),
+    ("The answer is 2\\pi", "6.283185307"),
+    ("\\boxed{\\frac{\\pi}{2}}", "\\frac{\\pi}{2}"),
+    ("**Answer:** $3 \\times 10^{8}$ m/s", "300000000"),
+    ("Answer: 3e8 m/s", "3e8"),
+    ("The speed is large.\nAnswer: 3·10^8 m/s", "3e8"),
+    ("The answer is 3.0 × 10⁸ m/s", "3e8"),
+    ("The answer is 3.00 \\times 10^{8}", "300000000"),
+    ("Final answer: 1.5 \\times 10^{-3} kg", "0.0015"),
+    ("The answer is 6.02 x 10^23", "6.02e23"),
+    ("The answer is $1.2 \\times 10^{3}$ J", "1200"),
+    ("The answer is 7.5e-3 A", "0.0075"),
+    ("Answer: 1e3 N", "1000"),
+    ("The answer is 10^{-3} m", "0.001"),
+    ("The answer is 2^{10}", "1024"),
+    ("The answer is \\left(\\frac{1}{2}\\right)^{2}", "0.25"),
+    ("The answer is 1,250", "1250"),
+    ("The answer is 1{,}250 J", "1250"),
+    ("\\boxed{12\\,500}", "12500"),
+    ("The answer is −7", "-7"),
+    ("Answer: +4", "4"),
+    ("The answer is 1\\frac{1}{2} hours", "1.5"),
+    ("The answer is 2 1/2 cups", "2.5"),
+    ("The answer is 2½", "2.5"),
+    ("The answer is 25%", "25"),
+    ("The answer is 25\\%", "0.25"),
+    ("Answer: 40 percent", "40"),
+    ("The answer is 50", "50%"),
+    ("\\boxed{x = 5}", "5"),
+    ("The answer is $v = 3 \\times 10^{8}\\,\\mathrm{m\\,s^{-1}}$", "3e8"),
+    ("The answer is 9.8 m/s^2", "9.8"),
+    ("The answer is 9.8 m/s²", "9.8"),
+    ("The area is \\boxed{16 \\text{ cm}^2}", "16"),
+    ("The answer is 30^\\circ", "30"),
+    ("The answer is 45°", "45"),
+    ("The answer is \\approx 0.33", "0.33"),
+    ("The answer is \\frac{1}{3}", "1/3"),
+    ("Answer: \\boxed{0.5}", "\\frac{1}{2}"),
+    ("The answer is 12.50", "12.5"),
+    ("The answer is 4 kg", "4"),
+    ("### Final answer\n**12 N**", "12"),
+    ("The answer is T = 2.0 s.", "2"),
+    ("The answer is 3(4) = 12", "12"),
+    ("The answer is 5 \\mathrm{~kg}", "5"),
+    ("The answer is $x_1 = 5$", "5"),
+]
+# Replies whose only tie to the gold answer is a stray digit (inside a LaTeX form, a unit, a
+# subscript, a variable's coefficient, a list or a range): never credited.
+NUMBER_STRAYS = [
+    ("\\boxed{\\frac{1}{4}}", "4"),
+    ("The answer is \\frac{3}{4}", "3"),
+    ("The answer is 2\\sqrt{3}", "3"),
+    ("The answer is 3 \\times 10^{8}", "8"),
+    ("The answer is 10^{8}", "8"),
+    ("The answer is 3e8", "8"),
+    ("The answer is -\\frac{3}{2}", "2"),
+    ("The answer is 1.5 \\times 10^{-3}", "3"),
+    ("The answer is 1\\frac{1}{2}", "1"),
+    ("\\boxed{\\frac{x}{4}}", "4"),
+    ("The answer is \\sqrt{2g}", "2"),
+    ("The answer is 2x", "2"),
+    ("The answer is 2\\theta", "2"),
+    ("The answer is x + 2", "2"),
+    ("The answer is x^2 + 3x + 2", "2"),
+    ("The answer is 2/x", "2"),
+    ("The answer is \\sin 30^\\circ", "30"),
+    ("The answer is \\log_{2} 8", "8"),
+    ("The answer is 2, 3", "3"),
+    ("The answer is 2 or 3", "3"),
+    ("The answer is 2 3", "3"),
+    ("The answer is 5 \\pm 0.1", "0.1"),
+    ("The answer is 12,5", "5"),
+    ("The answer is 1:2", "2"),
+    ("The answer is 9.8 m/s^2", "2"),
+    ("The answer is 16 cm^2", "2"),
+    ("The answer is $x_1 = 5$", "1"),
+    ("The answer is H_2O", "2"),
+    ("The answer is \\frac{1}{0}", "0"),
+    ("The answer is \\sqrt{-4}", "2"),
+]
+
+
+@pytest.mark.parametrize(("reply", "gold"), NUMBER_READS, ids=[repr(p[0])[:50] for p in NUMBER_READS])
+def test_each_number_phrasing_is_read_as_the_number_it_states(reply: str, gold: str) -> None:
+    verdict = SCORER.score({"answer": gold, "answer_type": "number", "response": reply})
+    assert verdict.correct, verdict
+
+
+@pytest.mark.parametrize(("reply", "gold"), NUMBER_STRAYS, ids=[repr(p[0])[:50] for p in NUMBER_STRAYS])
+def test_no_stray_digit_is_credited(reply: str, gold: str) -> None:
+    verdict = SCORER.score({"answer": gold, "answer_type": "number", "response": reply})
+    assert not verdict.correct, verdict
+
+
+def test_the_number_set_is_read_in_full() -> None:
+    """The figure docs/benchmarks.md states: every number phrasing is read as the number it
+    states, and no stray digit is credited."""
+    read = sum(bool(SCORER.score({"answer": g, "answer_type": "number", "response": r}).correct) for r, g in NUMBER_READS)
+    credited = sum(bool(SCORER.score({"answer": g, "answer_type": "number", "response": r}).correct)
+                   for r, g in NUMBER_STRAYS)
+    assert (len(NUMBER_READS), len(NUMBER_STRAYS)) == (56, 30)
+    assert read == len(NUMBER_READS) and credited == 0

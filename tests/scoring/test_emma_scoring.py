@@ -117,6 +117,49 @@ def test_latex2sympy_readings_of_assignments() -> None:
     assert equal("2x=4", "4") is False  # an equation to solve, not a value
 
 
+# latex2sympy2 reads a number to its end ("35." is 35) and fails, or reads on, where sympy's
+# parser stops early and keeps what it read ("35." as 3, "7^{4}.5" as 7^4, "21:" as 21); it
+# stops silently at a closing bracket with none open, a line break or "&", and drops "~", "\,",
+# "\quad" first. Each verdict here is the official one: EMMA-Bench/EMMA@50609fd's
+# evaluation/utils.py is_equal run with latex2sympy2 1.9.1 (from a fresh latex2sympy2 state),
+# the first release's (hychaochao/EMMA@838b6de) giving the same.
+@pytest.mark.parametrize(("extraction", "answer", "gt_content", "official"), [
+    ("20.", "2", "2", False),  # sympy alone: 2, credited
+    ("20.", "20", "20", True),
+    ("35.", "3", "3", False),
+    ("35.", "35", "35", True),
+    ("2...", "B", "2", True),
+    ("7^{4}.5", "B", "7^{4}", False),  # latex2sympy2: 7^4 times .5
+    ("37.6.0.", "B", "37.6", False),
+    ("1.2.3", "1.2", "1.2", False),
+    ("21:", "B", "21", False),  # latex2sympy2: a division without its divisor, an error
+    ("\\frac{50}{5}:", "B", "\\frac{50}{5}", False),
+    ("x = -46:", "-46", "-46", False),
+    ("~59", "D", "59", True),
+    ("42\\,", "42", "42", True),
+    ("\\quad \\dfrac{55}{12}\\,", "C", "\\dfrac{55}{12}", True),
+    ("x=27.9\\\\", "D", "27.9", True),
+    ("v = 10\\%)", "C", "10\\%", True),
+    ("~-55]", "B", "-55", True),
+    ("3)", "3", "3", True),
+    ("\\frac{1}{2} & ", "0.5", "0.5", True),
+    ("+49,988\\,", "B", "49,988", True),
+    ("2 3", "6", "6", True),  # numbers side by side are multiplied (sympy's grammar reads 23)
+    ("t=69.805 2", "69.805", "69.805", False),
+    ("1 000", "1000", "1000", False),
+])
+def test_a_parse_is_a_value_only_where_latex2sympy2_reads_it_to_its_end(extraction: str, answer: str,
+                                                                         gt_content: str, official: bool) -> None:
+    assert emma.verdict(extraction, answer, gt_content) is official
+    assert emma.verdict(extraction, answer, gt_content, "legacy") is official
+
+
+def test_a_boxed_number_with_a_full_stop_is_its_number() -> None:
+    record = {"answer": "A", "gt_content": "2", "type": "Open-ended", "response": "So we get \\boxed{20.}"}
+    assert emma.SCORER.score(record).correct is False  # the example: was credited for a gold 2
+    assert emma.SCORER.score({**record, "gt_content": "20"}).correct is True
+
+
 def test_letters_are_not_numbers() -> None:
     assert equal("a", "c") is False
 

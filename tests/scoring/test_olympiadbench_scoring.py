@@ -74,6 +74,27 @@ def test_precision_of_rejects_garbage() -> None:
         ob.precision_of("about one", "Numerical")
 
 
+# judge.py tests `error` for truth before reading it: every false JSON value is the default
+# tolerance (an `error` of 0 as a number included), "0" as a string is a tolerance of 0; true,
+# non-empty lists and objects stop the official run (TypeError), so they cannot be scored.
+@pytest.mark.parametrize("error", [None, "", 0, 0.0, False, [], {}])
+def test_every_false_error_is_the_default_tolerance(error: object) -> None:
+    assert ob.precision_of(error, "Numerical") == ob.DEFAULT_PRECISION
+
+
+@pytest.mark.parametrize(("error", "right"), [(0, True), (0.0, True), ("0", False), (None, True), ("1e-10", False)])
+def test_an_error_of_zero_as_a_number_judges_with_the_default_tolerance(error: object, right: bool) -> None:
+    # the official judge: judge("1.000000001", "1") is True (1e-8), judge(..., 0.0) is False
+    assert ob.SCORER.score(_record("1.000000001", final_answer=["1"], error=error)).correct is right
+
+
+@pytest.mark.parametrize("error", [True, [0.1], ["0.1"], {"value": 0.1}])
+def test_true_values_the_official_run_stops_on_cannot_be_scored(error: object) -> None:
+    with pytest.raises(RecordError, match="error"):
+        ob.precision_of(error, "Numerical")
+    assert ob.precision_of(error, "Tuple") == ob.DEFAULT_PRECISION  # never read for tuples
+
+
 # ---- pre-processing ----------------------------------------------------------------------
 
 

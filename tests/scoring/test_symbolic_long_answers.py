@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from maps_autogen.scoring.benchmarks import _symbolic
+from maps_autogen.scoring.benchmarks import _latex_parse, _symbolic
 from maps_autogen.scoring.benchmarks.emma import scorer as emma
 from maps_autogen.scoring.benchmarks.olympiadbench import scorer as olympiadbench
 
@@ -37,10 +37,12 @@ CHAIN = "+".join(["1"] * 500)  # 999 characters worth 500, but 500 levels deep o
 
 @pytest.fixture
 def fresh_parses() -> Iterator[None]:
-    _symbolic._parse_cached.cache_clear()
+    _latex_parse._parse_cached.cache_clear()
+    _latex_parse._whole_cached.cache_clear()
     _symbolic.parse_paths.clear()
     yield
-    _symbolic._parse_cached.cache_clear()
+    _latex_parse._parse_cached.cache_clear()
+    _latex_parse._whole_cached.cache_clear()
 
 
 def test_a_long_prose_answer_is_judged_on_the_fast_path(fresh_parses: None) -> None:
@@ -80,8 +82,8 @@ def test_the_fast_parse_builds_what_the_official_parse_builds(text: str) -> None
     from sympy.parsing.latex import parse_latex as official
 
     try:
-        fast = _symbolic._parse_fast(text)
-    except _symbolic._NotSettled:
+        fast = _latex_parse._parse_fast(text)
+    except _latex_parse._NotSettled:
         fast = _symbolic.parse_latex(text)  # the official parse, run by the fallback
     assert fast == official(text)
 
@@ -96,8 +98,8 @@ def test_the_fast_parse_builds_what_the_official_parse_builds(text: str) -> None
 def test_what_the_fast_parse_cannot_settle_goes_to_the_official_parse(fresh_parses: None, text: str) -> None:
     from sympy.parsing.latex import parse_latex as official
 
-    with pytest.raises(_symbolic._NotSettled):
-        _symbolic._parse_fast(text)
+    with pytest.raises(_latex_parse._NotSettled):
+        _latex_parse._parse_fast(text)
     try:
         expected: object = official(text)
     except Exception as error:  # noqa: BLE001 - the official parse fails: so must ours

@@ -1,4 +1,4 @@
-"""Shared LaTeX → sympy helpers and the per-item time limit for the symbolic scorers.
+"""The per-item time limit for the symbolic scorers, and sympy's LaTeX parse they share (`_latex_parse`).
 
 Why a worker process: sympy's `simplify`/`evalf` can run for minutes (or exhaust memory) on a
 pathological answer, and Python cannot interrupt a running C-level computation from another
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import atexit
 import collections
-import functools
 import importlib
 import logging
 import os
@@ -49,6 +48,7 @@ from typing import Any
 from maps_autogen._util import _lifeline as lifeline
 from maps_autogen.scoring.benchmarks._incidents import Incident, clear_incidents, incidents
 from maps_autogen.scoring.benchmarks._incidents import record as _record
+from maps_autogen.scoring.benchmarks._latex_parse import parse_latex, parse_latex_whole, parse_paths
 
 log = logging.getLogger(__name__)
 
@@ -468,88 +468,6 @@ def _limit_memory(limit: int) -> None:
         pass
 
 
-class _ParseFailure:
-    """Marker cached for LaTeX that does not parse, so repeated failures are cheap too."""
-
-    def __init__(self, error: Exception) -> None:
-        self.error = error
-
-
-# How each text was parsed, by path: "sll" (the fast prediction mode settled it) or "ll" (the
-# official parse ran). Read by the tests and perf scripts; per process.
-parse_paths: collections.Counter[str] = collections.Counter()
-
-
-class _NotSettled(Exception):
-    """The fast parse cannot stand for the official one (see `_parse_fast`)."""
-
-
-def _parse_fast(text: str) -> Any:
-    """sympy's LaTeX parse of `text` with ANTLR's SLL prediction instead of the default LL.
-
-    The official judges call sympy's `parse_latex`, whose ANTLR parser predicts with full
-    context (LL): on prose or a long formula that costs milliseconds per token (a 1 KB answer
-    takes seconds, more than the time limit on a loaded machine). SLL prediction caches its
-    decisions and is several times faster; ANTLR guarantees it either builds the very tree LL
-    builds or reports a syntax error. sympy's grammar does not require the input to end where
-    the parse ends, so a parse that stops before the last token could differ from LL's: that
-    case, like any syntax error, raises _NotSettled and the caller runs the official parse.
-    The tree is converted by sympy's own converter, as in the official parse.
-    """
-    import antlr4
-    from antlr4.atn.PredictionMode import PredictionMode
-
-    # The module binds its parser classes to None until antlr4 imports: untyped here.
-    latex_antlr: Any = importlib.import_module("sympy.parsing.latex._parse_latex_antlr")
-
-    try:
-        listener = latex_antlr.MathErrorListener(text)
-        lexer = latex_antlr.LaTeXLexer(antlr4.InputStream(text))
-        lexer.removeErrorListeners()
-        lexer.addErrorListener(listener)
-        tokens = antlr4.CommonTokenStream(lexer)
-        parser = latex_antlr.LaTeXParser(tokens)
-        parser.removeErrorListeners()
-        parser.addErrorListener(listener)
-        parser._interp.predictionMode = PredictionMode.SLL
-        relation = parser.math().relation()
-        whole = tokens.LA(1) == antlr4.Token.EOF
-    except Exception as exc:  # a syntax error, or anything else: not settled
-        raise _NotSettled() from exc
-    if not whole:
-        raise _NotSettled()
-    return latex_antlr.convert_relation(relation)
-
-
-@functools.lru_cache(maxsize=8192)
-def _parse_cached(text: str) -> Any:
-    from sympy.parsing.latex import parse_latex as sympy_parse_latex
-
-    try:
-        try:
-            result = _parse_fast(text)
-            parse_paths["sll"] += 1
-            return result
-        except _NotSettled:
-            parse_paths["ll"] += 1
-            return sympy_parse_latex(text)
-    except Exception as exc:  # noqa: BLE001 - re-raised by parse_latex below
-        return _ParseFailure(exc)
-
-
-def parse_latex(text: str) -> Any:
-    """sympy's ANTLR LaTeX parser, memoised; raises what the parser raises. What it builds is
-    the official parse's, found first with the faster SLL prediction (see `_parse_fast`).
-
-    sympy expressions are immutable, so sharing one parsed object between callers is safe.
-    """
-    result = _parse_cached(text)
-    if isinstance(result, _ParseFailure):
-        # Drop the old traceback: re-raising one cached object would otherwise keep growing it.
-        raise result.error.with_traceback(None)
-    return result
-
-
 __all__ = [
     "COUNTS_CPU_TIME",
     "DEFAULT_TIME_LIMIT_S",
@@ -565,6 +483,8 @@ __all__ = [
     "clear_incidents",
     "incidents",
     "parse_latex",
+    "parse_latex_whole",
+    "parse_paths",
     "pool",
     "run_bounded",
     "set_time_limit",

@@ -1,8 +1,9 @@
 """The bounds every scorer's work stays within, in the process it runs in (ours or the
 symbolic helper's), each counted by its real cost before the work is done: the digits and the
-power of ten of a number made exact, the text OlympiadBench's box extraction produces, the
-cells of MathVista's edit-distance table, the size of what is sent to the symbolic helper
-(whose work is bounded there by time and memory, `_symbolic`).
+power of ten of a number made exact, the digits of a number worked out from LaTeX (the custom
+benchmark's), the text OlympiadBench's box extraction produces, the cells of MathVista's
+edit-distance table, the size of what is sent to the symbolic helper (whose work is bounded
+there by time and memory, `_symbolic`).
 
 A response whose judging would pass a bound cannot be judged: it is judged wrong and its
 verdict says why (`Verdict.unjudged`), never a failed problem, never a crash. The gold side of
@@ -25,6 +26,9 @@ from fractions import Fraction
 MAX_NUMBER_DIGITS = 4000
 #: The largest power of ten a number may carry (10**10000 is 33,000 bits: cheap to compare).
 MAX_NUMBER_EXPONENT = 10_000
+#: Digits (numerator and denominator together) of a number the custom benchmark works out from
+#: an answer's LaTeX (`\frac`, powers, roots): the largest mantissa times the largest power of ten.
+MAX_NUMBER_SIZE = MAX_NUMBER_DIGITS + MAX_NUMBER_EXPONENT
 #: Characters OlympiadBench's box extraction may produce (nested boxes repeat their contents,
 #: so its output grows with the square of the nesting).
 MAX_BOXED_CHARS = 1_000_000
@@ -37,10 +41,11 @@ MAX_EDIT_CELLS = 250_000
 MAX_SYMBOLIC_CHARS = 20_000
 
 #: The bounds by name, as the meter records them.
-BOUNDS = {"number digits": MAX_NUMBER_DIGITS, "number exponent": MAX_NUMBER_EXPONENT,
+BOUNDS = {"number digits": MAX_NUMBER_DIGITS, "number exponent": MAX_NUMBER_EXPONENT, "number size": MAX_NUMBER_SIZE,
           "boxed chars": MAX_BOXED_CHARS, "edit cells": MAX_EDIT_CELLS, "symbolic chars": MAX_SYMBOLIC_CHARS}
 #: How a reason names each bound's work: "{what} {has} {units} {unit}".
 _UNITS = {"number digits": ("has", "digits"), "number exponent": ("has", "as its power of ten"),
+          "number size": ("would have", "digits"),
           "boxed chars": ("would produce", "characters"), "edit cells": ("needs", "edit-distance cells"),
           "symbolic chars": ("would send", "characters")}
 
@@ -75,7 +80,8 @@ def charge(bound: str, units: int, what: str) -> None:
         meter[bound] = units
     if units > BOUNDS[bound]:
         verb, unit = _UNITS[bound]
-        raise Unjudgeable(f"{what} {verb} {units:,} {unit}, more than the bound of {BOUNDS[bound]:,}")
+        shown = f"{units:,}" if units < 10**15 else "more than 10^15"
+        raise Unjudgeable(f"{what} {verb} {shown} {unit}, more than the bound of {BOUNDS[bound]:,}")
 
 
 # A plain decimal as Fraction reads it (sign, digits with optional underscores, a fraction part,
@@ -129,6 +135,6 @@ def bounded_symbolic(*texts: str | None) -> None:
     charge("symbolic chars", sum(len(text) for text in texts if text), "the symbolic check of this answer")
 
 
-__all__ = ["BOUNDS", "MAX_BOXED_CHARS", "MAX_EDIT_CELLS", "MAX_NUMBER_DIGITS", "MAX_NUMBER_EXPONENT",
+__all__ = ["BOUNDS", "MAX_BOXED_CHARS", "MAX_EDIT_CELLS", "MAX_NUMBER_DIGITS", "MAX_NUMBER_EXPONENT", "MAX_NUMBER_SIZE",
            "MAX_SYMBOLIC_CHARS", "Unjudgeable", "bounded_symbolic", "charge", "exact_number", "metered",
            "number_text"]

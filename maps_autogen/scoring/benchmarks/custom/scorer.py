@@ -12,24 +12,27 @@ through. The verdict, by answer type:
 - `choice`: the option that answer names (`reading.read_letter`: a letter in any case, with or
   without parentheses, ".", ":" or ")", "Option B", "(B) its text", or the text of one option)
   must be the gold letter; an answer naming two options or negating one names none;
-- `number`: the last number in the answer and the gold answer's number are compared exactly,
-  as decimals (12.50 equals 12.5; 1/4 equals 0.25); thousands commas ("1,250"), a leading
-  "+", a trailing "%" and words or units around the number are ignored; with a `tolerance`,
-  the absolute difference may be at most that much;
+- `number`: the answer's number as a grader reads it (`numbers.py`: the last number written as
+  a whole, LaTeX fractions, roots, powers of ten, signs, thousands separators and mixed numbers
+  evaluated; units and words around it left aside; unreadable, never credited, when it cannot
+  be evaluated or is not one number) against the gold answer's (the same reading, of nothing
+  but the number): exactly (12.50 equals 12.5, \frac{1}{4} equals 0.25), a value that is not
+  exact (a root, π) to `numbers.RELATIVE_TOLERANCE`; a "%" on either side also reads its
+  value as hundredths; with a `tolerance`, the absolute difference may be at most that much;
 - `text`: both sides normalised (Unicode NFKC, case-folded, punctuation dropped, the English
   articles a/an/the dropped, whitespace collapsed) and then equal.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
 
 from maps_autogen.records import Evaluation
 from maps_autogen.scoring.benchmarks.base import RecordError, Verdict
-from maps_autogen.scoring.benchmarks.bounds import Unjudgeable, exact_number, number_text
+from maps_autogen.scoring.benchmarks.bounds import Unjudgeable
+from maps_autogen.scoring.benchmarks.custom.numbers import Reading, read_number, same_number
 from maps_autogen.scoring.benchmarks.custom.reading import (
     LETTERS,
     MAX_ANSWER_CHARS,
@@ -41,12 +44,6 @@ from maps_autogen.scoring.benchmarks.custom.reading import (
 
 ANSWER_TYPES = ("choice", "number", "text")
 DEFAULT_CATEGORY = "all"  # rows without a category count under this one
-
-# A number: sign, digits with optional thousands commas or plain digits, decimals, exponent;
-# optionally "/ denominator". Linear-time: no nested quantifiers over the same characters.
-_NUMBER = re.compile(
-    r"(?<![\w.])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?"
-)
 
 
 def answer_type_of(record: Mapping[str, Any]) -> str:
@@ -62,39 +59,15 @@ def answer_type_of(record: Mapping[str, Any]) -> str:
     return "number" if _gold_number(str(record.get("answer") or "")) is not None else "text"
 
 
-def _gold_number(text: str, field: str = "answer") -> Fraction | None:
-    """A row's own number (its gold answer or tolerance): a number past the bounds makes the row
-    unusable (RecordError naming the field), before any model call."""
+def _gold_number(text: str, field: str = "answer") -> Reading | None:
+    """A row's own number (its gold answer or tolerance: nothing but the number, read as an
+    answer's is), None when it is not one; a number past the bounds makes the row unusable
+    (RecordError naming the field), before any model call."""
     try:
-        return parse_number(text, whole=True)
+        reading = read_number(text[:MAX_ANSWER_CHARS], whole=True)
     except Unjudgeable as beyond:
         raise RecordError(f"field {field!r} cannot be scored: {beyond.reason}") from None
-
-
-def _to_fraction(token: str) -> Fraction | None:
-    """The token's exact value (within the number bounds: `bounds.exact_number`)."""
-    token = token.replace("−", "-").replace(",", "").replace(" ", "")
-    if "/" in token:
-        top, bottom = token.split("/", 1)
-        numerator, denominator = exact_number(top), exact_number(bottom)
-        return None if numerator is None or not denominator else numerator / denominator
-    return exact_number(token)
-
-
-def parse_number(text: str, *, whole: bool = False) -> Fraction | None:
-    """The last number in `text` as an exact fraction (None when there is none). With `whole`,
-    the text must be nothing but the number (a "%" and surrounding spaces allowed). Unjudgeable
-    when the number passes the number bounds (`bounds.exact_number`)."""
-    text = text[:MAX_ANSWER_CHARS]
-    if whole:
-        stripped = text.strip().rstrip("%").strip()
-        match = _NUMBER.fullmatch(stripped)
-        return _to_fraction(stripped) if match and stripped and any(c.isdigit() for c in stripped) else None
-    found = None
-    for match in _NUMBER.finditer(text):
-        if any(char.isdigit() for char in match.group()):
-            found = match.group()
-    return None if found is None else _to_fraction(found)
+    return reading if reading.value is not None else None
 
 
 def _options(record: Mapping[str, Any]) -> list[str]:
@@ -113,9 +86,9 @@ def _tolerance(record: Mapping[str, Any]) -> Fraction:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise RecordError("field 'tolerance' must be a non-negative number")
     tolerance = _gold_number(str(value), "tolerance")
-    if tolerance is None or tolerance < 0:
+    if tolerance is None or tolerance.value is None or tolerance.value < 0:
         raise RecordError("field 'tolerance' must be a non-negative number")
-    return tolerance
+    return Fraction(tolerance.value)
 
 
 def gold_problem(record: Mapping[str, Any]) -> str | None:
@@ -174,12 +147,13 @@ class CustomScorer:
         if kind == "number":
             tolerance = _tolerance(record)
             try:
-                value = parse_number(answer)
+                reading = read_number(answer)
+                correct = same_number(reading, gold, tolerance)
             except Unjudgeable as beyond:  # judged wrong, and the verdict says why
                 return Verdict(extraction=answer, prediction=None, correct=False, unjudged=beyond.reason)
-            correct = value is not None and abs(value - gold) <= tolerance
-            prediction = None if value is None else number_text(value)
-            return Verdict(extraction=answer, prediction=prediction, correct=correct)
+            if reading.unreadable is not None:  # a number it cannot evaluate: never credited
+                return Verdict(extraction=answer, prediction=None, correct=False, extraction_method="unreadable")
+            return Verdict(extraction=answer, prediction=reading.text, correct=correct)
         normalised = normalise_text(answer)
         return Verdict(extraction=answer, prediction=normalised, correct=normalised == gold)
 
@@ -209,5 +183,4 @@ def gold_evaluation(gold: str, options: Sequence[str], final_answer: str | None)
 SCORER = CustomScorer()
 
 __all__ = ["ANSWER_TYPES", "LETTERS", "SCORER", "CustomScorer", "answer_type_of", "gold_evaluation", "gold_problem",
-           "normalise_text", "parse_number",
-           "read_answer", "read_letter"]
+           "normalise_text", "read_answer", "read_letter", "read_number"]

@@ -111,8 +111,8 @@ def _word_number(text: str) -> str | None:
         return None
 
 
-_PERCENT_NUMBER = re.compile(r"^\s*(-?\d[\d,]*(?:\.\d+)?)\s*\\%\s*$")
-_THOUSANDS = re.compile(r"^\s*-?\d{1,3}(?:,\d{3})+(?:\.\d+)?\s*$")
+_PERCENT_NUMBER = re.compile(r"^\s*([-+]?\d[\d,]*(?:\.\d+)?)\s*\\%\s*$")
+_THOUSANDS = re.compile(r"^\s*[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?\s*$")
 
 
 def _has_top_level_comma(text: str) -> bool:
@@ -127,25 +127,73 @@ def _has_top_level_comma(text: str) -> bool:
     return False
 
 
-def _as_latex2sympy_would(text: str) -> Any:
-    """Parse LaTeX roughly the way latex2sympy2 (EMMA's parser) reads it.
+# What latex2sympy2 rewrites before it parses.
+_LATEX2SYMPY_REWRITES = (("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"), ("\\mathrm{T}", "T"), ("\\mathrm{d}", "d"),
+                         ("{\\rm d}", "d"), ("\\displaystyle", " "), ("\\quad", " "), ("\\qquad", " "), ("~", " "),
+                         ("\\,", " "), ("$", " "))
+# Its lexer reads the dots after a number's digits as the number's ("35." is 35, "2..." is 2).
+_NUMBER_DOTS = re.compile(r"(\d)\.+(?![\d.])")
+# Digits apart are numbers side by side, which it multiplies ("2 3" is 6; sympy's grammar reads 23).
+_DIGITS_APART = re.compile(r"(\d)\s+(?=\d)")
 
-    latex2sympy2 has its own grammar; where it reads common answers differently from sympy's
-    parser we adapt: `$` is ignored, "1,000" is a number but "1,2" a list (not a number),
-    "50\\%" is 1/2, `e` and `\\pi` are the constants (sympy 1.12 leaves both as plain
-    symbols), and "x = value" is the value. Raises when parsing fails.
-    Not emulated: latex2sympy2 remembers "x = 1" assignments across calls (global state).
+
+def _latex2sympy_end(text: str) -> int:
+    """Where latex2sympy2's parser stops without an error, reading nothing after: a closing
+    bracket with none open, a LaTeX line break, an `&`, a "." beside no digit (its grammar has
+    no end-of-input rule, so it returns what it read before such a token)."""
+    depth = 0
+    position = 0
+    while position < len(text):
+        char = text[position]
+        if char == "\\":
+            if text.startswith("\\\\", position) or (text.startswith("\\}", position) and depth == 0):
+                return position
+            position += 2
+            continue
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                return position
+            depth -= 1
+        elif char == "&" or (char == "." and not (position and text[position - 1].isdigit())
+                             and not text[position + 1 : position + 2].isdigit()):
+            return position
+        position += 1
+    return len(text)
+
+
+def _as_latex2sympy_would(text: str) -> Any:
+    """Parse LaTeX the way latex2sympy2 (EMMA's parser) reads it.
+
+    latex2sympy2 has its own grammar; where it reads answers differently from sympy's parser we
+    adapt: its rewrites first (`\\dfrac`, `\\quad`, `~`, `\\,`, `$`, ...); a number's trailing
+    dots are the number's ("35." is 35), digits apart are multiplied ("2 3" is 6); it stops
+    silently at a closing bracket with none open, a line break `\\\\`, `&` or a lone "." and
+    reads nothing after. The rest must be read whole:
+    sympy's parser also stops at the first token it cannot use and returns what it read ("35."
+    as 3, "7^{4}.5" as 7^4), where latex2sympy2 reads on (7^4 times .5) or fails (a ":" at the
+    end), so a parse that ends before the text is not a value. "1,000" is a number but "1,2" a
+    list (not a number), "50\\%" is 1/2, `e` and `\\pi` are the constants (sympy 1.12 leaves both
+    as plain symbols), and "x = value" is the value. Raises when parsing fails.
+    Not emulated: latex2sympy2 keeps state across calls, so an official run's verdicts can
+    depend on the answers it read before (docs/benchmarks.md, "EMMA and OlympiadBench": after an answer that
+    parses as a differential such as "dx", every later "x = value" fails); this is the verdict
+    of a fresh run.
     """
     import sympy
 
-    from maps_autogen.scoring.benchmarks._symbolic import parse_latex
+    from maps_autogen.scoring.benchmarks._symbolic import parse_latex_whole
 
-    text = text.replace("$", " ")
+    for old, new in _LATEX2SYMPY_REWRITES:
+        text = text.replace(old, new)
+    text = _DIGITS_APART.sub(r"\1 \\cdot ", _NUMBER_DOTS.sub(r"\1", text))
+    text = text[: _latex2sympy_end(text)]
     if "=" in text:
         # latex2sympy2 reads "symbol = value" as an assignment worth its value; any other
         # equation becomes a list of solutions or a relation: never a number.
         lhs, rhs = text.split("=", 1)
-        if not isinstance(parse_latex(lhs), sympy.Symbol):
+        if not isinstance(parse_latex_whole(lhs), sympy.Symbol):
             raise ValueError("an equation, not a value")
         return _as_latex2sympy_would(rhs)
     percent = _PERCENT_NUMBER.match(text)
@@ -156,7 +204,7 @@ def _as_latex2sympy_would(text: str) -> Any:
     elif _has_top_level_comma(text):
         # sympy would silently stop at the comma; latex2sympy2 returns a list
         raise ValueError("a list, not a number")
-    expr = parse_latex(text)
+    expr = parse_latex_whole(text)
     return expr.subs({sympy.Symbol("e"): sympy.E, sympy.Symbol("pi"): sympy.pi})
 
 

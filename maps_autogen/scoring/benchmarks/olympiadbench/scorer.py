@@ -1,7 +1,8 @@
 """OlympiadBench: answer extraction and the official judge's verdict, quirks included.
 
 Record fields: `final_answer` (list of str; only the first is the ground truth, as upstream),
-`error` (tolerance: a float, a comma list with blanks meaning 1e-8, or null), `answer_type`,
+`error` (tolerance: a float, a comma list with blanks meaning 1e-8; any false value, 0 as a
+number included, means 1e-8: `precision_of`), `answer_type`,
 `response`, optional `language` ("English"/"Chinese"); other fields pass through untouched.
 
 The judge is re-implemented from the official rules (OpenBMB/OlympiadBench, inference/judge.py +
@@ -76,21 +77,24 @@ def extract_answer(response: str, language: str | None = None) -> str:
 
 
 def precision_of(error: Any, answer_type: str | None) -> float | list[float]:
-    """The numeric tolerance for a record, as the official pipeline derives it.
+    """The numeric tolerance for a record, as the official pipeline derives it (judge.py).
 
-    Tuple answers always use the default. A comma list gives one tolerance per answer (blank
-    entries mean the default).
+    Tuple answers always use the default, whatever `error` holds. Otherwise the pipeline tests
+    `error` for truth: every false value of any JSON type (null, "", 0, 0.0, false, [], {})
+    means the default tolerance, so an `error` of 0 given as a number is the default, not a
+    tolerance of 0 ("0" as a string is a tolerance of 0). A string is read as a float, or as a
+    comma list with one tolerance per answer (blank entries mean the default). The pipeline
+    stops with a TypeError on any other true value: a nonzero number is read as the value its
+    string would give, and true, a non-empty list or object cannot be scored (RecordError).
     """
     if answer_type is not None and "Tuple" in answer_type:
         return DEFAULT_PRECISION
-    if error is None or error == "" or error is False:
+    if not error:
         return DEFAULT_PRECISION
-    if isinstance(error, bool):
+    if isinstance(error, bool) or not isinstance(error, (int, float, str)):
         raise RecordError("field 'error' must be a number, a string or null")
     if isinstance(error, (int, float)):
         return float(error)
-    if not isinstance(error, str):
-        raise RecordError("field 'error' must be a number, a string or null")
     try:
         if "," in error:
             # Upstream only treats "" as blank (" " crashed it); whitespace counts as blank here.
