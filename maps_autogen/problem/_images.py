@@ -321,7 +321,9 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _PNG_SAMPLES = {0: (1, (1, 2, 4, 8, 16)), 2: (3, (8, 16)), 3: (1, (1, 2, 4, 8)), 4: (2, (8, 16)), 6: (4, (8, 16))}
 # Text chunks under these keywords may turn the image (Pillow reads an orientation from them).
 _ORIENTING_TEXT = (b"Raw profile type exif\0", b"XML:com.adobe.xmp\0")
-_INFLATED_PIECE = 1 << 20  # the pixel data is inflated (and dropped) this many bytes at a time
+# The pixel data is inflated (and dropped) this many bytes at a time: under malloc's mmap threshold
+# (128 KB), so each piece reuses memory instead of faulting in fresh pages (a 2 MB image: 500 faults)
+_INFLATED_PIECE = 1 << 16
 
 
 def png_whole(raw: bytes) -> bool | None:
