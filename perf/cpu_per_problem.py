@@ -32,7 +32,9 @@ first request of the last; both need --problems 4 or more):
 - --profile: `maps` under cProfile, each thread timed by its own CPU clock, switched on and off by
   the scripted server at those two requests (it waits for the process to say so before it
   answers): where the CPU per problem went, by module and by function (the profiler's own cost
-  makes every figure larger; the shares are what to read);
+  makes every figure larger; the shares are what to read), beside the CPU the process used over
+  the same problems (/proc), which the profile's total never exceeds. A call still open when the
+  profile is switched on or off (a thread waiting, the problem under way) is left out of it;
 - --instructions: `maps` and then the bare client under valgrind's callgrind, counting
   instructions only between those two requests: instructions per problem and their ratio, a
   figure the machine's load does not change (about 30 s of start-up under valgrind, then about
@@ -111,9 +113,18 @@ def start(*_):
     on.set()
     start_in_thread()
     open(out + ".on", "w").close()
+class Taken:
+    # A profile's statistics so far, taken without stopping it: stopping another thread's profile
+    # from here would end the calls open in that thread (a wait, a recv) by this thread's clock.
+    def __init__(self, profile):
+        self.profile = profile
+    def create_stats(self):
+        self.profile.snapshot_stats()
+        self.stats = self.profile.stats
 def stop(*_):
     on.clear()
-    pstats.Stats(*profiles).dump_stats(out + ".tmp")
+    local.profile.disable()  # (this thread's: its open calls end by its own clock)
+    pstats.Stats(*map(Taken, profiles)).dump_stats(out + ".tmp")
     os.replace(out + ".tmp", out)
 threading.setprofile(start_in_thread)  # the threads started from here on: the eval's workers
 signal.signal(signal.SIGUSR1, start)
@@ -204,17 +215,17 @@ class Recorder:
         self._lock = threading.Lock()
 
     def __call__(self, request: Received) -> Reply:
-        if self.switch is not None and self.switched is not None:
-            self.switch.at(self.numbered, self.switched)
-            self.numbered += 1
         with self._lock:
             if self.first_at is None:
                 self.first_at = time.monotonic()
             if self.pid is not None:
-                self.cpu_at.append(cpu_seconds_of(self.pid))
+                self.cpu_at.append(cpu_seconds_of(self.pid))  # (before the switch: what switching costs is left out)
                 if self.cpu_at_first is None:
                     self.cpu_at_first = self.cpu_at[0]
             self.bodies.append(request.body)
+        if self.switch is not None and self.switched is not None:
+            self.switch.at(self.numbered, self.switched)
+            self.numbered += 1
         if request.role == "solver":
             return Reply(solver_json("2"))
         if request.role == "critic":
@@ -369,6 +380,9 @@ def measured(work: Path, problems: int, base_url: str, recorder: Recorder, image
     if profile:
         print(f"maps eval mathvista, {problems} problems at concurrency 1; {load}")
         print_profile(ours, steady)
+        used = recorder.cpu_at[last] - recorder.cpu_at[first]
+        print(f"CPU of the maps process over the same problems (/proc, the profiler's cost included; the clock ticks "
+              f"every 10 ms): {1000 * used / steady:.1f} ms per problem")
         return
     theirs = work / "bare.out"
     run_bare_client(work, base_url, list(recorder.bodies), recorder, callgrind(theirs))
