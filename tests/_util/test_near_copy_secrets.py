@@ -102,6 +102,8 @@ def test_redaction_is_linear_on_adversarial_text() -> None:
     assert _mask_near_copies("a" * 400_000, state) == MASK
     assert _mask_near_copies("ab" * 200_000 + "c", state) == MASK + "c"
     _mask_near_copies(("a" * 11 + "b") * 40_000, state)
+    # Many short runs of the secrets' characters, the last one reaching the text's end.
+    assert _mask_near_copies(("a" * 12 + " ") * 50_000 + "a" * 40, state) == (MASK + " ") * 50_000 + MASK
     assert time.perf_counter() - started < 20  # quadratic work would take hours
 
 
