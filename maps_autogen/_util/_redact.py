@@ -35,6 +35,9 @@ _MIN_SECRET_LENGTH = 4
 # without its prefix, a piece of it); shorter secrets are masked where they appear whole.
 NEAR_COPY_CHARACTERS = 12
 _BLOCK = NEAR_COPY_CHARACTERS // 2  # every run of 12 holds one of the secret's aligned 6-blocks
+# A character of the secrets (or not) as `_alphabet_runs` marks it, and the marks of a run of 12.
+_IN_ALPHABET, _OUTSIDE = ord("a"), ord(" ")
+_ALPHABET_RUN = bytes([_IN_ALPHABET]) * NEAR_COPY_CHARACTERS
 
 # Invisible format characters (Unicode category Cf: zero-width space and joiners, soft hyphen,
 # bidi marks, word joiner, BOM, tags...): ignored when looking for a secret, so a key split by
@@ -69,6 +72,10 @@ class _Secrets:
     blocks: tuple[str, ...] = ()  # the aligned 6-character blocks of the longer ones: a cheap first test
     runs: frozenset[str] = frozenset()  # every 12-character piece of the longer ones
     longest: int = 0
+    # The characters of the longer ones, as a bytes.translate table of Latin-1 (each one to "a",
+    # any other to " "), and a character that is none of them; None when one is beyond Latin-1.
+    alphabet: bytes | None = None
+    separator: str = ""
 
 
 _lock = threading.Lock()
@@ -112,7 +119,11 @@ def _compile(given: Iterable[str]) -> _Secrets:
     long = [s for s in secrets if len(s) >= NEAR_COPY_CHARACTERS]
     runs = frozenset(s[i : i + NEAR_COPY_CHARACTERS] for s in long for i in range(len(s) - NEAR_COPY_CHARACTERS + 1))
     blocks = tuple(dict.fromkeys(s[i : i + _BLOCK] for s in long for i in range(0, len(s) - _BLOCK + 1, _BLOCK)))
-    return _Secrets(exact, blocks, runs, max((len(s) for s in secrets), default=0))
+    characters = set("".join(long))
+    separator = next((c for c in "\0\n \"" if c not in characters), "")
+    alphabet = (bytes(_IN_ALPHABET if chr(code) in characters else _OUTSIDE for code in range(256))
+                if separator and all(ord(c) < 256 for c in characters) else None)
+    return _Secrets(exact, blocks, runs, max((len(s) for s in secrets), default=0), alphabet, separator)
 
 
 def register_secret(value: str | None) -> None:
@@ -162,8 +173,50 @@ def register_key_variables(names: Iterable[str | None], env: Mapping[str, str] |
             register_secret(env.get(name))
 
 
+def _alphabet_runs(view: str, alphabet: bytes) -> list[tuple[int, int]]:
+    """The [start, end) spans of `view` made of 12 or more characters of the secrets' alphabet
+    (the only places a piece of a secret can be): each character marked by one C pass (Latin-1,
+    anything beyond it as "?"), the runs of marks found by `bytes.find`."""
+    marks = view.encode("latin-1", "replace").translate(alphabet)
+    runs: list[tuple[int, int]] = []
+    at = marks.find(_ALPHABET_RUN)
+    while at != -1:
+        end = marks.find(_OUTSIDE, at + NEAR_COPY_CHARACTERS)
+        end = len(marks) if end == -1 else end
+        runs.append((at, end))
+        at = marks.find(_ALPHABET_RUN, end)
+    return runs
+
+
 def _near_copy_spans(view: str, state: _Secrets) -> list[tuple[int, int]]:
     """The [start, end) spans of `view` made of 12-character pieces of a secret, merged.
+
+    A piece of a secret is made of the secrets' characters, so only the runs of 12 or more of
+    them are looked in (`_alphabet_runs`: in prose and JSON, a few per cent of the text), joined
+    by a character that is none of them: one text, searched as a whole text is."""
+    if state.alphabet is None:
+        return _spans_in(view, state)
+    runs = _alphabet_runs(view, state.alphabet)
+    if len(runs) == 1 and runs[0] == (0, len(view)):
+        return _spans_in(view, state)
+    joined = state.separator.join(view[start:end] for start, end in runs)
+    found = _spans_in(joined, state)
+    if not found:
+        return []
+    placed, at = [], 0  # where each run starts in `joined`
+    for start, end in runs:
+        placed.append(at)
+        at += end - start + 1
+    spans = []
+    for start, end in found:  # a span lies within one run (the separator is in no secret)
+        number = bisect.bisect_right(placed, start) - 1
+        moved = runs[number][0] - placed[number]
+        spans.append((start + moved, end + moved))
+    return spans
+
+
+def _spans_in(view: str, state: _Secrets) -> list[tuple[int, int]]:
+    """`_near_copy_spans` of a whole text.
 
     Only windows around an occurrence of one of the secrets' aligned blocks can be such a piece
     (a piece of 12 holds a whole aligned block of 6), and each window start is looked at once,
@@ -195,8 +248,6 @@ def _mask_near_copies(text: str, state: _Secrets) -> str:
     format characters inside it ignored (and masked with it)."""
     invisible = _has_invisible(text)
     view = _INVISIBLE.sub("", text) if invisible else text
-    if not any(block in view for block in state.blocks):  # the fast path: nothing like a secret
-        return text
     spans = _near_copy_spans(view, state)
     if not spans:
         return text
@@ -442,7 +493,7 @@ def redact_bytes(data: bytes) -> bytes:
 def _open_run_start(text: str) -> int:
     """Where a near-copy of a secret that reaches the end of `text` starts (else len(text))."""
     state = _state
-    if not state.blocks or not any(block in text for block in state.blocks):
+    if not state.blocks:
         return len(text)
     spans = _near_copy_spans(text, state)
     return spans[-1][0] if spans and spans[-1][1] == len(text) else len(text)

@@ -23,6 +23,8 @@ from maps_autogen._util._redact import (
     StreamRedactor,
     _compile,
     _mask_near_copies,
+    _Secrets,
+    encodings,
     register_secret,
 )
 from tests.helpers.common import MAPS, clean_env, run_maps
@@ -100,6 +102,8 @@ def test_redaction_is_linear_on_adversarial_text() -> None:
     assert _mask_near_copies("a" * 400_000, state) == MASK
     assert _mask_near_copies("ab" * 200_000 + "c", state) == MASK + "c"
     _mask_near_copies(("a" * 11 + "b") * 40_000, state)
+    # Many short runs of the secrets' characters, the last one reaching the text's end.
+    assert _mask_near_copies(("a" * 12 + " ") * 50_000 + "a" * 40, state) == (MASK + " ") * 50_000 + MASK
     assert time.perf_counter() - started < 20  # quadratic work would take hours
 
 
@@ -150,3 +154,45 @@ def test_view_serve_and_score_mask_keys_in_the_files_they_read(tmp_path: Path) -
     for name, text in outputs.items():
         assert not leaked(text), name
     assert MASK in outputs["page"] and MASK in outputs["served"] and MASK in outputs["scored"]
+
+
+def _brute_force(text: str, state: _Secrets) -> str:
+    """What near-copy masking must give: every 12-character window of the visible text that is a
+    piece of a secret, merged, masked with the invisible characters inside (the reference)."""
+    visible = [(at, c) for at, c in enumerate(text) if not _INVISIBLE.fullmatch(c)]
+    view = "".join(c for _, c in visible)
+    spans: list[list[int]] = []
+    for start in range(len(view) - NEAR_COPY_CHARACTERS + 1):
+        if view[start : start + NEAR_COPY_CHARACTERS] in state.runs:
+            end = start + NEAR_COPY_CHARACTERS
+            if spans and start <= spans[-1][1]:
+                spans[-1][1] = end
+            else:
+                spans.append([start, end])
+    pieces, done = [], 0
+    for start, end in spans:
+        pieces += [text[done : visible[start][0]], MASK]
+        done = visible[end - 1][0] + 1
+    return "".join(pieces) + text[done:]
+
+
+# Secrets of every kind of alphabet: a key's, one with spaces, quotes and newlines (the runs'
+# separators), one beyond Latin-1, one with "?" (what a character beyond Latin-1 is read as).
+SECRET_SETS = [[KEY], ["correct horse \"battery\"\n staple 42"], ["pässwörd-€-Ωmega-1234"], ["what?is?this?key?9"],
+               [KEY, "ab" * 10]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(SECRET_SETS), st.data())
+def test_near_copies_are_masked_where_every_window_would_find_them(secrets: list[str], data: st.DataObject) -> None:
+    state = _compile(secrets)
+    forms = sorted({form for secret in secrets for form in (secret, *encodings(secret))
+                    if len(form) >= NEAR_COPY_CHARACTERS})
+    secret = data.draw(st.sampled_from(forms))  # the secret as written, URL-encoded or in base64
+    pieces = st.one_of(
+        st.text(max_size=30),
+        st.text(alphabet=secret + " ?é€\n\"" + ZWSP, max_size=30),
+        st.builds(lambda i, n: secret[i : i + n], st.integers(0, len(secret)), st.integers(1, len(secret))),
+    )
+    text = "".join(data.draw(st.lists(pieces, max_size=8)))
+    assert _mask_near_copies(text, state) == _brute_force(text, state)

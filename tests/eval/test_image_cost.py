@@ -1,6 +1,7 @@
-"""What an image costs a problem of `maps eval` (issue 27), counted, not timed: each image is
-decoded once (the full decode stays: it is the only check that the pixel data is whole), its
-data URL is encoded once, the bytes sent and the bytes saved in the run folder are the file's own
+"""What an image costs a problem of `maps eval` (issue 27), counted, not timed: each image's
+pixel data is checked whole once (a PNG sent as it is by inflating its pixel data,
+`images.png_whole`, at a fraction of a decode's cost; any other image by decoding it), its data
+URL is encoded once, the bytes sent and the bytes saved in the run folder are the file's own
 when nothing needed changing, and a damaged image (truncated, or corrupt inside a PNG whose
 chunk checksums are right) fails its own problem before any request about it."""
 
@@ -96,6 +97,14 @@ def test_each_image_is_decoded_and_encoded_once_and_sent_and_saved_as_it_is(
             encoded.append(raw)
         return b64encode(raw, *args)
 
+    checked: list[bytes] = []  # the PNGs whose pixel data was inflated, not decoded
+    png_whole = maps_autogen.problem._images.png_whole
+
+    def counting_png_whole(raw: bytes) -> bool | None:
+        checked.append(raw)
+        return png_whole(raw)
+
+    monkeypatch.setattr(maps_autogen.problem._images, "png_whole", counting_png_whole)
     monkeypatch.setattr(Image, "_getdecoder", counting_decoder)
     monkeypatch.setattr(maps_autogen.problem._images.base64, "b64encode", counting_b64encode)
     script = ProblemScript(scripted_answers(rows))
@@ -114,11 +123,13 @@ def test_each_image_is_decoded_and_encoded_once_and_sent_and_saved_as_it_is(
         assert "\n" not in results[pid]["error"] and f"{pid}.png is not a readable image" in results[pid]["error"]
     assert {script.pid_of_critic(request) for request in received} == {"1", "2"}
 
-    # At most one decode per image (--quiet: without it, the cost estimate printed before the run
-    # loads up to 20 problems on its own): the PNG and JPEG that are sent, the PNG whose checksums
-    # are right and the truncated JPEG (each fails at its decode); the truncated PNG fails its
-    # structure check before any decode.
-    assert decoded == Counter({"zip": 2, "jpeg": 2}), decoded
+    # Each image checked once (--quiet: without it, the cost estimate printed before the run loads
+    # up to 20 problems on its own): the PNG that is sent and the PNG whose checksums are right
+    # (refused) by inflating their pixel data, never decoded; the JPEG that is sent and the
+    # truncated one (refused) by one decode each; the truncated PNG fails its structure check
+    # before either.
+    assert decoded == Counter({"jpeg": 2}), decoded
+    assert sorted(checked) == sorted([originals["1"], (images / "4.png").read_bytes()])
     # One data URL per problem, whatever the number of requests that carry the image.
     assert sorted(encoded) == sorted(originals.values())
     sent = [part["image_url"]["url"] for request in received for message in request.messages

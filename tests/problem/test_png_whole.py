@@ -1,0 +1,162 @@
+"""A PNG sent as it is has its pixel data checked whole without being decoded
+(`problem._images.png_whole`): on every PNG, whole or damaged, it says what Pillow's full decode
+says (the oracle), or leaves the PNG to that decode; and the PNGs it leaves (EXIF or XMP that
+may turn them, interlaced, animated) are still decoded and turned."""
+
+from __future__ import annotations
+
+import io
+import random
+import struct
+import zlib
+from collections.abc import Callable
+
+import pytest
+from PIL import Image
+
+import maps_autogen.problem._images
+from maps_autogen._util._errors import ProblemError
+from maps_autogen.problem._images import PNG_SIGNATURE, image_from_bytes, png_whole
+
+
+def _png(image: Image.Image, **options: object) -> bytes:
+    out = io.BytesIO()
+    image.save(out, format="PNG", **options)
+    return out.getvalue()
+
+
+def _chunks(png: bytes) -> list[tuple[bytes, bytes]]:
+    found, at = [], len(PNG_SIGNATURE)
+    while at < len(png):
+        (length,) = struct.unpack(">I", png[at : at + 4])
+        found.append((png[at + 4 : at + 8], png[at + 8 : at + 8 + length]))
+        at += 12 + length
+    return found
+
+
+def _assembled(chunks: list[tuple[bytes, bytes]]) -> bytes:
+    """A PNG of these chunks, every checksum right (so Pillow's verify() passes)."""
+    return PNG_SIGNATURE + b"".join(
+        struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body)) for kind, body in chunks)
+
+
+def _with_data(png: bytes, change: Callable[[bytes], bytes]) -> bytes:
+    """`png` with its compressed pixel data (all IDATs, as one) changed, checksums recomputed."""
+    chunks = _chunks(png)
+    data = change(b"".join(body for kind, body in chunks if kind == b"IDAT"))
+    first = next(number for number, (kind, _) in enumerate(chunks) if kind == b"IDAT")
+    rest = [chunk for chunk in chunks if chunk[0] != b"IDAT"]
+    return _assembled([*rest[:first], (b"IDAT", data), *rest[first:]])
+
+
+def _rows_changed(png: bytes, change: Callable[[bytearray], None]) -> bytes:
+    """`png` with its inflated rows changed, then compressed again (a valid zlib stream)."""
+    return _with_data(png, lambda data: zlib.compress(bytes(_changed(zlib.decompress(data), change))))
+
+
+def _changed(rows: bytes, change: Callable[[bytearray], None]) -> bytearray:
+    editable = bytearray(rows)
+    change(editable)
+    return editable
+
+
+def _decodes(png: bytes) -> bool:
+    """The oracle: Pillow's own verify and full decode."""
+    try:
+        with Image.open(io.BytesIO(png)) as probe:
+            probe.verify()
+        with Image.open(io.BytesIO(png)) as image:
+            image.load()
+    except Exception:  # noqa: BLE001 - any failure is "not readable"
+        return False
+    return True
+
+
+def _noisy(mode: str, size: tuple[int, int]) -> Image.Image:
+    return Image.effect_noise(size, 60).convert("L").convert(mode)
+
+
+# Every colour type and bit depth Pillow writes, at widths that leave a partial last byte.
+IMAGES = [
+    ("1", (37, 11)), ("L", (23, 9)), ("LA", (19, 7)), ("P", (29, 13)), ("RGB", (240, 160)), ("RGBA", (31, 17)),
+    ("I;16", (13, 5)),
+]
+
+
+def _samples() -> list[bytes]:
+    """Whole PNGs (several compression levels, split pixel data) and damaged ones."""
+    whole = [_png(_noisy(mode, size), compress_level=level) for mode, size in IMAGES for level in (0, 1, 9)]
+    whole.append(_assembled([(kind, body) for kind, body in _chunks(whole[12]) if kind != b"IDAT"][:-1]
+                            + [(b"IDAT", piece) for piece in _split(b"".join(
+                                body for kind, body in _chunks(whole[12]) if kind == b"IDAT"))]
+                            + [(b"IEND", b"")]))
+    damaged = []
+    chooser = random.Random(47)
+    for png in whole:
+        data_size = sum(len(body) for kind, body in _chunks(png) if kind == b"IDAT")
+        for _ in range(6):  # bytes overwritten inside the compressed data, checksums right
+            at, width = chooser.randrange(2, max(3, data_size - 4)), chooser.randrange(1, 24)
+            damaged.append(_with_data(png, lambda data, at=at, width=width: data[:at] + bytes(width) + data[at + width:]))
+        damaged.append(_with_data(png, lambda data: data[: len(data) // 2]))  # the stream cut short
+        damaged.append(_with_data(png, lambda data: data[:-4]))  # without its checksum: Pillow stops before it
+        damaged.append(_with_data(png, lambda data: data + b"trailing"))  # more than the rows need
+        damaged.append(_with_data(png, lambda data: bytes([data[0], data[1] | 0x20]) + data[2:]))  # a preset dictionary
+        damaged.append(_with_data(png, lambda data: bytes([0x88]) + data[1:]))  # a window over 32 KB
+        damaged.append(_rows_changed(png, lambda rows: rows.__setitem__(0, 5)))  # no such filter type
+        damaged.append(_rows_changed(png, lambda rows: rows.__setitem__(len(rows) - 1 - len(rows) // 3, 9)))
+        damaged.append(_rows_changed(png, lambda rows: rows.extend(bytes(7))))  # rows longer than they are
+        damaged.append(_rows_changed(png, lambda rows: rows.__delitem__(slice(len(rows) - 3, None))))  # shorter
+    return whole + damaged
+
+
+def _split(data: bytes) -> list[bytes]:
+    return [data[at : at + 97] for at in range(0, len(data), 97)] + [b""]
+
+
+@pytest.mark.parametrize("piece", [None, 997])  # 997: rows cut across the pieces inflated
+def test_the_check_says_what_pillows_decode_says_on_whole_and_damaged_pngs(
+    piece: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if piece is not None:
+        monkeypatch.setattr(maps_autogen.problem._images, "_INFLATED_PIECE", piece)
+    samples = _samples()
+    told = [png_whole(png) for png in samples]
+    assert told.count(None) == 0, "each of these is a PNG the check decides"
+    disagreeing = [number for number, (png, whole) in enumerate(zip(samples, told, strict=True))
+                   if whole != _decodes(png)]
+    assert not disagreeing
+    assert told.count(True) >= len(IMAGES) * 3 and told.count(False) >= len(samples) // 2  # both kinds are there
+
+
+def test_a_damaged_png_with_right_checksums_is_refused_and_a_whole_one_sent_as_it_is() -> None:
+    good = _png(_noisy("RGB", (240, 160)))
+    image = image_from_bytes(good, name="a.png", source="a.png", max_side=2048)
+    assert image.data == good and image.mime == "image/png" and (image.width, image.height) == (240, 160)
+    broken = _rows_changed(good, lambda rows: rows.__setitem__(len(rows) // 2 // 721 * 721, 7))
+    with pytest.raises(ProblemError, match="a.png is not a readable image"):
+        image_from_bytes(broken, name="a.png", source="a.png", max_side=2048)
+
+
+def _text_chunk(kind: bytes, keyword: bytes, text: bytes) -> tuple[bytes, bytes]:
+    body = keyword + b"\0" + (b"\0\0\0\0" + text if kind == b"iTXt" else text)
+    return kind, body
+
+
+def _xmp_turned(png: bytes) -> bytes:
+    xmp = b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:Description tiff:Orientation="6"/></x:xmpmeta>'
+    chunks = _chunks(png)
+    return _assembled([chunks[0], _text_chunk(b"iTXt", b"XML:com.adobe.xmp", xmp), *chunks[1:]])
+
+
+def test_pngs_the_check_leaves_are_decoded_and_turned() -> None:
+    plain = Image.effect_noise((60, 20), 60).convert("RGB")
+    exif = Image.Exif()
+    exif[0x0112] = 6  # turned 90 degrees clockwise to display
+    turned = _png(plain, exif=exif)
+    interlaced = _assembled([(kind, body[:12] + b"\x01" if kind == b"IHDR" else body)
+                             for kind, body in _chunks(_png(Image.new("L", (1, 1))))])
+    for png in (turned, _xmp_turned(_png(plain)), interlaced):
+        assert png_whole(png) is None
+    for png in (turned, _xmp_turned(_png(plain))):
+        image = image_from_bytes(png, name="t.png", source="t.png", max_side=2048)
+        assert (image.width, image.height) == (20, 60) and image.data != png  # turned, so encoded anew
