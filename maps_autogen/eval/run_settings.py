@@ -115,7 +115,7 @@ def _image_bytes_hash(reference: Any, base_dir: Path | None) -> str:
     if isinstance(reference, (bytes, bytearray)):
         return hashlib.sha256(reference).hexdigest()
     if isinstance(reference, str) and not reference.startswith(("http://", "https://", "data:")):
-        candidate = Path(reference).expanduser()  # the path was checked to stay in its folder (rows.py)
+        candidate = Path(reference).expanduser()  # the path was checked to stay in its folder (problem/_rows.py)
         try:
             with open(candidate if candidate.is_absolute() or base_dir is None else base_dir / candidate, "rb") as file:
                 return hashlib.file_digest(file, "sha256").hexdigest()

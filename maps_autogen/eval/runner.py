@@ -6,7 +6,7 @@ Table 1. Selection is eval/selection.py, the environment record eval/environment
 
 Every finished problem is appended to results.jsonl at once, so a killed run loses at most the
 problems in flight; `--resume` skips finished problems and retries failed ones. A SIGTERM stops
-the run as the first Ctrl-C does (interrupts.py); the manifest, results and summary written at
+the run as the first Ctrl-C does (_util/_interrupts.py); the manifest, results and summary written at
 the end are never cut by one (interrupts.signals_deferred).
 """
 

@@ -196,7 +196,7 @@ class ChatBackend:
             raise ValueError(f"endpoint {model.endpoint_name} has no base URL yet")
         self._url = model.chat_url(self.base_url)
         self._shown_url = mask_url_userinfo(self.base_url)  # how messages name the service
-        # Several replicas of the model: a pool spreads the requests over them (pool.py). It is
+        # Several replicas of the model: a pool spreads the requests over them (_pool.py). It is
         # the endpoint's, given when other backends share it (they learn together which
         # replica fails), else this backend's own.
         if len(model.base_urls) > 1 and not base_url:

@@ -2,7 +2,7 @@
 `MessageRecord`, and one model per event kind, chosen by `event`: a `stop` has its stop reason,
 a `rollback` its step), the live-only records observers see between them (`TurnStartRecord`,
 `TokenRecord`), and turn.json (the call under way). The common parts, the vocabularies and the
-other files are `records.py`'s; `run_files.py` reads them back.
+other files are `_schema.py`'s; `_run_files.py` reads them back.
 """
 
 from __future__ import annotations

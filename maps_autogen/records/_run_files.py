@@ -1,7 +1,7 @@
 """Our run files read into their `records` models and written from them: the one typed reader
 of each file (the schema version checked, one line naming a missing, damaged or newer file) and
 the one writer (`write_record`, through the atomic writer, secrets masked). The models
-themselves are `records.py`; this module is the I/O at their edge."""
+themselves are `_schema.py`'s; this module is the I/O at their edge."""
 
 from __future__ import annotations
 

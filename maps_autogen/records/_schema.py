@@ -363,7 +363,7 @@ class Evaluation(_Record):
 #: Figure 4's bars besides the steps: the first review passed the work (no regeneration); it failed
 #: and no rollback was allowed (max_rollbacks 0: the chat stopped, nothing re-ran); it was
 #: unreadable, or the problem failed before it decided (never counted as a pass); no reviewer ran.
-#: None can be a step's name (team.py's names have no spaces).
+#: None can be a step's name (settings/_team.py's names have no spaces).
 NO_REGENERATION = "none"
 NO_ROLLBACK_ALLOWED = "no rollback allowed"
 NO_USABLE_REVIEW = "no usable review"

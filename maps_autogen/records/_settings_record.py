@@ -26,7 +26,7 @@ class _SectionPart(_Part):
 
 
 class StepSettings(_Part):
-    """A team step as the verdict settings record it: as the team declares it (team.py's step,
+    """A team step as the verdict settings record it: as the team declares it (settings/_team.py's step,
     less its model and threshold), its prompt's content hashed. Open beyond its name: the step's
     fields are the team schema's of the day, compared as recorded (a field a later team adds is
     a difference only when set)."""

@@ -9,7 +9,7 @@ from maps_autogen.settings import possessive
 
 
 def title(step: str) -> str:
-    """A step's display name (team.py's rule): the name with a capital."""
+    """A step's display name (settings/_team.py's rule): the name with a capital."""
     return step[:1].upper() + step[1:]
 
 

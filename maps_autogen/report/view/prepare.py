@@ -1,4 +1,4 @@
-"""What the viewer's templates show, prepared from a run's typed records (records.py): pure
+"""What the viewer's templates show, prepared from a run's typed records (records/_schema.py): pure
 functions from the records to small view objects (a turn, an event, the outcome...), so the
 templates only lay out values and never decide anything.
 
@@ -39,7 +39,7 @@ from maps_autogen.report._labels import sender, stop_words, title
 from maps_autogen.report._replies import Lenient, Section, read_as, read_reply
 from maps_autogen.settings import answer_with_option, possessive, shown_answer
 
-# A step name as team.py allows it: safe inside a class name.
+# A step name as settings/_team.py allows it: safe inside a class name.
 _STEP_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,39}")
 SLOTS = 4  # working steps' colours in view.css: slot-1 to slot-4 by place in the team (slot-0: the user proxy)
 
