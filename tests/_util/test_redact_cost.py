@@ -1,11 +1,12 @@
-"""Masking bearer/Authorization credentials costs work only where one may start (issue 27: a
-transcript line holding a prompt that names an "author" was scanned by the credential pattern
-whole), and masks exactly what the pattern does."""
+"""Masking bearer/Authorization credentials masks exactly what the credential pattern does, and
+costs work only where a credential may start: a long text that names an "author" (every
+transcript line holding the Critic's prompt does) is masked for about the cost of one that
+names none, not for the cost of running the pattern over it whole."""
 
 from __future__ import annotations
 
-import re
-from typing import Any
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -39,27 +40,23 @@ def test_masked_credentials_do_not_show() -> None:
     assert redact("Authorization: Bearer abcdef123456") == f"Authorization: Bearer {MASK}"
 
 
-class _CountingPattern:
-    """The credential pattern, counting how it is used."""
-
-    def __init__(self, pattern: re.Pattern[str]):
-        self.pattern = pattern
-        self.whole_scans = 0  # sub/search/finditer/findall over the text
-        self.tries = 0  # match at one position
-
-    def match(self, text: str, pos: int = 0) -> Any:
-        self.tries += 1
-        return self.pattern.match(text, pos)
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("sub", "search", "finditer", "findall"):
-            self.whole_scans += 1
-        return getattr(self.pattern, name)
+def _cpu_seconds(work: Callable[[], object], times: int = 20, rounds: int = 7) -> float:
+    """The least CPU time this thread spent on `times` runs of `work`, over `rounds` rounds."""
+    spent = []
+    for _ in range(rounds):
+        started = time.thread_time()
+        for _ in range(times):
+            work()
+        spent.append(time.thread_time() - started)
+    return min(spent)
 
 
-def test_a_text_naming_authors_is_not_scanned_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    counting = _CountingPattern(redact_module._CREDENTIALS)
-    monkeypatch.setattr(redact_module, "_CREDENTIALS", counting)
-    text = "ask the question that would lead its author to the weakness. " * 200
-    assert redact(text) == text
-    assert counting.whole_scans == 0 and counting.tries == 200
+def test_a_long_text_naming_an_author_is_masked_for_about_the_cost_of_one_naming_none() -> None:
+    # About 60 KB of a reviewer's instructions; the same with the Socratic question's "author" in it.
+    none = "Check each step of the solution against the figure and say which one is weakest. " * 800
+    author = none[:30000] + "Ask the question that would lead its author to the weakness. " + none[30000:]
+    assert redact(author) == author and redact(none) == none
+    cost_none, cost_author = _cpu_seconds(lambda: redact(none)), _cpu_seconds(lambda: redact(author))
+    whole = _cpu_seconds(lambda: _reference(author))  # the credential pattern over the whole text
+    # Measured: an author costs about 1.4x none; the pattern over the text whole adds 8-12x.
+    assert cost_author < 3 * cost_none, (cost_author, cost_none, whole)
