@@ -17,6 +17,8 @@ import pytest
 from tests.helpers.common import clean_env, conformance_file
 from tests.helpers.conformance_mathvista import DATA_NAME
 
+pytestmark = pytest.mark.perf  # minutes in all: left out of `make test-fast`
+
 PERF = Path(__file__).resolve().parents[2] / "perf"
 TESTED_ELSEWHERE = {"local_model.py", "cpu_per_problem.py"}
 NUMBER = r"[\d.]+"
