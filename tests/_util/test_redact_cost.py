@@ -5,13 +5,11 @@ names none, not for the cost of running the pattern over it whole."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import pytest
 
 import maps_autogen._util._redact as redact_module
 from maps_autogen._util._redact import MASK, redact
+from tests.helpers.common import cpu_seconds
 
 TEXTS = [
     "Authorization: Bearer abcdef123456 and Bearer zyx987654321",
@@ -40,23 +38,12 @@ def test_masked_credentials_do_not_show() -> None:
     assert redact("Authorization: Bearer abcdef123456") == f"Authorization: Bearer {MASK}"
 
 
-def _cpu_seconds(work: Callable[[], object], times: int = 20, rounds: int = 7) -> float:
-    """The least CPU time this thread spent on `times` runs of `work`, over `rounds` rounds."""
-    spent = []
-    for _ in range(rounds):
-        started = time.thread_time()
-        for _ in range(times):
-            work()
-        spent.append(time.thread_time() - started)
-    return min(spent)
-
-
 def test_a_long_text_naming_an_author_is_masked_for_about_the_cost_of_one_naming_none() -> None:
     # About 60 KB of a reviewer's instructions; the same with the Socratic question's "author" in it.
     none = "Check each step of the solution against the figure and say which one is weakest. " * 800
     author = none[:30000] + "Ask the question that would lead its author to the weakness. " + none[30000:]
     assert redact(author) == author and redact(none) == none
-    cost_none, cost_author = _cpu_seconds(lambda: redact(none)), _cpu_seconds(lambda: redact(author))
-    whole = _cpu_seconds(lambda: _reference(author))  # the credential pattern over the whole text
+    cost_none, cost_author = cpu_seconds(lambda: redact(none)), cpu_seconds(lambda: redact(author))
+    whole = cpu_seconds(lambda: _reference(author))  # the credential pattern over the whole text
     # Measured: an author costs about 1.4x none; the pattern over the text whole adds 8-12x.
     assert cost_author < 3 * cost_none, (cost_author, cost_none, whole)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,7 @@ import pytest
 import maps_autogen._util._version as version
 import maps_autogen.orchestration._chat as chat
 from maps_autogen._util._artifacts import json_text, write_json_atomic
-from tests.helpers.common import REPO, clean_env, critic_json, run_maps, solver_json
+from tests.helpers.common import REPO, clean_env, cpu_seconds, critic_json, run_maps, solver_json
 from tests.helpers.fake_openai import FakeOpenAI, RoleScript
 
 
@@ -42,24 +40,13 @@ def test_a_chat_builds_no_event_for_agents_output_stream(tmp_path: Path, monkeyp
     assert [type(event).__name__ for event in sent] == ["TerminationEvent"] and printed == []
 
 
-def _cpu_seconds(work: Callable[[], object], times: int = 20, rounds: int = 7) -> float:
-    """The least CPU time this thread spent on `times` runs of `work`, over `rounds` rounds."""
-    spent = []
-    for _ in range(rounds):
-        started = time.thread_time()
-        for _ in range(times):
-            work()
-        spent.append(time.thread_time() - started)
-    return min(spent)
-
-
 def test_the_version_a_run_records_is_the_installed_one_and_costs_next_to_nothing() -> None:
     installed = importlib.metadata.version("maps-autogen")
     assert version.package_version() == installed
     # Recorded in every problem's run.json: a thousand problems' worth costs less than reading
     # the installed metadata once (measured: about a sixth of one read).
-    thousand = _cpu_seconds(lambda: [version.package_version() for _ in range(1000)], times=1)
-    one_read = _cpu_seconds(lambda: importlib.metadata.version("maps-autogen"), times=1)
+    thousand = cpu_seconds(lambda: [version.package_version() for _ in range(1000)], times=1)
+    one_read = cpu_seconds(lambda: importlib.metadata.version("maps-autogen"), times=1)
     assert thousand < one_read, (thousand, one_read)
 
 
@@ -77,7 +64,7 @@ def test_a_json_file_says_exactly_what_it_was_given(tmp_path: Path) -> None:
 
 def test_writing_a_run_s_json_costs_about_what_the_c_encoder_takes() -> None:
     run = json.loads((REPO / "tests/fixtures/runs/eval-schema-v1/problems/2/run.json").read_text())  # 12 KB
-    ours = _cpu_seconds(lambda: json_text(run))
-    encoder = _cpu_seconds(lambda: json.dumps(run, ensure_ascii=False, default=str))
+    ours = cpu_seconds(lambda: json_text(run))
+    encoder = cpu_seconds(lambda: json.dumps(run, ensure_ascii=False, default=str))
     # Measured: about 1.8x the C encoder's time; an indented dump (the pure-Python encoder) about 5x.
     assert ours < 3 * encoder, (ours, encoder)
