@@ -29,10 +29,10 @@ test: setup lint
 	bash scripts/setup_slurm.sh
 	.venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
-# The suite without the embedded-model, headless-Chromium, Slurm and real-server tests (their
-# markers: local, browser, slurm, real_server in pyproject.toml), for a quick round while developing.
-# CI runs `make test`, the full suite.
-FAST_MARKERS = not local and not browser and not slurm and not real_server
+# The suite without the embedded-model, headless-Chromium, Slurm, real-server and perf-script tests
+# (their markers: local, browser, slurm, real_server, perf in pyproject.toml), for a quick round while
+# developing. CI runs `make test`, the full suite.
+FAST_MARKERS = not local and not browser and not slurm and not real_server and not perf
 test-fast: setup lint
 	.venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "$(FAST_MARKERS)"
 

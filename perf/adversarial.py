@@ -3,7 +3,7 @@ program reader takes on hostile answer programs (each used to run for seconds to
 one C call), what an append to a 50k-line results.jsonl costs, and the peak memory of loading a
 12000x12000 image.
 
-Prints one line per figure; nothing is asserted (tests/e2e/test_hostile.py asserts the results).
+Prints one line per figure; nothing is asserted (tests/e2e/test_untrusted_content.py asserts the results).
 
     .venv/bin/python perf/adversarial.py
     .venv/bin/python perf/adversarial.py --short    # seconds: 16 KB replies, 2,000 lines, 2000x2000 images

@@ -2,7 +2,7 @@
 number bounds, boxes nested in boxes (OlympiadBench), font commands without a closing brace,
 EMMA's extraction, MathVista's edit-distance tables at their bound and its rule extraction, a
 results line with an integer past Python's digit limit (`maps score`), and what the symbolic
-helper is sent. Each line gives the time, the work the bound was asked for (benchmarks/bounds.py)
+helper is sent. Each line gives the time, the work the bound was asked for (scoring/benchmarks/bounds.py)
 and whether the response was judged or left unjudged (judged wrong, saying why).
 
 Prints one line per figure; nothing is asserted (tests/scoring/test_scorer_bounds.py asserts the work

@@ -56,11 +56,10 @@ def _listed(marker: Path) -> set[str] | None:
     return set(files)
 
 
-def check_replaceable(target: Path, *, fix: str, marker: str | None = None,
-                      legacy: Callable[[str], bool] | None = None) -> None:
+def check_replaceable(target: Path, *, fix: str, marker: str | None = None) -> None:
     """Refuse (DataError) a `target` the build may not take: anything but a missing path, an
-    empty folder, or a folder of an earlier build whose `marker` lists every file in it. A marker
-    without a list (an older version's) lists what `legacy` says are its files."""
+    empty folder, or a folder of an earlier build whose `marker` lists every file in it (a marker
+    that lists none is no list: the folder is refused)."""
     if not os.path.lexists(target):
         return
     if target.is_symlink() or not target.is_dir():
@@ -70,8 +69,6 @@ def check_replaceable(target: Path, *, fix: str, marker: str | None = None,
         listed = _listed(target / marker)
         if listed is not None:
             ours = listed.__contains__
-        elif legacy is not None:
-            ours = legacy
     try:
         for relative in _files_in(target):
             if ours is None:
@@ -111,8 +108,8 @@ def _failure(target: Path, error: OSError, fix: str) -> Exception:
 
 
 @contextmanager
-def folder_built_beside(target: Path, *, fix: str, marker: str | None = None, written_by: str = "maps",
-                        legacy: Callable[[str], bool] | None = None) -> Iterator[Path]:
+def folder_built_beside(target: Path, *, fix: str, marker: str | None = None,
+                        written_by: str = "maps") -> Iterator[Path]:
     """A new folder beside `target` to build a whole folder in, moved to `target` in one rename
     when the block succeeds and removed when it fails, so a failure leaves no half-written
     `target` (see the module doc for what `target` may already be: `check_replaceable`). With
@@ -122,7 +119,7 @@ def folder_built_beside(target: Path, *, fix: str, marker: str | None = None, wr
     The folder being built is named and locked as _temporaries.py says: one left by a builder
     that was killed (kill -9, power loss) is removed by the next build beside the same `target`,
     and never one whose builder is alive (in any pid namespace or container)."""
-    check_replaceable(target, fix=fix, marker=marker, legacy=legacy)
+    check_replaceable(target, fix=fix, marker=marker)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale(target, folder=True)
@@ -135,7 +132,7 @@ def folder_built_beside(target: Path, *, fix: str, marker: str | None = None, wr
         yield building
         if marker is not None:
             write_marker(building, marker, written_by)
-        check_replaceable(target, fix=fix, marker=marker, legacy=legacy)  # again: a file may have been added since
+        check_replaceable(target, fix=fix, marker=marker)  # again: a file may have been added since
         if target.is_dir() and any(target.iterdir()):  # an earlier build: moved aside, then removed
             aside = _locked_folder(target)
             os.replace(target, aside[0])

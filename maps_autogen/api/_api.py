@@ -10,8 +10,8 @@ Each function is what a command runs (the command line only reads its options an
 `solve` (maps solve), `evaluate` (maps eval), `score` (maps score), `merge` (maps merge),
 `write_report` (maps report), `write_view` and `serve_view` (maps view, and --serve),
 `effective_config` (maps config). They write the same files and raise the same errors
-(`errors.py`, each a one-line message naming the fix). Each takes its command's options as
-keywords, or as one options object (`SolveOptions`, `EvalOptions`, ...: options.py, where each
+(`_util/_errors.py`, each a one-line message naming the fix). Each takes its command's options as
+keywords, or as one options object (`SolveOptions`, `EvalOptions`, ...: settings/_options.py, where each
 option is declared once, with the bounds and help text `maps` shows); each function's `Args:`
 are made from that declaration, and so is the signature mypy checks its calls against
 (`@typed`: api/_signatures.py, written by scripts/api_signatures.py). The typed readers
@@ -90,7 +90,7 @@ __all__ = ["ChatRecord", "EffectiveConfig", "EvalOptions", "EvalOutcome", "Human
            "read_run", "read_summary", "read_transcript", "score", "serve_model", "serve_view", "solve",
            "write_report", "write_view"]
 
-# ChatRecord: what a chat hands its observers as it goes, typed (chat_records.py): each finished
+# ChatRecord: what a chat hands its observers as it goes, typed (records/_chat_records.py): each finished
 # turn (`MessageRecord`, the opening task message included), each event between turns (an
 # `EventRecord` of its kind: `RollbackEvent`, `StopEvent`, ...), and the live-only
 # `TurnStartRecord` (a turn begins) and `TokenRecord` (streamed text).

@@ -1,5 +1,5 @@
 """The `maps` command line: thin commands over the public Python API (`maps_autogen.api._api`), one
-module per command, their options made from the declarations in options.py (`shared.py`).
+module per command, their options made from the declarations in settings/_options.py (`shared.py`).
 
 This module holds the group and the entry point, the one place where domain errors become
 one-line messages and exit codes.

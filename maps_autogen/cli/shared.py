@@ -1,5 +1,5 @@
 """What the `maps` commands share: their click parameters made from the options declarations
-(options.py), printing untrusted text, and the live viewer beside a run."""
+(settings/_options.py), printing untrusted text, and the live viewer beside a run."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 correct answer, beside its accuracy: the figure a user weighs MAPS against CoT with.
 
 Counted over every problem the row's runs ran, failed ones included (their calls were paid
-for); accuracy is correct / scored (tally.py: a failure has no verdict and is never counted
+for); accuracy is correct / scored (scoring/_tally.py: a failure has no verdict and is never counted
 wrong). Per problem divides by the problems run, per correct answer by the correct ones."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What `maps eval` will call and bill, said before its first model call.
 
 The announcement names, per step, the model and the endpoint it is sent to, the number of
-problems, and a cost range from our own token accounting (tokens.py) and the price table:
+problems, and a cost range from our own token accounting (model/_tokens.py) and the price table:
 
 - prompt tokens: per call, the step's prompt (system message, instruction, the task preamble),
   the problem's text and images (images only for a step that sees them, on a model that takes

@@ -99,7 +99,6 @@ def merge_runs(run_dirs: Sequence[Path], out: Path, *, allow_incomplete: bool = 
         _check_one_evaluation(run_dirs, manifests)
         shards = _placed(run_dirs, manifests)
         selection = shards[0].manifest.selection
-        assert selection is not None  # _placed checked every shard has one
         rows = _checked_rows(shards)
         notes = _rescored(rows, shards[0].manifest)
         missing = missing_ids(selection.ids, [row.record for row in rows.values()])
@@ -164,20 +163,14 @@ def _placed(run_dirs: Sequence[Path], manifests: Sequence[Manifest]) -> list[_Sh
     selection of the same data, each is another `i/n` of one `n`, holding exactly its share."""
     shards: list[_Shard] = []
     for run_dir, manifest in zip(run_dirs, manifests):
-        if manifest.selection is None:
-            raise UsageError(f"{run_dir} was written by an older maps-autogen: its manifest does not record the "
-                             "selection it is a shard of, so a merge cannot tell what is missing",
-                             fix="run that shard again with this version (maps eval --shard i/n into a new folder)")
         match = re.fullmatch(r"(\d+)/(\d+)", manifest.shard or "1/1")
         if match is None or not 1 <= int(match.group(1)) <= int(match.group(2)):
             raise DataError(f"{run_dir}/manifest.json names the shard {manifest.shard!r}, not i/n",
                             fix="merge only folders written by maps eval")
         shards.append(_Shard(run_dir, manifest, int(match.group(1)), int(match.group(2))))
     first = shards[0]
-    assert first.manifest.selection is not None
     for shard in shards:
         selection = shard.manifest.selection
-        assert selection is not None
         if shard.count != first.count:
             raise UsageError(f"{shard.name} and {first.name} split the evaluation differently",
                              fix="merge the shards of one split (the same n in --shard i/n)")
@@ -236,8 +229,7 @@ def _incomplete(shards: Sequence[_Shard], selection: SelectionRecord, missing: S
 
 
 def _settings_but_data(manifest: Manifest) -> dict[str, Any]:
-    settings = manifest.settings
-    return recorded_json(settings, exclude={"data"}) if settings is not None else {}
+    return recorded_json(manifest.settings, exclude={"data"})
 
 
 def _merged_settings(shards: Sequence[_Shard], selection: SelectionRecord) -> dict[str, VerdictSettings]:
@@ -245,30 +237,21 @@ def _merged_settings(shards: Sequence[_Shard], selection: SelectionRecord) -> di
     every problem of the selection: each shard's own, and the selection's hashes (gold and
     scoring, what the steps are shown) for a shard not passed, so a `--resume` of the merged
     folder compares against the whole, what the missing problems show included, and runs what
-    is missing). Empty for shards written before settings were recorded."""
-    first = shards[0].manifest.settings
-    if first is None:
-        return {}
+    is missing)."""
     gold: dict[str, str] = {}
-    shown: dict[str, str] | None = {}
+    shown: dict[str, str] = {}
     passed: set[str] = set()
     for shard in shards:
         passed.update(str(pid) for pid in shard.manifest.ids)
-        settings = shard.manifest.settings
-        data = settings.data if settings is not None else None
+        data = shard.manifest.settings.data
         if data is not None:
             gold.update(data.gold)
-        if shown is not None and data is not None and data.shown is not None:
             shown.update(data.shown)
-        else:
-            shown = None  # a shard written before what the steps are shown was recorded
     gold.update({pid: value for pid, value in selection.scoring.items() if pid not in passed})
-    if shown is not None:
-        shown.update({pid: value for pid, value in selection.shown.items() if pid not in passed})
+    shown.update({pid: value for pid, value in selection.shown.items() if pid not in passed})
     ordered = {pid: gold[pid] for pid in selection.ids if pid in gold}
-    if shown is not None and set(shown) != set(ordered):
-        shown = None  # a shard not passed, from a run that did not record what its steps are shown
-    ordered_shown = None if shown is None else {pid: shown[pid] for pid in ordered}
+    ordered_shown = {pid: shown[pid] for pid in ordered if pid in shown}
+    first = shards[0].manifest.settings
     return {"settings": first.model_copy(update={"data": fingerprint_of(ordered, ordered_shown)})}
 
 
@@ -289,15 +272,10 @@ def _checked_rows(shards: Sequence[_Shard]) -> dict[str, _Row]:
         source = shard.folder / RESULTS_FILE
         ids = {str(pid) for pid in shard.manifest.ids}
         selection = shard.manifest.selection
-        assert selection is not None
         for pid, record in ResultsLog(source).read().items():  # each row read into ResultRow
             if pid not in ids:
                 raise DataError(f"{source} has a row for problem {pid!r}, which is not in {shard.folder}'s manifest",
                                 fix="merge only folders written by maps eval, or remove that row")
-            if record.scoring is None:
-                raise DataError(f"{source}: the row of problem {pid!r} has no scoring fields (written by an older "
-                                "maps-autogen): its verdict cannot be checked",
-                                fix="run that shard again with this version")
             if scoring_hash(record.gold, record.scoring) != selection.scoring_of(pid):
                 raise DataError(f"{source}: the gold answer or scoring fields of the row of problem {pid!r} differ "
                                 "from those of the data the shard ran on", fix="the shard may have been tampered "
@@ -315,7 +293,7 @@ def _rescored(rows: dict[str, _Row], manifest: Manifest) -> list[str]:
         if record.status != "ok":
             continue  # a failed problem has no answer to score (it counts as a failure)
         try:
-            verdict = score_record(manifest.benchmark, {**(record.scoring or {}), "response": record.response or ""},
+            verdict = score_record(manifest.benchmark, {**record.scoring, "response": record.response or ""},
                                    manifest.rules)
         except RecordError as error:
             raise DataError(f"{row.shard / RESULTS_FILE}: the row of problem {pid!r} cannot be scored: {error}",

@@ -15,9 +15,9 @@ compete with the server for the cores.
 The parent keeps everything a run has once: the one writer of results.jsonl, the progress bar,
 the cost cap, the service-failure stop, Ctrl-C and the manifest (eval/runner.py). It starts each
 child with the `spawn` method (never a fork of a threaded process) on its spawning thread
-(lifeline.py), with SIGINT and SIGTERM blocked, so the children never see a Ctrl-C: the parent
+(_util/_lifeline.py), with SIGINT and SIGTERM blocked, so the children never see a Ctrl-C: the parent
 decides and tells them (`cancel`). Each child dies with the parent, however the parent ends
-(lifeline.py), rebuilds its own team (solving.assemble_team) from what the parent resolved,
+(_util/_lifeline.py), rebuilds its own team (solving.assemble_team) from what the parent resolved,
 masks the same secrets, and solves the problems it is sent, each with the parent's own data set
 row (a child never reads the data set: it could meet another revision than the parent
 fingerprinted), in its own threads (eval/workers.py), each into its own folder; it sends back

@@ -9,8 +9,9 @@ review, round limit, tie rule), `models` (per role: endpoint URL(s), kind, JSON 
 request carries), `images` (the side images are reduced to), `method`, `without` and `data`
 (how many problems, and a fingerprint of their ids and gold answers).
 
-`differences` compares two of them part by part, by their JSON as recorded (a part or setting
-an older manifest lacks is left out, never a default), and names each difference the way a
+`differences` compares two of them part by part, by their JSON as recorded (a setting at its
+default is not recorded: one recorded on neither side is no difference, one recorded on one side
+only is), and names each difference the way a
 user finds it (`review.threshold 5.0 → 3.0`, `team.steps[2].prompt`, `models.solver.base_url`,
 `data (gold answers or scoring fields of 3 ids)`); `resume_under` refuses them, or records them as a change of
 the manifest. `mixed_settings` says whether a run's scored problems ran under more than one
@@ -26,8 +27,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from pydantic import ValidationError
 
 from maps_autogen._util import UsageError
 from maps_autogen.records import (
@@ -47,7 +46,6 @@ from maps_autogen.records import (
 from maps_autogen.settings import (
     FIELD_NOT_COMPARED,
     LimitsConfig,
-    TeamConfig,
     endpoint_compared,
     sections_compared,
     unrecorded_fields,
@@ -63,8 +61,6 @@ _SHOWN = 3  # differences named in a refusal before "and N more"
 _ORDER = ("method", "without", "options", "models", "review", "data", "team", "prompts", "images", "limits",
           "config")  # listing order
 _DEFAULT_REPLY_BYTES = LimitsConfig().reply_bytes
-# The prompt layout of runs recorded before `prompt_layout` existed: by whether the model was the embedded one.
-_LAYOUT_BEFORE = {True: "shared_prefix", False: "paper"}
 
 
 def digest(value: Any) -> str:
@@ -119,7 +115,7 @@ def _image_bytes_hash(reference: Any, base_dir: Path | None) -> str:
     if isinstance(reference, (bytes, bytearray)):
         return hashlib.sha256(reference).hexdigest()
     if isinstance(reference, str) and not reference.startswith(("http://", "https://", "data:")):
-        candidate = Path(reference).expanduser()  # the path was checked to stay in its folder (rows.py)
+        candidate = Path(reference).expanduser()  # the path was checked to stay in its folder (problem/_rows.py)
         try:
             with open(candidate if candidate.is_absolute() or base_dir is None else base_dir / candidate, "rb") as file:
                 return hashlib.file_digest(file, "sha256").hexdigest()
@@ -130,12 +126,11 @@ def _image_bytes_hash(reference: Any, base_dir: Path | None) -> str:
     return json.dumps(reference, default=str)  # a URL (or data URL): the text is what is known
 
 
-def fingerprint_of(gold: Mapping[str, str], shown: Mapping[str, str] | None = None) -> DataFingerprint:
-    """The data fingerprint of per-id gold hashes (and per-id hashes of what the steps are
-    shown): built from them alone, so the shards of one evaluation combine into the fingerprint
-    of the whole (`maps merge`)."""
-    fingerprint = DataFingerprint(count=len(gold), sha256=digest(sorted(gold.items())), gold=dict(gold))
-    return fingerprint if shown is None else fingerprint.model_copy(update={"shown": dict(shown)})
+def fingerprint_of(gold: Mapping[str, str], shown: Mapping[str, str]) -> DataFingerprint:
+    """The data fingerprint of per-id gold hashes and per-id hashes of what the steps are shown:
+    built from them alone, so the shards of one evaluation combine into the fingerprint of the
+    whole (`maps merge`)."""
+    return DataFingerprint(count=len(gold), sha256=digest(sorted(gold.items())), gold=dict(gold), shown=dict(shown))
 
 
 def verdict_settings(team: Team, *, method: str, without: Collection[str], items: Sequence[EvalItem],
@@ -166,11 +161,9 @@ def verdict_settings(team: Team, *, method: str, without: Collection[str], items
             max_tokens=sent.max_tokens,
             # every other setting a request carries (streaming is transport)
             **sent.model_dump(mode="json", exclude_unset=True, exclude={"stream", "temperature", "max_tokens"}),
-            # A text-only model gets a note in place of each image (None: images are sent, as in
-            # manifests written before the setting).
+            # A text-only model gets a note in place of each image (None: images are sent, the default).
             vision=None if model.vision else False,
-            # None: the layout runs had before the setting (shared_prefix on the embedded model)
-            prompt_layout=None if model.prompt_layout == _LAYOUT_BEFORE[model.kind == "local"] else model.prompt_layout,
+            prompt_layout=model.prompt_layout,
             # the endpoint's other settings (max_images, max_retries...), as written when not at their default
             endpoint=_endpoint_settings(team, model.endpoint_name),
         )
@@ -198,20 +191,19 @@ def verdict_settings(team: Team, *, method: str, without: Collection[str], items
             max_rollbacks=config.critic.max_rollbacks,
             final_review=config.critic.final_review,
             max_rounds=config.stop.max_rounds,
-            # None for the default rule, as in manifests written before the setting
+            # None for the default rule
             ties=None if config.critic.ties == "worst_step" else config.critic.ties,
             **unrecorded_fields(config.critic, _CRITIC_RECORDED),
             **unrecorded_fields(config.stop, _STOP_RECORDED),
         ),
         models=models,
         # Where a left-out step's images go matters only when a step that sees them is left out
-        # (None otherwise, as in manifests written before the setting).
+        # (None otherwise).
         images=ImageSettings(max_side=config.images.max_side,
                              to_next_step=config.images.to_next_step if method == "maps" and leaves_out_seeing
                              else None,
                              **unrecorded_fields(config.images, _IMAGES_RECORDED)),
-        # A reply longer than this is cut before it is read (None: the default, as in manifests
-        # written before the setting).
+        # A reply longer than this is cut before it is read (None: the default).
         limits=LimitSettings(reply_bytes=None if config.limits.reply_bytes == _DEFAULT_REPLY_BYTES
                              else config.limits.reply_bytes,
                              **unrecorded_fields(config.limits, _LIMITS_RECORDED, FIELD_NOT_COMPARED["limits"])),
@@ -235,43 +227,6 @@ def _endpoint_settings(team: Team, name: str) -> dict[str, Any] | None:
     """The settings of the endpoint `name` compared as written (settings/_compared.py), or None."""
     endpoint = team.loaded.config.endpoints.get(name)
     return (endpoint_compared(endpoint) or None) if endpoint is not None else None
-
-
-def legacy_settings(manifest: Manifest) -> VerdictSettings:
-    """The part of `verdict_settings` a manifest written before them lets us rebuild: method,
-    without, the models and their sampling settings, the review settings and the step names
-    (not prompts, personalities or data)."""
-    models = {role: ModelSettings(kind=model.kind, model=model.model, temperature=model.temperature,
-                                  max_tokens=model.max_tokens, json_mode=model.json_mode,
-                                  base_url=model.replicas or model.base_url)
-              for role, model in manifest.models.items()}
-    config = manifest.config  # the effective agents.yaml as recorded
-    review = ReviewSettings()
-    if config is not None:
-        review = ReviewSettings(max_rollbacks=config.critic.max_rollbacks, final_review=config.critic.final_review,
-                                max_rounds=config.stop.max_rounds)
-    threshold = config.critic.threshold if config is not None else None
-    if threshold is None:
-        threshold = _inline_threshold(manifest)
-    if threshold is not None:
-        review = review.model_copy(update={"threshold": threshold})
-    recorded = VerdictSettings(review=review, models=models, method=manifest.method, without=list(manifest.without))
-    if manifest.team is not None:
-        recorded = recorded.model_copy(update={"team": TeamSettings(
-            steps=[StepSettings(name=name) for name in manifest.team.steps])})
-    return recorded
-
-
-def _inline_threshold(manifest: Manifest) -> float | None:
-    """The reviewer's own threshold, when the team was written in the recorded config."""
-    inline = manifest.config.team if manifest.config is not None else None
-    source = manifest.team.source if manifest.team is not None else None
-    if source != manifest.config_path or not isinstance(inline, (dict, list)):
-        return None
-    try:
-        return TeamConfig.model_validate({"steps": inline} if isinstance(inline, list) else inline).threshold
-    except ValidationError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -309,21 +264,20 @@ def _at(mapping: Mapping[str, Any], key: str) -> Any:
     return mapping[key] if key in mapping else _MISSING
 
 
-def _walk(name: str, before: Any, after: Any, found: list[Difference], known_only: bool) -> None:
-    if before is _MISSING and (known_only or after is None):
-        return  # not recorded (an older manifest), or a setting added since that is unset
+def _walk(name: str, before: Any, after: Any, found: list[Difference]) -> None:
+    if before is _MISSING and after is None:
+        return  # not recorded, and unset now
     if isinstance(before, dict) and after is None or before is None and isinstance(after, dict):
         # settings recorded as written, all at their default on one side: each is named
         before, after = before or {}, after or {}
     if isinstance(before, dict) and isinstance(after, dict):
-        keys = list(before) + ([] if known_only else [key for key in after if key not in before])
-        for key in keys:
-            _walk(f"{name}.{key}", _at(before, key), _at(after, key), found, known_only)
+        for key in [*before, *(key for key in after if key not in before)]:
+            _walk(f"{name}.{key}", _at(before, key), _at(after, key), found)
         return
     dicts = isinstance(before, list) and isinstance(after, list) and all(isinstance(v, dict) for v in (*before, *after))
     if dicts and len(before) == len(after):
         for index, (old, new) in enumerate(zip(before, after)):
-            _walk(f"{name}[{index}]", old, new, found, known_only)
+            _walk(f"{name}[{index}]", old, new, found)
         return
     if dicts:
         found.append(Difference(f"{name} (count)", len(before), len(after)))
@@ -341,8 +295,7 @@ def _data_differences(before: DataFingerprint, after: DataFingerprint) -> list[D
         ids = f"{len(changed)} id{'s' if len(changed) != 1 else ''}"
         found.append(Difference(f"data (gold answers or scoring fields of {ids})",
                                 {pid: old[pid] for pid in changed}, {pid: new[pid] for pid in changed}))
-    # What the steps are shown (a manifest written before it was recorded has none to compare).
-    old_shown, new_shown = before.shown or {}, after.shown or {}
+    old_shown, new_shown = before.shown, after.shown  # what the steps are shown
     edited = sorted(pid for pid in old_shown.keys() & new_shown.keys() if old_shown[pid] != new_shown[pid])
     if edited:
         ids = f"{len(edited)} id{'s' if len(edited) != 1 else ''}"
@@ -356,8 +309,8 @@ def _data_differences(before: DataFingerprint, after: DataFingerprint) -> list[D
 
 
 def recorded_json(settings: VerdictSettings, *, exclude: Any = None) -> dict[str, Any]:
-    """The settings' JSON as a manifest records them: the parts and settings that were set
-    (an older manifest's lack some), less `exclude` (pydantic's form)."""
+    """The settings' JSON as a manifest records them: the parts and settings that were set,
+    less `exclude` (pydantic's form)."""
     return settings.model_dump(mode="json", exclude_unset=True, exclude=exclude)
 
 
@@ -366,9 +319,8 @@ def narrowed(settings: VerdictSettings, exclude: Any) -> VerdictSettings:
     return VerdictSettings.model_validate(recorded_json(settings, exclude=exclude))
 
 
-def differences(before: VerdictSettings, after: VerdictSettings, *, known_only: bool = False) -> list[Difference]:
-    """What differs between two `verdict_settings`, part by part in the order they are built.
-    `known_only`: compare only what `before` records (a manifest written before full settings)."""
+def differences(before: VerdictSettings, after: VerdictSettings) -> list[Difference]:
+    """What differs between two `verdict_settings`, part by part in the order they are built."""
     found: list[Difference] = []
     old, new = recorded_json(before, exclude={"data"}), recorded_json(after, exclude={"data"})
     parts = [*new, *(["data"] if after.data is not None else [])]
@@ -376,13 +328,12 @@ def differences(before: VerdictSettings, after: VerdictSettings, *, known_only: 
         if part == "data" and after.data is not None:
             if before.data is not None:
                 found += _data_differences(before.data, after.data)
-            elif not known_only:
+            else:
                 found.append(Difference("data (not recorded)", None, after.data.sha256))
             continue
-        # A part added since (a manifest written before it): each of its settings that is set
-        # is a difference, one left unset is not.
-        _walk(part, old[part] if part in old else {} if isinstance(new[part], dict) else _MISSING, new[part], found,
-              known_only)
+        # A part one side does not record (all its settings at their default there): each
+        # setting the other side sets is a difference, one left unset is not.
+        _walk(part, old[part] if part in old else {} if isinstance(new[part], dict) else _MISSING, new[part], found)
     return found
 
 
@@ -429,46 +380,36 @@ def change_entry(found: Sequence[Difference], *, at: str, index: int) -> Setting
 
 
 def resume_under(manifest: Manifest, settings: VerdictSettings, described: Mapping[str, Any], *, run: str,
-                 allow_change: bool, now: str) -> tuple[Manifest, list[str]]:
+                 allow_change: bool, now: str) -> Manifest:
     """Check a resume's `settings` against those `manifest` recorded: any difference is refused
     with one line naming it unless `allow_change`; then the manifest (returned) gets a `changes`
     entry and `described` (fields of the manifest: its method, models, team, config) becomes the
-    settings in force. A manifest from before full settings is compared on what it has; the
-    returned notes say so."""
-    recorded = manifest.settings
-    legacy = recorded is None
-    found = differences(legacy_settings(manifest) if recorded is None else recorded, settings, known_only=legacy)
+    settings in force."""
+    found = differences(manifest.settings, settings)
     if found and not allow_change:
         raise UsageError(f"{run} was run with other settings: {summary_line(found)}",
                          fix="resume with the run's config, team, prompts, models and data, or pass --allow-change "
                              "to switch (the manifest records each change and which problems ran under it)")
     updated = manifest
-    if legacy:
-        # before this resume the run recorded only part of its settings
-        updated = updated.model_copy(update={"settings_recorded_at": now})
     if found:
         change = change_entry(found, at=now, index=len(manifest.changes) + 1)
         updated = updated.model_copy(update={"changes": [*manifest.changes, change], **described})
-    return updated.model_copy(update={"settings": settings}), [
-        f"{run} was written before runs recorded their settings in full: its models, method, review settings and "
-        "step names were compared, not its prompts, personalities or data"
-    ] if legacy else []
+    return updated.model_copy(update={"settings": settings})
 
 
 def record_pids(changes: Sequence[SettingsChange], rows: Sequence[ResultRow]) -> list[SettingsChange]:
     """Each `changes` entry with the pids whose latest row ran under the settings it introduced
     (a pid in no entry ran under the run's first settings)."""
-    return [change if change.settings is None  # entries written before settings were tracked have none
-            else change.model_copy(update={"pids": [str(row.pid) for row in rows if row.settings == change.settings]})
+    return [change.model_copy(update={"pids": [str(row.pid) for row in rows if row.settings == change.settings]})
             for change in changes]
 
 
 def mixed_settings(rows: Iterable[ResultRow]) -> bool:
-    """Whether the scored rows ran under more than one recorded set of settings (a row written
-    before settings were tracked ran under the first: `ResultRow.settings` is 0)."""
+    """Whether the scored rows ran under more than one recorded set of settings (each row's
+    `settings` index: 0 for the run's first)."""
     return len({row.settings for row in rows if row.status == "ok"}) > 1
 
 
-__all__ = ["Difference", "change_entry", "data_fingerprint", "differences", "digest", "legacy_settings",
-           "mixed_settings", "narrowed", "record_pids", "recorded_json", "resume_under", "scoring_hash", "shown_hash",
-           "summary_line", "verdict_settings"]
+__all__ = ["Difference", "change_entry", "data_fingerprint", "differences", "digest", "mixed_settings", "narrowed",
+           "record_pids", "recorded_json", "resume_under", "scoring_hash", "shown_hash", "summary_line",
+           "verdict_settings"]

@@ -6,7 +6,7 @@ Table 1. Selection is eval/selection.py, the environment record eval/environment
 
 Every finished problem is appended to results.jsonl at once, so a killed run loses at most the
 problems in flight; `--resume` skips finished problems and retries failed ones. A SIGTERM stops
-the run as the first Ctrl-C does (interrupts.py); the manifest, results and summary written at
+the run as the first Ctrl-C does (_util/_interrupts.py); the manifest, results and summary written at
 the end are never cut by one (interrupts.signals_deferred).
 """
 
@@ -114,7 +114,7 @@ class EvalOutcome:
     fatal: FatalServiceError | None = None  # the service error that stopped the run early
     interrupted: bool = False  # Ctrl-C or SIGTERM: the problems in flight were dropped, the rest is pending
     terminated: bool = False  # the interruption was a SIGTERM (exit code 143)
-    notes: list[str] = field(default_factory=list)  # printed after the table (a mixed run, an old manifest)
+    notes: list[str] = field(default_factory=list)  # printed after the table (a mixed run, batches picked up)
     dry_run: bool = False  # --dry-run: said what it would do, called nothing, wrote nothing
 
 
@@ -249,7 +249,7 @@ class EvalRun:
             manifest = self._new_manifest(eval_dir, subsets, selection, team)
         else:
             # a refused change is refused here: before any model call
-            manifest, notes = resume_under(
+            manifest = resume_under(
                 manifest,
                 self._settings(team, selection.items),
                 self._described(team),
@@ -257,7 +257,6 @@ class EvalRun:
                 allow_change=request.allow_change,
                 now=utc_now(),
             )
-            self.notes += notes
             manifest = manifest.model_copy(update={"resumed_at": [*manifest.resumed_at, utc_now()]})
         self._settings_index = len(manifest.changes)
         # One writer per run folder: a second --resume of a live run stops here, before it

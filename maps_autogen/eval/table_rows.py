@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from maps_autogen._util import valid_text
-from maps_autogen.eval.run_settings import differences, legacy_settings, mixed_settings, narrowed, recorded_json
+from maps_autogen.eval.run_settings import differences, mixed_settings, narrowed, recorded_json
 from maps_autogen.records import VerdictSettings
 
 if TYPE_CHECKING:
@@ -90,9 +90,8 @@ _NOT_THE_ROWS = {"data": True, "prompts": {"answer_formats"}, "models": {"__all_
 
 def row_settings(run: Run) -> VerdictSettings:
     """What decides a run's verdicts, apart from what belongs to its benchmark (the problems and
-    their answer formats): its recorded settings, or what an older manifest lets us rebuild."""
-    settings = run.manifest.settings if run.manifest.settings is not None else legacy_settings(run.manifest)
-    return narrowed(settings, _NOT_THE_ROWS)
+    their answer formats), as its manifest records them."""
+    return narrowed(run.manifest.settings, _NOT_THE_ROWS)
 
 
 def ablation_settings(run: Run) -> dict[str, Any]:

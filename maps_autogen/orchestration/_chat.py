@@ -3,7 +3,7 @@ the team is an AssistantAgent, and the speaker selection is the pure `flow.decid
 
 Each step's request is rebuilt from its declared inputs by an AG2 `process_all_messages_before_reply`
 hook, so no step sees the whole history; model calls go through `MapsModelClient`. The AG2 agents
-themselves, built once per shape and thread, are `chat_agents.py`'s.
+themselves, built once per shape and thread, are `_chat_agents.py`'s.
 """
 
 from __future__ import annotations

@@ -72,7 +72,8 @@ class Team:
     resolution: Resolution
     backends: dict[str, ChatBackend]  # by step name
     cancelled: threading.Event = field(default_factory=threading.Event)  # set: no new model request starts
-    setting_note: str | None = None  # a team setting the serving model brought (endpoints.py: embedded_team_setting)
+    # a team setting the serving model brought (settings/_endpoints.py: embedded_team_setting)
+    setting_note: str | None = None
     context_note: str | None = None  # what the servers said of their contexts, the budgets fitted (eval/context_fit.py)
 
     @property

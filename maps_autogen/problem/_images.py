@@ -39,7 +39,7 @@ _EXTENSION = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "imag
 class ImageLimits:
     """How much an image may cost us (agents.yaml `limits:`): bytes read, pixels decoded."""
 
-    file_bytes: int = LimitsConfig().image_file_bytes  # the defaults live in one place: config.py
+    file_bytes: int = LimitsConfig().image_file_bytes  # the defaults live in one place: settings/_config.py
     pixels: int = LimitsConfig().image_pixels
 
     @classmethod

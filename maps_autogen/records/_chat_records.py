@@ -2,7 +2,7 @@
 `MessageRecord`, and one model per event kind, chosen by `event`: a `stop` has its stop reason,
 a `rollback` its step), the live-only records observers see between them (`TurnStartRecord`,
 `TokenRecord`), and turn.json (the call under way). The common parts, the vocabularies and the
-other files are `records.py`'s; `run_files.py` reads them back.
+other files are `_schema.py`'s; `_run_files.py` reads them back.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class VerdictParsed(_Record):
     """The reviewer's reply as read (roles.CriticVerdict): scores, feedback and evaluation per
     dimension, whether it asks for feedback, the step it names worst."""
 
-    evaluation: dict[str, str] = Field(default_factory=dict)  # older runs have none
+    evaluation: dict[str, str]
     scores: dict[str, Score]
     need_feedback: bool = False
     worst_step: str | None = None
@@ -110,7 +110,7 @@ class EventRecord(_File):
 
 class RollbackEvent(EventRecord):
     """A step sent back: which rollback, the step and its dimension, the scores, and what the
-    step received (older runs lack the parts sent and `by`)."""
+    step received (a part not sent is None), who sent it back and as whom."""
 
     event: Literal["rollback"] = "rollback"
     number: int
@@ -120,10 +120,10 @@ class RollbackEvent(EventRecord):
     question: str | None = None  # the feedback (or the person's question) the step received
     score: Score | None = None  # the step's score, when sent to it
     evaluation: str | None = None  # the evaluation of the step, when sent to it
-    by: RollbackBy | None = None
+    by: RollbackBy
     # who sent it back, as the transcript names agents: the reviewer's title, or the UserProxy's
-    # (the person at a pause); older runs lack it
-    sender: str | None = None
+    # (the person at a pause)
+    sender: str
 
 
 class StopEvent(EventRecord):

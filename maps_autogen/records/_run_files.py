@@ -1,7 +1,7 @@
 """Our run files read into their `records` models and written from them: the one typed reader
 of each file (the schema version checked, one line naming a missing, damaged or newer file) and
 the one writer (`write_record`, through the atomic writer, secrets masked). The models
-themselves are `records.py`; this module is the I/O at their edge."""
+themselves are `_schema.py`'s; this module is the I/O at their edge."""
 
 from __future__ import annotations
 
@@ -30,22 +30,44 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def parsed(model: type[M], data: Any, *, source: str) -> M:
-    """`data` (read from `source`) as `model`, its schema version checked first: a file from a
-    newer maps-autogen, or one that does not match, is a one-line DataError naming `source`."""
+    """`data` (read from `source`) as `model`, its schema version checked first: a file from an
+    earlier or a newer maps-autogen, or one that does not match, is a one-line DataError naming
+    `source` and what to do."""
     if isinstance(data, dict):
-        version = data.get("schema_version", SCHEMA_VERSION)  # the raw JSON, not yet a record
-        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-            raise DataError(
-                f"{source} was written by a newer maps-autogen (schema version {version}; this one reads "
-                f"up to {SCHEMA_VERSION})",
-                fix="upgrade maps-autogen (install a newer checkout or wheel) to read it",
-            )
+        _check_version(data["schema_version"] if "schema_version" in data else None, source)
     try:
         return model.model_validate(data)
     except ValidationError as error:
         raise DataError(
             f"{source}: {_first_problem(error)}", fix="the run folder may be damaged or from another version"
         ) from None
+
+
+def _check_version(version: Any, source: str) -> None:
+    """Refuse a file whose schema version (the raw JSON's, not yet a record) is not this one's:
+    an earlier version's file lacks what this one requires (and was written by code no release
+    shipped: maps-autogen keeps no branches for it), a newer one may hold what this one cannot
+    read. Every version wrote one, so a file without it is damaged or not ours. A version that
+    is no whole number is left to the model, which names it."""
+    if version is None:
+        raise DataError(f"{source} records no schema version (every version of maps-autogen writes one): it is "
+                        "damaged or was not written by maps-autogen", fix="pass a run folder written by maps-autogen")
+    if _whole(version) and version < SCHEMA_VERSION:
+        raise DataError(
+            f"{source} was written by an earlier version of maps-autogen (schema version {version}; this one reads "
+            f"version {SCHEMA_VERSION})",
+            fix="run it again with this version into a new folder, or read it with the version that wrote it",
+        )
+    if _whole(version) and version > SCHEMA_VERSION:
+        raise DataError(
+            f"{source} was written by a newer maps-autogen (schema version {version}; this one reads "
+            f"up to {SCHEMA_VERSION})",
+            fix="upgrade maps-autogen (install a newer checkout or wheel) to read it",
+        )
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _first_problem(error: ValidationError) -> str:

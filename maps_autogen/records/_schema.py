@@ -10,21 +10,26 @@ derive one from another with `model_copy(update=...)` (an unknown field an error
 its writer recorded); readers read a file back into its model (`read_run`, `read_manifest`,
 `read_summary`, `read_transcript`, `read_result_rows`) and use attributes, never `.get(` on a
 dict. Each transcript event kind is its own model, chosen by `event` (a `stop` has its stop
-reason, a `rollback` its step). Every field a file may lack (an older run, a baseline's run.json,
-a run still going) has a default, and an unknown field is an error (`extra="forbid"`): a
-tampered or foreign file is one line naming it, not a KeyError deep inside. The few mappings
-that stay open say why where they are declared (a data set's own fields, a server's own request
-fields). Reading checks the schema version first: a file from a newer maps-autogen is one line
-naming the file and the fix.
+reason, a `rollback` its step). A field a file may lack (a baseline's run.json, a run still
+going, a setting left at its default) has a default; a field every writer writes is required;
+an unknown field is an error (`extra="forbid"`): a tampered or foreign file is one line naming
+it, not a KeyError deep inside. The few mappings that stay open say why where they are declared
+(a data set's own fields, a server's own request fields).
 
-The schema sits above the settings (config.py, team.py): a run records its config and team as
-their own models. The transcript's lines and the live records a chat emits are
-`chat_records.py`'s, the verdict settings a manifest records `settings_record.py`'s; the one
-reader of each file is `run_files.py`.
+Every file carries `SCHEMA_VERSION`, and reading checks it first (`run_files.parsed`): a file
+of another version is one line naming the file and what to do, and no reader keeps a branch for
+an earlier version's shapes. A change that makes an earlier file unreadable as it stands (a
+field it lacks now required, a field renamed or given another meaning) bumps the version; a
+field added with a default that means what earlier files did does not.
 
-Schema version 1 throughout: the team record gained `reviewer`, `final_step` and `scored`
-(declared with defaults), which older files lack and readers handle (a consumer then takes the
-feedback targets from the rows themselves), so no older file is refused.
+Version 2 (before 0.1.0's release): what files written earlier in the unreleased tree could
+lack is required (a manifest's settings and selection, a row's scoring fields, a rollback's `by`
+and sender, a review's evaluation, a step model's prompt layout), so version 1 files are refused.
+
+The schema sits above the settings (settings/_config.py, settings/_team.py): a run records its
+config and team as their own models. The transcript's lines and the live records a chat emits
+are `_chat_records.py`'s, the verdict settings a manifest records `_settings_record.py`'s; the
+one reader of each file is `_run_files.py`.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from maps_autogen.settings import AppConfig, HumanWhen, TeamConfig
 if TYPE_CHECKING:
     from maps_autogen.settings import ResolvedModel
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 RUN_FILE = "run.json"
 TRANSCRIPT_FILE = "transcript.jsonl"
@@ -236,7 +241,7 @@ class ModelRecord(_Record):
     max_tokens: int | None = None
     json_mode: str | None = None
     vision: bool | None = None
-    prompt_layout: str | None = None  # None: written before the setting (shared_prefix on kind local, else paper)
+    prompt_layout: str  # the order of a request's material (settings/_config.py's PromptLayout)
     replicas: list[str] | None = None
     sent: SentSettings | None = None
     request_settings: SentSettings | None = None
@@ -358,7 +363,7 @@ class Evaluation(_Record):
 #: Figure 4's bars besides the steps: the first review passed the work (no regeneration); it failed
 #: and no rollback was allowed (max_rollbacks 0: the chat stopped, nothing re-ran); it was
 #: unreadable, or the problem failed before it decided (never counted as a pass); no reviewer ran.
-#: None can be a step's name (team.py's names have no spaces).
+#: None can be a step's name (settings/_team.py's names have no spaces).
 NO_REGENERATION = "none"
 NO_ROLLBACK_ALLOWED = "no rollback allowed"
 NO_USABLE_REVIEW = "no usable review"
@@ -369,8 +374,8 @@ NOT_A_STEP = (NO_REGENERATION, NO_ROLLBACK_ALLOWED, NO_USABLE_REVIEW, NO_REVIEWE
 
 def feedback_targets(teams: Iterable[TeamRecord | None], seen: Iterable[str | None] = ()) -> list[str]:
     """Where a reviewer's first decision can go (Figure 4): the scored steps of the recorded
-    teams in team order, any other step `seen` as a row's decision (a team recorded before
-    `scored` was), then "none" (no regeneration), then each other bar of NOT_A_STEP that `seen`
+    teams in team order, any other step `seen` as a row's decision (so no decision a row records
+    goes uncounted), then "none" (no regeneration), then each other bar of NOT_A_STEP that `seen`
     holds."""
     targets: list[str] = []
     for team in teams:
@@ -446,7 +451,7 @@ class SettingsChange(_Record):
     """A --resume --allow-change: when, what differed (from, to), and the pids run under it."""
 
     at: str | None = None
-    settings: int | None = None  # the index rows run under it record (None: recorded before indexes)
+    settings: int  # the index the rows run under it record
     differences: list[str] = Field(default_factory=list)
     # By the setting's name as run_settings.differences gives it ("review.threshold",
     # "models.solver.temperature"): the value of whichever setting differed, as recorded.
@@ -458,14 +463,14 @@ class SettingsChange(_Record):
 class SelectionRecord(_Record):
     """The whole selection a run's problems were taken from (with --shard i/n, every shard's):
     every id in the selection's order and, per id, the hash of its gold answer and scoring
-    fields (run_settings.scoring_hash) and of what its steps are shown (run_settings.shown_hash;
-    empty in a run written before it was recorded). Every shard of one evaluation records the same, so
+    fields (run_settings.scoring_hash) and of what its steps are shown (run_settings.shown_hash).
+    Every shard of one evaluation records the same, so
     `maps merge` knows the data set: which shards and problems are missing, and that the shards
     ran on the same data."""
 
-    ids: list[str] = Field(default_factory=list)
-    scoring: dict[str, str] = Field(default_factory=dict)
-    shown: dict[str, str] = Field(default_factory=dict)
+    ids: list[str]
+    scoring: dict[str, str]
+    shown: dict[str, str]
 
     def scoring_of(self, pid: str) -> str | None:
         """The hash of problem `pid`'s gold answer and scoring fields (None: not in the selection)."""
@@ -490,7 +495,7 @@ class Manifest(_File):
     sample: int | None = None
     limit: int | None = None
     shard: str | None = None  # "i/n"
-    selection: SelectionRecord | None = None  # None in manifests written before it
+    selection: SelectionRecord
     method: str | None = None
     without: list[str] = Field(default_factory=list)
     images_dropped: list[str] = Field(default_factory=list)  # left-out steps whose images went to no step
@@ -500,10 +505,8 @@ class Manifest(_File):
     config: RecordedConfig | None = None
     rules: str = "current"
     allow_outside_paths: bool = False
-    # What a --resume must match (eval/run_settings.py); None in manifests written before it.
-    settings: VerdictSettings | None = None
+    settings: VerdictSettings  # what a --resume must match (eval/run_settings.py)
     changes: list[SettingsChange] = Field(default_factory=list)
-    settings_recorded_at: str | None = None  # the resume that first recorded the settings of an older run
     versions: dict[str, str] = Field(default_factory=dict)  # python and package versions
     git_commit: str | None = None
     resumed_at: list[str] = Field(default_factory=list)
@@ -566,7 +569,7 @@ class ResultRow(_File):
     run_dir: str | None = None  # problems/<safe_paths.safe_component(pid)>
     settings: int = 0  # the manifest settings it ran under: 0 the run's first, k after its k-th change
     # The data set row's fields the scorer reads, as the row gives them (maps merge re-scores with them).
-    scoring: dict[str, Any] | None = None
+    scoring: dict[str, Any]
 
 
 # ----- writing -------------------------------------------------------------------------------

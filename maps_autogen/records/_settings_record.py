@@ -1,7 +1,8 @@
 """The verdict settings an eval's manifest records (`records.Manifest.settings`): everything of
 a run that can change a verdict, one model per part. eval/run_settings.py builds them from what
 a run will use and compares two of them part by part (`differences`), by their JSON as recorded:
-a part (or a setting) an older manifest lacks is unset, never a default."""
+a setting at its default is not recorded (settings/_compared.py), and one not recorded is unset,
+never given a default."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ class _SectionPart(_Part):
 
 
 class StepSettings(_Part):
-    """A team step as the verdict settings record it: as the team declares it (team.py's step,
+    """A team step as the verdict settings record it: as the team declares it (settings/_team.py's step,
     less its model and threshold), its prompt's content hashed. Open beyond its name: the step's
     fields are the team schema's of the day, compared as recorded (a field a later team adds is
     a difference only when set)."""
@@ -56,8 +57,8 @@ class PromptSettings(_Part):
 
 
 class ReviewSettings(_SectionPart):
-    """The review loop in force (None: the default, as in manifests written before a setting;
-    beyond these, the other settings of `critic` and `stop` not at their default)."""
+    """The review loop in force (None: not recorded, at its default; beyond these, the other
+    settings of `critic` and `stop` not at their default)."""
 
     threshold: int | float | None = None  # as the team or config gives it (5 stays 5)
     max_rollbacks: int | None = None
@@ -90,9 +91,7 @@ class ModelSettings(_Part):
     max_tokens: int | None = None
     model: str | None = None
     vision: bool | None = None  # False: text-only (a note for each image); None: images sent
-    # the order of a request's material; None: the layout runs had before the setting
-    # (shared_prefix on the embedded model, paper elsewhere)
-    prompt_layout: str | None = None
+    prompt_layout: str | None = None  # the order of a request's material (paper, shared_prefix)
     local: LocalSettings | None = None
     # The endpoint's settings not recorded as sent nor above, not at their default, as written
     # (max_images, max_retries...: settings/_compared.py's endpoint_compared)
@@ -115,18 +114,17 @@ class LimitSettings(_SectionPart):
 
 class DataFingerprint(_Part):
     """The selected problems: their count, one hash of ids and what scoring reads, a short hash
-    of that per id (`gold`) and of what the steps are shown per id (`shown`; None in manifests
-    written before it)."""
+    of that per id (`gold`) and of what the steps are shown per id (`shown`)."""
 
-    count: int = 0
-    sha256: str | None = None
-    gold: dict[str, str] = Field(default_factory=dict)
-    shown: dict[str, str] | None = None
+    count: int
+    sha256: str
+    gold: dict[str, str]
+    shown: dict[str, str]
 
 
 class VerdictSettings(_Part):
     """What decides an eval run's verdicts (eval/run_settings.py), recorded in its manifest and
-    compared on --resume part by part; a part an older manifest lacks is unset."""
+    compared on --resume part by part; a part not recorded is unset."""
 
     team: TeamSettings | None = None
     prompts: PromptSettings | None = None

@@ -1,6 +1,6 @@
 """The report's figures drawn as PNG (matplotlib, the `report` extra): Figure 4 (where the
 reviewer's first decision went), Figure 5 (accuracy per base model) and Figure 6 (solving time).
-The data each figure draws is computed in report.py; this module only lays it out. Every
+The data each figure draws is computed in _report.py; this module only lays it out. Every
 figure is saved with its legend and labels inside the picture (nothing cut at an edge), and
 every value has a mark, a zero included."""
 

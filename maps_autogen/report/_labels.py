@@ -9,19 +9,14 @@ from maps_autogen.settings import possessive
 
 
 def title(step: str) -> str:
-    """A step's display name (team.py's rule): the name with a capital."""
+    """A step's display name (settings/_team.py's rule): the name with a capital."""
     return step[:1].upper() + step[1:]
 
 
-def sender(event: RollbackEvent, reviewer: str | None = None) -> str:
-    """Who sent the step of `event` back: "the person (UserProxy)" for the person at a pause, else
-    the reviewer as the record names it (`sender`); a run recorded before `sender` was names its
-    team's `reviewer` (a step name)."""
-    if event.by == "user":
-        return f"the person ({event.sender})" if event.sender else "the person"
-    if event.sender:
-        return f"the {event.sender}"
-    return f"the {title(reviewer)}" if reviewer else "the reviewer"
+def sender(event: RollbackEvent) -> str:
+    """Who sent the step of `event` back, as the record names them (`sender`): "the person
+    (UserProxy)" for the person at a pause, else the reviewer ("the Critic")."""
+    return f"the person ({event.sender})" if event.by == "user" else f"the {event.sender}"
 
 
 def stop_words(reason: StopReason | None, *, reviewer: str | None = None, rollbacks: int = 0,

@@ -271,7 +271,7 @@ class LiveConsole:
         event = record.event
         if isinstance(record, RollbackEvent):
             # Who sent it and which step re-runs, as the record says (the person at a pause: you).
-            who = "you" if record.by == "user" else sender(record, self._reviewer())
+            who = "you" if record.by == "user" else sender(record)
             why = "" if record.by == "user" else " (" + ", ".join(f"{k} {v}" for k, v in record.scores.items()) + ")"
             self.console.print(Text(terminal_safe(
                 f"\n↺ rollback {record.number}: {who} sent the {record.step} step back; it re-runs, then every step "

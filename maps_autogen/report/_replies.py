@@ -1,6 +1,6 @@
 """A structured reply read for people: an answer step's phases and final answer, a reviewer's
-evaluation of each dimension (or, in older runs, its reasoning) and the questions it asks, as
-headed paragraphs instead of one JSON string.
+evaluation of each dimension and the questions it asks, as headed paragraphs instead of one
+JSON string.
 
 What a reply is comes from what it parsed into (a message record's `parsed`: an answer or a
 verdict), never from the step's name. The headings come from the model's JSON keys: they are
@@ -49,7 +49,7 @@ class Section:
 @dataclass(frozen=True)
 class ReadReply:
     """A structured reply as text: `kind` "answer" (phases, final answer) or "review" (its
-    evaluation per dimension, or reasoning; the scores and feedback are in the parsed verdict)."""
+    evaluation per dimension; the scores and feedback are in the parsed verdict)."""
 
     kind: str
     sections: list[Section]
@@ -86,11 +86,7 @@ def read_reply(content: str, parsed: AnswerParsed | VerdictParsed | DecisionPars
     (then it is shown as the text it is)."""
     if isinstance(parsed, VerdictParsed):
         found, _ = extract_json_object(content)
-        # its evaluation of each dimension (a run before it had one reasoning text instead)
-        evaluation = _key(found or {}, "evaluation")
-        if evaluation is not None:
-            return ReadReply("review", _sections(evaluation, "Evaluation"))
-        return ReadReply("review", _sections(_key(found or {}, "reasoning"), "Reasoning"))
+        return ReadReply("review", _sections(_key(found or {}, "evaluation"), "Evaluation"))
     if isinstance(parsed, AnswerParsed) and parsed.parsed:
         found, _ = extract_json_object(content)
         if found is None:

@@ -4,7 +4,7 @@ Generic over the benchmarks: each benchmark module supplies a `Scorer` (see
 `maps_autogen.scoring.benchmarks.base`); this module reads and writes JSONL, keeps every input field,
 skips unusable lines with their line numbers, and summarises accuracy per subset.
 `score_record` is the single code path shared with `maps eval`. `ScoreOptions` declares
-`maps score`'s options (options.py says what is made from them).
+`maps score`'s options (settings/_options.py says what is made from them).
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ Each field of an endpoint (`OpenAIEndpoint`, `LocalEndpoint`), of a section of a
 A new field therefore joins the comparison by itself; one that changes nothing sent is added to
 a `*_NOT_COMPARED` list with its reason (tests/eval/test_resume_every_setting.py checks that every
 list names real fields and that a change of every compared field is seen). A value at its
-default is not recorded, so a manifest written before a setting existed still matches a run
-that leaves it at its default.
+default is not recorded, so a setting added in a later version leaves a manifest that never
+recorded it matching a run that leaves it at its default (records/_schema.py: no schema version
+bump for such a setting).
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ class OpenAIEndpoint(_Strict):
     """An OpenAI-compatible chat-completions service (OpenAI, vLLM, llama.cpp, gateways, Azure)."""
 
     kind: Literal["openai"] = "openai"
-    # None: $OPENAI_BASE_URL, else OpenAI's own; a list: replicas of one model (pool.py)
+    # None: $OPENAI_BASE_URL, else OpenAI's own; a list: replicas of one model (model/_pool.py)
     base_url: str | Annotated[list[str], Field(min_length=1)] | None = None
     api_key_env: str | None = "OPENAI_API_KEY"  # the variable's name; None: no key needed
     default_model: str = "gpt-4o"
@@ -286,7 +286,7 @@ class AppConfig(_Strict):
     user_proxy_prompt: str = "prompts/user_proxy.yaml"
     answer_formats: str = "prompts/answer_formats.yaml"
     baseline_prompts: str = "prompts/baselines.yaml"
-    team: str | dict[str, Any] | list[Any]  # a team file, or the team inline (validated by team.py)
+    team: str | dict[str, Any] | list[Any]  # a team file, or the team inline (validated by _team.py)
     critic: CriticConfig = CriticConfig()
     stop: StopConfig = StopConfig()
     human: HumanConfig = HumanConfig()
@@ -522,7 +522,7 @@ def load_config(
         data, keys = add_config_list(data, source, base_dir=path.parent if not config_list else Path.cwd(), env=env)
         origins["endpoints"] = f"{origins['endpoints']} + config list {source}"
     config = parse_config(data, path)
-    if env is os.environ:  # each endpoint's key variable, from ./.env (dotenv.py: keys and endpoints only)
+    if env is os.environ:  # each endpoint's key variable, from ./.env (_dotenv.py: keys and endpoints only)
         apply_dotenv(e.api_key_env for e in config.endpoints.values() if isinstance(e, OpenAIEndpoint))
     # Every configured key is masked in all output, whether or not this run uses its endpoint;
     # so is a credential in an endpoint's headers or query (by its name: Authorization, X-Api-Key...).

@@ -6,7 +6,7 @@ cloned. It may give what a run needs to reach its service (an API key, `OPENAI_B
 config list) and nothing else: never a `MAPS_*` setting (which could lift a safety switch such as
 `--allow-outside-paths`, or change a run quietly), nor any other variable. A variable already in
 the environment is never replaced. Which variables a `.env` gave, and where the run used them
-(the key, the server), is said in the run's announcement (endpoints.py); the `MAPS_*` ones it
+(the key, the server), is said in the run's announcement (_endpoints.py); the `MAPS_*` ones it
 holds are named as ignored.
 """
 

@@ -419,7 +419,7 @@ def resolve_models(loaded: LoadedConfig, env: Mapping[str, str] | None = None) -
 
 
 def _from_dotenv(read: list[str], env: Mapping[str, str]) -> str:
-    """What the announcement says of the variables a `.env` gave (dotenv.py): which, and that
+    """What the announcement says of the variables a `.env` gave (_dotenv.py): which, and that
     a `.env` gives keys and endpoints only."""
     given = from_dotenv(read, env)
     path = dotenv_path()

@@ -1,6 +1,6 @@
 """The agents' fixed names and the typed outputs (and JSON schemas) of the answer and review steps.
 
-The steps themselves are data: see team.py."""
+The steps themselves are data: see _team.py."""
 
 from __future__ import annotations
 

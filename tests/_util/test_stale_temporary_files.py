@@ -1,4 +1,4 @@
-"""A writer killed with SIGKILL in the middle of an atomic write (artifacts.py writes a temporary
+"""A writer killed with SIGKILL in the middle of an atomic write (_util/_artifacts.py writes a temporary
 file beside the target, then renames it) leaves its temporary file; the next write of the same
 target removes it, and only it: never the temporary file of a writer still alive (in our pid
 namespace or another one: a container on the same kernel), nor one another host's writer made

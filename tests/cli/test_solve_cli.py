@@ -7,6 +7,7 @@ import base64
 import json
 from pathlib import Path
 
+from maps_autogen.records._schema import SCHEMA_VERSION
 from tests.helpers.common import (
     TEST_KEY,
     all_text_in,
@@ -98,7 +99,7 @@ def test_full_chat_with_one_rollback(png: Path, tmp_path: Path) -> None:
 
     run_dir = Path(summary["run_dir"])
     run = json.loads((run_dir / "run.json").read_text())
-    assert run["schema_version"] == 1 and run["stop_reason"] == "critic_passed" and run["final_answer"] == "B"
+    assert run["schema_version"] == SCHEMA_VERSION and run["stop_reason"] == "critic_passed" and run["final_answer"] == "B"
     assert run["problem"]["options"] == ["2 kg", "4 kg"] and run["problem"]["context"] == "The lever is light."
     assert run["models"]["solver"]["model"] == "gpt-4o"
     assert run["config"]["critic"]["final_review"] is True
@@ -112,7 +113,7 @@ def test_full_chat_with_one_rollback(png: Path, tmp_path: Path) -> None:
     assert [m["revision"] for m in messages].count(True) == 1 and messages[6]["revision"] is True
     for message in messages[1:]:
         assert message["usage"]["prompt_tokens"] > 0 and message["seconds"] >= 0 and message["content"]
-        assert message["schema_version"] == 1
+        assert message["schema_version"] == SCHEMA_VERSION
     assert messages[5]["parsed"]["scores"]["knowledge"] == 2
     assert messages[1]["request"][1]["content"][1] == {"type": "image_file", "file": "images/image-1.png"}
     events = [r["event"] for r in records if r["type"] == "event"]

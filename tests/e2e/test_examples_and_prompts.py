@@ -27,7 +27,7 @@ def test_no_prompt_offers_a_placeholder_to_copy(path: Path) -> None:
 
 def test_the_text_example_states_every_number_of_its_diagram() -> None:
     problem = load_problem_file(REPO / "examples" / "lever" / "problem.yaml", max_side=1568)
-    for value in ("3 kg", "0.4 m", "0.6 m"):  # the labels draw_examples.py writes into lever.png
+    for value in ("3 kg", "0.4 m", "0.6 m"):  # the labels examples/draw_examples.py writes into lever.png
         assert value in problem.question
     assert [image.name for image in problem.images] == ["lever.png"]
 

@@ -49,7 +49,7 @@ class FullDisk:
 
 
 def row(pid: str) -> ResultRow:
-    return ResultRow(pid=pid, status="ok", correct=True, response="The answer is " + "7" * 200)
+    return ResultRow(pid=pid, status="ok", correct=True, response="The answer is " + "7" * 200, scoring={})
 
 
 def test_the_atomic_writer_leaves_the_old_file_and_no_temporary_file(monkeypatch: pytest.MonkeyPatch,

@@ -106,7 +106,8 @@ def test_the_live_console_shows_a_renamed_reviewer_s_scores_and_answer_step_s_an
                             parsed=AnswerParsed(final_answer="B", parsed=True, repaired=False)))
     live.emit(MessageRecord(agent="Judge", role="judge", step="review", content="{}",
                             parsed=VerdictParsed(scores={"knowledge": 2, "solution": 5}, need_feedback=True,
-                                                 worst_step="knowledge", feedback={}, repaired=False)))
+                                                 worst_step="knowledge", feedback={}, evaluation={},
+                                                 repaired=False)))
     printed = out.getvalue()
     assert "Reasoner's answer: B" in printed
     assert "Judge's scores" in printed and "knowledge" in printed

@@ -15,7 +15,7 @@ import pytest
 
 from maps_autogen.eval.intervals import percent_error, percent_interval, standard_error, wilson_interval
 from maps_autogen.eval.table1 import Run, table1
-from maps_autogen.records._schema import Manifest, ResultRow
+from tests.helpers.synthetic_runs import eval_manifest, result_row
 
 
 def test_the_interval_never_collapses_at_the_ends() -> None:
@@ -44,8 +44,8 @@ def test_the_standard_error_is_the_harness_s() -> None:
 
 
 def _run(correct: list[bool]) -> Run:
-    rows = [ResultRow(pid=str(n), subset="general", status="ok", correct=value) for n, value in enumerate(correct)]
-    manifest = Manifest(benchmark="mathvista", method="maps", subsets=["general"], ids=[row.pid for row in rows])
+    rows = [result_row(str(n), subset="general", correct=value) for n, value in enumerate(correct)]
+    manifest = eval_manifest("mathvista", [row.pid for row in rows], subsets=["general"])
     return Run(path=Path("run"), manifest=manifest, records=rows)
 
 

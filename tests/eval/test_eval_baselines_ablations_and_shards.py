@@ -58,12 +58,13 @@ def test_an_ablation_is_compared_with_the_full_run_of_its_own_models() -> None:
     """Table 2: with full runs of two models, an ablation of the second is compared with the
     second's full run, never with whichever full run came first."""
     from maps_autogen.eval.table1 import Run
-    from maps_autogen.records._schema import Manifest, ModelRecord, ResultRow
     from maps_autogen.report._report import table2
+    from tests.helpers.synthetic_runs import eval_manifest, model_record, result_row
 
     def run(model: str, without: list[str], correct: list[bool]) -> Run:
-        manifest = Manifest(benchmark="mathvista", method="maps", without=without, models={"solver": ModelRecord(model=model)})
-        rows = [ResultRow(pid=str(n), subset="general-vqa", status="ok", correct=c) for n, c in enumerate(correct)]
+        manifest = eval_manifest("mathvista", range(len(correct)), without=without,
+                                 models={"solver": model_record(model, endpoint=None, kind=None)})
+        rows = [result_row(str(n), subset="general-vqa", correct=c) for n, c in enumerate(correct)]
         return Run(path=Path(f"/runs/{model}-{'-'.join(without)}"), manifest=manifest, records=rows)
 
     table = table2([run("gpt-4o", [], [True, True]), run("qwen", [], [True, False]), run("qwen", ["interpreter"], [False, False])])

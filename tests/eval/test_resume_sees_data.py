@@ -1,8 +1,8 @@
 """`maps eval --resume` sees every change to what the steps are shown and to the settings that
 change what is sent: an edited question, context or option, a replaced image file (same name,
 other pixels), a text-only model (`vision: false`), another reply cap. Each is refused with one
-line naming it before any call; the same data copied elsewhere, and a manifest written before
-these were recorded, resume as before."""
+line naming it before any call; the same data copied elsewhere resumes as before, and so does a
+manifest that does not record a setting left at its default (a setting a later version adds)."""
 
 from __future__ import annotations
 
@@ -82,21 +82,21 @@ def test_a_resume_over_other_data_or_sending_settings_is_refused_before_any_call
     assert len(server.received) == sent and (run / "manifest.json").read_bytes() == manifest
 
 
-def test_the_same_data_elsewhere_and_an_older_manifest_resume_as_before(finished: Finished, tmp_path: Path) -> None:
+def test_the_same_data_elsewhere_and_a_setting_not_recorded_at_its_default_resume_as_before(finished: Finished, tmp_path: Path) -> None:
     run, data, server = finished
     copy = tmp_path / "data"
     shutil.copytree(data, copy)  # the same rows and images, in another folder
     env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY)
     config = write_config(tmp_path / "agents.yaml")
-    older = tmp_path / "older"
-    shutil.copytree(run, older)
-    manifest = json.loads((older / "manifest.json").read_text())
+    unrecorded = tmp_path / "unrecorded"
+    shutil.copytree(run, unrecorded)
+    manifest = json.loads((unrecorded / "manifest.json").read_text())
     settings = manifest["settings"]
-    del settings["data"]["shown"], settings["limits"]  # as written before they were recorded
+    del settings["limits"]  # settings at their default, as a version that had none of them would record
     for model in settings["models"].values():
         del model["vision"]
-    (older / "manifest.json").write_text(json.dumps(manifest))
-    for folder in (run, older):
+    (unrecorded / "manifest.json").write_text(json.dumps(manifest))
+    for folder in (run, unrecorded):
         resumed = run_maps(["eval", "mathvista", "--data", str(copy / "testmini.jsonl"), "--resume", str(folder),
                             "--config", str(config)], env=env, cwd=tmp_path)
         assert resumed.returncode == 0, resumed.stderr

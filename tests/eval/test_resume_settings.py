@@ -6,7 +6,6 @@ summary and Table 1 say that the run mixes settings."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -104,23 +103,6 @@ def test_a_resume_under_other_settings_is_refused_with_one_line_before_any_call(
     assert (run_dir / "manifest.json").read_bytes() == manifest_before  # nothing recorded
 
 
-def test_an_old_manifest_is_compared_on_what_it_recorded(finished_run, tmp_path: Path) -> None:
-    home, data, rows, server, run_dir = finished_run
-    old = tmp_path / "old-run"
-    shutil.copytree(run_dir, old)
-    manifest = json.loads((old / "manifest.json").read_text())
-    del manifest["settings"]  # as written before runs recorded their settings
-    (old / "manifest.json").write_text(json.dumps(manifest))
-    write_config(tmp_path / "agents.yaml")
-    refused = run_maps(_args(None, home / "runs", "--resume", str(old), "--threshold", "3"), env=_env(server.base_url), cwd=tmp_path)
-    same = run_maps(_args(None, home / "runs", "--resume", str(old)), env=_env(server.base_url), cwd=tmp_path)
-    assert refused.returncode == 2 and "review.threshold" in _errors(refused.stderr)[0], refused.stderr
-    assert same.returncode == 0, same.stderr
-    assert "written before runs recorded their settings in full" in same.stdout and "not its prompts, personalities or data" in same.stdout
-    after = json.loads((old / "manifest.json").read_text())
-    assert after["settings"]["review"]["threshold"] == 5.0 and after["settings_recorded_at"] and "changes" not in after
-
-
 def test_an_allowed_change_is_recorded_with_the_problems_run_under_it(tmp_path: Path) -> None:
     data, rows = write_mathvista_jsonl(tmp_path / "three", 3)
     write_config(tmp_path / "agents.yaml", **{"endpoints.openai.max_retries": 0})
@@ -168,26 +150,28 @@ def test_differences_are_named_by_part_and_a_damaged_manifest_is_one_line_not_a_
     from maps_autogen._util._errors import DataError, UsageError
     from maps_autogen.eval.run_settings import differences, resume_under, summary_line
     from maps_autogen.records._run_files import read_manifest
-    from maps_autogen.records._schema import Manifest
+    from maps_autogen.records._schema import SCHEMA_VERSION, Manifest, SelectionRecord
     from maps_autogen.records._settings_record import VerdictSettings
 
     before = VerdictSettings.model_validate(
         {"method": "maps", "review": {"threshold": 5.0}, "team": {"steps": [{"name": "a", "personality": "calm"}]},
-         "data": {"count": 2, "sha256": "x", "gold": {"1": "aa", "2": "bb"}}})
+         "data": {"count": 2, "sha256": "x", "gold": {"1": "aa", "2": "bb"}, "shown": {}}})
     after = VerdictSettings.model_validate(
         {"method": "maps", "review": {"threshold": 3.0}, "team": {"steps": [{"name": "a", "personality": "two\nlines"}]},
-         "data": {"count": 2, "sha256": "y", "gold": {"1": "aa", "2": "cc"}}})
+         "data": {"count": 2, "sha256": "y", "gold": {"1": "aa", "2": "cc"}, "shown": {}}})
     found = differences(before, after)
     assert [d.name for d in found] == ["review.threshold", "data (gold answers or scoring fields of 1 id)", "team.steps[0].personality"]
     # A value that is not one plain line is named, never printed (the refusal stays one line).
     assert summary_line(found) == "review.threshold 5.0 → 3.0, data (gold answers or scoring fields of 1 id), team.steps[0].personality"
-    refused_run = Manifest(benchmark="mathvista", settings=VerdictSettings(data=before.data))
+    refused_run = Manifest(benchmark="mathvista", settings=VerdictSettings(data=before.data),
+                           selection=SelectionRecord(ids=["1", "2"], scoring=before.data.gold, shown={}))
     with pytest.raises(UsageError) as refused:
         resume_under(refused_run, after, {}, run="runs/x", allow_change=False, now="now")
     assert "\n" not in str(refused.value) and "data (gold answers or scoring fields of 1 id)" in str(refused.value)
     # Damaged settings are one line naming the file and the setting when the manifest is read, never a crash later.
     (tmp_path / "manifest.json").write_text(json.dumps(
-        {"benchmark": "mathvista", "settings": {"data": {"gold": ["not", "a", "mapping"]}, "models": "nonsense", "review": 7}}))
+        {"schema_version": SCHEMA_VERSION, "benchmark": "mathvista", "selection": {"ids": [], "scoring": {}, "shown": {}},
+         "settings": {"data": {"gold": ["not", "a", "mapping"]}, "models": "nonsense", "review": 7}}))
     with pytest.raises(DataError) as damaged:
         read_manifest(tmp_path)
     assert "\n" not in str(damaged.value) and "manifest.json: settings." in str(damaged.value)

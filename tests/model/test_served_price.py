@@ -45,7 +45,7 @@ def test_max_cost_counts_the_known_costs_and_stops_only_for_a_paid_model_without
     final = SimpleNamespace(final_step=SimpleNamespace(name="solver"))
     team = SimpleNamespace(resolution=SimpleNamespace(models=models), loaded=SimpleNamespace(team=SimpleNamespace(config=final)))
     record = {"usage": {"calls": 3, "cost": None}, "usage_by_role": {"interpreter": {"cost": None}, "solver": {"cost": 0.25}}}
-    row = lambda fields: ResultRow.model_validate({"pid": "1", "status": "ok", **fields})  # noqa: E731
+    row = lambda fields: ResultRow.model_validate({"pid": "1", "status": "ok", "scoring": {}, **fields})  # noqa: E731
     assert _costs(row(record), team) == (0.25, True, [])  # the local model's cost is unknown, but it is not paid for
     record["usage_by_role"]["solver"]["cost"] = None
     assert _costs(row(record), team) == (0.0, True, ["solver"])

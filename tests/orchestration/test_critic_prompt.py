@@ -100,7 +100,7 @@ def test_a_step_the_critic_scores_needs_its_revision_and_one_it_does_not_may_lea
 def test_a_review_reads_as_its_evaluation_of_each_dimension() -> None:
     reply = json.dumps({"evaluation": {"caption": "Lengths are given.", "solution": "The torque sign flips."},
                         "scores": {"caption": 5, "solution": 2}, "feedback": {"solution": "Recheck the sign."}})
-    reading = read_reply(reply, VerdictParsed(scores={"caption": 5, "solution": 2}))
+    reading = read_reply(reply, VerdictParsed(scores={"caption": 5, "solution": 2}, evaluation={}))
     assert reading is not None and reading.kind == "review"
     assert [(s.heading, s.text) for s in reading.sections] == [("caption", "Lengths are given."),
                                                                ("solution", "The torque sign flips.")]

@@ -1,5 +1,5 @@
 """The row check behind `maps eval`'s data validation, per benchmark (the end-to-end case with a
-JSONL file is in test_honest_eval.py)."""
+JSONL file is in eval/test_eval_reports_what_ran.py)."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from maps_autogen.cli import cli
 from maps_autogen.orchestration._transcript import RunWriter
 from maps_autogen.records._chat_records import EventRecord, StopEvent, TranscriptLineModel
 from maps_autogen.records._run_files import read_manifest
+from maps_autogen.records._schema import SCHEMA_VERSION
 from maps_autogen.scoring.benchmarks import NAMES, get_benchmark
 from tests.helpers.common import TEST_KEY, clean_env, make_png, run_maps
 from tests.helpers.fake_openai import FakeOpenAI
@@ -53,7 +54,7 @@ def test_jsonl_reader_leaves_a_torn_tail_and_names_a_damaged_line(tmp_path: Path
 
 
 def test_a_manifest_without_what_readers_need_is_one_line(tmp_path: Path) -> None:
-    (tmp_path / "manifest.json").write_text(json.dumps({"method": "maps", "ids": ["1"]}))
+    (tmp_path / "manifest.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION, "method": "maps", "ids": ["1"]}))
     with pytest.raises(DataError, match=r"manifest\.json: benchmark: field required"):
         read_manifest(tmp_path)
     result = run_maps(["report", str(tmp_path), "--out", str(tmp_path / "report")], env=clean_env(), cwd=tmp_path)

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.common import clean_env
+
+pytestmark = pytest.mark.perf  # left out of `make test-fast`
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers.common import clean_env
 
-pytestmark = pytest.mark.local
+pytestmark = [pytest.mark.local, pytest.mark.perf]
 
 REPO = Path(__file__).resolve().parents[2]
 

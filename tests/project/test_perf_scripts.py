@@ -17,6 +17,8 @@ import pytest
 from tests.helpers.common import clean_env
 from tests.helpers.conformance import MATHVISTA, full_or_bundled
 
+pytestmark = pytest.mark.perf  # minutes in all: left out of `make test-fast`
+
 PERF = Path(__file__).resolve().parents[2] / "perf"
 TESTED_ELSEWHERE = {"local_model.py", "cpu_per_problem.py"}
 NUMBER = r"[\d.]+"

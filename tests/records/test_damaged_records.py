@@ -15,6 +15,7 @@ import pytest
 from maps_autogen._util._artifacts import iter_jsonl, read_jsonl_from
 from maps_autogen._util._errors import DataError
 from maps_autogen.records._run_files import read_result_rows
+from maps_autogen.records._schema import SCHEMA_VERSION
 from tests.helpers.common import TEST_KEY, clean_env, run_maps
 from tests.helpers.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.helpers.fake_openai import FakeOpenAI
@@ -92,14 +93,15 @@ def contents(run: Path) -> dict[Path, bytes]:
 
 def test_the_live_viewer_reports_the_line_instead_of_skipping_it(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    path.write_text('{"pid": "1", "status": "ok"}\n{"pid": "2", "sta\n{"pid": "3", "status": "ok"}\n')
+    row = f'"schema_version": {SCHEMA_VERSION}, "status": "ok", "scoring": {{}}'
+    path.write_text(f'{{"pid": "1", {row}}}\n{{"pid": "2", "sta\n{{"pid": "3", {row}}}\n')
     for start in (0, path.read_text().index('{"pid": "2"')):
         with pytest.raises(DataError, match=r"results\.jsonl line 2 is not a JSON record"):
             read_result_rows(path, start)
     with pytest.raises(DataError, match=r"results\.jsonl line 2"):
         list(iter_jsonl(path))
     # The torn tail of a line still being written is not damage.
-    path.write_text('{"pid": "1", "status": "ok"}\n{"pid": "2", "sta')
+    path.write_text(f'{{"pid": "1", {row}}}\n{{"pid": "2", "sta')
     assert [row.pid for row in read_result_rows(path)[0]] == ["1"]
     assert read_jsonl_from(path, 10**40) == ([], 10**40)  # a hostile offset reads nothing
 

@@ -1,6 +1,7 @@
 """The one schema module: every file a run writes reads back into its model (every field
 declared, nothing undeclared written), a file from a newer maps-autogen or with an unknown
-field is one line naming the file, and the stop reasons are defined once."""
+field is one line naming the file (an earlier version's: tests/records/test_schema_version.py),
+and the stop reasons are defined once."""
 
 from __future__ import annotations
 
@@ -74,4 +75,5 @@ def test_the_vocabularies_are_defined_once() -> None:
     assert records.STOP_REASONS == ("critic_passed", "rollback_limit", "critic_unparseable", "max_rounds", "error", "interrupted",
                                     "user_stopped", "no_reviewer")
     with pytest.raises(DataError, match="does not match any of the expected tags"):
-        parsed(TranscriptLineModel, {"type": "event", "event": "no_such_event"}, source="a line")
+        parsed(TranscriptLineModel, {"schema_version": records.SCHEMA_VERSION, "type": "event", "event": "no_such_event"},
+               source="a line")

@@ -11,22 +11,22 @@ from pathlib import Path
 import pytest
 
 from maps_autogen.records._chat_records import StopEvent
-from maps_autogen.records._schema import ResultRow, Usage
+from maps_autogen.records._schema import SCHEMA_VERSION, ResultRow, Usage
 
 REPO = Path(__file__).resolve().parents[2]
 
 SNIPPET = '''\
 from maps_autogen.records._chat_records import MessageRecord, RollbackEvent, StopEvent
-from maps_autogen.records._schema import ResultRow, Usage
+from maps_autogen.records._schema import SCHEMA_VERSION, ResultRow, Usage
 
 good = [StopEvent(stop_reason="critic_passed", final_answer="4"),
-        RollbackEvent(number=1, step="solver", dimension="solving", scores={"solving": 2}),
+        RollbackEvent(number=1, step="solver", dimension="solving", scores={"solving": 2}, by="critic", sender="Critic"),
         MessageRecord(agent="Solver", role="solver", content="x = 4"),
-        ResultRow(pid="1", status="ok", usage=Usage(calls=1, prompt_tokens=3, completion_tokens=2, cost=0.1))]
+        ResultRow(pid="1", status="ok", usage=Usage(calls=1, prompt_tokens=3, completion_tokens=2, cost=0.1), scoring={})]
 misspelt = StopEvent(stop_reason="critic_passed", final_anwser="4")
 missing = StopEvent(final_answer="4")
 wrong_reason = StopEvent(stop_reason="done")
-row = ResultRow(pid="1", status="ok", usage=Usage(calls=1, prompt_tokns=3, completion_tokens=2, cost=0.1))
+row = ResultRow(pid="1", status="ok", usage=Usage(calls=1, prompt_tokns=3, completion_tokens=2, cost=0.1), scoring={})
 '''
 
 
@@ -60,8 +60,8 @@ def test_a_copy_with_an_unknown_field_is_refused_and_the_fields_it_sets_are_writ
     with pytest.raises(ValueError, match="StopEvent has no field final_anwser"):
         stop.model_copy(update={"final_anwser": "4"})
     copied = stop.model_copy(update={"final_answer": "4"})
-    assert copied.model_dump(exclude_unset=True) == {"schema_version": 1, "type": "event", "event": "stop",
+    assert copied.model_dump(exclude_unset=True) == {"schema_version": SCHEMA_VERSION, "type": "event", "event": "stop",
                                                      "stop_reason": "critic_passed", "final_answer": "4"}
-    row = ResultRow(pid="1", status="ok")
+    row = ResultRow(pid="1", status="ok", scoring={})
     with pytest.raises(ValueError, match="ResultRow has no field usages"):
         row.model_copy(update={"usages": Usage()})

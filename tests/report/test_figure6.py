@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 from maps_autogen.eval.table1 import Run
-from maps_autogen.records._schema import Manifest, ResultRow
 from maps_autogen.report._report import solving_times
 from tests.helpers.common import TEST_KEY, clean_env, run_maps
 from tests.helpers.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.helpers.fake_openai import FakeOpenAI
+from tests.helpers.synthetic_runs import eval_manifest, model_record, result_row
 
 
 def _mean_seconds(run_dir: Path, field: str) -> dict[str, float]:
@@ -55,9 +55,10 @@ def test_report_draws_one_series_per_run(tmp_path: Path) -> None:
 
 
 def _run(benchmark: str, method: str, records: list[dict]) -> Run:
-    manifest = Manifest.model_validate({"benchmark": benchmark, "method": method, "models": {"solver": {"model": "gpt-4o"}}})
+    manifest = eval_manifest(benchmark, range(len(records)), method=method,
+                             models={"solver": model_record("gpt-4o", endpoint=None, kind=None)})
     return Run(path=Path(f"/runs/{benchmark}-{method}"), manifest=manifest,
-               records=[ResultRow.model_validate({"status": "ok", "pid": str(n), **record}) for n, record in enumerate(records)])
+               records=[result_row(str(n), **record) for n, record in enumerate(records)])
 
 
 def test_panels_line_up_across_benchmarks() -> None:

@@ -1,5 +1,5 @@
 """Structured replies read as what they are (issue 28): the answer step's phases as headed
-paragraphs with its final answer, the reviewer's reasoning, scores and questions, in the live
+paragraphs with its final answer, the reviewer's evaluation, scores and questions, in the live
 terminal view, the static page and the live page's fragments, with the raw reply one click
 away; an answer naming an option by its letter shows the option's text. The team is renamed
 throughout: what a reply is comes from what it parsed into, never from a step's name."""
@@ -22,7 +22,7 @@ from tests.helpers.view_server import EventStream, get, live_feed_url
 HOSTILE_KEY = "<b>Phase 2</b>\x1b[31m"  # a phase heading is the model's JSON key: escaped, bounded
 PHASES = {"Phase 1": "frame the lever", HOSTILE_KEY: "evidence: 2 kg at 1 m",
           **{f"Phase {n}": f"more work {n}" for n in range(3, 16)}}  # more phases than are shown
-REASONING = "The lore step confused mass with torque."
+EVALUATION = "The lore step confused mass with torque."
 OPTIONS = ["2 kg", "3 kg", "4 kg"]
 
 
@@ -32,7 +32,7 @@ def answer(letter: str) -> str:
 
 def verdict(low: str | None) -> str:
     scores = {dim: 2 if dim == low else 5 for dim in DIMENSIONS}
-    return json.dumps({"reasoning": REASONING, "scores": scores, "need_feedback": low is not None,
+    return json.dumps({"evaluation": {"lore": EVALUATION}, "scores": scores, "need_feedback": low is not None,
                        "worst_step": low or "reckoning", "feedback": {dim: f"what about the {dim}?" for dim in DIMENSIONS}})
 
 
@@ -51,7 +51,7 @@ def solve(tmp_path: Path, server: FakeOpenAI, *extra: str):
     return run_maps(args, env=clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=TEST_KEY), cwd=tmp_path)
 
 
-def test_the_terminal_shows_phases_reasoning_and_the_options_text(tmp_path: Path) -> None:
+def test_the_terminal_shows_phases_the_evaluation_and_the_options_text(tmp_path: Path) -> None:
     with FakeOpenAI(script()) as server:
         result = solve(tmp_path, server)
     assert result.returncode == 0, result.stderr
@@ -61,8 +61,9 @@ def test_the_terminal_shows_phases_reasoning_and_the_options_text(tmp_path: Path
     assert "Phase 1\nframe the lever\n" in out
     assert "Phase 12" in out and "Phase 13" not in out  # bounded
     assert "\x1b" not in out and "<b>Phase 2</b>\\x1b[31m" in out  # the heading shown escaped
-    # the reviewer's reasoning, its scores and the questions it asks
-    assert out.count(REASONING) == 2 and "what about the lore?" in out
+    # the reviewer's evaluation (in each of its two reviews, and as sent back to the sage), its
+    # scores and the questions it asks
+    assert out.count(EVALUATION) == 3 and f"evaluation: {EVALUATION}" in out and "what about the lore?" in out
     # the option's text beside its letter
     assert "Answerer's answer: B. 3 kg" in out and "Final answer: B. 3 kg" in out
     # the header names the step, never the dimension it is scored on
@@ -92,7 +93,7 @@ def test_the_terminal_shows_phases_reasoning_and_the_options_text(tmp_path: Path
 
 
 def assert_readable(dom: Node) -> None:
-    """The answerer's phases and the judge's reasoning as headed text, the raw replies collapsed."""
+    """The answerer's phases and the judge's evaluation as headed text, the raw replies collapsed."""
     for answerer in dom.find_all("article", data_role="answerer"):
         headings = [node.text() for node in answerer.find_all("h4", cls="phase-heading")]
         assert headings[0] == "Phase 1" and headings[1] == "<b>Phase 2</b>\x1b[31m"  # text, not markup
@@ -105,8 +106,8 @@ def assert_readable(dom: Node) -> None:
     judges = dom.find_all("article", data_role="judge")
     assert len(judges) == 2
     for judge in judges:
-        assert [node.text() for node in judge.find_all("h4", cls="phase-heading")] == ["Reasoning"]
-        assert REASONING in judge.find_all("section", cls="phase")[0].text()
+        assert [node.text() for node in judge.find_all("h4", cls="phase-heading")] == ["lore"]
+        assert EVALUATION in judge.find_all("section", cls="phase")[0].text()
         caption = judge.find_all("table", cls="scores")[0].find_all("caption")[0].text()
         assert caption == "Judge's scores"  # what came of it is the event after it, as recorded
         assert len(judge.find_all("details", cls="raw-reply")) == 1
@@ -190,5 +191,6 @@ def test_headings_are_bounded_and_only_parsed_replies_are_read() -> None:
     # what it is comes from what it parsed into: an unparsed answer or a plain step's text stays text
     assert read_reply(reply, AnswerParsed(final_answer="C", parsed=False)) is None
     assert read_reply(reply, None) is None
-    review = read_reply(json.dumps({"reasoning": "why", "scores": {"x": 5}}), VerdictParsed(scores={"x": 5}))
-    assert review is not None and review.kind == "review" and [(s.heading, s.text) for s in review.sections] == [("Reasoning", "why")]
+    review = read_reply(json.dumps({"evaluation": {"x": "why"}, "scores": {"x": 5}}),
+                        VerdictParsed(scores={"x": 5}, evaluation={"x": "why"}))
+    assert review is not None and review.kind == "review" and [(s.heading, s.text) for s in review.sections] == [("x", "why")]

@@ -11,12 +11,12 @@ import numpy as np
 from PIL import Image
 
 from maps_autogen.eval.table1 import Run
-from maps_autogen.records._schema import Manifest, ResultRow
 from maps_autogen.report._figures import NO_REVIEW_COLOUR, SERIES_COLOURS, plot_feedback, plot_models
 from maps_autogen.report._report import paper_table, solving_times
 from maps_autogen.report.paper import paper_row_for, reference_notes
 from maps_autogen.report.paper import table1_rows as paper_rows
 from tests.helpers.eval_fixtures import colour_regions
+from tests.helpers.synthetic_runs import eval_manifest, model_record, result_row
 
 
 def _pixels(path: Path) -> np.ndarray:
@@ -58,9 +58,9 @@ def test_figure4_has_a_bar_for_no_usable_review(tmp_path: Path) -> None:
 
 
 def _run(benchmark: str, records: list[dict]) -> Run:
-    manifest = Manifest.model_validate({"benchmark": benchmark, "method": "maps", "models": {"solver": {"model": "gpt-4o"}}})
+    manifest = eval_manifest(benchmark, range(len(records)), models={"solver": model_record("gpt-4o", endpoint=None, kind=None)})
     return Run(path=Path(f"/runs/{benchmark}"), manifest=manifest,
-               records=[ResultRow.model_validate({"status": "ok", "pid": str(n), **r}) for n, r in enumerate(records)])
+               records=[result_row(str(n), **r) for n, r in enumerate(records)])
 
 
 def test_figure6_plots_the_field_each_benchmark_has() -> None:

@@ -29,7 +29,7 @@ def settings(steps: list[str] = STEPS, *, threshold: float = 5, temperature: flo
         "prompts": {"task": "sha256:task", "answer_formats": f"sha256:{data}"},
         "review": {"threshold": threshold, "max_rollbacks": 3},
         "models": {step: {"model": "gpt-4o", "base_url": base_url, "temperature": temperature} for step in steps},
-        "method": method, "without": list(without), "data": {"count": 2, "sha256": data},
+        "method": method, "without": list(without), "data": {"count": 2, "sha256": data, "gold": {}, "shown": {}},
     }
 
 
@@ -41,13 +41,14 @@ def run_of(path: str, *, benchmark: str = "mathvista", recorded: dict[str, Any] 
     steps = [step["name"] for step in recorded["team"]["steps"]]
     manifest = Manifest.model_validate({
         "benchmark": benchmark, "method": method, "without": list(without), "settings": recorded,
-        "models": {step: {"model": "gpt-4o"} for step in steps},
+        "selection": {"ids": [], "scoring": {}, "shown": {}},
+        "models": {step: {"model": "gpt-4o", "prompt_layout": "paper"} for step in steps},
         "team": {"steps": steps, "reviewer": steps[-1], "final_step": steps[-2],
                  "scored": {step: step for step in steps[:-1]}},
     })
     answered = served if isinstance(served, list) else [served] * 4
     records = [ResultRow.model_validate({
-        "pid": str(n), "status": "ok", "correct": n % 2 == 0, "subset": "general", "seconds": 1.0,
+        "pid": str(n), "status": "ok", "correct": n % 2 == 0, "subset": "general", "seconds": 1.0, "scoring": {},
         "models": {steps[-2]: {"model": "gpt-4o", **({"served_model": answered[n % len(answered)]}
                                                      if answered[n % len(answered)] else {})}},
         **(rows[n] if rows else {})}) for n in range(4)]

@@ -19,10 +19,12 @@ from typing import Any
 import pytest
 
 from maps_autogen._util._errors import DataError
+from maps_autogen.records._schema import SCHEMA_VERSION
 from maps_autogen.report.view import CSS, SCRIPT, render_view, write_view
 from tests.helpers.chromium import Chromium, Tab, chromium  # noqa: F401 - chromium is a fixture
 from tests.helpers.common import TEST_KEY, critic_json, make_png, solver_json, write_config
 from tests.helpers.fake_openai import FakeOpenAI, RoleScript
+from tests.helpers.synthetic_runs import eval_manifest_json, model_record
 from tests.helpers.view import assert_nothing_executable, parse
 
 # Each tries a different way to run script; `window.__pwned` or the title would show it worked.
@@ -94,18 +96,19 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
 
 def result_row(pid: str, subset: str, correct: bool | None, **extra: Any) -> dict[str, Any]:
     row = {
-        "schema_version": 1, "pid": pid, "subset": subset, "status": "ok", "gold": "B", "response": "B", "extraction": "B",
+        "schema_version": SCHEMA_VERSION, "pid": pid, "subset": subset, "status": "ok", "gold": "B", "response": "B", "extraction": "B",
         "prediction": "B", "correct": correct, "stop_reason": "critic_passed", "rollbacks": [], "critic_scores": [],
         "usage": {"calls": 4, "prompt_tokens": 100, "completion_tokens": 10, "cost": 0.001}, "seconds": 1.5, "error": None,
-        "metadata": {"question_type": "multi_choice", "category": "physics"}, "run_dir": f"problems/{pid}",
+        "metadata": {"question_type": "multi_choice", "category": "physics"}, "run_dir": f"problems/{pid}", "scoring": {},
     }
     return {**row, **extra}
 
 
 def write_eval_files(eval_dir: Path) -> None:
     """manifest.json and results.jsonl as `maps eval` writes them (per the eval format)."""
-    manifest = {"schema_version": 1, "kind": "eval", "eval_id": eval_dir.name, "benchmark": "mathvista", "subsets": ["testmini", "extra"],
-                "method": "maps", "without": [], "models": {"all": {"model": "openai:gpt-4o"}}, "created_at": "2026-01-01T00:00:00Z"}
+    manifest = eval_manifest_json("mathvista", ["lever-1", "times-2", HOSTILE_PID, "escape-4"], eval_id=eval_dir.name,
+                                  subsets=["testmini", "extra"], created_at="2026-01-01T00:00:00Z",
+                                  models={"all": model_record("openai:gpt-4o", endpoint=None, kind=None)})
     (eval_dir / "manifest.json").write_text(json.dumps(manifest))
     rows = [
         result_row("lever-1", "testmini", True, rollbacks=["scholar"], critic_scores=[{"knowledge": 2}, {"knowledge": 5}]),
@@ -264,8 +267,9 @@ def test_served_page_and_live_fragments_are_escaped_too(runs: Runs, tmp_path: Pa
 
 def write_run(folder: Path, run: dict[str, Any], records: list[dict[str, Any]]) -> Path:
     folder.mkdir(parents=True)
-    (folder / "run.json").write_text(json.dumps({"schema_version": 1, "kind": "solve", **run}))
-    (folder / "transcript.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records) + '{"type": "mess')
+    (folder / "run.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION, "kind": "solve", **run}))
+    (folder / "transcript.jsonl").write_text("".join(json.dumps({"schema_version": SCHEMA_VERSION, **record}) + "\n"
+                                                     for record in records) + '{"type": "mess')
     return folder
 
 
@@ -360,7 +364,7 @@ def test_errors_name_the_problem_and_the_fix(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"cannot read .*manifest\.json"):
         render_view(tmp_path / "broken")
     (tmp_path / "no-transcript").mkdir()
-    (tmp_path / "no-transcript" / "run.json").write_text("{}")
+    (tmp_path / "no-transcript" / "run.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION}))
     with pytest.raises(DataError, match=r"no transcript\.jsonl"):
         render_view(tmp_path / "no-transcript")
 
@@ -484,7 +488,7 @@ def test_browser_eval_filters_and_navigation(runs: Runs, chromium: Chromium, tmp
 def test_eval_page_survives_missing_results_and_a_damaged_problem(tmp_path: Path) -> None:
     eval_dir = tmp_path / "eval-partial"
     eval_dir.mkdir()
-    (eval_dir / "manifest.json").write_text(json.dumps({"kind": "eval", "eval_id": "eval-partial", "benchmark": "emma"}))
+    (eval_dir / "manifest.json").write_text(json.dumps(eval_manifest_json("emma", ["1", "2"], eval_id="eval-partial")))
     assert "No finished problems yet" in render_view(eval_dir)  # an eval that has just started
     damaged = eval_dir / "problems" / "1"
     damaged.mkdir(parents=True)

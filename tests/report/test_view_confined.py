@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from maps_autogen.records._schema import SCHEMA_VERSION
 from maps_autogen.report.view.eval_pages import load_results, unfinished_rows
 from maps_autogen.report.view.server import ViewServer
 from tests.helpers.view_fixtures import write_synthetic_eval
@@ -15,7 +16,7 @@ from tests.helpers.view_server import get, index_rows
 
 def _started(folder: Path, pid: str) -> None:
     folder.mkdir(parents=True)
-    run = {"schema_version": 1, "kind": "solve", "status": "running", "pid": pid, "subset": "physics",
+    run = {"schema_version": SCHEMA_VERSION, "kind": "solve", "status": "running", "pid": pid, "subset": "physics",
            "problem": {"question": "?"}}
     (folder / "run.json").write_text(json.dumps(run))
 

@@ -141,21 +141,16 @@ def test_browser_1000_problem_export(big_eval: tuple[Path, list[dict]], big_expo
     assert problem.console_errors() == [] and problem.js("window.__violations") == []
 
 
-def test_an_export_written_before_markers_listed_files_is_replaced_only_when_it_holds_nothing_else(
-        tmp_path: Path) -> None:
-    """An older version's `.maps-view` names no files: what an export writes (the index, problem
-    pages, files/) is taken as its own; anything else keeps the folder from being emptied."""
+def test_a_folder_whose_marker_lists_no_files_is_never_emptied(tmp_path: Path) -> None:
+    """A `.maps-view` that lists no files (an earlier version's, or one edited by hand) is no list
+    of what the export wrote: the folder is refused in one line, and every file in it stays."""
     eval_dir = tmp_path / "eval-small"
     write_synthetic_eval(eval_dir, 2)
     old = eval_dir / "view"
     (old / "problems").mkdir(parents=True)
-    (old / "files" / "images").mkdir(parents=True)
     (old / ".maps-view").write_text("written by maps view; a later export may replace this folder\n")
-    for name in ("index.html", "problems/old.html", "files/images/image-1.png"):
+    for name in ("index.html", "problems/old.html"):
         (old / name).write_text("old")
-    (old / "notes.txt").write_text("mine")
-    with pytest.raises(DataError, match=r"\(e.g. notes.txt\)"):
+    with pytest.raises(DataError, match=r"already exists and is not empty .*it is never emptied"):
         write_pages(eval_dir)
-    (old / "notes.txt").unlink()
-    assert write_pages(eval_dir) == old / "index.html"
-    assert not (old / "problems" / "old.html").exists() and (old / "index.html").read_text() != "old"
+    assert (old / "problems" / "old.html").read_text() == "old" and (old / "index.html").read_text() == "old"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from maps_autogen.records._schema import SCHEMA_VERSION
 from maps_autogen.report.view.server import ViewServer
 from maps_autogen.settings._endpoints import ResolvedModel
 from tests.helpers.chromium import Chromium, chromium  # noqa: F401 - chromium is a fixture
@@ -107,7 +108,7 @@ def test_the_browser_shows_the_thinking_marker_until_the_turn_ends(tmp_path: Pat
     run = json.loads((run_dir / "run.json").read_text())
     (run_dir / "run.json").write_text(json.dumps({**run, "status": "running", "usage": None, "usage_by_role": {}}))
     started = (datetime.now(UTC) - timedelta(seconds=90)).isoformat(timespec="milliseconds")
-    (run_dir / "turn.json").write_text(json.dumps({"schema_version": 1, "role": "scholar", "agent": "Scholar",
+    (run_dir / "turn.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION, "role": "scholar", "agent": "Scholar",
                                                    "started_at": started, "messages": 3}))
     with ViewServer(run_dir) as server:
         tab = chromium.open(server.url)
@@ -134,7 +135,7 @@ def test_the_eval_index_shows_no_unknown_cost_for_a_problem_in_flight(tmp_path: 
     (eval_dir / "manifest.json").write_text(json.dumps({**manifest, "ids": [*manifest["ids"], "q9"]}))
     (eval_dir / "problems" / "q9").mkdir()
     (eval_dir / "problems" / "q9" / "run.json").write_text(json.dumps(
-        {"schema_version": 1, "kind": "solve", "status": "running", "pid": "q9", "subset": "math"}))
+        {"schema_version": SCHEMA_VERSION, "kind": "solve", "status": "running", "pid": "q9", "subset": "math"}))
     with ViewServer(eval_dir) as server:
         page = page_of(server.url)
     row = re.search(r'<tr data-key="q9".*?</tr>', page)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from maps_autogen.records._schema import SCHEMA_VERSION
 from tests.helpers.common import TEST_KEY, clean_env, make_png, run_maps, solver_json
 from tests.helpers.eval_fixtures import write_mathvista_jsonl
 from tests.helpers.fake_openai import FakeOpenAI, RoleScript
@@ -110,9 +111,9 @@ def test_a_transcript_line_that_is_no_record_is_one_line_naming_it(tmp_path: Pat
     writes is refused with the file and the record named (exit 2, no traceback)."""
     folder = tmp_path / "solve-odd"
     folder.mkdir()
-    (folder / "run.json").write_text(json.dumps({"schema_version": 1, "kind": "solve", "run_id": "solve-odd", "status": "finished"}))
+    (folder / "run.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION, "kind": "solve", "run_id": "solve-odd", "status": "finished"}))
     lines = [{"type": "message", "agent": "UserProxy", "role": "user_proxy", "content": "Q?"}, {"type": "event", "event": "teleported"}]
-    (folder / "transcript.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (folder / "transcript.jsonl").write_text("".join(json.dumps({"schema_version": SCHEMA_VERSION, **line}) + "\n" for line in lines))
     viewed = run_maps(["view", str(folder), "--out", str(tmp_path / "odd.html")], env=clean_env(), cwd=tmp_path)
     assert viewed.returncode == 2 and "Traceback" not in viewed.stderr
     assert "transcript.jsonl record 2" in viewed.stderr and "event" in viewed.stderr

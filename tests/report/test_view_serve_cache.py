@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from maps_autogen.records._schema import SCHEMA_VERSION
 from maps_autogen.report.view.render import page_key
 from maps_autogen.report.view.server import ViewServer
 from tests.helpers.common import TEST_KEY
@@ -64,7 +65,7 @@ def test_index_is_rendered_once_per_change(served: tuple[ViewServer, Path]) -> N
     # run.json rewritten in place (the folder listing unchanged) shows too.
     folder = eval_dir / "problems" / "q9"
     folder.mkdir()
-    run = {"schema_version": 1, "kind": "solve", "status": "running", "pid": "q9", "subset": "physics", "problem": {"question": "?"}}
+    run = {"schema_version": SCHEMA_VERSION, "kind": "solve", "status": "running", "pid": "q9", "subset": "physics", "problem": {"question": "?"}}
     (folder / "run.json").write_text(json.dumps(run))
     age(eval_dir / "problems", 900)
     page = get(server.url).body

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from jinja2 import UndefinedError
 
+from maps_autogen.records._schema import SCHEMA_VERSION
 from maps_autogen.report.view import render_view
 from maps_autogen.report.view.prepare import TranscriptState, team_of
 from maps_autogen.report.view.render import (
@@ -27,7 +28,7 @@ LEAK = f"Authorization: Bearer {SECRET}"
 def hand_written_run(folder: Path) -> Path:
     """A run folder whose every text field echoes a credential (as a tampered or hand-made one might)."""
     folder.mkdir()
-    run = {"schema_version": 1, "kind": "solve", "run_id": f"solve-{LEAK}", "status": "finished", "final_answer": LEAK,
+    run = {"schema_version": SCHEMA_VERSION, "kind": "solve", "run_id": f"solve-{LEAK}", "status": "finished", "final_answer": LEAK,
            "error": LEAK, "problem": {"question": LEAK, "context": LEAK, "options": [LEAK], "metadata": {"note": LEAK}},
            "team": {"steps": ["solver", "critic"], "reviewer": "critic", "final_step": "solver", "scored": {"solver": "solution"}},
            "flow": {"steps": ["solver"], "critic": True, "reviewer": "critic", "scored": {"solver": "solution"}, "threshold": 5},
@@ -37,13 +38,16 @@ def hand_written_run(folder: Path) -> Path:
         {"type": "message", "agent": "Solver", "role": "solver", "step": "solution", "content": LEAK,
          "parsed": {"final_answer": LEAK, "parsed": True}, "request": [{"role": "user", "content": [{"type": "text", "text": LEAK}]}]},
         {"type": "message", "agent": "Critic", "role": "critic", "step": "review", "content": LEAK,
-         "parsed": {"scores": {"solution": 2}, "feedback": {"solution": LEAK}, "worst_step": "solution"}},
-        {"type": "event", "event": "rollback", "number": 1, "step": "solver", "dimension": "solution", "scores": {"solution": 2}},
+         "parsed": {"scores": {"solution": 2}, "feedback": {"solution": LEAK}, "evaluation": {"solution": LEAK},
+                    "worst_step": "solution"}},
+        {"type": "event", "event": "rollback", "number": 1, "step": "solver", "dimension": "solution", "scores": {"solution": 2},
+         "question": LEAK, "evaluation": LEAK, "by": "critic", "sender": "Critic"},
         {"type": "event", "event": "error", "detail": LEAK},
         {"type": "event", "event": "stop", "stop_reason": "rollback_limit", "final_answer": LEAK},
     ]
     (folder / "run.json").write_text(json.dumps(run))
-    (folder / "transcript.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (folder / "transcript.jsonl").write_text("".join(json.dumps({"schema_version": SCHEMA_VERSION, **line}) + "\n"
+                                                     for line in lines))
     return folder
 
 
@@ -56,7 +60,7 @@ def test_every_printed_value_is_masked_on_the_page_and_in_live_fragments(tmp_pat
     for html in (page, fragments):
         assert SECRET not in html
         assert "Bearer ***" in html
-    # every field above reached the page (masked), the rollback's question (from the reviewer's feedback) too
+    # every field above reached the page (masked), what the rollback sent back too
     assert page.count("Bearer ***") >= 12 and "Feedback: <span class=\"text\">" in page
 
 

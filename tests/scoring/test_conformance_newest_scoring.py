@@ -40,7 +40,7 @@ from tests.helpers.symbolic_pairs import symbolic_pairs
 
 RANGED = ("sympy", "mpmath", "antlr4-python3-runtime")
 # The conformance tests whose scorers run on that stack (sympy's LaTeX parser, through
-# benchmarks/_symbolic.py); MathVista's scorer imports none of it, so its verdicts cannot change here.
+# scoring/benchmarks/_symbolic.py); MathVista's scorer imports none of it, so its verdicts cannot change here.
 CONFORMANCE_TESTS = [str(REPO / "tests" / "scoring" / f"test_conformance_{name}.py") for name in ("olympiadbench", "emma")]
 LOWER_BOUNDS = REPO / "scripts" / "scoring-lower-bounds.txt"
 

@@ -5,8 +5,8 @@ from maps_autogen.scoring._tally import Tally, first_decision, tally_rows
 
 
 def test_a_failed_row_is_counted_apart_not_as_wrong() -> None:
-    rows = [ResultRow(pid=1, status="ok", correct=True), ResultRow(pid=2, status="ok", correct=False),
-            ResultRow(pid=3, status="ok", correct=True), ResultRow(pid=4, status="failed", correct=True)]
+    rows = [ResultRow(pid=1, status="ok", correct=True, scoring={}), ResultRow(pid=2, status="ok", correct=False, scoring={}),
+            ResultRow(pid=3, status="ok", correct=True, scoring={}), ResultRow(pid=4, status="failed", correct=True, scoring={})]
     tally = tally_rows(rows)
     assert (tally.n, tally.scored, tally.correct, tally.failed) == (4, 3, 2, 1)
     assert tally.accuracy == 66.67
@@ -14,7 +14,7 @@ def test_a_failed_row_is_counted_apart_not_as_wrong() -> None:
 
 
 def test_nothing_scored_has_no_accuracy() -> None:
-    tally = tally_rows([ResultRow(pid=1, status="failed")])
+    tally = tally_rows([ResultRow(pid=1, status="failed", scoring={})])
     assert tally.accuracy is None and tally.failed == 1 and tally.text() == "–"
     assert Tally().accuracy is None
 
@@ -23,7 +23,7 @@ def test_figure_4_reads_each_problems_first_decision_from_its_row() -> None:
     failing, passing = {"knowledge": 2, "solution": 5}, {"knowledge": 5, "solution": 5}
 
     def row(**fields: object) -> ResultRow:
-        return ResultRow.model_validate({"pid": 1, "status": "ok", **fields})
+        return ResultRow.model_validate({"pid": 1, "status": "ok", "scoring": {}, **fields})
 
     assert first_decision(row(critic_scores=[failing, passing], rollbacks=["scholar"], feedback_step="scholar",
                               stop_reason="critic_passed")) == "scholar"

@@ -2,7 +2,7 @@
 
 It reads its launch plan from stdin, runs llama.cpp's server (xllamacpp), reports its address on
 a private handshake channel, and exits when stdin reaches EOF, on SIGTERM, or when its parent
-dies (lifeline.py). It imports only the standard library, xllamacpp and maps_autogen._util._lifeline
+dies (_util/_lifeline.py). It imports only the standard library, xllamacpp and maps_autogen._util._lifeline
 (not the config or httpx), so it starts fast.
 """
 

@@ -13,7 +13,7 @@ not in this process, because
 - it cannot outlive us: the child blocks reading its stdin pipe and exits on EOF, which the
   kernel delivers whenever this process ends, however it ends (even SIGKILL); and, while it
   loads the model (before it reads stdin), its parent-death signal or lifeline ends it
-  (lifeline.py);
+  (_util/_lifeline.py);
 - llama.cpp's native logging goes to a log file instead of the user's terminal;
 - in-process, xllamacpp's ~Server hung interpreter exit in 1 of 20 runs; the child never runs
   it (os._exit), and the parent never loads llama.cpp at all.
@@ -354,7 +354,7 @@ class LocalServer:
                     start_new_session=True,
                 )
 
-        # On the thread whose end is the process's end: the child dies with this process (lifeline.py).
+        # On the thread whose end is the process's end: the child dies with this process (_util/_lifeline.py).
         return lifeline.spawn(start)
 
     def _send_plan(self) -> None:

@@ -35,13 +35,6 @@ VIEW_DIR = "view"
 EXPORT_MARKER = ".maps-view"
 
 
-def _earlier_export_file(relative: str) -> bool:
-    """Whether a file of an export written before markers listed their files is one an export
-    writes: the index, a problem page, an image under files/."""
-    return relative == INDEX_PAGE or relative.startswith(f"{FILES_PREFIX}/") or (
-        relative.startswith(f"{PROBLEMS_PAGES}/") and relative.count("/") == 1 and relative.endswith(".html"))
-
-
 def render_view(run_dir: Path) -> str:
     """The whole self-contained HTML page (images embedded) for a solve run folder (run.json) or
     an eval run folder (manifest.json: its index, then every problem as a section); raises
@@ -121,8 +114,7 @@ def export_view(run_dir: Path, out: Path | None = None) -> Path:
     kind_of(run_dir)  # not a run folder: said before anything is written
     target = Path(out) if out is not None else run_dir / VIEW_DIR
     with folder_built_beside(target, fix="choose a new or empty --out folder", marker=EXPORT_MARKER,
-                             written_by="maps view (a later export may replace this folder)",
-                             legacy=_earlier_export_file) as building:
+                             written_by="maps view (a later export may replace this folder)") as building:
         _export_pages(run_dir, building)
     return target / INDEX_PAGE
 

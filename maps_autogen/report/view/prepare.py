@@ -1,4 +1,4 @@
-"""What the viewer's templates show, prepared from a run's typed records (records.py): pure
+"""What the viewer's templates show, prepared from a run's typed records (records/_schema.py): pure
 functions from the records to small view objects (a turn, an event, the outcome...), so the
 templates only lay out values and never decide anything.
 
@@ -39,7 +39,7 @@ from maps_autogen.report._labels import sender, stop_words, title
 from maps_autogen.report._replies import Lenient, Section, read_as, read_reply
 from maps_autogen.settings import answer_with_option, possessive, shown_answer
 
-# A step name as team.py allows it: safe inside a class name.
+# A step name as settings/_team.py allows it: safe inside a class name.
 _STEP_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,39}")
 SLOTS = 4  # working steps' colours in view.css: slot-1 to slot-4 by place in the team (slot-0: the user proxy)
 
@@ -123,16 +123,9 @@ def model_name(described: ModelRecord | None, served: Iterable[str] | None = Non
 
 
 def team_of(run: RunRecord | None) -> TeamRecord:
-    """The team a run recorded; a run recorded before the team carried its reviewer and scored
-    steps has them in its flow record. Nothing recorded: an empty team (no scores table, the
-    plain replies), never the default team's names."""
-    if run is None:
-        return TeamRecord()
-    team = run.team or TeamRecord()
-    if team.reviewer is None and run.flow is not None and run.flow.reviewer is not None:
-        return team.model_copy(update={"reviewer": run.flow.reviewer, "scored": team.scored or run.flow.scored,
-                                       "steps": team.steps or [*run.flow.steps, run.flow.reviewer]})
-    return team
+    """The team a run recorded. Nothing recorded (a baseline's run, a run not yet started): an
+    empty team (no scores table, the plain replies), never the default team's names."""
+    return run.team if run is not None and run.team is not None else TeamRecord()
 
 
 def role_classes(team: TeamRecord, role: str) -> str:
@@ -306,19 +299,18 @@ def turn_of(
     )
 
 
-def event_of(record: EventRecord, team: TeamRecord, question: Any = None, *, rollbacks: int = 0,
-             flow: FlowRecord | None = None, options: tuple[str, ...] = ()) -> Event:
+def event_of(record: EventRecord, team: TeamRecord, *, rollbacks: int = 0, flow: FlowRecord | None = None,
+             options: tuple[str, ...] = ()) -> Event:
     """One event record (rollback, stop, a warning or an error), labelled by what it records:
     a rollback by who sent the step back (the person at a pause, or the reviewer, as the record
     names it); a stop by its reason, the `rollbacks` before it and the `flow`'s rollback budget,
-    its final answer naming one of the problem's `options` by its letter shown with its text.
-    `question` is what an older run's rollback, which recorded none, sent back."""
+    its final answer naming one of the problem's `options` by its letter shown with its text."""
     if isinstance(record, RollbackEvent):
         scores = ", ".join(f"{key} {value:g}" for key, value in record.scores.items())
-        sent = tuple((title(part), text) for part, text in sent_parts(record.by, record.question or question,
-                                                                       record.score, record.evaluation))
+        sent = tuple((title(part), text) for part, text in sent_parts(record.by, record.question, record.score,
+                                                                       record.evaluation))
         return Event(record.event, "rollback", "Rollback", None, number=record.number, step=record.step,
-                     dimension=record.dimension, scores=scores, by=record.by, sender=sender(record, team.reviewer),
+                     dimension=record.dimension, scores=scores, by=record.by, sender=sender(record),
                      sent=sent)
     if isinstance(record, StopEvent):
         words = stop_words(record.stop_reason, reviewer=title(team.reviewer) if team.reviewer else None,
@@ -347,13 +339,12 @@ def event_of(record: EventRecord, team: TeamRecord, question: Any = None, *, rol
 @dataclass
 class TranscriptState:
     """What rendering a record needs from the records before it: the turn count (turns are
-    numbered) and the reviewer's last feedback (a rollback shows the question it sends back).
-    A live feed keeps one across its batches."""
+    numbered), each step's calls so far and the reviewer's rollbacks (a stop says how many of
+    its budget were used). A live feed keeps one across its batches."""
 
     team: TeamRecord
     options: tuple[str, ...] = ()  # the problem's options
     turns: int = 0
-    last_review: VerdictParsed | None = None  # the reviewer's latest verdict (its feedback)
     used: dict[str, RoleUsage] = field(default_factory=dict)  # each step's calls so far (run.json has them at the end)
     flow: FlowRecord | None = None  # the rules the Manager applied (a review's decision is read by them)
     rollbacks: int = 0  # the reviewer's rollbacks so far (the person's spend none of its budget)
@@ -365,9 +356,6 @@ class TranscriptState:
         self.turns += 1
         if record.usage is not None:
             self.used[record.role] = add_call(self.used.get(record.role), record.usage, record.seconds)
-        verdict = record.parsed if record.role == self.team.reviewer else None
-        if isinstance(verdict, VerdictParsed) and verdict.feedback:
-            self.last_review = verdict
 
 
 def transcript_items(records: Iterable[MessageRecord | EventRecord], threshold: float | None, include_requests: bool,
@@ -378,12 +366,6 @@ def transcript_items(records: Iterable[MessageRecord | EventRecord], threshold: 
         state.absorb(record)
         if isinstance(record, MessageRecord):
             items.append(turn_of(record, state.team, threshold, include_requests, state.turns, state.options))
-        elif isinstance(record, RollbackEvent):
-            # The rollback record carries what it sent back; runs older than its `by` only the verdict.
-            review = state.last_review
-            older = record.by is None and not record.question
-            items.append(event_of(record, state.team,
-                                  review.feedback_on(record.dimension) if older and review else None))
         else:
             items.append(event_of(record, state.team, rollbacks=state.rollbacks, flow=state.flow,
                                   options=state.options))

@@ -95,7 +95,8 @@ UNFINISHED_EVERY = 5  # at most this often (in polls) a folder waiting for its r
 KEEPALIVE_S = 15.0  # an SSE comment now and then keeps proxies and browsers from timing out
 CLOSE_WAIT_S = 2.0  # how long closing waits for the live feeds' last words
 _KEY = re.compile(r"[A-Za-z0-9._-]{1,100}")  # what safe_paths.safe_component gives
-HUMAN_BODY_BYTES = 65536  # a person's answer posted by the page (the answer itself is bounded by human.py)
+# a person's answer posted by the page (the answer itself is bounded by orchestration/_human.py)
+HUMAN_BODY_BYTES = 65536
 _HOST = re.compile(r"(?:\[([0-9A-Fa-f:.]{2,45})\]|([^\[\]:/\s]{1,253}))(?::\d{1,5})?")  # [v6] or a name, a port
 _SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
                      "Cache-Control": "no-store"}

@@ -1,8 +1,9 @@
 """The benchmarks, one package each (task + scorer side by side), and their one registry.
 
-What they share sits beside them: `tasks.py` (the task protocol and answer rendering),
-`rows.py`, `hub.py` (reading a data set's rows), `base.py` (the scorer protocol),
-`boxed.py` and `_symbolic.py` (the scorers' shared rules). A benchmark never imports another.
+What the scorers share sits beside them: `base.py` (the scorer protocol), `boxed.py` and
+`_symbolic.py` (the scorers' shared rules); what the tasks share is below, in the problem layer:
+`problem/_tasks.py` (the task protocol and answer rendering), `problem/_rows.py` and
+`problem/_hub.py` (reading a data set's rows). A benchmark never imports another.
 
 `NAMES` is the only list of benchmark names: the CLI's choices, `maps score`, `maps eval` and
 `maps report` all read it. A benchmark's package is imported only when it is asked for.

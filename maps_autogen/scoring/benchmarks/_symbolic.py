@@ -20,7 +20,7 @@ The pool is thread-safe: each call borrows one idle worker (starting one if need
 
 Workers are started with `subprocess` running `python -c` (not `multiprocessing`), so a caller's
 `__main__` module is never re-imported in the child. Each helper dies with the process that
-started it, however that process ends (lifeline.py: a parent-death signal on Linux, a watchdog
+started it, however that process ends (_util/_lifeline.py: a parent-death signal on Linux, a watchdog
 on a pipe elsewhere), also in the middle of a long sympy call; it ignores Ctrl-C and SIGTERM
 (the process that started it decides, and stops it).
 

@@ -27,7 +27,7 @@ from maps_autogen.orchestration._verdict import MAX_JSON_DEPTH, parse_critic_rep
 from maps_autogen.problem._images import ImageLimits, image_limits, load_image
 from maps_autogen.problem._problem import load_problem_file
 from maps_autogen.records._chat_records import AnswerParsed, ErrorEvent, MessageRecord
-from maps_autogen.records._schema import CallUsage, ResultRow
+from maps_autogen.records._schema import CallUsage, ResultRow, dumped
 from maps_autogen.report._live import LiveConsole
 from maps_autogen.settings._config import load_config
 from tests.helpers.common import REPO, TEST_KEY, clean_env, critic_json, run_maps, solver_json, write_config
@@ -427,14 +427,15 @@ def test_reply_body_far_over_the_limit_is_refused_without_reading_it_whole(tmp_p
 
 def test_results_log_repairs_a_torn_tail_once_and_appends_without_rereading(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    path.write_text(json.dumps({"pid": "1", "status": "ok"}) + "\n" + json.dumps({"pid": "2", "status": "failed"}) + "\n" + '{"pid": "3", "sta')
+    whole = [json.dumps(dumped(ResultRow(pid=pid, status=status, scoring={}))) for pid, status in (("1", "ok"), ("2", "failed"))]
+    path.write_text("\n".join(whole) + "\n" + '{"pid": "3", "sta')
     assert set(ResultsLog(path).read()) == {"1", "2"} and path.read_text().endswith("sta")  # readers change nothing
     log = ResultsLog(path)
     assert log.finished_ids() == {"1"}
     assert path.read_text().count("\n") == 2 and not path.read_text().endswith("sta")  # the writer cut it once
     with open(path, "a") as handle:  # another torn tail after opening is not looked for again
         handle.write("torn")
-    log.append(ResultRow(pid="2", status="ok"))
+    log.append(ResultRow(pid="2", status="ok", scoring={}))
     assert path.read_text().count("torn") == 1
     assert log.finished_ids() == {"1", "2"}
 
