@@ -21,7 +21,11 @@ def test_full_chat_on_the_embedded_model(tmp_path: Path) -> None:
     # The one-rollback variant (the default loop reviews again after up to 3 rollbacks, which
     # is slow on a CPU). Threshold 5, the top of the 1-5 scale (a threshold above it is refused):
     # only four top scores pass, which the tiny model does not give, so the one allowed rollback runs.
-    config = write_config(tmp_path / "agents.yaml", **{"critic.max_rollbacks": 1, "critic.final_review": False})
+    # The describing steps' replies capped at 160 tokens (the embedded endpoint's cap is 384, which
+    # the tiny model fills by repeating itself: a minute of the suite's CPU), the Solver's and the
+    # Critic's left as they are, so their JSON is whole.
+    short = {f"team.steps.{index}.model.max_tokens": 160 for index in range(3)}
+    config = write_config(tmp_path / "agents.yaml", **{"critic.max_rollbacks": 1, "critic.final_review": False, **short})
     result = run_maps(["solve", "--problem", str(REPO / "examples/lever/problem.yaml"), "--json", "--threshold", "5",
                        "--config", str(config), "--runs-dir", str(tmp_path / "runs")], env=clean_env(), cwd=tmp_path, timeout=900)
     assert result.returncode == 0, result.stderr
