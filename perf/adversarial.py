@@ -1,7 +1,8 @@
 """Hostile inputs: how long the parsers take on 1 MB adversarial replies, how long the MathVista
 program reader takes on hostile answer programs (each used to run for seconds to hours inside
-one C call), what an append to a 50k-line results.jsonl costs, and the peak memory of loading a
-12000x12000 image.
+one C call), what an append to a 50k-line results.jsonl costs, the peak memory of loading a
+12000x12000 image, and what a run's own files cost beside the same work done the expensive way
+(masking a long text that names an "author", writing run.json, the version each run records).
 
 Prints one line per figure; nothing is asserted (tests/e2e/test_untrusted_content.py asserts the results).
 
@@ -27,7 +28,7 @@ from maps_autogen._util._redact import redact, register_secret, terminal_safe  #
 from maps_autogen.eval.results import ResultsLog  # noqa: E402
 from maps_autogen.orchestration._verdict import parse_critic_reply, parse_solver_reply  # noqa: E402
 from maps_autogen.records._run_files import parsed  # noqa: E402
-from maps_autogen.records._schema import ResultRow  # noqa: E402
+from maps_autogen.records._schema import SCHEMA_VERSION, ResultRow  # noqa: E402
 from maps_autogen.scoring.benchmarks.mathvista.program_output import parse_program, program_reading  # noqa: E402
 
 MEGABYTE = 1 << 20
@@ -103,6 +104,42 @@ def parsers(size: int) -> None:
           f"terminal_safe {megabytes}: {seconds(terminal_safe, text):.3f} s")
 
 
+def least_cpu_ms(work, times: int = 20, rounds: int = 7) -> float:
+    """The least CPU time of this thread for one run of `work`, over `rounds` rounds of `times`."""
+    spent = []
+    for _ in range(rounds):
+        started = time.thread_time()
+        for _ in range(times):
+            work()
+        spent.append((time.thread_time() - started) / times)
+    return min(spent) * 1000
+
+
+def run_file_costs() -> None:
+    """A run's own files beside the same work done the expensive way (CPU of this thread)."""
+    import importlib.metadata
+
+    from maps_autogen._util._artifacts import json_text
+    from maps_autogen._util._redact import _CREDENTIALS, MASK
+    from maps_autogen._util._version import package_version
+
+    none = "Check each step of the solution against the figure and say which one is weakest. " * 800
+    author = none[:30000] + "Ask the question that would lead its author to the weakness. " + none[30000:]
+    whole = least_cpu_ms(lambda: _CREDENTIALS.sub(lambda match: match.group("lead") + MASK, author))
+    print(f"redact {len(author) // 1024} KB naming an author: {least_cpu_ms(lambda: redact(author)):.2f} ms; "
+          f"naming none: {least_cpu_ms(lambda: redact(none)):.2f} ms; the credential pattern over it whole: "
+          f"{whole:.2f} ms")
+    run = json.loads((ROOT / "tests/fixtures/runs/eval-schema-v1/problems/2/run.json").read_text())
+    text = json.dumps(run, ensure_ascii=False)
+    print(f"run.json ({len(text) // 1024} KB) as text: ours {least_cpu_ms(lambda: json_text(run)):.3f} ms; "
+          f"the C encoder {least_cpu_ms(lambda: json.dumps(run, ensure_ascii=False)):.3f} ms; "
+          f"an indented dump {least_cpu_ms(lambda: json.dumps(run, ensure_ascii=False, indent=2)):.3f} ms")
+    package_version()
+    thousand = least_cpu_ms(lambda: [package_version() for _ in range(1000)], times=1)
+    print(f"the version a run records, 1,000 problems' worth: {thousand:.3f} ms; one read of the installed "
+          f"metadata: {least_cpu_ms(lambda: importlib.metadata.version('maps-autogen'), times=1):.3f} ms")
+
+
 def programs() -> None:
     for name, program in PROGRAMS.items():
         started = time.perf_counter()
@@ -128,7 +165,8 @@ def long_answers() -> None:
 def results_log(lines: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "results.jsonl"
-        record = {"pid": "0", "status": "ok", "response": "x" * 200, "usage": {"cost": 0.001}}
+        record = {"schema_version": SCHEMA_VERSION, "pid": "0", "status": "ok", "scoring": {}, "response": "x" * 200,
+                  "usage": {"cost": 0.001}}
         path.write_text("".join(json.dumps({**record, "pid": str(n)}) + "\n" for n in range(lines)))
         started = time.perf_counter()
         path.read_bytes()  # what every append used to do (its torn-tail check read the whole file)
@@ -172,3 +210,4 @@ if __name__ == "__main__":
     long_answers()
     results_log(2_000 if short else 50_000)
     images(2000 if short else 12000)
+    run_file_costs()

@@ -8,8 +8,7 @@ import os
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -154,14 +153,3 @@ def build_wheel(tmp_path: Path) -> Path:
     return wheel
 
 
-def cpu_seconds(work: Callable[[], object], times: int = 20, rounds: int = 7) -> float:
-    """The least CPU time this thread spent on `times` runs of `work`, over `rounds` rounds: a
-    cost measure that other processes' load hardly moves, for bounds stated against the same
-    work done another way."""
-    spent = []
-    for _ in range(rounds):
-        started = time.thread_time()
-        for _ in range(times):
-            work()
-        spent.append(time.thread_time() - started)
-    return min(spent)

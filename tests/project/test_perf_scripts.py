@@ -62,6 +62,11 @@ EXPECTED: dict[str, list[str]] = {
         rf"results.jsonl with [\d,]+ lines: start .* {NUMBER} ms once; append {NUMBER} ms each .*",
         r"\d+x\d+ PNG \(\d+ KB\): .*peak RSS \d+ MB",
         r"\d+x\d+ JPG \(\d+ KB\): .*peak RSS \d+ MB",
+        rf"redact \d+ KB naming an author: {NUMBER} ms; naming none: {NUMBER} ms; the credential pattern over it "
+        rf"whole: {NUMBER} ms",
+        rf"run.json \(\d+ KB\) as text: ours {NUMBER} ms; the C encoder {NUMBER} ms; an indented dump {NUMBER} ms",
+        rf"the version a run records, 1,000 problems' worth: {NUMBER} ms; one read of the installed metadata: "
+        rf"{NUMBER} ms",
     ],
     "offline_eval.py": [
         rf"{re.escape(case)} +median {NUMBER} s, worst {NUMBER} s, stderr lines \[\d+\], exit \d+"
