@@ -116,13 +116,13 @@ def long_answers() -> None:
     symbolic scorers try first (same expression, or the official parse runs)."""
     from sympy.parsing.latex import parse_latex as official
 
-    from maps_autogen.scoring.benchmarks import _symbolic
+    from maps_autogen.scoring.benchmarks import _latex_parse
 
     prose = ("First we compute the area of the triangle using the formula for the height and the base "
              "then we divide by two and obtain the value that we need for the next step where x is ") * 5
     official("1")  # load the parser
     print(f"1 KB prose as LaTeX: official parse {seconds(official, prose):.2f} s; "
-          f"SLL parse {seconds(_symbolic._parse_fast, prose):.2f} s")
+          f"SLL parse {seconds(_latex_parse._parse_fast, prose):.2f} s")
 
 
 def results_log(lines: int) -> None:
