@@ -28,7 +28,7 @@ FROM_ENVIRONMENT: dict[str, str] = {}
 class SafetySwitch(click.Option):
     """An option that lifts a safety bound (`Spec.safety`: --allow-outside-paths,
     --allow-private-urls, --host): set on the command line only, never by a variable (an exported
-    one is named as ignored, cli/__init__.py; a `.env` sets no MAPS_* variable at all)."""
+    one is named as ignored, cli/_main.py; a `.env` sets no MAPS_* variable at all)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **{**kwargs, "allow_from_autoenv": False})

@@ -194,7 +194,7 @@ def test_offline_eval_fails_at_once_with_one_line(tmp_path: Path) -> None:
 
 _LOG_TWICE_PROBE = """
 import logging
-from maps_autogen.cli import _configure_logging
+from maps_autogen.cli._main import _configure_logging
 from maps_autogen.problem._hub import import_datasets
 _configure_logging()
 import_datasets()

@@ -4,7 +4,8 @@ The import graph is read statically (ast) from every module of `maps_autogen`: e
 and `from ... import`, including those inside functions (a lazy import that goes up the layers
 is still a dependency the wrong way); only imports under `if TYPE_CHECKING:` are left out (they
 never run). A registry that imports its own children by name
-(`importlib.import_module(f"{__name__}.{name}")`) depends on each of them. Importing a
+(`importlib.import_module(f"{__name__}.{name}")`, or `{__package__}` from a module beside them)
+depends on each of them. Importing a
 submodule also runs its parent package's `__init__`; that implicit edge is not counted.
 
 Three checks: no cycle between modules, no cycle between first-level packages and modules
@@ -96,8 +97,9 @@ def _targets(node: ast.AST, module: str, is_package: bool, modules: dict[str, Pa
         if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
             names = [argument.value]
         elif (isinstance(argument, ast.JoinedStr) and argument.values
-              and ast.unparse(argument.values[0]) == "{__name__}"):  # a registry loading its children
-            names = [child for child in modules if child.rpartition(".")[0] == module]
+              and ast.unparse(argument.values[0]) in ("{__name__}", "{__package__}")):  # a registry loading its children
+            parent = module if is_package or ast.unparse(argument.values[0]) == "{__name__}" else module.rpartition(".")[0]
+            names = [child for child in modules if child.rpartition(".")[0] == parent]
         # any other dynamic import is a call-back by name (e.g. a worker running the caller's
         # own function), not a dependency of the module that makes the call
     targets = []
@@ -217,10 +219,13 @@ def test_the_graph_reader_sees_lazy_relative_and_registry_imports_and_skips_type
     (root / "sub" / "__init__.py").write_text(
         "import importlib\ndef get(name):\n    return importlib.import_module(f'{__name__}.{name}')\n")
     (root / "sub" / "leaf.py").write_text("from ..low import later\n")
+    (root / "sub" / "_reg.py").write_text(
+        "import importlib\ndef get(name):\n    return importlib.import_module(f'{__package__}.{name}')\n")
     graph = import_graph(root, "pkg")
     assert set(graph["pkg.low"]) == {"pkg.high"}  # the lazy one; the TYPE_CHECKING one is not counted
     assert set(graph["pkg.high"]) == {"pkg.low", "pkg.sub.leaf"}
-    assert set(graph["pkg.sub"]) == {"pkg.sub.leaf"}  # the registry's children
+    assert set(graph["pkg.sub"]) == {"pkg.sub.leaf", "pkg.sub._reg"}  # the registry's children
+    assert set(graph["pkg.sub._reg"]) == {"pkg.sub.leaf"}  # a registry beside them: its package's children
     assert set(graph["pkg.sub.leaf"]) == {"pkg.low"}
     assert find_cycles(_plain(graph)) == [["pkg.high", "pkg.low", "pkg.high"]]
 

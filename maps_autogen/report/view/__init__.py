@@ -2,16 +2,7 @@
 of pages that scales to thousands of problems, or live from a small local server while the run
 is still going (server.py)."""
 
-from maps_autogen.report.view.assets import CSS, SCRIPT, PageMode, content_security_policy
-from maps_autogen.report.view.pages import export_view, render_view, write_pages, write_view
-
-__all__ = [
-    "CSS",
-    "SCRIPT",
-    "PageMode",
-    "content_security_policy",
-    "export_view",
-    "render_view",
-    "write_pages",
-    "write_view",
-]
+from maps_autogen.report.view.assets import (CSS as CSS, SCRIPT as SCRIPT, PageMode as PageMode,
+                                             content_security_policy as content_security_policy)
+from maps_autogen.report.view.pages import (export_view as export_view, render_view as render_view,
+                                            write_pages as write_pages, write_view as write_view)

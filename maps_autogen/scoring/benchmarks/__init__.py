@@ -1,29 +1,10 @@
-"""The benchmarks, one package each (task + scorer side by side), and their one registry.
+"""The benchmarks, one package each (task + scorer side by side, exported as `TASK` and `SCORER`),
+and their one registry (`_registry.py`).
 
-What they share sits beside them: `tasks.py` (the task protocol and answer rendering),
-`rows.py`, `hub.py` (reading a data set's rows), `base.py` (the scorer protocol),
-`boxed.py` and `_symbolic.py` (the scorers' shared rules). A benchmark never imports another.
-
-`NAMES` is the only list of benchmark names: the CLI's choices, `maps score`, `maps eval` and
-`maps report` all read it. A benchmark's package is imported only when it is asked for.
+What they share sits beside them: `base.py` (the scorer protocol), `boxed.py`, `bounds.py`,
+`_latex_parse.py` and `_symbolic.py` (the scorers' shared rules); the task protocol, rows and the
+hub are `maps_autogen.problem`'s. A benchmark never imports another.
 """
 
-from __future__ import annotations
-
-import importlib
-
-from maps_autogen._util import UsageError
-from maps_autogen.scoring.benchmarks.base import Benchmark, RecordError, Scorer, Verdict
-
-NAMES = ("mathvista", "emma", "olympiadbench", "custom")  # the paper's column order (Table 1), then your own
-
-
-def get_benchmark(name: str) -> Benchmark:
-    """The benchmark called `name` (UsageError naming the known ones otherwise)."""
-    if name not in NAMES:
-        raise UsageError(f"unknown benchmark '{name}'", fix=f"use one of: {', '.join(NAMES)}")
-    benchmark: Benchmark = importlib.import_module(f"{__name__}.{name}").BENCHMARK
-    return benchmark
-
-
-__all__ = ["NAMES", "Benchmark", "RecordError", "Scorer", "Verdict", "get_benchmark"]
+from ._registry import NAMES as NAMES, get_benchmark as get_benchmark
+from .base import Benchmark as Benchmark, RecordError as RecordError, Scorer as Scorer, Verdict as Verdict
