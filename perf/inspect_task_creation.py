@@ -24,8 +24,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import maps_autogen.scoring.benchmarks.mathvista.task as mathvista  # noqa: E402
-from maps_autogen.inspect_tasks.samples import benchmark_items, problem_message  # noqa: E402
+import maps_autogen.scoring.benchmarks.mathvista._task as mathvista  # noqa: E402
+from maps_autogen.inspect_tasks._samples import benchmark_items, problem_message  # noqa: E402
 from maps_autogen.inspect_tasks.tasks import maps_task  # noqa: E402
 from maps_autogen.scoring.benchmarks import get_benchmark  # noqa: E402
 from maps_autogen.settings import load_config, load_prompts  # noqa: E402

@@ -10,15 +10,15 @@ from typing import Any
 import click
 
 from maps_autogen._util import MapsError
-from maps_autogen.cli.config import config_command
-from maps_autogen.cli.eval import eval_command
-from maps_autogen.cli.merge import merge
-from maps_autogen.cli.report import report
-from maps_autogen.cli.score import score
-from maps_autogen.cli.serve import serve_command
-from maps_autogen.cli.shared import FROM_ENVIRONMENT, SafetySwitch, say
-from maps_autogen.cli.solve import solve
-from maps_autogen.cli.view import view
+from maps_autogen.cli._config import config_command
+from maps_autogen.cli._eval import eval_command
+from maps_autogen.cli._merge import merge
+from maps_autogen.cli._report import report
+from maps_autogen.cli._score import score
+from maps_autogen.cli._serve import serve_command
+from maps_autogen.cli._shared import FROM_ENVIRONMENT, SafetySwitch, say
+from maps_autogen.cli._solve import solve
+from maps_autogen.cli._view import view
 
 #: Every option of every command can come from an environment variable named MAPS_<COMMAND>_<OPTION>
 #: (click's auto_envvar_prefix: MAPS_EVAL_CONCURRENCY for `maps eval --concurrency`); the command

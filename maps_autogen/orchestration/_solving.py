@@ -73,7 +73,7 @@ class Team:
     backends: dict[str, ChatBackend]  # by step name
     cancelled: threading.Event = field(default_factory=threading.Event)  # set: no new model request starts
     setting_note: str | None = None  # a team setting the serving model brought (endpoints.py: embedded_team_setting)
-    context_note: str | None = None  # what the servers said of their contexts, budgets fitted (eval/context_fit.py)
+    context_note: str | None = None  # what the servers said of their contexts, budgets fitted (eval/_context_fit.py)
 
     @property
     def announcement(self) -> str:

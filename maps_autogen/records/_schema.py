@@ -500,7 +500,7 @@ class Manifest(_File):
     config: RecordedConfig | None = None
     rules: str = "current"
     allow_outside_paths: bool = False
-    # What a --resume must match (eval/run_settings.py); None in manifests written before it.
+    # What a --resume must match (eval/_run_settings.py); None in manifests written before it.
     settings: VerdictSettings | None = None
     changes: list[SettingsChange] = Field(default_factory=list)
     settings_recorded_at: str | None = None  # the resume that first recorded the settings of an older run

@@ -8,7 +8,7 @@ answer type, category and difficulty, from the field each benchmark has; also on
 scale), cost and tokens per role, and tokens and cost per problem and per correct answer.
 
 Every table and figure has one row (or bar, or line) per group of runs under the same verdict
-settings (eval/table_rows.py), labelled by the models that answered and by what sets it apart;
+settings (eval/_table_rows.py), labelled by the models that answered and by what sets it apart;
 the report lists which runs went into which row. Nothing is averaged across rows."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import csv_text, folder_built_beside, markdown_table, markdown_text, write_text_atomic
-from maps_autogen.eval.answer_cost import answer_cost_table, answer_costs, by_batch
-from maps_autogen.eval.table1 import (
+from maps_autogen.eval._answer_cost import answer_cost_table, answer_costs, by_batch
+from maps_autogen.eval._table1 import (
     Cell,
     Row,
     Run,
@@ -32,7 +32,7 @@ from maps_autogen.eval.table1 import (
     table1,
     table1_rows,
 )
-from maps_autogen.eval.table_rows import ablation_settings, group_runs
+from maps_autogen.eval._table_rows import ablation_settings, group_runs
 from maps_autogen.records import ResultRow, feedback_targets
 from maps_autogen.report._figures import (
     PAPER_TIME_SCALE_S,

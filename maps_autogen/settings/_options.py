@@ -9,7 +9,7 @@ scripts/api_signatures.py writes from these declarations), and the check every v
 (`Options.__post_init__`: a bad value is one UsageError naming the argument, its option and the
 fix). The settings every model-calling command shares are `SettingsOptions` (bounded as
 agents.yaml bounds the same keys); `maps eval`'s options, which are also the request its runner
-runs, are `eval/options.py`'s `EvalOptions`; `maps score`'s are `scoring.ScoreOptions`.
+runs, are `eval/_options.py`'s `EvalOptions`; `maps score`'s are `scoring.ScoreOptions`.
 """
 
 from __future__ import annotations

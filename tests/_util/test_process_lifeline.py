@@ -65,7 +65,7 @@ def test_a_helper_in_a_long_judgement_dies_with_its_killed_parent(tmp_path: Path
 
 def test_the_embedded_models_server_dies_with_its_killed_parent(tmp_path: Path) -> None:
     program = ("import sys\n"
-               "from maps_autogen.model.local.server import LocalServer\n"
+               "from maps_autogen.model.local._server import LocalServer\n"
                "server = LocalServer()\n"
                "print(server.pid, server.log_path, flush=True)\n"
                "sys.stdin.read()\n")

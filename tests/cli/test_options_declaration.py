@@ -1,4 +1,4 @@
-"""Every command's options are declared once (maps_autogen/settings/_options.py, eval/options.py,
+"""Every command's options are declared once (maps_autogen/settings/_options.py, eval/_options.py,
 scoring.ScoreOptions): walking each declaration finds every option on the command line (its
 flag, help text, default and bounds), in the API function's signature and `Args:`
 documentation, and in the options object the command line builds (for `maps eval`, the request
@@ -20,10 +20,10 @@ from click.testing import CliRunner
 import maps_autogen
 from maps_autogen._util._errors import UsageError
 from maps_autogen.cli import ENV_PREFIX, cli
-from maps_autogen.cli.shared import options_of
-from maps_autogen.eval.options import EvalOptions
-from maps_autogen.eval.runner import EvalRun
-from maps_autogen.eval.selection import Shard
+from maps_autogen.cli._shared import options_of
+from maps_autogen.eval._options import EvalOptions
+from maps_autogen.eval._runner import EvalRun
+from maps_autogen.eval._selection import Shard
 from maps_autogen.scoring._score import ScoreOptions
 from maps_autogen.settings._options import (
     REQUIRED,

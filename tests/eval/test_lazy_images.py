@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from maps_autogen._util._errors import ProblemError
-from maps_autogen.eval.runner import load_items
+from maps_autogen.eval._runner import load_items
 from maps_autogen.scoring.benchmarks import get_benchmark
 from maps_autogen.settings._config import load_config
 from tests.helpers.benchmark_replicas import hub_parquet

@@ -166,7 +166,7 @@ def test_an_allowed_change_is_recorded_with_the_problems_run_under_it(tmp_path: 
 
 def test_differences_are_named_by_part_and_a_damaged_manifest_is_one_line_not_a_crash(tmp_path: Path) -> None:
     from maps_autogen._util._errors import DataError, UsageError
-    from maps_autogen.eval.run_settings import differences, resume_under, summary_line
+    from maps_autogen.eval._run_settings import differences, resume_under, summary_line
     from maps_autogen.records._run_files import read_manifest
     from maps_autogen.records._schema import Manifest
     from maps_autogen.records._settings_record import VerdictSettings
@@ -196,7 +196,7 @@ def test_differences_are_named_by_part_and_a_damaged_manifest_is_one_line_not_a_
 def test_the_data_fingerprint_covers_every_field_scoring_reads_not_only_the_gold() -> None:
     """A custom row whose tolerance changed (same id, same gold) scores differently: a resume
     must see it, as it sees another gold answer."""
-    from maps_autogen.eval.run_settings import data_fingerprint, differences
+    from maps_autogen.eval._run_settings import data_fingerprint, differences
     from maps_autogen.problem._tasks import EvalItem
     from maps_autogen.records._settings_record import VerdictSettings
 

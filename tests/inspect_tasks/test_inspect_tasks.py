@@ -218,7 +218,7 @@ def test_maps_does_not_load_inspect() -> None:
 def test_the_served_model_is_recorded_only_when_it_differs_and_a_cut_reply_is_length() -> None:
     from inspect_ai.model import ModelOutput
 
-    from maps_autogen.inspect_tasks.backend import completion_of
+    from maps_autogen.inspect_tasks._backend import completion_of
     from maps_autogen.records._schema import SentSettings
 
     def served(answered: str, requested: str, stop: Any = "stop") -> Any:

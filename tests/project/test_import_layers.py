@@ -181,7 +181,7 @@ def _cycle_in(graph: dict[str, set[str]], component: set[str]) -> list[str]:
 
 
 def first_level(module: str) -> str:
-    """maps_autogen.eval.runner → maps_autogen.eval; maps_autogen.cli → maps_autogen.cli."""
+    """maps_autogen.eval._runner → maps_autogen.eval; maps_autogen.cli → maps_autogen.cli."""
     return ".".join(module.split(".")[:2])
 
 

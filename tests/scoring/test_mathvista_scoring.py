@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from maps_autogen.scoring.benchmarks import RecordError, get_benchmark
-from maps_autogen.scoring.benchmarks.mathvista.scorer import (
+from maps_autogen.scoring.benchmarks.mathvista._scorer import (
     SCORER,
     extract_answer,
     extract_with_llm,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from maps_autogen.scoring.benchmarks import _symbolic
-from maps_autogen.scoring.benchmarks.olympiadbench.scorer import judge_preprocessed
+from maps_autogen.scoring.benchmarks.olympiadbench._scorer import judge_preprocessed
 from tests.helpers.eval_fixtures import process_state, wait_for
 
 

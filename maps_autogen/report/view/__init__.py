@@ -1,8 +1,8 @@
 """`maps view`: read a solve or eval run in a browser, as one self-contained page, as a folder
 of pages that scales to thousands of problems, or live from a small local server while the run
-is still going (server.py)."""
+is still going (_server.py)."""
 
-from maps_autogen.report.view.assets import (CSS as CSS, SCRIPT as SCRIPT, PageMode as PageMode,
+from maps_autogen.report.view._assets import (CSS as CSS, SCRIPT as SCRIPT, PageMode as PageMode,
                                              content_security_policy as content_security_policy)
-from maps_autogen.report.view.pages import (export_view as export_view, render_view as render_view,
+from maps_autogen.report.view._pages import (export_view as export_view, render_view as render_view,
                                             write_pages as write_pages, write_view as write_view)

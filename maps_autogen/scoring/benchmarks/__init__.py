@@ -1,10 +1,10 @@
 """The benchmarks, one package each (task + scorer side by side, exported as `TASK` and `SCORER`),
 and their one registry (`_registry.py`).
 
-What they share sits beside them: `base.py` (the scorer protocol), `boxed.py`, `bounds.py`,
+What they share sits beside them: `_base.py` (the scorer protocol), `_boxed.py`, `_bounds.py`,
 `_latex_parse.py` and `_symbolic.py` (the scorers' shared rules); the task protocol, rows and the
 hub are `maps_autogen.problem`'s. A benchmark never imports another.
 """
 
 from ._registry import NAMES as NAMES, get_benchmark as get_benchmark
-from .base import Benchmark as Benchmark, RecordError as RecordError, Scorer as Scorer, Verdict as Verdict
+from ._base import Benchmark as Benchmark, RecordError as RecordError, Scorer as Scorer, Verdict as Verdict
