@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from maps_autogen._util._redact import redact, register_secret, terminal_safe  # noqa: E402
-from maps_autogen.eval._results import ResultsLog  # noqa: E402
+from maps_autogen.eval import ResultsLog  # noqa: E402
 from maps_autogen.orchestration._verdict import parse_critic_reply, parse_solver_reply  # noqa: E402
 from maps_autogen.records._run_files import parsed  # noqa: E402
 from maps_autogen.records._schema import ResultRow  # noqa: E402

@@ -26,8 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from maps_autogen.cli import main as maps_main  # noqa: E402
-from maps_autogen.eval._answer_cost import answer_costs  # noqa: E402
-from maps_autogen.eval._table1 import load_run  # noqa: E402
+from maps_autogen.eval import answer_costs, load_run  # noqa: E402
 from tests.helpers.common import critic_json, solver_json  # noqa: E402
 from tests.helpers.fake_openai import FakeOpenAI, Received, Reply  # noqa: E402
 

@@ -30,8 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from maps_autogen.eval._answer_cost import answer_costs  # noqa: E402
-from maps_autogen.eval._table1 import load_run  # noqa: E402
+from maps_autogen.eval import answer_costs, load_run  # noqa: E402
 from tests.helpers.common import MAPS, write_config  # noqa: E402
 from tests.helpers.eval_fixtures import ProblemScript, write_custom_jsonl  # noqa: E402
 from tests.helpers.fake_batches import FakeBatches  # noqa: E402

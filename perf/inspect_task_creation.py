@@ -25,8 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import maps_autogen.scoring.benchmarks.mathvista._task as mathvista  # noqa: E402
-from maps_autogen.inspect_tasks._samples import benchmark_items, problem_message  # noqa: E402
-from maps_autogen.inspect_tasks.tasks import maps_task  # noqa: E402
+from maps_autogen.inspect_tasks import (  # noqa: E402
+    benchmark_items,
+    maps_task,
+    problem_message,
+)
 from maps_autogen.scoring.benchmarks import get_benchmark  # noqa: E402
 from maps_autogen.settings import load_config, load_prompts  # noqa: E402
 from tests.helpers.common import write_config  # noqa: E402

@@ -35,9 +35,7 @@ from pydantic import ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from maps_autogen.model.local._embedded import embedded_model_path
-from maps_autogen.model.local._server import LocalServer
-from maps_autogen.model.local._settings import LocalModelSettings
+from maps_autogen.model.local import LocalModelSettings, LocalServer, embedded_model_path
 from tests.helpers.local_schema import Answer, json_schema_format
 
 

@@ -28,11 +28,11 @@ sys.path.insert(0, str(ROOT))
 
 from maps_autogen.scoring._score import score_file  # noqa: E402
 from maps_autogen.scoring.benchmarks import _bounds as bounds  # noqa: E402
-from maps_autogen.scoring.benchmarks.custom._scorer import SCORER as CUSTOM  # noqa: E402
+from maps_autogen.scoring.benchmarks.custom import SCORER as CUSTOM  # noqa: E402
 from maps_autogen.scoring.benchmarks.emma._scorer import extract_answer as emma_extract  # noqa: E402
+from maps_autogen.scoring.benchmarks.mathvista import SCORER as MATHVISTA  # noqa: E402
 from maps_autogen.scoring.benchmarks.mathvista._extract import extract  # noqa: E402
-from maps_autogen.scoring.benchmarks.mathvista._scorer import SCORER as MATHVISTA  # noqa: E402
-from maps_autogen.scoring.benchmarks.olympiadbench._scorer import SCORER as OLYMPIADBENCH  # noqa: E402
+from maps_autogen.scoring.benchmarks.olympiadbench import SCORER as OLYMPIADBENCH  # noqa: E402
 from maps_autogen.scoring.benchmarks.olympiadbench._scorer import extract_answer, preprocess  # noqa: E402
 
 KILOBYTE = 1024

@@ -46,7 +46,7 @@ from maps_autogen.api._signatures import (
     WriteReportFunction,
     WriteViewFunction,
 )
-from maps_autogen.eval._options import EvalOptions
+from maps_autogen.eval import EvalOptions
 from maps_autogen.orchestration import HumanDecision, HumanState, OnHumanError
 from maps_autogen.problem import ImageLimits, Problem, image_limits
 from maps_autogen.records import (
@@ -73,13 +73,12 @@ from maps_autogen.settings import (
 )
 
 if TYPE_CHECKING:
-    from maps_autogen.eval._merge import MergeOutcome
-    from maps_autogen.eval._runner import EvalOutcome
-    from maps_autogen.model.local._server import LocalServer
+    from maps_autogen.eval import EvalOutcome, MergeOutcome
+    from maps_autogen.model.local import LocalServer
     from maps_autogen.orchestration import ChatOutcome, Observer, SolveResult
     from maps_autogen.records import Evaluation
     from maps_autogen.report import Report
-    from maps_autogen.report.view._server import ViewServer
+    from maps_autogen.report.view import ViewServer
     from maps_autogen.settings import Resolution
 
 # MapsError: the base of every error these functions raise (`except maps_autogen.MapsError`).
@@ -194,7 +193,7 @@ def gold_scorer(problem: Problem, *, where: str) -> Callable[[ChatOutcome], Eval
     them is a ProblemError naming `where` (the problem file), before any call."""
     if problem.answer is None:
         return None
-    from maps_autogen.scoring.benchmarks.custom._scorer import gold_evaluation, gold_problem
+    from maps_autogen.scoring.benchmarks.custom import gold_evaluation, gold_problem
 
     gold, options = problem.answer, problem.options
     trouble = gold_problem({"answer": gold, "options": list(options)})
@@ -293,8 +292,7 @@ def _solve(problem: Problem, loaded: LoadedConfig, options: SolveOptions, *,
     with image_limits(ImageLimits.of(loaded.config.limits)):
         problem = problem.fitted(loaded.config.images.max_side)
     evaluate_answer = gold_scorer(problem, where="the problem")
-    from maps_autogen.eval._context_fit import fit_team
-    from maps_autogen.eval._estimate import shown_of
+    from maps_autogen.eval import fit_team, shown_of
 
     # Reply budgets every request fits in, on a server that says its context: before the first call.
     assembled = fit_team(assemble_team(loaded), loaded, [shown_of(problem)], method="maps", without=options.without)
@@ -356,8 +354,7 @@ def evaluate(
             check_hub(task.hub_id)
         else:  # no hub copy (your own benchmark): data is required
             available_subsets(task, None)
-    from maps_autogen.eval._options import check_request
-    from maps_autogen.eval._runner import EvalRun
+    from maps_autogen.eval import EvalRun, check_request
 
     resolve_scorer(options.benchmark, options.rules)  # a benchmark without its scorer: one line before anything runs
     check_request(options)  # nothing a resumed run fixes: before the settings load
@@ -402,7 +399,7 @@ def _llm_extractor(options: ScoreOptions) -> Callable[[Any], Any]:
         raise UsageError("--llm-extract is MathVista's optional step; the other benchmarks score by rules only",
                          fix="drop --llm-extract")
     from maps_autogen.model import step_backend
-    from maps_autogen.scoring.benchmarks.mathvista._scorer import with_llm_extraction
+    from maps_autogen.scoring.benchmarks.mathvista import with_llm_extraction
 
     loaded = load_settings(options.config, model=options.model)
     backend = step_backend(loaded, loaded.team.config.final_step.name)
@@ -419,7 +416,7 @@ def merge(*, options: MergeOptions) -> MergeOutcome:
     """Combine the shard runs of one evaluation into one eval folder, as `maps merge` does
     (refused when a shard or a problem is missing, unless `allow_incomplete`); returns the
     `MergeOutcome` (`out`, and `notes`: what was scored again differently, what is missing)."""
-    from maps_autogen.eval._merge import merge_runs
+    from maps_autogen.eval import merge_runs
     from maps_autogen.orchestration import new_run_id
 
     out = options.out or Path("runs") / new_run_id("merged")
@@ -454,8 +451,7 @@ def serve_view(*, options: ServeOptions) -> ViewServer:
     serving): its `url` holds the token that guards it; `start()` serves on a background
     thread, `serve_forever()` in this one, `close()` stops it. A folder that is not a run is a
     DataError before anything starts."""
-    from maps_autogen.report.view._render import kind_of
-    from maps_autogen.report.view._server import ViewServer
+    from maps_autogen.report.view import ViewServer, kind_of
 
     kind_of(options.run)
     return ViewServer(options.run, host=options.host, port=options.port)
@@ -470,9 +466,7 @@ def serve_model(*, options: ModelServerOptions) -> LocalServer:
     `model_name`, `log_path`; `stop()` ends it), in a child process that never outlives this one.
     A missing or broken model file is a UsageError; a server that cannot start, a LocalModelError
     naming its log."""
-    from maps_autogen.model.local._gguf import GGUFFormatError, read_gguf_info
-    from maps_autogen.model.local._server import LocalServer
-    from maps_autogen.model.local._settings import LocalModelSettings
+    from maps_autogen.model.local import GGUFFormatError, LocalModelSettings, LocalServer, read_gguf_info
 
     for path, what in ((options.model, "model"), (options.mmproj, "--mmproj")):
         if path is None:
@@ -518,6 +512,6 @@ def effective_config(*, options: SettingsOptions) -> EffectiveConfig:
 def read_results(eval_dir: PathLike) -> list[ResultRow]:
     """An eval run's results.jsonl, typed: the latest row of each problem (a problem retried
     appears once). A damaged line is a DataError naming it."""
-    from maps_autogen.eval._results import RESULTS_FILE, ResultsLog
+    from maps_autogen.eval import RESULTS_FILE, ResultsLog
 
     return list(ResultsLog(Path(eval_dir) / RESULTS_FILE).read().values())

@@ -21,16 +21,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from maps_autogen.api._api import EffectiveConfig, PathLike
-    from maps_autogen.eval._merge import MergeOutcome
-    from maps_autogen.eval._options import EvalOptions
-    from maps_autogen.eval._runner import EvalOutcome
+    from maps_autogen.eval import EvalOptions, EvalOutcome, MergeOutcome
     from maps_autogen.eval._selection import Shard
-    from maps_autogen.model.local._server import LocalServer
+    from maps_autogen.model.local import LocalServer
     from maps_autogen.orchestration import HumanDecision, HumanState, SolveResult
     from maps_autogen.problem import Problem
     from maps_autogen.records import ChatRecord, MessageRecord
     from maps_autogen.report import Report
-    from maps_autogen.report.view._server import ViewServer
+    from maps_autogen.report.view import ViewServer
     from maps_autogen.scoring import ScoreOptions, ScoreReport
     from maps_autogen.settings import (
         LoadedConfig,

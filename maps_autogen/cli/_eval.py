@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from maps_autogen.cli._shared import options_of, say, start_viewer, stop_viewers
-from maps_autogen.eval._options import EvalOptions
+from maps_autogen.eval import EvalOptions
 
 if TYPE_CHECKING:
-    from maps_autogen.report.view._server import ViewServer
+    from maps_autogen.report.view import ViewServer
 
 
 @click.command(name="eval")
@@ -100,7 +100,7 @@ def _refuse_selection_on_resume() -> None:
     Any such option given counts, even at its default value (the API refuses other values)."""
     from click.core import ParameterSource
 
-    from maps_autogen.eval._options import FIXED_ON_RESUME, refuse_fixed_on_resume
+    from maps_autogen.eval import FIXED_ON_RESUME, refuse_fixed_on_resume
 
     context = click.get_current_context()
     refuse_fixed_on_resume(FIXED_ON_RESUME[one.name] for one in EvalOptions.declared()

@@ -15,7 +15,7 @@ from maps_autogen.settings import Declared, Options, Spec
 
 if TYPE_CHECKING:
     from maps_autogen.orchestration import HumanDesk
-    from maps_autogen.report.view._server import ViewServer
+    from maps_autogen.report.view import ViewServer
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -118,7 +118,7 @@ def open_in_browser(url: str) -> None:
 def start_viewer(run_dir: Path, human: HumanDesk | None = None) -> ViewServer:
     """`--view`: the live viewer beside a running solve or eval, its URL on stderr (stdout may be --json);
     with `human`, the page answers the chat's pauses too."""
-    from maps_autogen.report.view._server import ViewServer
+    from maps_autogen.report.view import ViewServer
 
     server = ViewServer(run_dir, human=human).start()
     click.echo(f"watch live: {server.url} (until this command ends; then: maps view {run_dir} --serve)", err=True)

@@ -14,7 +14,7 @@ from maps_autogen.settings import SolveOptions
 if TYPE_CHECKING:
     from maps_autogen.orchestration import HumanDesk
     from maps_autogen.report import LiveConsole, ProgressLines
-    from maps_autogen.report.view._server import ViewServer
+    from maps_autogen.report.view import ViewServer
 
 
 @click.command()

@@ -33,7 +33,7 @@ from maps_autogen.records import (
     write_record,
 )
 from maps_autogen.scoring import score_record
-from maps_autogen.scoring.benchmarks._base import Verdict
+from maps_autogen.scoring.benchmarks import Verdict
 from maps_autogen.settings import LoadedConfig
 
 

@@ -50,8 +50,7 @@ class EmbeddedModelAPI(OpenAICompatibleAPI):
         if model_name != LOCAL:
             raise ConfigError(f"Inspect's provider {PROVIDER} serves one model, {PROVIDER}/{LOCAL}, not "
                               f"{PROVIDER}/{model_name}", fix=f"pass --model {PROVIDER}/{LOCAL}")
-        from maps_autogen.model.local._server import shared_local_server
-        from maps_autogen.model.local._settings import settings_from_endpoint
+        from maps_autogen.model.local import settings_from_endpoint, shared_local_server
 
         endpoint, folder = local_endpoint(model_args.pop("agents", None))
         name = Path(endpoint.model_path).name if endpoint.model_path else EMBEDDED_MODEL_LABEL

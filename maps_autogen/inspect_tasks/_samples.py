@@ -13,8 +13,7 @@ from typing import Any
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser
 
-from maps_autogen.eval._selection import load_items
-from maps_autogen.eval._validate import validate_rows
+from maps_autogen.eval import load_items, validate_rows
 from maps_autogen.inspect_tasks._backend import chat_messages
 from maps_autogen.orchestration import format_options, interleave_images
 from maps_autogen.problem import EvalItem, Problem, Task, available_subsets, find_subsets

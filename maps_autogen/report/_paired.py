@@ -12,9 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from maps_autogen._util import markdown_table, markdown_text
-from maps_autogen.eval._intervals import PairedComparison
-from maps_autogen.eval._table1 import Run
-from maps_autogen.eval._table_rows import group_runs
+from maps_autogen.eval import PairedComparison, Run, group_runs
 from maps_autogen.scoring.benchmarks import NAMES as BENCHMARK_ORDER
 from maps_autogen.scoring.benchmarks import get_benchmark
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import csv_text, folder_built_beside, markdown_table, markdown_text, write_text_atomic
-from maps_autogen.eval._answer_cost import answer_cost_table, answer_costs, by_batch
+from maps_autogen.eval import ablation_settings, answer_cost_table, answer_costs, by_batch, group_runs
 from maps_autogen.eval._table1 import (
     Cell,
     Row,
@@ -32,7 +32,6 @@ from maps_autogen.eval._table1 import (
     table1,
     table1_rows,
 )
-from maps_autogen.eval._table_rows import ablation_settings, group_runs
 from maps_autogen.records import ResultRow, feedback_targets
 from maps_autogen.report._figures import (
     PAPER_TIME_SCALE_S,

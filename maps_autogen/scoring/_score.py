@@ -18,8 +18,7 @@ from typing import Any, TextIO
 
 from maps_autogen._util import DataError, NumberTooLong, UsageError, atomic_text_writer, json_loads
 from maps_autogen.scoring._tally import Tally
-from maps_autogen.scoring.benchmarks import NAMES, RecordError, Scorer, Verdict, get_benchmark
-from maps_autogen.scoring.benchmarks._bounds import Unjudgeable
+from maps_autogen.scoring.benchmarks import NAMES, RecordError, Scorer, Unjudgeable, Verdict, get_benchmark
 from maps_autogen.settings import LoadedConfig, Options, argument, option
 
 logger = logging.getLogger(__name__)

@@ -21,8 +21,7 @@ import maps_autogen
 from maps_autogen._util._errors import UsageError
 from maps_autogen.cli import ENV_PREFIX, cli
 from maps_autogen.cli._shared import options_of
-from maps_autogen.eval._options import EvalOptions
-from maps_autogen.eval._runner import EvalRun
+from maps_autogen.eval import EvalOptions, EvalRun
 from maps_autogen.eval._selection import Shard
 from maps_autogen.scoring._score import ScoreOptions
 from maps_autogen.settings._options import (

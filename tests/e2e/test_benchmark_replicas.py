@@ -26,9 +26,9 @@ from maps_autogen.problem._tasks import (
     load_answer_formats,
     spread_limit,
 )
-from maps_autogen.scoring.benchmarks.emma._task import TASK as EMMA
-from maps_autogen.scoring.benchmarks.mathvista._task import TASK as MATHVISTA
-from maps_autogen.scoring.benchmarks.olympiadbench._task import TASK as OLYMPIAD
+from maps_autogen.scoring.benchmarks.emma import TASK as EMMA
+from maps_autogen.scoring.benchmarks.mathvista import TASK as MATHVISTA
+from maps_autogen.scoring.benchmarks.olympiadbench import TASK as OLYMPIAD
 from tests.helpers.benchmark_replicas import hub_parquet
 from tests.helpers.common import TEST_KEY, clean_env, make_png, run_maps
 from tests.helpers.eval_fixtures import ProblemScript

@@ -28,9 +28,9 @@ from maps_autogen._util._errors import DataError
 from maps_autogen.problem._tasks import AnswerFormats, EvalItem, find_subsets
 from maps_autogen.scoring._score import score_record
 from maps_autogen.scoring.benchmarks import get_benchmark
-from maps_autogen.scoring.benchmarks.emma._task import TASK as EMMA
-from maps_autogen.scoring.benchmarks.mathvista._task import TASK as MATHVISTA
-from maps_autogen.scoring.benchmarks.olympiadbench._task import TASK as OLYMPIAD
+from maps_autogen.scoring.benchmarks.emma import TASK as EMMA
+from maps_autogen.scoring.benchmarks.mathvista import TASK as MATHVISTA
+from maps_autogen.scoring.benchmarks.olympiadbench import TASK as OLYMPIAD
 from tests.helpers.eval_tasks import (
     EMMA_FEATURES,
     EMMA_IMAGES,

@@ -21,7 +21,7 @@ from PIL import Image
 
 from maps_autogen._util._errors import ConfigError, DataError, ProblemError
 from maps_autogen._util._redact import StreamRedactor, redact, register_secret, terminal_safe
-from maps_autogen.eval._results import ResultsLog
+from maps_autogen.eval import ResultsLog
 from maps_autogen.orchestration._solving import assemble_team
 from maps_autogen.orchestration._verdict import MAX_JSON_DEPTH, parse_critic_reply, parse_solver_reply
 from maps_autogen.problem._images import ImageLimits, image_limits, load_image

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from maps_autogen.eval import Run, table1
 from maps_autogen.eval._intervals import percent_error, percent_interval, standard_error, wilson_interval
-from maps_autogen.eval._table1 import Run, table1
 from maps_autogen.records._schema import Manifest, ResultRow
 
 

@@ -197,7 +197,7 @@ def test_a_failed_request_or_a_broken_image_fails_its_own_sample_never_scored(tm
 
 def test_task_arguments_are_checked_before_any_sample() -> None:
     from maps_autogen._util._errors import UsageError
-    from maps_autogen.inspect_tasks.tasks import maps_task
+    from maps_autogen.inspect_tasks import maps_task
 
     data = str(REPO / "examples" / "bench.jsonl")
     with pytest.raises(UsageError, match="has no step 'nosuch'"):

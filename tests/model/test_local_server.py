@@ -26,8 +26,7 @@ import openai
 import pytest
 
 from maps_autogen._util._errors import ConfigError, LocalModelError
-from maps_autogen.model.local._embedded import embedded_model_path
-from maps_autogen.model.local._gguf import GGUFFormatError, read_gguf_info
+from maps_autogen.model.local import GGUFFormatError, embedded_model_path, read_gguf_info
 from maps_autogen.model.local._server import LocalServer, shared_local_server, stop_shared_local_server
 from maps_autogen.model.local._settings import DEFAULT_N_CTX, LocalModelSettings, settings_from_endpoint
 from tests.helpers.local_schema import Answer, json_schema_format

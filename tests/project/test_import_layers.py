@@ -3,7 +3,8 @@
 The import graph is read statically (ast) from every module of `maps_autogen`: every `import`
 and `from ... import`, including those inside functions (a lazy import that goes up the layers
 is still a dependency the wrong way); only imports under `if TYPE_CHECKING:` are left out (they
-never run). A registry that imports its own children by name
+never run), except that a name taken from a lazy package (`_util/_lazy.py`) is an import of the
+module its export block names for it. A registry that imports its own children by name
 (`importlib.import_module(f"{__name__}.{name}")`, or `{__package__}` from a module beside them)
 depends on each of them. Importing a
 submodule also runs its parent package's `__init__`; that implicit edge is not counted.
@@ -17,11 +18,13 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 from pathlib import Path
 
 import pytest
 
 import maps_autogen
+from maps_autogen._util._lazy import declared_exports
 
 PACKAGE = "maps_autogen"
 
@@ -78,6 +81,18 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return skipped
 
 
+@functools.cache
+def _lazy_block(path: Path, package: str) -> dict[str, tuple[str, str]]:
+    source = path.read_text(encoding="utf-8")
+    return declared_exports(source, package) if "lazy_exports(globals())" in source else {}
+
+
+def _lazy_exports(package: str, modules: dict[str, Path]) -> dict[str, tuple[str, str]]:
+    """{name: (module, name there)} of a lazy package's export block (`_util/_lazy.py`), else {}."""
+    path = modules.get(package)
+    return _lazy_block(path, package) if path is not None and path.name == "__init__.py" else {}
+
+
 def _targets(node: ast.AST, module: str, is_package: bool, modules: dict[str, Path]) -> list[str]:
     """The package's modules one import statement (or registry call) loads."""
     names: list[str] = []
@@ -90,8 +105,11 @@ def _targets(node: ast.AST, module: str, is_package: bool, modules: dict[str, Pa
             prefix = ".".join(base + ([node.module] if node.module else []))
         else:
             prefix = node.module or ""
-        # `from package import submodule` loads the submodule; `from module import name` the module
-        names = [f"{prefix}.{alias.name}" if f"{prefix}.{alias.name}" in modules else prefix for alias in node.names]
+        # `from package import submodule` loads the submodule; `from module import name` the module; a
+        # name of a lazy package's block, the module the block names for it
+        lazy = _lazy_exports(prefix, modules)
+        names = [f"{prefix}.{alias.name}" if f"{prefix}.{alias.name}" in modules
+                 else lazy[alias.name][0] if alias.name in lazy else prefix for alias in node.names]
     elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith("import_module") and node.args:
         argument = node.args[0]
         if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
@@ -221,7 +239,14 @@ def test_the_graph_reader_sees_lazy_relative_and_registry_imports_and_skips_type
     (root / "sub" / "leaf.py").write_text("from ..low import later\n")
     (root / "sub" / "_reg.py").write_text(
         "import importlib\ndef get(name):\n    return importlib.import_module(f'{__package__}.{name}')\n")
+    (root / "lz").mkdir()
+    (root / "lz" / "__init__.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom maps_autogen._util._lazy import lazy_exports\n"
+        "if TYPE_CHECKING:\n    from ._m import T as T\n__getattr__, __dir__ = lazy_exports(globals())\n")
+    (root / "lz" / "_m.py").write_text("T = 1\n")
+    (root / "user.py").write_text("from pkg.lz import T\n")
     graph = import_graph(root, "pkg")
+    assert set(graph["pkg.user"]) == {"pkg.lz._m"}  # through the lazy package's block
     assert set(graph["pkg.low"]) == {"pkg.high"}  # the lazy one; the TYPE_CHECKING one is not counted
     assert set(graph["pkg.high"]) == {"pkg.low", "pkg.sub.leaf"}
     assert set(graph["pkg.sub"]) == {"pkg.sub.leaf", "pkg.sub._reg"}  # the registry's children
@@ -267,10 +292,11 @@ def test_no_import_cycle_between_first_level_packages(graph: dict[str, dict[str,
 
 
 def test_no_benchmark_imports_another(graph: dict[str, dict[str, int]]) -> None:
-    """Each benchmark package (benchmarks/<name>/) uses only the shared benchmarks modules, so a
+    """Each benchmark package (scoring/benchmarks/<name>/) uses only the shared benchmarks modules, so a
     benchmark can be added or removed alone."""
-    prefix = f"{PACKAGE}.benchmarks."
-    packages = {module.split(".")[2] for module in graph if module.startswith(prefix) and module.count(".") > 2}
+    prefix = f"{PACKAGE}.scoring.benchmarks."
+    packages = {module.split(".")[3] for module in graph if module.startswith(prefix) and module.count(".") > 3}
+    assert packages >= {"mathvista", "emma", "olympiadbench", "custom"}  # the check sees the benchmarks
 
     def benchmark_of(module: str) -> str | None:
         name = module[len(prefix):].split(".")[0] if module.startswith(prefix) else None

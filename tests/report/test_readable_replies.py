@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from maps_autogen.report.view._server import ViewServer
+from maps_autogen.report.view import ViewServer
 from tests.helpers.chromium import Chromium, chromium  # noqa: F401 - chromium is a fixture
 from tests.helpers.common import TEST_KEY, clean_env, make_png, run_maps
 from tests.helpers.fake_openai import FakeOpenAI, Reply, RoleScript

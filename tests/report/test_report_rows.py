@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from maps_autogen.eval._table1 import Run, table1, table1_rows
+from maps_autogen.eval import Run, table1, table1_rows
 from maps_autogen.records._schema import Manifest, ResultRow
 from maps_autogen.report._report import feedback_shares, paper_table, table2, usage_by_role
 from tests.helpers.common import REPO, TEST_KEY, clean_env, run_maps

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from maps_autogen.report.view import ViewServer
 from maps_autogen.report.view._eval_pages import load_results, unfinished_rows
-from maps_autogen.report.view._server import ViewServer
 from tests.helpers.view_fixtures import write_synthetic_eval
 from tests.helpers.view_server import get, index_rows
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.report.view._server import ViewServer
+from maps_autogen.report.view import ViewServer
 from maps_autogen.settings._endpoints import ResolvedModel
 from tests.helpers.chromium import Chromium, chromium  # noqa: F401 - chromium is a fixture
 from tests.helpers.common import MAPS, TEST_KEY, clean_env, critic_json, run_maps, solver_json

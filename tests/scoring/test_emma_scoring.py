@@ -8,8 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from maps_autogen.scoring.benchmarks import _symbolic, get_benchmark
-from maps_autogen.scoring.benchmarks._base import RecordError, Verdict
+from maps_autogen.scoring.benchmarks import RecordError, Verdict, _symbolic, get_benchmark
 from maps_autogen.scoring.benchmarks.emma import _scorer as emma
 
 

@@ -14,8 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from maps_autogen.scoring.benchmarks import _symbolic, get_benchmark
-from maps_autogen.scoring.benchmarks._base import RecordError
+from maps_autogen.scoring.benchmarks import RecordError, _symbolic, get_benchmark
 from maps_autogen.scoring.benchmarks.olympiadbench import _scorer as ob
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from markupsafe import Markup
 
 from maps_autogen._util import DataError
-from maps_autogen.eval._results import latest_by_pid
+from maps_autogen.eval import latest_by_pid
 from maps_autogen.records import (
     PROBLEMS_DIR,
     RESULTS_FILE,

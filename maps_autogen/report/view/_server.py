@@ -41,7 +41,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from maps_autogen._util import DataError, UsageError, redact
-from maps_autogen.eval._results import latest_by_pid
+from maps_autogen.eval import latest_by_pid
 from maps_autogen.orchestration import HumanDesk
 from maps_autogen.records import (
     IMAGES_DIR,

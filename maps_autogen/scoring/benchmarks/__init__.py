@@ -6,5 +6,14 @@ What they share sits beside them: `_base.py` (the scorer protocol), `_boxed.py`,
 hub are `maps_autogen.problem`'s. A benchmark never imports another.
 """
 
-from ._registry import NAMES as NAMES, get_benchmark as get_benchmark
-from ._base import Benchmark as Benchmark, RecordError as RecordError, Scorer as Scorer, Verdict as Verdict
+from typing import TYPE_CHECKING
+
+from maps_autogen._util._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._base import Benchmark as Benchmark, RecordError as RecordError, Scorer as Scorer, Verdict as Verdict
+    from ._bounds import Unjudgeable as Unjudgeable
+    from ._registry import NAMES as NAMES, get_benchmark as get_benchmark
+    from ._symbolic import HelperStartError as HelperStartError
+
+__getattr__, __dir__ = lazy_exports(globals())
