@@ -26,14 +26,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from maps_autogen.benchmarks import _bounds as bounds  # noqa: E402
+from maps_autogen.benchmarks.custom import SCORER as CUSTOM  # noqa: E402
+from maps_autogen.benchmarks.emma._scorer import extract_answer as emma_extract  # noqa: E402
+from maps_autogen.benchmarks.mathvista import SCORER as MATHVISTA  # noqa: E402
+from maps_autogen.benchmarks.mathvista._extract import extract  # noqa: E402
+from maps_autogen.benchmarks.olympiadbench import SCORER as OLYMPIADBENCH  # noqa: E402
+from maps_autogen.benchmarks.olympiadbench._scorer import extract_answer, preprocess  # noqa: E402
 from maps_autogen.scoring._score import score_file  # noqa: E402
-from maps_autogen.scoring.benchmarks import _bounds as bounds  # noqa: E402
-from maps_autogen.scoring.benchmarks.custom import SCORER as CUSTOM  # noqa: E402
-from maps_autogen.scoring.benchmarks.emma._scorer import extract_answer as emma_extract  # noqa: E402
-from maps_autogen.scoring.benchmarks.mathvista import SCORER as MATHVISTA  # noqa: E402
-from maps_autogen.scoring.benchmarks.mathvista._extract import extract  # noqa: E402
-from maps_autogen.scoring.benchmarks.olympiadbench import SCORER as OLYMPIADBENCH  # noqa: E402
-from maps_autogen.scoring.benchmarks.olympiadbench._scorer import extract_answer, preprocess  # noqa: E402
 
 KILOBYTE = 1024
 
@@ -119,7 +119,7 @@ def digit_limit() -> None:
 
 
 def symbolic() -> None:
-    from maps_autogen.scoring.benchmarks import _symbolic
+    from maps_autogen.benchmarks import _symbolic
 
     answer = "x+" * (bounds.MAX_SYMBOLIC_CHARS // 2 - 20) + "1"
     measured(f"OlympiadBench symbolic check of a {len(answer) // KILOBYTE} KB answer "

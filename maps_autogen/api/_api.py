@@ -193,7 +193,7 @@ def gold_scorer(problem: Problem, *, where: str) -> Callable[[ChatOutcome], Eval
     them is a ProblemError naming `where` (the problem file), before any call."""
     if problem.answer is None:
         return None
-    from maps_autogen.scoring.benchmarks.custom import gold_evaluation, gold_problem
+    from maps_autogen.benchmarks.custom import gold_evaluation, gold_problem
 
     gold, options = problem.answer, problem.options
     trouble = gold_problem({"answer": gold, "options": list(options)})
@@ -346,8 +346,8 @@ def evaluate(
     from maps_autogen.scoring import resolve_scorer
 
     if options.data is None and options.resume is None:  # no network and no cached copy: fail before the slow imports
+        from maps_autogen.benchmarks import get_benchmark
         from maps_autogen.problem import available_subsets, check_hub
-        from maps_autogen.scoring.benchmarks import get_benchmark
 
         task = get_benchmark(options.benchmark).task
         if task.hub_id:
@@ -398,8 +398,8 @@ def _llm_extractor(options: ScoreOptions) -> Callable[[Any], Any]:
     if options.benchmark != "mathvista":
         raise UsageError("--llm-extract is MathVista's optional step; the other benchmarks score by rules only",
                          fix="drop --llm-extract")
+    from maps_autogen.benchmarks.mathvista import with_llm_extraction
     from maps_autogen.model import step_backend
-    from maps_autogen.scoring.benchmarks.mathvista import with_llm_extraction
 
     loaded = load_settings(options.config, model=options.model)
     backend = step_backend(loaded, loaded.team.config.final_step.name)

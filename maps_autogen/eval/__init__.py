@@ -2,7 +2,7 @@
 
 The runner, the baselines, the row checks, the results log and summary, Table 1 of a run and
 `maps merge`. The benchmarks themselves (tasks, row loading, scorers) are in
-`scoring/benchmarks/`, below this package: nothing there imports from here.
+`benchmarks/`, below this package: nothing there imports from here.
 """
 
 from typing import TYPE_CHECKING

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import UsageError
+from maps_autogen.benchmarks import NAMES
 from maps_autogen.eval._selection import Shard
 from maps_autogen.scoring import RULES
-from maps_autogen.scoring.benchmarks import NAMES
 from maps_autogen.settings import SettingsOptions, argument, option
 
 BASELINES = ("direct", "cot")  # the paper's single-call baselines (eval/_baselines.py)

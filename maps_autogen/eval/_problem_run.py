@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import DataError, MapsError
+from maps_autogen.benchmarks import Verdict
 from maps_autogen.eval._baselines import load_baseline_prompts, run_baseline
 from maps_autogen.model import Completion
 from maps_autogen.orchestration import ChatOutcome, Team, solve_problem
@@ -33,7 +34,6 @@ from maps_autogen.records import (
     write_record,
 )
 from maps_autogen.scoring import score_record
-from maps_autogen.scoring.benchmarks import Verdict
 from maps_autogen.settings import LoadedConfig
 
 

@@ -60,6 +60,7 @@ from maps_autogen._util import (
     terminal_safe,
 )
 from maps_autogen._util import _lifeline as lifeline
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.eval._problem_run import ProblemRunner
 from maps_autogen.eval._selection import items_of
 from maps_autogen.eval._workers import DaemonWorkers
@@ -67,7 +68,6 @@ from maps_autogen.model import ResponseCache
 from maps_autogen.orchestration import assemble_team
 from maps_autogen.problem import EvalItem, Row, Task, private_urls_allowed
 from maps_autogen.records import ResultRow, outside_paths_allowed
-from maps_autogen.scoring.benchmarks import get_benchmark
 from maps_autogen.settings import LoadedConfig, Resolution
 
 logger = logging.getLogger(__name__)

@@ -35,6 +35,7 @@ from maps_autogen._util import (
     exit_on_second_interrupt,
     signals_deferred,
 )
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.eval._baselines import BaselinePrompt, load_baseline_prompts
 from maps_autogen.eval._batching import EvalBatches, batch_tally, check_batch, open_batches, problems_in_flight
 from maps_autogen.eval._context_fit import fit_team
@@ -93,7 +94,6 @@ from maps_autogen.records import (
     write_manifest,
 )
 from maps_autogen.scoring import Tally
-from maps_autogen.scoring.benchmarks import get_benchmark
 from maps_autogen.settings import LoadedConfig, plan_chat, resolve_models
 
 logger = logging.getLogger(__name__)

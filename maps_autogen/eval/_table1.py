@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import csv_text, markdown_table, markdown_text
+from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.eval._intervals import percent_error, percent_interval
 from maps_autogen.eval._results import RESULTS_FILE, ResultsLog
 from maps_autogen.eval._table_rows import ServedModels, base_label, group_runs, served_models
 from maps_autogen.problem import Subset
 from maps_autogen.records import Manifest, ResultRow, read_manifest
 from maps_autogen.scoring import tally_rows
-from maps_autogen.scoring.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
-from maps_autogen.scoring.benchmarks import get_benchmark
 
 
 @dataclass

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import DataError
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.problem import Subset, Task, rows_for
 from maps_autogen.problem._rows import _has_config_entries
-from maps_autogen.scoring.benchmarks import get_benchmark
 
 # Per benchmark: the id field, then the fields every row needs ("a|b": either will do;
 # dotted names look inside a mapping).

@@ -35,6 +35,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from pydantic import BaseModel, ConfigDict, Field
 
 from maps_autogen._util import ServiceError, redact
+from maps_autogen.benchmarks import HelperStartError
 from maps_autogen.eval import BaselinePrompt, baseline_request
 from maps_autogen.inspect_tasks._backend import InspectBackend, SampleLoop, in_chat_thread
 from maps_autogen.inspect_tasks._local_model import LOCAL, runs_on_local
@@ -44,7 +45,6 @@ from maps_autogen.problem import EvalItem, Problem, Task
 from maps_autogen.records import ChatRecord, EventRecord, StopEvent, StopReason, dumped
 from maps_autogen.records import Score as ReviewScore
 from maps_autogen.scoring import score_record
-from maps_autogen.scoring.benchmarks import HelperStartError
 from maps_autogen.settings import (
     LoadedConfig,
     LocalEndpoint,

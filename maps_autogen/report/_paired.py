@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from maps_autogen._util import markdown_table, markdown_text
+from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.eval import PairedComparison, Run, group_runs
-from maps_autogen.scoring.benchmarks import NAMES as BENCHMARK_ORDER
-from maps_autogen.scoring.benchmarks import get_benchmark
 
 METHOD = ("the difference is MAPS's accuracy minus the other row's on the problems both scored, in points, with "
           "the Bonett-Price adjusted Wald 95% interval for paired proportions; p is the two-sided exact McNemar "

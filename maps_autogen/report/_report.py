@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import csv_text, folder_built_beside, markdown_table, markdown_text, write_text_atomic
+from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.eval import ablation_settings, answer_cost_table, answer_costs, by_batch, group_runs
 from maps_autogen.eval._table1 import (
     Cell,
@@ -47,8 +49,6 @@ from maps_autogen.report._paper_table2 import FLAG, paper_table2
 from maps_autogen.report.paper import OVERALL, PaperRow, human_margin, paper_row_for, reference_notes
 from maps_autogen.report.paper import table1_rows as paper_table1_rows
 from maps_autogen.scoring import first_decision
-from maps_autogen.scoring.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
-from maps_autogen.scoring.benchmarks import get_benchmark
 
 # Figure 6 panels: which row field holds each property, per benchmark (a benchmark without
 # such a field has no values in that panel). MathVista has no difficulty: its `grade` (elementary

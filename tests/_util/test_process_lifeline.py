@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.scoring.benchmarks import _symbolic
+from maps_autogen.benchmarks import _symbolic
 from tests.helpers.common import REPO
 from tests.helpers.eval_fixtures import alive, wait_for
 
@@ -38,7 +38,7 @@ import sys
 from maps_autogen._util import _lifeline as lifeline
 lifeline.METHOD = sys.argv[2]
 import spinning
-from maps_autogen.scoring.benchmarks._symbolic import run_bounded
+from maps_autogen.benchmarks._symbolic import run_bounded
 run_bounded(spinning.spin, sys.argv[1], fallback=False, timeout=600)
 '''
 

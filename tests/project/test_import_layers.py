@@ -10,7 +10,7 @@ depends on each of them. Importing a
 submodule also runs its parent package's `__init__`; that implicit edge is not counted.
 
 Three checks: no cycle between modules, no cycle between first-level packages and modules
-(`maps_autogen.eval`, `maps_autogen.scoring.benchmarks`, `maps_autogen.cli`, ...), and every import
+(`maps_autogen.eval`, `maps_autogen.benchmarks`, `maps_autogen.cli`, ...), and every import
 points at the importer's own layer or one listed before it in LAYERS.
 """
 
@@ -295,9 +295,9 @@ def test_no_import_cycle_between_first_level_packages(graph: dict[str, dict[str,
 
 
 def test_no_benchmark_imports_another(graph: dict[str, dict[str, int]]) -> None:
-    """Each benchmark package (scoring/benchmarks/<name>/) uses only the shared benchmarks modules, so a
+    """Each benchmark package (benchmarks/<name>/) uses only the shared benchmarks modules, so a
     benchmark can be added or removed alone."""
-    prefix = "maps_autogen.scoring.benchmarks."
+    prefix = "maps_autogen.benchmarks."
     packages = {module[len(prefix):].split(".")[0] for module in graph
                 if module.startswith(prefix) and "." in module[len(prefix):]}
     assert packages >= {"mathvista", "emma", "olympiadbench", "custom"}  # the check sees the benchmarks

@@ -32,8 +32,8 @@ from zipfile import ZipFile
 import pytest
 from packaging.requirements import Requirement
 
-from maps_autogen.scoring.benchmarks import _symbolic
-from maps_autogen.scoring.benchmarks.olympiadbench import _scorer as ob
+from maps_autogen.benchmarks import _symbolic
+from maps_autogen.benchmarks.olympiadbench import _scorer as ob
 from tests.helpers.common import REPO, build_wheel, clean_env, run_checked
 from tests.helpers.conformance import CONFORMANCE_VARIABLE, OLYMPIADBENCH_JUDGED, shared_file
 from tests.helpers.symbolic_pairs import symbolic_pairs
@@ -58,7 +58,7 @@ DRIFT_CEILING = 1  # measured: 0 of 4,000 (docs/development.md); one in 300 woul
 DRIFT = """
 import json, sys
 from concurrent.futures import ThreadPoolExecutor
-from maps_autogen.scoring.benchmarks.olympiadbench import _scorer as ob
+from maps_autogen.benchmarks.olympiadbench import _scorer as ob
 from tests.helpers.symbolic_pairs import symbolic_pairs
 def one(pair):
     correct, unjudged = ob.judged(*pair)

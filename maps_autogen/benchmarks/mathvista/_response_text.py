@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from maps_autogen.scoring.benchmarks._boxed import boxed_contents
+from maps_autogen.benchmarks._boxed import boxed_contents
 
 # Longer responses keep their head and tail: answers are stated up front or at the end.
 MAX_RESPONSE_CHARS = 16_000

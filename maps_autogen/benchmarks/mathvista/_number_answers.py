@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from maps_autogen.scoring.benchmarks.mathvista._response_text import (
+from maps_autogen.benchmarks.mathvista._response_text import (
     UNREADABLE,
     Extraction,
     cut_continuation,

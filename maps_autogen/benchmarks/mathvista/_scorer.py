@@ -16,10 +16,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from maps_autogen.scoring.benchmarks._base import RecordError, Verdict
-from maps_autogen.scoring.benchmarks._bounds import Unjudgeable, charge
-from maps_autogen.scoring.benchmarks.mathvista._choice_answers import levenshtein
-from maps_autogen.scoring.benchmarks.mathvista._extract import EXTRACTOR_VERSION, extract
+from maps_autogen.benchmarks._base import RecordError, Verdict
+from maps_autogen.benchmarks._bounds import Unjudgeable, charge
+from maps_autogen.benchmarks.mathvista._choice_answers import levenshtein
+from maps_autogen.benchmarks.mathvista._extract import EXTRACTOR_VERSION, extract
 
 QuestionType = Literal["multi_choice", "free_form"]
 AnswerType = Literal["text", "integer", "float", "list"]
@@ -217,7 +217,7 @@ def extract_answer(
     choices: Sequence[str] | None = None,
 ) -> str | None:
     """Rule-only extraction of the answer from a raw model response; None if nothing is found
-    (see `maps_autogen.scoring.benchmarks.mathvista._extract.extract`, which also says why)."""
+    (see `maps_autogen.benchmarks.mathvista._extract.extract`, which also says why)."""
     return extract(response, question_type=question_type, answer_type=answer_type,
                    choices=choices).answer
 

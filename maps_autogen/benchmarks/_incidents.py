@@ -8,7 +8,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-log = logging.getLogger("maps_autogen.scoring.benchmarks._symbolic")
+log = logging.getLogger("maps_autogen.benchmarks._symbolic")
 
 
 @dataclass(frozen=True)

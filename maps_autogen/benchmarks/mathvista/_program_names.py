@@ -8,8 +8,8 @@ import ast
 import re
 from typing import Any
 
-from maps_autogen.scoring.benchmarks.mathvista._program_builtins import MATH_CONSTANTS, MATH_FUNCTIONS
-from maps_autogen.scoring.benchmarks.mathvista._program_values import UNKNOWN, Unsupported
+from maps_autogen.benchmarks.mathvista._program_builtins import MATH_CONSTANTS, MATH_FUNCTIONS
+from maps_autogen.benchmarks.mathvista._program_values import UNKNOWN, Unsupported
 
 # Libraries whose results are unknown values (never emulated) but which write nothing to
 # standard output except through their print-like functions (refused by name). Any other

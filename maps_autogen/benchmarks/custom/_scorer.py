@@ -29,11 +29,10 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from maps_autogen.records import Evaluation
-from maps_autogen.scoring.benchmarks._base import RecordError, Verdict
-from maps_autogen.scoring.benchmarks._bounds import Unjudgeable
-from maps_autogen.scoring.benchmarks.custom._numbers import Reading, read_number, same_number
-from maps_autogen.scoring.benchmarks.custom._reading import (
+from maps_autogen.benchmarks._base import RecordError, Verdict
+from maps_autogen.benchmarks._bounds import Unjudgeable
+from maps_autogen.benchmarks.custom._numbers import Reading, read_number, same_number
+from maps_autogen.benchmarks.custom._reading import (
     LETTERS,
     MAX_ANSWER_CHARS,
     extract,
@@ -41,6 +40,7 @@ from maps_autogen.scoring.benchmarks.custom._reading import (
     read_answer,
     read_letter,
 )
+from maps_autogen.records import Evaluation
 
 ANSWER_TYPES = ("choice", "number", "text")
 DEFAULT_CATEGORY = "all"  # rows without a category count under this one

@@ -8,7 +8,7 @@ import functools
 import importlib
 
 from maps_autogen._util import UsageError
-from maps_autogen.scoring.benchmarks._base import Benchmark
+from maps_autogen.benchmarks._base import Benchmark
 
 NAMES = ("mathvista", "emma", "olympiadbench", "custom")  # the paper's column order (Table 1), then your own
 

@@ -9,7 +9,7 @@ import math
 from decimal import Context, Decimal, DecimalException
 from fractions import Fraction
 
-from maps_autogen.scoring.benchmarks._bounds import charge, number_text
+from maps_autogen.benchmarks._bounds import charge, number_text
 
 #: The largest root index read (`\\sqrt[n]{…}`, a power 1/n).
 MAX_ROOT_INDEX = 1000

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from maps_autogen.benchmarks.olympiadbench._scorer import CHINESE_MARKER, ENGLISH_MARKER
 from maps_autogen.problem import (
     AnswerFormats,
     EvalItem,
@@ -29,7 +30,6 @@ from maps_autogen.problem import (
     one_line,
     required,
 )
-from maps_autogen.scoring.benchmarks.olympiadbench._scorer import CHINESE_MARKER, ENGLISH_MARKER
 
 ANSWER_TYPES = ("Numerical", "Expression", "Equation", "Interval", "Tuple")
 _DOLLAR_PIECE = re.compile(r"\$(.*?)\$")

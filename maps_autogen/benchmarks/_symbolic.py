@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import _lifeline as lifeline
-from maps_autogen.scoring.benchmarks._incidents import Incident, clear_incidents, incidents
-from maps_autogen.scoring.benchmarks._incidents import record as _record
-from maps_autogen.scoring.benchmarks._latex_parse import parse_latex, parse_latex_whole, parse_paths
+from maps_autogen.benchmarks._incidents import Incident, clear_incidents, incidents
+from maps_autogen.benchmarks._incidents import record as _record
+from maps_autogen.benchmarks._latex_parse import parse_latex, parse_latex_whole, parse_paths
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ def _child_program(read_fd: int, write_fd: int, memory_limit: int, parent: lifel
         "import sys\n"
         f"sys.path.insert(0, {root!r})\n"
         f"{parent.bootstrap()}"  # first: a helper never outlives the process that started it
-        "from maps_autogen.scoring.benchmarks._symbolic import _serve\n"
+        "from maps_autogen.benchmarks._symbolic import _serve\n"
         f"_serve({read_fd}, {write_fd}, {memory_limit})\n"
     )
 

@@ -24,9 +24,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from maps_autogen.scoring.benchmarks import _symbolic
-from maps_autogen.scoring.benchmarks._base import RecordError, Verdict
-from maps_autogen.scoring.benchmarks._bounds import Unjudgeable, bounded_symbolic, charge
+from maps_autogen.benchmarks import _symbolic
+from maps_autogen.benchmarks._base import RecordError, Verdict
+from maps_autogen.benchmarks._bounds import Unjudgeable, bounded_symbolic, charge
 
 DEFAULT_PRECISION = 1e-8
 ENGLISH_MARKER = "So the final answer is "

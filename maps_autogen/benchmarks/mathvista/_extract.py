@@ -22,10 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from maps_autogen.scoring.benchmarks.mathvista._choice_answers import _BOXED_VALUE_CHARS, extract_choice
-from maps_autogen.scoring.benchmarks.mathvista._number_answers import extract_number, numbers_in
-from maps_autogen.scoring.benchmarks.mathvista._program_output import parse_program, program_output
-from maps_autogen.scoring.benchmarks.mathvista._response_text import (
+from maps_autogen.benchmarks.mathvista._choice_answers import _BOXED_VALUE_CHARS, extract_choice
+from maps_autogen.benchmarks.mathvista._number_answers import extract_number, numbers_in
+from maps_autogen.benchmarks.mathvista._program_output import parse_program, program_output
+from maps_autogen.benchmarks.mathvista._response_text import (
     EMPTY_RESPONSE,
     MAX_RESPONSE_CHARS,
     NO_ANSWER_EXTRACTION,

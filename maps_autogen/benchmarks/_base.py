@@ -54,8 +54,8 @@ class Scorer(Protocol):
 class Benchmark:
     """One benchmark as a whole: its task (loading, answer format) and its official scorer.
 
-    Each `maps_autogen.scoring.benchmarks.<name>` package exports its `TASK` and `SCORER`; the registry
-    (`maps_autogen.scoring.benchmarks.get_benchmark`) makes one of them and holds the only list of names.
+    Each `maps_autogen.benchmarks.<name>` package exports its `TASK` and `SCORER`; the registry
+    (`maps_autogen.benchmarks.get_benchmark`) makes one of them and holds the only list of names.
     """
 
     task: Any  # a maps_autogen.problem._tasks.Task

@@ -7,8 +7,8 @@ import math
 import re
 from collections.abc import Sequence
 
-from maps_autogen.scoring.benchmarks.mathvista._number_answers import _number_in_statement, _ratio
-from maps_autogen.scoring.benchmarks.mathvista._response_text import (
+from maps_autogen.benchmarks.mathvista._number_answers import _number_in_statement, _ratio
+from maps_autogen.benchmarks.mathvista._response_text import (
     _STATEMENT_CHARS,
     NO_ANSWER,
     UNREADABLE,

@@ -28,10 +28,10 @@ from __future__ import annotations
 import ast
 import warnings
 
-from maps_autogen.scoring.benchmarks.mathvista._program_builtins import printed_text
-from maps_autogen.scoring.benchmarks.mathvista._program_interpreter import _Break, _Continue, _Interpreter, _Return
-from maps_autogen.scoring.benchmarks.mathvista._program_values import MAX_WORK, Unsupported, work_budget
-from maps_autogen.scoring.benchmarks.mathvista._program_values import is_unknown as _is_unknown
+from maps_autogen.benchmarks.mathvista._program_builtins import printed_text
+from maps_autogen.benchmarks.mathvista._program_interpreter import _Break, _Continue, _Interpreter, _Return
+from maps_autogen.benchmarks.mathvista._program_values import MAX_WORK, Unsupported, work_budget
+from maps_autogen.benchmarks.mathvista._program_values import is_unknown as _is_unknown
 
 MAX_SOURCE_CHARS = 20_000
 

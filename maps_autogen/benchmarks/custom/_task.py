@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import UsageError
+from maps_autogen.benchmarks._base import RecordError
+from maps_autogen.benchmarks.custom._scorer import DEFAULT_CATEGORY, LETTERS, answer_type_of, gold_problem
 from maps_autogen.problem import (
     AnswerFormats,
     EvalItem,
@@ -26,8 +28,6 @@ from maps_autogen.problem import (
     one_line,
     required,
 )
-from maps_autogen.scoring.benchmarks._base import RecordError
-from maps_autogen.scoring.benchmarks.custom._scorer import DEFAULT_CATEGORY, LETTERS, answer_type_of, gold_problem
 
 MAX_CATEGORY_CHARS = 80
 

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from maps_autogen.scoring.benchmarks.mathvista._program_builtins import (
+from maps_autogen.benchmarks.mathvista._program_builtins import (
     BUILTIN_KEYWORDS,
     BUILTINS,
     COMPARE,
@@ -23,7 +23,7 @@ from maps_autogen.scoring.benchmarks.mathvista._program_builtins import (
     printed_text,
     sized,
 )
-from maps_autogen.scoring.benchmarks.mathvista._program_names import (
+from maps_autogen.benchmarks.mathvista._program_names import (
     MODULE_FUNCTIONS,
     MUTATING_METHODS,
     OPAQUE_MODULES,
@@ -35,13 +35,13 @@ from maps_autogen.scoring.benchmarks.mathvista._program_names import (
     method_names_of,
     show_window,
 )
-from maps_autogen.scoring.benchmarks.mathvista._program_values import (
+from maps_autogen.benchmarks.mathvista._program_values import (
     UNKNOWN,
     Unsupported,
     charge,
     touch,
 )
-from maps_autogen.scoring.benchmarks.mathvista._program_values import is_unknown as _is_unknown
+from maps_autogen.benchmarks.mathvista._program_values import is_unknown as _is_unknown
 
 # Interpreter steps (statements and expressions walked); what one step does to values is
 # charged to program_values' work budget by its real cost.

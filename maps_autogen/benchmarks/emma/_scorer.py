@@ -26,10 +26,10 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from maps_autogen.scoring.benchmarks import _symbolic
-from maps_autogen.scoring.benchmarks._base import RecordError, Verdict
-from maps_autogen.scoring.benchmarks._bounds import Unjudgeable, bounded_symbolic
-from maps_autogen.scoring.benchmarks._boxed import boxed_contents
+from maps_autogen.benchmarks import _symbolic
+from maps_autogen.benchmarks._base import RecordError, Verdict
+from maps_autogen.benchmarks._bounds import Unjudgeable, bounded_symbolic
+from maps_autogen.benchmarks._boxed import boxed_contents
 
 CHOICE_LETTERS = "ABCDEFGH"
 _PHRASES = {
@@ -183,7 +183,7 @@ def _as_latex2sympy_would(text: str) -> Any:
     """
     import sympy
 
-    from maps_autogen.scoring.benchmarks._symbolic import parse_latex_whole
+    from maps_autogen.benchmarks._symbolic import parse_latex_whole
 
     for old, new in _LATEX2SYMPY_REWRITES:
         text = text.replace(old, new)

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from maps_autogen.scoring.benchmarks._bounds import exact_number
-from maps_autogen.scoring.benchmarks.custom._number_tokens import Token, closings, tokens_of
-from maps_autogen.scoring.benchmarks.custom._number_values import (
+from maps_autogen.benchmarks._bounds import exact_number
+from maps_autogen.benchmarks.custom._number_tokens import Token, closings, tokens_of
+from maps_autogen.benchmarks.custom._number_values import (
     CONTEXT,
     PI,
     Number,

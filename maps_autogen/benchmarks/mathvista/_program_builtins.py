@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from maps_autogen.scoring.benchmarks.mathvista._program_values import Unsupported, charge, touch
+from maps_autogen.benchmarks.mathvista._program_values import Unsupported, charge, touch
 
 MAX_LENGTH = 2_000  # elements of a sequence or characters of a string
 MAX_INT_BITS = 4_096
