@@ -3,7 +3,8 @@ and their one registry (`_registry.py`).
 
 What they share sits beside them: `_base.py` (the scorer protocol), `_boxed.py`, `_bounds.py`,
 `_latex_parse.py` and `_symbolic.py` (the scorers' shared rules); the task protocol, rows and the
-hub are `maps_autogen.problem`'s. A benchmark never imports another.
+hub are `maps_autogen.problem`'s. A benchmark never imports another. The layer sits right after
+`problem/`: a task is data loading, a scorer rules on text; neither needs a model (docs/development.md).
 """
 
 from typing import TYPE_CHECKING

@@ -1,5 +1,6 @@
-"""Scoring answers: the one accuracy tally, `maps score`, and the benchmarks (registry, shared
-rules, one package per benchmark with its task and official-conformant scorer).
+"""Scoring answers: the one accuracy tally and `maps score`, recorded answers scored by a
+benchmark's official-conformant rules (`maps_autogen.benchmarks`, a layer below: each benchmark's
+task and scorer side by side).
 """
 
 from typing import TYPE_CHECKING

@@ -48,7 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model", ("model", "model.*")),
     # AG2 and its adapter, the Manager's rules, the chat, a person in it, the transcript, one solve
     ("orchestration", ("orchestration", "orchestration.*")),
-    # the tally, `maps score`, the benchmarks (each package's task and scorer side by side)
+    # the tally and `maps score`: recorded answers scored by a benchmark's rules
     ("scoring", ("scoring", "scoring.*")),
     # `maps eval` and `maps merge`: whole benchmarks solved, scored and logged
     ("eval", ("eval", "eval.*")),
