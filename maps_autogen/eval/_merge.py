@@ -33,7 +33,7 @@ from typing import Any
 from maps_autogen._util import DataError, RunLock, UsageError, check_replaceable, copy_file, folder_built_beside
 from maps_autogen.benchmarks import RecordError, get_benchmark
 from maps_autogen.eval._results import RESULTS_FILE, ResultsLog, missing_ids, summarize, write_summary
-from maps_autogen.eval._run_settings import fingerprint_of, recorded_json, scoring_hash
+from maps_autogen.eval._verdict_settings import fingerprint_of, recorded_json, scoring_hash
 from maps_autogen.orchestration import utc_now
 from maps_autogen.records import (
     PROBLEMS_DIR,

@@ -57,7 +57,11 @@ from maps_autogen.eval._processes import (
     worker_count,
 )
 from maps_autogen.eval._results import RESULTS_FILE, ResultsLog, missing_ids, summarize, write_summary
-from maps_autogen.eval._run_settings import (
+from maps_autogen.eval._selection import Selection, Shard, load_items, load_rows, select_items
+from maps_autogen.eval._stopping import Stop, check_prices, costs, same_failure, unknown_cost_stop
+from maps_autogen.eval._table1 import Run, table1
+from maps_autogen.eval._validate import validate_rows
+from maps_autogen.eval._verdict_settings import (
     mixed_settings,
     record_pids,
     resume_under,
@@ -65,10 +69,6 @@ from maps_autogen.eval._run_settings import (
     shown_hash,
     verdict_settings,
 )
-from maps_autogen.eval._selection import Selection, Shard, load_items, load_rows, select_items
-from maps_autogen.eval._stopping import Stop, check_prices, costs, same_failure, unknown_cost_stop
-from maps_autogen.eval._table1 import Run, table1
-from maps_autogen.eval._validate import validate_rows
 from maps_autogen.eval._workers import Progress
 from maps_autogen.model import ResponseCache
 from maps_autogen.orchestration import Team, assemble_team, new_run_id, utc_now
@@ -141,7 +141,7 @@ class EvalRun:
         self.announce = announce  # given what the run will call and bill, before its first call (_estimate.py)
         self._lock = threading.Lock()
         self.notes: list[str] = []  # lines the CLI prints after the table (e.g. what a resume could not compare)
-        self._settings_index = 0  # what each results row records: the settings it ran under (_run_settings.py)
+        self._settings_index = 0  # what each results row records: the settings it ran under (_verdict_settings.py)
 
     # ----- setting up -------------------------------------------------------------------
     def _eval_dir_and_manifest(self) -> tuple[Path, Manifest | None]:
@@ -167,7 +167,7 @@ class EvalRun:
                        data=request.data or (Path(manifest.data) if manifest.data else None))
 
     def _settings(self, team: Team, items: Sequence[EvalItem]) -> VerdictSettings:
-        """This invocation's verdict settings (_run_settings.py), read from what it will use."""
+        """This invocation's verdict settings (_verdict_settings.py), read from what it will use."""
         request = self.request
         formats = load_answer_formats(self.loaded.resolve(self.loaded.config.answer_formats))
         baseline = None
@@ -360,7 +360,7 @@ class EvalRun:
             selection=selection_record(selection.whole),
             rules=request.rules,
             allow_outside_paths=request.allow_outside_paths,
-            settings=self._settings(team, selection.items),  # what a --resume must match (_run_settings.py)
+            settings=self._settings(team, selection.items),  # what a --resume must match (_verdict_settings.py)
             versions=versions(),
             git_commit=git_commit(),
         ).model_copy(update=self._described(team))

@@ -2,7 +2,7 @@
 row is labelled.
 
 Runs share a row only when everything that can change a verdict is the same: the settings a
-`--resume` must match (eval/_run_settings.py: the team with its personalities and prompts, the
+`--resume` must match (eval/_verdict_settings.py: the team with its personalities and prompts, the
 review's threshold, rollbacks and round limit, every model setting sent, the method, the
 steps left out), apart from what belongs to a benchmark (its problems and its answer-format
 templates) and the endpoints' addresses (the same model served from another host or port is
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from maps_autogen._util import valid_text
-from maps_autogen.eval._run_settings import differences, legacy_settings, mixed_settings, narrowed, recorded_json
+from maps_autogen.eval._verdict_settings import differences, legacy_settings, mixed_settings, narrowed, recorded_json
 from maps_autogen.records import VerdictSettings
 
 if TYPE_CHECKING:

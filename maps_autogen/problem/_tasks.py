@@ -38,7 +38,7 @@ class EvalItem:
     metadata: dict[str, Any] = field(default_factory=dict)  # question/answer type, category, difficulty
     # What the steps are shown, unread: the texts (question, context, options, answer format)
     # and each image reference as the row gives it (bytes, a path from `base_dir`, a URL). The
-    # data fingerprint (eval/_run_settings.py) hashes the texts and the images' bytes.
+    # data fingerprint (eval/_verdict_settings.py) hashes the texts and the images' bytes.
     shown: tuple[Any, ...] = ()
     image_refs: tuple[Any, ...] = ()
     base_dir: Path | None = None

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
                           SentSettings as SentSettings, SettingsChange as SettingsChange, StopReason as StopReason,
                           TeamRecord as TeamRecord, Usage as Usage, VerdictRecord as VerdictRecord, dumped as dumped,
                           feedback_targets as feedback_targets)
-    from ._settings_record import (DataFingerprint as DataFingerprint, ImageSettings as ImageSettings,
+    from ._verdict_settings import (DataFingerprint as DataFingerprint, ImageSettings as ImageSettings,
                                    LimitSettings as LimitSettings, LocalSettings as LocalSettings,
                                    ModelSettings as ModelSettings, PromptSettings as PromptSettings,
                                    ReviewSettings as ReviewSettings, StepSettings as StepSettings,

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, PlainSerializer
 
-from maps_autogen.records._settings_record import VerdictSettings
+from maps_autogen.records._verdict_settings import VerdictSettings
 from maps_autogen.settings import AppConfig, HumanWhen, TeamConfig
 
 if TYPE_CHECKING:
@@ -500,7 +500,7 @@ class Manifest(_File):
     config: RecordedConfig | None = None
     rules: str = "current"
     allow_outside_paths: bool = False
-    # What a --resume must match (eval/_run_settings.py); None in manifests written before it.
+    # What a --resume must match (eval/_verdict_settings.py); None in manifests written before it.
     settings: VerdictSettings | None = None
     changes: list[SettingsChange] = Field(default_factory=list)
     settings_recorded_at: str | None = None  # the resume that first recorded the settings of an older run

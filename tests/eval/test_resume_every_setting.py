@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from maps_autogen.eval._options import FIXED_ON_RESUME, NOT_COMPARED_OPTIONS, EvalOptions, compared_options
-from maps_autogen.eval._run_settings import (
+from maps_autogen.eval._verdict_settings import (
     _CRITIC_RECORDED,
     _IMAGES_RECORDED,
     _LIMITS_RECORDED,

@@ -23,7 +23,7 @@ STEPS = ["interpreter", "aligner", "scholar", "solver", "critic"]
 
 def settings(steps: list[str] = STEPS, *, threshold: float = 5, temperature: float = 0.0, method: str = "maps",
              without: list[str] = (), base_url: str = "http://127.0.0.1:1/v1", data: str = "sha256:a") -> dict[str, Any]:
-    """Verdict settings as eval/_run_settings.py records them (the parts the rows are keyed by)."""
+    """Verdict settings as eval/_verdict_settings.py records them (the parts the rows are keyed by)."""
     return {
         "team": {"steps": [{"name": step, "personality": None} for step in steps]},
         "prompts": {"task": "sha256:task", "answer_formats": f"sha256:{data}"},

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from maps_autogen._util import LocalModelError
 from maps_autogen._util import _lifeline as lifeline
 from maps_autogen.model.local._child import HOST
-from maps_autogen.model.local._settings import LOCAL_API_KEY, LocalModelSettings, plan_launch
+from maps_autogen.model.local._launch import LOCAL_API_KEY, LocalModelSettings, plan_launch
 
 if TYPE_CHECKING:  # httpx is imported lazily so the server child does not pay for it
     import httpx

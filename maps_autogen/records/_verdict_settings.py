@@ -1,5 +1,5 @@
 """The verdict settings an eval's manifest records (`records.Manifest.settings`): everything of
-a run that can change a verdict, one model per part. eval/_run_settings.py builds them from what
+a run that can change a verdict, one model per part. eval/_verdict_settings.py builds them from what
 a run will use and compares two of them part by part (`differences`), by their JSON as recorded:
 a part (or a setting) an older manifest lacks is unset, never a default."""
 
@@ -125,7 +125,7 @@ class DataFingerprint(_Part):
 
 
 class VerdictSettings(_Part):
-    """What decides an eval run's verdicts (eval/_run_settings.py), recorded in its manifest and
+    """What decides an eval run's verdicts (eval/_verdict_settings.py), recorded in its manifest and
     compared on --resume part by part; a part an older manifest lacks is unset."""
 
     team: TeamSettings | None = None
