@@ -1,4 +1,5 @@
-"""How to run the local model: settings (bounded by the config model) and the launch plan.
+"""How the embedded model is launched: its settings, from agents.yaml's `local` endpoint (bounded by the
+config model), made into the launch plan.
 
 Everything that can be checked before spawning the server child is checked here (file exists,
 GGUF header and tensor table parse, port free), so common faults give a precise message.
