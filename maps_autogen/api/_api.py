@@ -46,8 +46,9 @@ from maps_autogen.api._signatures import (
     WriteReportFunction,
     WriteViewFunction,
 )
-from maps_autogen.eval import EvalOptions
-from maps_autogen.orchestration import HumanDecision, HumanState, OnHumanError
+from maps_autogen.eval import EvalOptions, MergeOptions
+from maps_autogen.model.local import ModelServerOptions
+from maps_autogen.orchestration import HumanDecision, HumanState, OnHumanError, SolveOptions
 from maps_autogen.problem import ImageLimits, Problem, image_limits
 from maps_autogen.records import (
     ChatRecord,
@@ -58,19 +59,10 @@ from maps_autogen.records import (
     read_summary,
     read_transcript,
 )
+from maps_autogen.report import ReportOptions
+from maps_autogen.report.view import ServeOptions, ViewOptions
 from maps_autogen.scoring import ScoreOptions, ScoreReport
-from maps_autogen.settings import (
-    LoadedConfig,
-    MergeOptions,
-    ModelServerOptions,
-    ReportOptions,
-    ServeOptions,
-    SettingsOptions,
-    SolveOptions,
-    Spec,
-    ViewOptions,
-    takes,
-)
+from maps_autogen.settings import LoadedConfig, SettingsOptions, Spec, takes
 
 if TYPE_CHECKING:
     from maps_autogen.eval import EvalOutcome, MergeOutcome

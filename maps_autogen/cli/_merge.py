@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from maps_autogen.cli._shared import options_of, say
-from maps_autogen.settings import MergeOptions
+from maps_autogen.eval import MergeOptions
 
 
 @click.command()

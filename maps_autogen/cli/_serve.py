@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from maps_autogen.cli._shared import options_of, say
-from maps_autogen.settings import ModelServerOptions
+from maps_autogen.model.local import ModelServerOptions
 
 
 @click.command(name="serve")

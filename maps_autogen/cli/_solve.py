@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from maps_autogen.cli._shared import options_of, say, start_viewer, stop_viewers
-from maps_autogen.settings import SolveOptions
+from maps_autogen.orchestration import SolveOptions
 
 if TYPE_CHECKING:
     from maps_autogen.orchestration import HumanDesk

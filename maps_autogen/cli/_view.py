@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from maps_autogen.cli._shared import open_in_browser, options_of
-from maps_autogen.settings import ServeOptions, ViewOptions
+from maps_autogen.report.view import ServeOptions, ViewOptions
 
 
 @click.command()

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ._lm_eval_files import model_folder_name as model_folder_name
     from ._merge import MergeOutcome as MergeOutcome, merge_runs as merge_runs
     from ._options import (FIXED_ON_RESUME as FIXED_ON_RESUME, METHODS as METHODS, TRACKERS as TRACKERS,
-                           EvalOptions as EvalOptions, check_request as check_request,
+                           EvalOptions as EvalOptions, MergeOptions as MergeOptions, check_request as check_request,
                            refuse_fixed_on_resume as refuse_fixed_on_resume)
     from ._results import RESULTS_FILE as RESULTS_FILE, ResultsLog as ResultsLog, latest_by_pid as latest_by_pid
     from ._runner import EvalOutcome as EvalOutcome, EvalRun as EvalRun

@@ -1,5 +1,6 @@
-"""`maps eval`'s options, declared once (_options.py says what is made from them): what the
-command line and `maps_autogen.evaluate` take, and the request the eval runner runs."""
+"""`maps eval`'s options, declared once (settings/_options.py says what is made from them): what the
+command line and `maps_autogen.evaluate` take, and the request the eval runner runs; and `maps
+merge`'s."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from maps_autogen._util import UsageError
 from maps_autogen.benchmarks import NAMES
 from maps_autogen.eval._selection import Shard
 from maps_autogen.scoring import RULES
-from maps_autogen.settings import SettingsOptions, argument, option
+from maps_autogen.settings import Options, SettingsOptions, argument, option
 
 BASELINES = ("direct", "cot")  # the paper's single-call baselines (eval/_baselines.py)
 METHODS = ("maps", *BASELINES)
@@ -157,5 +158,16 @@ def _jsonable(value: Any) -> Any:
     return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
 
 
+@dataclass(frozen=True, kw_only=True)
+class MergeOptions(Options):
+    """What `maps merge` combines, and where."""
+
+    runs: tuple[Path, ...] = argument("The shard runs of one evaluation (folders maps eval wrote).", kind="paths")
+    out: Path | None = option(None, "--out", "The merged run folder (default: runs/<new id>).", kind="path")
+    allow_incomplete: bool = option(
+        False, "--allow-incomplete", "Write the merge even when shards or problems are missing (summary.json: "
+        "complete false and the missing ids).", kind="flag")
+
+
 __all__ = ["CONCURRENCY", "FIXED_ON_RESUME", "MAX_CONCURRENCY", "MAX_WORKERS", "METHODS", "NOT_COMPARED_OPTIONS",
-           "EvalOptions", "check_request", "compared_options", "refuse_fixed_on_resume"]
+           "EvalOptions", "MergeOptions", "check_request", "compared_options", "refuse_fixed_on_resume"]

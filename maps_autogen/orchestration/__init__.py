@@ -13,6 +13,7 @@ if TYPE_CHECKING:
                         sent_parts as sent_parts, weakest_step as weakest_step)
     from ._human import HumanDecision as HumanDecision, HumanState as HumanState, OnHumanError as OnHumanError
     from ._human_desk import HumanDesk as HumanDesk
+    from ._options import SolveOptions as SolveOptions
     from ._role_inputs import (format_options as format_options, interleave_images as interleave_images,
                                withheld_image_notes as withheld_image_notes)
     from ._solving import (SolveResult as SolveResult, Team as Team, assemble_team as assemble_team,

@@ -8,6 +8,7 @@ from maps_autogen._util._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._live import LiveConsole as LiveConsole, ProgressLines as ProgressLines
+    from ._options import ReportOptions as ReportOptions
     from ._report import Report as Report, write_report as write_report
 
 __getattr__, __dir__ = lazy_exports(globals())

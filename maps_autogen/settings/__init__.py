@@ -19,10 +19,8 @@ if TYPE_CHECKING:
                              ResolvedModel as ResolvedModel, embedded_team_setting as embedded_team_setting,
                              max_tokens_key as max_tokens_key, resolve_models as resolve_models,
                              step_lines as step_lines)
-    from ._options import (Declared as Declared, MergeOptions as MergeOptions, ModelServerOptions as ModelServerOptions,
-                           Options as Options, ReportOptions as ReportOptions, ServeOptions as ServeOptions,
-                           SettingsOptions as SettingsOptions, SolveOptions as SolveOptions, Spec as Spec,
-                           ViewOptions as ViewOptions, argument as argument, option as option, takes as takes)
+    from ._options import (Declared as Declared, Options as Options, SettingsOptions as SettingsOptions, Spec as Spec,
+                           argument as argument, bounds as bounds, option as option, takes as takes)
     from ._overrides import render_effective as render_effective, with_overrides as with_overrides
     from ._prompts import PromptSet as PromptSet, load_prompts as load_prompts, render as render
     from ._roles import (MANAGER_NAME as MANAGER_NAME, USER_PROXY_NAME as USER_PROXY_NAME,

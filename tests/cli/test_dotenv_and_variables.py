@@ -16,7 +16,9 @@ import pytest
 
 from maps_autogen.cli import cli
 from maps_autogen.eval import EvalOptions
-from maps_autogen.settings import Options, ServeOptions, SolveOptions
+from maps_autogen.orchestration import SolveOptions
+from maps_autogen.report.view import ServeOptions
+from maps_autogen.settings import Options
 from tests.helpers.common import TEST_KEY, clean_env, critic_json, make_png, run_maps, solver_json
 from tests.helpers.fake_openai import FakeOpenAI, Received, Reply
 

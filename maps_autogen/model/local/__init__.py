@@ -12,7 +12,8 @@ from maps_autogen._util._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._embedded import embedded_model_path as embedded_model_path
     from ._gguf import GGUFFormatError as GGUFFormatError, read_gguf_info as read_gguf_info
-    from ._server import LocalServer as LocalServer, shared_local_server as shared_local_server
     from ._launch import LocalModelSettings as LocalModelSettings, settings_from_endpoint as settings_from_endpoint
+    from ._options import ModelServerOptions as ModelServerOptions
+    from ._server import LocalServer as LocalServer, shared_local_server as shared_local_server
 
 __getattr__, __dir__ = lazy_exports(globals())
