@@ -33,8 +33,10 @@ def declared_exports(source: str, package: str) -> dict[str, tuple[str, str]]:
 
 def lazy_exports(namespace: MutableMapping[str, Any]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """`__getattr__` and `__dir__` for the package whose globals are `namespace`: `__all__` is the
-    names its `if TYPE_CHECKING:` block re-exports, and each of them is imported from its module when
-    first asked for, and kept in `namespace` from then on."""
+    names its `if TYPE_CHECKING:` block re-exports, and each of them is read from its module whenever
+    it is asked for (the module imported once): never kept in the package, so a name patched in its
+    module (`mock.patch("pkg._module.name")`) is what the package gives while the patch lasts, and
+    no longer once it is undone."""
     package: str = namespace["__name__"]
     table: dict[str, tuple[str, str]] = {}
 
@@ -45,14 +47,12 @@ def lazy_exports(namespace: MutableMapping[str, Any]) -> tuple[Callable[[str], A
 
     def attribute(name: str) -> Any:
         if name == "__all__":
-            value: Any = sorted(exports())
-        elif name in exports():
+            namespace[name] = sorted(exports())
+            return namespace[name]
+        if name in exports():
             module, original = exports()[name]
-            value = getattr(importlib.import_module(module), original)
-        else:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        namespace[name] = value
-        return value
+            return getattr(importlib.import_module(module), original)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     def names() -> list[str]:
         return sorted({*namespace, *exports()})

@@ -141,6 +141,20 @@ def test_no_name_is_declared_twice(init: Path) -> None:
     assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
 
 
+def test_a_name_patched_in_its_module_is_what_its_package_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lazy package keeps none of its names: a patch of a name in its module (the usual mock.patch
+    target) reaches whoever takes it through the package, and leaves nothing behind once undone."""
+    import maps_autogen.model.local as local
+    from maps_autogen.model.local import _server
+
+    real = _server.shared_local_server
+    assert local.shared_local_server is real
+    with monkeypatch.context() as patch:
+        patch.setattr("maps_autogen.model.local._server.shared_local_server", stand_in := object())
+        assert local.shared_local_server is stand_in
+    assert local.shared_local_server is real
+
+
 def test_importing_a_lazy_package_loads_none_of_its_modules() -> None:
     """Each lazy package imported in a fresh interpreter: none of its own modules is loaded (the lazy
     hook's own module aside), so `import maps_autogen.records` costs nothing until a name is used."""
