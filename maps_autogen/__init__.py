@@ -5,76 +5,27 @@ nothing else; the first use of a name imports what it needs. `__version__` is th
 package's (its metadata; pyproject.toml writes it).
 """
 
-from __future__ import annotations
+from typing import TYPE_CHECKING
 
-from typing import TYPE_CHECKING, Any
+from maps_autogen._util._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from maps_autogen.api import (
-        ChatRecord,
-        EffectiveConfig,
-        EvalOptions,
-        EvalOutcome,
-        HumanDecision,
-        HumanState,
-        MapsError,
-        MergeOptions,
-        MergeOutcome,
-        ModelServerOptions,
-        Problem,
-        Report,
-        ReportOptions,
-        ScoreOptions,
-        ScoreReport,
-        ServeOptions,
-        SettingsOptions,
-        SolveOptions,
-        SolveResult,
-        ViewOptions,
-        ViewServer,
-        effective_config,
-        evaluate,
-        load_problem,
-        load_settings,
-        merge,
-        read_manifest,
-        read_results,
-        read_run,
-        read_summary,
-        read_transcript,
-        score,
-        serve_model,
-        serve_view,
-        solve,
-        write_report,
-        write_view,
-    )
+    from maps_autogen._util._version import __version__ as __version__
+    from maps_autogen.api._api import (ChatRecord as ChatRecord, EffectiveConfig as EffectiveConfig,
+                                       EvalOptions as EvalOptions, EvalOutcome as EvalOutcome,
+                                       HumanDecision as HumanDecision, HumanState as HumanState, MapsError as MapsError,
+                                       MergeOptions as MergeOptions, MergeOutcome as MergeOutcome,
+                                       ModelServerOptions as ModelServerOptions, Problem as Problem, Report as Report,
+                                       ReportOptions as ReportOptions, ScoreOptions as ScoreOptions,
+                                       ScoreReport as ScoreReport, ServeOptions as ServeOptions,
+                                       SettingsOptions as SettingsOptions, SolveOptions as SolveOptions,
+                                       SolveResult as SolveResult, ViewOptions as ViewOptions, ViewServer as ViewServer,
+                                       effective_config as effective_config, evaluate as evaluate,
+                                       load_problem as load_problem, load_settings as load_settings, merge as merge,
+                                       read_manifest as read_manifest, read_results as read_results,
+                                       read_run as read_run, read_summary as read_summary,
+                                       read_transcript as read_transcript, score as score, serve_model as serve_model,
+                                       serve_view as serve_view, solve as solve, write_report as write_report,
+                                       write_view as write_view)
 
-    __version__: str
-
-__all__ = ["ChatRecord", "EffectiveConfig", "EvalOptions", "EvalOutcome", "HumanDecision", "HumanState", "MapsError",
-           "MergeOptions", "MergeOutcome", "ModelServerOptions", "Problem", "Report", "ReportOptions", "ScoreOptions",
-           "ScoreReport", "ServeOptions", "SettingsOptions", "SolveOptions", "SolveResult", "ViewOptions", "ViewServer",
-           "__version__", "effective_config", "evaluate", "load_problem", "load_settings", "merge", "read_manifest",
-           "read_results", "read_run", "read_summary", "read_transcript", "score", "serve_model", "serve_view", "solve",
-           "write_report", "write_view"]
-
-
-def __getattr__(name: str) -> Any:
-    """A name of the Python API, imported on first use (PEP 562)."""
-    if name == "__version__":
-        from maps_autogen._util import package_version
-
-        value: Any = package_version()
-    elif name in __all__:
-        from maps_autogen.api import _api as api
-
-        value = getattr(api, name)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(globals())

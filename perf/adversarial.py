@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from maps_autogen._util._redact import redact, register_secret, terminal_safe  # noqa: E402
-from maps_autogen.eval.results import ResultsLog  # noqa: E402
+from maps_autogen.benchmarks.mathvista._program_output import parse_program, program_reading  # noqa: E402
+from maps_autogen.eval import ResultsLog  # noqa: E402
 from maps_autogen.orchestration._verdict import parse_critic_reply, parse_solver_reply  # noqa: E402
 from maps_autogen.records._run_files import parsed  # noqa: E402
 from maps_autogen.records._schema import SCHEMA_VERSION, ResultRow  # noqa: E402
-from maps_autogen.scoring.benchmarks.mathvista.program_output import parse_program, program_reading  # noqa: E402
 
 MEGABYTE = 1 << 20
 OLD_FINAL_ANSWER = re.compile(r"final[ _]answer\s*[\"']?\s*[:：=]\s*(.+)", re.IGNORECASE)
@@ -153,7 +153,7 @@ def long_answers() -> None:
     symbolic scorers try first (same expression, or the official parse runs)."""
     from sympy.parsing.latex import parse_latex as official
 
-    from maps_autogen.scoring.benchmarks import _latex_parse
+    from maps_autogen.benchmarks import _latex_parse
 
     prose = ("First we compute the area of the triangle using the formula for the height and the base "
              "then we divide by two and obtain the value that we need for the next step where x is ") * 5

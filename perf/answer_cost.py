@@ -6,7 +6,7 @@ weighs MAPS against one call with.
     .venv/bin/python perf/answer_cost.py --short    # CI: the scripted server, every answer right
 
 Both methods run `maps eval custom --data examples/bench.jsonl` on the same model; the figures
-are `maps report`'s (eval/answer_cost.py): per method, accuracy, then prompt tokens (of them
+are `maps report`'s (eval/_answer_cost.py): per method, accuracy, then prompt tokens (of them
 cached), completion tokens, calls and cost per problem and per correct answer. Two problems:
 a figure of how MAPS spends tokens on this model, not of its accuracy in general.
 """
@@ -26,8 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from maps_autogen.cli import main as maps_main  # noqa: E402
-from maps_autogen.eval.answer_cost import answer_costs  # noqa: E402
-from maps_autogen.eval.table1 import load_run  # noqa: E402
+from maps_autogen.eval import answer_costs, load_run  # noqa: E402
 from tests.helpers.common import critic_json, solver_json  # noqa: E402
 from tests.helpers.fake_openai import FakeOpenAI, Received, Reply  # noqa: E402
 

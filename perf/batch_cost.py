@@ -10,7 +10,7 @@ A custom benchmark of text problems (tests/helpers/eval_fixtures.py), answered b
 server as one script: every third answer wrong, every fifth problem's first review low (a
 rollback that joins a later round). Both runs are `maps eval custom` in their own process, at
 the default gpt-4o prices (live) and its batch prices (half); the figures are `maps report`'s
-(eval/answer_cost.py) and the batches' own records (records/_batch_records.py). The scripted
+(eval/_answer_cost.py) and the batches' own records (records/_batch_records.py). The scripted
 service ends a batch on its fourth look: the wall time of a batch run here is our own overhead,
 not a service's queue (docs/batch.md says how long rounds take at OpenAI).
 """
@@ -30,8 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from maps_autogen.eval.answer_cost import answer_costs  # noqa: E402
-from maps_autogen.eval.table1 import load_run  # noqa: E402
+from maps_autogen.eval import answer_costs, load_run  # noqa: E402
 from tests.helpers.common import MAPS, write_config  # noqa: E402
 from tests.helpers.eval_fixtures import ProblemScript, write_custom_jsonl  # noqa: E402
 from tests.helpers.fake_batches import FakeBatches  # noqa: E402

@@ -24,10 +24,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import maps_autogen.scoring.benchmarks.mathvista.task as mathvista  # noqa: E402
-from maps_autogen.inspect_tasks.samples import benchmark_items, problem_message  # noqa: E402
-from maps_autogen.inspect_tasks.tasks import maps_task  # noqa: E402
-from maps_autogen.scoring.benchmarks import get_benchmark  # noqa: E402
+import maps_autogen.benchmarks.mathvista._task as mathvista  # noqa: E402
+from maps_autogen.benchmarks import get_benchmark  # noqa: E402
+from maps_autogen.inspect_tasks import (  # noqa: E402
+    benchmark_items,
+    maps_task,
+    problem_message,
+)
 from maps_autogen.settings import load_config, load_prompts  # noqa: E402
 from tests.helpers.common import write_config  # noqa: E402
 from tests.helpers.eval_fixtures import write_mathvista_jsonl  # noqa: E402

@@ -35,9 +35,7 @@ from pydantic import ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from maps_autogen.model.local.embedded import embedded_model_path
-from maps_autogen.model.local.server import LocalServer
-from maps_autogen.model.local.settings import LocalModelSettings
+from maps_autogen.model.local import LocalModelSettings, LocalServer, embedded_model_path
 from tests.helpers.local_schema import Answer, json_schema_format
 
 
@@ -164,7 +162,7 @@ def real_requests(shared_prefix: bool) -> list[dict[str, Any]]:
     from types import SimpleNamespace
     from unittest import mock
 
-    import maps_autogen.model.local.server as local_server
+    import maps_autogen.model.local._server as local_server
     from maps_autogen.cli import main as maps_main
     from maps_autogen.orchestration._chat import MapsChat
     from tests.helpers.common import critic_json, solver_json

@@ -41,11 +41,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from maps_autogen.scoring.benchmarks.mathvista.extract import extract  # noqa: E402
-from maps_autogen.scoring.benchmarks.mathvista.number_answers import is_plain_number, numbers_in  # noqa: E402
-from maps_autogen.scoring.benchmarks.mathvista.program_output import parse_program, program_output  # noqa: E402
-from maps_autogen.scoring.benchmarks.mathvista.response_text import bound_text, cut_continuation, is_refusal  # noqa: E402
-from maps_autogen.scoring.benchmarks.mathvista.scorer import SCORER  # noqa: E402
+from maps_autogen.benchmarks.mathvista import SCORER  # noqa: E402
+from maps_autogen.benchmarks.mathvista._extract import extract  # noqa: E402
+from maps_autogen.benchmarks.mathvista._number_answers import is_plain_number, numbers_in  # noqa: E402
+from maps_autogen.benchmarks.mathvista._program_output import parse_program, program_output  # noqa: E402
+from maps_autogen.benchmarks.mathvista._response_text import bound_text, cut_continuation, is_refusal  # noqa: E402
 
 DATA_NAME = "mathvista_testmini_verdicts.dev.jsonl.gz"
 # ../shared/conformance beside the checkout (or beside the folder holding a git worktree).

@@ -2,7 +2,7 @@
 number bounds, boxes nested in boxes (OlympiadBench), font commands without a closing brace,
 EMMA's extraction, MathVista's edit-distance tables at their bound and its rule extraction, a
 results line with an integer past Python's digit limit (`maps score`), and what the symbolic
-helper is sent. Each line gives the time, the work the bound was asked for (scoring/benchmarks/bounds.py)
+helper is sent. Each line gives the time, the work the bound was asked for (benchmarks/_bounds.py)
 and whether the response was judged or left unjudged (judged wrong, saying why).
 
 Prints one line per figure; nothing is asserted (tests/scoring/test_scorer_bounds.py asserts the work
@@ -26,14 +26,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from maps_autogen.benchmarks import _bounds as bounds  # noqa: E402
+from maps_autogen.benchmarks.custom import SCORER as CUSTOM  # noqa: E402
+from maps_autogen.benchmarks.emma._scorer import extract_answer as emma_extract  # noqa: E402
+from maps_autogen.benchmarks.mathvista import SCORER as MATHVISTA  # noqa: E402
+from maps_autogen.benchmarks.mathvista._extract import extract  # noqa: E402
+from maps_autogen.benchmarks.olympiadbench import SCORER as OLYMPIADBENCH  # noqa: E402
+from maps_autogen.benchmarks.olympiadbench._scorer import extract_answer, preprocess  # noqa: E402
 from maps_autogen.scoring._score import score_file  # noqa: E402
-from maps_autogen.scoring.benchmarks import bounds  # noqa: E402
-from maps_autogen.scoring.benchmarks.custom.scorer import SCORER as CUSTOM  # noqa: E402
-from maps_autogen.scoring.benchmarks.emma.scorer import extract_answer as emma_extract  # noqa: E402
-from maps_autogen.scoring.benchmarks.mathvista.extract import extract  # noqa: E402
-from maps_autogen.scoring.benchmarks.mathvista.scorer import SCORER as MATHVISTA  # noqa: E402
-from maps_autogen.scoring.benchmarks.olympiadbench.scorer import SCORER as OLYMPIADBENCH  # noqa: E402
-from maps_autogen.scoring.benchmarks.olympiadbench.scorer import extract_answer, preprocess  # noqa: E402
 
 KILOBYTE = 1024
 
@@ -119,7 +119,7 @@ def digit_limit() -> None:
 
 
 def symbolic() -> None:
-    from maps_autogen.scoring.benchmarks import _symbolic
+    from maps_autogen.benchmarks import _symbolic
 
     answer = "x+" * (bounds.MAX_SYMBOLIC_CHARS // 2 - 20) + "1"
     measured(f"OlympiadBench symbolic check of a {len(answer) // KILOBYTE} KB answer "

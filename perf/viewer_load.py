@@ -39,8 +39,11 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from maps_autogen.report.view import export_view, write_view  # noqa: E402
-from maps_autogen.report.view.server import ViewServer  # noqa: E402
+from maps_autogen.report.view import (  # noqa: E402
+    ViewServer,
+    export_view,
+    write_view,
+)
 from tests.helpers.chromium import Chromium, find_chromium  # noqa: E402
 from tests.helpers.view_fixtures import write_synthetic_eval  # noqa: E402
 

@@ -97,7 +97,7 @@ def read_jsonl_gz(path: Path) -> list[dict[str, Any]]:
 def _integer_rule(records: list[dict[str, Any]]) -> str:
     """Which integer rule reproduces a file's predictions: "int_only(pre-2024 code)", "int_float"
     or "both_rules_agree" (the label ../shared gives each file)."""
-    from maps_autogen.scoring.benchmarks.mathvista.scorer import normalize
+    from maps_autogen.benchmarks.mathvista._scorer import normalize
 
     agree = Counter()
     for record in records:

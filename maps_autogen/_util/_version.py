@@ -14,3 +14,6 @@ def package_version() -> str:
         return importlib.metadata.version("maps-autogen")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
+
+
+__version__ = package_version()  # `maps_autogen.__version__`

@@ -46,8 +46,9 @@ from maps_autogen.api._signatures import (
     WriteReportFunction,
     WriteViewFunction,
 )
-from maps_autogen.eval.options import EvalOptions
-from maps_autogen.orchestration import HumanDecision, HumanState, OnHumanError
+from maps_autogen.eval import EvalOptions, MergeOptions
+from maps_autogen.model.local import ModelServerOptions
+from maps_autogen.orchestration import HumanDecision, HumanState, OnHumanError, SolveOptions
 from maps_autogen.problem import ImageLimits, Problem, image_limits
 from maps_autogen.records import (
     ChatRecord,
@@ -58,28 +59,18 @@ from maps_autogen.records import (
     read_summary,
     read_transcript,
 )
+from maps_autogen.report import ReportOptions
+from maps_autogen.report.view import ServeOptions, ViewOptions
 from maps_autogen.scoring import ScoreOptions, ScoreReport
-from maps_autogen.settings import (
-    LoadedConfig,
-    MergeOptions,
-    ModelServerOptions,
-    ReportOptions,
-    ServeOptions,
-    SettingsOptions,
-    SolveOptions,
-    Spec,
-    ViewOptions,
-    takes,
-)
+from maps_autogen.settings import LoadedConfig, SettingsOptions, Spec, takes
 
 if TYPE_CHECKING:
-    from maps_autogen.eval.merge import MergeOutcome
-    from maps_autogen.eval.runner import EvalOutcome
-    from maps_autogen.model.local.server import LocalServer
+    from maps_autogen.eval import EvalOutcome, MergeOutcome
+    from maps_autogen.model.local import LocalServer
     from maps_autogen.orchestration import ChatOutcome, Observer, SolveResult
     from maps_autogen.records import Evaluation
     from maps_autogen.report import Report
-    from maps_autogen.report.view.server import ViewServer
+    from maps_autogen.report.view import ViewServer
     from maps_autogen.settings import Resolution
 
 # MapsError: the base of every error these functions raise (`except maps_autogen.MapsError`).
@@ -101,9 +92,9 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
 #: `load_settings`' `without`: the steps left out, checked as an option's names are.
 _STEPS = Spec("--without", "The steps left out.", "names", distinct=True)
 #: The result types, each imported with the machinery that makes it (PEP 562).
-_LAZY_TYPES = {"SolveResult": "maps_autogen.orchestration._solving", "EvalOutcome": "maps_autogen.eval.runner",
-               "MergeOutcome": "maps_autogen.eval.merge", "Report": "maps_autogen.report._report",
-               "ViewServer": "maps_autogen.report.view.server"}
+_LAZY_TYPES = {"SolveResult": "maps_autogen.orchestration._solving", "EvalOutcome": "maps_autogen.eval._runner",
+               "MergeOutcome": "maps_autogen.eval._merge", "Report": "maps_autogen.report._report",
+               "ViewServer": "maps_autogen.report.view._server"}
 
 
 F = TypeVar("F")
@@ -194,7 +185,7 @@ def gold_scorer(problem: Problem, *, where: str) -> Callable[[ChatOutcome], Eval
     them is a ProblemError naming `where` (the problem file), before any call."""
     if problem.answer is None:
         return None
-    from maps_autogen.scoring.benchmarks.custom.scorer import gold_evaluation, gold_problem
+    from maps_autogen.benchmarks.custom import gold_evaluation, gold_problem
 
     gold, options = problem.answer, problem.options
     trouble = gold_problem({"answer": gold, "options": list(options)})
@@ -293,8 +284,7 @@ def _solve(problem: Problem, loaded: LoadedConfig, options: SolveOptions, *,
     with image_limits(ImageLimits.of(loaded.config.limits)):
         problem = problem.fitted(loaded.config.images.max_side)
     evaluate_answer = gold_scorer(problem, where="the problem")
-    from maps_autogen.eval.context_fit import fit_team
-    from maps_autogen.eval.estimate import shown_of
+    from maps_autogen.eval import fit_team, shown_of
 
     # Reply budgets every request fits in, on a server that says its context: before the first call.
     assembled = fit_team(assemble_team(loaded), loaded, [shown_of(problem)], method="maps", without=options.without)
@@ -348,16 +338,15 @@ def evaluate(
     from maps_autogen.scoring import resolve_scorer
 
     if options.data is None and options.resume is None:  # no network and no cached copy: fail before the slow imports
+        from maps_autogen.benchmarks import get_benchmark
         from maps_autogen.problem import available_subsets, check_hub
-        from maps_autogen.scoring.benchmarks import get_benchmark
 
         task = get_benchmark(options.benchmark).task
         if task.hub_id:
             check_hub(task.hub_id)
         else:  # no hub copy (your own benchmark): data is required
             available_subsets(task, None)
-    from maps_autogen.eval.options import check_request
-    from maps_autogen.eval.runner import EvalRun
+    from maps_autogen.eval import EvalRun, check_request
 
     resolve_scorer(options.benchmark, options.rules)  # a benchmark without its scorer: one line before anything runs
     check_request(options)  # nothing a resumed run fixes: before the settings load
@@ -401,8 +390,8 @@ def _llm_extractor(options: ScoreOptions) -> Callable[[Any], Any]:
     if options.benchmark != "mathvista":
         raise UsageError("--llm-extract is MathVista's optional step; the other benchmarks score by rules only",
                          fix="drop --llm-extract")
+    from maps_autogen.benchmarks.mathvista import with_llm_extraction
     from maps_autogen.model import step_backend
-    from maps_autogen.scoring.benchmarks.mathvista.scorer import with_llm_extraction
 
     loaded = load_settings(options.config, model=options.model)
     backend = step_backend(loaded, loaded.team.config.final_step.name)
@@ -419,7 +408,7 @@ def merge(*, options: MergeOptions) -> MergeOutcome:
     """Combine the shard runs of one evaluation into one eval folder, as `maps merge` does
     (refused when a shard or a problem is missing, unless `allow_incomplete`); returns the
     `MergeOutcome` (`out`, and `notes`: what was scored again differently, what is missing)."""
-    from maps_autogen.eval.merge import merge_runs
+    from maps_autogen.eval import merge_runs
     from maps_autogen.orchestration import new_run_id
 
     out = options.out or Path("runs") / new_run_id("merged")
@@ -454,8 +443,7 @@ def serve_view(*, options: ServeOptions) -> ViewServer:
     serving): its `url` holds the token that guards it; `start()` serves on a background
     thread, `serve_forever()` in this one, `close()` stops it. A folder that is not a run is a
     DataError before anything starts."""
-    from maps_autogen.report.view.render import kind_of
-    from maps_autogen.report.view.server import ViewServer
+    from maps_autogen.report.view import ViewServer, kind_of
 
     kind_of(options.run)
     return ViewServer(options.run, host=options.host, port=options.port)
@@ -470,9 +458,7 @@ def serve_model(*, options: ModelServerOptions) -> LocalServer:
     `model_name`, `log_path`; `stop()` ends it), in a child process that never outlives this one.
     A missing or broken model file is a UsageError; a server that cannot start, a LocalModelError
     naming its log."""
-    from maps_autogen.model.local.gguf import GGUFFormatError, read_gguf_info
-    from maps_autogen.model.local.server import LocalServer
-    from maps_autogen.model.local.settings import LocalModelSettings
+    from maps_autogen.model.local import GGUFFormatError, LocalModelSettings, LocalServer, read_gguf_info
 
     for path, what in ((options.model, "model"), (options.mmproj, "--mmproj")):
         if path is None:
@@ -518,6 +504,6 @@ def effective_config(*, options: SettingsOptions) -> EffectiveConfig:
 def read_results(eval_dir: PathLike) -> list[ResultRow]:
     """An eval run's results.jsonl, typed: the latest row of each problem (a problem retried
     appears once). A damaged line is a DataError naming it."""
-    from maps_autogen.eval.results import RESULTS_FILE, ResultsLog
+    from maps_autogen.eval import RESULTS_FILE, ResultsLog
 
     return list(ResultsLog(Path(eval_dir) / RESULTS_FILE).read().values())

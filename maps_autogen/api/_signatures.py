@@ -21,27 +21,16 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from maps_autogen.api._api import EffectiveConfig, PathLike
-    from maps_autogen.eval.merge import MergeOutcome
-    from maps_autogen.eval.options import EvalOptions
-    from maps_autogen.eval.runner import EvalOutcome
-    from maps_autogen.eval.selection import Shard
-    from maps_autogen.model.local.server import LocalServer
-    from maps_autogen.orchestration import HumanDecision, HumanState, SolveResult
+    from maps_autogen.eval import EvalOptions, EvalOutcome, MergeOptions, MergeOutcome
+    from maps_autogen.eval._selection import Shard
+    from maps_autogen.model.local import LocalServer, ModelServerOptions
+    from maps_autogen.orchestration import HumanDecision, HumanState, SolveOptions, SolveResult
     from maps_autogen.problem import Problem
     from maps_autogen.records import ChatRecord, MessageRecord
-    from maps_autogen.report import Report
-    from maps_autogen.report.view.server import ViewServer
+    from maps_autogen.report import Report, ReportOptions
+    from maps_autogen.report.view import ServeOptions, ViewOptions, ViewServer
     from maps_autogen.scoring import ScoreOptions, ScoreReport
-    from maps_autogen.settings import (
-        LoadedConfig,
-        MergeOptions,
-        ModelServerOptions,
-        ReportOptions,
-        ServeOptions,
-        SettingsOptions,
-        SolveOptions,
-        ViewOptions,
-    )
+    from maps_autogen.settings import LoadedConfig, SettingsOptions
 
 
 class EffectiveConfigFunction(Protocol):

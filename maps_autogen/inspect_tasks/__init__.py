@@ -6,3 +6,13 @@ Registered with Inspect by the `inspect_ai` entry point in pyproject.toml, which
 `maps_autogen.inspect_tasks.tasks`. Needs the `inspect` extra; nothing else in the package
 imports this subpackage, so `maps` never loads Inspect.
 """
+
+from typing import TYPE_CHECKING
+
+from maps_autogen._util._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._samples import benchmark_items as benchmark_items, problem_message as problem_message
+    from .tasks import maps_task as maps_task
+
+__getattr__, __dir__ = lazy_exports(globals())

@@ -17,14 +17,13 @@ from pathlib import Path
 from inspect_ai import Task, task
 
 from maps_autogen._util import UsageError, register_well_known_keys
-from maps_autogen.eval.baselines import load_baseline_prompts
-from maps_autogen.eval.options import METHODS
-from maps_autogen.inspect_tasks import log_secrets  # noqa: F401 - registers the hook that masks our tasks' logs
-from maps_autogen.inspect_tasks.local_model import check_model_given  # also registers --model maps/local
-from maps_autogen.inspect_tasks.samples import benchmark_dataset, benchmark_items
-from maps_autogen.inspect_tasks.solver import maps_metrics, maps_solver, official_scorer
+from maps_autogen.benchmarks import NAMES, get_benchmark
+from maps_autogen.eval import METHODS, load_baseline_prompts
+from maps_autogen.inspect_tasks import _log_secrets as log_secrets  # noqa: F401 - registers the hook that masks our tasks' logs
+from maps_autogen.inspect_tasks._local_model import check_model_given  # also registers --model maps/local
+from maps_autogen.inspect_tasks._samples import benchmark_dataset, benchmark_items
+from maps_autogen.inspect_tasks._solver import maps_metrics, maps_solver, official_scorer
 from maps_autogen.problem import load_answer_formats
-from maps_autogen.scoring.benchmarks import NAMES, get_benchmark
 from maps_autogen.settings import check_without, load_config, load_prompts
 
 
@@ -44,7 +43,7 @@ def maps_task(benchmark: str, *, data: str | None = None, method: str = "maps", 
     check_model_given(f"maps_autogen/{benchmark}")
     if method not in METHODS:
         raise UsageError(f"unknown method '{method}'", fix=f"use one of: {', '.join(METHODS)}")
-    register_well_known_keys()  # the provider's key (and base URL) variables: masked in the log (log_secrets.py)
+    register_well_known_keys()  # the provider's key (and base URL) variables: masked in the log (_log_secrets.py)
     loaded = load_config(Path(config) if config else None, team=Path(team) if team else None)
     left_out = frozenset(_names(without))
     if method == "maps":

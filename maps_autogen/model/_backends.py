@@ -28,8 +28,7 @@ def open_backend(model: ResolvedModel, *, loaded: LoadedConfig, cache: ResponseC
     health_check: Callable[[], None] | None = None
     gate: threading.Semaphore | None = None
     if model.kind == "local":
-        from maps_autogen.model.local.server import shared_local_server
-        from maps_autogen.model.local.settings import settings_from_endpoint
+        from maps_autogen.model.local import settings_from_endpoint, shared_local_server
 
         # Started on first use, shared by the whole process, stopped at exit (and on Ctrl-C).
         # One model name end to end: the server registers the name the requests send and the run records.

@@ -32,7 +32,7 @@ PROBE_BYTES = 4 * 1024 * 1024
 PROBE_TIMEOUT_S = 5.0
 #: No server holds a billion tokens per request: a larger figure is as unusable as a negative one.
 MAX_CONTEXT = 100_000_000
-#: The key a step's max_tokens is named by once maps fitted it to the server's context (eval/context_fit.py).
+#: The key a step's max_tokens is named by once maps fitted it to the server's context (eval/_context_fit.py).
 FITTED_KEY = "--max-tokens (maps fitted every step's max_tokens to the server's context)"
 #: A reply whose last REPEAT_TAIL characters compress below REPEAT_RATIO of their size is going
 #: round in a loop (ordinary text compresses to a third or more; a loop to a few percent).

@@ -74,7 +74,7 @@ class Team:
     cancelled: threading.Event = field(default_factory=threading.Event)  # set: no new model request starts
     # a team setting the serving model brought (settings/_endpoints.py: embedded_team_setting)
     setting_note: str | None = None
-    context_note: str | None = None  # what the servers said of their contexts, the budgets fitted (eval/context_fit.py)
+    context_note: str | None = None  # what the servers said of their contexts, budgets fitted (eval/_context_fit.py)
 
     @property
     def announcement(self) -> str:

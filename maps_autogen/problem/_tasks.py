@@ -28,7 +28,7 @@ class EvalItem:
 
     The Problem is built by `load_problem` when the problem starts (in its worker): its images
     are read and decoded then, so a run never holds every image at once and a broken image
-    fails its own problem only. The row's fields are checked before (eval/validate.py)."""
+    fails its own problem only. The row's fields are checked before (eval/_validate.py)."""
 
     pid: str
     subset: str
@@ -38,7 +38,7 @@ class EvalItem:
     metadata: dict[str, Any] = field(default_factory=dict)  # question/answer type, category, difficulty
     # What the steps are shown, unread: the texts (question, context, options, answer format)
     # and each image reference as the row gives it (bytes, a path from `base_dir`, a URL). The
-    # data fingerprint (eval/run_settings.py) hashes the texts and the images' bytes.
+    # data fingerprint (eval/_verdict_settings.py) hashes the texts and the images' bytes.
     shown: tuple[Any, ...] = ()
     image_refs: tuple[Any, ...] = ()
     base_dir: Path | None = None

@@ -28,7 +28,7 @@ and sender, a review's evaluation, a step model's prompt layout), so version 1 f
 
 The schema sits above the settings (settings/_config.py, settings/_team.py): a run records its
 config and team as their own models. The transcript's lines and the live records a chat emits
-are `_chat_records.py`'s, the verdict settings a manifest records `_settings_record.py`'s; the
+are `_chat_records.py`'s, the verdict settings a manifest records `_verdict_settings.py`'s; the
 one reader of each file is `_run_files.py`.
 """
 
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, PlainSerializer
 
-from maps_autogen.records._settings_record import VerdictSettings
+from maps_autogen.records._verdict_settings import VerdictSettings
 from maps_autogen.settings import AppConfig, HumanWhen, TeamConfig
 
 if TYPE_CHECKING:
@@ -505,7 +505,7 @@ class Manifest(_File):
     config: RecordedConfig | None = None
     rules: str = "current"
     allow_outside_paths: bool = False
-    settings: VerdictSettings  # what a --resume must match (eval/run_settings.py)
+    settings: VerdictSettings  # what a --resume must match (eval/_verdict_settings.py)
     changes: list[SettingsChange] = Field(default_factory=list)
     versions: dict[str, str] = Field(default_factory=dict)  # python and package versions
     git_commit: str | None = None

@@ -47,5 +47,5 @@ class Summary(_File):
     stopped_by: str | None = None  # a fatal service error, or the signal that stopped the run ("SIGTERM")
     mixed_settings: bool | None = None
     missing: list[str] | None = None  # the manifest's problems without a result (not run, or pending)
-    workers_replaced: int | None = None  # worker processes that died and were replaced (eval/processes.py)
+    workers_replaced: int | None = None  # worker processes that died and were replaced (eval/_processes.py)
     batches: BatchTally | None = None  # maps eval --batch: the rounds and batches (records/_batch_records.py)

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import missing_extra, write_bytes_file
+from maps_autogen.benchmarks import get_benchmark
 from maps_autogen.records import NO_REGENERATION, NO_REVIEWER, NO_ROLLBACK_ALLOWED, NO_USABLE_REVIEW, NOT_A_STEP
-from maps_autogen.scoring.benchmarks import get_benchmark
 
 PAPER_TIME_SCALE_S = 100.0  # the paper's Figure 6 shows every time relative to 100 s
 # One colour per series (Figures 5 and 6), so a figure can be checked by colour.

@@ -1,7 +1,7 @@
 """`maps report`'s paired comparisons: each full MAPS run against each baseline and each ablation
 run of the same benchmark, problem by problem, when both ran the same problems: the difference
 of their accuracies with its 95% interval and the exact McNemar p-value of the problems only one
-of them got right (eval/intervals.py). Runs on different problems are never compared this way;
+of them got right (eval/_intervals.py). Runs on different problems are never compared this way;
 the report names them. A problem either run failed without a verdict is left out of the pair
 (never counted wrong), and the pair says how many."""
 
@@ -12,11 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from maps_autogen._util import markdown_table, markdown_text
-from maps_autogen.eval.intervals import PairedComparison
-from maps_autogen.eval.table1 import Run
-from maps_autogen.eval.table_rows import group_runs
-from maps_autogen.scoring.benchmarks import NAMES as BENCHMARK_ORDER
-from maps_autogen.scoring.benchmarks import get_benchmark
+from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER
+from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.eval import PairedComparison, Run, group_runs
 
 METHOD = ("the difference is MAPS's accuracy minus the other row's on the problems both scored, in points, with "
           "the Bonett-Price adjusted Wald 95% interval for paired proportions; p is the two-sided exact McNemar "

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from maps_autogen._util import csv_text, markdown_table
-from maps_autogen.eval.table1 import Run, _cell
-from maps_autogen.eval.table_rows import group_runs
+from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.eval import group_runs
+from maps_autogen.eval._table1 import Run, _cell
 from maps_autogen.problem import Task
 from maps_autogen.report.paper import TABLE2_BENCHMARK, AblationRow, Flag, paper_row_for, table2_checks, table2_rows
-from maps_autogen.scoring.benchmarks import get_benchmark
 
 FLAG = "⚠"  # beside a printed cell that does not follow from the paper's own numbers
 

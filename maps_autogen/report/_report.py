@@ -8,7 +8,7 @@ answer type, category and difficulty, from the field each benchmark has; also on
 scale), cost and tokens per role, and tokens and cost per problem and per correct answer.
 
 Every table and figure has one row (or bar, or line) per group of runs under the same verdict
-settings (eval/table_rows.py), labelled by the models that answered and by what sets it apart;
+settings (eval/_table_rows.py), labelled by the models that answered and by what sets it apart;
 the report lists which runs went into which row. Nothing is averaged across rows."""
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import csv_text, folder_built_beside, markdown_table, markdown_text, write_text_atomic
-from maps_autogen.eval.answer_cost import answer_cost_table, answer_costs, by_batch
-from maps_autogen.eval.table1 import (
+from maps_autogen.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
+from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.eval import ablation_settings, answer_cost_table, answer_costs, by_batch, group_runs
+from maps_autogen.eval._table1 import (
     Cell,
     Row,
     Run,
@@ -32,7 +34,6 @@ from maps_autogen.eval.table1 import (
     table1,
     table1_rows,
 )
-from maps_autogen.eval.table_rows import ablation_settings, group_runs
 from maps_autogen.records import ResultRow, feedback_targets
 from maps_autogen.report._figures import (
     PAPER_TIME_SCALE_S,
@@ -48,8 +49,6 @@ from maps_autogen.report._paper_table2 import FLAG, paper_table2
 from maps_autogen.report.paper import OVERALL, PaperRow, human_margin, paper_row_for, reference_notes
 from maps_autogen.report.paper import table1_rows as paper_table1_rows
 from maps_autogen.scoring import first_decision
-from maps_autogen.scoring.benchmarks import NAMES as BENCHMARK_ORDER  # NAMES is in the paper's column order
-from maps_autogen.scoring.benchmarks import get_benchmark
 
 # Figure 6 panels: which row field holds each property, per benchmark (a benchmark without
 # such a field has no values in that panel). MathVista has no difficulty: its `grade` (elementary

@@ -26,9 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import UsageError, redact
-from maps_autogen.eval.harness import HARNESS_FILE, harness_results
-from maps_autogen.eval.lm_eval_files import model_folder_name
-from maps_autogen.eval.options import TRACKERS
+from maps_autogen.eval import HARNESS_FILE, TRACKERS, harness_results, model_folder_name
 from maps_autogen.records import (
     MANIFEST_FILE,
     RESULTS_FILE,

@@ -1,38 +1,16 @@
-"""Scoring answers: the one accuracy tally, `maps score`, and the benchmarks (registry, shared
-rules, one package per benchmark with its task and official-conformant scorer).
+"""Scoring answers: the one accuracy tally and `maps score`, recorded answers scored by a
+benchmark's official-conformant rules (`maps_autogen.benchmarks`, a layer below: each benchmark's
+task and scorer side by side).
 """
-
-from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from maps_autogen._util._lazy import lazy_names
+from maps_autogen._util._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ._score import RULES as RULES
-    from ._score import ScoreOptions as ScoreOptions
-    from ._score import ScoreReport as ScoreReport
-    from ._score import render_summary as render_summary
-    from ._score import resolve_scorer as resolve_scorer
-    from ._score import score_file as score_file
-    from ._score import score_record as score_record
-    from ._tally import Tally as Tally
-    from ._tally import first_decision as first_decision
-    from ._tally import tally_rows as tally_rows
+    from ._score import (RULES as RULES, ScoreOptions as ScoreOptions, ScoreReport as ScoreReport,
+                         render_summary as render_summary, resolve_scorer as resolve_scorer, score_file as score_file,
+                         score_record as score_record)
+    from ._tally import Tally as Tally, first_decision as first_decision, tally_rows as tally_rows
 
-# name → the private module that defines it, imported on first use (PEP 562)
-_EXPORTS: dict[str, str] = {
-    'RULES': '_score',
-    'ScoreOptions': '_score',
-    'ScoreReport': '_score',
-    'Tally': '_tally',
-    'first_decision': '_tally',
-    'render_summary': '_score',
-    'resolve_scorer': '_score',
-    'score_file': '_score',
-    'score_record': '_score',
-    'tally_rows': '_tally',
-}
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = lazy_exports(globals())

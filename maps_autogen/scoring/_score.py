@@ -1,7 +1,7 @@
 """Re-score recorded model outputs with a benchmark's official rules (`maps score`).
 
 Generic over the benchmarks: each benchmark module supplies a `Scorer` (see
-`maps_autogen.scoring.benchmarks.base`); this module reads and writes JSONL, keeps every input field,
+`maps_autogen.benchmarks._base`); this module reads and writes JSONL, keeps every input field,
 skips unusable lines with their line numbers, and summarises accuracy per subset.
 `score_record` is the single code path shared with `maps eval`. `ScoreOptions` declares
 `maps score`'s options (settings/_options.py says what is made from them).
@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from maps_autogen._util import DataError, NumberTooLong, UsageError, atomic_text_writer, json_loads
+from maps_autogen.benchmarks import NAMES, RecordError, Scorer, Unjudgeable, Verdict, get_benchmark
 from maps_autogen.scoring._tally import Tally
-from maps_autogen.scoring.benchmarks import NAMES, RecordError, Scorer, Verdict, get_benchmark
-from maps_autogen.scoring.benchmarks.bounds import Unjudgeable
 from maps_autogen.settings import LoadedConfig, Options, argument, option
 
 logger = logging.getLogger(__name__)
@@ -91,7 +90,7 @@ def resolve_scorer(benchmark: str, rules: str) -> Scorer:
     try:
         scorer = get_benchmark(benchmark).scorer
     except ModuleNotFoundError as error:
-        if not (error.name or "").startswith("maps_autogen.scoring.benchmarks."):
+        if not (error.name or "").startswith("maps_autogen.benchmarks."):
             raise  # a missing third-party package is a real installation problem
         raise UsageError(
             f"scoring for {benchmark} is not available in this version",

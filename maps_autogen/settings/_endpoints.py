@@ -119,7 +119,7 @@ class ResolvedModel:
     batch_max_requests: int = 50_000  # requests one batch input file may carry
     batch_max_bytes: int = 200_000_000  # bytes one batch input file may have
     # What the server said of its context (the most tokens one request holds) and how it is raised:
-    # learnt before the first call (eval/context_fit.py), None when the server says nothing.
+    # learnt before the first call (eval/_context_fit.py), None when the server says nothing.
     context_tokens: int | None = None
     context_raise: str | None = None
 

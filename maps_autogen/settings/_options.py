@@ -1,4 +1,5 @@
-"""Every command's options, each declared once.
+"""How every command's options are declared, once each, and the settings every model-calling command
+shares (`SettingsOptions`); each command's own options class sits beside its command's layer.
 
 An options class is a frozen dataclass whose fields are declared with `option()` (or
 `argument()`): the name a Python caller passes, the command-line flag, the kind of value, the
@@ -8,8 +9,10 @@ and `Args:` documentation (`takes`), its static types (api/_signatures.py, which
 scripts/api_signatures.py writes from these declarations), and the check every value passes whichever way it came
 (`Options.__post_init__`: a bad value is one UsageError naming the argument, its option and the
 fix). The settings every model-calling command shares are `SettingsOptions` (bounded as
-agents.yaml bounds the same keys); `maps eval`'s options, which are also the request its runner
-runs, are `eval/options.py`'s `EvalOptions`; `maps score`'s are `scoring.ScoreOptions`.
+agents.yaml bounds the same keys). Each command's options sit in its layer: `maps solve`'s in
+orchestration/_options.py, `maps score`'s in scoring/_score.py, `maps eval`'s (also the request its
+runner runs) and `maps merge`'s in eval/_options.py, `maps report`'s in report/_options.py, `maps
+view`'s in report/view/_options.py and `maps serve`'s in model/local/_options.py.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ from maps_autogen.settings._config import (
     CriticConfig,
     EveryStepConfig,
     LoadedConfig,
-    LocalEndpoint,
 )
 
 #: What an option holds: text (`parse` may read it into a value), a whole number, a number, a
@@ -421,90 +423,5 @@ class SettingsOptions(Options):
         return {key: getattr(self, key) for key in EVERY_STEP_FLAGS}
 
 
-@dataclass(frozen=True, kw_only=True)
-class SolveOptions(SettingsOptions):
-    """What `maps solve` (and `maps_autogen.solve`) runs a problem with."""
-
-    without: frozenset[str] = option(
-        frozenset(), "--without", "Leave a step out (repeatable); docs/team.md.", kind="names",
-        metavar="STEP", distinct=True)
-    runs_dir: Path = option(Path("runs"), "--runs-dir", "Where run folders go.", kind="path", example="runs")
-    allow_private_urls: bool = option(
-        False, "--allow-private-urls", "Let the problem file's image URLs point at private addresses (loopback, "
-        "LAN); trusted files only.", kind="flag", safety=True)
-    allow_outside_paths: bool = option(
-        False, "--allow-outside-paths", "Let the problem file's images be files outside its folder; trusted files "
-        "only.", kind="flag", safety=True)
-
-
-@dataclass(frozen=True, kw_only=True)
-class MergeOptions(Options):
-    """What `maps merge` combines, and where."""
-
-    runs: tuple[Path, ...] = argument("The shard runs of one evaluation (folders maps eval wrote).", kind="paths")
-    out: Path | None = option(None, "--out", "The merged run folder (default: runs/<new id>).", kind="path")
-    allow_incomplete: bool = option(
-        False, "--allow-incomplete", "Write the merge even when shards or problems are missing (summary.json: "
-        "complete false and the missing ids).", kind="flag")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReportOptions(Options):
-    """What `maps report` compares, and where its tables and figures go."""
-
-    runs: tuple[Path, ...] = argument("The eval run folders to compare.", kind="paths")
-    out: Path | None = option(
-        None, "--out", "Folder for the tables and figures (default: runs/report-<stamp>).", kind="path")
-    paper: bool = option(
-        False, "--paper", "Add the paper's Table 1 rows beside ours, with the difference, and random-choice rows.",
-        kind="flag")
-
-
-@dataclass(frozen=True, kw_only=True)
-class _RunFolder(Options):
-    run: Path = argument("A run folder: a solve run or an eval run.", kind="path")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ViewOptions(_RunFolder):
-    """Where `maps view` writes a run's pages."""
-
-    out: Path | None = option(
-        None, "--out", "A .html file (one self-contained page) or a folder (index.html, a page per problem, images "
-        "as files). Default: RUN/view.html for a solve run, the folder RUN/view/ for an eval run.", kind="path")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ServeOptions(_RunFolder):
-    """Where `maps view --serve` serves a run from."""
-
-    port: int = option(0, "--port", "Port for --serve (0: any free port).", kind="whole", low=0, high=65535)
-    host: str = option("127.0.0.1", "--host", "Address for --serve (the URL's token still guards it).", kind="text",
-                       safety=True)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelServerOptions(Options):
-    """What `maps serve` starts: llama.cpp's OpenAI-compatible server, from the xllamacpp wheel maps
-    installs (no build needed), on a GGUF model file of your own, on 127.0.0.1."""
-
-    model: Path = argument("A GGUF model file.", kind="path")
-    port: int = option(8080, "--port", "Port on 127.0.0.1 (0: any free port).", kind="whole", low=0, high=65535)
-    ctx_size: int = option(
-        8192, "--ctx-size", "Context in tokens, shared by the --parallel slots: each request holds ctx-size / "
-        "parallel (prompt and reply; at most what the model was trained with).", kind="whole",
-        **bounds(LocalEndpoint, "n_ctx"))
-    parallel: int = option(1, "--parallel", "Requests served at once (slots).", kind="whole", low=1, high=64)
-    alias: str | None = option(
-        None, "--alias", "The model name requests use (default: the file's name without .gguf).", kind="text")
-    mmproj: Path | None = option(
-        None, "--mmproj", "The model's image projector (mmproj-*.gguf): requests may then carry images.",
-        kind="path")
-    threads: int | None = option(
-        None, "--threads", "CPU threads (default: the usable cores minus one, at most 8).", kind="whole",
-        **bounds(LocalEndpoint, "n_threads"))
-
-
-__all__ = ["REQUIRED", "Declared", "Kind", "MergeOptions", "ModelServerOptions", "Options", "ReportOptions",
-           "ServeOptions", "SettingsOptions", "SolveOptions", "Spec", "ViewOptions", "argument", "args_doc", "bounds",
+__all__ = ["REQUIRED", "Declared", "Kind", "Options", "SettingsOptions", "Spec", "argument", "args_doc", "bounds",
            "option", "takes"]

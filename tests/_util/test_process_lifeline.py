@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.scoring.benchmarks import _symbolic
+from maps_autogen.benchmarks import _symbolic
 from tests.helpers.common import REPO
 from tests.helpers.eval_fixtures import alive, wait_for
 
@@ -38,7 +38,7 @@ import sys
 from maps_autogen._util import _lifeline as lifeline
 lifeline.METHOD = sys.argv[2]
 import spinning
-from maps_autogen.scoring.benchmarks._symbolic import run_bounded
+from maps_autogen.benchmarks._symbolic import run_bounded
 run_bounded(spinning.spin, sys.argv[1], fallback=False, timeout=600)
 '''
 
@@ -65,7 +65,7 @@ def test_a_helper_in_a_long_judgement_dies_with_its_killed_parent(tmp_path: Path
 
 def test_the_embedded_models_server_dies_with_its_killed_parent(tmp_path: Path) -> None:
     program = ("import sys\n"
-               "from maps_autogen.model.local.server import LocalServer\n"
+               "from maps_autogen.model.local._server import LocalServer\n"
                "server = LocalServer()\n"
                "print(server.pid, server.log_path, flush=True)\n"
                "sys.stdin.read()\n")

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from maps_autogen.cli import ENV_PREFIX, cli
-from maps_autogen.cli.shared import SafetySwitch
+from maps_autogen.cli._shared import SafetySwitch
 from tests.helpers.common import TEST_KEY, clean_env, run_maps
 from tests.helpers.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.helpers.fake_openai import FakeOpenAI

@@ -15,8 +15,10 @@ import click
 import pytest
 
 from maps_autogen.cli import cli
-from maps_autogen.eval.options import EvalOptions
-from maps_autogen.settings import Options, ServeOptions, SolveOptions
+from maps_autogen.eval import EvalOptions
+from maps_autogen.orchestration import SolveOptions
+from maps_autogen.report.view import ServeOptions
+from maps_autogen.settings import Options
 from tests.helpers.common import TEST_KEY, clean_env, critic_json, make_png, run_maps, solver_json
 from tests.helpers.fake_openai import FakeOpenAI, Received, Reply
 
@@ -77,7 +79,7 @@ def test_a_safety_switch_is_given_on_the_command_line_only(tmp_path: Path) -> No
 def test_the_safety_switches_are_derived_from_the_declarations() -> None:
     """Every declared option that lifts a safety bound (marked `safety`) is a command-line-only
     switch on every command, and every option whose help says it is for trusted input is one."""
-    from maps_autogen.cli.shared import SafetySwitch
+    from maps_autogen.cli._shared import SafetySwitch
 
     declared = {one.name: one.spec for options in (SolveOptions, EvalOptions, ServeOptions)
                 for one in options.declared()}

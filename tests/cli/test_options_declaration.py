@@ -1,4 +1,4 @@
-"""Every command's options are declared once (maps_autogen/settings/_options.py, eval/options.py,
+"""Every command's options are declared once (maps_autogen/settings/_options.py, eval/_options.py,
 scoring.ScoreOptions): walking each declaration finds every option on the command line (its
 flag, help text, default and bounds), in the API function's signature and `Args:`
 documentation, and in the options object the command line builds (for `maps eval`, the request
@@ -20,25 +20,15 @@ from click.testing import CliRunner
 import maps_autogen
 from maps_autogen._util._errors import UsageError
 from maps_autogen.cli import ENV_PREFIX, cli
-from maps_autogen.cli.shared import options_of
-from maps_autogen.eval.options import EvalOptions
-from maps_autogen.eval.runner import EvalRun
-from maps_autogen.eval.selection import Shard
+from maps_autogen.cli._shared import options_of
+from maps_autogen.eval import EvalOptions, EvalRun, MergeOptions
+from maps_autogen.eval._selection import Shard
+from maps_autogen.model.local import ModelServerOptions
+from maps_autogen.orchestration import SolveOptions
+from maps_autogen.report import ReportOptions
+from maps_autogen.report.view import ServeOptions, ViewOptions
 from maps_autogen.scoring._score import ScoreOptions
-from maps_autogen.settings._options import (
-    REQUIRED,
-    Declared,
-    MergeOptions,
-    ModelServerOptions,
-    Options,
-    ReportOptions,
-    ServeOptions,
-    SettingsOptions,
-    SolveOptions,
-    ViewOptions,
-    option,
-    takes,
-)
+from maps_autogen.settings._options import REQUIRED, Declared, Options, SettingsOptions, option, takes
 
 # command, its declaration, the API function that runs it, and the values its required arguments need
 COMMANDS: list[tuple[str, type[Options], Callable[..., Any], dict[str, Any]]] = [

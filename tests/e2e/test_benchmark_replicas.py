@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 from PIL import Image as PILImage
 
+from maps_autogen.benchmarks.emma import TASK as EMMA
+from maps_autogen.benchmarks.mathvista import TASK as MATHVISTA
+from maps_autogen.benchmarks.olympiadbench import TASK as OLYMPIAD
 from maps_autogen.orchestration._role_inputs import interleave_images
 from maps_autogen.problem._images import load_image
 from maps_autogen.problem._problem import Problem
@@ -26,9 +29,6 @@ from maps_autogen.problem._tasks import (
     load_answer_formats,
     spread_limit,
 )
-from maps_autogen.scoring.benchmarks.emma.task import TASK as EMMA
-from maps_autogen.scoring.benchmarks.mathvista.task import TASK as MATHVISTA
-from maps_autogen.scoring.benchmarks.olympiadbench.task import TASK as OLYMPIAD
 from tests.helpers.benchmark_replicas import hub_parquet
 from tests.helpers.common import TEST_KEY, clean_env, make_png, run_maps
 from tests.helpers.eval_fixtures import ProblemScript
@@ -194,7 +194,7 @@ def test_offline_eval_fails_at_once_with_one_line(tmp_path: Path) -> None:
 
 _LOG_TWICE_PROBE = """
 import logging
-from maps_autogen.cli import _configure_logging
+from maps_autogen.cli._main import _configure_logging
 from maps_autogen.problem._hub import import_datasets
 _configure_logging()
 import_datasets()

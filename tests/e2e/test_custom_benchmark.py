@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.scoring.benchmarks.base import RecordError
-from maps_autogen.scoring.benchmarks.custom.scorer import SCORER
+from maps_autogen.benchmarks import RecordError
+from maps_autogen.benchmarks.custom import SCORER
 from tests.helpers.common import TEST_KEY, clean_env, make_png, run_maps
 from tests.helpers.eval_fixtures import ProblemScript
 from tests.helpers.fake_openai import FakeOpenAI
@@ -132,8 +132,8 @@ def test_unusable_records_are_named() -> None:
 
 def test_categories_are_the_subsets(tmp_path: Path) -> None:
     from maps_autogen._util._errors import UsageError
+    from maps_autogen.benchmarks.custom import TASK
     from maps_autogen.problem._tasks import available_subsets, find_subsets
-    from maps_autogen.scoring.benchmarks.custom.task import TASK
 
     data = write_benchmark(tmp_path / "bench", [row for row, _, _ in ROWS] + [{"id": "u", "question": "q", "answer": "1"}])
     available = available_subsets(TASK, data)

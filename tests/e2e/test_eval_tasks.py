@@ -25,12 +25,12 @@ from datasets import Features
 from PIL import Image as PILImage
 
 from maps_autogen._util._errors import DataError
+from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.benchmarks.emma import TASK as EMMA
+from maps_autogen.benchmarks.mathvista import TASK as MATHVISTA
+from maps_autogen.benchmarks.olympiadbench import TASK as OLYMPIAD
 from maps_autogen.problem._tasks import AnswerFormats, EvalItem, find_subsets
 from maps_autogen.scoring._score import score_record
-from maps_autogen.scoring.benchmarks import get_benchmark
-from maps_autogen.scoring.benchmarks.emma.task import TASK as EMMA
-from maps_autogen.scoring.benchmarks.mathvista.task import TASK as MATHVISTA
-from maps_autogen.scoring.benchmarks.olympiadbench.task import TASK as OLYMPIAD
 from tests.helpers.eval_tasks import (
     EMMA_FEATURES,
     EMMA_IMAGES,
@@ -392,7 +392,7 @@ def test_mathvista_from_every_layout(tmp_path: Path, formats: AnswerFormats, lay
 _OFFLINE_PROBE = """
 import json, sys, time
 from maps_autogen._util._errors import DataError
-from maps_autogen.scoring.benchmarks import get_benchmark
+from maps_autogen.benchmarks import get_benchmark
 out = {}
 for name in ("olympiadbench", "emma", "mathvista"):
     task = get_benchmark(name).task

@@ -18,7 +18,7 @@ import pytest
 
 from maps_autogen._util import _artifacts as artifacts
 from maps_autogen._util._errors import DiskFullError
-from maps_autogen.eval.results import ResultsLog
+from maps_autogen.eval import ResultsLog
 from maps_autogen.orchestration._transcript import RunWriter
 from maps_autogen.records._chat_records import StopEvent
 from maps_autogen.records._schema import ResultRow

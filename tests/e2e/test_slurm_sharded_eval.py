@@ -289,7 +289,7 @@ def test_the_docs_show_the_scripts_the_slurm_test_submits() -> None:
 def test_a_resumed_task_leaves_out_exactly_the_options_a_resume_refuses() -> None:
     """The script drops, on a resume, the options `maps eval --resume` refuses (and the folder it
     sets itself): a task requeued with the command line it was submitted with resumes."""
-    from maps_autogen.eval.options import FIXED_ON_RESUME
+    from maps_autogen.eval import FIXED_ON_RESUME
 
     line = next(line for line in SHARDS.read_text().splitlines() if line.strip().startswith("--subset|"))
     dropped = set(line.strip().split(")")[0].split("|"))

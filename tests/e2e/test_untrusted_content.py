@@ -21,7 +21,7 @@ from PIL import Image
 
 from maps_autogen._util._errors import ConfigError, DataError, ProblemError
 from maps_autogen._util._redact import StreamRedactor, redact, register_secret, terminal_safe
-from maps_autogen.eval.results import ResultsLog
+from maps_autogen.eval import ResultsLog
 from maps_autogen.orchestration._solving import assemble_team
 from maps_autogen.orchestration._verdict import MAX_JSON_DEPTH, parse_critic_reply, parse_solver_reply
 from maps_autogen.problem._images import ImageLimits, image_limits, load_image
@@ -201,8 +201,8 @@ def test_megabyte_adversarial_replies_parse(reply: str, expected: str | None) ->
 
 
 def test_scoring_helpers_are_linear_on_adversarial_answers() -> None:
-    from maps_autogen.scoring.benchmarks.emma.scorer import extract_answer
-    from maps_autogen.scoring.benchmarks.olympiadbench.task import answer_pieces
+    from maps_autogen.benchmarks.emma._scorer import extract_answer
+    from maps_autogen.benchmarks.olympiadbench._task import answer_pieces
 
     # `\s*\n` around the separators split a long run of spaces in quadratic time.
     assert answer_pieces("x" + " " * MEGABYTE + "y; z", multiple=True) == ["x y", "z"]
@@ -375,9 +375,9 @@ def test_dotdot_data_set_path_is_refused_naming_the_row(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["absolute", "symlink"])
 def test_absolute_and_symlinked_paths_are_refused_unless_allowed(tmp_path: Path, kind: str) -> None:
-    from maps_autogen.eval.runner import load_items
+    from maps_autogen.benchmarks import get_benchmark
+    from maps_autogen.eval._runner import load_items
     from maps_autogen.records._safe_paths import outside_paths_allowed
-    from maps_autogen.scoring.benchmarks import get_benchmark
 
     outside = tmp_path / "secret.png"
     Image.new("RGB", (32, 32), "white").save(outside)

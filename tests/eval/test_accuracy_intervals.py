@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.eval.intervals import percent_error, percent_interval, standard_error, wilson_interval
-from maps_autogen.eval.table1 import Run, table1
+from maps_autogen.eval import Run, table1
+from maps_autogen.eval._intervals import percent_error, percent_interval, standard_error, wilson_interval
 from tests.helpers.synthetic_runs import eval_manifest, result_row
 
 

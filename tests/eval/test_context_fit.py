@@ -1,5 +1,5 @@
 """A run against a server with a small context either fits or stops before its first call with
-the fix (eval/context_fit.py): the server's own answer (llama.cpp's GET /props and vLLM's
+the fix (eval/_context_fit.py): the server's own answer (llama.cpp's GET /props and vLLM's
 /v1/models, as recorded or documented in tests/fixtures/servers/) read before the first call, the
 reply budgets capped so that every request fits, announced and recorded as sent; refused, naming
 the setting to change, when they cannot fit or when the user chose them for every step; and a

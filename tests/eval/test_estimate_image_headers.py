@@ -48,11 +48,11 @@ def test_a_field_is_sized_from_a_bounded_read_or_said_unknown(tmp_path: Path) ->
 
 def test_the_estimate_decodes_no_image_and_counts_what_a_decoded_one_gives(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from maps_autogen.eval.estimate import cost_range, pass_calls, unread_shown
-    from maps_autogen.eval.selection import load_items
+    from maps_autogen.benchmarks import get_benchmark
+    from maps_autogen.eval import load_items
+    from maps_autogen.eval._estimate import cost_range, pass_calls, unread_shown
     from maps_autogen.orchestration._solving import assemble_team
     from maps_autogen.problem._tasks import available_subsets, find_subsets
-    from maps_autogen.scoring.benchmarks import get_benchmark
     from maps_autogen.settings._config import load_config
 
     data, _ = write_mathvista_jsonl(tmp_path / "mathvista", 6)

@@ -1,6 +1,6 @@
 """`maps eval` says what it will call and bill before its first model call: the model and
 endpoint of every step, the number of problems and a cost range from our token accounting
-(eval/estimate.py), or why the cost is unknown."""
+(eval/_estimate.py), or why the cost is unknown."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def test_cached_replies_are_counted_and_the_report_keeps_methods_apart(tmp_path:
 
 
 def test_the_cost_range_follows_its_stated_formula(tmp_path: Path) -> None:
-    from maps_autogen.eval.estimate import TYPICAL_SHARE, cost_range, pass_calls
+    from maps_autogen.eval._estimate import TYPICAL_SHARE, cost_range, pass_calls
     from maps_autogen.orchestration._solving import assemble_team
     from maps_autogen.problem._problem import Problem
     from maps_autogen.problem._tasks import EvalItem
@@ -128,7 +128,7 @@ def test_the_cost_range_follows_its_stated_formula(tmp_path: Path) -> None:
 def test_on_the_embedded_model_the_cost_is_free_and_the_time_is_said_before_the_first_call(tmp_path: Path) -> None:
     """What `maps eval` prints on the embedded model (no key): not "cost: unknown", and a time from
     its measured speed, one call at a time (its server has one slot, whatever --concurrency says)."""
-    from maps_autogen.eval.estimate import announcement
+    from maps_autogen.eval._estimate import announcement
     from maps_autogen.orchestration._solving import Team
     from maps_autogen.orchestration._time import EMBEDDED_SECONDS_PER_CALL
     from maps_autogen.problem._problem import Problem
@@ -152,7 +152,7 @@ def test_on_the_embedded_model_the_cost_is_free_and_the_time_is_said_before_the_
 
 
 def test_the_time_and_the_calls_follow_their_stated_formula(tmp_path: Path) -> None:
-    from maps_autogen.eval.estimate import TYPICAL_SHARE, announcement, bounds, pass_calls
+    from maps_autogen.eval._estimate import TYPICAL_SHARE, announcement, bounds, pass_calls
     from maps_autogen.orchestration._solving import assemble_team
     from maps_autogen.problem._problem import Problem
     from maps_autogen.problem._tasks import EvalItem
@@ -191,7 +191,7 @@ def test_a_dry_run_says_what_the_run_would_do_and_calls_and_writes_nothing(tmp_p
 
 
 def test_without_the_reviewer_no_rollback_is_counted(tmp_path: Path) -> None:
-    from maps_autogen.eval.estimate import announcement, bounds
+    from maps_autogen.eval._estimate import announcement, bounds
     from maps_autogen.orchestration._solving import assemble_team
     from maps_autogen.problem._problem import Problem
     from maps_autogen.problem._tasks import EvalItem

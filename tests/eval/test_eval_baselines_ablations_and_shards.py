@@ -57,7 +57,7 @@ def test_two_content_refusals_in_a_row_do_not_stop_the_eval(tmp_path: Path) -> N
 def test_an_ablation_is_compared_with_the_full_run_of_its_own_models() -> None:
     """Table 2: with full runs of two models, an ablation of the second is compared with the
     second's full run, never with whichever full run came first."""
-    from maps_autogen.eval.table1 import Run
+    from maps_autogen.eval import Run
     from maps_autogen.report._report import table2
     from tests.helpers.synthetic_runs import eval_manifest, model_record, result_row
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.eval.results import ResultsLog
+from maps_autogen.eval import ResultsLog
 from tests.helpers.common import MAPS, TEST_KEY, all_text_in, clean_env, run_maps, write_config
 from tests.helpers.eval_cli import eval_dir_of, results, scripted_answers
 from tests.helpers.eval_fixtures import HoldLaterProblems, ProblemScript, write_mathvista_jsonl

@@ -1,4 +1,4 @@
-"""`maps eval` in worker processes (eval/processes.py): the same results, summary, transcripts
+"""`maps eval` in worker processes (eval/_processes.py): the same results, summary, transcripts
 and manifest settings as one process; a stopped multi-process run resumes to the same end; a
 Ctrl-C leaves no worker process alive and results.jsonl intact; a worker that dies is reported
 in one line, its problem recorded failed, and it is replaced (no more than allowed); workers
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from maps_autogen.eval.processes import PROBLEMS_PER_PROCESS, shares, worker_count
+from maps_autogen.eval._processes import PROBLEMS_PER_PROCESS, shares, worker_count
 from tests.helpers.common import MAPS, TEST_KEY, all_text_in, clean_env, run_maps, write_config
 from tests.helpers.eval_cli import eval_dir_of, results, scripted_answers
 from tests.helpers.eval_fixtures import (
@@ -280,7 +280,7 @@ def test_workers_replaced_no_more_than_allowed_stop_the_run_with_the_rest_pendin
     import threading
 
     from maps_autogen.api import _api as api
-    from maps_autogen.eval import processes
+    from maps_autogen.eval import _processes as processes
 
     monkeypatch.setattr(processes, "REPLACEMENTS_PER_WORKER", 0)
     data, answers = write_custom_jsonl(tmp_path / "data", 6)
@@ -387,7 +387,7 @@ def test_a_second_ctrl_c_runs_the_exit_hooks_before_it_exits(tmp_path: Path) -> 
 def test_the_cores_counted_are_at_most_a_slurm_tasks_cpus() -> None:
     """A Slurm task's CPUs bound the worker processes even where the node's task plugin leaves
     every core visible to the job (task/none)."""
-    from maps_autogen.eval.processes import available_cores
+    from maps_autogen.eval._processes import available_cores
 
     everything = len(os.sched_getaffinity(0))
     assert available_cores({}) == everything

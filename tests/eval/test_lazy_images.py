@@ -12,8 +12,8 @@ import pytest
 from PIL import Image
 
 from maps_autogen._util._errors import ProblemError
-from maps_autogen.eval.runner import load_items
-from maps_autogen.scoring.benchmarks import get_benchmark
+from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.eval._runner import load_items
 from maps_autogen.settings._config import load_config
 from tests.helpers.benchmark_replicas import hub_parquet
 from tests.helpers.common import TEST_KEY, clean_env, make_png, run_maps

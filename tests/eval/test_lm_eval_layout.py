@@ -132,7 +132,7 @@ def test_the_model_folder_is_one_plain_name_inside_the_eval_folder() -> None:
     sanitized name when that is one plain folder name, never a path out, a hidden name or one of ours."""
     from lm_eval.utils import sanitize_model_name
 
-    from maps_autogen.eval.lm_eval_files import model_folder_name
+    from maps_autogen.eval import model_folder_name
 
     assert model_folder_name("openai/gpt-4o") == sanitize_model_name("openai/gpt-4o")
     for hostile in ("..", ".", "../../etc", "a/../../b", "x\nnewline", "problems", "results.json", "m" * 300, ""):

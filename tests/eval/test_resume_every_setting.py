@@ -1,7 +1,7 @@
 """A resume compares every setting that changes what is sent, derived from one list: every field
 of an endpoint, of agents.yaml's sections and of `maps eval`'s options is compared (as sent, as a
 part of the verdict settings, or as written) unless a list leaves it out with its reason
-(settings/_compared.py, eval/options.py). A change of each compared field, one at a time, is a
+(settings/_compared.py, eval/_options.py). A change of each compared field, one at a time, is a
 difference; a setting added to a model is compared by itself (the test below makes its changed
 value from the field's type); and an endpoint's limit on what a request carries (max_images)
 changed before a resume is refused by the real command, naming it."""
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from maps_autogen.eval.options import FIXED_ON_RESUME, NOT_COMPARED_OPTIONS, EvalOptions, compared_options
-from maps_autogen.eval.run_settings import (
+from maps_autogen.eval._options import FIXED_ON_RESUME, NOT_COMPARED_OPTIONS, EvalOptions, compared_options
+from maps_autogen.eval._verdict_settings import (
     _CRITIC_RECORDED,
     _IMAGES_RECORDED,
     _LIMITS_RECORDED,
@@ -129,7 +129,7 @@ class _NoServer:
 
 @pytest.fixture(autouse=True)
 def no_local_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("maps_autogen.model.local.server.shared_local_server", lambda settings=None: _NoServer())
+    monkeypatch.setattr("maps_autogen.model.local._server.shared_local_server", lambda settings=None: _NoServer())
 
 
 def settings_of(tmp_path: Path, endpoint: dict[str, Any], name: str) -> Any:

@@ -148,10 +148,10 @@ def test_an_allowed_change_is_recorded_with_the_problems_run_under_it(tmp_path: 
 
 def test_differences_are_named_by_part_and_a_damaged_manifest_is_one_line_not_a_crash(tmp_path: Path) -> None:
     from maps_autogen._util._errors import DataError, UsageError
-    from maps_autogen.eval.run_settings import differences, resume_under, summary_line
+    from maps_autogen.eval._verdict_settings import differences, resume_under, summary_line
     from maps_autogen.records._run_files import read_manifest
     from maps_autogen.records._schema import SCHEMA_VERSION, Manifest, SelectionRecord
-    from maps_autogen.records._settings_record import VerdictSettings
+    from maps_autogen.records._verdict_settings import VerdictSettings
 
     before = VerdictSettings.model_validate(
         {"method": "maps", "review": {"threshold": 5.0}, "team": {"steps": [{"name": "a", "personality": "calm"}]},
@@ -180,9 +180,9 @@ def test_differences_are_named_by_part_and_a_damaged_manifest_is_one_line_not_a_
 def test_the_data_fingerprint_covers_every_field_scoring_reads_not_only_the_gold() -> None:
     """A custom row whose tolerance changed (same id, same gold) scores differently: a resume
     must see it, as it sees another gold answer."""
-    from maps_autogen.eval.run_settings import data_fingerprint, differences
+    from maps_autogen.eval._verdict_settings import data_fingerprint, differences
     from maps_autogen.problem._tasks import EvalItem
-    from maps_autogen.records._settings_record import VerdictSettings
+    from maps_autogen.records._verdict_settings import VerdictSettings
 
     def item(tolerance: float) -> EvalItem:
         record = {"id": "q2", "answer": "12", "answer_type": "number", "tolerance": tolerance, "subset": "all"}

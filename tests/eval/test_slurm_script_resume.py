@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from maps_autogen.eval.options import FIXED_ON_RESUME, EvalOptions
+from maps_autogen.eval import FIXED_ON_RESUME, EvalOptions
 from tests.helpers.common import REPO, TEST_KEY, clean_env
 from tests.helpers.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.helpers.fake_openai import FakeOpenAI

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from maps_autogen.records._safe_paths import is_component, safe_component
-from maps_autogen.report.view.server import ViewServer
+from maps_autogen.report.view import ViewServer
 from tests.helpers.common import TEST_KEY, clean_env, make_png, run_maps
 from tests.helpers.eval_fixtures import ProblemScript
 from tests.helpers.fake_openai import FakeOpenAI

@@ -165,13 +165,13 @@ def _process_state() -> Iterator[None]:
     from maps_autogen.model import _client as client
     from maps_autogen.problem import _hub as hub
 
-    server_module = sys.modules.get("maps_autogen.model.local.server")
+    server_module = sys.modules.get("maps_autogen.model.local._server")
     saved_servers = set(server_module._LIVE_SERVERS) if server_module else set()
     with _module_globals(redact), _module_globals(client):
         try:
             yield
         finally:
-            server_module = sys.modules.get("maps_autogen.model.local.server")
+            server_module = sys.modules.get("maps_autogen.model.local._server")
             if server_module is not None:
                 shared = server_module._SHARED
                 if shared is not None and shared not in saved_servers:

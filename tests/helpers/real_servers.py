@@ -54,7 +54,7 @@ def free_port() -> int:
 
 
 def model_file() -> Path:
-    from maps_autogen.model.local.embedded import embedded_model_path
+    from maps_autogen.model.local import embedded_model_path
 
     return embedded_model_path()
 

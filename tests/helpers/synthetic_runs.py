@@ -10,9 +10,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from maps_autogen.eval.run_settings import scoring_hash
+from maps_autogen.eval._verdict_settings import scoring_hash
 from maps_autogen.records._schema import Manifest, ModelRecord, ModelSent, ResultRow, SelectionRecord, TeamRecord
-from maps_autogen.records._settings_record import (
+from maps_autogen.records._verdict_settings import (
     ModelSettings,
     ReviewSettings,
     StepSettings,

@@ -13,8 +13,8 @@ from tests.helpers.eval_fixtures import write_mathvista_jsonl
 
 
 def test_an_inspect_task_reads_no_problem_before_its_sample_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import maps_autogen.scoring.benchmarks.mathvista.task as mathvista
-    from maps_autogen.inspect_tasks.tasks import maps_task
+    import maps_autogen.benchmarks.mathvista._task as mathvista
+    from maps_autogen.inspect_tasks import maps_task
 
     data, _ = write_mathvista_jsonl(tmp_path / "mathvista", 30)
     reads: list[str] = []

@@ -1,5 +1,5 @@
 """Inspect without a key: `--model maps/local` runs the benchmarks on maps' embedded offline model
-(inspect_tasks/local_model.py: llama.cpp's server from the xllamacpp wheel, started as `maps solve`
+(inspect_tasks/_local_model.py: llama.cpp's server from the xllamacpp wheel, started as `maps solve`
 starts it), with the local endpoint's settings on every request; and `inspect eval maps_autogen/...`
 without any model says so in one line naming the fix, not in Inspect's traceback."""
 
@@ -69,7 +69,7 @@ def test_maps_local_runs_a_task_on_the_embedded_model_without_a_key(tmp_path: Pa
 
 
 def test_a_reply_cut_on_inspect_names_the_key_its_step_uses(tmp_path: Path) -> None:
-    from maps_autogen.inspect_tasks.solver import step_models
+    from maps_autogen.inspect_tasks._solver import step_models
     from maps_autogen.model._context import cut_off_detail
     from maps_autogen.settings._config import load_config
 

@@ -23,9 +23,9 @@ else:
     scorer_module = pytest.importorskip("inspect_ai.scorer")
     CORRECT, INCORRECT, Target = scorer_module.CORRECT, scorer_module.INCORRECT, scorer_module.Target
 
-from maps_autogen.inspect_tasks import solver
-from maps_autogen.inspect_tasks.solver import STORE_KEY, official_scorer
-from maps_autogen.scoring.benchmarks import get_benchmark
+from maps_autogen.benchmarks import get_benchmark
+from maps_autogen.inspect_tasks import _solver as solver
+from maps_autogen.inspect_tasks._solver import STORE_KEY, official_scorer
 
 
 @dataclass

@@ -14,7 +14,7 @@ if os.environ.get("CI") != "true":  # CI installs the inspect extra (scripts/set
 from inspect_ai.model import GenerateConfig, get_model
 from inspect_ai.model._model import init_active_model
 
-from maps_autogen.inspect_tasks.backend import sent_settings
+from maps_autogen.inspect_tasks._backend import sent_settings
 
 
 def test_the_eval_s_settings_are_recorded_where_the_step_sets_none() -> None:

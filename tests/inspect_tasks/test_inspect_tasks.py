@@ -197,7 +197,7 @@ def test_a_failed_request_or_a_broken_image_fails_its_own_sample_never_scored(tm
 
 def test_task_arguments_are_checked_before_any_sample() -> None:
     from maps_autogen._util._errors import UsageError
-    from maps_autogen.inspect_tasks.tasks import maps_task
+    from maps_autogen.inspect_tasks import maps_task
 
     data = str(REPO / "examples" / "bench.jsonl")
     with pytest.raises(UsageError, match="has no step 'nosuch'"):
@@ -218,7 +218,7 @@ def test_maps_does_not_load_inspect() -> None:
 def test_the_served_model_is_recorded_only_when_it_differs_and_a_cut_reply_is_length() -> None:
     from inspect_ai.model import ModelOutput
 
-    from maps_autogen.inspect_tasks.backend import completion_of
+    from maps_autogen.inspect_tasks._backend import completion_of
     from maps_autogen.records._schema import SentSettings
 
     def served(answered: str, requested: str, stop: Any = "stop") -> Any:

@@ -15,7 +15,7 @@ if os.environ.get("CI") != "true":  # CI installs the inspect extra (scripts/set
 
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-from maps_autogen.inspect_tasks.backend import InspectBackend, SampleLoop
+from maps_autogen.inspect_tasks._backend import InspectBackend, SampleLoop
 from maps_autogen.settings._endpoints import ResolvedModel
 
 MAX_RETRIES = 3

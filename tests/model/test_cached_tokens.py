@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.eval.workers import progress_note
+from maps_autogen.eval._workers import progress_note
 from maps_autogen.model._client import ChatBackend
 from maps_autogen.model._service_answers import checked_usage
 from maps_autogen.records._schema import CallUsage, RoleUsage, Usage
@@ -131,7 +131,7 @@ def test_an_eval_records_and_shows_its_cached_tokens(tmp_path: Path) -> None:
 def test_inspect_usage_counts_its_cache_reads_as_cached_prompt_tokens() -> None:
     from inspect_ai.model import ModelOutput, ModelUsage
 
-    from maps_autogen.inspect_tasks.backend import completion_of
+    from maps_autogen.inspect_tasks._backend import completion_of
     from maps_autogen.records import SentSettings
 
     output = ModelOutput.from_content("mockllm/model", "an answer")

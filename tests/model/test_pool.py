@@ -12,8 +12,7 @@ import httpx
 import pytest
 
 from maps_autogen._util._errors import ConfigError
-from maps_autogen.eval.options import EvalOptions
-from maps_autogen.eval.runner import EvalRun
+from maps_autogen.eval import EvalOptions, EvalRun
 from maps_autogen.model._client import ChatBackend
 from maps_autogen.model._pool import PoolTransport, ReplicaPool
 from maps_autogen.settings._config import load_config

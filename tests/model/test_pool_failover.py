@@ -14,8 +14,7 @@ import httpx
 import pytest
 
 from maps_autogen._util._errors import RunInterrupted
-from maps_autogen.eval.options import EvalOptions
-from maps_autogen.eval.runner import EvalRun
+from maps_autogen.eval import EvalOptions, EvalRun
 from maps_autogen.model import _pool as pool_module
 from maps_autogen.model._pool import PoolTransport, Replica, ReplicaPool, pick, rest_seconds
 from maps_autogen.settings._config import load_config

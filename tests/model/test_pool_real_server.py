@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.eval.options import EvalOptions
-from maps_autogen.eval.runner import EvalRun
+from maps_autogen.eval import EvalOptions, EvalRun
 from maps_autogen.model import _pool as pool_module
 from maps_autogen.settings._config import load_config
 from tests.helpers.common import TEST_KEY

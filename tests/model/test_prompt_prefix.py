@@ -53,7 +53,7 @@ def test_consecutive_steps_on_the_embedded_model_share_a_long_prefix(tmp_path: P
                                                                   critic_json()]},
                         default=NOTES)
     with FakeOpenAI(script) as server:
-        import maps_autogen.model.local.server as local_server
+        import maps_autogen.model.local._server as local_server
         monkeypatch.setattr(local_server, "shared_local_server", lambda settings: SimpleNamespace(
             base_url=server.base_url, api_key="local-no-key", ensure_alive=lambda: None))
         result = run_maps(["solve", "--problem", str(REPO / "examples/lever/problem.yaml"), "--model", "local",

@@ -9,8 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
-from maps_autogen.eval.stopping import costs as _costs
-from maps_autogen.eval.workers import Progress as _Progress
+from maps_autogen.eval._stopping import costs as _costs
+from maps_autogen.eval._workers import Progress as _Progress
 from maps_autogen.records._schema import ResultRow
 from maps_autogen.settings._config import PriceConfig
 from maps_autogen.settings._endpoints import price_of

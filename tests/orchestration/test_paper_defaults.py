@@ -50,7 +50,7 @@ def solve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, config: di
             "--runs-dir", str(tmp_path / "runs"), "--json"]
     with FakeOpenAI(RoleScript({"solver": [solver_json("A")], "critic": [critic_json()], **(script or {})})) as server:
         if kind == "embedded":
-            import maps_autogen.model.local.server as local_server
+            import maps_autogen.model.local._server as local_server
             monkeypatch.setattr(local_server, "shared_local_server", lambda settings: SimpleNamespace(
                 base_url=server.base_url, api_key="local-no-key", ensure_alive=lambda: None))
             result = run_maps([*args, "--model", "local"], env=clean_env(), cwd=tmp_path)

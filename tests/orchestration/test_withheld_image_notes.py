@@ -82,7 +82,7 @@ def test_an_eval_on_a_text_only_endpoint_notes_each_image_once(method: str, tmp_
 def test_the_embedded_model_s_requests_carry_each_note_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     make_png(tmp_path / "lever.png", (320, 200))
     with FakeOpenAI(RoleScript(SCRIPT)) as server:
-        import maps_autogen.model.local.server as local_server
+        import maps_autogen.model.local._server as local_server
         monkeypatch.setattr(local_server, "shared_local_server", lambda settings: SimpleNamespace(
             base_url=server.base_url, api_key="local-no-key", ensure_alive=lambda: None))
         result = run_maps(["solve", str(tmp_path / "lever.png"), "-q", "Which mass balances it?", "-o", "2 kg",

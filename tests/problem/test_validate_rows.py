@@ -3,7 +3,7 @@ JSONL file is in eval/test_eval_reports_what_ran.py)."""
 
 from __future__ import annotations
 
-from maps_autogen.eval.validate import find_bad_rows
+from maps_autogen.eval._validate import find_bad_rows
 
 
 def test_olympiadbench_rows_need_an_id_a_question_and_a_final_answer() -> None:

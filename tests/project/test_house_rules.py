@@ -14,12 +14,12 @@ from pydantic import ValidationError
 
 from maps_autogen._util._artifacts import read_jsonl_from
 from maps_autogen._util._errors import DataError, UsageError
+from maps_autogen.benchmarks import NAMES, get_benchmark
 from maps_autogen.cli import cli
 from maps_autogen.orchestration._transcript import RunWriter
 from maps_autogen.records._chat_records import EventRecord, StopEvent, TranscriptLineModel
 from maps_autogen.records._run_files import read_manifest
 from maps_autogen.records._schema import SCHEMA_VERSION
-from maps_autogen.scoring.benchmarks import NAMES, get_benchmark
 from tests.helpers.common import TEST_KEY, clean_env, make_png, run_maps
 from tests.helpers.fake_openai import FakeOpenAI
 from tests.helpers.solve_cli import rollback_script, solve_args

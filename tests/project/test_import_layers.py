@@ -3,12 +3,14 @@
 The import graph is read statically (ast) from every module of `maps_autogen`: every `import`
 and `from ... import`, including those inside functions (a lazy import that goes up the layers
 is still a dependency the wrong way); only imports under `if TYPE_CHECKING:` are left out (they
-never run). A registry that imports its own children by name
-(`importlib.import_module(f"{__name__}.{name}")`) depends on each of them. Importing a
+never run), except that a name taken from a lazy package (`_util/_lazy.py`) is an import of the
+module its export block names for it. A registry that imports its own children by name
+(`importlib.import_module(f"{__name__}.{name}")`, or `{__package__}` from a module beside them)
+depends on each of them. Importing a
 submodule also runs its parent package's `__init__`; that implicit edge is not counted.
 
 Three checks: no cycle between modules, no cycle between first-level packages and modules
-(`maps_autogen.eval`, `maps_autogen.scoring.benchmarks`, `maps_autogen.cli`, ...), and every import
+(`maps_autogen.eval`, `maps_autogen.benchmarks`, `maps_autogen.cli`, ...), and every import
 points at the importer's own layer or one listed before it in LAYERS.
 """
 
@@ -16,11 +18,13 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 from pathlib import Path
 
 import pytest
 
 import maps_autogen
+from maps_autogen._util._lazy import declared_exports
 
 PACKAGE = "maps_autogen"
 
@@ -37,11 +41,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("records", ("records", "records.*")),
     # a problem and its images; what every benchmark's data side builds on
     ("problem", ("problem", "problem.*")),
+    # the benchmarks, one package each: its task (a data set's rows made problems) and its official scorer
+    # (rules on text, which scoring applies); neither needs a model
+    ("benchmarks", ("benchmarks", "benchmarks.*")),
     # the model client, service answers, cache, pools, tokens, the embedded model
     ("model", ("model", "model.*")),
     # AG2 and its adapter, the Manager's rules, the chat, a person in it, the transcript, one solve
     ("orchestration", ("orchestration", "orchestration.*")),
-    # the tally, `maps score`, the benchmarks (each package's task and scorer side by side)
+    # the tally and `maps score`: recorded answers scored by a benchmark's rules
     ("scoring", ("scoring", "scoring.*")),
     # `maps eval` and `maps merge`: whole benchmarks solved, scored and logged
     ("eval", ("eval", "eval.*")),
@@ -77,6 +84,18 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return skipped
 
 
+@functools.cache
+def _lazy_block(path: Path, package: str) -> dict[str, tuple[str, str]]:
+    source = path.read_text(encoding="utf-8")
+    return declared_exports(source, package) if "lazy_exports(globals())" in source else {}
+
+
+def _lazy_exports(package: str, modules: dict[str, Path]) -> dict[str, tuple[str, str]]:
+    """{name: (module, name there)} of a lazy package's export block (`_util/_lazy.py`), else {}."""
+    path = modules.get(package)
+    return _lazy_block(path, package) if path is not None and path.name == "__init__.py" else {}
+
+
 def _targets(node: ast.AST, module: str, is_package: bool, modules: dict[str, Path]) -> list[str]:
     """The package's modules one import statement (or registry call) loads."""
     names: list[str] = []
@@ -89,15 +108,19 @@ def _targets(node: ast.AST, module: str, is_package: bool, modules: dict[str, Pa
             prefix = ".".join(base + ([node.module] if node.module else []))
         else:
             prefix = node.module or ""
-        # `from package import submodule` loads the submodule; `from module import name` the module
-        names = [f"{prefix}.{alias.name}" if f"{prefix}.{alias.name}" in modules else prefix for alias in node.names]
+        # `from package import submodule` loads the submodule; `from module import name` the module; a
+        # name of a lazy package's block, the module the block names for it
+        lazy = _lazy_exports(prefix, modules)
+        names = [f"{prefix}.{alias.name}" if f"{prefix}.{alias.name}" in modules
+                 else lazy[alias.name][0] if alias.name in lazy else prefix for alias in node.names]
     elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith("import_module") and node.args:
         argument = node.args[0]
         if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
             names = [argument.value]
         elif (isinstance(argument, ast.JoinedStr) and argument.values
-              and ast.unparse(argument.values[0]) == "{__name__}"):  # a registry loading its children
-            names = [child for child in modules if child.rpartition(".")[0] == module]
+              and ast.unparse(argument.values[0]) in ("{__name__}", "{__package__}")):  # a registry loading its children
+            parent = module if is_package or ast.unparse(argument.values[0]) == "{__name__}" else module.rpartition(".")[0]
+            names = [child for child in modules if child.rpartition(".")[0] == parent]
         # any other dynamic import is a call-back by name (e.g. a worker running the caller's
         # own function), not a dependency of the module that makes the call
     targets = []
@@ -179,7 +202,7 @@ def _cycle_in(graph: dict[str, set[str]], component: set[str]) -> list[str]:
 
 
 def first_level(module: str) -> str:
-    """maps_autogen.eval.runner → maps_autogen.eval; maps_autogen.cli → maps_autogen.cli."""
+    """maps_autogen.eval._runner → maps_autogen.eval; maps_autogen.cli → maps_autogen.cli."""
     return ".".join(module.split(".")[:2])
 
 
@@ -217,10 +240,20 @@ def test_the_graph_reader_sees_lazy_relative_and_registry_imports_and_skips_type
     (root / "sub" / "__init__.py").write_text(
         "import importlib\ndef get(name):\n    return importlib.import_module(f'{__name__}.{name}')\n")
     (root / "sub" / "leaf.py").write_text("from ..low import later\n")
+    (root / "sub" / "_reg.py").write_text(
+        "import importlib\ndef get(name):\n    return importlib.import_module(f'{__package__}.{name}')\n")
+    (root / "lz").mkdir()
+    (root / "lz" / "__init__.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom maps_autogen._util._lazy import lazy_exports\n"
+        "if TYPE_CHECKING:\n    from ._m import T as T\n__getattr__, __dir__ = lazy_exports(globals())\n")
+    (root / "lz" / "_m.py").write_text("T = 1\n")
+    (root / "user.py").write_text("from pkg.lz import T\n")
     graph = import_graph(root, "pkg")
+    assert set(graph["pkg.user"]) == {"pkg.lz._m"}  # through the lazy package's block
     assert set(graph["pkg.low"]) == {"pkg.high"}  # the lazy one; the TYPE_CHECKING one is not counted
     assert set(graph["pkg.high"]) == {"pkg.low", "pkg.sub.leaf"}
-    assert set(graph["pkg.sub"]) == {"pkg.sub.leaf"}  # the registry's children
+    assert set(graph["pkg.sub"]) == {"pkg.sub.leaf", "pkg.sub._reg"}  # the registry's children
+    assert set(graph["pkg.sub._reg"]) == {"pkg.sub.leaf"}  # a registry beside them: its package's children
     assert set(graph["pkg.sub.leaf"]) == {"pkg.low"}
     assert find_cycles(_plain(graph)) == [["pkg.high", "pkg.low", "pkg.high"]]
 
@@ -264,8 +297,10 @@ def test_no_import_cycle_between_first_level_packages(graph: dict[str, dict[str,
 def test_no_benchmark_imports_another(graph: dict[str, dict[str, int]]) -> None:
     """Each benchmark package (benchmarks/<name>/) uses only the shared benchmarks modules, so a
     benchmark can be added or removed alone."""
-    prefix = f"{PACKAGE}.benchmarks."
-    packages = {module.split(".")[2] for module in graph if module.startswith(prefix) and module.count(".") > 2}
+    prefix = "maps_autogen.benchmarks."
+    packages = {module[len(prefix):].split(".")[0] for module in graph
+                if module.startswith(prefix) and "." in module[len(prefix):]}
+    assert packages >= {"mathvista", "emma", "olympiadbench", "custom"}  # the check sees the benchmarks
 
     def benchmark_of(module: str) -> str | None:
         name = module[len(prefix):].split(".")[0] if module.startswith(prefix) else None

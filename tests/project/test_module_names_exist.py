@@ -4,7 +4,7 @@ finds it (after a module moves, its old name left in a comment is the bug).
 Read: the comments and docstrings (string statements) of every Python file in maps_autogen/,
 tests/, perf/, scripts/ and examples/, and the whole text of docs/*.md. Named: anything that looks like a
 module path (`_lifeline.py`, `orchestration/_flow.py`). A path with a slash exists from the folder
-of the file naming it, a folder above it, or the package (`eval/runner.py` from docs/); one whose
+of the file naming it, a folder above it, or the package (`eval/_runner.py` from docs/); one whose
 first part is an installed package (`lm_eval/result_schema.py`) exists in that package. A bare
 file name is some module's file name: a module of the package when the package names it (the
 package's comments never point into the tests), any module of the tree elsewhere."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from maps_autogen.eval.table1 import Run
+from maps_autogen.eval import Run
 from maps_autogen.report._report import solving_times
 from tests.helpers.common import TEST_KEY, clean_env, run_maps
 from tests.helpers.eval_fixtures import ProblemScript, write_mathvista_jsonl

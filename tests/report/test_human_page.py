@@ -22,7 +22,7 @@ import pytest
 
 from maps_autogen.orchestration._human import HumanDecision, HumanState
 from maps_autogen.orchestration._human_desk import HumanDesk
-from maps_autogen.report.view.server import HUMAN_BODY_BYTES, ViewServer
+from maps_autogen.report.view._server import HUMAN_BODY_BYTES, ViewServer
 from tests.helpers.chromium import Chromium, chromium  # noqa: F401 - chromium is a fixture
 from tests.helpers.common import MAPS, TEST_KEY, clean_env, critic_json, make_png, solver_json
 from tests.helpers.fake_openai import FakeOpenAI, RoleScript

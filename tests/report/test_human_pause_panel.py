@@ -21,7 +21,7 @@ import yaml
 
 from maps_autogen.orchestration._human import HumanDecision, HumanState
 from maps_autogen.orchestration._human_desk import HumanDesk
-from maps_autogen.report.view.server import ViewServer
+from maps_autogen.report.view import ViewServer
 from tests.helpers.common import MAPS, TEST_KEY, clean_env, critic_json, make_png, solver_json
 from tests.helpers.fake_openai import FakeOpenAI, RoleScript
 from tests.helpers.view_fixtures import write_synthetic_eval

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.eval.intervals import Z_95, PairedComparison, mcnemar_exact
+from maps_autogen.eval._intervals import Z_95, PairedComparison, mcnemar_exact
 from maps_autogen.report._report import write_report
 from tests.helpers.synthetic_runs import write_eval_run
 

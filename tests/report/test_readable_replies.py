@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from maps_autogen.report.view.server import ViewServer
+from maps_autogen.report.view import ViewServer
 from tests.helpers.chromium import Chromium, chromium  # noqa: F401 - chromium is a fixture
 from tests.helpers.common import TEST_KEY, clean_env, make_png, run_maps
 from tests.helpers.fake_openai import FakeOpenAI, Reply, RoleScript
@@ -82,8 +82,8 @@ def test_the_terminal_shows_phases_the_evaluation_and_the_options_text(tmp_path:
 
     # the live page: the same records as the server's feed renders them
     from maps_autogen.records._run_files import read_run
-    from maps_autogen.report.view.prepare import TranscriptState, team_of
-    from maps_autogen.report.view.render import read_transcript_from, render_outcome_and_usage, render_records
+    from maps_autogen.report.view._prepare import TranscriptState, team_of
+    from maps_autogen.report.view._render import read_transcript_from, render_outcome_and_usage, render_records
 
     run = read_run(run_dir)
     records, _ = read_transcript_from(run_dir / "transcript.jsonl")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from maps_autogen.eval.table1 import load_run, table1_rows
+from maps_autogen.eval import load_run, table1_rows
 from maps_autogen.report._report import feedback_shares, solving_times
 from tests.helpers.common import TEST_KEY, clean_env, run_maps
 from tests.helpers.eval_fixtures import ProblemScript, colour_regions, write_mathvista_jsonl

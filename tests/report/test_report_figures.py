@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from maps_autogen.eval.table1 import Run
+from maps_autogen.eval import Run
 from maps_autogen.report._figures import NO_REVIEW_COLOUR, SERIES_COLOURS, plot_feedback, plot_models
 from maps_autogen.report._report import paper_table, solving_times
 from maps_autogen.report.paper import paper_row_for, reference_notes

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from maps_autogen.eval.table1 import Run, table1, table1_rows
+from maps_autogen.eval import Run, table1, table1_rows
 from maps_autogen.records._schema import Manifest, ResultRow
 from maps_autogen.report._report import feedback_shares, paper_table, table2, usage_by_role
 from tests.helpers.common import REPO, TEST_KEY, clean_env, run_maps
@@ -23,7 +23,7 @@ STEPS = ["interpreter", "aligner", "scholar", "solver", "critic"]
 
 def settings(steps: list[str] = STEPS, *, threshold: float = 5, temperature: float = 0.0, method: str = "maps",
              without: list[str] = (), base_url: str = "http://127.0.0.1:1/v1", data: str = "sha256:a") -> dict[str, Any]:
-    """Verdict settings as eval/run_settings.py records them (the parts the rows are keyed by)."""
+    """Verdict settings as eval/_verdict_settings.py records them (the parts the rows are keyed by)."""
     return {
         "team": {"steps": [{"name": step, "personality": None} for step in steps]},
         "prompts": {"task": "sha256:task", "answer_formats": f"sha256:{data}"},

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maps_autogen.report.view.prepare import TranscriptState, team_of
-from maps_autogen.report.view.render import read_run_or_none, read_transcript_from, render_records
+from maps_autogen.report.view._prepare import TranscriptState, team_of
+from maps_autogen.report.view._render import read_run_or_none, read_transcript_from, render_records
 from tests.helpers.common import REPO, TEST_KEY, clean_env, make_png, run_maps, solver_json
 from tests.helpers.eval_fixtures import write_mathvista_jsonl
 from tests.helpers.fake_openai import FakeOpenAI, RoleScript

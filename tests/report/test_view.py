@@ -243,7 +243,7 @@ def test_served_page_and_live_fragments_are_escaped_too(runs: Runs, tmp_path: Pa
     are written, show the injection attempts as text and hold nothing executable."""
     import shutil
 
-    from maps_autogen.report.view.server import ViewServer
+    from maps_autogen.report.view import ViewServer
     from tests.helpers.view_server import EventStream, get, live_feed_url
 
     run_dir = Path(shutil.copytree(runs.solve_dir, tmp_path / "hostile"))
@@ -500,10 +500,10 @@ def test_eval_page_survives_missing_results_and_a_damaged_problem(tmp_path: Path
     with pytest.raises(DataError, match="run.json"):
         render_view(eval_dir)
     # ... the served pages show it, and the others: one damaged problem does not hide them
-    from maps_autogen.report.view.assets import PageMode
-    from maps_autogen.report.view.eval_pages import load_results, render_problem_page
-    from maps_autogen.report.view.pages import index_page
-    from maps_autogen.report.view.render import Links
+    from maps_autogen.report.view import PageMode
+    from maps_autogen.report.view._eval_pages import load_results, render_problem_page
+    from maps_autogen.report.view._pages import index_page
+    from maps_autogen.report.view._render import Links
 
     served = Links(PageMode.SERVED, eval_dir, root="../")
     rows_read, _ = load_results(eval_dir)

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from maps_autogen.records._schema import SCHEMA_VERSION
-from maps_autogen.report.view.eval_pages import load_results, unfinished_rows
-from maps_autogen.report.view.server import ViewServer
+from maps_autogen.report.view import ViewServer
+from maps_autogen.report.view._eval_pages import load_results, unfinished_rows
 from tests.helpers.view_fixtures import write_synthetic_eval
 from tests.helpers.view_server import get, index_rows
 

@@ -12,7 +12,7 @@ import pytest
 
 from maps_autogen._util._errors import DataError
 from maps_autogen.report.view import export_view, write_pages
-from maps_autogen.report.view.render import page_key
+from maps_autogen.report.view._render import page_key
 from tests.helpers.chromium import Chromium, chromium  # noqa: F401 - chromium is a fixture
 from tests.helpers.view_fixtures import ROLES, write_synthetic_eval
 

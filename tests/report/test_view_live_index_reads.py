@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from maps_autogen.report.view import server as server_module
-from maps_autogen.report.view.server import ViewServer
+from maps_autogen.report.view import ViewServer
+from maps_autogen.report.view import _server as server_module
 from tests.helpers.view_fixtures import write_synthetic_eval
 
 

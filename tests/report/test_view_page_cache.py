@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from maps_autogen.report.view.page_cache import PageCache
+from maps_autogen.report.view._page_cache import PageCache
 
 
 def test_a_page_being_rendered_holds_up_no_other_page(tmp_path: Path) -> None:

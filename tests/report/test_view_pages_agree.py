@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from maps_autogen.records._schema import SCHEMA_VERSION
-from maps_autogen.report.view.server import ViewServer
+from maps_autogen.report.view import ViewServer
 from maps_autogen.settings._endpoints import ResolvedModel
 from tests.helpers.chromium import Chromium, chromium  # noqa: F401 - chromium is a fixture
 from tests.helpers.common import MAPS, TEST_KEY, clean_env, critic_json, run_maps, solver_json

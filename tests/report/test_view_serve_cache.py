@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from maps_autogen.records._schema import SCHEMA_VERSION
-from maps_autogen.report.view.render import page_key
-from maps_autogen.report.view.server import ViewServer
+from maps_autogen.report.view import ViewServer
+from maps_autogen.report.view._render import page_key
 from tests.helpers.common import TEST_KEY
 from tests.helpers.view_fixtures import write_synthetic_eval
 from tests.helpers.view_server import get, index_rows

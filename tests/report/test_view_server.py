@@ -21,8 +21,8 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from maps_autogen.report.view.render import page_key
-from maps_autogen.report.view.server import ViewServer
+from maps_autogen.report.view import ViewServer
+from maps_autogen.report.view._render import page_key
 from tests.helpers.chromium import Chromium, chromium  # noqa: F401 - chromium is a fixture
 from tests.helpers.common import MAPS, TEST_KEY, clean_env, critic_json, run_maps, solver_json
 from tests.helpers.eval_fixtures import ProblemScript, write_mathvista_jsonl

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from maps_autogen.report.view.server import ViewServer
+from maps_autogen.report.view import ViewServer
 from tests.helpers.view_fixtures import write_synthetic_eval
 
 

@@ -12,14 +12,14 @@ from jinja2 import UndefinedError
 
 from maps_autogen.records._schema import SCHEMA_VERSION
 from maps_autogen.report.view import render_view
-from maps_autogen.report.view.prepare import TranscriptState, team_of
-from maps_autogen.report.view.render import (
+from maps_autogen.report.view._prepare import TranscriptState, team_of
+from maps_autogen.report.view._render import (
     read_run_or_none,
     read_transcript_from,
     render_outcome_and_usage,
     render_records,
 )
-from maps_autogen.report.view.templating import fragment
+from maps_autogen.report.view._templating import fragment
 
 SECRET = "abcdefghijklmnop0123456789"
 LEAK = f"Authorization: Bearer {SECRET}"

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from maps_autogen.scoring.benchmarks import _symbolic
-from maps_autogen.scoring.benchmarks.emma import scorer as emma
+from maps_autogen.benchmarks import _symbolic
+from maps_autogen.benchmarks.emma import _scorer as emma
 from tests.helpers.conformance import EMMA, ConformanceData, conformance_data
 
 SHOW = 10

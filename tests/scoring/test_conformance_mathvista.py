@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from maps_autogen.scoring.benchmarks.mathvista.extract import extract
-from maps_autogen.scoring.benchmarks.mathvista.scorer import SCORER, extract_answer, normalize
+from maps_autogen.benchmarks.mathvista._extract import extract
+from maps_autogen.benchmarks.mathvista._scorer import SCORER, extract_answer, normalize
 from tests.helpers.common import REPO
 from tests.helpers.conformance import MATHVISTA, ConformanceData, conformance_data
 

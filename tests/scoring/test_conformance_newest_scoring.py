@@ -32,15 +32,15 @@ from zipfile import ZipFile
 import pytest
 from packaging.requirements import Requirement
 
-from maps_autogen.scoring.benchmarks import _symbolic
-from maps_autogen.scoring.benchmarks.olympiadbench import scorer as ob
+from maps_autogen.benchmarks import _symbolic
+from maps_autogen.benchmarks.olympiadbench import _scorer as ob
 from tests.helpers.common import REPO, build_wheel, clean_env, run_checked
 from tests.helpers.conformance import CONFORMANCE_VARIABLE, OLYMPIADBENCH_JUDGED, shared_file
 from tests.helpers.symbolic_pairs import symbolic_pairs
 
 RANGED = ("sympy", "mpmath", "antlr4-python3-runtime")
 # The conformance tests whose scorers run on that stack (sympy's LaTeX parser, through
-# scoring/benchmarks/_symbolic.py); MathVista's scorer imports none of it, so its verdicts cannot change here.
+# benchmarks/_symbolic.py); MathVista's scorer imports none of it, so its verdicts cannot change here.
 CONFORMANCE_TESTS = [str(REPO / "tests" / "scoring" / f"test_conformance_{name}.py") for name in ("olympiadbench", "emma")]
 LOWER_BOUNDS = REPO / "scripts" / "scoring-lower-bounds.txt"
 
@@ -58,7 +58,7 @@ DRIFT_CEILING = 1  # measured: 0 of 4,000 (docs/development.md); one in 300 woul
 DRIFT = """
 import json, sys
 from concurrent.futures import ThreadPoolExecutor
-from maps_autogen.scoring.benchmarks.olympiadbench import scorer as ob
+from maps_autogen.benchmarks.olympiadbench import _scorer as ob
 from tests.helpers.symbolic_pairs import symbolic_pairs
 def one(pair):
     correct, unjudged = ob.judged(*pair)

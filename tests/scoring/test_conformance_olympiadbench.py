@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from maps_autogen.scoring.benchmarks import _symbolic
-from maps_autogen.scoring.benchmarks.olympiadbench import scorer as ob
+from maps_autogen.benchmarks import _symbolic
+from maps_autogen.benchmarks.olympiadbench import _scorer as ob
 from tests.helpers.conformance import OLYMPIADBENCH_EXAMPLES, OLYMPIADBENCH_JUDGED, ConformanceData, conformance_data
 
 SHOW = 10  # disagreeing records listed in a failure message

@@ -1,4 +1,4 @@
-"""The custom benchmark's number reader (scoring/benchmarks/custom/numbers.py) on what the
+"""The custom benchmark's number reader (benchmarks/custom/_numbers.py) on what the
 phrasing set does not cover: its work is linear in the reply (counted, never timed), every
 exact value stays within the number bounds, values that are not exact are compared with the
 stated tolerance, a gold answer written in LaTeX is a number, and an unreadable answer says so
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from maps_autogen.benchmarks import _bounds as bounds
+from maps_autogen.benchmarks.custom import _numbers as numbers
+from maps_autogen.benchmarks.custom._numbers import read_number
+from maps_autogen.benchmarks.custom._scorer import SCORER, answer_type_of
 from maps_autogen.scoring._score import score_file
-from maps_autogen.scoring.benchmarks import bounds
-from maps_autogen.scoring.benchmarks.custom import numbers
-from maps_autogen.scoring.benchmarks.custom.numbers import read_number
-from maps_autogen.scoring.benchmarks.custom.scorer import SCORER, answer_type_of
 
 # Hostile replies: each unit repeated to the size read; the parser's look-ups are counted.
 HOSTILE = ["\\frac{", "\\frac{1}{2}", "(", "3(", "(1+", "-", "√", "2^", "2^{", "\\sqrt[", "1 1/2 ", "3 x 10^8 ",

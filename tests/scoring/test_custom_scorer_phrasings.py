@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from maps_autogen.scoring.benchmarks.custom.scorer import SCORER
+from maps_autogen.benchmarks.custom import SCORER
 
 OPTIONS = ["2 kg", "4 kg", "6 kg", "8 kg"]  # the gold answer is B (4 kg) throughout
 WORDS = ["up", "down", "left", "right"]  # the same with options that are words

@@ -8,9 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from maps_autogen.scoring.benchmarks import _symbolic, get_benchmark
-from maps_autogen.scoring.benchmarks.base import RecordError, Verdict
-from maps_autogen.scoring.benchmarks.emma import scorer as emma
+from maps_autogen.benchmarks import RecordError, Verdict, _symbolic, get_benchmark
+from maps_autogen.benchmarks.emma import _scorer as emma
 
 
 def equal(model: str, target: str, rules: str = "current") -> bool:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from maps_autogen.benchmarks.mathvista._extract import EXTRACTOR_VERSION
 from maps_autogen.scoring._score import score_record, scored_line
-from maps_autogen.scoring.benchmarks.mathvista.extract import EXTRACTOR_VERSION
 from tests.helpers.common import TEST_KEY, clean_env, run_maps
 from tests.helpers.eval_fixtures import ProblemScript, write_mathvista_jsonl
 from tests.helpers.fake_openai import FakeOpenAI

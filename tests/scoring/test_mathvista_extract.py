@@ -12,14 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maps_autogen.scoring.benchmarks.mathvista.extract import (
+from maps_autogen.benchmarks.mathvista import SCORER
+from maps_autogen.benchmarks.mathvista._extract import (
     MAX_RESPONSE_CHARS,
     NO_ANSWER_EXTRACTION,
     Extraction,
     extract,
 )
-from maps_autogen.scoring.benchmarks.mathvista.program_output import parse_program, program_output
-from maps_autogen.scoring.benchmarks.mathvista.scorer import SCORER
+from maps_autogen.benchmarks.mathvista._program_output import parse_program, program_output
 
 YES_NO = ["Yes", "No"]
 ANGLES = ["30°", "32°", "36°", "40°"]

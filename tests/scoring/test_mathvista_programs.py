@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from maps_autogen.scoring.benchmarks.mathvista.choice_answers import option_value
-from maps_autogen.scoring.benchmarks.mathvista.extract import EMPTY_RESPONSE, Extraction, extract
-from maps_autogen.scoring.benchmarks.mathvista.program_output import parse_program, program_output
+from maps_autogen.benchmarks.mathvista._choice_answers import option_value
+from maps_autogen.benchmarks.mathvista._extract import EMPTY_RESPONSE, Extraction, extract
+from maps_autogen.benchmarks.mathvista._program_output import parse_program, program_output
 
 
 def printed(program: str) -> str | None:

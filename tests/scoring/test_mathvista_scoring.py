@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maps_autogen.scoring.benchmarks import RecordError, get_benchmark
-from maps_autogen.scoring.benchmarks.mathvista.scorer import (
+from maps_autogen.benchmarks import RecordError, get_benchmark
+from maps_autogen.benchmarks.mathvista._scorer import (
     SCORER,
     extract_answer,
     extract_with_llm,

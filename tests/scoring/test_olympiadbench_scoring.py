@@ -14,9 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from maps_autogen.scoring.benchmarks import _symbolic, get_benchmark
-from maps_autogen.scoring.benchmarks.base import RecordError
-from maps_autogen.scoring.benchmarks.olympiadbench import scorer as ob
+from maps_autogen.benchmarks import RecordError, _symbolic, get_benchmark
+from maps_autogen.benchmarks.olympiadbench import _scorer as ob
 
 
 def judge(answer: str, truth: str, precision: float | list[float] = 1e-8) -> bool:
@@ -309,7 +308,7 @@ def test_a_helper_that_cannot_start_is_an_error_not_a_verdict() -> None:
     # 24 MB of address space is too little to import sympy: a broken setup must be loud.
     broken = _symbolic.WorkerPool(max_workers=1, memory_limit=24 * 1024**2)
     with pytest.raises(_symbolic.HelperStartError):
-        broken.run(("maps_autogen.scoring.benchmarks.olympiadbench.scorer", "judge"), ("1", "1"), 5.0)
+        broken.run(("maps_autogen.benchmarks.olympiadbench._scorer", "judge"), ("1", "1"), 5.0)
     broken.shutdown()
 
 

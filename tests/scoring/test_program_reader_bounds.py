@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from maps_autogen.scoring.benchmarks.mathvista.extract import extract
-from maps_autogen.scoring.benchmarks.mathvista.program_output import parse_program, program_reading
+from maps_autogen.benchmarks.mathvista._extract import extract
+from maps_autogen.benchmarks.mathvista._program_output import parse_program, program_reading
 
 
 def nested(name: str, size: int, levels: int = 4) -> str:

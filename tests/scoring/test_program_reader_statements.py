@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from maps_autogen.scoring.benchmarks.mathvista.program_output import parse_program, program_output
+from maps_autogen.benchmarks.mathvista._program_output import parse_program, program_output
 
 
 def _output(source: str) -> str | None:

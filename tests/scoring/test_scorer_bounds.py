@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
+from maps_autogen.benchmarks import RecordError, Verdict, _symbolic
+from maps_autogen.benchmarks import _bounds as bounds
+from maps_autogen.benchmarks.custom import SCORER as CUSTOM
+from maps_autogen.benchmarks.emma import _scorer as emma
+from maps_autogen.benchmarks.mathvista import SCORER as MATHVISTA
+from maps_autogen.benchmarks.mathvista import _choice_answers as choice_answers
+from maps_autogen.benchmarks.olympiadbench import _scorer as olympiadbench
 from maps_autogen.scoring._score import score_file
-from maps_autogen.scoring.benchmarks import _symbolic, bounds
-from maps_autogen.scoring.benchmarks.base import RecordError, Verdict
-from maps_autogen.scoring.benchmarks.custom.scorer import SCORER as CUSTOM
-from maps_autogen.scoring.benchmarks.emma import scorer as emma
-from maps_autogen.scoring.benchmarks.mathvista import choice_answers
-from maps_autogen.scoring.benchmarks.mathvista.scorer import SCORER as MATHVISTA
-from maps_autogen.scoring.benchmarks.olympiadbench import scorer as olympiadbench
 from tests.helpers.common import TEST_KEY, clean_env, run_maps
 from tests.helpers.eval_fixtures import ProblemScript
 from tests.helpers.fake_openai import FakeOpenAI

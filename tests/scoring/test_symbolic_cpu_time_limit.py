@@ -1,5 +1,5 @@
 """The symbolic judge's per-item limit is counted in its helper's CPU time, not on the wall clock
-(maps_autogen/scoring/benchmarks/_symbolic.py): a helper stopped (or starved) for longer than the limit
+(maps_autogen/benchmarks/_symbolic.py): a helper stopped (or starved) for longer than the limit
 in the middle of a check still gives the right verdict; a check that really burns CPU past the
 limit is stopped, also inside one long C-level call; a helper that uses no CPU and never answers
 is ended by the wall-clock backstop. No assertion here depends on the machine's speed."""
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from maps_autogen.scoring.benchmarks import _symbolic
-from maps_autogen.scoring.benchmarks.olympiadbench.scorer import judge_preprocessed
+from maps_autogen.benchmarks import _symbolic
+from maps_autogen.benchmarks.olympiadbench._scorer import judge_preprocessed
 from tests.helpers.eval_fixtures import process_state, wait_for
 
 

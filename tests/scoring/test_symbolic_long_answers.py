@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from maps_autogen.scoring.benchmarks import _latex_parse, _symbolic
-from maps_autogen.scoring.benchmarks.emma import scorer as emma
-from maps_autogen.scoring.benchmarks.olympiadbench import scorer as olympiadbench
+from maps_autogen.benchmarks import _latex_parse, _symbolic
+from maps_autogen.benchmarks.emma import _scorer as emma
+from maps_autogen.benchmarks.olympiadbench import _scorer as olympiadbench
 
 PROSE = (
     "First we compute the area of the triangle using the formula for the height and the base then we "

@@ -1,7 +1,0 @@
-"""MathVista: the task (rows to problems, answer format) and the official scorer, side by side."""
-
-from maps_autogen.scoring.benchmarks.base import Benchmark
-from maps_autogen.scoring.benchmarks.mathvista.scorer import SCORER
-from maps_autogen.scoring.benchmarks.mathvista.task import TASK
-
-BENCHMARK = Benchmark(task=TASK, scorer=SCORER)
