@@ -213,7 +213,8 @@ def litellm_proxy(backend: str, dead_backend: str, folder: Path) -> Iterator[str
         "litellm_settings": {"num_retries": 0},
     }))
     port = free_port()
-    env = {**os.environ, "LITELLM_LOG": "ERROR"}
+    # the price table LiteLLM ships, not one fetched from the network at start-up
+    env = {**os.environ, "LITELLM_LOG": "ERROR", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     env.pop("DATABASE_URL", None)  # no database: how the errors of a keys-only proxy look
     with _process([str(LITELLM), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
                   f"http://127.0.0.1:{port}/health/liveliness", folder / "litellm.log", 180, env):
