@@ -169,6 +169,7 @@ class ChatOutcome:
     stop_reason: StopReason
     solver_answer: SolverAnswer | None
     rollbacks: list[Rollback]
+    senders: list[str]  # who sent each rollback's step back, as its RollbackEvent names them
     verdicts: list[CriticVerdict | None]
     calls: list[CallRecord]
     seconds: float
@@ -260,6 +261,7 @@ class MapsChat:
         self.calls: list[CallRecord] = []
         self.verdicts: list[CriticVerdict | None] = []
         self.rollbacks: list[Rollback] = []
+        self.senders: list[str] = []  # each rollback's sender, as its event names them
         self.solver_answer: SolverAnswer | None = None
         self._pending: dict[str, CallRecord] = {}
         self._current_round = 0
@@ -330,6 +332,7 @@ class MapsChat:
             rollback = decision.revision
             sender = USER_PROXY_NAME if rollback.by == "user" else self.settings.team.step(
                 self.settings.flow.reviewer or "").title  # who sent it, named as the transcript names agents
+            self.senders.append(sender)
             self.observer.emit(RollbackEvent(
                 number=rollback.number, step=rollback.step, dimension=rollback.dimension, scores=rollback.scores,
                 question=rollback.sent_question, score=rollback.sent.score, evaluation=rollback.sent.evaluation or None,
@@ -484,6 +487,7 @@ class MapsChat:
             stop_reason=stop_reason,
             solver_answer=self.solver_answer,
             rollbacks=list(self.rollbacks),
+            senders=list(self.senders),
             verdicts=list(self.verdicts),
             calls=list(self.calls),
             seconds=seconds,

@@ -354,8 +354,8 @@ def _finished_run(base_run: RunRecord, outcome: ChatOutcome, team: Team, *, stat
         "solver_parsed": outcome.solver_answer.parsed if outcome.solver_answer else None,
         "rollbacks": [RollbackRecord(number=r.number, step=r.step, dimension=r.dimension, scores=r.scores,
                                      question=r.sent_question, score=r.sent.score, evaluation=r.sent.evaluation,
-                                     by=r.by)
-                      for r in outcome.rollbacks],
+                                     by=r.by, sender=sender)
+                      for r, sender in zip(outcome.rollbacks, outcome.senders, strict=True)],
         "critic_verdicts": [_verdict_record(v) if v else None for v in outcome.verdicts],
         "usage": outcome.usage(),
         "usage_by_role": outcome.usage_by_role(),

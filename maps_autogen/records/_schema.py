@@ -25,6 +25,7 @@ field added with a default that means what earlier files did does not.
 Version 2 (before 0.1.0's release): what files written earlier in the unreleased tree could
 lack is required (a manifest's settings and selection, a row's scoring fields, a rollback's `by`
 and sender, a review's evaluation, a step model's prompt layout), so version 1 files are refused.
+Version 3: run.json's rollbacks name their sender, as the transcript's rollback events do.
 
 The schema sits above the settings (settings/_config.py, settings/_team.py): a run records its
 config and team as their own models. The transcript's lines and the live records a chat emits
@@ -46,7 +47,7 @@ from maps_autogen.settings import AppConfig, HumanWhen, TeamConfig
 if TYPE_CHECKING:
     from maps_autogen.settings import ResolvedModel
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 RUN_FILE = "run.json"
 TRANSCRIPT_FILE = "transcript.jsonl"
@@ -337,6 +338,9 @@ class RollbackRecord(_Record):
     score: Score | None = None
     evaluation: str = ""
     by: RollbackBy = "critic"
+    # who sent it back, as the transcript's rollback event names them: the reviewer's title, or
+    # the UserProxy's (the person at a pause)
+    sender: str
 
 
 class VerdictRecord(_Record):

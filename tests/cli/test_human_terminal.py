@@ -111,7 +111,7 @@ def test_back_sends_the_step_back_with_the_persons_question_and_stop_ends(tmp_pa
     assert run["flow"]["human"] == "review" and run["stop_reason"] == "user_stopped"
     assert run["rollbacks"] == [{"number": 1, "step": "framer", "dimension": "framing", "scores": {},
                                  "question": "Is the pivot in the middle?", "score": None, "evaluation": "",
-                                 "by": "user"}]
+                                 "by": "user", "sender": "UserProxy"}]
     # The viewer shows the person's turns as the UserProxy's and the rollback as theirs.
     page = tmp_path / "page.html"
     shown = run_maps(["view", str(run_dir), "--out", str(page)], env=clean_env(), cwd=tmp_path)

@@ -32,7 +32,7 @@ def hand_written_run(folder: Path) -> Path:
            "error": LEAK, "problem": {"question": LEAK, "context": LEAK, "options": [LEAK], "metadata": {"note": LEAK}},
            "team": {"steps": ["solver", "critic"], "reviewer": "critic", "final_step": "solver", "scored": {"solver": "solution"}},
            "flow": {"steps": ["solver"], "critic": True, "reviewer": "critic", "scored": {"solver": "solution"}, "threshold": 5},
-           "rollbacks": [{"number": 1, "step": "solver", "dimension": "solution", "question": LEAK}]}
+           "rollbacks": [{"number": 1, "step": "solver", "dimension": "solution", "question": LEAK, "sender": "Critic"}]}
     lines = [
         {"type": "message", "agent": "UserProxy", "role": "user_proxy", "step": "task", "content": LEAK},
         {"type": "message", "agent": "Solver", "role": "solver", "step": "solution", "content": LEAK,

@@ -413,7 +413,7 @@ def outcome_of(run: RunRecord, gold: Any, correct: bool | None, used: dict[str, 
         gold=gold,
         correct=correct,
         stop_reason=run.stop_reason,
-        rollbacks=[(r.step, r.dimension, "the person" if r.by == "user" else f"the {title(reviewer or 'reviewer')}")
+        rollbacks=[(r.step, r.dimension, "the person" if r.by == "user" else f"the {r.sender}")
                    for r in run.rollbacks],
         stop_words=stop_words(run.stop_reason, reviewer=title(reviewer) if reviewer else None,
                               rollbacks=sum(1 for r in run.rollbacks if r.by == "critic"),
