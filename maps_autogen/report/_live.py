@@ -83,7 +83,7 @@ class _Pace:
     def measure(self, record: MessageRecord) -> bool:
         """Count the time of a model reply (not the UserProxy's, not one from the cache); True
         when it is the first measured, after which the time left is first said."""
-        took, cached = took_and_cached(record)
+        took, cached = _took_and_cached(record)
         if record.role == USER_PROXY_ROLE or took is None or cached:
             return False
         self.call_seconds.append(took)
@@ -101,7 +101,7 @@ class _Pace:
         return time_left(flow, rollback_step, self.reviewer_rollbacks, self.call_seconds, made)
 
 
-def took_and_cached(record: MessageRecord) -> tuple[float | None, bool]:
+def _took_and_cached(record: MessageRecord) -> tuple[float | None, bool]:
     """How long a reply took (the call's time, else the turn's) and whether it came from the cache."""
     usage = record.usage
     took = usage.seconds if usage is not None and usage.seconds is not None else record.seconds
@@ -132,7 +132,7 @@ class ProgressLines:
         if isinstance(record, MessageRecord):
             if record.role == USER_PROXY_ROLE:
                 return
-            took, cached = took_and_cached(record)
+            took, cached = _took_and_cached(record)
             self._say(f"{record.agent} replied" + (f" in {took:.1f} s" if took is not None else "")
                       + (" (from the cache)" if cached else ""))
             if self._pace.measure(record):
