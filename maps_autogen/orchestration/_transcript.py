@@ -67,8 +67,9 @@ def request_for_transcript(messages: list[dict[str, Any]], image_files: dict[str
 
 
 class Later:
-    """Runs actions a fixed time after they are given, in order, on one daemon thread (started
-    on first use): the writes that wait to see whether they are still needed."""
+    """Runs actions a fixed time after they are given, in order, on one daemon thread that lives
+    only while an action is due (started by the first, ended when none is left, so it never
+    outlives the run that gave them): the writes that wait to see whether they are still needed."""
 
     def __init__(self, delay_s: float):
         self.delay_s = delay_s
@@ -83,26 +84,24 @@ class Later:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="maps-later", daemon=True)
                 self._thread.start()
-            elif len(self._due) == 1:
-                self._changed.notify()  # it was waiting with nothing due
 
     def _work(self) -> None:
         with self._changed:
-            while True:
-                if not self._due:
-                    self._changed.wait()
-                    continue
-                at, action = self._due[0]
-                wait = at - time.monotonic()
-                if wait > 0:
-                    self._changed.wait(wait)
-                    continue
-                self._due.popleft()
-                self._changed.release()
-                try:
-                    action()
-                finally:
-                    self._changed.acquire()
+            try:
+                while self._due:
+                    at, action = self._due[0]
+                    wait = at - time.monotonic()
+                    if wait > 0:
+                        self._changed.wait(wait)  # (an action given meanwhile is due later still)
+                        continue
+                    self._due.popleft()
+                    self._changed.release()
+                    try:
+                        action()
+                    finally:
+                        self._changed.acquire()
+            finally:
+                self._thread = None  # nothing due (or an action raised): the next action given starts another
 
 
 _later = Later(TURN_FILE_AFTER_S)

@@ -4,6 +4,7 @@ after the first reply an estimate of the time left, from the measured speed."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -57,6 +58,56 @@ def time_left(flow: FlowRecord, rollback_step: str | None, rollbacks: int, call_
             f"{_minutes(least * mean)}" + ("" if least == most else f" to {_minutes(most * mean)}") + " left")
 
 
+class _Pace:
+    """What both views estimate the time left from: the chat's flow (its run.json, read once),
+    the measured model calls, and the rollbacks that spent the reviewer's budget (the person's
+    do not: flow.calls_left counts the reviewer's rollbacks left)."""
+
+    def __init__(self) -> None:
+        self.run_dir: Path | None = None  # set once the run folder exists (`watch`)
+        self._flow: FlowRecord | None = None
+        self._read = False
+        self.call_seconds: list[float] = []  # measured model calls (replies from the cache are not)
+        self.reviewer_rollbacks = 0
+
+    def flow(self) -> FlowRecord | None:
+        """The chat's flow, read from its run.json at the first need (the chat writes it before
+        its first call) and never again; None before the folder is known or when its run.json
+        cannot be read (then no estimate is said)."""
+        if not self._read and self.run_dir is not None:
+            self._read = True
+            with suppress(DataError):
+                self._flow = read_run(self.run_dir).flow
+        return self._flow
+
+    def measure(self, record: MessageRecord) -> bool:
+        """Count the time of a model reply (not the UserProxy's, not one from the cache); True
+        when it is the first measured, after which the time left is first said."""
+        took, cached = _took_and_cached(record)
+        if record.role == USER_PROXY_ROLE or took is None or cached:
+            return False
+        self.call_seconds.append(took)
+        return len(self.call_seconds) == 1
+
+    def rolled_back(self, record: RollbackEvent) -> None:
+        """Count a rollback the reviewer sent (one the person sent spends no reviewer budget)."""
+        self.reviewer_rollbacks += record.by != "user"
+
+    def left(self, rollback_step: str | None, made: int = 0) -> str | None:
+        """The time-left line (time_left), or None while there is nothing to estimate from."""
+        flow = self.flow()
+        if flow is None or not self.call_seconds:
+            return None
+        return time_left(flow, rollback_step, self.reviewer_rollbacks, self.call_seconds, made)
+
+
+def _took_and_cached(record: MessageRecord) -> tuple[float | None, bool]:
+    """How long a reply took (the call's time, else the turn's) and whether it came from the cache."""
+    usage = record.usage
+    took = usage.seconds if usage is not None and usage.seconds is not None else record.seconds
+    return took, usage is not None and usage.cached
+
+
 class ProgressLines:
     """`maps solve --json`'s progress on standard error, where the JSON on standard output stays
     alone: one plain line per finished reply, rollback, event and stop, and after the first reply
@@ -65,50 +116,31 @@ class ProgressLines:
 
     def __init__(self, file: TextIO) -> None:
         self.file = file
-        self.run_dir: Path | None = None
-        self._flow: FlowRecord | None = None
-        self._call_seconds: list[float] = []
-        self._rollbacks = 0
+        self._pace = _Pace()
 
     def watch(self, run_dir: Path) -> None:
         """The run folder of the chat (its run.json records the chat's flow)."""
-        self.run_dir = run_dir
+        self._pace.run_dir = run_dir
 
-    def _say(self, text: str) -> None:
-        self.file.write(terminal_safe(text) + "\n")
-        self.file.flush()
-
-    def _plan(self) -> FlowRecord | None:
-        if self._flow is None and self.run_dir is not None:
-            try:
-                self._flow = read_run(self.run_dir).flow
-            except DataError:
-                return None
-        return self._flow
-
-    def _left(self, rollback_step: str | None, made: int = 0) -> None:
-        flow = self._plan()
-        if flow is not None and self._call_seconds:
-            self._say(time_left(flow, rollback_step, self._rollbacks, self._call_seconds, made))
+    def _say(self, text: str | None) -> None:
+        if text is not None:
+            self.file.write(terminal_safe(text) + "\n")
+            self.file.flush()
 
     def emit(self, record: ChatRecord) -> None:
         """Say one record, if it is one said (turn starts and streamed text are not)."""
         if isinstance(record, MessageRecord):
             if record.role == USER_PROXY_ROLE:
                 return
-            usage = record.usage
-            took = usage.seconds if usage is not None and usage.seconds is not None else record.seconds
-            cached = usage is not None and usage.cached
+            took, cached = _took_and_cached(record)
             self._say(f"{record.agent} replied" + (f" in {took:.1f} s" if took is not None else "")
                       + (" (from the cache)" if cached else ""))
-            if took is not None and not cached:
-                self._call_seconds.append(took)
-                if len(self._call_seconds) == 1:
-                    self._left(None, made=1)
+            if self._pace.measure(record):
+                self._say(self._pace.left(None, made=1))
         elif isinstance(record, RollbackEvent):
-            self._rollbacks += 1
+            self._pace.rolled_back(record)
             self._say(f"rollback {record.number}: re-running from the {record.step} step")
-            self._left(record.step)
+            self._say(self._pace.left(record.step))
         elif isinstance(record, StopEvent):
             self._say(f"stopped: {record.stop_reason}")
         elif isinstance(record, EventRecord):
@@ -138,15 +170,11 @@ class LiveConsole:
         self._stream_redactor = StreamRedactor()
         self._turn = 0
         self._styles: dict[str, str] = {}
-        self.run_dir: Path | None = None  # set once the run folder exists (`watch`): its flow plans the estimate
-        self._flow: FlowRecord | None = None
-        self._call_seconds: list[float] = []  # measured model calls (replies from the cache are not)
-        self._rollbacks = 0
-        self._reviewer_rollbacks = 0  # the rollbacks that spent the reviewer's budget (the person's do not)
+        self._pace = _Pace()  # the flow, the measured calls and the reviewer's rollbacks: the estimate
 
     def watch(self, run_dir: Path) -> None:
         """The run folder of the chat this console shows (its run.json records the chat's flow)."""
-        self.run_dir = run_dir
+        self._pace.run_dir = run_dir
 
     def _style(self, role: str) -> str:
         if role == USER_PROXY_ROLE:
@@ -175,44 +203,19 @@ class LiveConsole:
             return
         if isinstance(record, MessageRecord):
             self._message(record)
-            self._measure(record)
+            if self._pace.measure(record):  # after the first measured reply: how long the rest may take
+                self._estimate(None, made=1)
         else:
             self._event(record)
             if isinstance(record, RollbackEvent):
-                self._rollbacks += 1
-                self._reviewer_rollbacks += record.by != "user"
+                self._pace.rolled_back(record)
                 self._estimate(record.step)
-
-    def _reviewer(self) -> str | None:
-        """The reviewer's step name, as the run's flow records it (None: not known, or none ran)."""
-        flow = self._plan()
-        return flow.reviewer if flow is not None else None
-
-    def _plan(self) -> FlowRecord | None:
-        """The chat's flow, read once from its run.json (None before the folder is known)."""
-        if self._flow is None and self.run_dir is not None:
-            try:
-                self._flow = read_run(self.run_dir).flow
-            except DataError:
-                return None
-        return self._flow
-
-    def _measure(self, record: MessageRecord) -> None:
-        """Time a model reply; after the first, say how long the rest may take."""
-        usage = record.usage
-        took = usage.seconds if usage is not None and usage.seconds is not None else record.seconds
-        if record.role == USER_PROXY_ROLE or took is None or (usage is not None and usage.cached):
-            return
-        self._call_seconds.append(took)
-        if len(self._call_seconds) == 1:
-            self._estimate(None, made=1)
 
     def _estimate(self, rollback_step: str | None, made: int = 0) -> None:
         """One dim line: the calls left (fewest to most, by the flow's plan) times the mean measured call."""
-        flow = self._plan()
-        if flow is None or not self._call_seconds:
-            return
-        self.console.print(Text(time_left(flow, rollback_step, self._rollbacks, self._call_seconds, made), style="dim"))
+        line = self._pace.left(rollback_step, made)
+        if line is not None:
+            self.console.print(Text(line, style="dim"))
 
     def _message(self, record: MessageRecord) -> None:
         role = record.role
@@ -282,10 +285,10 @@ class LiveConsole:
             for part, text in sent:
                 self.console.print(Text(f"    {part}: ", style="cyan") + _safe(text))
         elif isinstance(record, StopEvent):
-            flow = self._plan()
-            reviewer = self._reviewer()
+            flow = self._pace.flow()
+            reviewer = flow.reviewer if flow is not None else None  # the reviewer's step, as the flow records it
             words = stop_words(record.stop_reason, reviewer=title(reviewer) if reviewer else None,
-                               rollbacks=self._reviewer_rollbacks,
+                               rollbacks=self._pace.reviewer_rollbacks,
                                max_rollbacks=flow.max_rollbacks if flow else None)
             self.console.print(Text(terminal_safe(f"\n■ stopped: {record.stop_reason}: {words}"), style="bold"))
         else:

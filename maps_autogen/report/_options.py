@@ -17,5 +17,5 @@ class ReportOptions(Options):
     out: Path | None = option(
         None, "--out", "Folder for the tables and figures (default: runs/report-<stamp>).", kind="path")
     paper: bool = option(
-        False, "--paper", "Add the paper's Table 1 rows beside ours, with the difference, and random-choice rows.",
-        kind="flag")
+        False, "--paper", "Add the paper's Table 1 and Table 2 rows beside ours, with the difference, and "
+        "random-choice rows.", kind="flag")

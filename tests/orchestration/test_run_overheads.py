@@ -137,6 +137,25 @@ def test_later_runs_each_action_after_its_delay_in_order() -> None:
         later.run(lambda number=number: done.append(number))
     later.run(finished.set)
     assert finished.wait(10) and done == [0, 1, 2]
+    assert _ended(later)  # nothing left to do: its thread ended (it never outlives its runs)
     finished.clear()
-    later.run(finished.set)  # once its queue was empty: it wakes again
+    later.run(finished.set)  # once its queue was empty: it starts again
     assert finished.wait(10)
+
+
+def test_the_later_thread_ends_with_its_run_and_writes_nothing_after_close(tmp_path: Path) -> None:
+    later = Later(0.01)
+    writer = RunWriter(tmp_path, later=later)
+    writer.start_turn(_turn("solver"))
+    writer.close()  # the turn it would write is no longer under way, whenever its delay passes
+    assert _ended(later) and not (tmp_path / "turn.json").exists()  # (the writer's action ran first)
+
+
+def _ended(later: Later) -> bool:
+    """Give `later` one more action and say whether the thread that ran it ended afterwards."""
+    ran_on: list[threading.Thread] = []
+    finished = threading.Event()
+    later.run(lambda: (ran_on.append(threading.current_thread()), finished.set()))
+    assert finished.wait(10)
+    ran_on[0].join(10)
+    return not ran_on[0].is_alive()

@@ -6,7 +6,6 @@ terminal is a real pipe; then the real command in a subprocess, driven from head
 from __future__ import annotations
 
 import http.client
-import io
 import json
 import os
 import queue
@@ -26,9 +25,9 @@ from maps_autogen.report.view._server import HUMAN_BODY_BYTES, ViewServer
 from tests.helpers.chromium import Chromium, chromium  # noqa: F401 - chromium is a fixture
 from tests.helpers.common import MAPS, TEST_KEY, clean_env, critic_json, make_png, solver_json
 from tests.helpers.fake_openai import FakeOpenAI, RoleScript
+from tests.helpers.human_desk import WAIT_S, Asked, Said, post
 from tests.helpers.view_fixtures import write_synthetic_eval
 
-WAIT_S = 120  # a bound for a loaded machine; nothing here asserts on time
 TITLES = {"interpreter": "Interpreter", "aligner": "Aligner", "scholar": "Scholar", "solver": "Solver",
           "critic": "Critic"}
 
@@ -37,52 +36,6 @@ def pause(number: int, *, ends: bool = False) -> HumanState:
     return HumanState(pause=number, after="critic", titles=TITLES, review=True, round=0, answer="A. 2 kg",
                       scores={"caption": 5, "knowledge": 2}, questions={}, next="rollback 1: ...", ends=ends,
                       steps=("interpreter", "aligner", "scholar", "solver"), backs_left=2)
-
-
-class Asked:
-    """`desk.ask(state)` on a thread, as the chat calls it; `result()` waits for the decision."""
-
-    def __init__(self, desk: HumanDesk, state: HumanState):
-        self._done: queue.Queue[HumanDecision] = queue.Queue()
-        threading.Thread(target=lambda: self._done.put(desk.ask(state)), daemon=True).start()
-
-    def result(self) -> HumanDecision:
-        return self._done.get(timeout=WAIT_S)
-
-
-class Said(io.StringIO):
-    """The desk's standard error: `until(text)` waits for a line holding `text`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._written = threading.Condition()
-
-    def write(self, text: str) -> int:
-        with self._written:
-            count = super().write(text)
-            self._written.notify_all()
-            return count
-
-    def until(self, text: str) -> str:
-        with self._written:
-            assert self._written.wait_for(lambda: text in self.getvalue(), timeout=WAIT_S), self.getvalue()
-            return self.getvalue()
-
-
-def post(url: str, body: bytes, *, content_type: str = "application/json",
-         length: str | None = None) -> tuple[int, dict[str, Any] | str]:
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=WAIT_S)
-    try:
-        connection.putrequest("POST", parts.path)
-        connection.putheader("Content-Type", content_type)
-        connection.putheader("Content-Length", length if length is not None else str(len(body)))
-        connection.endheaders(body)
-        response = connection.getresponse()
-        data = response.read().decode()
-        return response.status, json.loads(data) if response.getheader("Content-Type") == "application/json" else data
-    finally:
-        connection.close()
 
 
 def answer(server: ViewServer, number: int, line: str) -> tuple[int, dict[str, Any] | str]:

@@ -6,27 +6,24 @@ page's own (beside the URL's token and the Host check)."""
 
 from __future__ import annotations
 
-import http.client
-import io
 import json
 import os
-import queue
 import subprocess
-import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
 
-from maps_autogen.orchestration._human import HumanDecision, HumanState
+from maps_autogen.orchestration._human import HumanState
 from maps_autogen.orchestration._human_desk import HumanDesk
 from maps_autogen.report.view import ViewServer
 from tests.helpers.common import MAPS, TEST_KEY, clean_env, critic_json, make_png, solver_json
 from tests.helpers.fake_openai import FakeOpenAI, RoleScript
+from tests.helpers.human_desk import WAIT_S, Asked, Said
+from tests.helpers.human_desk import post as post_body
 from tests.helpers.view_fixtures import write_synthetic_eval
 
-WAIT_S = 120  # a bound for a loaded machine; nothing here asserts on time
 FEEDBACK = {"caption": "Which length is measured?", "knowledge": "Which law fixes the ratio?"}
 
 
@@ -34,36 +31,6 @@ def pause(number: int = 1) -> HumanState:
     return HumanState(pause=number, after="critic", titles={"critic": "Critic", "scholar": "Scholar"}, review=True,
                       round=0, answer="A. 2 kg", scores={"caption": 5, "knowledge": 2}, questions=FEEDBACK,
                       next="rollback 1: ...", ends=False, steps=("scholar",), backs_left=2)
-
-
-class Said(io.StringIO):
-    """The desk's standard error: `until(text)` waits for it to be written."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._written = threading.Condition()
-
-    def write(self, text: str) -> int:
-        with self._written:
-            count = super().write(text)
-            self._written.notify_all()
-            return count
-
-    def until(self, text: str) -> str:
-        with self._written:
-            assert self._written.wait_for(lambda: text in self.getvalue(), timeout=WAIT_S), self.getvalue()
-            return self.getvalue()
-
-
-class Asked:
-    """`desk.ask(state)` on a thread, as the chat calls it; `result()` waits for the decision."""
-
-    def __init__(self, desk: HumanDesk, state: HumanState):
-        self._done: queue.Queue[HumanDecision] = queue.Queue()
-        threading.Thread(target=lambda: self._done.put(desk.ask(state)), daemon=True).start()
-
-    def result(self) -> HumanDecision:
-        return self._done.get(timeout=WAIT_S)
 
 
 class Clock:
@@ -148,20 +115,7 @@ def test_wait_s_zero_lets_maps_solve_human_go_on_by_itself(tmp_path: Path) -> No
 
 
 def post(url: str, line: str, *, origin: str | None, number: int = 1) -> tuple[int, Any]:
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=WAIT_S)
-    body = json.dumps({"pause": number, "answer": line}).encode()
-    try:
-        connection.putrequest("POST", parts.path)
-        connection.putheader("Content-Type", "application/json")
-        connection.putheader("Content-Length", str(len(body)))
-        if origin is not None:
-            connection.putheader("Origin", origin)
-        connection.endheaders(body)
-        response = connection.getresponse()
-        return response.status, json.loads(response.read().decode())
-    finally:
-        connection.close()
+    return post_body(url, json.dumps({"pause": number, "answer": line}).encode(), origin=origin)
 
 
 def test_the_page_s_answer_is_refused_from_another_origin(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from maps_autogen.report._options import ReportOptions
 from maps_autogen.report._report import write_report
 from maps_autogen.report.paper import human_margin, table1_rows, table2_checks, table2_rows
 from tests.helpers.common import REPO
@@ -89,3 +90,6 @@ def test_report_paper_prints_table2_beside_ours_with_the_flags_and_the_margin(tm
             "average; from the corrected one the Human Expert's Avg. is 56.29, and MAPS leads by 0.02 points"
             ) in (tmp_path / "out" / "table1_paper.md").read_text()
     assert (tmp_path / "out" / "table2_paper.csv").read_text().startswith("Source,Variation,MECO,MZCE,MZCO,PECO,PZCE")
+    # what `maps report --help` says --paper adds: both tables
+    (paper_flag,) = (declared for declared in ReportOptions.declared() if declared.name == "paper")
+    assert "Table 1 and Table 2" in paper_flag.spec.help
