@@ -25,7 +25,8 @@ def serve_command(**declared: Any) -> None:
     options = ModelServerOptions.from_cli(declared)
     server = serve_model(options)
     try:
-        context = read_server_context(httpx.Client(trust_env=False), server.base_url, server.model_name, {})
+        with httpx.Client(trust_env=False) as http:  # asked once: no connection held while it serves
+            context = read_server_context(http, server.base_url, server.model_name, {})
         room = (f"{context.tokens:,} tokens per request (said by {context.source})" if context is not None
                 else "its context per request unknown")
         say(f"serving {server.model_name} at {server.base_url}: {room}; Ctrl-C stops it (log: {server.log_path})")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ._estimate import shown_of as shown_of
     from ._harness import HARNESS_FILE as HARNESS_FILE, harness_results as harness_results
     from ._intervals import PairedComparison as PairedComparison
-    from ._lm_eval_files import model_folder_name as model_folder_name
+    from ._lm_eval_files import lm_eval_files as lm_eval_files, model_folder_name as model_folder_name
     from ._merge import MergeOutcome as MergeOutcome, merge_runs as merge_runs
     from ._options import (FIXED_ON_RESUME as FIXED_ON_RESUME, METHODS as METHODS, TRACKERS as TRACKERS,
                            EvalOptions as EvalOptions, MergeOptions as MergeOptions, check_request as check_request,

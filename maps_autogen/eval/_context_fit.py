@@ -8,7 +8,8 @@ outgrows it. So before the first call, for every step on a server that says its 
 (model/_context.py), the longest request the step can make is bounded:
 
     its prompt (counted as the estimate counts it, eval/_estimate.py, times PROMPT_MARGIN for the
-    server's own tokenizer and chat template, on the problems to run) + every earlier reply it
+    server's own tokenizer and chat template, on the problems it is given: an eval's up to FITTED,
+    evenly spread, eval/_runner.py) + every earlier reply it
     reads at its step's budget + on a revision its own previous reply and the reviewer's reply +
     its own reply at its budget.
 

@@ -84,6 +84,19 @@ def model_folder_name(model: str) -> str:
     return f"model-{name}" if name in _OURS else name
 
 
+def lm_eval_folder(eval_dir: Path, results: HarnessResults) -> Path:
+    """Where an eval's lm-eval files are: its model's sanitized name (`model_folder_name`) inside it."""
+    return eval_dir / model_folder_name(results.config.get("model") or "model")
+
+
+def lm_eval_files(eval_dir: Path, results: HarnessResults) -> list[Path]:
+    """The lm-eval files an eval folder holds (`results_<date>.json`, `samples_<task>_<date>.jsonl`),
+    regular files only (a symlink planted in a run folder is never one of them), sorted."""
+    folder = lm_eval_folder(eval_dir, results)
+    return sorted(path for path in folder.glob("*_*.json*")
+                  if path.name.startswith(("results_", "samples_")) and path.is_file() and not path.is_symlink())
+
+
 def file_task_name(task: str) -> str:
     """A task's name in a file name: lm-eval's `sanitize_task_name`, bounded in length."""
     name = _TASK_UNSAFE.sub("_", task)
@@ -139,7 +152,7 @@ def harness_sample(eval_dir: Path, row: ResultRow, doc_id: int) -> HarnessSample
 def write_lm_eval_files(eval_dir: Path, manifest: Manifest, results: HarnessResults,
                         rows: Sequence[ResultRow]) -> Path:
     """Write <model>/results_<date>.json and a samples_<task>_<date>.jsonl per subset; the folder."""
-    folder = eval_dir / model_folder_name(results.config.get("model") or "model")
+    folder = lm_eval_folder(eval_dir, results)
     folder.mkdir(exist_ok=True)
     date = date_id(manifest)
     scored = {str(row.pid): row for row in rows if row.status == "ok" and row.correct is not None}
@@ -158,5 +171,5 @@ def write_lm_eval_files(eval_dir: Path, manifest: Manifest, results: HarnessResu
     return folder
 
 
-__all__ = ["HarnessSample", "date_id", "file_task_name", "harness_sample", "model_folder_name",
-           "write_lm_eval_files"]
+__all__ = ["HarnessSample", "date_id", "file_task_name", "harness_sample", "lm_eval_files", "lm_eval_folder",
+           "model_folder_name", "write_lm_eval_files"]

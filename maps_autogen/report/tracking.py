@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from maps_autogen._util import UsageError, redact
-from maps_autogen.eval import HARNESS_FILE, TRACKERS, harness_results, model_folder_name
+from maps_autogen.eval import HARNESS_FILE, TRACKERS, harness_results, lm_eval_files
 from maps_autogen.records import (
     MANIFEST_FILE,
     RESULTS_FILE,
@@ -120,12 +120,11 @@ def tracked(eval_dir: Path) -> Tracked:
         metrics["rollbacks/mean"] = round(sum(rollbacks) / len(rollbacks), 6)
         metrics["rollbacks/max"] = max(rollbacks)
     metrics.update(_score_counts(rows))
-    lm_eval_dir = eval_dir / model_folder_name(results.config.get("model") or "model")
-    lm_eval = [path for path in lm_eval_dir.glob("*_*.json*") if path.name.startswith(("results_", "samples_"))]
     files = [eval_dir / name for name in (HARNESS_FILE, SUMMARY_FILE, MANIFEST_FILE, RESULTS_FILE)]
+    ours = [path for path in files if path.is_file() and not path.is_symlink()]
     return Tracked(name=manifest.eval_id or eval_dir.name, config=_masked(config),
                    metrics={key: float(value) for key, value in metrics.items()}, rollbacks=rollbacks,
-                   artifacts=[path for path in [*files, *sorted(lm_eval)] if path.is_file() and not path.is_symlink()])
+                   artifacts=[*ours, *lm_eval_files(eval_dir, results)])
 
 
 def _report(eval_dir: Path, out: Path) -> list[Path]:

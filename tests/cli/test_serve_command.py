@@ -5,6 +5,7 @@ it stops on SIGTERM as on Ctrl-C, its server child with it. A missing or broken 
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -26,6 +27,20 @@ def test_a_missing_or_broken_model_file_is_one_line(tmp_path: Path) -> None:
         assert line.startswith(f"error: model file {path} ") and said in line
 
 
+def connections_to(pid: int, port: int) -> int:
+    """The TCP sockets process `pid` holds to `port`, in any state (read from /proc)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target.removeprefix("socket:[").removesuffix("]"))
+    lines = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+    return sum(1 for fields in map(str.split, lines) if fields[9] in inodes and int(fields[2].split(":")[1], 16) == port)
+
+
 @pytest.mark.local
 def test_maps_serve_says_the_context_and_the_lines_that_use_it(tmp_path: Path) -> None:
     server = subprocess.Popen([*MAPS, "serve", str(model_file()), "--port", "0", "--ctx-size", "2048", "--parallel", "2",
@@ -38,6 +53,8 @@ def test_maps_serve_says_the_context_and_the_lines_that_use_it(tmp_path: Path) -
                          r"GET /props, default_generation_settings\.n_ctx\); Ctrl-C stops it", first)
         assert found, first + server.stderr.read() if server.poll() is not None else first
         url = found.group(1)
+        # the context was asked once: no connection of maps serve's own is left open to its server
+        assert connections_to(server.pid, int(url.rsplit(":", 1)[1].removesuffix("/v1"))) == 0
         lines = [server.stdout.readline().strip() for _ in range(3)]
         assert lines[1] == f"export OPENAI_BASE_URL={url}"
         assert lines[2] == "maps solve --problem examples/lever/problem.yaml --model smol --config examples/text-only.yaml"

@@ -308,6 +308,9 @@ def test_emma_records_formats_and_metadata(emma_items: dict[str, EvalItem], form
     assert text_choice.record == {"pid": "phy_2", "type": "Multiple choice", "options": ["it stays", "it slides left", "it slides right"],
                                   "answer": "c", "gt_content": "it slides right", "subset": "Physics"}
     assert text_choice.gold == "C"
+    # the task names the option as the scorer does for a record without gt_content (one rule)
+    from maps_autogen.benchmarks.emma._scorer import option_text
+    assert option_text({k: v for k, v in text_choice.record.items() if k != "gt_content"}) == "it slides right"
     assert open_item.record["gt_content"] == "35" and open_item.gold == "35"
     assert open_item.metadata == {"type": "Open-ended", "category": "Path Tracing", "task": "Physics task", "source": "EMMA", "subject": "Physics", "choices": 0}
 

@@ -139,3 +139,26 @@ def test_the_model_folder_is_one_plain_name_inside_the_eval_folder() -> None:
         name = model_folder_name(hostile)
         assert name and "/" not in name and not name.startswith(".") and len(name) <= 120, (hostile, name)
         assert name not in ("problems", "results.json", "results.jsonl", "summary.json", "manifest.json"), hostile
+
+
+def test_the_tracker_attaches_the_files_lm_eval_finds_and_no_symlink(eval_dir: Path, tmp_path: Path) -> None:
+    """`maps eval --track` attaches the lm-eval files where they were written (lm-eval's finders
+    find the same ones), and a link planted among them (a tampered folder) is never attached."""
+    import shutil
+
+    from lm_eval.utils import get_results_filenames, get_sample_results_filenames
+
+    from maps_autogen.report.tracking import tracked
+
+    copy = tmp_path / "eval"
+    shutil.copytree(eval_dir, copy, symlinks=True)
+    found = {Path(name) for name in [*get_results_filenames(every_file(copy)),
+                                     *get_sample_results_filenames(every_file(copy))]}
+    assert len(found) == 3  # the results and the two subsets' samples
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for a tracker")
+    planted = copy / "openai__gpt-4o" / "samples_custom_odd_2020-01-01T00-00-00.jsonl"
+    planted.symlink_to(secret)
+    attached = tracked(copy).artifacts
+    assert found <= set(attached)
+    assert planted not in attached and all(not path.is_symlink() for path in attached)

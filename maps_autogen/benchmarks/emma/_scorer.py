@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from maps_autogen.benchmarks import _symbolic
@@ -31,7 +31,7 @@ from maps_autogen.benchmarks._base import RecordError, Verdict
 from maps_autogen.benchmarks._bounds import Unjudgeable, bounded_symbolic
 from maps_autogen.benchmarks._boxed import boxed_contents
 
-CHOICE_LETTERS = "ABCDEFGH"
+CHOICE_LETTERS = "ABCDEFGH"  # the letters the official fast extractor recognises
 _PHRASES = {
     "current": ("final answer is", "correct answer is", "answer should be", "answer is", "answer:"),
     "legacy": ("final answer is", "correct answer is", "answer should be", "answer is"),
@@ -285,25 +285,31 @@ def _cached_verdict(extraction: str, answer: str, gt_content: str | None, rules:
     return bool(result), None
 
 
+def is_multiple_choice(record: Mapping[str, Any]) -> bool:
+    """Whether a row (or its record) is multiple choice (the hub spells the type with both cases of "choice")."""
+    kind = record.get("type")
+    return isinstance(kind, str) and kind.strip().lower() == "multiple choice"
+
+
+def named_option(answer: str, options: Sequence[Any]) -> str | None:
+    """The text of the option the answer letter names ("b": the second), None when it names none."""
+    letter = answer.strip().upper()
+    if len(letter) != 1 or letter not in CHOICE_LETTERS:
+        return None
+    index = CHOICE_LETTERS.index(letter)
+    option = options[index] if index < len(options) else None
+    return option if isinstance(option, str) else None
+
+
 def option_text(record: Mapping[str, Any]) -> str | None:
     """`gt_content` if present, else the option the answer letter names (multiple choice)."""
     given = record.get("gt_content")
     if isinstance(given, str):
         return given
-    kind = record.get("type")
     options, answer = record.get("options"), record.get("answer")
-    if not (isinstance(kind, str) and kind.strip().lower() == "multiple choice"):
+    if not is_multiple_choice(record) or not isinstance(options, list) or not isinstance(answer, str):
         return None
-    if not isinstance(options, list) or not isinstance(answer, str):
-        return None
-    letter = answer.strip().upper()
-    if len(letter) != 1 or letter not in CHOICE_LETTERS:
-        return None
-    index = CHOICE_LETTERS.index(letter)
-    if index >= len(options) or not isinstance(options[index], str):
-        return None
-    option: str = options[index]
-    return option
+    return named_option(answer, options)
 
 
 def _validated(record: Mapping[str, Any]) -> tuple[str, str | None]:

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from maps_autogen.benchmarks.emma._scorer import CHOICE_LETTERS, is_multiple_choice, named_option
 from maps_autogen.problem import (
     AnswerFormats,
     EvalItem,
@@ -29,7 +30,6 @@ from maps_autogen.problem import (
     required,
 )
 
-CHOICE_LETTERS = "ABCDEFGH"  # the letters the official fast extractor recognises
 # A letter as a Solver may write it: "B", "(B)", "B.", "B)", "Option B".
 _LETTER = re.compile(r"(?:option|choice)?\s*\(?([A-Ha-h])\)?[.:)]?", re.IGNORECASE)
 # A letter followed by the option's content: "B. <image_3>", "(C) 12 N".
@@ -38,21 +38,8 @@ _LEADING_LETTER = re.compile(r"\(?([A-H])[.:)]\s")  # a delimiter is required: "
 _RESPONSE = "The answer is \\boxed{{{answer}}}."
 
 
-def is_multiple_choice(fields: Mapping[str, Any]) -> bool:
-    """Whether a row is multiple choice (the hub spells the type with both cases of "choice")."""
-    return str(fields.get("type") or "").strip().lower() == "multiple choice"
-
-
 def _options(fields: Mapping[str, Any]) -> list[str]:
     return [str(option) for option in fields.get("options") or []]
-
-
-def _option_text(answer: str, options: list[str]) -> str | None:
-    """The text of the option the answer letter names, None when the letter names none."""
-    letter = answer.strip().upper()
-    if len(letter) != 1 or letter not in CHOICE_LETTERS or CHOICE_LETTERS.index(letter) >= len(options):
-        return None
-    return options[CHOICE_LETTERS.index(letter)]
 
 
 def _unwrapped(answer: str) -> str:
@@ -104,7 +91,7 @@ class EmmaTask:
             "options": options if fields.get("options") is not None else None,
             "answer": answer,
             # As the official evaluation: the named option's text, or the open answer itself.
-            "gt_content": _option_text(answer, options) if multiple_choice else answer,
+            "gt_content": named_option(answer, options) if multiple_choice else answer,
             "subset": row.subset,
         }
         return EvalItem(
