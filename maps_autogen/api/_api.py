@@ -351,13 +351,13 @@ def evaluate(
     resolve_scorer(options.benchmark, options.rules)  # a benchmark without its scorer: one line before anything runs
     check_request(options)  # nothing a resumed run fixes: before the settings load
     if options.track is not None:  # a tracker's client missing: one line before anything runs
-        from maps_autogen.report.tracking import require_tracker
+        from maps_autogen.report import require_tracker
 
         require_tracker(options.track)
     loaded = load_settings(options, without=options.without)
     outcome = EvalRun(options, loaded, progress=progress, on_ready=on_ready, announce=announce).run()
     if options.track is not None:
-        from maps_autogen.report.tracking import track_eval
+        from maps_autogen.report import track_eval
 
         outcome.notes.append(track_eval(options.track, outcome.eval_dir))
     return outcome

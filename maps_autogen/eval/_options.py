@@ -17,7 +17,7 @@ from maps_autogen.settings import Options, SettingsOptions, argument, option
 
 BASELINES = ("direct", "cot")  # the paper's single-call baselines (eval/_baselines.py)
 METHODS = ("maps", *BASELINES)
-TRACKERS = ("wandb", "mlflow")  # --track (report/tracking.py)
+TRACKERS = ("wandb", "mlflow")  # --track (report/_tracking.py)
 MAX_CONCURRENCY = 512  # problems in flight at once (--concurrency)
 CONCURRENCY = 8  # problems in flight when --concurrency is not given (and not --batch)
 MAX_WORKERS = 256  # worker processes (--workers)

@@ -10,5 +10,6 @@ if TYPE_CHECKING:
     from ._live import LiveConsole as LiveConsole, ProgressLines as ProgressLines
     from ._options import ReportOptions as ReportOptions
     from ._report import Report as Report, write_report as write_report
+    from ._tracking import require_tracker as require_tracker, track_eval as track_eval
 
 __getattr__, __dir__ = lazy_exports(globals())

@@ -148,7 +148,7 @@ def test_the_tracker_attaches_the_files_lm_eval_finds_and_no_symlink(eval_dir: P
 
     from lm_eval.utils import get_results_filenames, get_sample_results_filenames
 
-    from maps_autogen.report.tracking import tracked
+    from maps_autogen.report._tracking import tracked
 
     copy = tmp_path / "eval"
     shutil.copytree(eval_dir, copy, symlinks=True)
