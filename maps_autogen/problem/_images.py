@@ -332,7 +332,8 @@ def png_whole(raw: bytes) -> bool | None:
     error to every row's bytes, and each row begins with one of PNG's five filter types. That is
     everything Pillow's decoder checks (the chunks' checksums are `verify()`'s), at a fraction
     of its cost (no rows unfiltered, no image made). None: a PNG this does not decide
-    (interlaced, animated, one whose EXIF or XMP may turn it, an unusual header): it is decoded.
+    (interlaced, animated, one whose EXIF or XMP may turn it, an unusual header or a second
+    one): it is decoded.
 
     The work is bounded: the chunks are walked once, the pixel data is inflated in pieces of
     `_INFLATED_PIECE` bytes and only up to the bytes its rows need (the pixel limit is checked
@@ -345,6 +346,8 @@ def png_whole(raw: bytes) -> bool | None:
         length, kind = int.from_bytes(view[at : at + 4], "big"), bytes(view[at + 4 : at + 8])
         body = view[at + 8 : at + 8 + length]
         if kind == b"IHDR":
+            if header is not None:
+                return None  # Pillow reads the last one before the data, and none after it: it decides
             header = bytes(body)
         elif kind == b"IDAT" and not after_data:
             compressed.append(body)

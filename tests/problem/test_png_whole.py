@@ -160,3 +160,24 @@ def test_pngs_the_check_leaves_are_decoded_and_turned() -> None:
     for png in (turned, _xmp_turned(_png(plain))):
         image = image_from_bytes(png, name="t.png", source="t.png", max_side=2048)
         assert (image.width, image.height) == (20, 60) and image.data != png  # turned, so encoded anew
+
+
+def _header(width: int, height: int) -> tuple[bytes, bytes]:
+    return b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit grey
+
+
+def test_a_second_header_is_left_to_pillow_never_believed() -> None:
+    """Pillow reads the header before the pixel data; one written after it (or a second one) is
+    not what the image is decoded by: a PNG with one is left to the decode, so a damaged PNG is
+    not made whole by a header that claims fewer rows, and a bomb of pixel data is not inflated
+    for a header that claims more."""
+    one_row_cut = zlib.compressobj().compress(b"\0" + bytes(100)) + b"\0"  # one row, the stream cut short
+    damaged = _assembled([_header(100, 100), (b"IDAT", one_row_cut), _header(100, 1), (b"IEND", b"")])
+    assert png_whole(damaged) is None and not _decodes(damaged)
+    with pytest.raises(ProblemError, match="is not a readable image"):
+        image_from_bytes(damaged, name="a.png", source="a.png", max_side=2048)
+    packer = zlib.compressobj(9)
+    bomb = b"".join(packer.compress(bytes(1 << 20)) for _ in range(64)) + packer.flush()  # 64 MB of zeros
+    for chunks in ([_header(1, 1), (b"IDAT", bomb), _header(1 << 20, 1 << 20), (b"IEND", b"")],
+                   [_header(1, 1), _header(1 << 20, 1 << 20), (b"IDAT", bomb), (b"IEND", b"")]):
+        assert png_whole(_assembled(chunks)) is None
