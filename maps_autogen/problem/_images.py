@@ -329,7 +329,8 @@ _INFLATED_PIECE = 1 << 16
 def png_whole(raw: bytes) -> bool | None:
     """Whether a PNG that is sent as it is holds whole pixel data, told without decoding it:
     its compressed data (the consecutive IDAT chunks, as Pillow reads them) inflates without an
-    error to every row's bytes, and each row begins with one of PNG's five filter types. That is
+    error to every row's bytes (or its stream ends between two rows, which Pillow's decoder takes
+    as the image's end), and each row begins with one of PNG's five filter types. That is
     everything Pillow's decoder checks (the chunks' checksums are `verify()`'s), at a fraction
     of its cost (no rows unfiltered, no image made). None: a PNG this does not decide
     (interlaced, animated, one whose EXIF or XMP may turn it, an unusual header or a second
@@ -373,8 +374,8 @@ def png_whole(raw: bytes) -> bool | None:
         while done < needed:
             piece = inflate.decompress(pending, min(_INFLATED_PIECE, needed - done))
             pending = inflate.unconsumed_tail
-            if not piece:
-                return False  # the data ended before the last row
+            if not piece:  # the data ended before the last row: as Pillow, whole after a stream's end between rows
+                return inflate.eof and 0 < done and done % row == 0
             if max(piece[-done % row :: row], default=0) > 4:
                 return False  # no filter type
             done += len(piece)

@@ -106,7 +106,20 @@ def _samples() -> list[bytes]:
         damaged.append(_rows_changed(png, lambda rows: rows.__setitem__(len(rows) - 1 - len(rows) // 3, 9)))
         damaged.append(_rows_changed(png, lambda rows: rows.extend(bytes(7))))  # rows longer than they are
         damaged.append(_rows_changed(png, lambda rows: rows.__delitem__(slice(len(rows) - 3, None))))  # shorter
+        row = _row_bytes(png)
+        for kept in (row, row * 2, len(_inflated(png)) // row // 2 * row):  # a stream that ends after whole rows
+            damaged.append(_rows_changed(png, lambda rows, kept=kept: rows.__delitem__(slice(kept, None))))
     return whole + damaged
+
+
+def _inflated(png: bytes) -> bytes:
+    return zlib.decompress(b"".join(body for kind, body in _chunks(png) if kind == b"IDAT"))
+
+
+def _row_bytes(png: bytes) -> int:
+    """The bytes of one row of `png`'s pixel data (its filter byte included)."""
+    (height,) = struct.unpack(">I", _chunks(png)[0][1][4:8])
+    return len(_inflated(png)) // height
 
 
 def _split(data: bytes) -> list[bytes]:
