@@ -194,3 +194,34 @@ def test_a_second_header_is_left_to_pillow_never_believed() -> None:
     for chunks in ([_header(1, 1), (b"IDAT", bomb), _header(1 << 20, 1 << 20), (b"IEND", b"")],
                    [_header(1, 1), _header(1 << 20, 1 << 20), (b"IDAT", bomb), (b"IEND", b"")]):
         assert png_whole(_assembled(chunks)) is None
+
+
+_DECOMPRESSOBJ = zlib.decompressobj
+
+
+class _Counted:
+    """zlib's decompressor, counting the compressed bytes it is handed (what it keeps back of a
+    call's input is copied and handed over again by the next)."""
+
+    handed = 0
+
+    def __init__(self) -> None:
+        self._inflate = _DECOMPRESSOBJ()
+
+    def decompress(self, data: bytes, max_length: int = 0) -> bytes:
+        _Counted.handed += len(data)
+        return self._inflate.decompress(data, max_length)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inflate, name)
+
+
+def test_the_pixel_data_is_handed_to_zlib_about_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The work is linear in the data: a PNG stored without compression (its data as large as its
+    rows, inflated in hundreds of pieces) has its data handed to zlib about once, not once per piece."""
+    png = _png(Image.effect_noise((640, 640), 60).convert("RGB"), compress_level=0)
+    monkeypatch.setattr(zlib, "decompressobj", _Counted)
+    assert png_whole(png) is True
+    data = sum(len(body) for kind, body in _chunks(png) if kind == b"IDAT")
+    assert data > 16 * maps_autogen.problem._images._INFLATED_PIECE  # many pieces
+    assert _Counted.handed <= 2 * data
