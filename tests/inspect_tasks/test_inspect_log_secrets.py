@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from maps_autogen._util import register_secret
-from tests.helpers.common import TEST_KEY, clean_env, critic_json, solver_json, write_config
+from tests.helpers.common import TEST_KEY, clean_env, echoing, write_config
 from tests.helpers.eval_fixtures import write_mathvista_jsonl
-from tests.helpers.fake_openai import FakeOpenAI, Received, Reply
+from tests.helpers.fake_openai import FakeOpenAI, Received
 
 if os.environ.get("CI") == "true":  # CI installs the inspect extra (scripts/setup.sh): missing is a failure
     from inspect_ai.log import read_eval_log
@@ -46,14 +46,6 @@ def echo(request: Received) -> str:
         base64.b64encode(f"user:{secret}".encode()).decode() for secret in SECRETS)
 
 
-def script(request: Received) -> Reply:
-    if request.role == "solver":
-        return Reply(solver_json(f"42 {echo(request)}"))
-    if request.role == "critic":
-        return Reply(critic_json(feedback={"solution": echo(request)}))
-    return Reply(echo(request))
-
-
 @pytest.mark.parametrize("log_format", ["json", "eval"])
 def test_inspect_s_log_holds_no_secret_in_any_encoding(tmp_path: Path, log_format: str) -> None:
     data, _ = write_mathvista_jsonl(tmp_path / "mathvista", 1)
@@ -65,7 +57,7 @@ def test_inspect_s_log_holds_no_secret_in_any_encoding(tmp_path: Path, log_forma
                               "extra_body": {"user_secret": BODY_SECRET}},
         "model.endpoint": "gateway"})
     logs = tmp_path / "logs"
-    with FakeOpenAI(script) as server:
+    with FakeOpenAI(echoing(echo)) as server:
         env = {key: value for key, value in clean_env(FAKE_BASE_URL=server.base_url, FAKE_API_KEY=TEST_KEY).items()
                if not key.startswith("INSPECT_")}
         result = subprocess.run([str(INSPECT), "eval", "maps_autogen/mathvista", "-T", f"data={data}", "-T",
