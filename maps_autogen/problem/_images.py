@@ -329,12 +329,11 @@ _INFLATED_PIECE = 1 << 16
 def png_whole(raw: bytes) -> bool | None:
     """Whether a PNG that is sent as it is holds whole pixel data, told without decoding it:
     its compressed data (the consecutive IDAT chunks, as Pillow reads them) inflates without an
-    error to every row's bytes (or its stream ends between two rows, which Pillow's decoder takes
-    as the image's end), and each row begins with one of PNG's five filter types. That is
+    error to every row's bytes, and each row begins with one of PNG's five filter types. That is
     everything Pillow's decoder checks (the chunks' checksums are `verify()`'s), at a fraction
     of its cost (no rows unfiltered, no image made). None: a PNG this does not decide
     (interlaced, animated, one whose EXIF or XMP may turn it, an unusual header or a second
-    one): it is decoded.
+    one, pixel data that ends, whole, between two rows): it is decoded.
 
     The work is bounded: the chunks are walked once, the pixel data is inflated in pieces of
     `_INFLATED_PIECE` bytes (`_inflated`: linear in the data) and only up to the bytes its rows
@@ -376,8 +375,11 @@ def png_whole(raw: bytes) -> bool | None:
             done += len(piece)
     except zlib.error:
         return False
-    # The data may end before the last row: as Pillow, whole after a stream's end between rows.
-    return done == needed or (inflate.eof and 0 < done and done % row == 0)
+    if done == needed:
+        return True
+    # The data ended before the last row. Between two rows, Pillow may take that for the image's
+    # end, or not, by how the stream's last bytes fall across the IDAT chunks: it decides.
+    return None if inflate.eof and 0 < done and done % row == 0 else False
 
 
 def _inflated(inflate: zlib._Decompress, compressed: list[memoryview], needed: int) -> Iterator[bytes]:

@@ -106,9 +106,6 @@ def _samples() -> list[bytes]:
         damaged.append(_rows_changed(png, lambda rows: rows.__setitem__(len(rows) - 1 - len(rows) // 3, 9)))
         damaged.append(_rows_changed(png, lambda rows: rows.extend(bytes(7))))  # rows longer than they are
         damaged.append(_rows_changed(png, lambda rows: rows.__delitem__(slice(len(rows) - 3, None))))  # shorter
-        row = _row_bytes(png)
-        for kept in (row, row * 2, len(_inflated(png)) // row // 2 * row):  # a stream that ends after whole rows
-            damaged.append(_rows_changed(png, lambda rows, kept=kept: rows.__delitem__(slice(kept, None))))
     return whole + damaged
 
 
@@ -122,8 +119,39 @@ def _row_bytes(png: bytes) -> int:
     return len(_inflated(png)) // height
 
 
-def _split(data: bytes) -> list[bytes]:
-    return [data[at : at + 97] for at in range(0, len(data), 97)] + [b""]
+def _split(data: bytes, size: int = 97) -> list[bytes]:
+    return [data[at : at + size] for at in range(0, len(data), size)] + [b""]
+
+
+def _in_pieces(png: bytes) -> bytes:
+    """`png` with its pixel data in IDAT chunks of 3 bytes."""
+    chunks = _chunks(png)
+    data = b"".join(body for kind, body in chunks if kind == b"IDAT")
+    rest = [chunk for chunk in chunks if chunk[0] != b"IDAT"]
+    return _assembled([*rest[:-1], *((b"IDAT", piece) for piece in _split(data, 3)), rest[-1]])
+
+
+def test_a_stream_that_ends_between_rows_is_left_to_pillow() -> None:
+    """A PNG whose pixel data ends, whole, after some of its rows: Pillow takes that for the
+    image's end or not by how the stream's last bytes fall across its IDAT chunks, so the check
+    leaves it to Pillow's decode, and it is refused exactly when Pillow refuses it."""
+    verdicts = set()
+    for mode, size in IMAGES:
+        png = _png(_noisy(mode, size))
+        row = _row_bytes(png)
+        for kept in (row, row * 2, len(_inflated(png)) // row // 2 * row):
+            cut = _rows_changed(png, lambda rows, kept=kept: rows.__delitem__(slice(kept, None)))
+            for sample in (cut, _in_pieces(cut)):
+                assert png_whole(sample) is None
+                readable = _decodes(sample)
+                try:
+                    image_from_bytes(sample, name="a.png", source="a.png", max_side=2048)
+                except ProblemError:
+                    assert not readable
+                else:
+                    assert readable
+                verdicts.add(readable)
+    assert verdicts == {True, False}  # Pillow takes some and refuses others
 
 
 @pytest.mark.parametrize("piece", [None, 997])  # 997: rows cut across the pieces inflated
