@@ -13,6 +13,7 @@ if TYPE_CHECKING:
                              append_whole as append_whole, atomic_text_writer as atomic_text_writer,
                              copy_file as copy_file, disk_full as disk_full, iter_jsonl as iter_jsonl,
                              line_at as line_at, open_append as open_append, parse_read_back as parse_read_back,
+                             path_written_beside as path_written_beside,
                              read_json_object as read_json_object, read_json_or_empty as read_json_or_empty,
                              read_jsonl_from as read_jsonl_from, write_bytes_file as write_bytes_file,
                              write_json_atomic as write_json_atomic, write_text_atomic as write_text_atomic)

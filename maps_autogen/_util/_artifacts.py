@@ -104,7 +104,7 @@ class _RedactingWriter:
 
 
 @contextmanager
-def _written_beside(path: Path, *, fsync: bool, size: Callable[[], int]) -> Iterator[int]:
+def _written_beside(path: Path, *, fsync: bool, size: Callable[[], int | None]) -> Iterator[tuple[int, str]]:
     """A temporary file's descriptor beside `path` (mode 0644), renamed over `path` when the
     block succeeds: readers never see a half-written file, and a failure leaves any previous
     file intact and no temporary one. A full disk is a DiskFullError naming the folder and the
@@ -117,7 +117,7 @@ def _written_beside(path: Path, *, fsync: bool, size: Callable[[], int]) -> Iter
     try:
         lock_held(fd)
         os.fchmod(fd, FILE_MODE)  # mkstemp makes the file private; ours are meant to be read
-        yield fd
+        yield fd, temp
         if fsync:
             os.fsync(fd)
         os.replace(temp, path)  # before the descriptor (and its lock) goes
@@ -138,7 +138,7 @@ def atomic_text_writer(path: Path, *, fsync: bool = False, errors: str = "strict
     """A redacting text handle on a temporary file beside `path`, renamed over it on success
     (`_written_beside`: never a half-written file; a full disk is a DiskFullError)."""
     attempted = [0]
-    with _written_beside(path, fsync=fsync, size=lambda: attempted[0]) as fd:
+    with _written_beside(path, fsync=fsync, size=lambda: attempted[0]) as (fd, _):
         writer = _RedactingWriter(fd, errors)
         try:
             yield writer
@@ -156,8 +156,19 @@ def write_text_atomic(path: Path, text: str, *, errors: str = "strict") -> None:
 def write_bytes_file(path: Path, data: bytes) -> None:
     """Write binary data (images, figures) with mode 0644, atomically (`_written_beside`: a
     full disk leaves no partial file, a DiskFullError)."""
-    with _written_beside(path, fsync=False, size=lambda: len(data)) as fd:
+    with _written_beside(path, fsync=False, size=lambda: len(data)) as (fd, _):
         _write(fd, data)
+
+
+@contextmanager
+def path_written_beside(path: Path) -> Iterator[Path]:
+    """A temporary file beside `path` for another program's writer to fill (Inspect's log
+    writer), renamed over `path` when the block succeeds (`_written_beside`: named, locked and
+    swept as our own, so one left by a writer killed mid-way is removed by the next write, and
+    never named like `path`'s kind: a `.eval` Inspect would list as a log). What is written is
+    not redacted here: the caller hands the writer masked data."""
+    with _written_beside(path, fsync=False, size=lambda: None) as (_, temp):
+        yield Path(temp)
 
 
 def copy_file(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
@@ -167,7 +178,7 @@ def copy_file(source: str | os.PathLike[str], target: str | os.PathLike[str]) ->
     target = Path(target)
     with open(source, "rb") as reader:
         needed = os.fstat(reader.fileno()).st_size
-        with _written_beside(target, fsync=False, size=lambda: needed) as fd:
+        with _written_beside(target, fsync=False, size=lambda: needed) as (fd, _):
             while block := reader.read(_CHUNK):
                 _write(fd, block)
 

@@ -9,10 +9,10 @@ name or a path goes. Every path out of the process goes through `redact`: the te
 view, --json, --quiet, error lines, log warnings), every file under runs/, the response cache,
 the viewer pages, the reports, and Inspect's log (inspect_tasks/). It masks every registered
 secret in every encoding it travels in (itself; URL-encoded, as a query string carries it;
-base64, as `Authorization: Basic` carries a URL's `user:password`, at any alignment inside a
-longer encoded text), any run of 12 or more consecutive characters of one (a near-copy: the key
-minus a character, without its prefix, split by a zero-width character), and any
-`Authorization:`/`Bearer`/`Basic` credential.
+JSON-escaped, as every file and --json line carries it; base64, as `Authorization: Basic`
+carries a URL's `user:password`, at any alignment inside a longer encoded text), any run of
+12 or more consecutive characters of one (a near-copy: the key minus a character, without its
+prefix, split by a zero-width character), and any `Authorization:`/`Bearer`/`Basic` credential.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import json
 import logging
 import os
 import re
@@ -95,11 +96,14 @@ _TOKEN_CHARACTERS = re.compile(r"[A-Za-z0-9._~+/=-]*")  # the characters a crede
 
 def encodings(secret: str) -> set[str]:
     """The forms `secret` travels in besides itself: URL-encoded (a query string, a path, as
-    `quote` and `urlencode` write it) and base64 (standard and URL-safe alphabets) at each of
-    the three alignments it can have inside a longer encoded text (`Authorization: Basic` of
-    `user:` + the secret): of those, the characters that depend on the secret alone, when there
-    are enough of them (NEAR_COPY_CHARACTERS) to tell it."""
-    forms = {urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)}
+    `quote` and `urlencode` write it), inside a JSON string (every file we write, --json: its
+    quotes and backslashes escaped, anything beyond ASCII as `\\u` escapes or not) and base64
+    (standard and URL-safe alphabets) at each of the three alignments it can have inside a
+    longer encoded text (`Authorization: Basic` of `user:` + the secret): of those, the
+    characters that depend on the secret alone, when there are enough of them
+    (NEAR_COPY_CHARACTERS) to tell it."""
+    forms = {urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret),
+             json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
     data = secret.encode("utf-8", errors="surrogatepass")
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
         for offset in range(3):

@@ -3,20 +3,20 @@ call) before our solver sees it, so a service or a model that echoes a key (Insp
 provider key, a config's credential) would reach the log as it came. Once a task of ours ends,
 its log is read back with Inspect's reader, every text in it passed through `redact` (the one
 registry of secrets, every encoding), and written again in its format, beside it and then
-renamed over it (a log on the local disk; a remote one is written in place) when anything was
+renamed over it (a log on the local disk, through the one atomic writer's temporaries: a writer
+killed mid-way leaves nothing Inspect lists; a remote one is written in place) when anything was
 masked. What the solver hands Inspect to record is only what it needs (_solver.py)."""
 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
 from inspect_ai.hooks import Hooks, TaskEnd, hooks
 from inspect_ai.log import EvalLog, read_eval_log_async, write_eval_log_async
 
-from maps_autogen._util import redact, register_well_known_keys
+from maps_autogen._util import path_written_beside, redact, register_well_known_keys
 
 #: The task names of ours (`maps_autogen/mathvista`...): the logs this hook masks.
 TASK_PREFIX = "maps_autogen/"
@@ -59,14 +59,10 @@ async def mask_log(location: str) -> bool:
         await write_eval_log_async(masked, location, format=form)
         return True
     path = Path(location.removeprefix("file://"))
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".masking.{form}")
-    os.close(fd)
-    try:
-        await write_eval_log_async(masked, temp, format=form)
-        os.chmod(temp, path.stat().st_mode & 0o777)
-        os.replace(temp, path)
-    finally:
-        Path(temp).unlink(missing_ok=True)
+    mode = path.stat().st_mode & 0o777
+    with path_written_beside(path) as temp:  # (named so Inspect never lists it as a log)
+        await write_eval_log_async(masked, str(temp), format=form)
+        os.chmod(temp, mode)
     return True
 
 

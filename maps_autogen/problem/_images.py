@@ -10,7 +10,7 @@ import os
 import stat
 import warnings
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -332,11 +332,12 @@ def png_whole(raw: bytes) -> bool | None:
     error to every row's bytes, and each row begins with one of PNG's five filter types. That is
     everything Pillow's decoder checks (the chunks' checksums are `verify()`'s), at a fraction
     of its cost (no rows unfiltered, no image made). None: a PNG this does not decide
-    (interlaced, animated, one whose EXIF or XMP may turn it, an unusual header): it is decoded.
+    (interlaced, animated, one whose EXIF or XMP may turn it, an unusual header or a second
+    one, pixel data that ends, whole, between two rows): it is decoded.
 
     The work is bounded: the chunks are walked once, the pixel data is inflated in pieces of
-    `_INFLATED_PIECE` bytes and only up to the bytes its rows need (the pixel limit is checked
-    before), and each piece's filter bytes are read by one slice."""
+    `_INFLATED_PIECE` bytes (`_inflated`: linear in the data) and only up to the bytes its rows
+    need (the pixel limit is checked before), and each piece's filter bytes are read by one slice."""
     if not raw.startswith(PNG_SIGNATURE):
         return None
     view = memoryview(raw)
@@ -345,6 +346,8 @@ def png_whole(raw: bytes) -> bool | None:
         length, kind = int.from_bytes(view[at : at + 4], "big"), bytes(view[at + 4 : at + 8])
         body = view[at + 8 : at + 8 + length]
         if kind == b"IHDR":
+            if header is not None:
+                return None  # Pillow reads the last one before the data, and none after it: it decides
             header = bytes(body)
         elif kind == b"IDAT" and not after_data:
             compressed.append(body)
@@ -364,20 +367,35 @@ def png_whole(raw: bytes) -> bool | None:
         return None
     row = 1 + (width * samples * depth + 7) // 8  # a filter byte, then the row's pixels
     # Inflated as Pillow inflates it (zlib's header and, once reached, its checksum checked by zlib).
-    inflate, pending = zlib.decompressobj(), b"".join(compressed)
-    needed, done = height * row, 0
+    inflate, needed, done = zlib.decompressobj(), height * row, 0
     try:
-        while done < needed:
-            piece = inflate.decompress(pending, min(_INFLATED_PIECE, needed - done))
-            pending = inflate.unconsumed_tail
-            if not piece:
-                return False  # the data ended before the last row
+        for piece in _inflated(inflate, compressed, needed):
             if max(piece[-done % row :: row], default=0) > 4:
                 return False  # no filter type
             done += len(piece)
     except zlib.error:
         return False
-    return True
+    if done == needed:
+        return True
+    # The data ended before the last row. Between two rows, Pillow may take that for the image's
+    # end, or not, by how the stream's last bytes fall across the IDAT chunks: it decides.
+    return None if inflate.eof and 0 < done and done % row == 0 else False
+
+
+def _inflated(inflate: zlib._Decompress, compressed: list[memoryview], needed: int) -> Iterator[bytes]:
+    """The first `needed` bytes `compressed` inflates to (fewer where it ends sooner), in pieces of
+    at most `_INFLATED_PIECE`. It is handed to zlib in pieces of that size too: what zlib keeps
+    back of an input is copied for the next call, so the whole data would be copied once per piece."""
+    done = 0
+    for chunk in compressed:
+        for start in range(0, len(chunk), _INFLATED_PIECE):
+            pending: bytes | memoryview = chunk[start : start + _INFLATED_PIECE]
+            while pending and not inflate.eof:
+                piece = inflate.decompress(pending, min(_INFLATED_PIECE, needed - done))
+                pending, done = inflate.unconsumed_tail, done + len(piece)
+                yield piece
+                if done >= needed:
+                    return
 
 
 def _too_many_pixels(source: str, size: tuple[int, int] | None, limit: int) -> ProblemError:

@@ -196,3 +196,14 @@ def test_near_copies_are_masked_where_every_window_would_find_them(secrets: list
     )
     text = "".join(data.draw(st.lists(pieces, max_size=8)))
     assert _mask_near_copies(text, state) == _brute_force(text, state)
+
+
+def test_a_secret_inside_a_json_string_is_masked_whole() -> None:
+    """Every file we write and every --json line carry text as JSON strings: a secret with quotes,
+    backslashes or characters beyond ASCII is written escaped, and is masked as it is written."""
+    secrets = ['pw"Zq81/Lm+Np\\tail-7', "clé-secrète-Zq81Lm", "tab\there-and\nnewline-Zq81"]
+    state = _compile(secrets)
+    for secret in secrets:
+        for ensure_ascii in (True, False):
+            written = json.dumps({"k": secret}, ensure_ascii=ensure_ascii)
+            assert _mask_near_copies(written, state) == f'{{"k": "{MASK}"}}', written

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.common import clean_env, critic_json, run_maps, solver_json, write_config
+from tests.helpers.common import clean_env, echoing, run_maps, write_config
 from tests.helpers.fake_openai import FakeOpenAI, Received, Reply
 
 USER = "maps-user"
@@ -48,14 +48,6 @@ def echo(request: Received) -> str:
             f"body={request.body.get('user_secret')} {request.body.get('client_secret')}")
 
 
-def echo_script(request: Received) -> Reply:
-    if request.role == "solver":
-        return Reply(solver_json(f"42 {echo(request)}"))
-    if request.role == "critic":
-        return Reply(critic_json(feedback={"solution": echo(request)}))
-    return Reply(echo(request))
-
-
 def assert_nowhere(texts: dict[str, str | bytes]) -> None:
     for where, text in texts.items():
         data = text.encode() if isinstance(text, str) else text
@@ -72,7 +64,7 @@ def leaky(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     runs = base / "runs"
     outputs: dict[str, subprocess.CompletedProcess[str]] = {}
     received: list[Received] = []
-    with FakeOpenAI(echo_script) as server:
+    with FakeOpenAI(echoing(echo)) as server:
         host = server.base_url.split("://", 1)[1]
         url = (f"http://{USER}:{urllib.parse.quote(PASSWORD, safe='')}@{host}"
                f"?api-key={urllib.parse.quote(QUERY_KEY, safe='')}")

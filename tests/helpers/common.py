@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import pytest
 import yaml
 from PIL import Image
 
-from tests.helpers.fake_openai import FakeOpenAI, Script
+from tests.helpers.fake_openai import FakeOpenAI, Received, Reply, Script
 from tests.helpers.inprocess import _process_state, needs_process, run_in_process
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,6 +120,19 @@ def critic_json(caption: int | None = 5, alignment: int = 5, knowledge: int = 5,
 
 def solver_json(answer: str) -> str:
     return json.dumps({"process": {"Phase 1": "frame", "Phase 2": "evidence", "Phase 3": "reason", "Phase 4": "check"}, "final_answer": answer})
+
+
+def echoing(said: Callable[[Received], str]) -> Script:
+    """A script for a gateway (or a model) that repeats what it received: every step's reply holds
+    `said(request)`, the Solver's as its answer after 42, the Critic's as its feedback."""
+    def reply(request: Received) -> Reply:
+        if request.role == "solver":
+            return Reply(solver_json(f"42 {said(request)}"))
+        if request.role == "critic":
+            return Reply(critic_json(feedback={"solution": said(request)}))
+        return Reply(said(request))
+
+    return reply
 
 
 def all_text_in(folder: Path) -> str:

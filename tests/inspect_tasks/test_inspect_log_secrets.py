@@ -6,7 +6,9 @@ masked in the log Inspect wrote, read back with Inspect's own reader, in both lo
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import fcntl
 import os
 import subprocess
 import sys
@@ -15,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.common import TEST_KEY, clean_env, critic_json, solver_json, write_config
+from maps_autogen._util import register_secret
+from tests.helpers.common import TEST_KEY, clean_env, echoing, write_config
 from tests.helpers.eval_fixtures import write_mathvista_jsonl
-from tests.helpers.fake_openai import FakeOpenAI, Received, Reply
+from tests.helpers.fake_openai import FakeOpenAI, Received
 
 if os.environ.get("CI") == "true":  # CI installs the inspect extra (scripts/setup.sh): missing is a failure
     from inspect_ai.log import read_eval_log
@@ -43,14 +46,6 @@ def echo(request: Received) -> str:
         base64.b64encode(f"user:{secret}".encode()).decode() for secret in SECRETS)
 
 
-def script(request: Received) -> Reply:
-    if request.role == "solver":
-        return Reply(solver_json(f"42 {echo(request)}"))
-    if request.role == "critic":
-        return Reply(critic_json(feedback={"solution": echo(request)}))
-    return Reply(echo(request))
-
-
 @pytest.mark.parametrize("log_format", ["json", "eval"])
 def test_inspect_s_log_holds_no_secret_in_any_encoding(tmp_path: Path, log_format: str) -> None:
     data, _ = write_mathvista_jsonl(tmp_path / "mathvista", 1)
@@ -62,7 +57,7 @@ def test_inspect_s_log_holds_no_secret_in_any_encoding(tmp_path: Path, log_forma
                               "extra_body": {"user_secret": BODY_SECRET}},
         "model.endpoint": "gateway"})
     logs = tmp_path / "logs"
-    with FakeOpenAI(script) as server:
+    with FakeOpenAI(echoing(echo)) as server:
         env = {key: value for key, value in clean_env(FAKE_BASE_URL=server.base_url, FAKE_API_KEY=TEST_KEY).items()
                if not key.startswith("INSPECT_")}
         result = subprocess.run([str(INSPECT), "eval", "maps_autogen/mathvista", "-T", f"data={data}", "-T",
@@ -88,3 +83,44 @@ def test_inspect_s_log_holds_no_secret_in_any_encoding(tmp_path: Path, log_forma
     assert step.params["config"] == str(config) and step.params["method"] == "maps"
     (scorer,) = log.eval.scorers or []
     assert scorer.options == {"benchmark": "mathvista", "rules": "current"}  # never the data set's rows
+
+
+@pytest.mark.parametrize("log_format", ["json", "eval"])
+def test_the_log_is_masked_through_a_temporary_inspect_never_lists(
+    tmp_path: Path, log_format: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the masked log is written (and after a writer killed mid-way), its temporary is
+    named and locked as our own (_util/_temporaries.py: the next write sweeps a dead one), never
+    named like a log Inspect lists."""
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.log._file import is_log_file
+    from inspect_ai.model import ModelOutput, get_model
+
+    import maps_autogen.inspect_tasks._log_secrets as log_secrets
+    from maps_autogen._util._temporaries import _pattern
+
+    secret = "tmp-log-secret-4d5e6f7a8b9c"
+    model = get_model("mockllm/model", custom_outputs=[ModelOutput.from_content("mockllm/model", f"echo {secret}")])
+    (log,) = inspect_eval(Task(dataset=[Sample(input="x", target="y")]), model=model, log_dir=str(tmp_path),
+                          log_format=log_format, display="none")
+    register_secret(secret)
+    path = Path(log.location)
+    written = []
+    real_writer = log_secrets.write_eval_log_async
+
+    async def watched(masked: object, location: str, format: str) -> object:
+        temp = Path(location)
+        assert not is_log_file(temp.name, [".json", ".eval"]), temp.name
+        assert temp.parent == path.parent and _pattern(path.name).fullmatch(temp.name), temp.name
+        with open(temp, "rb+") as other:  # the writer's lock is held: no sweep takes it
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        written.append(temp)
+        return await real_writer(masked, location, format=format)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(log_secrets, "write_eval_log_async", watched)
+    assert asyncio.run(log_secrets.mask_log(str(path))) is True
+    assert written and sorted(path.parent.iterdir()) == [path]
+    assert secret not in read_eval_log(str(path)).model_dump_json()

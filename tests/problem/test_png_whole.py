@@ -109,8 +109,49 @@ def _samples() -> list[bytes]:
     return whole + damaged
 
 
-def _split(data: bytes) -> list[bytes]:
-    return [data[at : at + 97] for at in range(0, len(data), 97)] + [b""]
+def _inflated(png: bytes) -> bytes:
+    return zlib.decompress(b"".join(body for kind, body in _chunks(png) if kind == b"IDAT"))
+
+
+def _row_bytes(png: bytes) -> int:
+    """The bytes of one row of `png`'s pixel data (its filter byte included)."""
+    (height,) = struct.unpack(">I", _chunks(png)[0][1][4:8])
+    return len(_inflated(png)) // height
+
+
+def _split(data: bytes, size: int = 97) -> list[bytes]:
+    return [data[at : at + size] for at in range(0, len(data), size)] + [b""]
+
+
+def _in_pieces(png: bytes) -> bytes:
+    """`png` with its pixel data in IDAT chunks of 3 bytes."""
+    chunks = _chunks(png)
+    data = b"".join(body for kind, body in chunks if kind == b"IDAT")
+    rest = [chunk for chunk in chunks if chunk[0] != b"IDAT"]
+    return _assembled([*rest[:-1], *((b"IDAT", piece) for piece in _split(data, 3)), rest[-1]])
+
+
+def test_a_stream_that_ends_between_rows_is_left_to_pillow() -> None:
+    """A PNG whose pixel data ends, whole, after some of its rows: Pillow takes that for the
+    image's end or not by how the stream's last bytes fall across its IDAT chunks, so the check
+    leaves it to Pillow's decode, and it is refused exactly when Pillow refuses it."""
+    verdicts = set()
+    for mode, size in IMAGES:
+        png = _png(_noisy(mode, size))
+        row = _row_bytes(png)
+        for kept in (row, row * 2, len(_inflated(png)) // row // 2 * row):
+            cut = _rows_changed(png, lambda rows, kept=kept: rows.__delitem__(slice(kept, None)))
+            for sample in (cut, _in_pieces(cut)):
+                assert png_whole(sample) is None
+                readable = _decodes(sample)
+                try:
+                    image_from_bytes(sample, name="a.png", source="a.png", max_side=2048)
+                except ProblemError:
+                    assert not readable
+                else:
+                    assert readable
+                verdicts.add(readable)
+    assert verdicts == {True, False}  # Pillow takes some and refuses others
 
 
 @pytest.mark.parametrize("piece", [None, 997])  # 997: rows cut across the pieces inflated
@@ -160,3 +201,55 @@ def test_pngs_the_check_leaves_are_decoded_and_turned() -> None:
     for png in (turned, _xmp_turned(_png(plain))):
         image = image_from_bytes(png, name="t.png", source="t.png", max_side=2048)
         assert (image.width, image.height) == (20, 60) and image.data != png  # turned, so encoded anew
+
+
+def _header(width: int, height: int) -> tuple[bytes, bytes]:
+    return b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit grey
+
+
+def test_a_second_header_is_left_to_pillow_never_believed() -> None:
+    """Pillow reads the header before the pixel data; one written after it (or a second one) is
+    not what the image is decoded by: a PNG with one is left to the decode, so a damaged PNG is
+    not made whole by a header that claims fewer rows, and a bomb of pixel data is not inflated
+    for a header that claims more."""
+    one_row_cut = zlib.compressobj().compress(b"\0" + bytes(100)) + b"\0"  # one row, the stream cut short
+    damaged = _assembled([_header(100, 100), (b"IDAT", one_row_cut), _header(100, 1), (b"IEND", b"")])
+    assert png_whole(damaged) is None and not _decodes(damaged)
+    with pytest.raises(ProblemError, match="is not a readable image"):
+        image_from_bytes(damaged, name="a.png", source="a.png", max_side=2048)
+    packer = zlib.compressobj(9)
+    bomb = b"".join(packer.compress(bytes(1 << 20)) for _ in range(64)) + packer.flush()  # 64 MB of zeros
+    for chunks in ([_header(1, 1), (b"IDAT", bomb), _header(1 << 20, 1 << 20), (b"IEND", b"")],
+                   [_header(1, 1), _header(1 << 20, 1 << 20), (b"IDAT", bomb), (b"IEND", b"")]):
+        assert png_whole(_assembled(chunks)) is None
+
+
+_DECOMPRESSOBJ = zlib.decompressobj
+
+
+class _Counted:
+    """zlib's decompressor, counting the compressed bytes it is handed (what it keeps back of a
+    call's input is copied and handed over again by the next)."""
+
+    handed = 0
+
+    def __init__(self) -> None:
+        self._inflate = _DECOMPRESSOBJ()
+
+    def decompress(self, data: bytes, max_length: int = 0) -> bytes:
+        _Counted.handed += len(data)
+        return self._inflate.decompress(data, max_length)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inflate, name)
+
+
+def test_the_pixel_data_is_handed_to_zlib_about_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The work is linear in the data: a PNG stored without compression (its data as large as its
+    rows, inflated in hundreds of pieces) has its data handed to zlib about once, not once per piece."""
+    png = _png(Image.effect_noise((640, 640), 60).convert("RGB"), compress_level=0)
+    monkeypatch.setattr(zlib, "decompressobj", _Counted)
+    assert png_whole(png) is True
+    data = sum(len(body) for kind, body in _chunks(png) if kind == b"IDAT")
+    assert data > 16 * maps_autogen.problem._images._INFLATED_PIECE  # many pieces
+    assert _Counted.handed <= 2 * data
